@@ -1,0 +1,1 @@
+"""Shared fixtures. Tests read as given / when / then."""

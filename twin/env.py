@@ -1,0 +1,123 @@
+"""Settings read from the environment, with safe local defaults, and one-line errors for bad values.
+
+Every reader raises SettingError naming the variable and the reason; ``manage.py`` and the launcher print it as
+one line (``twin: DATABASE_URL: ...``) instead of a traceback.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+from pathlib import Path
+from urllib.parse import urlparse
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("TWIN_VAR_DIR", BASE_DIR / "var"))
+EMBEDDED_REDIS_PORT = 6390
+DEFAULT_REDIS_URL = f"redis://127.0.0.1:{EMBEDDED_REDIS_PORT}/0"
+DEFAULT_DATABASE_URL = f"sqlite:///{VAR_DIR / 'twin.sqlite3'}"
+
+
+class SettingError(Exception):
+    """A setting with a value the twin cannot use. ``str()`` is the one line to print."""
+
+    def __init__(self, name: str, reason: str):
+        self.name, self.reason = name, reason
+        super().__init__(f"{name}: {reason}")
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise SettingError(name, f"{raw!r} is not a boolean (use true/false, yes/no, 1/0)")
+
+
+def env_list(name: str, default: str) -> list[str]:
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+def secret_key() -> str:
+    """SECRET_KEY from the environment; else a random key kept in var/secret_key (never in the repo)."""
+    key = os.environ.get("SECRET_KEY")
+    if key:
+        if len(key) < 32:
+            raise SettingError("SECRET_KEY", "is shorter than 32 characters")
+        return key
+    path = VAR_DIR / "secret_key"
+    if not path.exists():
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+def database() -> dict:
+    """DATABASES['default'] from DATABASE_URL: sqlite:///path or postgres://user@host:port/name."""
+    import dj_database_url
+
+    url = os.environ.get("DATABASE_URL") or DEFAULT_DATABASE_URL
+    scheme = urlparse(url).scheme
+    if scheme not in ("sqlite", "postgres", "postgresql", "pgsql"):
+        raise SettingError("DATABASE_URL", f"scheme {scheme or '(none)'!r} is not supported (use sqlite:/// or postgres://)")
+    try:
+        config = dj_database_url.parse(url, conn_max_age=0)
+    except Exception as e:  # dj_database_url raises bare ValueErrors with long texts
+        raise SettingError("DATABASE_URL", f"cannot be parsed: {e}") from None
+    if config["ENGINE"].endswith("sqlite3"):
+        if config["NAME"] in ("", ":memory:"):
+            raise SettingError("DATABASE_URL", "needs a file path (sqlite:////absolute/path.sqlite3)")
+        Path(config["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+        # WAL lets the web process read while a worker writes; a generous timeout rides out bulk builds.
+        config["OPTIONS"] = {"timeout": 60, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+                             "transaction_mode": "IMMEDIATE"}
+    else:
+        if not config.get("NAME"):
+            raise SettingError("DATABASE_URL", "names no database (postgres://user@host:5432/DBNAME)")
+        config["OPTIONS"] = {"connect_timeout": 5}
+    config["TEST"] = {"NAME": os.environ.get("TWIN_TEST_DATABASE_NAME") or None}
+    return config
+
+
+def redis_url() -> str:
+    url = os.environ.get("REDIS_URL") or DEFAULT_REDIS_URL
+    parsed = urlparse(url)
+    if parsed.scheme not in ("redis", "rediss", "unix"):
+        raise SettingError("REDIS_URL", f"scheme {parsed.scheme or '(none)'!r} is not supported (use redis://host:port/db)")
+    try:
+        parsed.port
+    except ValueError as e:
+        raise SettingError("REDIS_URL", f"has a bad port: {e}") from None
+    return url
+
+
+def check_redis(url: str, timeout: float = 3.0) -> None:
+    """Raise SettingError when the Redis at ``url`` does not answer PING."""
+    import redis
+
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout).ping()
+    except (redis.RedisError, OSError) as e:
+        raise SettingError("REDIS_URL", f"cannot reach Redis at {url} ({e})") from None
+
+
+def check_database() -> None:
+    """Raise SettingError when the configured database cannot be reached (Django must be set up)."""
+    from django.db import connection
+    from django.db.utils import Error
+
+    try:
+        connection.ensure_connection()
+    except Error as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise SettingError("DATABASE_URL", f"cannot connect ({first})") from None
+
+
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket() as s:
+        return s.connect_ex((host, port)) != 0

@@ -1,0 +1,5 @@
+from django.urls import path
+
+from twin.web import views
+
+urlpatterns = [path("", views.overview, name="overview")]
