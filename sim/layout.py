@@ -94,10 +94,18 @@ class ClusterLayout:
             names[(fabric, tier)] = f"{lower}-{name}"
         return names
 
-    @property
-    def link_a_device(self) -> tuple[np.ndarray, np.ndarray]:
-        """(nic id or -1, switch id or -1) of each link's lower end."""
-        return self.port_nic[self.link_a], self.port_switch[self.link_a]
+    def nic_rack(self) -> np.ndarray:
+        """The rack of each NIC's host or storage server."""
+        return np.where(self.nic_host >= 0, self.host_rack[np.maximum(self.nic_host, 0)],
+                        self.server_rack[np.maximum(self.nic_server, 0)] if len(self.server_rack) else -1)
+
+    def switch_rack(self) -> np.ndarray:
+        """The rack each leaf switch stands in (that of the device on its first downlink); -1 for other tiers."""
+        link_of_upper_port = np.full(len(self.port_slot), -1, dtype=IDX)
+        link_of_upper_port[self.link_b] = np.arange(len(self.link_b))
+        first_down = link_of_upper_port[self.switch_port_base]
+        nic = self.port_nic[self.link_a[first_down]]
+        return np.where(self.switch_tier == TIER_LEAF, self.nic_rack()[nic], -1)
 
 
 def _index(model_list: list[str], slug: str) -> int:
