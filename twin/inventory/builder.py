@@ -70,7 +70,7 @@ class _Writer:
         return base
 
 
-def _names(layout: ClusterLayout, storage_names: list[str]) -> dict[str, list[str]]:
+def item_names(layout: ClusterLayout, storage_names: list[str]) -> dict[str, list[str]]:
     """Unique, readable names for every item: ``meta-roce-24k.z03.r045.h1.gpu5``, ``...be.rtsw.z03.045:17``."""
     c = layout.spec.name
     zone_label = [f"z{n:02d}" if kind == ZONE_COMPUTE else f"{storage_names[s]}-z{n}"
@@ -131,7 +131,7 @@ def build_cluster(spec: ClusterSpec, replace: bool = False,
         if existing:
             delete_cluster(existing)
         catalog = sync_catalog()
-        names = _names(layout, [s.name for s in spec.storage])
+        names = item_names(layout, [s.name for s in spec.storage])
         cluster = Cluster.objects.create(name=spec.name, title=spec.title, description=spec.description,
                                          spec=spec.source)
         w = _Writer(cluster, progress)
