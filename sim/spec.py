@@ -190,10 +190,12 @@ class _Table:
 _REQUIRED = object()
 
 
-def _switch_ports(catalog: Catalog, tier: SwitchTierSpec, field: str, down: int, up: int, speed: int) -> None:
+def _switch_ports(catalog: Catalog, tier: SwitchTierSpec, field: str, down: int, up: int, speed: int,
+                  blame: str = "uplinks") -> None:
+    """Refuse a tier whose switches need more ports than their model has; ``blame`` names the field to change."""
     model = catalog.get("switch", tier.model, f"{field}.model")
     if down + up > model["ports"]:
-        raise SpecError(f"{field}.uplinks" if up else f"{field}.model", up if up else tier.model,
+        raise SpecError(f"{field}.{blame}", getattr(tier, blame),
                         f"needs {down} downlinks + {up} uplinks = {down + up} ports on each {tier.name}; "
                         f"model {tier.model} has {model['ports']}")
     if speed > model["speed_gbps"]:
@@ -293,7 +295,7 @@ def _parse_fabric(t: _Table, role: str, catalog: Catalog, layout: LayoutSpec,
             raise SpecError(st.field("uplinks"), spine.uplinks,
                             f"does not spread evenly over the {core.per_plane} core switches of a plane "
                             f"({ct.field('per_plane')})")
-        _switch_ports(catalog, core, ct.path, zones * (spine.uplinks // core.per_plane), 0, speed)
+        _switch_ports(catalog, core, ct.path, zones * (spine.uplinks // core.per_plane), 0, speed, blame="per_plane")
         _cable(catalog, core.cable, ct.field("cable"), speed)
         ct.done()
     lt.done()

@@ -56,16 +56,16 @@ def url_for(port: int, host: str = HOST, db: int = 0) -> str:
 
 def _probe(port: int, host: str = HOST, timeout: float = 1.0) -> str:
     """'free' (nothing listens), 'redis' (answers PING), or 'other' (something else holds the port)."""
-    if env.port_is_free(port, host):
-        return "free"
-    import redis
-
     try:
-        if redis.Redis(host=host, port=port, socket_connect_timeout=timeout, socket_timeout=timeout).ping():
-            return "redis"
-    except (redis.RedisError, OSError):
-        pass
-    return "other"
+        s = socket.create_connection((host, port), timeout=timeout)
+    except OSError:
+        return "free"
+    try:  # the inline command form: one line in, "+PONG" out from any Redis that needs no password
+        with s:
+            s.sendall(b"PING\r\n")
+            return "redis" if s.recv(16).startswith(b"+PONG") else "other"
+    except OSError:
+        return "other"
 
 
 def _set_parent_death_signal() -> None:
@@ -133,12 +133,12 @@ class EmbeddedRedis:
         proc, self.proc = self.proc, None
         if proc is None or proc.poll() is not None:
             return
-        import redis
-
-        try:
-            redis.Redis(host=self.host, port=self.port, socket_connect_timeout=1, socket_timeout=1).shutdown(nosave=True)
-        except (redis.RedisError, OSError):
-            pass  # the connection drops as the server exits: that is the normal path
+        try:  # a raw socket: redis-py would retry (with back-off) the connection the server drops as it exits
+            with socket.create_connection((self.host, self.port), timeout=1) as s:
+                s.sendall(b"SHUTDOWN NOSAVE\r\n")
+                s.recv(64)
+        except OSError:
+            pass
         for sig in (None, signal.SIGTERM, signal.SIGKILL):
             if sig is not None:
                 try:

@@ -16,19 +16,25 @@ BATCH = 20_000
 def reserve_ids(model, n: int) -> int:
     """Reserve ``n`` consecutive primary keys of ``model``; return the first. The caller inserts them explicitly.
 
-    PostgreSQL: the table is locked (EXCLUSIVE, readers still read) until the transaction ends, and its identity
-    sequence is moved past the block, so concurrent ORM inserts never collide with it. SQLite: the transaction
-    already holds the database's write lock (IMMEDIATE), and SQLite takes explicit keys as they come.
+    Keys are never reused, even after deletes (a stored run names the inventory ids it ran on): PostgreSQL takes
+    them from the identity sequence, SQLite from ``sqlite_sequence`` (its AUTOINCREMENT high-water mark). The
+    transaction holds the table's write lock (PostgreSQL: EXCLUSIVE, readers still read; SQLite: IMMEDIATE), so
+    no other writer can take keys in between.
     """
-    table = connection.ops.quote_name(model._meta.db_table)
+    table = model._meta.db_table
     with connection.cursor() as cur:
         if connection.vendor == "postgresql":
-            cur.execute(f"LOCK TABLE {table} IN EXCLUSIVE MODE")
-        cur.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}")
-        first = cur.fetchone()[0] + 1
-        if connection.vendor == "postgresql" and n:
-            cur.execute("SELECT setval(pg_get_serial_sequence(%s, 'id'), %s)", [model._meta.db_table, first + n - 1])
-    return first
+            cur.execute(f"LOCK TABLE {connection.ops.quote_name(table)} IN EXCLUSIVE MODE")
+            cur.execute("SELECT nextval(pg_get_serial_sequence(%s, 'id'))", [table])
+            first = cur.fetchone()[0]
+            if n > 1:
+                cur.execute("SELECT setval(pg_get_serial_sequence(%s, 'id'), %s)", [table, first + n - 1])
+            return first
+        cur.execute(f"SELECT MAX(id) FROM {connection.ops.quote_name(table)}")
+        highest = cur.fetchone()[0] or 0
+        cur.execute("SELECT seq FROM sqlite_sequence WHERE name = %s", [table])
+        row = cur.fetchone()
+        return max(highest, row[0] if row else 0) + 1
 
 
 def insert_columns(model, columns: dict[str, Sequence], progress: Callable[[int], None] | None = None) -> int:

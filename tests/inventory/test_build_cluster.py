@@ -1,0 +1,135 @@
+"""build_cluster: exact counts in the database, idempotent, --replace, atomic, and refused specs write nothing."""
+import io
+import tomllib
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from sim.layout import expand
+from sim.spec import PRESETS_DIR, load_spec
+from twin.inventory.builder import build_cluster, total_rows
+from twin.inventory.models import (
+    GPU, NIC, SSD, Cluster, Fabric, Host, Link, Port, Rack, StorageServer, Switch, Zone,
+)
+
+pytestmark = pytest.mark.django_db
+
+TABLES = {"zones": Zone, "racks": Rack, "hosts": Host, "gpus": GPU, "storage_servers": StorageServer, "ssds": SSD,
+          "nics": NIC, "switches": Switch, "ports": Port, "links": Link}
+
+
+def db_counts(cluster):
+    counts = {key: model.objects.filter(cluster=cluster).count() for key, model in TABLES.items()}
+    for role, tier, name in Switch.objects.filter(cluster=cluster).values_list("fabric__role", "tier", "role") \
+            .distinct():
+        counts[f"switches.{name}"] = Switch.objects.filter(cluster=cluster, fabric__role=role, tier=tier).count()
+    return counts
+
+
+def build(name, **kwargs):
+    out = io.StringIO()
+    call_command("build_cluster", name, "--no-progress", stdout=out, **kwargs)
+    return out.getvalue()
+
+
+def test_demo_cluster_rows_equal_its_expansion():
+    # given the demo spec, when it is built, then every table holds exactly the expansion's items
+    build("demo-256")
+    cluster = Cluster.objects.get(name="demo-256")
+    want = expand(load_spec("demo-256")).counts()
+    got = db_counts(cluster)
+    assert {k: want[k] for k in got} == got
+    assert got["gpus"] == 256 and got["switches.rtsw"] == 16 and got["switches.atsw"] == 8
+    assert Fabric.objects.get(cluster=cluster, role=0).kind == "backend-roce"
+
+
+def test_every_item_has_a_unique_name_and_serial_and_starts_active():
+    build("demo-256")
+    for model in (Rack, Host, GPU, NIC, Switch, Link, StorageServer, SSD):
+        rows = model.objects.values_list("name", "serial", "status")
+        names, serials, statuses = zip(*rows)
+        assert len(set(names)) == len(names) and len(set(serials)) == len(serials)
+        assert set(statuses) == {"active"}
+
+
+def test_gpu_index_and_nic_rail_follow_the_host():
+    build("demo-256")
+    gpu = GPU.objects.select_related("host", "nic").get(index=13)
+    assert gpu.slot == 5 and gpu.host.slot == 1 and gpu.nic.slot == 5 and gpu.nic.host_id == gpu.host_id
+
+
+def test_meta_roce_24k_builds_with_exact_counts():
+    build("meta-roce-24k")
+    got = db_counts(Cluster.objects.get(name="meta-roce-24k"))
+    assert (got["gpus"], got["hosts"], got["switches.rtsw"], got["switches.ctsw"], got["switches.atsw"]) == \
+        (24576, 3072, 1536, 144, 72)
+    assert got["links"] == 24576 + 27648 + 4032 + 9934 + 6752 + 2112
+
+
+def test_a_second_build_duplicates_nothing():
+    build("demo-256")
+    first = db_counts(Cluster.objects.get(name="demo-256"))
+    assert "already built, nothing to do" in build("demo-256")
+    assert db_counts(Cluster.objects.get(name="demo-256")) == first
+    assert Cluster.objects.count() == 1
+
+
+def test_a_changed_spec_is_reported_and_replace_rebuilds(tmp_path):
+    build("demo-256")
+    old_gpu_ids = set(GPU.objects.values_list("id", flat=True))
+    spec_text = (PRESETS_DIR / "demo-256.toml").read_text().replace("racks_per_zone = 8", "racks_per_zone = 4", 1)
+    changed = tmp_path / "demo.toml"
+    changed.write_text(spec_text)
+    assert "differs" in build(str(changed))
+    assert GPU.objects.count() == 256
+    build(str(changed), replace=True)
+    assert GPU.objects.count() == 128 and not old_gpu_ids & set(GPU.objects.values_list("id", flat=True))
+    assert Cluster.objects.get(name="demo-256").spec["layout"]["racks_per_zone"] == 4
+
+
+def test_a_build_that_fails_midway_leaves_nothing_behind(tmp_path):
+    # given another cluster holding a rack under a name the demo build will need
+    other = (PRESETS_DIR / "demo-256.toml").read_text().replace('name = "demo-256"', 'name = "other"')
+    (tmp_path / "other.toml").write_text(other)
+    build(str(tmp_path / "other.toml"))
+    Rack.objects.filter(name="other.z01.r003").update(name="demo-256.z01.r003")
+    before = {key: model.objects.count() for key, model in TABLES.items()}
+    # when the demo build reaches the racks, the unique name fails
+    with pytest.raises(Exception, match="(?i)unique|duplicate"):
+        build("demo-256")
+    # then no row of it remains: not the cluster, not the zones written before the racks
+    assert not Cluster.objects.filter(name="demo-256").exists()
+    assert {key: model.objects.count() for key, model in TABLES.items()} == before
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda d: d["layout"].update(racks_per_zone=0), "layout.racks_per_zone"),
+    (lambda d: d["backend"]["spine"].update(model="arista-9999"), "backend.spine.model"),
+    (lambda d: d["backend"]["leaf"].update(uplinks=60), "backend.leaf.uplinks"),
+    (lambda d: d["backend"]["spine"].update(oversubscription=5), "backend.spine.oversubscription"),
+])
+def test_a_refused_spec_names_the_field_and_writes_nothing(tmp_path, edit, field):
+    import json
+    data = tomllib.loads((PRESETS_DIR / "demo-256.toml").read_text())
+    edit(data)
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(CommandError, match=f"spec refused: {field}"):
+        build(str(path))
+    assert Cluster.objects.count() == 0 and Zone.objects.count() == 0
+
+
+def test_progress_reports_every_row():
+    seen = []
+    spec = load_spec("demo-256")
+    result = build_cluster(spec, progress=lambda table, rows: seen.append(rows))
+    assert sum(seen) == result.rows == total_rows(expand(spec))
+
+
+def test_build_defaults_builds_the_configured_clusters(settings):
+    settings.TWIN_DEFAULT_CLUSTERS = ["demo-256"]
+    out = io.StringIO()
+    call_command("build_cluster", "--defaults", "--no-progress", stdout=out)
+    assert Cluster.objects.filter(name="demo-256").exists()
+    call_command("build_cluster", "--defaults", "--no-progress", stdout=out)
+    assert "already built" in out.getvalue()

