@@ -21,6 +21,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from urllib.parse import urlparse, urlunparse
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -50,6 +51,15 @@ def _connect_host(host: str) -> str:
 def _url_host(host: str) -> str:
     host = _connect_host(host)
     return f"[{host}]" if ":" in host else host
+
+
+def _redact(url: str) -> str:
+    """The URL with its password (if any) hidden, for printing."""
+    parsed = urlparse(url)
+    if parsed.password is None:
+        return url
+    netloc = parsed.netloc.rsplit("@", 1)
+    return urlunparse(parsed._replace(netloc=netloc[0].split(":")[0] + ":***@" + netloc[1]))
 
 
 def _answers(host: str, port: int, timeout: float = 0.5) -> bool:
@@ -136,7 +146,7 @@ class Launcher:
                                                 f"(stop what runs there, or pick another port with --port)")
         if os.environ.get("REDIS_URL"):
             env.check_redis(settings.REDIS_URL)
-            self.redis_desc = f"external {settings.REDIS_URL}"
+            self.redis_desc = f"external {_redact(settings.REDIS_URL)}"
         else:
             from twin.redis_server import ensure_redis
 
@@ -200,9 +210,9 @@ class Launcher:
             if not ready:
                 if _answers(_connect_host(self.host), self.port):
                     ready = True
-                    lines = [f"Twin running at {url}"]
+                    lines = ["", f"Twin running at {url}"]
                     lines += [f"  {c.name:<7} pid {c.pid:<7} {c.title}" for c in self.children]
-                    lines += [f"  {'redis':<7} {self.redis_desc}", "Press Ctrl-C to stop."]
+                    lines += [f"  {'redis':<7} {self.redis_desc}", "Press Ctrl-C to stop.", ""]
                     self.say("\n".join(lines))
                 elif time.monotonic() - started > READY_TIMEOUT:
                     self.say(f"twin: web did not answer on {url} within {READY_TIMEOUT:.0f} s; stopping", err=True)
