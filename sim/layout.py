@@ -23,6 +23,9 @@ ZONE_COMPUTE, ZONE_STORAGE = 0, 1
 FABRIC_BACKEND, FABRIC_FRONTEND = 0, 1
 TIER_LEAF, TIER_SPINE, TIER_CORE = 0, 1, 2
 LINK_NIC_LEAF, LINK_LEAF_SPINE, LINK_SPINE_CORE = 0, 1, 2
+# Operational status codes of the ``*_status`` arrays; only ACTIVE items carry traffic.
+STATUS_ACTIVE, STATUS_FAILED, STATUS_DRAINED, STATUS_MAINTENANCE = 0, 1, 2, 3
+STATUS_NAMES = ("active", "failed", "drained", "maintenance")
 IDX = np.int64
 
 
@@ -69,10 +72,22 @@ class ClusterLayout:
     link_b: np.ndarray             # upper port
     link_speed_gbps: np.ndarray
     link_cable: np.ndarray
+    # Status codes (STATUS_*) per item: all active from a spec; the inventory adapter fills them from the database.
+    gpu_status: np.ndarray = None
+    nic_status: np.ndarray = None
+    switch_status: np.ndarray = None
+    port_status: np.ndarray = None
+    link_status: np.ndarray = None
     nic_models: list[str] = field(default_factory=list)
     switch_models: list[str] = field(default_factory=list)
     cable_models: list[str] = field(default_factory=list)
     tier_names: dict[tuple[int, int], str] = field(default_factory=dict)   # (fabric, tier) -> "rtsw"
+
+    def __post_init__(self):
+        for kind, ref in (("gpu", self.gpu_host), ("nic", self.nic_fabric), ("switch", self.switch_tier),
+                          ("port", self.port_slot), ("link", self.link_a)):
+            if getattr(self, f"{kind}_status") is None:
+                setattr(self, f"{kind}_status", np.zeros(len(ref), dtype=np.int8))
 
     def counts(self) -> dict[str, int]:
         """Item counts by kind, the figures check_cluster and the tests compare against."""
