@@ -3,5 +3,6 @@ from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("api/", include("twin.api.urls")),
     path("", include("twin.web.urls")),
 ]

@@ -1,0 +1,209 @@
+"""The one pattern every inventory endpoint follows (as NetBox does): list, retrieve, create, update, partial
+update, delete, and bulk create / update / delete on the list URL, each bulk call in one transaction; ``?brief=1``
+for a short representation; filters, ordering and pagination from the settings.
+
+A model's endpoint declares only its serializer, filterset and queryset; ``InventorySerializer`` maps foreign keys
+to ``{"id", "url"}`` without joins, and validates model constraints and cluster consistency before writing.
+"""
+from __future__ import annotations
+
+import copy
+
+from django.db import transaction
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from rest_framework import serializers, status, viewsets
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+from rest_framework.routers import DefaultRouter, Route
+
+from twin.api.fields import LinkedRelatedField
+
+ROUTE_BY_MODEL: dict[type, str] = {}
+
+
+class BulkRouter(DefaultRouter):
+    """DefaultRouter plus PUT/PATCH/DELETE on the list URL for bulk update and delete."""
+
+    routes = list(DefaultRouter.routes)
+    routes[0] = Route(url=r"^{prefix}{trailing_slash}$",
+                      mapping={"get": "list", "post": "create", "put": "bulk_update",
+                               "patch": "bulk_partial_update", "delete": "bulk_destroy"},
+                      name="{basename}-list", detail=False, initkwargs={"suffix": "List"})
+
+    def register(self, prefix, viewset, basename=None):
+        ROUTE_BY_MODEL[viewset.queryset.model] = basename
+        super().register(prefix, viewset, basename)
+
+
+@extend_schema_field({"type": "string", "format": "uri", "readOnly": True})
+class SelfUrlField(serializers.Field):
+    """The object's own API URL, built from a cached prefix rather than one reverse() per row."""
+
+    def __init__(self, **kwargs):
+        super().__init__(source="*", read_only=True, **kwargs)
+
+    def to_representation(self, obj):
+        route = ROUTE_BY_MODEL[type(obj)]
+        cache = self.context.setdefault("_url_prefix", {})
+        if route not in cache:
+            path = reverse(f"api:{route}-detail", kwargs={"pk": 0})[:-2]
+            request = self.context.get("request")
+            cache[route] = request.build_absolute_uri(path) if request else path
+        return f"{cache[route]}{obj.pk}/"
+
+
+class InventorySerializer(serializers.ModelSerializer):
+    """Base serializer: ``id``, ``url``, ``display`` and the model's fields; foreign keys as ``{"id", "url"}``."""
+
+    url = SelfUrlField()
+    display = serializers.SerializerMethodField()
+    serializer_related_field = LinkedRelatedField
+    brief_fields: tuple[str, ...] = ("id", "url", "display", "name")
+
+    def get_display(self, obj) -> str:
+        return str(obj)
+
+    def build_relational_field(self, field_name, relation_info):
+        field_class, kwargs = super().build_relational_field(field_name, relation_info)
+        kwargs["route"] = ROUTE_BY_MODEL[relation_info.related_model]
+        return LinkedRelatedField, kwargs
+
+    def validate(self, attrs):
+        """Model constraints (checks, unique together) and cluster consistency, as a 400 naming the fields."""
+        attrs = super().validate(attrs)
+        probe = copy.copy(self.instance) if self.instance else self.Meta.model()
+        for key, value in attrs.items():
+            setattr(probe, key, value)
+        self._check_same_cluster(probe)
+        probe.validate_constraints()
+        return attrs
+
+    @staticmethod
+    def _check_same_cluster(obj):
+        """An item's parents (host, rack, switch...) must belong to the item's own cluster."""
+        cluster_id = getattr(obj, "cluster_id", None)
+        if cluster_id is None:
+            return
+        for f in obj._meta.concrete_fields:
+            if not f.is_relation or f.name == "cluster":
+                continue
+            related = getattr(obj, f.name, None)
+            other = getattr(related, "cluster_id", None) if related is not None else None
+            if other is not None and other != cluster_id:
+                raise ValidationError({f.name: f"belongs to another cluster (id {other}) than this item ({cluster_id})"})
+
+
+def brief_serializer(serializer_class):
+    """A subclass of ``serializer_class`` with only its brief fields (``?brief=1``)."""
+    meta = type("Meta", (serializer_class.Meta,), {"fields": serializer_class.brief_fields})
+    return type(f"Brief{serializer_class.__name__}", (serializer_class,), {"Meta": meta})
+
+
+BRIEF = OpenApiParameter("brief", bool, description="short representation: id, url, display, name")
+
+
+def _annotate_schema(viewset_class):
+    """Give each viewset its own annotated copies of the shared actions (unique operation ids, list bodies)."""
+    name = viewset_class.serializer_class.Meta.model.__name__
+    op = name.lower()
+    many = viewset_class.serializer_class(many=True)
+    annotations = {
+        "list": dict(parameters=[BRIEF]),
+        "retrieve": dict(parameters=[BRIEF]),
+        "bulk_update": dict(operation_id=f"{op}_bulk_update", request=many, responses=many,
+                            description=f"Update several {name}s at once: a list of objects, each with its id. "
+                                        "One transaction: all or nothing."),
+        "bulk_partial_update": dict(operation_id=f"{op}_bulk_partial_update", request=many, responses=many,
+                                    description="Partial bulk update. One transaction."),
+        "bulk_destroy": dict(operation_id=f"{op}_bulk_destroy", request=BulkDeleteSerializer(many=True),
+                             responses={204: None},
+                             description=f"Delete several {name}s: a list of {{\"id\": n}}. One transaction."),
+    }
+    for action, kwargs in annotations.items():
+        method = getattr(viewset_class, action)
+
+        def copy(self, *args, _method=method, **kw):
+            return _method(self, *args, **kw)
+
+        copy.__name__, copy.__doc__ = action, method.__doc__
+        setattr(viewset_class, action, extend_schema(**kwargs)(copy))
+
+
+class BulkDeleteSerializer(serializers.Serializer):
+    id = serializers.IntegerField(min_value=1)
+
+
+class InventoryViewSet(viewsets.ModelViewSet):
+    """Base viewset. Subclasses set ``queryset``, ``serializer_class`` and ``filterset_class``."""
+
+    brief_prefetch: tuple[str, ...] = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if getattr(cls, "serializer_class", None) is not None:
+            _annotate_schema(cls)
+
+    @property
+    def brief(self) -> bool:
+        request = getattr(self, "request", None)
+        return bool(request) and request.query_params.get("brief", "").lower() in ("1", "true", "yes")
+
+    def get_serializer_class(self):
+        if self.brief and self.request.method == "GET":
+            return brief_serializer(self.serializer_class)
+        return self.serializer_class
+
+    def create(self, request, *args, **kwargs):
+        """One object, or a list of objects created in one transaction (all or nothing)."""
+        many = isinstance(request.data, list)
+        serializer = self.get_serializer(data=request.data, many=many)
+        serializer.is_valid(raise_exception=True)
+        with transaction.atomic():
+            self.perform_create(serializer)
+        return Response(serializer.data, status=status.HTTP_201_CREATED)
+
+    def _objects_for(self, data, want_keys=("id",)):
+        if not isinstance(data, list) or not data:
+            raise ValidationError({"non_field_errors": ["expected a non-empty list of objects"]})
+        ids, errors = [], []
+        for item in data:
+            ok = isinstance(item, dict) and isinstance(item.get("id"), int) and not isinstance(item.get("id"), bool)
+            errors.append({} if ok else {"id": ["each object needs an integer id"]})
+            ids.append(item.get("id") if ok else None)
+        if any(errors):
+            raise ValidationError(errors)
+        if len(set(ids)) != len(ids):
+            raise ValidationError({"id": ["the list names an id twice"]})
+        objects = self.get_queryset().in_bulk(ids)
+        missing = [i for i in ids if i not in objects]
+        if missing:
+            raise ValidationError({"id": [f"no such object: {missing[:20]}"]})
+        return [objects[i] for i in ids]
+
+    def _bulk_update(self, request, partial):
+        objects = self._objects_for(request.data)
+        serializers_, errors = [], []
+        for obj, item in zip(objects, request.data):
+            s = self.get_serializer(obj, data=item, partial=partial)
+            errors.append({} if s.is_valid() else s.errors)
+            serializers_.append(s)
+        if any(errors):
+            raise ValidationError(errors)
+        with transaction.atomic():
+            for s in serializers_:
+                self.perform_update(s)
+        return Response([s.data for s in serializers_])
+
+    def bulk_update(self, request, *args, **kwargs):
+        return self._bulk_update(request, partial=False)
+
+    def bulk_partial_update(self, request, *args, **kwargs):
+        return self._bulk_update(request, partial=True)
+
+    def bulk_destroy(self, request, *args, **kwargs):
+        objects = self._objects_for(request.data)
+        with transaction.atomic():
+            for obj in objects:
+                self.perform_destroy(obj)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,16 @@
+"""All REST routes under /api/ (namespace ``api``), the OpenAPI schema and its documentation page."""
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from twin.api.base import BulkRouter
+from twin.inventory.api.urls import register as register_inventory
+
+router = BulkRouter()
+register_inventory(router)
+
+app_name = "api"
+urlpatterns = [
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path("", include(router.urls)),
+]

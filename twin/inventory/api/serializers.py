@@ -1,0 +1,54 @@
+"""Serializers of every inventory model: the model's fields plus id, url and display; relations as {id, url}."""
+from rest_framework import serializers
+
+from sim.errors import SpecError
+from sim.spec import parse_spec
+from twin.api.base import InventorySerializer
+from twin.inventory import models as m
+from twin.inventory.builder import build_cluster
+
+
+def serializer_for(model, brief=("id", "url", "display", "name"), read_only=(), base=InventorySerializer):
+    """A serializer of all of ``model``'s concrete fields."""
+    fields = ["id", "url", "display"] + [f.name for f in model._meta.concrete_fields if f.name != "id"]
+    meta = type("Meta", (), {"model": model, "fields": fields, "read_only_fields": read_only})
+    return type(f"{model.__name__}Serializer", (base,), {"Meta": meta, "brief_fields": brief})
+
+
+class ClusterBase(InventorySerializer):
+    """Clusters are created from a spec (the same as ``build_cluster``, atomic); afterwards only title,
+    description and status change."""
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        if self.instance is None:
+            if "spec" not in attrs:
+                raise serializers.ValidationError({"spec": "required: a cluster spec (as in sim/presets/*.toml)"})
+            try:
+                self._parsed = parse_spec(attrs["spec"])
+            except SpecError as e:
+                raise serializers.ValidationError({"spec": f"{e.field}: {e.value!r} {e.reason}"}) from None
+            if m.Cluster.objects.filter(name=self._parsed.name).exists():
+                raise serializers.ValidationError({"spec": f"name: a cluster named {self._parsed.name!r} exists"})
+        elif "spec" in attrs:
+            raise serializers.ValidationError({"spec": "cannot change; rebuild with build_cluster --replace"})
+        return attrs
+
+    def create(self, validated_data):
+        cluster = build_cluster(self._parsed).cluster
+        for key in ("status",):
+            if key in validated_data:
+                setattr(cluster, key, validated_data[key])
+        cluster.save()
+        return cluster
+
+
+SERIALIZERS = {model: serializer_for(model, brief=("id", "url", "display", "slug", "name"))
+               for model in m.CATALOG_MODELS.values()}
+SERIALIZERS[m.Cluster] = serializer_for(m.Cluster, read_only=("name", "title", "description", "built_at"),
+                                        base=ClusterBase)
+for _model in (m.Fabric, m.Zone, m.StorageCluster, m.Port):
+    SERIALIZERS[_model] = serializer_for(_model, brief=("id", "url", "display", "name", "status")
+                                         if hasattr(_model, "status") else ("id", "url", "display", "name"))
+for _model in (m.Rack, m.Host, m.GPU, m.NIC, m.Switch, m.Link, m.StorageServer, m.SSD):
+    SERIALIZERS[_model] = serializer_for(_model, brief=("id", "url", "display", "name", "status"))

@@ -1,0 +1,7 @@
+from twin.inventory.api.views import ENDPOINTS, VIEWSETS
+
+
+def register(router):
+    for model, segment in ENDPOINTS.items():
+        router.register(f"inventory/{segment}", VIEWSETS[model], basename=segment.removesuffix("s")
+                        if segment != "switches" else "switch")

@@ -1,0 +1,114 @@
+"""Filters for every inventory field (by id and by name for relations), plus the cross-relation filters users ask
+for: a GPU by zone or rack, a port by fabric or tier, a link by the switch at either end.
+
+``?q=`` searches names (and serials). Relations filter by id (``host_id=5``, repeatable: ``host_id=5&host_id=6``)
+and by name or slug (``host=meta-roce-24k.z00.r000.h0``, ``model=h100-sxm-80gb``).
+"""
+from __future__ import annotations
+
+import django_filters as df
+from django.db import models
+from django.db.models import Q
+
+from twin.inventory import models as m
+
+CATALOG = tuple(m.CATALOG_MODELS.values())
+
+
+class NumberInFilter(df.BaseInFilter, df.NumberFilter):
+    pass
+
+
+class CharInFilter(df.BaseInFilter, df.CharFilter):
+    pass
+
+
+def _label(model) -> str:
+    return "slug" if model in CATALOG else "name"
+
+
+def _filters_for_field(f) -> dict[str, df.Filter]:
+    if f.is_relation:
+        related = f.related_model
+        return {f"{f.name}_id": NumberInFilter(field_name=f.name, lookup_expr="in"),
+                f.name: CharInFilter(field_name=f"{f.name}__{_label(related)}", lookup_expr="in")}
+    if f.choices:
+        return {f.name: df.MultipleChoiceFilter(field_name=f.name, choices=f.choices)}
+    if isinstance(f, models.BooleanField):
+        return {f.name: df.BooleanFilter(field_name=f.name)}
+    if isinstance(f, (models.IntegerField, models.FloatField)):
+        return {f.name: NumberInFilter(field_name=f.name, lookup_expr="in"),
+                f"{f.name}__gte": df.NumberFilter(field_name=f.name, lookup_expr="gte"),
+                f"{f.name}__lte": df.NumberFilter(field_name=f.name, lookup_expr="lte")}
+    if isinstance(f, models.DateTimeField):
+        return {f"{f.name}__gte": df.IsoDateTimeFilter(field_name=f.name, lookup_expr="gte"),
+                f"{f.name}__lte": df.IsoDateTimeFilter(field_name=f.name, lookup_expr="lte")}
+    if isinstance(f, (models.CharField, models.TextField)):
+        return {f.name: CharInFilter(field_name=f.name, lookup_expr="in"),
+                f"{f.name}__ic": df.CharFilter(field_name=f.name, lookup_expr="icontains")}
+    return {}  # JSON (a cluster's spec) is not filterable
+
+
+def _search(fields):
+    def search(queryset, name, value):
+        query = Q()
+        for field in fields:
+            query |= Q(**{f"{field}__icontains": value.strip()})
+        return queryset.filter(query)
+    return search
+
+
+def filterset_for(model, extra: dict[str, df.Filter] | None = None):
+    """A FilterSet with filters for every concrete field of ``model``, ``q`` search, and ``extra`` filters."""
+    attrs: dict = {}
+    for f in model._meta.concrete_fields:
+        if f.name != "id":
+            attrs.update(_filters_for_field(f))
+    attrs["id"] = NumberInFilter(field_name="id", lookup_expr="in")
+    names = {f.name for f in model._meta.concrete_fields}
+    searched = [n for n in ("name", "serial", "slug", "title", "vendor") if n in names]
+    attrs["q"] = df.CharFilter(method=_search(searched), label=f"search {', '.join(searched)}")
+    attrs.update(extra or {})
+    meta = type("Meta", (), {"model": model, "fields": []})
+    return type(f"{model.__name__}FilterSet", (df.FilterSet,), {**attrs, "Meta": meta})
+
+
+def _by(path: str, label: str = "name"):
+    """Filters ``<x>_id`` and ``<x>`` for a relation reached through ``path`` (``host__rack__zone``)."""
+    name = path.rsplit("__", 1)[-1]
+    return {f"{name}_id": NumberInFilter(field_name=path, lookup_expr="in"),
+            name: CharInFilter(field_name=f"{path}__{label}", lookup_expr="in")}
+
+
+def _either_end(queryset, name, value):
+    ids = [int(v) for v in value]
+    return queryset.filter(Q(a_port__switch_id__in=ids) | Q(b_port__switch_id__in=ids))
+
+
+class NumberListFilter(df.BaseInFilter, df.NumberFilter):
+    pass
+
+
+FILTERSETS = {
+    model: filterset_for(model) for model in (*CATALOG, m.Cluster, m.Fabric, m.StorageCluster)
+} | {
+    m.Zone: filterset_for(m.Zone),
+    m.Rack: filterset_for(m.Rack),
+    m.Host: filterset_for(m.Host, _by("rack__zone")),
+    m.GPU: filterset_for(m.GPU, {**_by("host__rack"), **_by("host__rack__zone")}),
+    m.NIC: filterset_for(m.NIC, {**_by("host__rack"), **_by("host__rack__zone"),
+                                 "role": df.MultipleChoiceFilter(field_name="fabric__role",
+                                                                 choices=m.Fabric._meta.get_field("role").choices)}),
+    m.Switch: filterset_for(m.Switch),
+    m.Port: filterset_for(m.Port, {
+        "fabric_id": NumberInFilter(method=lambda qs, n, v: qs.filter(Q(switch__fabric_id__in=v)
+                                                                       | Q(nic__fabric_id__in=v))),
+        "tier": df.MultipleChoiceFilter(field_name="switch__tier", choices=m.Switch._meta.get_field("tier").choices),
+        "cabled": df.BooleanFilter(method=lambda qs, n, v: qs.filter(Q(link_as_a__isnull=False)
+                                                                     | Q(link_as_b__isnull=False))
+                                   if v else qs.filter(link_as_a__isnull=True, link_as_b__isnull=True)),
+    }),
+    m.Link: filterset_for(m.Link, {"switch_id": NumberListFilter(method=_either_end, label="switch at either end")}),
+    m.StorageServer: filterset_for(m.StorageServer, _by("rack__zone")),
+    m.SSD: filterset_for(m.SSD, {**_by("server__storage_cluster")}),
+}
