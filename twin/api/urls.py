@@ -4,6 +4,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from twin.api.base import BulkRouter
 from twin.inventory.api.urls import register as register_inventory
+from twin.inventory.api.views import PathsView
 
 router = BulkRouter()
 register_inventory(router)
@@ -12,5 +13,6 @@ app_name = "api"
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path("topology/paths/", PathsView.as_view(), name="topology-paths"),
     path("", include(router.urls)),
 ]

@@ -16,7 +16,7 @@ from django.db import transaction
 from sim.catalog import load_catalog
 from sim.layout import FABRIC_BACKEND, TIER_CORE, TIER_LEAF, ZONE_COMPUTE, ClusterLayout, expand
 from sim.spec import ClusterSpec
-from twin.inventory.bulk import delete_where, insert_columns, reserve_ids
+from twin.inventory.bulk import analyze, delete_where, insert_columns, reserve_ids
 from twin.inventory.choices import FABRIC_KIND_BY_SPEC, Status
 from twin.inventory.models import (
     CATALOG_MODELS, GPU, NIC, SSD, Cluster, Fabric, Host, Link, Port, Rack, StorageCluster, StorageServer, Switch, Zone,
@@ -206,4 +206,5 @@ def build_cluster(spec: ClusterSpec, replace: bool = False,
             "fabric_id": fabric_ids[layout.link_fabric], "tier": layout.link_tier,
             "a_port_id": port0 + layout.link_a, "b_port_id": port0 + layout.link_b,
             "speed_gbps": layout.link_speed_gbps, "cable_id": ids("cable", layout.cable_models)[layout.link_cable]})
+    analyze(CLUSTER_TABLES)
     return BuildResult(cluster, created=True, rows=w.rows)

@@ -78,3 +78,11 @@ def delete_where(model, column: str, value) -> int:
     with connection.cursor() as cur:
         cur.execute(f"DELETE FROM {table} WHERE {connection.ops.quote_name(column)} = %s", [value])
         return cur.rowcount
+
+
+def analyze(models) -> None:
+    """Refresh the query planner's statistics after a bulk load, so that it picks the indexes (SQLite has none
+    until told; PostgreSQL's autovacuum would get there minutes later)."""
+    with connection.cursor() as cur:
+        for model in models:
+            cur.execute(f"ANALYZE {connection.ops.quote_name(model._meta.db_table)}")

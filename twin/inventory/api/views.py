@@ -1,6 +1,18 @@
-"""One endpoint per inventory model, all from the same base (twin.api.base.InventoryViewSet)."""
+"""One endpoint per inventory model, all from the same base (twin.api.base.InventoryViewSet), plus the topology
+questions (neighbours, paths, fabric graph, cluster summary) as actions and one view."""
+from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
 from twin.api.base import InventoryViewSet
+from twin.api.permissions import InventoryPermission
 from twin.inventory import models as m
+from twin.inventory import topology
 from twin.inventory.api.serializers import SERIALIZERS
 from twin.inventory.builder import delete_cluster
 from twin.inventory.filtersets import FILTERSETS
@@ -27,5 +39,73 @@ class ClusterViewSet(viewset_for(m.Cluster)):
     def perform_destroy(self, instance):
         delete_cluster(instance)  # one DELETE per table, not a per-object cascade over 300k rows
 
+    @extend_schema(responses=OpenApiTypes.OBJECT, filters=False, parameters=[])
+    @action(detail=True, filter_backends=[], pagination_class=None)
+    def summary(self, request, pk=None):
+        """Counts by kind and status; per fabric, links and capacity per tier, oversubscription, bisection."""
+        return Response(topology.cluster_summary(self.get_object()))
 
-VIEWSETS = {model: viewset_for(model) for model in ENDPOINTS} | {m.Cluster: ClusterViewSet}
+
+class FabricViewSet(viewset_for(m.Fabric)):
+    @extend_schema(responses=OpenApiTypes.OBJECT, filters=False)
+    @action(detail=True, filter_backends=[], pagination_class=None)
+    def graph(self, request, pk=None):
+        """The whole fabric as a JSON graph: nodes (switches, NICs) and edges (links), with statuses."""
+        return Response(topology.fabric_graph(self.get_object()))
+
+    @extend_schema(responses={(200, "text/vnd.graphviz"): OpenApiResponse(OpenApiTypes.STR)}, filters=False)
+    @action(detail=True, filter_backends=[], pagination_class=None)
+    def dot(self, request, pk=None):
+        """The whole fabric in Graphviz DOT (failed links dashed red), streamed."""
+        fabric = self.get_object()
+        response = StreamingHttpResponse(topology.fabric_dot(fabric), content_type="text/vnd.graphviz")
+        response["Content-Disposition"] = f'inline; filename="{fabric.name}.dot"'
+        return response
+
+
+def with_neighbours(model):
+    class ViewSet(viewset_for(model)):
+        @extend_schema(responses=OpenApiTypes.OBJECT, filters=False)
+        @action(detail=True, filter_backends=[], pagination_class=None)
+        def neighbors(self, request, pk=None):
+            """Each cabled port of the device: its link and the port and device at the far end."""
+            return Response({"device": self.get_object().name, "neighbors": topology.neighbours(self.get_object())})
+
+    ViewSet.__name__ = ViewSet.__qualname__ = f"{model.__name__}ViewSet"
+    return ViewSet
+
+
+class PathQuery(serializers.Serializer):
+    src_gpu = serializers.IntegerField(min_value=1, help_text="id of the source GPU")
+    dst_gpu = serializers.IntegerField(min_value=1, help_text="id of the destination GPU")
+    max_paths = serializers.IntegerField(min_value=1, max_value=topology.MAX_PATHS, default=topology.MAX_PATHS,
+                                         help_text="list at most this many paths (count is always exact)")
+
+
+class PathsView(APIView):
+    """All equal-cost paths between two GPUs over active links and switches, hop by hop and port by port."""
+
+    permission_classes = [InventoryPermission]
+    queryset = m.Link.objects.none()  # for the permission class: reading paths is reading links
+
+    @extend_schema(parameters=[PathQuery], responses=OpenApiTypes.OBJECT)
+    def get(self, request):
+        query = PathQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        gpus = m.GPU.objects.in_bulk([query.validated_data["src_gpu"], query.validated_data["dst_gpu"]])
+        for field in ("src_gpu", "dst_gpu"):
+            if query.validated_data[field] not in gpus:
+                raise ValidationError({field: f"no GPU with id {query.validated_data[field]}"})
+        src, dst = gpus[query.validated_data["src_gpu"]], gpus[query.validated_data["dst_gpu"]]
+        try:
+            result = topology.equal_cost_paths(src, dst, query.validated_data["max_paths"])
+        except topology.TopologyError as e:
+            raise ValidationError({e.field: e.reason}) from None
+        return Response({"src_gpu": {"id": src.id, "name": src.name}, "dst_gpu": {"id": dst.id, "name": dst.name},
+                         **result})
+
+
+VIEWSETS = {model: viewset_for(model) for model in ENDPOINTS} | {
+    m.Cluster: ClusterViewSet, m.Fabric: FabricViewSet,
+    **{model: with_neighbours(model) for model in (m.Switch, m.NIC, m.Host, m.StorageServer)},
+}
