@@ -5,6 +5,7 @@ engine and the database agree on every model's specs.
 """
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
@@ -14,6 +15,7 @@ from sim.errors import SpecError
 
 CATALOG_PATH = Path(__file__).parent / "presets" / "catalog.toml"
 KINDS = ("gpu", "nic", "switch", "platform", "storage_server", "ssd", "cable")
+SLUG = re.compile(r"^[-a-zA-Z0-9_]+$")  # what the inventory's slug fields accept
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,8 @@ def parse_catalog(data: dict) -> Catalog:
         if kind not in KINDS:
             raise SpecError("catalog", kind, f"is not a hardware kind (kinds: {', '.join(KINDS)})")
         for slug, entry in entries.items():
+            if not SLUG.match(slug):
+                raise SpecError(f"catalog.{kind}", slug, "is not a slug (letters, digits, '-' and '_' only)")
             specs = {k: v for k, v in entry.items() if k not in ("vendor", "name")}
             models.setdefault(kind, {})[slug] = HardwareModel(kind, slug, entry["vendor"], entry["name"], specs)
     return Catalog(models)

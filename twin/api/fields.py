@@ -13,7 +13,7 @@ class LinkedRelatedField(serializers.PrimaryKeyRelatedField):
 
     default_error_messages = {
         **serializers.PrimaryKeyRelatedField.default_error_messages,
-        "incorrect_type": "Incorrect type. Expected an id (integer) or {\"id\": integer}, received {data_type}.",
+        "incorrect_type": "Incorrect type. Expected an id (integer) or an object with an id, received {data_type}.",
     }
 
     def __init__(self, route: str, **kwargs):

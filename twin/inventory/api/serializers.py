@@ -8,10 +8,12 @@ from twin.inventory import models as m
 from twin.inventory.builder import build_cluster
 
 
-def serializer_for(model, brief=("id", "url", "display", "name"), read_only=(), base=InventorySerializer):
+def serializer_for(model, brief=("id", "url", "display", "name"), read_only=(), base=InventorySerializer,
+                   extra_kwargs=None):
     """A serializer of all of ``model``'s concrete fields."""
     fields = ["id", "url", "display"] + [f.name for f in model._meta.concrete_fields if f.name != "id"]
-    meta = type("Meta", (), {"model": model, "fields": fields, "read_only_fields": read_only})
+    meta = type("Meta", (), {"model": model, "fields": fields, "read_only_fields": read_only,
+                             "extra_kwargs": extra_kwargs or {}})
     return type(f"{model.__name__}Serializer", (base,), {"Meta": meta, "brief_fields": brief})
 
 
@@ -25,18 +27,19 @@ class ClusterBase(InventorySerializer):
             if "spec" not in attrs:
                 raise serializers.ValidationError({"spec": "required: a cluster spec (as in sim/presets/*.toml)"})
             try:
-                self._parsed = parse_spec(attrs["spec"])
+                parsed = parse_spec(attrs["spec"])
             except SpecError as e:
                 raise serializers.ValidationError({"spec": f"{e.field}: {e.value!r} {e.reason}"}) from None
-            if m.Cluster.objects.filter(name=self._parsed.name).exists():
-                raise serializers.ValidationError({"spec": f"name: a cluster named {self._parsed.name!r} exists"})
+            if m.Cluster.objects.filter(name=parsed.name).exists():
+                raise serializers.ValidationError({"spec": f"name: a cluster named {parsed.name!r} exists"})
+            attrs["parsed_spec"] = parsed  # kept with the item: one child serializer serves every item of a list
         elif "spec" in attrs:
             raise serializers.ValidationError({"spec": "cannot change; rebuild with build_cluster --replace"})
         return attrs
 
     def create(self, validated_data):
-        cluster = build_cluster(self._parsed).cluster
-        for key in ("status",):
+        cluster = build_cluster(validated_data["parsed_spec"]).cluster
+        for key in ("title", "description", "status"):
             if key in validated_data:
                 setattr(cluster, key, validated_data[key])
         cluster.save()
@@ -45,8 +48,8 @@ class ClusterBase(InventorySerializer):
 
 SERIALIZERS = {model: serializer_for(model, brief=("id", "url", "display", "slug", "name"))
                for model in m.CATALOG_MODELS.values()}
-SERIALIZERS[m.Cluster] = serializer_for(m.Cluster, read_only=("name", "title", "description", "built_at"),
-                                        base=ClusterBase)
+SERIALIZERS[m.Cluster] = serializer_for(m.Cluster, read_only=("name", "built_at"), base=ClusterBase,
+                                        extra_kwargs={"title": {"required": False}, "spec": {"required": False}})
 for _model in (m.Fabric, m.Zone, m.StorageCluster, m.Port):
     SERIALIZERS[_model] = serializer_for(_model, brief=("id", "url", "display", "name", "status")
                                          if hasattr(_model, "status") else ("id", "url", "display", "name"))

@@ -1,0 +1,39 @@
+import io
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.core.management import call_command
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from twin.inventory.models import Cluster
+
+
+@pytest.fixture
+def demo(db):
+    call_command("build_cluster", "demo-256", "--no-progress", stdout=io.StringIO())
+    return Cluster.objects.get(name="demo-256")
+
+
+@pytest.fixture
+def anon():
+    return APIClient()
+
+
+@pytest.fixture
+def writer(db):
+    """A client with a token of a user holding every inventory permission (not a superuser)."""
+    user = User.objects.create_user("writer")
+    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="inventory"))
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    return client
+
+
+@pytest.fixture
+def reader(db):
+    """A client with a token of a user holding no permission."""
+    user = User.objects.create_user("reader")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    return client
