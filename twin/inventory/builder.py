@@ -205,6 +205,8 @@ def build_cluster(spec: ClusterSpec, replace: bool = False,
             "name": names["link"], "serial": _serials("CBL", spec.name, nl), "status": _status(nl),
             "fabric_id": fabric_ids[layout.link_fabric], "tier": layout.link_tier,
             "a_port_id": port0 + layout.link_a, "b_port_id": port0 + layout.link_b,
+            "a_switch_id": [None if s < 0 else switch0 + s for s in layout.port_switch[layout.link_a].tolist()],
+            "b_switch_id": switch0 + layout.port_switch[layout.link_b],
             "speed_gbps": layout.link_speed_gbps, "cable_id": ids("cable", layout.cable_models)[layout.link_cable]})
     analyze(CLUSTER_TABLES)
     return BuildResult(cluster, created=True, rows=w.rows)

@@ -57,6 +57,17 @@ def _ports(c: Cluster):
         yield Violation("port-range", name, f"is beyond the {ports} ports of model {model}")
 
 
+def _cached_ends(c: Cluster):
+    stale = (Link.objects.filter(cluster=c)
+             .filter(~Q(b_switch_id=F("b_port__switch_id"))
+                     | Q(a_port__switch__isnull=False) & (Q(a_switch__isnull=True)
+                                                          | ~Q(a_switch_id=F("a_port__switch_id")))
+                     | Q(a_port__switch__isnull=True, a_switch__isnull=False))
+             .values_list("name", flat=True))
+    for name in stale:
+        yield Violation("link-ends", name, "caches switches that are not those of its ports")
+
+
 def _link_speeds(c: Cluster):
     bad = (Link.objects.filter(cluster=c)
            .filter(~Q(speed_gbps=F("a_port__speed_gbps")) | ~Q(speed_gbps=F("b_port__speed_gbps"))
@@ -119,7 +130,7 @@ def check_cluster(cluster: Cluster) -> list[Violation]:
     layout = expand(parse_spec(cluster.spec))
     names = item_names(layout, [s.name for s in layout.spec.storage])
     violations = []
-    for check in (_gpu_reaches_switch(cluster), _ports(cluster), _link_speeds(cluster),
+    for check in (_gpu_reaches_switch(cluster), _ports(cluster), _cached_ends(cluster), _link_speeds(cluster),
                   _switch_links(cluster, layout, names), _counts(cluster, layout)):
         violations.extend(check)
     return violations

@@ -7,6 +7,7 @@ and by name or slug (``host=meta-roce-24k.z00.r000.h0``, ``model=h100-sxm-80gb``
 from __future__ import annotations
 
 import django_filters as df
+from django import forms
 from django.db import models
 from django.db.models import Q
 
@@ -15,7 +16,24 @@ from twin.inventory import models as m
 CATALOG = tuple(m.CATALOG_MODELS.values())
 
 
-class NumberInFilter(df.BaseInFilter, df.NumberFilter):
+class Int64Field(forms.IntegerField):
+    """An integer the database can compare with: out of the 64-bit range is a 400, not an overflow."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("min_value", -2**63)
+        kwargs.setdefault("max_value", 2**63 - 1)
+        super().__init__(*args, **kwargs)
+
+
+class IntegerFilter(df.NumberFilter):
+    field_class = Int64Field
+
+
+class NumberInFilter(df.BaseInFilter, IntegerFilter):
+    """Comma-separated integers (ids, counts)."""
+
+
+class FloatInFilter(df.BaseInFilter, df.NumberFilter):
     pass
 
 
@@ -36,8 +54,12 @@ def _filters_for_field(f) -> dict[str, df.Filter]:
         return {f.name: df.MultipleChoiceFilter(field_name=f.name, choices=f.choices)}
     if isinstance(f, models.BooleanField):
         return {f.name: df.BooleanFilter(field_name=f.name)}
-    if isinstance(f, (models.IntegerField, models.FloatField)):
+    if isinstance(f, models.IntegerField):
         return {f.name: NumberInFilter(field_name=f.name, lookup_expr="in"),
+                f"{f.name}__gte": IntegerFilter(field_name=f.name, lookup_expr="gte"),
+                f"{f.name}__lte": IntegerFilter(field_name=f.name, lookup_expr="lte")}
+    if isinstance(f, models.FloatField):
+        return {f.name: FloatInFilter(field_name=f.name, lookup_expr="in"),
                 f"{f.name}__gte": df.NumberFilter(field_name=f.name, lookup_expr="gte"),
                 f"{f.name}__lte": df.NumberFilter(field_name=f.name, lookup_expr="lte")}
     if isinstance(f, models.DateTimeField):
@@ -82,11 +104,7 @@ def _by(path: str, label: str = "name"):
 
 def _either_end(queryset, name, value):
     ids = [int(v) for v in value]
-    return queryset.filter(Q(a_port__switch_id__in=ids) | Q(b_port__switch_id__in=ids))
-
-
-class NumberListFilter(df.BaseInFilter, df.NumberFilter):
-    pass
+    return queryset.filter(Q(a_switch_id__in=ids) | Q(b_switch_id__in=ids))
 
 
 FILTERSETS = {
@@ -108,7 +126,7 @@ FILTERSETS = {
                                                                      | Q(link_as_b__isnull=False))
                                    if v else qs.filter(link_as_a__isnull=True, link_as_b__isnull=True)),
     }),
-    m.Link: filterset_for(m.Link, {"switch_id": NumberListFilter(method=_either_end, label="switch at either end")}),
+    m.Link: filterset_for(m.Link, {"switch_id": NumberInFilter(method=_either_end, label="switch at either end")}),
     m.StorageServer: filterset_for(m.StorageServer, _by("rack__zone")),
     m.SSD: filterset_for(m.SSD, {**_by("server__storage_cluster")}),
 }

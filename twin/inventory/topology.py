@@ -75,12 +75,12 @@ def _leaf_link(gpu: GPU, field: str) -> dict:
     if gpu.status != ACTIVE:
         raise TopologyError(field, f"GPU {gpu.name} is {gpu.status}")
     link = (Link.objects.filter(a_port__nic__gpu=gpu)
-            .values("id", "status", "a_port_id", "b_port_id", "b_port__switch_id", "b_port__switch__status",
+            .values("id", "status", "a_port_id", "b_port_id", "b_switch_id", "b_switch__status",
                     "a_port__nic__status", "a_port__nic__name").first())
     if link is None:
         raise TopologyError(field, f"GPU {gpu.name} has no cabled backend NIC")
     for what, status in (("NIC " + link["a_port__nic__name"], link["a_port__nic__status"]),
-                         ("its NIC link", link["status"]), ("its leaf switch", link["b_port__switch__status"])):
+                         ("its NIC link", link["status"]), ("its leaf switch", link["b_switch__status"])):
         if status != ACTIVE:
             raise TopologyError(field, f"GPU {gpu.name}: {what} is {status}")
     return link
@@ -88,9 +88,8 @@ def _leaf_link(gpu: GPU, field: str) -> dict:
 
 def _up_links(switch_ids) -> list[dict]:
     """Active links going up from ``switch_ids`` to active switches."""
-    return list(Link.objects.filter(a_port__switch_id__in=switch_ids, status=ACTIVE,
-                                    b_port__switch__status=ACTIVE)
-                .values("id", "a_port_id", "b_port_id", "a_port__switch_id", "b_port__switch_id"))
+    return list(Link.objects.filter(a_switch_id__in=switch_ids, status=ACTIVE, b_switch__status=ACTIVE)
+                .values("id", "a_port_id", "b_port_id", "a_switch_id", "b_switch_id"))
 
 
 def _chains(leaf: int, levels: int) -> list[dict[int, list[tuple]]]:
@@ -101,8 +100,8 @@ def _chains(leaf: int, levels: int) -> list[dict[int, list[tuple]]]:
         below = chains[-1]
         level = defaultdict(list)
         for link in _up_links(list(below)):
-            for chain in below[link["a_port__switch_id"]]:
-                level[link["b_port__switch_id"]].append(chain + (link,))
+            for chain in below[link["a_switch_id"]]:
+                level[link["b_switch_id"]].append(chain + (link,))
         chains.append(dict(level))
     return chains
 
@@ -121,7 +120,7 @@ def equal_cost_paths(src: GPU, dst: GPU, max_paths: int = MAX_PATHS) -> dict:
     a, b = _leaf_link(src, "src_gpu"), _leaf_link(dst, "dst_gpu")
     tiers = Switch.objects.filter(cluster_id=src.cluster_id, fabric__role=FabricRole.BACKEND).values("tier") \
         .distinct().count()
-    up, down = _chains(a["b_port__switch_id"], tiers - 1), _chains(b["b_port__switch_id"], tiers - 1)
+    up, down = _chains(a["b_switch_id"], tiers - 1), _chains(b["b_switch_id"], tiers - 1)
     paths: list[list[tuple]] = []
     total = 0
     for level in range(tiers):
@@ -169,9 +168,9 @@ def fabric_graph(fabric: Fabric) -> dict:
               for n in NIC.objects.filter(fabric=fabric).values("id", "name", "status")]
     edges = []
     for r in Link.objects.filter(fabric=fabric).values("id", "name", "status", "speed_gbps", "tier",
-                                                       "a_port__nic_id", "a_port__switch_id", "b_port__switch_id"):
-        source = f"nic:{r['a_port__nic_id']}" if r["a_port__nic_id"] else f"switch:{r['a_port__switch_id']}"
-        edges.append({"id": r["id"], "source": source, "target": f"switch:{r['b_port__switch_id']}",
+                                                       "a_port__nic_id", "a_switch_id", "b_switch_id"):
+        source = f"nic:{r['a_port__nic_id']}" if r["a_port__nic_id"] else f"switch:{r['a_switch_id']}"
+        edges.append({"id": r["id"], "source": source, "target": f"switch:{r['b_switch_id']}",
                       "name": r["name"], "status": r["status"], "speed_gbps": r["speed_gbps"], "tier": r["tier"]})
     return {"fabric": {"id": fabric.id, "name": fabric.name, "kind": fabric.kind}, "directed": False,
             "nodes": nodes, "edges": edges}
