@@ -37,6 +37,10 @@ class APIChecks:
         response = anon.get(self.url(obj.id))
         assert response.status_code == 200 and response.data["id"] == obj.id
 
+    def test_list_rows_equal_the_detail_view(self, anon, demo):
+        rows = anon.get(self.url(), {"limit": 3, "ordering": "-id"}).data["results"]
+        assert rows and all(anon.get(self.url(row["id"])).data == row for row in rows)
+
     def test_brief(self, anon, demo):
         response = anon.get(self.url(), {"brief": "1", "limit": 2})
         assert tuple(response.data["results"][0]) == self.brief_fields
