@@ -3,7 +3,9 @@ holding every inventory permission) against a built demo cluster: no response ma
 schema it documents. (Driven directly: schemathesis' pytest plugin does not run under pytest 9.)"""
 import pytest
 import schemathesis
+from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
 from hypothesis import HealthCheck, given, settings
 from rest_framework.authtoken.models import Token
 from schemathesis.checks import not_a_server_error
@@ -11,6 +13,17 @@ from schemathesis.specs.openapi.checks import response_schema_conformance
 
 pytestmark = pytest.mark.django_db
 EXAMPLES_PER_OPERATION = 4
+
+
+@pytest.fixture(autouse=True)
+def keep_the_test_connection():
+    """Requests go to the WSGI app directly, not through Django's test client, so do as the client does: keep
+    Django from closing the test's transaction connection at the end of each request."""
+    for signal in (request_started, request_finished):
+        signal.disconnect(close_old_connections)
+    yield
+    for signal in (request_started, request_finished):
+        signal.connect(close_old_connections)
 
 
 def test_no_server_error_and_responses_match_the_schema(demo, writer):
