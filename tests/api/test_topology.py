@@ -146,3 +146,22 @@ def test_reads_can_be_closed_to_anonymous_users(anon, reader, demo, settings):
     settings.TWIN_API_ANONYMOUS_READ = False
     assert anon.get("/api/inventory/gpus/").status_code == 401
     assert reader.get("/api/inventory/gpus/").status_code == 200
+
+
+def test_a_link_failed_through_the_api_leaves_the_simulated_fabric(writer, demo):
+    from sim.routing import route
+    from sim.topology import topology_from_layout
+    before = topology_from_layout(layout_from_db(demo))
+    uplink = Link.objects.filter(a_switch__name="demo-256.be.rtsw.z00.000").order_by("id").first()
+    writer.patch(f"/api/inventory/links/{uplink.id}/", {"status": "failed"}, format="json")
+    after = topology_from_layout(layout_from_db(demo))
+    assert after.n_links == before.n_links - 2  # both directions of the cable
+    cable = list(Link.objects.filter(cluster=demo).order_by("id").values_list("id", flat=True)).index(uplink.id)
+    assert cable in set(before.link_cable.tolist()) and cable not in set(after.link_cable.tolist())
+    # every one of 16 QPs from GPU 0 to a GPU in the other zone avoids it
+    ptr, links = route(after, np.zeros(16, int), np.full(16, 200), np.arange(16), "eecmp")
+    assert cable not in set(after.link_cable[links].tolist())
+
+
+def test_the_schema_validates_without_warnings():
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", "/dev/null")
