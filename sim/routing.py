@@ -265,16 +265,24 @@ def route(topo: Topology, src_gpu, dst_gpu, qp=None, routing: str = "ecmp", seed
     def hop_hash(rows, nodes):
         return splitmix64(key[rows] ^ splitmix64(nodes.astype(np.uint64)))
 
+    dig1 = dig2 = None
     if routing in ("dmodk", "pinned"):
         dglob = (b * D + topo.gpu_leaf_port[d]).astype(np.uint64)
         dig1 = dglob if routing == "dmodk" else topo.gpu_leaf_port[d].astype(np.uint64)
         dig2 = dglob // np.uint64(W1)
     all_rows = np.arange(n)
 
+    def choose(full, rows, nodes, digit, width, valid):
+        """One hop's pick among ``width`` equal-cost choices: the switch's hash (ECMP, E-ECMP), or the
+        destination digit (static routing; pinning falls back to the hash where its pinned choice is dead)."""
+        h = hop_hash(rows, nodes) if hashed else None
+        if routing in ("ecmp", "eecmp"):
+            return _pick(full, h, width, valid)
+        return _pick(full, digit[rows], width, valid, h if routing == "pinned" else None)
+
     # Hop 1: leaf a -> spine (uplink u).
     leaf_nodes = topo.leaves[a]
     full = t.leaf_full[a] & t.leaf_dst_full[za, b]
-    h1 = hop_hash(all_rows, leaf_nodes) if hashed else None
 
     def leaf_valid(rows):
         ids = t.leaf_up[a[rows]]
@@ -282,10 +290,7 @@ def route(topo: Topology, src_gpu, dst_gpu, qp=None, routing: str = "ecmp", seed
         sp = topo.spine_at[za[rows][:, None], planes[None, :]]
         return (ids >= 0) & (sp >= 0) & t.spine_reach[np.maximum(sp, 0), b[rows][:, None]]
 
-    if routing in ("ecmp", "eecmp"):
-        u, dead = _pick(full, h1, W1, leaf_valid)
-    else:
-        u, dead = _pick(full, dig1, W1, leaf_valid, h1 if routing == "pinned" else None)
+    u, dead = choose(full, all_rows, leaf_nodes, dig1, W1, leaf_valid)
     if dead.size:
         _no_path(topo, src, dst, fl[dead], F, "no uplink of the source leaf reaches the destination leaf")
     paths[fl, 1] = t.leaf_up[a, u]
@@ -296,12 +301,8 @@ def route(topo: Topology, src_gpu, dst_gpu, qp=None, routing: str = "ecmp", seed
     sz = np.flatnonzero(za == zb)
     if sz.size:
         cand = topo.leaf_up[b[sz], plane[sz]]                                   # (k, m)
-        if routing in ("ecmp", "eecmp"):
-            sel = hop_hash(sz, topo.spines[sp1[sz]])
-            j, dead = _pick(t.leaf_plane_full[b[sz], plane[sz]], sel, t.m, lambda r: cand[r] >= 0)
-        else:
-            j, dead = _pick(t.leaf_plane_full[b[sz], plane[sz]], dig1[sz], t.m, lambda r: cand[r] >= 0,
-                            hop_hash(sz, topo.spines[sp1[sz]]) if routing == "pinned" else None)
+        j, dead = choose(t.leaf_plane_full[b[sz], plane[sz]], sz, topo.spines[sp1[sz]], dig1, t.m,
+                         lambda r: cand[r] >= 0)
         assert dead.size == 0, "spine_reach promised a downlink"
         paths[fl[sz], 2] = cand[np.arange(sz.size), j] + C
         paths[fl[sz], 3] = down0[sz]
@@ -317,11 +318,7 @@ def route(topo: Topology, src_gpu, dst_gpu, qp=None, routing: str = "ecmp", seed
             members = np.arange(W2) // t.m2
             return (ids >= 0) & t.core_reach[pl[rows][:, None], members[None, :], bx[rows][:, None]]
 
-        if routing in ("ecmp", "eecmp"):
-            v, dead = _pick(full, hop_hash(xz, topo.spines[s1]), W2, spine_valid)
-        else:
-            v, dead = _pick(full, dig2[xz], W2, spine_valid,
-                            hop_hash(xz, topo.spines[s1]) if routing == "pinned" else None)
+        v, dead = choose(full, xz, topo.spines[s1], dig2, W2, spine_valid)
         assert dead.size == 0, "spine_reach promised an uplink"
         member = v // t.m2
         paths[fl[xz], 2] = t.spine_up[s1, v]
@@ -329,20 +326,12 @@ def route(topo: Topology, src_gpu, dst_gpu, qp=None, routing: str = "ecmp", seed
         s2 = topo.spine_at[zb[xz], pl]
         cand = topo.spine_up[s2, member]                                        # (k, m2) cables spine' - core
         cfull = t.spine_core_full[s2, member]
-        if routing in ("ecmp", "eecmp"):
-            j2, dead = _pick(cfull, hop_hash(xz, topo.cores[core_rank]), t.m2, lambda r: cand[r] >= 0)
-        else:
-            j2, dead = _pick(cfull, dig2[xz], t.m2, lambda r: cand[r] >= 0,
-                             hop_hash(xz, topo.cores[core_rank]) if routing == "pinned" else None)
+        j2, dead = choose(cfull, xz, topo.cores[core_rank], dig2, t.m2, lambda r: cand[r] >= 0)
         assert dead.size == 0, "core_reach promised a downlink"
         paths[fl[xz], 3] = cand[np.arange(xz.size), j2] + C
         cand = topo.leaf_up[bx, pl]                                              # (k, m) cables leaf b - spine'
         lfull = t.leaf_plane_full[bx, pl]
-        if routing in ("ecmp", "eecmp"):
-            j1, dead = _pick(lfull, hop_hash(xz, topo.spines[s2]), t.m, lambda r: cand[r] >= 0)
-        else:
-            j1, dead = _pick(lfull, dig1[xz], t.m, lambda r: cand[r] >= 0,
-                             hop_hash(xz, topo.spines[s2]) if routing == "pinned" else None)
+        j1, dead = choose(lfull, xz, topo.spines[s2], dig1, t.m, lambda r: cand[r] >= 0)
         assert dead.size == 0, "core_reach promised a leaf downlink"
         paths[fl[xz], 4] = cand[np.arange(xz.size), j1] + C
         paths[fl[xz], 5] = down0[xz]
