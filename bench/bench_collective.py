@@ -1,0 +1,130 @@
+"""Benchmark of the flow-level collective engine (sim/netsim.py) against the budgets of issue 4.
+
+Cases (each in its own process, so its peak memory is its own; wall time measured inside, from the spec on):
+
+- ``ag-24k``: ring AllGather over all 24,576 GPUs of meta-roce-24k, 16 QPs per GPU pair, E-ECMP, topology-aware
+  placement (393,216 network flows + 172,032 NVLink flows), 11 message sizes 1M..1G. Budget: 3 s per message size,
+  4 GB.
+- ``ag-131k``: ring AllGather over all 131,072 GPUs of roadmap-131k, 1 QP (default ECMP) and 16 QPs (E-ECMP).
+  Budget: 30 s.
+- ``figure``: the whole ``python -m sim figure allgather-scale`` (meta-roce-24k). Budget: 3 minutes.
+- ``ar-4096``: one 64 MB AllReduce (ring, and tree) over 4,096 GPUs under one switch: a spec of 512 hosts on one
+  leaf of a custom catalog model with 4,200 ports (parse_spec with a custom catalog). For comparison, a leading C++
+  simulator's congestion-aware backend took about 10 minutes and 5.6 GB for this case on this kind of machine.
+
+Run: ``.venv/bin/python bench/bench_collective.py [CASE ...]`` (default: all). Prints seconds, peak memory (max
+RSS of the case's process) and the simulated result; it is not a test.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+CASES = ("ag-24k", "ag-131k", "figure", "ar-4096")
+BUDGETS = {"ag-24k": "3 s per message size, 4 GB", "ag-131k": "30 s", "figure": "180 s",
+           "ar-4096": "(C++ simulator: ~600 s, 5.6 GB)"}
+
+
+def one_switch_topology(hosts: int = 512):
+    """4,096 GPUs (512 hosts) under one leaf switch: a custom catalog model with enough ports."""
+    from sim.catalog import load_catalog, parse_catalog
+    from sim.layout import expand
+    from sim.spec import parse_spec
+    from sim.topology import topology_from_layout
+    models = {kind: {slug: {"vendor": m.vendor, "name": m.name, **m.specs} for slug, m in by.items()}
+              for kind, by in load_catalog().models.items()}
+    models["switch"]["one-big-switch"] = {"vendor": "bench", "name": "4,200 x 400G single switch (hypothetical)",
+                                          "ports": 4200, "speed_gbps": 400}
+    data = {
+        "name": "one-switch-4096",
+        "layout": {"zones": 1, "racks_per_zone": 1, "hosts_per_rack": hosts, "host_platform": "grand-teton",
+                   "gpu": "h100-sxm-80gb"},
+        "backend": {"kind": "roce", "nic": "cx7-400g", "speed_gbps": 400,
+                    "leaf": {"name": "switch", "model": "one-big-switch", "hosts_per_switch": hosts, "uplinks": 1,
+                             "cable": "dac-400g"},
+                    "spine": {"name": "spine", "model": "arista-7800r3", "per_zone": 1, "cable": "aoc-400g"}},
+        "frontend": {"nic": "ocp3-400g", "speed_gbps": 400,
+                     "leaf": {"name": "frtsw", "model": "wedge400", "hosts_per_switch": 1, "uplinks": 1,
+                              "cable": "dac-400g"},
+                     "spine": {"name": "fcsw", "model": "arista-7800r3", "per_zone": 1, "cable": "aoc-400g"}},
+    }
+    return topology_from_layout(expand(parse_spec(data, parse_catalog(models))))
+
+
+def case(name: str) -> dict:
+    """Run one case in this process; return its figures."""
+    from sim.cli import load_topology
+    from sim.netsim import run_collective
+    from sim.placement import place
+    t0 = time.perf_counter()
+    out = {"case": name}
+    if name == "ag-24k":
+        _, topo = load_topology("meta-roce-24k")
+        sizes = [1 << k for k in range(20, 31)]
+        r = run_collective(topo, place(topo, 24576, "topology"), "allgather", sizes, routing="eecmp", qps=16)
+        out.update(flows=r.n_flows, network_flows=int(r.phases[0].flows.network.sum()), sizes=len(sizes),
+                   solve_s=r.seconds["phases"], norm_limit=round(r.limit_norm, 4),
+                   busbw_1G_GBps=round(r.rows[-1].busbw / 1e9, 2))
+    elif name == "ag-131k":
+        _, topo = load_topology("roadmap-131k")
+        gpus = place(topo, 131072, "topology")
+        runs = {}
+        for routing, qps in (("ecmp", 1), ("eecmp", 16)):
+            t = time.perf_counter()
+            r = run_collective(topo, gpus, "allgather", [1 << 30], routing=routing, qps=qps)
+            runs[f"{routing}/{qps}qp"] = {"seconds": round(time.perf_counter() - t, 2), "flows": r.n_flows,
+                                         "norm_limit": round(r.limit_norm, 4)}
+        out["runs"] = runs
+    elif name == "figure":
+        from sim.figures import make_figure
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = make_figure("allgather-scale", tmp)
+            out["runs"] = len(json.loads(Path(paths[-1]).read_text())["runs"])
+    elif name == "ar-4096":
+        topo = one_switch_topology()
+        gpus = place(topo, 4096, "topology")
+        runs = {}
+        for algorithm in ("ring", "tree"):
+            t = time.perf_counter()
+            r = run_collective(topo, gpus, "allreduce", [64 << 20], algorithm=algorithm)
+            runs[algorithm] = {"seconds": round(time.perf_counter() - t, 2), "flows": r.n_flows,
+                               "time_us": round(r.rows[0].time * 1e6, 1),
+                               "busbw_GBps": round(r.rows[0].busbw / 1e9, 2), "norm": round(r.rows[0].norm, 4)}
+        out["runs"] = runs
+    else:
+        raise SystemExit(f"unknown case {name!r}: choose from {', '.join(CASES)}")
+    out["seconds"] = round(time.perf_counter() - t0, 2)
+    out["peak_rss_GB"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 3)   # KB on Linux
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("cases", nargs="*", default=list(CASES), help=f"cases to run (default all: {' '.join(CASES)})")
+    p.add_argument("--in-process", metavar="CASE", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.in_process:
+        print(json.dumps(case(args.in_process)))
+        return
+    for name in args.cases:
+        proc = subprocess.run([sys.executable, __file__, "--in-process", name], cwd=ROOT, capture_output=True,
+                              text=True)
+        if proc.returncode:
+            print(f"{name}: FAILED\n{proc.stderr}")
+            continue
+        res = json.loads(proc.stdout.strip().splitlines()[-1])
+        print(f"{name:8s} {res.pop('seconds'):8.2f} s  peak {res.pop('peak_rss_GB'):.2f} GB  "
+              f"budget {BUDGETS[name]}  {json.dumps({k: v for k, v in res.items() if k != 'case'})}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,341 @@
+"""The published AllGather result, reproduced from simulations: ``python -m sim figure NAME --out DIR``.
+
+Figures
+-------
+``allgather-scale`` (default cluster ``meta-roce-24k``; ``--preset meta-ib-24k`` for the InfiniBand twin)
+    Normalized AllGather bus bandwidth (ring, large messages) against job size, for
+    (a) a one-zone cluster out of the box: the job packed into one zone (topology-aware placement), the fabric's
+        default routing, 1 QP; and the same with static routing (path pinning on RoCE);
+    (b) the whole cluster out of the box: fragmented placement (random hosts all over the cluster, ranks in host
+        order as a launcher lists them), 1 QP, static routing (pinning on RoCE, D-mod-k on InfiniBand) and 5-tuple
+        ECMP; also with the ranks in random order, and in a busy cluster (the other hosts running jobs of their
+        own, fragmented the same way);
+    (c) optimized: topology-aware placement + E-ECMP + 16 QPs per GPU pair (also in a busy, topology-aware cluster);
+    (d) each fix alone: topology-aware placement (default routing, 1 QP); E-ECMP (1 QP); QP scaling (16 QPs, 5-tuple
+        ECMP); E-ECMP + 16 QPs with fragmented placement.
+    Every configuration runs for every job size and seed (placement and routing hash). The plotted value is the
+    large-message limit of the normalized busbw (the bandwidth term; :attr:`sim.netsim.CollectiveResult.limit_norm`)
+    and the data files also hold the normalized busbw at ``--size`` (default 1 GiB), latency included.
+``roce-vs-ib``
+    The same jobs on ``meta-roce-24k`` and ``meta-ib-24k``: out of the box (fragmented, default routing, 1 QP,
+    ranks in host order and in random order) and optimized.
+
+Each figure writes ``NAME.png``, ``NAME.svg`` (matplotlib, Agg backend), ``NAME.csv`` (one row per run) and
+``NAME.json`` (the runs plus the configuration and a per-series summary) into the output directory.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+GIB = 1 << 30
+FIGURES = ("allgather-scale", "roce-vs-ib")
+DEFAULT_JOBS = (512, 1024, 2048, 4096, 8192, 16384)
+DEFAULT_SEEDS = 4
+QUICK_PRESET = "demo-256"
+QUICK_JOBS = (32, 64, 128)
+QUICK_SEEDS = 2
+OPTIMIZED_QPS = 16                      # QPs per GPU pair for LLM training (REFERENCE.md)
+
+
+@dataclass(frozen=True)
+class Series:
+    """One configuration of the figure: how the job is placed, routed and split, and where it runs."""
+
+    key: str
+    label: str
+    group: str                           # "a", "b", "c", "d"
+    placement: str                       # a sim.placement policy
+    routing: str                         # a sim.routing routing, or "default" / "static"
+    qps: int = 1
+    one_zone: bool = False               # only job sizes that fit in one zone
+    background: str = ""                 # "", or the placement of the other jobs filling the cluster
+
+
+def allgather_series(kind: str) -> list[Series]:
+    """The series of ``allgather-scale`` for a fabric ``kind``; ``static`` is pinning on RoCE, D-mod-k on IB."""
+    static = "path pinning" if kind == "roce" else "D-mod-k"
+    # On InfiniBand the hashed routings stand for per-pair and per-QP path spreading (adaptive routing, multiple
+    # LIDs); the labels say so rather than naming Ethernet's 5-tuple.
+    ecmp = "5-tuple ECMP" if kind == "roce" else "per-pair hashing (ECMP-like)"
+    eecmp = "E-ECMP" if kind == "roce" else "per-QP hashing (E-ECMP-like)"
+    q = OPTIMIZED_QPS
+    return [
+        Series("a-default", "(a) one zone, out of the box (default routing)", "a", "topology", "default",
+               one_zone=True),
+        Series("a-static", f"(a) one zone, {static}", "a", "topology", "static", one_zone=True),
+        Series("b-static", f"(b) fragmented, {static}", "b", "fragmented", "static"),
+        Series("b-ecmp", f"(b) fragmented, {ecmp}", "b", "fragmented", "ecmp"),
+        Series("b-static-random", f"(b) fragmented, ranks in random order, {static}", "b", "random", "static"),
+        Series("b-ecmp-random", f"(b) fragmented, ranks in random order, {ecmp}", "b", "random", "ecmp"),
+        Series("b-static-busy", f"(b) fragmented, {static}, busy cluster", "b", "fragmented", "static",
+               background="fragmented"),
+        Series("b-ecmp-busy", f"(b) fragmented, {ecmp}, busy cluster", "b", "fragmented", "ecmp",
+               background="fragmented"),
+        Series("c", f"(c) optimized: topology-aware + {eecmp} + {q} QPs", "c", "topology", "eecmp", q),
+        Series("c-busy", "(c) optimized, busy cluster (all jobs topology-aware)", "c", "topology", "eecmp", q,
+               background="topology"),
+        Series("d-placement", "(d) topology-aware placement alone", "d", "topology", "default"),
+        Series("d-eecmp", f"(d) {eecmp} alone (1 QP)", "d", "fragmented", "eecmp"),
+        Series("d-qps", f"(d) {q} QPs alone ({ecmp})", "d", "fragmented", "ecmp", q),
+        Series("d-routing", f"(d) {eecmp} + {q} QPs, fragmented placement", "d", "fragmented", "eecmp", q),
+        Series("d-routing-random", f"(d) {eecmp} + {q} QPs, fragmented, ranks in random order", "d", "random",
+               "eecmp", q),
+    ]
+
+
+# Panels of allgather-scale: (title, series keys).
+SCALE_PANELS = [
+    ("(a) one zone vs (b) whole cluster, out of the box", ["a-default", "a-static", "b-ecmp", "b-static"]),
+    ("(b) out of the box: ranks in random order, busy cluster",
+     ["b-ecmp-random", "b-static-random", "b-ecmp-busy", "b-static-busy"]),
+    ("(c) optimized, (d) each fix alone",
+     ["c", "c-busy", "d-placement", "d-eecmp", "d-qps", "d-routing", "d-routing-random"]),
+]
+# (color, line style, marker) of each series key.
+STYLE = {
+    "a-default": ("#2ca02c", "--", "s"), "a-static": ("#2ca02c", "-", "^"),
+    "b-ecmp": ("#d62728", "--", "o"), "b-static": ("#9467bd", "-", "v"),
+    "b-ecmp-random": ("#d62728", ":", "o"), "b-static-random": ("#9467bd", ":", "v"),
+    "b-ecmp-busy": ("#d62728", "-.", "x"), "b-static-busy": ("#9467bd", "-.", "x"),
+    "c": ("#1f77b4", "-", "o"), "c-busy": ("#1f77b4", "--", "x"),
+    "d-placement": ("#ff7f0e", "-", "s"), "d-eecmp": ("#8c564b", "-", "D"), "d-qps": ("#e377c2", "-", "P"),
+    "d-routing": ("#bcbd22", "-", "^"), "d-routing-random": ("#7f7f7f", ":", "^"),
+    "oob-roce": ("#d62728", "--", "o"), "oob-infiniband": ("#17becf", "--", "o"),
+    "oob-random-roce": ("#d62728", ":", "v"), "oob-random-infiniband": ("#17becf", ":", "v"),
+    "opt-roce": ("#d62728", "-", "s"), "opt-infiniband": ("#17becf", "-", "s"),
+}
+
+
+def comparison_series() -> list[Series]:
+    q = OPTIMIZED_QPS
+    return [
+        Series("oob", "out of the box (fragmented, default routing, 1 QP)", "b", "fragmented", "default"),
+        Series("oob-random", "out of the box, ranks in random order", "b", "random", "default"),
+        Series("opt", f"optimized (topology-aware, E-ECMP, {q} QPs)", "c", "topology", "eecmp", q),
+    ]
+
+
+def background_jobs(topo, gpus: np.ndarray, n: int, policy: str, seed: int) -> list[np.ndarray]:
+    """Other jobs filling the usable hosts the job left free, ``n`` GPUs each (the last one smaller).
+
+    ``policy`` ``"topology"``: contiguous blocks of the free hosts in id order (a topology-aware scheduler);
+    ``"fragmented"`` / ``"random"``: the free hosts shuffled, cut into jobs, ranks in host order (``fragmented``)
+    or in the shuffled order (``random``).
+    """
+    usable = np.asarray(topo.gpu_usable)
+    host = np.asarray(topo.gpu_host)
+    taken = np.zeros(int(host.max()) + 1, dtype=bool)
+    taken[host[gpus]] = True
+    free = np.flatnonzero(usable & ~taken[host])
+    hosts = np.unique(host[free])
+    if policy != "topology":
+        hosts = np.random.default_rng(seed + 7919).permutation(hosts)
+    by_host = {h: [] for h in hosts.tolist()}
+    for g in free.tolist():
+        by_host[int(host[g])].append(g)
+    order = np.array([g for h in hosts.tolist() for g in by_host[h]], dtype=np.int64)
+    jobs = []
+    for i in range(0, order.size, n):
+        job = order[i:i + n]
+        if policy == "fragmented":
+            job = np.sort(job)
+        if job.size >= 2:
+            jobs.append(job)
+    return jobs
+
+
+def _resolve_routing(routing: str, kind: str) -> str:
+    from sim.routing import default_routing
+    if routing == "default":
+        return default_routing(kind)
+    if routing == "static":
+        return "pinned" if kind == "roce" else "dmodk"
+    return routing
+
+
+def run_series(topo, cluster: str, series: list[Series], jobs, seeds: int, size: int, progress=None) -> list[dict]:
+    """Run every series for every job size and seed; one dict per run (the CSV rows)."""
+    from sim.netsim import run_collective
+    from sim.placement import place
+    say = progress or (lambda m: None)
+    zone_gpus = int(np.bincount(topo.switch_zone[topo.gpu_leaf][topo.gpu_usable]).max())
+    usable = int(topo.gpu_usable.sum())
+    rows = []
+    for s in series:
+        t0 = time.perf_counter()
+        routing = _resolve_routing(s.routing, topo.kind)
+        sizes = list(jobs)
+        if s.one_zone and zone_gpus not in sizes and min(sizes) < zone_gpus < max(sizes):
+            sizes = sorted(sizes + [zone_gpus])                 # the whole zone, too
+        for n in sizes:
+            if n > usable or (s.one_zone and n > zone_gpus) or n < 2:
+                continue
+            for seed in range(seeds):
+                gpus = place(topo, n, s.placement, seed)
+                bg = background_jobs(topo, gpus, n, s.background, seed) if s.background else None
+                r = run_collective(topo, gpus, "allgather", [size], routing=routing, qps=s.qps, seed=seed,
+                                   hottest=1, flows_per_link=1, background=bg)
+                hot = r.hottest[0] if r.hottest else None
+                rows.append({
+                    "cluster": cluster, "fabric": topo.kind, "series": s.key, "label": s.label, "group": s.group,
+                    "gpus": n, "seed": seed, "placement": s.placement, "routing": routing, "qps": s.qps,
+                    "background_jobs": len(bg) if bg else 0,
+                    "norm_busbw_limit": round(r.limit_norm, 6), "busbw_limit_GBps": round(r.limit_busbw / 1e9, 4),
+                    "roofline_GBps": round(r.roofline / 1e9, 4), "size": size,
+                    "norm_busbw_at_size": round(r.rows[0].norm, 6), "time_us_at_size": round(r.rows[0].time * 1e6, 3),
+                    "latency_us": round(r.latency * 1e6, 3), "flows": r.n_flows,
+                    "hottest_link": hot.name if hot else "", "hottest_link_flows": hot.n_flows if hot else 0,
+                })
+        done = [r["norm_busbw_limit"] for r in rows if r["series"] == s.key]
+        if done:
+            say(f"{cluster} {s.key}: {len(done)} runs, normalized busbw {100 * min(done):.0f}-{100 * max(done):.0f} % "
+                f"({time.perf_counter() - t0:.1f} s)")
+    return rows
+
+
+def summarize(rows: list[dict]) -> list[dict]:
+    """Per series and job size: min, median and max of the normalized busbw limit over seeds."""
+    out = []
+    keys = sorted({(r["cluster"], r["series"], r["gpus"]) for r in rows},
+                  key=lambda k: (k[0], [r["series"] for r in rows].index(k[1]), k[2]))
+    for cluster, key, n in keys:
+        v = np.array([r["norm_busbw_limit"] for r in rows
+                      if r["cluster"] == cluster and r["series"] == key and r["gpus"] == n])
+        label = next(r["label"] for r in rows if r["series"] == key)
+        out.append({"cluster": cluster, "series": key, "label": label, "gpus": n, "runs": int(v.size),
+                    "min": float(v.min()), "median": float(np.median(v)), "max": float(v.max())})
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- drawing
+def _plot_panel(ax, summary, series_keys, title, jobs):
+    """Median over seeds as a line, min-max as a band; series slightly offset in x so equal values stay visible."""
+    present = [k for k in series_keys if any(p["series"] == k for p in summary)]
+    for i, key in enumerate(present):
+        pts = [p for p in summary if p["series"] == key]
+        color, style, marker = STYLE.get(key, ("#333333", "-", "o"))
+        shift = 2 ** (0.035 * (i - (len(present) - 1) / 2))
+        x = [p["gpus"] * shift for p in pts]
+        ax.plot(x, [100 * p["median"] for p in pts], ls=style, marker=marker, ms=4, lw=1.4, color=color,
+                label=pts[0]["label"])
+        ax.fill_between(x, [100 * p["min"] for p in pts], [100 * p["max"] for p in pts], color=color, alpha=0.08)
+        ax.vlines(x, [100 * p["min"] for p in pts], [100 * p["max"] for p in pts], color=color, lw=0.8, alpha=0.6)
+    ax.axhspan(90, 105, color="#2ca02c", alpha=0.05)
+    ax.axhline(90, color="grey", lw=0.8, ls=":")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(list(jobs))
+    ax.set_xticklabels([f"{j:,}" for j in jobs], rotation=45, fontsize=7)
+    ax.minorticks_off()
+    ax.set_ylim(0, 105)
+    ax.set_xlabel("job size (GPUs)")
+    ax.set_ylabel("normalized AllGather busbw (% of roofline)")
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    if present:
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
+
+
+def draw(summary: list[dict], panels: list[tuple[str, list[str]]], title: str, jobs, out_base: Path) -> list[Path]:
+    """Write ``out_base``.png and .svg: one panel per (title, series keys)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.6 * len(panels), 6.4), squeeze=False)
+    ticks = sorted({p["gpus"] for p in summary})
+    for ax, (panel_title, keys) in zip(axes[0], panels):
+        _plot_panel(ax, summary, keys, panel_title, ticks)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    paths = []
+    for ext in ("png", "svg"):
+        path = out_base.with_suffix(f".{ext}")
+        fig.savefig(path, dpi=130, bbox_inches="tight")
+        paths.append(path)
+    plt.close(fig)
+    return paths
+
+
+def _write_data(rows, summary, meta, out_base: Path) -> list[Path]:
+    csv_path = out_base.with_suffix(".csv")
+    with open(csv_path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    json_path = out_base.with_suffix(".json")
+    json_path.write_text(json.dumps({**meta, "summary": summary, "runs": rows}, indent=1))
+    return [csv_path, json_path]
+
+
+def _infiniband_twin(preset: str, say):
+    """A preset's cluster with an InfiniBand backend of the same shape (for the quick comparison)."""
+    import tomllib
+
+    from sim.layout import expand
+    from sim.spec import PRESETS_DIR, parse_spec
+    from sim.topology import topology_from_layout
+    with open(PRESETS_DIR / f"{preset}.toml", "rb") as f:
+        data = tomllib.load(f)
+    data["name"] = f"{preset}-ib"
+    data["backend"]["kind"] = "infiniband"
+    cluster = parse_spec(data)
+    topo = topology_from_layout(expand(cluster))
+    say(f"cluster {cluster.name}: {topo.n_gpus:,} GPUs, {topo.n_links:,} directed links ({topo.kind})")
+    return cluster, topo
+
+
+# ----------------------------------------------------------------------------------------------- entry point
+def make_figure(name: str, out_dir, preset: str | None = None, jobs=None, seeds: int | None = None,
+                size: int = GIB, quick: bool = False, background: bool = True, progress=None) -> list[Path]:
+    """Run the simulations of figure ``name`` and write its PNG, SVG, CSV and JSON into ``out_dir``; return the
+    paths. ``quick``: a small cluster, few job sizes and seeds (seconds). ``background=False`` leaves out the
+    busy-cluster series."""
+    from sim.cli import load_topology
+    if name not in FIGURES:
+        raise ValueError(f"unknown figure {name!r}: choose one of {', '.join(FIGURES)}")
+    say = progress or (lambda m: None)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    jobs = tuple(jobs or (QUICK_JOBS if quick else DEFAULT_JOBS))
+    seeds = seeds or (QUICK_SEEDS if quick else DEFAULT_SEEDS)
+    meta = {"figure": name, "jobs": list(jobs), "seeds": seeds, "size": size, "collective": "allgather",
+            "algorithm": "ring", "metric": "norm_busbw_limit: busbw / roofline as the message size grows "
+                                          "(bandwidth term); norm_busbw_at_size includes latency"}
+    base = out / name
+    if name == "allgather-scale":
+        cluster, topo = load_topology(QUICK_PRESET if quick and not preset else preset or "meta-roce-24k", None, say)
+        series = [s for s in allgather_series(topo.kind) if background or not s.background]
+        rows = run_series(topo, cluster.name, series, jobs, seeds, size, say)
+        summary = summarize(rows)
+        meta.update(cluster=cluster.name, fabric=topo.kind, series=[asdict(s) for s in series])
+        panels = SCALE_PANELS
+        title = (f"AllGather (ring, large messages) on {cluster.name}: normalized busbw, median and range over "
+                 f"{seeds} seeds")
+    else:
+        rows = []
+        presets = ("demo-256", "demo-256 as infiniband") if quick else ("meta-roce-24k", "meta-ib-24k")
+        series = comparison_series()
+        for p in presets:
+            cluster, topo = _infiniband_twin(p[:-len(" as infiniband")], say) if p.endswith(" as infiniband") \
+                else load_topology(p, None, say)
+            part = run_series(topo, cluster.name, series, jobs, seeds, size, say)
+            for r in part:
+                r["series"] = f"{r['series']}-{topo.kind}"
+                r["label"] = f"{topo.kind}: {r['label']}"
+            rows += part
+        summary = summarize(rows)
+        meta.update(clusters=list(presets), series=[asdict(s) for s in series])
+        panels = [(f"{s.label}", [f"{s.key}-roce", f"{s.key}-infiniband"]) for s in series]
+        title = f"AllGather (ring, large messages): {' vs '.join(presets)}, median and range over {seeds} seeds"
+    if not rows:
+        raise ValueError("no job size fits the cluster: nothing to draw")
+    meta["seconds"] = round(time.perf_counter() - t0, 2)
+    paths = draw(summary, panels, title, jobs, base) + _write_data(rows, summary, meta, base)
+    say(f"figure {name}: {len(rows)} runs in {time.perf_counter() - t0:.1f} s")
+    return paths

@@ -1,0 +1,309 @@
+"""Flow-level engine (sim/netsim.py): analytic cases on small fabrics built from specs, conservation, latency,
+event-driven completion, background traffic.
+
+Units: bytes, seconds, bytes/s. A 400G NIC or cable carries 50e9 bytes/s each way.
+"""
+import doctest
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import sim.netsim
+from sim.catalog import load_catalog, parse_catalog
+from sim.collectives import CollectiveError
+from sim.layout import STATUS_FAILED, expand
+from sim.maxmin import csr_from_lists, link_loads
+from sim.netsim import (LatencyModel, link_capacity, roofline_busbw, run_collective, simulate_flows)
+from sim.placement import place
+from sim.routing import NoPathError
+from sim.spec import parse_spec
+from sim.topology import topology_from_layout
+
+LINK = 50e9          # bytes/s of a 400G link, one direction
+GIB = 1 << 30
+
+
+def spec_data(name="t", zones=1, racks=2, hosts_per_rack=1, hosts_per_leaf=1, leaf_uplinks=1, spines=1,
+              spine=None, cores=None, kind="roce", leaf_model="minipack2"):
+    """A cluster spec as a dict. ``spine``: extra [backend.spine] fields (uplinks / oversubscription);
+    ``cores``: per_plane of a core tier (None: no core tier)."""
+    backend = {
+        "kind": kind, "nic": "cx7-400g", "speed_gbps": 400,
+        "leaf": {"name": "rtsw", "model": leaf_model, "hosts_per_switch": hosts_per_leaf, "uplinks": leaf_uplinks,
+                 "cable": "dac-400g"},
+        "spine": {"name": "ctsw", "model": "arista-7800r3", "per_zone": spines, "cable": "aoc-400g", **(spine or {})},
+    }
+    if cores:
+        backend["core"] = {"name": "atsw", "model": "arista-7800r3", "per_plane": cores, "cable": "smf-400g-fr4"}
+    frontend = {"nic": "ocp3-400g", "speed_gbps": 400,
+                "leaf": {"name": "frtsw", "model": "wedge400", "hosts_per_switch": 1, "uplinks": 1,
+                         "cable": "dac-400g"},
+                "spine": {"name": "fcsw", "model": "arista-7800r3", "per_zone": 1, "cable": "aoc-400g"}}
+    if zones > 1:
+        frontend["spine"]["uplinks"] = 1
+        frontend["core"] = {"name": "fatsw", "model": "arista-7800r3", "per_plane": 1, "cable": "smf-400g-fr4"}
+    return {"name": name, "layout": {"zones": zones, "racks_per_zone": racks, "hosts_per_rack": hosts_per_rack,
+                                     "host_platform": "grand-teton", "gpu": "h100-sxm-80gb"},
+            "backend": backend, "frontend": frontend}
+
+
+def topo_of(data, catalog=None):
+    return topology_from_layout(expand(parse_spec(data, catalog)))
+
+
+def host_gpus(hosts):
+    """Ranks host by host: the 8 GPUs of each host in the given order."""
+    return (np.asarray(hosts)[:, None] * 8 + np.arange(8)).ravel()
+
+
+def network_rates(result, phase=0):
+    ph = result.phases[phase]
+    return ph.rates[ph.flows.network]
+
+
+def test_doctests():
+    assert doctest.testmod(sim.netsim).failed == 0
+
+
+# ------------------------------------------------------------------------------------------------ analytic cases
+@pytest.mark.parametrize("qps", [1, 2, 16])
+def test_one_shared_link_is_split_evenly_between_its_flows(qps):
+    # Given two hosts in two racks whose leaves have a single uplink: the ring's 8 channels x qps QPs each way
+    # cross that one cable.
+    topo = topo_of(spec_data(racks=2, leaf_uplinks=1))
+    r = run_collective(topo, host_gpus([0, 1]), "allgather", [GIB], routing="eecmp", qps=qps)
+    rates = network_rates(r)
+    assert rates.size == 2 * 8 * qps
+    assert rates == pytest.approx(np.full(rates.size, LINK / (8 * qps)), rel=1e-9)
+    assert r.limit_norm == pytest.approx(1 / 8, rel=1e-9)          # the roofline is 8 rails of LINK
+
+
+@pytest.mark.parametrize("routing", ["pinned", "dmodk"])
+def test_ring_forced_across_a_1_to_7_layer_gets_one_seventh(routing):
+    # Given 2 zones of 7 one-host racks, 8 spines per zone with 7 leaf links down and 1 core link up (1:7),
+    # and a ring whose ranks alternate between the zones: every ring hop crosses the oversubscribed layer.
+    topo = topo_of(spec_data(zones=2, racks=7, leaf_uplinks=8, spines=8, spine={"oversubscription": 7}, cores=1))
+    alternate = np.ravel(np.column_stack([np.arange(7), 7 + np.arange(7)]))
+    r = run_collective(topo, host_gpus(alternate), "allgather", [GIB], routing=routing)
+    # Then per plane 7 flows (one per host of the zone) share each spine's single uplink: 1/7 of the roofline.
+    assert network_rates(r) == pytest.approx(LINK / 7, rel=1e-9)
+    assert r.limit_norm == pytest.approx(1 / 7, rel=1e-9)
+    hot = r.hottest[0]
+    assert hot.name.startswith("ctsw") and "atsw" in hot.name and hot.n_flows == 7
+    # And the same ranks packed zone by zone cross the layer only twice per channel: full speed.
+    packed = run_collective(topo, host_gpus(np.arange(14)), "allgather", [GIB], routing=routing)
+    assert packed.limit_norm == pytest.approx(1.0, rel=1e-9)
+
+
+def test_ecmp_cannot_beat_the_oversubscribed_layer():
+    topo = topo_of(spec_data(zones=2, racks=7, leaf_uplinks=8, spines=8, spine={"oversubscription": 7}, cores=1))
+    alternate = np.ravel(np.column_stack([np.arange(7), 7 + np.arange(7)]))
+    for seed in range(3):
+        r = run_collective(topo, host_gpus(alternate), "allgather", [GIB], routing="ecmp", seed=seed)
+        assert r.limit_norm <= 1 / 7 + 1e-9
+
+
+@pytest.mark.parametrize("kind, routing", [("roce", "pinned"), ("roce", "dmodk"), ("infiniband", "dmodk")])
+@pytest.mark.parametrize("collective", ["allgather", "reducescatter", "allreduce", "broadcast"])
+def test_non_blocking_fabric_with_packed_placement_reaches_the_roofline(kind, routing, collective):
+    # Given a non-blocking two-tier fabric (16 NICs and 16 uplinks per leaf, 4 cables to each of 4 spines)
+    topo = topo_of(spec_data(racks=4, hosts_per_rack=2, hosts_per_leaf=2, leaf_uplinks=16, spines=4, kind=kind))
+    r = run_collective(topo, place(topo, 64, "topology"), collective, [GIB, 16 * GIB], routing=routing)
+    assert r.limit_norm == pytest.approx(1.0, rel=1e-9)
+    assert r.rows[-1].norm > 0.95                                   # large messages: latency amortized
+    assert r.rows[0].norm < r.rows[-1].norm
+
+
+@pytest.mark.parametrize("collective, algorithm", [("allreduce", "tree"), ("alltoall", "ring"),
+                                                   ("allgather", "ring")])
+def test_hosts_under_one_switch_reach_the_roofline(collective, algorithm):
+    topo = topo_of(spec_data(racks=1, hosts_per_rack=4, hosts_per_leaf=4, leaf_uplinks=1))
+    r = run_collective(topo, place(topo, 32, "topology"), collective, [GIB], algorithm=algorithm)
+    assert r.limit_norm == pytest.approx(1.0, rel=1e-9)
+
+
+def test_roofline_is_eight_rails_for_rings_one_nic_for_alltoall_nvlink_inside_a_host():
+    assert roofline_busbw("allgather", 4096, 8, LINK, 900e9) == pytest.approx(8 * LINK)
+    assert roofline_busbw("allreduce", 4096, 8, LINK, 900e9, "tree") == pytest.approx(8 * LINK, rel=1e-3)
+    # AllToAll over 32 hosts: each GPU sends (N - 8) / N of S through its own NIC; busbw counts (N - 1) / N.
+    assert roofline_busbw("alltoall", 256, 8, LINK, 900e9) == pytest.approx(LINK * 255 / 248)
+    assert roofline_busbw("allgather", 8, 8, LINK, 900e9) == pytest.approx(450e9)
+
+
+def test_a_single_host_runs_over_nvlink_at_nvlink_speed():
+    topo = topo_of(spec_data(racks=2))
+    r = run_collective(topo, np.arange(8), "allreduce", [GIB])
+    assert not r.phases[0].flows.network.any()
+    assert r.limit_busbw == pytest.approx(450e9) and r.limit_norm == pytest.approx(1.0)
+    assert r.link_utilization().max() == 0                          # no fabric link used
+
+
+# ------------------------------------------------------------------------------------------------ conservation
+@pytest.mark.parametrize("collective, algorithm", [("allgather", "ring"), ("allreduce", "tree"),
+                                                   ("broadcast", "ring"), ("alltoall", "ring")])
+def test_no_link_over_capacity_and_qps_conserve_bytes(collective, algorithm):
+    topo = topo_of(spec_data(zones=2, racks=4, hosts_per_rack=2, hosts_per_leaf=2, leaf_uplinks=4, spines=2,
+                             spine={"uplinks": 4}, cores=2))
+    gpus = place(topo, 64, "random", seed=3)
+    r = run_collective(topo, gpus, collective, [GIB], algorithm=algorithm, routing="eecmp", qps=4, seed=1)
+    cap = link_capacity(topo)
+    for ph in r.phases:
+        fl = ph.flows
+        assert (link_loads(fl.ptr, fl.links, ph.rates, cap.size) <= cap * (1 + 1e-9)).all()
+        # the QPs of a transfer carry exactly its bytes
+        per_transfer = np.bincount(fl.transfer, weights=fl.share, minlength=len(ph.phase.share))
+        assert per_transfer == pytest.approx(ph.phase.share, rel=1e-12)
+        assert set(np.unique(fl.qp[fl.network])) <= set(range(4))
+    util = r.link_utilization()
+    assert util.shape == (topo.n_links,) and util.max() <= 1 + 1e-9
+
+
+def test_time_is_latency_plus_bytes_over_the_bottleneck_rate():
+    # Given 2 hosts in 2 racks on one non-blocking leaf-spine: a 16-rank ring AllGather.
+    topo = topo_of(spec_data(racks=2, leaf_uplinks=8, spines=8))
+    r = run_collective(topo, host_gpus([0, 1]), "allgather", [0, GIB], routing="pinned")
+    # Latency: a chunk crosses N - 1 = 15 hops, 2 of them between hosts, each (22 us RTT + 3 switches of 1 us:
+    # leaf, spine, leaf), and 13 NVLink hops of 1 us.
+    assert r.latency == pytest.approx(2 * 25e-6 + 13 * 1e-6)
+    assert r.rows[0].time == pytest.approx(r.latency)
+    # Bandwidth: 15 steps, each moving S / (16 x 8) per NIC at 50e9 bytes/s.
+    assert r.rows[1].time == pytest.approx(r.latency + 15 * GIB / (16 * 8) / LINK)
+    assert r.rows[1].busbw == pytest.approx(r.rows[1].algbw * 15 / 16)
+    slow = LatencyModel(base_rtt=100e-6)
+    r2 = run_collective(topo, host_gpus([0, 1]), "allgather", [GIB], routing="pinned", latency=slow)
+    assert r2.latency == pytest.approx(2 * 103e-6 + 13e-6)
+
+
+def test_background_jobs_share_the_links_but_only_the_job_is_timed():
+    # Given 2 racks of 2 hosts with a single uplink each; the job uses one host per rack
+    topo = topo_of(spec_data(racks=2, hosts_per_rack=2, hosts_per_leaf=2, leaf_uplinks=1))
+    alone = run_collective(topo, host_gpus([0, 2]), "allgather", [GIB])
+    busy = run_collective(topo, host_gpus([0, 2]), "allgather", [GIB], background=[host_gpus([1, 3])])
+    assert alone.limit_norm == pytest.approx(1 / 8)
+    assert busy.limit_norm == pytest.approx(1 / 16)                  # 16 flows now share each direction
+    assert busy.n_flows == alone.n_flows
+    with pytest.raises(CollectiveError, match="must not share GPUs"):
+        run_collective(topo, host_gpus([0, 2]), "allgather", [GIB], background=[host_gpus([2, 3])])
+
+
+def test_a_failed_cable_is_routed_around_and_a_cut_off_host_raises_no_path():
+    data = spec_data(racks=2, leaf_uplinks=2, spines=2)
+    layout = expand(parse_spec(data))
+    leaf_spine = np.flatnonzero(layout.link_tier == 1)[:1]        # one uplink of the first leaf
+    layout.link_status[leaf_spine] = STATUS_FAILED
+    topo = topology_from_layout(layout)
+    r = run_collective(topo, host_gpus([0, 1]), "allgather", [GIB], routing="ecmp")
+    assert r.limit_norm == pytest.approx(1 / 8)                     # all 8 channels on the remaining uplink
+    layout.link_status[np.flatnonzero(layout.link_tier == 1)[:2]] = STATUS_FAILED
+    with pytest.raises(NoPathError):
+        run_collective(topology_from_layout(layout), host_gpus([0, 1]), "allgather", [GIB])
+
+
+def test_refusals_are_clear():
+    topo = topo_of(spec_data(racks=2))
+    with pytest.raises(CollectiveError, match="at least 2 GPUs"):
+        run_collective(topo, [3], "allgather", [GIB])
+    with pytest.raises(CollectiveError, match="unknown collective"):
+        run_collective(topo, host_gpus([0, 1]), "gossip", [GIB])
+    with pytest.raises(CollectiveError, match="GPU ids must lie in 0..15"):
+        run_collective(topo, [0, 99], "allgather", [GIB])
+
+
+# ------------------------------------------------------------------------------------------------ event-driven
+def test_two_flows_of_different_sizes_small_one_ends_then_big_one_speeds_up():
+    # Given one link of capacity C and flows of a and b > a bytes
+    C, a, b = 50e9, 1e9, 4e9
+    r = simulate_flows([0, 1, 2], [0, 0], [C], [a, b])
+    assert r.first_rate.tolist() == [C / 2, C / 2]
+    assert r.finish[0] == pytest.approx(2 * a / C)                  # both at C/2 until the small one is done
+    assert r.finish[1] == pytest.approx(2 * a / C + (b - a) / C)    # then the big one alone at C
+    assert r.delivered == pytest.approx([a, b])
+    assert r.events == 2
+
+
+def test_a_late_flow_slows_an_early_one_from_its_release_on():
+    C = 10.0
+    r = simulate_flows([0, 1, 2], [0, 0], [C], [30.0, 10.0], start=[0.0, 1.0])
+    # flow 0 alone for 1 s (10 bytes), then both at 5/s: flow 1 ends at 1 + 2 = 3, flow 0 has 10 left at 3 s
+    assert r.finish.tolist() == pytest.approx([4.0, 3.0])
+
+
+def test_uneven_alltoall_is_event_driven():
+    # Given 2 hosts on one switch and an AllToAll where GPU 0 sends 8x more to GPU 8 than to anyone else
+    topo = topo_of(spec_data(racks=1, hosts_per_rack=2, hosts_per_leaf=2, leaf_uplinks=1))
+    w = np.ones((16, 16))
+    w[0, 8] = 8.0
+    even = run_collective(topo, np.arange(16), "alltoall", [GIB])
+    uneven = run_collective(topo, np.arange(16), "alltoall", [GIB], weights=w)
+    assert uneven.time(GIB) > even.time(GIB)
+    ph = uneven.phases[0]
+    big = np.flatnonzero((ph.flows.src == 0) & (ph.flows.dst == 8))
+    assert ph.finish_unit[big].max() == pytest.approx(ph.finish_unit.max())   # the big transfer ends last
+    # GPU 0's NIC carries 8 equal transfers + one 8x: 15/16 S... its last byte leaves at 15 x S/16 / LINK
+    assert ph.unit_time == pytest.approx(15 / 16 / LINK, rel=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_event_driven_flows_deliver_their_bytes_and_respect_link_capacity(data):
+    n_links = data.draw(st.integers(1, 5))
+    n_flows = data.draw(st.integers(1, 8))
+    paths = [data.draw(st.lists(st.integers(0, n_links - 1), min_size=1, max_size=3, unique=True))
+             for _ in range(n_flows)]
+    cap = np.array(data.draw(st.lists(st.sampled_from([1.0, 2.0, 5.0]), min_size=n_links, max_size=n_links)))
+    size = np.array(data.draw(st.lists(st.sampled_from([0.5, 1.0, 3.0, 7.0]), min_size=n_flows,
+                                       max_size=n_flows)))
+    ptr, links = csr_from_lists(paths)
+    r = simulate_flows(ptr, links, cap, size)
+    assert r.delivered == pytest.approx(size)                               # every byte delivered
+    load = np.bincount(links, weights=np.repeat(size, np.diff(ptr)), minlength=n_links)
+    assert r.makespan >= (load / cap).max() * (1 - 1e-9)                    # no link faster than its capacity
+    slowest_link = np.array([cap[p].min() for p in paths])
+    assert (r.finish >= size / slowest_link * (1 - 1e-9)).all()             # no flow faster than its path
+    assert (r.first_rate <= slowest_link * (1 + 1e-9)).all()
+
+
+def test_one_switch_of_4096_gpus_via_a_custom_catalog():
+    # The budget's comparison case, small: a custom switch model big enough for every NIC under one leaf.
+    cat_data = {k: {s: {"vendor": m.vendor, "name": m.name, **m.specs} for s, m in v.items()}
+                for k, v in load_catalog().models.items()}
+    cat_data["switch"]["big"] = {"vendor": "test", "name": "big", "ports": 4200, "speed_gbps": 400}
+    catalog = parse_catalog(cat_data)
+    topo = topo_of(spec_data(racks=1, hosts_per_rack=64, hosts_per_leaf=64, leaf_uplinks=1, leaf_model="big"),
+                   catalog)
+    r = run_collective(topo, np.arange(512), "allreduce", [64 << 20])
+    assert r.limit_norm == pytest.approx(1.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_merged_events_still_deliver_every_byte_within_capacity(data):
+    n_links = data.draw(st.integers(1, 4))
+    n_flows = data.draw(st.integers(2, 10))
+    paths = [data.draw(st.lists(st.integers(0, n_links - 1), min_size=1, max_size=3, unique=True))
+             for _ in range(n_flows)]
+    size = np.array(data.draw(st.lists(st.floats(0.1, 10.0), min_size=n_flows, max_size=n_flows)))
+    ptr, links = csr_from_lists(paths)
+    cap = np.full(n_links, 2.0)
+    merged = simulate_flows(ptr, links, cap, size, merge=0.5)
+    assert merged.delivered == pytest.approx(size)
+    load = np.bincount(links, weights=np.repeat(size, np.diff(ptr)), minlength=n_links)
+    assert merged.makespan >= (load / cap).max() * (1 - 1e-9)
+    assert (merged.finish >= size / 2.0 * (1 - 1e-9)).all()
+
+
+def test_merged_alltoall_matches_the_exact_event_simulation():
+    # Given a 64-rank AllToAll over an oversubscribed fabric with 5-tuple ECMP (about 90 distinct finish times)
+    from sim.cli import load_topology
+    from sim.collectives import plan_collective
+    from sim.netsim import build_flows
+    _, topo = load_topology("demo-256")
+    plan = plan_collective("alltoall", place(topo, 64, "random", seed=1), topo.gpu_host)
+    fl = build_flows(topo, plan.phases[0], 1, "ecmp", 0)
+    cap = link_capacity(topo)
+    exact = simulate_flows(fl.ptr, fl.links, cap, fl.share)
+    merged = simulate_flows(fl.ptr, fl.links, cap, fl.share, merge=0.01 * exact.makespan)
+    assert merged.events < exact.events / 4
+    assert merged.makespan == pytest.approx(exact.makespan, rel=0.01)
