@@ -10,14 +10,13 @@ from __future__ import annotations
 import copy
 
 from django.db import transaction
-from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status, viewsets
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.routers import DefaultRouter, Route
 
-from twin.api.fields import LinkedRelatedField
+from twin.api.fields import LinkedRelatedField, url_prefix
 from twin.api.rows import RowRenderer
 
 ROUTE_BY_MODEL: dict[type, str] = {}
@@ -45,13 +44,7 @@ class SelfUrlField(serializers.Field):
         super().__init__(source="*", read_only=True, **kwargs)
 
     def to_representation(self, obj):
-        route = ROUTE_BY_MODEL[type(obj)]
-        cache = self.context.setdefault("_url_prefix", {})
-        if route not in cache:
-            path = reverse(f"api:{route}-detail", kwargs={"pk": 0})[:-2]
-            request = self.context.get("request")
-            cache[route] = request.build_absolute_uri(path) if request else path
-        return f"{cache[route]}{obj.pk}/"
+        return f"{url_prefix(ROUTE_BY_MODEL[type(obj)], self.context)}{obj.pk}/"
 
 
 class InventorySerializer(serializers.ModelSerializer):

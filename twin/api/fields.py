@@ -5,6 +5,17 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 
+def url_prefix(route: str, context: dict) -> str:
+    """The list URL of ``route`` (``http://host/api/inventory/hosts/``), computed once per serializer context and
+    reused for every row: one reverse() per page, not one per object."""
+    cache = context.setdefault("_url_prefix", {})
+    if route not in cache:
+        path = reverse(f"api:{route}-detail", kwargs={"pk": 0})[:-2]
+        request = context.get("request")
+        cache[route] = request.build_absolute_uri(path) if request else path
+    return cache[route]
+
+
 @extend_schema_field({"type": "object", "nullable": True,
                       "properties": {"id": {"type": "integer"}, "url": {"type": "string", "format": "uri"}},
                       "required": ["id", "url"]})
@@ -23,15 +34,8 @@ class LinkedRelatedField(serializers.PrimaryKeyRelatedField):
     def use_pk_only_optimization(self):
         return True
 
-    def _prefix(self):
-        request = self.context.get("request")
-        path = reverse(f"api:{self.route}-detail", kwargs={"pk": 0})[:-2]  # ".../hosts/"
-        return request.build_absolute_uri(path) if request else path
-
     def to_representation(self, value):
-        cache = self.context.setdefault("_url_prefix", {})
-        prefix = cache.get(self.route) or cache.setdefault(self.route, self._prefix())
-        return {"id": value.pk, "url": f"{prefix}{value.pk}/"}
+        return {"id": value.pk, "url": f"{url_prefix(self.route, self.context)}{value.pk}/"}
 
     def to_internal_value(self, data):
         if isinstance(data, dict):

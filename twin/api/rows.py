@@ -7,18 +7,12 @@ field (dates, floats, JSON) still goes through its own ``to_representation``.
 """
 from __future__ import annotations
 
-from django.urls import reverse
 from rest_framework import serializers
 
-from twin.api.fields import LinkedRelatedField
+from twin.api.fields import LinkedRelatedField, url_prefix
 from twin.inventory.models.base import HardwareModelBase
 
 _PASS_THROUGH = (serializers.IntegerField, serializers.CharField, serializers.ChoiceField, serializers.BooleanField)
-
-
-def _prefix(route: str, request) -> str:
-    path = reverse(f"api:{route}-detail", kwargs={"pk": 0})[:-2]
-    return request.build_absolute_uri(path) if request else path
 
 
 class RowRenderer:
@@ -28,7 +22,8 @@ class RowRenderer:
         model = serializer.Meta.model
         self.columns: set[str] = {"id"}
         self.steps = []
-        self_prefix = _prefix(route_by_model[model], request)
+        context = {"request": request}
+        self_prefix = url_prefix(route_by_model[model], context)
         catalog = issubclass(model, HardwareModelBase)
         for name, field in serializer.fields.items():
             if name == "url":
@@ -40,7 +35,7 @@ class RowRenderer:
             elif isinstance(field, LinkedRelatedField):
                 column = model._meta.get_field(field.source).attname
                 self.columns.add(column)
-                prefix = _prefix(field.route, request)
+                prefix = url_prefix(field.route, context)
                 self.steps.append((name, lambda row, c=column, p=prefix: None if row[c] is None
                                    else {"id": row[c], "url": f"{p}{row[c]}/"}))
             elif isinstance(field, _PASS_THROUGH):
