@@ -11,9 +11,10 @@ django_asgi_app = ASGIStaticFilesHandler(get_asgi_application())
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-websocket_urlpatterns: list = []
+from twin.live.auth import TokenAuthMiddleware  # noqa: E402
+from twin.live.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter({
     "http": django_asgi_app,
-    "websocket": AuthMiddlewareStack(URLRouter(websocket_urlpatterns)),
+    "websocket": AuthMiddlewareStack(TokenAuthMiddleware(URLRouter(websocket_urlpatterns))),
 })

@@ -80,7 +80,12 @@ def database() -> dict:
         if not config.get("NAME"):
             raise SettingError("DATABASE_URL", "names no database (postgres://user@host:5432/DBNAME)")
         config["OPTIONS"] = {"connect_timeout": 5}
-    config["TEST"] = {"NAME": os.environ.get("TWIN_TEST_DATABASE_NAME") or None}
+    test_name = os.environ.get("TWIN_TEST_DATABASE_NAME") or None
+    if test_name is None and config["ENGINE"].endswith("sqlite3"):
+        # A file, not Django's in-memory default: Celery workers started by the tests must see the same database.
+        # One per test process, so that concurrent test sessions do not clobber each other's database.
+        test_name = str(VAR_DIR / f"test-{os.getpid()}.sqlite3")
+    config["TEST"] = {"NAME": test_name}
     return config
 
 

@@ -1,4 +1,6 @@
 """Django settings. Everything that differs between machines comes from the environment (see twin/env.py)."""
+import os
+
 from twin import env
 
 BASE_DIR = env.BASE_DIR
@@ -24,7 +26,9 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "twin.inventory",
     "twin.api",
+    "twin.runs",
     "twin.web",
+    "twin.live",
 ]
 
 MIDDLEWARE = [
@@ -72,12 +76,17 @@ STATICFILES_DIRS = [BASE_DIR / "frontend"]
 STATIC_ROOT = env.VAR_DIR / "static"
 
 REDIS_URL = env.redis_url()
+# Live push (twin/live): frames are small (a 56k-link Uint8 frame is 56 KB) and few (the tick); a client that falls
+# more than `capacity` frames behind loses frames and resyncs from the REST snapshot (sequence numbers show the gap).
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL]},
+        "CONFIG": {"hosts": [REDIS_URL], "capacity": 100, "expiry": 10, "group_expiry": 86400},
     },
 }
+TWIN_LIVE_TICK_HZ = 4.0   # frames per second per run at most (RunPublisher.progress)
+TWIN_LIVE_KEY_PREFIX = "twin:live:"
+TWIN_LIVE_SNAPSHOT_TTL = 7 * 24 * 3600
 
 # Celery: one app (twin/celery.py), settings under the CELERY_ namespace.
 CELERY_BROKER_URL = REDIS_URL
@@ -89,6 +98,16 @@ CELERY_TASK_TIME_LIMIT = 60 * 60
 CELERY_TASK_SOFT_TIME_LIMIT = 55 * 60
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Queue of the run tasks; tests give each session its own so that no stray worker takes their tasks.
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("TWIN_CELERY_QUEUE") or "celery"
+# The sweeper: runs whose worker stopped sending heartbeats are requeued once, then failed (twin/runs/actions.py).
+CELERY_BEAT_SCHEDULE = {
+    "runs-sweep-stuck": {"task": "twin.runs.tasks.sweep_stuck_runs", "schedule": 15.0},
+}
+TWIN_RUNS_STALE_SECONDS = 30   # heartbeats come every 5 s: a lost worker's run is handled within 30 + 15 s
+TWIN_RUNS_MAX_ATTEMPTS = 2
+TWIN_RUNS_SOFT_TIME_LIMIT = 50 * 60
+TWIN_RUNS_TIME_LIMIT = 55 * 60
 
 # REST API (twin/api): token auth for scripts, sessions for the browser; reads open unless turned off.
 TWIN_API_ANONYMOUS_READ = env.env_bool("TWIN_API_ANONYMOUS_READ", True)
@@ -120,6 +139,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {"StatusEnum": "twin.inventory.choices.Status"},
 }
+
+SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"].update({"RunKindEnum": "twin.runs.choices.RunKind",
+                                                   "RunStatusEnum": "twin.runs.choices.RunStatus"})
 
 # The clusters the run command builds when they are absent.
 TWIN_DEFAULT_CLUSTERS = env.env_list("TWIN_DEFAULT_CLUSTERS", "meta-roce-24k,meta-ib-24k")

@@ -3,6 +3,7 @@ from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("api/live/", include("twin.live.urls")),
     path("api/", include("twin.api.urls")),
     path("", include("twin.web.urls")),
 ]

@@ -5,9 +5,11 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from twin.api.base import BulkRouter
 from twin.inventory.api.urls import register as register_inventory
 from twin.inventory.api.views import PathsView
+from twin.runs.api.urls import register as register_runs
 
 router = BulkRouter()
 register_inventory(router)
+register_runs(router)
 
 app_name = "api"
 urlpatterns = [

@@ -1,0 +1,88 @@
+// Live frames of the twin (twin/live/frames.py is the reference; docs/live.md the contract). Native ES module.
+//
+// A WebSocket on /ws/runs/<id>/ or /ws/clusters/<name>/ first sends ONE text message (JSON metadata: the stream,
+// its last sequence number `seq`, the snapshot URL, the index tables), then only binary frames. Set
+// `ws.binaryType = "arraybuffer"`. All numbers little-endian.
+//
+// Header, 32 bytes:
+//   0  2  magic "TW"            4  u32 seq (per stream)      16 f32 progress 0..100     22 u16 section count
+//   2  u8 version (1)           8  u32 run id (0: none)      20 u8  status code         24 f64 publish time (ms, epoch)
+//   3  u8 type 1 run, 2 cluster 12 u32 cluster id            21 u8  flags (bit 0 final)
+// Then `section count` sections, each an 8-byte header
+//   0 u8 section id (1 link_util, 2 gpu_state)   1 u8 dtype (1 Uint8, 2 Float16)   2 u16 reserved   4 u32 count
+// then count * itemsize bytes, zero-padded to a multiple of 4 (every section starts 4-byte aligned).
+// link_util as Uint8 is utilization * 255 (0..255 of the link's capacity); as Float16 it is 0..1.
+// A section missing from a frame means "unchanged". seq jumping by more than 1 means frames were lost: fetch the
+// REST snapshot (JSON with `frame_b64`, or `?binary=1`) and decode it with this same function.
+
+export const STATUS = ["unknown", "queued", "running", "succeeded", "failed", "cancelled"];
+export const SECTION = { 1: "link_util", 2: "gpu_state" };
+export const FRAME_TYPE = { 1: "run", 2: "cluster" };
+
+function float16(bits) {
+  const s = bits & 0x8000 ? -1 : 1, e = (bits >> 10) & 0x1f, m = bits & 0x3ff;
+  if (e === 0) return s * m * 2 ** -24;
+  if (e === 31) return m ? NaN : s * Infinity;
+  return s * (1 + m / 1024) * 2 ** (e - 15);
+}
+
+/** Decode one frame (ArrayBuffer) into {seq, runId, clusterId, progress, status, final, timeMs, sections}.
+ *  sections.link_util is a Float32Array in 0..1 whatever the wire dtype; sections.gpu_state a Uint8Array. */
+export function decodeFrame(buffer) {
+  const v = new DataView(buffer);
+  if (buffer.byteLength < 32 || v.getUint8(0) !== 0x54 || v.getUint8(1) !== 0x57) throw new Error("not a live frame");
+  if (v.getUint8(2) !== 1) throw new Error(`unsupported frame version ${v.getUint8(2)}`);
+  const frame = {
+    type: FRAME_TYPE[v.getUint8(3)], seq: v.getUint32(4, true), runId: v.getUint32(8, true),
+    clusterId: v.getUint32(12, true), progress: v.getFloat32(16, true), status: STATUS[v.getUint8(20)] ?? "unknown",
+    final: (v.getUint8(21) & 1) === 1, timeMs: v.getFloat64(24, true), sections: {},
+  };
+  let off = 32;
+  for (let i = 0, n = v.getUint16(22, true); i < n; i++) {
+    const id = v.getUint8(off), dtype = v.getUint8(off + 1), count = v.getUint32(off + 4, true);
+    off += 8;
+    const size = count * (dtype === 2 ? 2 : 1);
+    if (off + size > buffer.byteLength) throw new Error("truncated live frame");
+    let data;
+    if (dtype === 1) {
+      data = new Uint8Array(buffer, off, count);
+      if (id === 1) data = Float32Array.from(data, (b) => b / 255);
+    } else if (dtype === 2) {
+      data = new Float32Array(count);
+      for (let j = 0; j < count; j++) data[j] = float16(v.getUint16(off + 2 * j, true));
+    } else throw new Error(`unknown dtype ${dtype}`);
+    frame.sections[SECTION[id] ?? String(id)] = data;
+    off += size + ((4 - (size % 4)) % 4);
+  }
+  return frame;
+}
+
+/** Open a live stream: calls onMeta(json) once, onFrame(frame, merged) per frame, resyncs from the snapshot on a gap.
+ *  `merged` holds the latest of every section. Returns the WebSocket. */
+export function openLive(path, { onMeta = () => {}, onFrame = () => {}, token = null } = {}) {
+  const proto = location.protocol === "https:" ? "wss:" : "ws:";
+  const ws = new WebSocket(`${proto}//${location.host}${path}${token ? `?token=${encodeURIComponent(token)}` : ""}`);
+  ws.binaryType = "arraybuffer";
+  let meta = null, lastSeq = 0, resyncing = false;
+  const merged = {};
+  const apply = (f) => { Object.assign(merged, f.sections); lastSeq = f.seq; onFrame(f, merged); };
+  async function resync() {
+    resyncing = true;
+    try {
+      const r = await fetch(`${meta.snapshot}?binary=1`, { credentials: "same-origin" });
+      if (r.ok) { const f = decodeFrame(await r.arrayBuffer()); if (f.seq >= lastSeq) apply(f); }  // same seq: fills the lost sections
+    } finally { resyncing = false; }
+  }
+  ws.onmessage = (ev) => {
+    if (typeof ev.data === "string") {
+      const msg = JSON.parse(ev.data);
+      if (msg.type === "meta") { meta = msg; onMeta(msg); if (msg.seq > 0) resync(); }
+      return;
+    }
+    const f = decodeFrame(ev.data);
+    if (f.seq <= lastSeq) return;                        // stale or already covered by a snapshot
+    if (lastSeq && f.seq !== lastSeq + 1 && !resyncing) { apply(f); resync(); return; }
+    apply(f);
+  };
+  return ws;
+}

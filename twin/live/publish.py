@@ -1,0 +1,137 @@
+"""Publishing a run's state to its WebSocket groups, from sync code (a Celery task) or a view.
+
+    pub = RunPublisher(run)
+    for step in ...:
+        pub.progress(100 * step / n, link_util=util, gpu_state=states)   # throttled to the tick
+    run.status = "succeeded"; run.save()
+    pub.finished()                                                         # always sent
+
+Each call is sent after the current transaction commits (``transaction.on_commit``; at once outside a transaction),
+so a client never sees a state the database does not hold. ``progress`` is throttled to settings.TWIN_LIVE_TICK_HZ
+(default 4 per second): calls between ticks only replace the pending state, which goes out with the next call past
+the tick, with ``flush()``, or with ``finished()``. ``force=True`` and ``finished()`` bypass the throttle.
+
+A frame goes to two streams: the run's (``ws/runs/<id>/``) and its cluster's (``ws/clusters/<name>/``), each with its
+own sequence numbers. Sections left out of a call (``link_util=None``) mean "unchanged" on the wire; the snapshot kept
+in Redis for resync holds the latest of every section. Publishing never raises into the caller: a failure (Redis
+down) is logged and the run goes on.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.db import transaction
+
+from twin.live import frames, store
+
+log = logging.getLogger(__name__)
+
+MESSAGE_TYPE = "live.frame"     # handled by LiveConsumer.live_frame
+
+
+def tick_seconds() -> float:
+    hz = float(getattr(settings, "TWIN_LIVE_TICK_HZ", 4) or 4)
+    return 1.0 / hz
+
+
+def send_frame(stream: str, frame: frames.Frame, snapshot_sections: dict | None = None) -> int:
+    """Number the frame in its stream, keep it as the stream's snapshot, send it to the stream's group.
+    Returns the sequence number."""
+    frame.seq = store.next_seq(stream)
+    frame.time_ms = frame.time_ms or time.time() * 1000.0
+    raw = frames.encode(frame)
+    if snapshot_sections is not None and snapshot_sections.keys() != frame.sections.keys():
+        snap = frames.Frame(**{**frame.__dict__, "sections": snapshot_sections})
+        store.store_last(stream, frame.seq, frames.encode(snap))
+    else:
+        store.store_last(stream, frame.seq, raw)
+    layer = get_channel_layer()
+    async_to_sync(layer.group_send)(store.group_name(stream), {"type": MESSAGE_TYPE, "seq": frame.seq, "frame": raw})
+    return frame.seq
+
+
+class RunPublisher:
+    """Publishes a run's state to its WebSocket group (and its cluster's group), throttled to a fixed tick
+    (settings.TWIN_LIVE_TICK_HZ, default 4), sent after the DB commit (transaction.on_commit).
+
+    Duck-typed: uses ``run.id``, ``run.cluster_id``, ``run.status``, ``run.progress``.
+    """
+
+    def __init__(self, run):
+        self.run = run
+        self.tick = tick_seconds()
+        self._next_at = 0.0             # monotonic time from which the next progress frame may go
+        self._pending: dict | None = None
+        self._sections: dict = {}       # latest array of every section, for the snapshot
+        self.sent = 0                   # frames handed to on_commit (both streams count as one)
+        self.dropped = 0                # progress calls coalesced by the throttle
+
+    # -- public API -------------------------------------------------------------------------------------------
+
+    def progress(self, percent: float, *, link_util=None, gpu_state=None, force: bool = False) -> None:
+        """Report progress (0..100) and, optionally, link utilization (0..1 per backend link, Link ids of the
+        backend fabric in id order) and GPU states (uint8 per GPU, by GPU.index)."""
+        pending = self._pending or {"sections": {}}
+        pending["percent"] = float(percent)
+        pending["sections"].update(frames.build_sections(link_util, gpu_state))
+        self._pending = pending
+        now = time.monotonic()
+        if force or now >= self._next_at:
+            # A fixed grid: under frequent calls the rate is exactly the tick, not a little below it.
+            self._next_at = self._next_at + self.tick if now - self._next_at < self.tick else now + self.tick
+            self._emit(final=False)
+        else:
+            self.dropped += 1
+
+    def flush(self) -> None:
+        """Send the pending (throttled) state now, if any."""
+        if self._pending is not None:
+            self._emit(final=False)
+
+    def finished(self) -> None:
+        """The final frame (flag ``final``, the run's current status), always sent, with any pending arrays."""
+        if self._pending is None:
+            self._pending = {"sections": {}}
+        self._pending["percent"] = self._run_progress()
+        self._emit(final=True)
+
+    # -- internals --------------------------------------------------------------------------------------------
+
+    def _run_progress(self) -> float:
+        p = getattr(self.run, "progress", None)
+        if p is None:
+            return float(self._pending.get("percent", 0.0)) if self._pending else 0.0
+        return float(p)
+
+    def _emit(self, final: bool) -> None:
+        pending, self._pending = self._pending, None
+        self._sections.update(pending["sections"])
+        status = str(getattr(self.run, "status", "") or "unknown")
+        snapshot_sections = dict(self._sections)
+        run_id = int(self.run.id)
+        cluster_id = int(getattr(self.run, "cluster_id", 0) or 0)
+        percent = pending.get("percent", self._run_progress())
+        self.sent += 1
+
+        def send():
+            try:
+                t = time.time() * 1000.0
+                common = dict(run_id=run_id, cluster_id=cluster_id, progress=percent, status=status, final=final,
+                              time_ms=t, sections=pending["sections"])
+                send_frame(store.run_stream(run_id), frames.Frame(type=frames.FRAME_RUN, **common), snapshot_sections)
+                if cluster_id:
+                    send_frame(store.cluster_stream(cluster_id), frames.Frame(type=frames.FRAME_CLUSTER, **common),
+                               snapshot_sections)
+            except Exception:  # a live view must never fail a run
+                log.exception("live: could not publish run %s", run_id)
+
+        # After the commit when a transaction is open; at once otherwise (without opening a DB connection in a
+        # thread that has none, as transaction.on_commit would).
+        if transaction.get_connection().in_atomic_block:
+            transaction.on_commit(send)
+        else:
+            send()

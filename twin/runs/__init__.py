@@ -1,0 +1,1 @@
+"""Simulation runs: scenarios, runs executed by Celery workers, sweeps across workers, schedules, results."""

@@ -1,0 +1,345 @@
+"""Every write of the runs app goes through these functions (Zulip's ``do_*`` habit): each runs under
+``transaction.atomic`` and sends Celery messages and live frames only after the commit (``on_commit``).
+
+A run's life: :func:`create_run` (queued; the task is enqueued after the commit) -> :func:`start_run` (the worker
+marks it running with its hostname and a heartbeat) -> :func:`succeed_run` / :func:`fail_run` /
+:func:`cancelled_run`. :func:`cancel_run` asks a run to stop; :func:`sweep_stuck_runs` requeues once, then fails, a
+run whose worker stopped sending heartbeats, and closes sweeps whose children all ended.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import uuid
+from datetime import timedelta
+
+import numpy as np
+from django.db import transaction
+from django.utils import timezone
+
+from sim.layout import STATUS_ACTIVE
+from twin.runs.choices import ACTIVE, FINISHED, RunKind, RunStatus
+from twin.runs.constants import setting
+from twin.runs.kinds import combinations, merge_sweep, validate_params
+from twin.runs.models import RunArray, Scenario, SimulationRun
+
+log = logging.getLogger("twin.runs")
+
+
+# ------------------------------------------------------------------------------------------------- publishing
+class _NullPublisher:
+    def progress(self, percent, *, link_util=None, gpu_state=None, force=False):
+        pass
+
+    def finished(self):
+        pass
+
+
+class SafePublisher:
+    """The live publisher (:class:`twin.live.publish.RunPublisher`) when it is installed; a failing publisher is
+    logged, never fails the run."""
+
+    def __init__(self, run):
+        try:
+            from twin.live.publish import RunPublisher
+            self._p = RunPublisher(run)
+        except ImportError:
+            self._p = _NullPublisher()
+        except Exception:  # noqa: BLE001 - live push is best effort
+            log.exception("run %s: live publisher unavailable", run.pk)
+            self._p = _NullPublisher()
+
+    def progress(self, percent, *, link_util=None, gpu_state=None, force=False):
+        try:
+            self._p.progress(percent, link_util=link_util, gpu_state=gpu_state, force=force)
+        except Exception:  # noqa: BLE001
+            log.exception("live publisher failed")
+
+    def finished(self):
+        try:
+            self._p.finished()
+        except Exception:  # noqa: BLE001
+            log.exception("live publisher failed")
+
+
+def _publish_finished(run_id: int):
+    run = SimulationRun.objects.filter(pk=run_id).first()
+    if run is not None:
+        SafePublisher(run).finished()
+
+
+# ---------------------------------------------------------------------------------------------------- enqueue
+def _enqueue(run_id: int, task_id: str):
+    from twin.runs.tasks import execute_run
+    execute_run.apply_async((run_id,), task_id=task_id)
+
+
+def create_run(kind: str, params: dict, cluster, *, scenario: Scenario | None = None, user=None,
+               parent: SimulationRun | None = None, enqueue: bool = True, validated: bool = False) -> SimulationRun:
+    """A queued run of ``kind`` on ``cluster``; its task is enqueued once the transaction commits.
+    Raises a DRF ValidationError naming the bad parameter."""
+    if not validated:
+        params = validate_params(kind, params, cluster)
+    with transaction.atomic():
+        run = SimulationRun.objects.create(kind=kind, params=params, cluster=cluster, scenario=scenario,
+                                           parent=parent, created_by=user, celery_task_id=str(uuid.uuid4()))
+        if enqueue:
+            transaction.on_commit(lambda: _enqueue(run.pk, run.celery_task_id))
+    return run
+
+
+def create_run_from_scenario(scenario: Scenario, user=None) -> SimulationRun:
+    return create_run(scenario.kind, scenario.params, scenario.cluster, scenario=scenario, user=user)
+
+
+def cancel_run(run: SimulationRun) -> SimulationRun:
+    """Ask ``run`` (and a sweep's children) to stop. A queued run ends cancelled at once and its message is
+    revoked; a running one stops at its next progress report (the kind's progress callback raises). Finished
+    runs are left as they are."""
+    from twin.celery import app
+    with transaction.atomic():
+        run = SimulationRun.objects.select_for_update().get(pk=run.pk)
+        if run.finished:
+            return run
+        run.cancel_requested = True
+        fields = ["cancel_requested"]
+        if run.status == RunStatus.QUEUED and run.kind != RunKind.SWEEP:
+            run.status, run.finished_at = RunStatus.CANCELLED, timezone.now()
+            fields += ["status", "finished_at"]
+            transaction.on_commit(lambda: _publish_finished(run.pk))
+        run.save(update_fields=fields)
+        children = list(run.children.filter(status__in=ACTIVE))
+        for child in children:
+            cancel_run(child)
+        if run.parent_id is None and run.kind != RunKind.SWEEP:
+            # Children stay in their chord: their tasks see the cancellation and return, so the callback still runs.
+            task_id = run.celery_task_id
+            transaction.on_commit(lambda: app.control.revoke(task_id))
+    return run
+
+
+# ------------------------------------------------------------------------------------------ worker side
+def start_run(run_id: int, task_id: str, worker: str) -> SimulationRun | None:
+    """Mark the run running on ``worker``; None when this message must not run it (stale message of a requeued
+    run, run finished or cancelled). A redelivered message of a run whose worker died (status still running)
+    starts it again, up to TWIN_RUNS_MAX_ATTEMPTS times."""
+    now = timezone.now()
+    with transaction.atomic():
+        run = SimulationRun.objects.select_for_update().filter(pk=run_id).first()
+        if run is None or run.celery_task_id != task_id or run.finished:
+            return None
+        if run.cancel_requested:
+            _finish(run, RunStatus.CANCELLED, now)
+            return None
+        if run.status == RunStatus.RUNNING:
+            reason = f"worker lost ({run.worker or 'unknown'}); redelivered to {worker}"
+            run.notes = _note(run.notes, reason)
+            if run.attempts >= setting("TWIN_RUNS_MAX_ATTEMPTS"):
+                run.error = f"{reason}; gave up after {run.attempts} attempts"
+                _finish(run, RunStatus.FAILED, now, extra=["notes", "error"])
+                return None
+        run.status, run.worker, run.heartbeat_at = RunStatus.RUNNING, worker, now
+        run.started_at = run.started_at or now
+        run.attempts += 1
+        run.save(update_fields=["status", "worker", "heartbeat_at", "started_at", "attempts", "notes"])
+    # the first frame goes out now, before the kind loads the cluster (0.7 s for 24k GPUs)
+    SafePublisher(run).progress(0.0, force=True)
+    return run
+
+
+def _note(notes: str, text: str) -> str:
+    stamp = timezone.now().strftime("%Y-%m-%d %H:%M:%S")
+    return f"{notes}\n{stamp} {text}".strip()
+
+
+def _finish(run: SimulationRun, status: str, now=None, extra=(), publisher=None):
+    run.status, run.finished_at = status, now or timezone.now()
+    fields = ["status", "finished_at", *extra]
+    if status == RunStatus.SUCCEEDED:
+        run.progress = 100.0
+        fields.append("progress")
+    run.save(update_fields=fields)
+    transaction.on_commit(publisher.finished if publisher is not None else lambda: _publish_finished(run.pk))
+
+
+def inventory_state(cluster, layout) -> dict:
+    """What inventory a run saw: the cluster, counts of non-active items and a hash of every status array."""
+    h = hashlib.sha256()
+    counts = {}
+    for name in ("gpu_status", "nic_status", "switch_status", "port_status", "link_status"):
+        a = np.ascontiguousarray(getattr(layout, name), dtype=np.int8)
+        h.update(name.encode())
+        h.update(a.tobytes())
+        counts[name.removesuffix("_status") + "s"] = {"total": int(a.size),
+                                                      "non_active": int(np.sum(a != STATUS_ACTIVE))}
+    return {"cluster": cluster.pk, "cluster_name": cluster.name, "counts": counts, "status_hash": h.hexdigest()}
+
+
+def record_inventory_state(run: SimulationRun, state: dict) -> None:
+    SimulationRun.objects.filter(pk=run.pk).update(inventory_state=state)
+    run.inventory_state = state
+
+
+def succeed_run(run: SimulationRun, summary: dict, arrays: dict, publisher=None) -> None:
+    """Store the results and mark the run succeeded (one transaction)."""
+    with transaction.atomic():
+        RunArray.objects.filter(run=run).delete()
+        RunArray.objects.bulk_create([RunArray.pack(run, name, a) for name, a in arrays.items() if a is not None])
+        run.summary = json.loads(json.dumps(summary, default=_json_default))
+        _finish(run, RunStatus.SUCCEEDED, extra=["summary"], publisher=publisher)
+
+
+def _json_default(o):
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(f"{type(o).__name__} is not JSON serializable")
+
+
+def fail_run(run: SimulationRun, error: str, publisher=None) -> None:
+    with transaction.atomic():
+        run.error = error
+        _finish(run, RunStatus.FAILED, extra=["error"], publisher=publisher)
+
+
+def cancelled_run(run: SimulationRun, publisher=None) -> None:
+    with transaction.atomic():
+        _finish(run, RunStatus.CANCELLED, publisher=publisher)
+
+
+# ------------------------------------------------------------------------------------------------------ sweeps
+def fan_out_sweep(parent: SimulationRun) -> list[SimulationRun]:
+    """One queued child run per combination of the sweep's ranges; after the commit they go out as a Celery chord
+    (children on any worker) whose callback, :func:`finish_sweep`, merges their summaries."""
+    from celery import chord
+
+    from twin.runs.tasks import execute_run, finish_sweep_task
+    p = parent.params
+    with transaction.atomic():
+        children = [create_run(p["kind"], {**p["params"], **combo}, parent.cluster, scenario=None, parent=parent,
+                               enqueue=False, user=parent.created_by) for combo in combinations(p["sweep"])]
+        sigs = [execute_run.si(c.pk).set(task_id=c.celery_task_id) for c in children]
+        transaction.on_commit(lambda: chord(sigs)(finish_sweep_task.si(parent.pk)))
+    return children
+
+
+def finish_sweep(parent_id: int) -> SimulationRun | None:
+    """Merge the children's summaries into the sweep's summary and end it: cancelled if cancellation was asked,
+    succeeded if any child succeeded, else failed. Does nothing while a child is still active or once ended."""
+    with transaction.atomic():
+        parent = SimulationRun.objects.select_for_update().filter(pk=parent_id).first()
+        if parent is None or parent.finished:
+            return parent
+        children = list(parent.children.order_by("id").values("id", "params", "status", "worker", "summary", "error"))
+        if any(c["status"] in ACTIVE for c in children):
+            return parent
+        parent.summary = merge_sweep(parent.params, children)
+        if parent.cancel_requested:
+            status = RunStatus.CANCELLED
+        elif parent.summary["succeeded"]:
+            status = RunStatus.SUCCEEDED
+        else:
+            status = RunStatus.FAILED
+            parent.error = f"all {len(children)} child runs failed"
+        _finish(parent, status, extra=["summary", "error"])
+    return parent
+
+
+# ----------------------------------------------------------------------------------------------------- sweeper
+def sweep_stuck_runs(stale_after: float | None = None, max_attempts: int | None = None, now=None) -> list[dict]:
+    """Runs whose worker went silent: a running run (not a sweep parent) with no heartbeat for ``stale_after``
+    seconds (TWIN_RUNS_STALE_SECONDS) is requeued if it has been tried fewer than ``max_attempts`` times
+    (TWIN_RUNS_MAX_ATTEMPTS), else failed with the reason "worker lost (no heartbeat since ...)". Sweeps whose
+    children all ended are closed. Returns what it did, one dict per run."""
+    stale_after = setting("TWIN_RUNS_STALE_SECONDS") if stale_after is None else stale_after
+    max_attempts = setting("TWIN_RUNS_MAX_ATTEMPTS") if max_attempts is None else max_attempts
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=stale_after)
+    done = []
+    stuck = (SimulationRun.objects.filter(status=RunStatus.RUNNING, heartbeat_at__lt=cutoff)
+             .exclude(kind=RunKind.SWEEP).values_list("id", flat=True))
+    for run_id in list(stuck):
+        with transaction.atomic():
+            run = SimulationRun.objects.select_for_update().get(pk=run_id)
+            if run.status != RunStatus.RUNNING or run.heartbeat_at is None or run.heartbeat_at >= cutoff:
+                continue
+            reason = (f"worker lost (no heartbeat since {run.heartbeat_at:%Y-%m-%d %H:%M:%S} UTC from "
+                      f"{run.worker or 'unknown worker'})")
+            run.notes = _note(run.notes, reason)
+            if run.cancel_requested:
+                _finish(run, RunStatus.CANCELLED, now, extra=["notes"])
+                outcome = "cancelled"
+            elif run.attempts < max_attempts:
+                run.status, run.celery_task_id, run.worker, run.heartbeat_at = RunStatus.QUEUED, str(uuid.uuid4()), "", None
+                run.notes = _note(run.notes, f"requeued (attempt {run.attempts + 1} of {max_attempts})")
+                run.save(update_fields=["status", "celery_task_id", "worker", "heartbeat_at", "notes"])
+                # A sweep child goes out alone: its chord waits for the lost message, so the sweeper (below)
+                # closes the sweep once every child ended.
+                transaction.on_commit(lambda r=run: _enqueue(r.pk, r.celery_task_id))
+                outcome = "requeued"
+            else:
+                run.error = f"{reason}; tried {run.attempts} times"
+                _finish(run, RunStatus.FAILED, now, extra=["notes", "error"])
+                outcome = "failed"
+        log.warning("run %s: %s: %s", run_id, reason, outcome)
+        done.append({"run": run_id, "outcome": outcome, "reason": reason})
+    parents = SimulationRun.objects.filter(kind=RunKind.SWEEP, status=RunStatus.RUNNING, started_at__lt=cutoff)
+    for parent_id in list(parents.exclude(children__status__in=ACTIVE).values_list("id", flat=True)):
+        parent = finish_sweep(parent_id)
+        if parent is not None and parent.status in FINISHED:
+            done.append({"run": parent_id, "outcome": f"sweep closed ({parent.status})", "reason": "children ended"})
+    return done
+
+
+# ---------------------------------------------------------------------------------------------------- schedules
+SCHEDULE_TASK = "twin.runs.tasks.run_scenario"
+
+
+def save_schedule(*, scenario: Scenario, name: str, crontab: dict | None = None, interval: dict | None = None,
+                  enabled: bool = True, instance=None):
+    """Create or update the django-celery-beat PeriodicTask that starts ``scenario`` on a crontab
+    (``{"minute", "hour", "day_of_week", "day_of_month", "month_of_year"}``) or an interval
+    (``{"every": 6, "period": "hours"}``)."""
+    from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
+    with transaction.atomic():
+        task = instance or PeriodicTask(task=SCHEDULE_TASK)
+        task.name, task.enabled = name, enabled
+        task.kwargs = json.dumps({"scenario_id": scenario.pk})
+        task.crontab = task.interval = None
+        if crontab is not None:
+            task.crontab, _ = CrontabSchedule.objects.get_or_create(**{k: str(v) for k, v in crontab.items()})
+        else:
+            task.interval, _ = IntervalSchedule.objects.get_or_create(every=interval["every"],
+                                                                     period=interval["period"])
+        task.save()
+    return task
+
+
+def delete_schedule(task) -> None:
+    with transaction.atomic():
+        task.delete()
+
+
+def ensure_health_schedules(hour: int = 3, minute: int = 0) -> list:
+    """A ``fabric-health-<cluster>`` scenario and a nightly schedule for it, per cluster (idempotent)."""
+    from django_celery_beat.models import PeriodicTask
+
+    from twin.inventory.models import Cluster
+    made = []
+    for cluster in Cluster.objects.all():
+        with transaction.atomic():
+            scenario, _ = Scenario.objects.get_or_create(
+                name=f"fabric-health-{cluster.name}",
+                defaults={"kind": RunKind.FABRIC_HEALTH, "cluster": cluster,
+                          "params": validate_params(RunKind.FABRIC_HEALTH, {}, cluster),
+                          "description": "Nightly fabric health: AllGather over every usable GPU."})
+            name = f"nightly fabric health {cluster.name}"
+            existing = PeriodicTask.objects.filter(name=name).first()
+            if existing is None:
+                existing = save_schedule(scenario=scenario, name=name,
+                                         crontab={"minute": minute, "hour": hour, "day_of_week": "*",
+                                                  "day_of_month": "*", "month_of_year": "*"})
+            made.append(existing)
+    return made

@@ -1,0 +1,8 @@
+"""Routes of the runs API, under /api/runs/."""
+from twin.runs.api.views import RunViewSet, ScenarioViewSet, ScheduleViewSet
+
+
+def register(router):
+    router.register("runs/scenarios", ScenarioViewSet, basename="scenario")
+    router.register("runs/schedules", ScheduleViewSet, basename="schedule")
+    router.register("runs", RunViewSet, basename="simulationrun")  # after the others: /runs/<id>/

@@ -1,0 +1,166 @@
+"""Runs API: scenarios (CRUD, trend, start), runs (create, list, retrieve, cancel, results) and schedules.
+Views are thin: every write goes through :mod:`twin.runs.actions`."""
+from __future__ import annotations
+
+import base64
+
+from django.db import transaction
+from django_celery_beat.models import PeriodicTask
+from django_filters import rest_framework as filters
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from twin.runs import actions
+from twin.runs.api.serializers import RunCreateSerializer, RunSerializer, ScenarioSerializer, ScheduleSerializer
+from twin.runs.choices import RunKind, RunStatus
+from twin.runs.constants import TREND_LIMIT
+from twin.runs.models import Scenario, SimulationRun
+
+
+class ScenarioFilter(filters.FilterSet):
+    class Meta:
+        model = Scenario
+        fields = {"id": ["exact", "in"], "name": ["exact", "icontains"], "kind": ["exact"],
+                  "cluster": ["exact"], "cluster__name": ["exact"]}
+
+
+class RunFilter(filters.FilterSet):
+    status = filters.MultipleChoiceFilter(choices=RunStatus.choices)
+    kind = filters.MultipleChoiceFilter(choices=RunKind.choices)
+
+    class Meta:
+        model = SimulationRun
+        fields = {"id": ["exact", "in"], "cluster": ["exact"], "cluster__name": ["exact"], "scenario": ["exact"],
+                  "parent": ["exact", "isnull"], "worker": ["exact"]}
+
+
+class ScenarioViewSet(viewsets.ModelViewSet):
+    """Saved parameters of a simulation kind on a cluster; ``trend`` is the history of its runs."""
+
+    queryset = Scenario.objects.select_related("created_by")
+    serializer_class = ScenarioSerializer
+    filterset_class = ScenarioFilter
+    ordering_fields = ("id", "name", "created_at")
+
+    def perform_create(self, serializer):
+        user = self.request.user if self.request.user.is_authenticated else None
+        with transaction.atomic():
+            serializer.save(created_by=user)
+
+    @extend_schema(request=None, responses=RunSerializer)
+    @action(detail=True, methods=["post"])
+    def run(self, request, pk=None):
+        """Start a run of this scenario."""
+        user = request.user if request.user.is_authenticated else None
+        run = actions.create_run_from_scenario(self.get_object(), user=user)
+        return Response(RunSerializer(run, context={"request": request}).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses=OpenApiTypes.OBJECT, filters=False, parameters=[
+        OpenApiParameter("metric", str, description="summary key to follow (default norm_busbw)"),
+        OpenApiParameter("limit", int, description=f"latest points (default and at most {TREND_LIMIT})")])
+    @action(detail=True, filter_backends=[], pagination_class=None)
+    def trend(self, request, pk=None):
+        """The time series of a summary value over the scenario's finished runs, oldest first."""
+        scenario = self.get_object()
+        metric = request.query_params.get("metric", "norm_busbw")
+        try:
+            limit = max(1, min(TREND_LIMIT, int(request.query_params.get("limit", TREND_LIMIT))))
+        except ValueError:
+            return Response({"limit": ["expected an integer"]}, status=status.HTTP_400_BAD_REQUEST)
+        rows = list(SimulationRun.objects.filter(scenario=scenario, status=RunStatus.SUCCEEDED)
+                    .order_by("-finished_at").values_list("id", "finished_at", "summary", "inventory_state")[:limit])
+        points = [{"run": rid, "time": finished, "value": (summary or {}).get(metric),
+                   "status_hash": (state or {}).get("status_hash")}
+                  for rid, finished, summary, state in reversed(rows)]
+        return Response({"scenario": scenario.pk, "metric": metric, "points": points})
+
+
+class RunViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
+                 mixins.DestroyModelMixin, viewsets.GenericViewSet):
+    """Simulation runs: create (from a scenario or inline), list, inspect, cancel, fetch results."""
+
+    queryset = SimulationRun.objects.select_related("created_by")
+    serializer_class = RunSerializer
+    filterset_class = RunFilter
+    ordering_fields = ("id", "created_at", "finished_at", "status")
+    lookup_value_regex = r"\d+"
+
+    def get_serializer_class(self):
+        if self.action == "create":
+            return RunCreateSerializer
+        return RunSerializer
+
+    def get_queryset(self):
+        qs = super().get_queryset()
+        if self.action == "list":
+            qs = qs.defer("summary", "inventory_state")
+        return qs
+
+    @extend_schema(request=RunCreateSerializer, responses={201: RunSerializer})
+    def create(self, request, *args, **kwargs):
+        s = RunCreateSerializer(data=request.data)
+        s.is_valid(raise_exception=True)
+        d = s.validated_data
+        user = request.user if request.user.is_authenticated else None
+        run = actions.create_run(d["kind"], d["params"], d["cluster"], scenario=d.get("scenario"), user=user,
+                                 validated=True)
+        return Response(RunSerializer(run, context={"request": request}).data, status=status.HTTP_201_CREATED)
+
+    def perform_destroy(self, instance):
+        actions.cancel_run(instance)
+        with transaction.atomic():
+            instance.delete()
+
+    @extend_schema(request=None, responses=RunSerializer)
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        """Ask the run to stop: a queued run is cancelled at once, a running one at its next progress report."""
+        run = actions.cancel_run(self.get_object())
+        run.refresh_from_db()
+        return Response(RunSerializer(run, context={"request": request}).data)
+
+    @extend_schema(responses=OpenApiTypes.OBJECT, filters=False, parameters=[
+        OpenApiParameter("arrays", str, enum=["list", "base64", "none"],
+                         description="arrays as JSON lists (default), as base64 of the raw little-endian bytes, "
+                                     "or left out")])
+    @action(detail=True, filter_backends=[], pagination_class=None)
+    def results(self, request, pk=None):
+        """Summary and arrays of a run (arrays: name -> {dtype, shape, data})."""
+        run = self.get_object()
+        mode = request.query_params.get("arrays", "list")
+        arrays = {}
+        if mode != "none":
+            for a in run.arrays.all():
+                data = a.unpack()
+                arrays[a.name] = {"dtype": a.dtype, "shape": a.shape,
+                                  "data": base64.b64encode(data.tobytes()).decode() if mode == "base64"
+                                  else data.astype(float if data.dtype.kind == "f" else int).tolist()}
+        return Response({"id": run.pk, "kind": run.kind, "status": run.status, "error": run.error,
+                         "summary": run.summary, "inventory_state": run.inventory_state, "arrays": arrays})
+
+
+class ScheduleViewSet(viewsets.ModelViewSet):
+    """Periodic runs of a scenario (django-celery-beat PeriodicTasks; also editable in the admin)."""
+
+    queryset = PeriodicTask.objects.filter(task=actions.SCHEDULE_TASK).select_related("crontab", "interval")
+    serializer_class = ScheduleSerializer
+    filter_backends = []
+    ordering = ("id",)
+
+    def get_queryset(self):
+        return super().get_queryset().order_by("id")
+
+    def perform_create(self, serializer):
+        serializer.instance = actions.save_schedule(**serializer.validated_data)
+
+    def perform_update(self, serializer):
+        d = {k: serializer.validated_data.get(k) for k in ("scenario", "name", "crontab", "interval")}
+        d["name"] = d["name"] or serializer.instance.name
+        d["enabled"] = serializer.validated_data.get("enabled", serializer.instance.enabled)
+        serializer.instance = actions.save_schedule(instance=serializer.instance, **d)
+
+    def perform_destroy(self, instance):
+        actions.delete_schedule(instance)

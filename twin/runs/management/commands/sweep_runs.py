@@ -1,0 +1,20 @@
+"""python manage.py sweep_runs [--stale-after S] [--max-attempts N]: what the periodic sweeper does, once."""
+from django.core.management.base import BaseCommand
+
+from twin.runs.actions import sweep_stuck_runs
+
+
+class Command(BaseCommand):
+    help = "Requeue or fail runs whose worker stopped sending heartbeats; close sweeps whose children ended."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--stale-after", type=float, default=None,
+                            help="seconds without a heartbeat (default: TWIN_RUNS_STALE_SECONDS)")
+        parser.add_argument("--max-attempts", type=int, default=None,
+                            help="requeue while tried fewer times (default: TWIN_RUNS_MAX_ATTEMPTS)")
+
+    def handle(self, *args, stale_after, max_attempts, **options):
+        done = sweep_stuck_runs(stale_after=stale_after, max_attempts=max_attempts)
+        for d in done:
+            self.stdout.write(f"run {d['run']}: {d['outcome']}: {d['reason']}")
+        self.stdout.write(f"{len(done)} runs swept")

@@ -1,0 +1,101 @@
+"""Scenarios (saved parameters), simulation runs (one execution, its status and results) and run arrays (large
+results stored compactly: zlib-compressed numpy bytes, float16 for utilizations)."""
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+from django.conf import settings
+from django.db import models
+
+from twin.runs.choices import RunKind, RunStatus
+
+
+class Scenario(models.Model):
+    """A named, saved set of parameters of one simulation kind on one cluster. Runs made from it form its history
+    (``GET /api/runs/scenarios/<id>/trend/``); schedules start it periodically."""
+
+    name = models.SlugField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    kind = models.CharField(max_length=32, choices=RunKind.choices)
+    cluster = models.ForeignKey("inventory.Cluster", on_delete=models.CASCADE, related_name="scenarios")
+    params = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
+class SimulationRun(models.Model):
+    """One execution of a simulation kind by a Celery worker: status, progress, timings, the worker that ran it
+    and its heartbeat, the error text, the summary (JSON) and the inventory state it ran on. Large arrays are
+    :class:`RunArray` rows."""
+
+    kind = models.CharField(max_length=32, choices=RunKind.choices, db_index=True)
+    params = models.JSONField(default=dict, blank=True)
+    cluster = models.ForeignKey("inventory.Cluster", on_delete=models.CASCADE, related_name="runs")
+    scenario = models.ForeignKey(Scenario, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children",
+                               help_text="the sweep this run is one combination of")
+    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True)
+    progress = models.FloatField(default=0.0, help_text="percent, 0-100")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    error = models.TextField(blank=True)
+    notes = models.TextField(blank=True, help_text="what happened on the way: lost workers, requeues")
+    summary = models.JSONField(null=True, blank=True)
+    inventory_state = models.JSONField(null=True, blank=True,
+                                       help_text="cluster id, non-active item counts and a hash of the statuses")
+    celery_task_id = models.CharField(max_length=64, blank=True)
+    worker = models.CharField(max_length=255, blank=True, help_text="hostname of the worker running it")
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="times a worker started it")
+    cancel_requested = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["status", "heartbeat_at"], name="runs_status_heartbeat")]
+
+    def __str__(self):
+        return f"run {self.pk} ({self.kind}, {self.status})"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED)
+
+
+class RunArray(models.Model):
+    """A large result array of a run (e.g. per-link utilization), stored as zlib-compressed raw bytes with its
+    dtype and shape. Utilizations are kept as float16 (3 significant digits are plenty for a heatmap)."""
+
+    run = models.ForeignKey(SimulationRun, on_delete=models.CASCADE, related_name="arrays")
+    name = models.CharField(max_length=64)
+    dtype = models.CharField(max_length=16)
+    shape = models.JSONField()
+    data = models.BinaryField()
+
+    class Meta:
+        ordering = ["run", "name"]
+        constraints = [models.UniqueConstraint(fields=["run", "name"], name="runs_array_unique_name")]
+
+    def __str__(self):
+        return f"{self.name} of run {self.run_id}"
+
+    @classmethod
+    def pack(cls, run, name: str, array: np.ndarray) -> "RunArray":
+        array = np.ascontiguousarray(array)
+        if array.dtype.kind == "f" and array.dtype != np.float16:
+            array = array.astype(np.float16)
+        return cls(run=run, name=name, dtype=array.dtype.str, shape=list(array.shape),
+                   data=zlib.compress(array.tobytes(), 6))
+
+    def unpack(self) -> np.ndarray:
+        return np.frombuffer(zlib.decompress(bytes(self.data)), dtype=np.dtype(self.dtype)).reshape(self.shape)

@@ -1,0 +1,130 @@
+"""Celery tasks of the runs app (auto-discovered by the one app in twin/celery.py).
+
+``execute_run`` runs any run by id: it marks it running (worker hostname, heartbeat), reads the cluster from the
+database, calls the kind (:mod:`twin.runs.kinds`), stores the results and ends the run succeeded, failed (with the
+error text) or cancelled. Late acks and reject-on-worker-lost (settings) put a killed worker's message back in the
+queue; a heartbeat thread keeps ``heartbeat_at`` fresh while the engine computes, so :func:`sweep_stuck_runs`
+(beat, every 15 s) can tell a lost worker from a long computation.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
+from django.db import close_old_connections, connection
+from django.utils import timezone
+
+from twin.runs import actions
+from twin.runs.choices import RunKind, RunStatus
+from twin.runs.constants import HEARTBEAT_INTERVAL, PROGRESS_DB_INTERVAL, setting
+from twin.runs.kinds import KINDS, RunCancelled
+from twin.runs.models import SimulationRun
+
+log = logging.getLogger("twin.runs")
+
+
+class Heartbeat(threading.Thread):
+    """Writes ``heartbeat_at`` of a running run every HEARTBEAT_INTERVAL seconds until stopped."""
+
+    def __init__(self, run_id: int):
+        super().__init__(name=f"heartbeat-{run_id}", daemon=True)
+        self.run_id, self.stop_event = run_id, threading.Event()
+
+    def run(self):
+        try:
+            while not self.stop_event.wait(HEARTBEAT_INTERVAL):
+                SimulationRun.objects.filter(pk=self.run_id, status=RunStatus.RUNNING).update(
+                    heartbeat_at=timezone.now())
+        except Exception:  # noqa: BLE001 - a missed heartbeat is the sweeper's business
+            log.exception("run %s: heartbeat failed", self.run_id)
+        finally:
+            connection.close()
+
+    def stop(self):
+        self.stop_event.set()
+        self.join(timeout=10)
+
+
+class Reporter:
+    """The progress callback handed to a kind: writes progress and heartbeat at most every
+    PROGRESS_DB_INTERVAL seconds, raises RunCancelled once cancellation was requested, and passes every report
+    to the live publisher (which throttles itself)."""
+
+    def __init__(self, run: SimulationRun, publisher):
+        self.run, self.publisher = run, publisher
+        self.percent, self.last = 0.0, 0.0
+
+    def __call__(self, percent=None, link_util=None, gpu_state=None):
+        if percent is not None:
+            self.percent = max(self.percent, min(100.0, float(percent)))
+        now = time.monotonic()
+        if now - self.last >= PROGRESS_DB_INTERVAL:
+            self.last = now
+            rows = SimulationRun.objects.filter(pk=self.run.pk)
+            rows.update(progress=self.percent, heartbeat_at=timezone.now())
+            if rows.values_list("cancel_requested", flat=True).first():
+                raise RunCancelled()
+        self.publisher.progress(self.percent, link_util=link_util, gpu_state=gpu_state)
+
+
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True,
+             soft_time_limit=setting("TWIN_RUNS_SOFT_TIME_LIMIT"), time_limit=setting("TWIN_RUNS_TIME_LIMIT"))
+def execute_run(self, run_id: int):
+    """Run the SimulationRun ``run_id`` (any kind); never raises, so a sweep's chord always reaches its callback."""
+    close_old_connections()
+    run = actions.start_run(run_id, task_id=self.request.id, worker=self.request.hostname or "")
+    if run is None:
+        return run_id
+    if run.kind == RunKind.SWEEP:
+        actions.fan_out_sweep(run)
+        return run_id
+    publisher = actions.SafePublisher(run)
+    heartbeat = Heartbeat(run.pk)
+    heartbeat.start()
+    try:
+        from twin.inventory.adapter import layout_from_db
+        layout = layout_from_db(run.cluster)
+        actions.record_inventory_state(run, actions.inventory_state(run.cluster, layout))
+        summary, arrays = KINDS[run.kind].run(layout, run.params, Reporter(run, publisher))
+        heartbeat.stop()
+        actions.succeed_run(run, summary, arrays, publisher)
+    except RunCancelled:
+        heartbeat.stop()
+        actions.cancelled_run(run, publisher)
+    except SoftTimeLimitExceeded:
+        heartbeat.stop()
+        actions.fail_run(run, f"time limit: stopped after {setting('TWIN_RUNS_SOFT_TIME_LIMIT')} s", publisher)
+    except Exception as e:  # noqa: BLE001 - the error text goes on the run
+        heartbeat.stop()
+        log.exception("run %s failed", run_id)
+        actions.fail_run(run, f"{type(e).__name__}: {e}", publisher)
+    finally:
+        heartbeat.stop()
+    return run_id
+
+
+@shared_task(acks_late=True)
+def finish_sweep_task(parent_id: int):
+    """Chord callback of a sweep: merge the children's summaries into the parent's."""
+    actions.finish_sweep(parent_id)
+    return parent_id
+
+
+@shared_task
+def run_scenario(scenario_id: int):
+    """Start a run of a saved scenario (what a django-celery-beat schedule calls)."""
+    from twin.runs.models import Scenario
+    scenario = Scenario.objects.select_related("cluster").filter(pk=scenario_id).first()
+    if scenario is None:
+        log.warning("schedule names scenario %s, which no longer exists", scenario_id)
+        return None
+    return actions.create_run_from_scenario(scenario).pk
+
+
+@shared_task
+def sweep_stuck_runs():
+    """Periodic (beat, every 15 s): requeue or fail the runs whose worker stopped sending heartbeats."""
+    return actions.sweep_stuck_runs()
