@@ -51,6 +51,13 @@ def _serials(prefix: str, cluster: str, n: int) -> list[str]:
     return [f"{prefix}-{code}-{i:07d}" for i in range(n)]
 
 
+def _ids(base: int, refs: np.ndarray) -> list:
+    """Database ids of the layout indexes ``refs`` (``base + index``), None where the relation does not apply (-1)."""
+    out = (refs + base).astype(object)
+    out[refs < 0] = None
+    return out.tolist()
+
+
 def _status(n: int) -> list[str]:
     return [Status.ACTIVE.value] * n
 
@@ -179,9 +186,9 @@ def build_cluster(spec: ClusterSpec, replace: bool = False,
         nic0 = w.write(NIC, nn, {
             "name": names["nic"], "serial": _serials("NIC", spec.name, nn), "status": _status(nn),
             "fabric_id": fabric_ids[layout.nic_fabric],
-            "host_id": [None if h < 0 else host0 + h for h in layout.nic_host.tolist()],
-            "storage_server_id": [None if v < 0 else server0 + v for v in layout.nic_server.tolist()],
-            "gpu_id": [None if g < 0 else gpu0 + g for g in layout.nic_gpu.tolist()],
+            "host_id": _ids(host0, layout.nic_host),
+            "storage_server_id": _ids(server0, layout.nic_server),
+            "gpu_id": _ids(gpu0, layout.nic_gpu),
             "model_id": ids("nic", layout.nic_models)[layout.nic_model], "slot": layout.nic_slot})
         ns = len(layout.switch_tier)
         switch_rack = layout.switch_rack()
@@ -191,21 +198,21 @@ def build_cluster(spec: ClusterSpec, replace: bool = False,
             "model_id": ids("switch", layout.switch_models)[layout.switch_model], "tier": layout.switch_tier,
             "role": [layout.tier_names[(f, t)] for f, t in zip(layout.switch_fabric.tolist(),
                                                                 layout.switch_tier.tolist())],
-            "zone_id": [None if z < 0 else zone0 + z for z in layout.switch_zone.tolist()],
-            "rack_id": [None if r < 0 else rack0 + r for r in switch_rack.tolist()],
+            "zone_id": _ids(zone0, layout.switch_zone),
+            "rack_id": _ids(rack0, switch_rack),
             "group": layout.switch_group, "member": layout.switch_member})
         np_ = len(layout.port_slot)
         port0 = w.write(Port, np_, {
             "name": names["port"], "status": _status(np_),
-            "switch_id": [None if s < 0 else switch0 + s for s in layout.port_switch.tolist()],
-            "nic_id": [None if n < 0 else nic0 + n for n in layout.port_nic.tolist()],
+            "switch_id": _ids(switch0, layout.port_switch),
+            "nic_id": _ids(nic0, layout.port_nic),
             "slot": layout.port_slot, "speed_gbps": layout.port_speed_gbps})
         nl = len(layout.link_a)
         w.write(Link, nl, {
             "name": names["link"], "serial": _serials("CBL", spec.name, nl), "status": _status(nl),
             "fabric_id": fabric_ids[layout.link_fabric], "tier": layout.link_tier,
             "a_port_id": port0 + layout.link_a, "b_port_id": port0 + layout.link_b,
-            "a_switch_id": [None if s < 0 else switch0 + s for s in layout.port_switch[layout.link_a].tolist()],
+            "a_switch_id": _ids(switch0, layout.port_switch[layout.link_a]),
             "b_switch_id": switch0 + layout.port_switch[layout.link_b],
             "speed_gbps": layout.link_speed_gbps, "cable_id": ids("cable", layout.cable_models)[layout.link_cable]})
     analyze(CLUSTER_TABLES)
