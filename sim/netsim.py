@@ -51,7 +51,7 @@ import numpy as np
 
 from sim.collectives import (DTYPES, MAX_ALLTOALL_TRANSFERS, CollectiveError, CollectivePlan, Phase, element_count,
                              plan_collective)
-from sim.maxmin import max_min_rates
+from sim.maxmin import link_loads, max_min_rates
 
 IDX = np.int64
 NVLINK_DIRECTIONS = 2          # nvlink_bandwidth counts both directions
@@ -463,8 +463,7 @@ def solve_phase(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
     finish_unit = None
     if phase.mode == "event":
         # Lower bound of the makespan: the most loaded link's bytes over its capacity.
-        deg = np.diff(everything.ptr)
-        load = np.bincount(everything.links, np.repeat(everything.share, deg), minlength=capacity.size)
+        load = link_loads(everything.ptr, everything.links, everything.share, capacity.size)
         with np.errstate(divide="ignore", invalid="ignore"):
             bound = float(np.nanmax(np.where(capacity > 0, load / capacity, 0.0)))
         sim = simulate_flows(everything.ptr, everything.links, capacity, everything.share,
@@ -576,9 +575,7 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
         phases.append(res)
     link_bytes = np.zeros(capacity.size)
     for res in phases:
-        deg = np.diff(res.flows.ptr)
-        w = np.repeat(res.flows.share, deg) * res.phase.steps
-        link_bytes += np.bincount(res.flows.links, weights=w, minlength=capacity.size)
+        link_bytes += link_loads(res.flows.ptr, res.flows.links, res.flows.share * res.phase.steps, capacity.size)
     gph = int(np.bincount(np.asarray(topo.gpu_host)).max())
     roof = roofline_busbw(plan.collective, plan.n_ranks, gph, topo.nic_bandwidth, topo.nvlink_bandwidth,
                           plan.algorithm, channels)
