@@ -19,6 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from sim.layout import STATUS_ACTIVE
+from twin.live.publish import RunPublisher
 from twin.runs.choices import ACTIVE, FINISHED, RunKind, RunStatus
 from twin.runs.constants import setting
 from twin.runs.kinds import combinations, merge_sweep, validate_params
@@ -28,27 +29,12 @@ log = logging.getLogger("twin.runs")
 
 
 # ------------------------------------------------------------------------------------------------- publishing
-class _NullPublisher:
-    def progress(self, percent, *, link_util=None, gpu_state=None, force=False):
-        pass
-
-    def finished(self):
-        pass
-
-
 class SafePublisher:
-    """The live publisher (:class:`twin.live.publish.RunPublisher`) when it is installed; a failing publisher is
-    logged, never fails the run."""
+    """The live publisher of a run. :class:`RunPublisher` already guards the sending; this also keeps a failure in
+    building a frame from failing the run: it is logged."""
 
     def __init__(self, run):
-        try:
-            from twin.live.publish import RunPublisher
-            self._p = RunPublisher(run)
-        except ImportError:
-            self._p = _NullPublisher()
-        except Exception:  # noqa: BLE001 - live push is best effort
-            log.exception("run %s: live publisher unavailable", run.pk)
-            self._p = _NullPublisher()
+        self._p = RunPublisher(run)
 
     def progress(self, percent, *, link_util=None, gpu_state=None, force=False):
         try:
