@@ -1,8 +1,6 @@
 """Live push fixtures: the real ASGI app, the real channels_redis layer on REDIS_URL, a demo cluster, runs."""
 import io
-import itertools
 import uuid
-from types import SimpleNamespace
 
 import pytest
 import redis
@@ -11,9 +9,8 @@ from django.core.management import call_command
 from rest_framework.authtoken.models import Token
 
 from twin.inventory.models import Cluster
-from twin.live import meta, store
-
-_fake_run_ids = itertools.count(10_000_000 + uuid.uuid4().int % 1_000_000)
+from twin.live import store
+from twin.runs.models import SimulationRun
 
 
 @pytest.fixture(autouse=True)
@@ -41,15 +38,10 @@ def demo(transactional_db):
 
 @pytest.fixture
 def make_run(demo):
-    """A run on the demo cluster: a SimulationRun row when twin.runs is installed, else a duck-typed stand-in
-    (the publisher only needs id, cluster_id, status and progress)."""
+    """A SimulationRun on the demo cluster."""
     def make(**fields):
-        model = meta.run_model()
-        if model is not None:
-            kind = fields.pop("kind", None) or model._meta.get_field("kind").choices[0][0]
-            return model.objects.create(cluster=demo, kind=kind, params=fields.pop("params", {}), **fields)
-        return SimpleNamespace(id=next(_fake_run_ids), cluster_id=demo.id, status="running", progress=0.0,
-                               **fields)
+        kind = fields.pop("kind", None) or SimulationRun._meta.get_field("kind").choices[0][0]
+        return SimulationRun.objects.create(cluster=demo, kind=kind, params=fields.pop("params", {}), **fields)
     return make
 
 

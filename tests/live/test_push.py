@@ -180,14 +180,11 @@ def test_anonymous_reading_follows_the_api_setting_and_tokens_work(demo, setting
 
 
 def test_unknown_cluster_or_run_closes_with_4404(demo):
-    from twin.live import meta
-
     async def scenario():
         ws = await open_socket("/ws/clusters/no-such-cluster/")
         await expect_close(ws, 4404)
-        if meta.run_model() is not None:
-            ws = await open_socket("/ws/runs/987654321/")
-            await expect_close(ws, 4404)
+        ws = await open_socket("/ws/runs/987654321/")
+        await expect_close(ws, 4404)
 
     async_to_sync(scenario)()
 

@@ -68,10 +68,6 @@ class RunConsumer(LiveConsumer):
         stream = store.run_stream(run_id)
         info = {"type": "meta", "stream": stream, **meta.protocol_info(),
                 "snapshot": f"/api/live/runs/{run_id}/snapshot/"}
-        if meta.run_model() is None:        # twin.runs not installed: only the id is known
-            info["run"] = {"id": run_id}
-            info["cluster"] = None
-            return info
         run = meta.get_run(run_id)
         if run is None:
             return None

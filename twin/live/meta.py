@@ -1,31 +1,20 @@
 """Metadata and index tables sent once, as JSON, when a client connects (and used by the snapshot views)."""
 from __future__ import annotations
 
-from django.apps import apps
 from django.conf import settings
 from django.db.models import Count, Max
 
 from twin.inventory.choices import FabricRole
 from twin.inventory.models import GPU, Cluster, Fabric, Link
 from twin.live import frames
+from twin.runs.models import SimulationRun
 
 PROTOCOL = frames.VERSION
 _index_cache: dict = {}
 
 
-def run_model():
-    """SimulationRun of twin.runs, or None while that app is not installed."""
-    try:
-        return apps.get_model("runs", "SimulationRun")
-    except LookupError:
-        return None
-
-
 def get_run(run_id: int):
-    model = run_model()
-    if model is None:
-        return None
-    return model.objects.filter(pk=run_id).first()
+    return SimulationRun.objects.filter(pk=run_id).first()
 
 
 def cluster_index(cluster: Cluster, with_tables: bool = True) -> dict:

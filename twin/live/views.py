@@ -89,13 +89,12 @@ class RunSnapshotView(SnapshotView):
     def stream_and_fallback(self, run_id):
         stream = store.run_stream(run_id)
         fallback = frames.Frame(type=frames.FRAME_RUN, run_id=run_id, time_ms=time.time() * 1000.0)
-        if meta.run_model() is not None:
-            run = meta.get_run(run_id)
-            if run is None:
-                raise NotFound(f"no run {run_id}")
-            fallback.status = str(run.status)
-            fallback.progress = float(run.progress or 0)
-            fallback.cluster_id = run.cluster_id or 0
+        run = meta.get_run(run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id}")
+        fallback.status = str(run.status)
+        fallback.progress = float(run.progress or 0)
+        fallback.cluster_id = run.cluster_id or 0
         return stream, fallback
 
 
