@@ -52,6 +52,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "twin.web.context.navigation",
             ],
         },
     },
@@ -153,3 +154,8 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {"twin": {"level": "INFO"}},
 }
+
+# Browser pages: Django's own login; reading follows TWIN_API_ANONYMOUS_READ like the API.
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "overview"
+LOGOUT_REDIRECT_URL = "overview"

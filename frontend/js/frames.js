@@ -57,32 +57,68 @@ export function decodeFrame(buffer) {
   return frame;
 }
 
-/** Open a live stream: calls onMeta(json) once, onFrame(frame, merged) per frame, resyncs from the snapshot on a gap.
- *  `merged` holds the latest of every section. Returns the WebSocket. */
-export function openLive(path, { onMeta = () => {}, onFrame = () => {}, token = null } = {}) {
+/** Open a live stream and keep it open: calls onMeta(json) on every (re)connection, onFrame(frame, merged) per
+ *  applied frame, onState("connecting" | "live" | "reconnecting" | "closed") as the connection changes.
+ *  `merged` holds the latest of every section. A gap in sequence numbers, and every reconnection, fetch the REST
+ *  snapshot; its sections are applied where no newer frame has already brought them (per-section sequence numbers),
+ *  so a frame that overtakes the snapshot is never undone. After a dropped socket it reconnects with backoff
+ *  (0.5 s doubling to 5 s). Returns a controller: {close(), socket()}. */
+export function openLive(path, { onMeta = () => {}, onFrame = () => {}, onState = () => {}, token = null,
+                                 query = {}, reconnect = true } = {}) {
   const proto = location.protocol === "https:" ? "wss:" : "ws:";
-  const ws = new WebSocket(`${proto}//${location.host}${path}${token ? `?token=${encodeURIComponent(token)}` : ""}`);
-  ws.binaryType = "arraybuffer";
-  let meta = null, lastSeq = 0, resyncing = false;
-  const merged = {};
-  const apply = (f) => { Object.assign(merged, f.sections); lastSeq = f.seq; onFrame(f, merged); };
+  const params = new URLSearchParams(query);
+  if (token) params.set("token", token);
+  const url = `${proto}//${location.host}${path}${params.toString() ? `?${params}` : ""}`;
+  const merged = {}, sectionSeq = {};
+  let ws = null, meta = null, lastSeq = 0, closed = false, delay = 500, timer = null;
+
+  const apply = (f, fromSnapshot = false) => {
+    for (const [name, data] of Object.entries(f.sections)) {
+      if (fromSnapshot && (sectionSeq[name] ?? -1) > f.seq) continue;   // a newer frame already brought it
+      merged[name] = data;
+      sectionSeq[name] = f.seq;
+    }
+    const newer = f.seq >= lastSeq;
+    if (newer) lastSeq = f.seq;
+    onFrame(newer ? f : { ...f, progress: null, status: null }, merged);
+  };
   async function resync() {
-    resyncing = true;
+    if (!meta) return;
     try {
       const r = await fetch(`${meta.snapshot}?binary=1`, { credentials: "same-origin" });
-      if (r.ok) { const f = decodeFrame(await r.arrayBuffer()); if (f.seq >= lastSeq) apply(f); }  // same seq: fills the lost sections
-    } finally { resyncing = false; }
+      if (r.ok) { const f = decodeFrame(await r.arrayBuffer()); if (f.seq > 0) apply(f, true); }
+    } catch (e) { /* the next gap or reconnection tries again */ }
   }
-  ws.onmessage = (ev) => {
-    if (typeof ev.data === "string") {
-      const msg = JSON.parse(ev.data);
-      if (msg.type === "meta") { meta = msg; onMeta(msg); if (msg.seq > 0) resync(); }
-      return;
-    }
-    const f = decodeFrame(ev.data);
-    if (f.seq <= lastSeq) return;                        // stale or already covered by a snapshot
-    if (lastSeq && f.seq !== lastSeq + 1 && !resyncing) { apply(f); resync(); return; }
-    apply(f);
+  function connect() {
+    onState(lastSeq || meta ? "reconnecting" : "connecting");
+    ws = new WebSocket(url);
+    ws.binaryType = "arraybuffer";
+    ws.onopen = () => { delay = 500; };
+    ws.onmessage = (ev) => {
+      if (typeof ev.data === "string") {
+        const msg = JSON.parse(ev.data);
+        if (msg.type === "meta") {
+          meta = msg; onState("live"); onMeta(msg);
+          if (msg.seq > lastSeq || msg.seq < lastSeq) { if (msg.seq < lastSeq) lastSeq = 0; resync(); }
+        }
+        return;
+      }
+      const f = decodeFrame(ev.data);
+      if (f.seq <= lastSeq) return;                      // stale or already covered by a snapshot
+      const gap = lastSeq && f.seq !== lastSeq + 1;
+      apply(f);
+      if (gap) resync();
+    };
+    ws.onclose = () => {
+      if (closed || !reconnect) { onState("closed"); return; }
+      onState("reconnecting");
+      timer = setTimeout(connect, delay);
+      delay = Math.min(delay * 2, 5000);
+    };
+  }
+  connect();
+  return {
+    close() { closed = true; clearTimeout(timer); if (ws) ws.close(); },
+    socket() { return ws; },
   };
-  return ws;
 }

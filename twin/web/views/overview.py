@@ -3,11 +3,13 @@ from django.http import HttpResponse
 from django.shortcuts import render
 
 from twin.inventory.summary import cluster_overview
+from twin.web.access import readable
 
 
+@readable
 def overview(request):
     """The clusters with their key figures."""
-    return render(request, "web/overview.html", {"clusters": cluster_overview()})
+    return render(request, "web/overview.html", {"clusters": cluster_overview(), "nav": "overview"})
 
 
 def healthz(request):

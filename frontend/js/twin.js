@@ -1,0 +1,129 @@
+// Shared by every page of the twin: API calls with the session's CSRF token, errors shown as a toast, number
+// formats, the utilization colour scale, the live-connection indicator, and the page's timing figures
+// (window.twin: what the end-to-end tests and bench/bench_ui.py read).
+import { openLive } from "./frames.js";
+
+export const twin = (window.twin ??= { ready: false, firstPaintMs: null, frameApplyMs: [], framesApplied: 0 });
+
+/** Mark the page's first complete paint (its main view drawn with data). */
+export function markReady(extra = {}) {
+  if (!twin.ready) {
+    twin.firstPaintMs = performance.now();
+    Object.assign(twin, extra, { ready: true });
+    document.body.dataset.ready = "1";
+  }
+}
+
+/** Time one live frame's application (decode excluded): fn runs now; the figure is kept for the tests. */
+export function timeFrame(fn) {
+  const t0 = performance.now();
+  fn();
+  const ms = performance.now() - t0;
+  twin.frameApplyMs.push(ms);
+  if (twin.frameApplyMs.length > 1000) twin.frameApplyMs.shift();
+  twin.framesApplied += 1;
+  document.body.dataset.frames = String(twin.framesApplied);
+  return ms;
+}
+
+export function csrfToken() {
+  const m = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+  return m ? decodeURIComponent(m[1]) : "";
+}
+
+/** A DRF error body as one readable line: "gpus: 99999 GPUs asked, demo-256 has 256; sizes: ...". */
+export function errorText(body, status) {
+  if (body == null) return `HTTP ${status}`;
+  if (typeof body === "string") return body;
+  if (Array.isArray(body)) return body.map((b) => errorText(b, status)).filter(Boolean).join("; ");
+  if (body.detail && Object.keys(body).length === 1) return String(body.detail);
+  return Object.entries(body).map(([k, v]) =>
+    typeof v === "object" && v !== null ? `${k}: ${errorText(v, status)}` : `${k}: ${v}`).join("; ");
+}
+
+export class ApiError extends Error {
+  constructor(status, body) { super(errorText(body, status)); this.status = status; this.body = body; }
+}
+
+/** fetch JSON from the twin's API; throws ApiError naming the fields on a 4xx/5xx. */
+export async function api(path, { method = "GET", body, signal } = {}) {
+  const headers = { Accept: "application/json" };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  if (method !== "GET" && method !== "HEAD") headers["X-CSRFToken"] = csrfToken();
+  const r = await fetch(path, { method, headers, signal, credentials: "same-origin",
+                                body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await r.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch { data = text; }
+  if (!r.ok) throw new ApiError(r.status, data);
+  return data;
+}
+
+/** Show a message at the top of the page (errors the user must see); hides after a while. */
+export function toast(message, { kind = "error", ms = 8000 } = {}) {
+  const el = document.getElementById("toast");
+  if (!el) return;
+  el.textContent = message;
+  el.dataset.kind = kind;
+  el.hidden = false;
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => { el.hidden = true; }, ms);
+}
+
+export const fmt = {
+  int: (n) => (n == null ? "–" : Number(n).toLocaleString("en-US")),
+  pct: (x, digits = 0) => (x == null ? "–" : `${(100 * x).toFixed(digits)} %`),
+  GBps: (x) => (x == null ? "–" : `${Number(x).toFixed(x >= 100 ? 0 : 1)} GB/s`),
+  bytes(n) {
+    if (n == null) return "–";
+    const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let i = 0;
+    while (n >= 1024 && i < units.length - 1) { n /= 1024; i += 1; }
+    return `${Number.isInteger(n) ? n : n.toFixed(1)} ${units[i]}`;
+  },
+  time(iso) { return iso ? new Date(iso).toLocaleString() : "–"; },
+};
+
+/** Utilization colour scale (0..1 -> RGBA), a perceptual dark-blue-to-yellow-to-red ramp, as a 256-entry table
+ *  of packed 32-bit pixels for canvas ImageData (little-endian ABGR), plus CSS strings. */
+const STOPS = [[0, [22, 32, 64]], [0.25, [33, 102, 172]], [0.5, [67, 170, 139]], [0.75, [240, 200, 60]],
+               [0.9, [240, 120, 40]], [1, [200, 30, 30]]];
+export const UTIL_RGB = Array.from({ length: 256 }, (_, i) => {
+  const x = i / 255;
+  let k = 0;
+  while (k < STOPS.length - 2 && x > STOPS[k + 1][0]) k += 1;
+  const [x0, c0] = STOPS[k], [x1, c1] = STOPS[k + 1], t = (x - x0) / (x1 - x0);
+  return c0.map((c, j) => Math.round(c + t * (c1[j] - c)));
+});
+export const UTIL_PIXEL = new Uint32Array(UTIL_RGB.map(([r, g, b]) => (255 << 24) | (b << 16) | (g << 8) | r));
+export const utilCss = (u) => { const [r, g, b] = UTIL_RGB[Math.max(0, Math.min(255, Math.round(u * 255)))];
+                                return `rgb(${r},${g},${b})`; };
+export const COLORS = { failed: "#e5484d", drained: "#f5a524", idle: "#3a4252", unusable: "#e5484d",
+                        none: "#262b36" };
+
+const LIVE_LABEL = { off: "live: off", connecting: "live: connecting", live: "live", reconnecting: "live: reconnecting",
+                     closed: "live: closed" };
+function setLiveState(state) {
+  const el = document.getElementById("live-status");
+  if (el) { el.dataset.state = state; el.textContent = LIVE_LABEL[state] ?? state; }
+}
+
+/** A live stream (docs/live.md) with the header's indicator kept up to date; see openLive for the handlers. */
+export function live(path, handlers = {}) {
+  return openLive(path, { ...handlers, onState(state) { setLiveState(state); handlers.onState?.(state); } });
+}
+
+/** Escape text for innerHTML templates. */
+export function esc(s) {
+  return String(s ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;",
+                                                       "'": "&#39;" }[c]));
+}
+
+// The cluster picker: on a cluster's page, the same page of the chosen cluster; elsewhere, remember the choice.
+document.getElementById("cluster-picker")?.addEventListener("change", (ev) => {
+  const name = ev.target.value, current = ev.target.dataset.current;
+  document.cookie = `twin_cluster=${encodeURIComponent(name)}; path=/; SameSite=Lax`;
+  const seg = `/clusters/${encodeURIComponent(current)}/`;
+  if (location.pathname.includes(seg)) location.pathname = location.pathname.replace(seg, `/clusters/${encodeURIComponent(name)}/`);
+  else location.reload();
+});

@@ -1,0 +1,33 @@
+"""Template context shared by every page: the navigation, the clusters to choose from and the current one."""
+from __future__ import annotations
+
+from django.urls import NoReverseMatch, reverse
+
+from twin.inventory.models import Cluster
+from twin.web.nav import NAV
+
+CLUSTER_COOKIE = "twin_cluster"
+
+
+def current_cluster(request, names: list[str]) -> str | None:
+    """The cluster the page is about: the URL's, else the last one viewed (cookie), else the first."""
+    match = getattr(request, "resolver_match", None)
+    name = (match.kwargs.get("cluster") if match else None) or request.COOKIES.get(CLUSTER_COOKIE)
+    if name in names:
+        return name
+    return names[0] if names else None
+
+
+def navigation(request) -> dict:
+    if request.path.startswith(("/api/", "/admin/")):
+        return {}
+    names = list(Cluster.objects.order_by("name").values_list("name", flat=True))
+    cluster = current_cluster(request, names)
+    items = []
+    for item in NAV:
+        try:
+            href = reverse(item.url_name, kwargs={"cluster": cluster} if item.cluster_scoped else None)
+        except NoReverseMatch:                      # a cluster-scoped section while no cluster is built
+            href = None
+        items.append({"key": item.key, "label": item.label, "href": href, "group": item.group})
+    return {"nav_items": items, "cluster_names": names, "current_cluster": cluster}
