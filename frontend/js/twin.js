@@ -127,3 +127,10 @@ document.getElementById("cluster-picker")?.addEventListener("change", (ev) => {
   if (location.pathname.includes(seg)) location.pathname = location.pathname.replace(seg, `/clusters/${encodeURIComponent(name)}/`);
   else location.reload();
 });
+
+// Pages whose main view is drawn from data set {% block wait_ready %}1{% endblock %} and call markReady() themselves;
+// the others are ready once loaded.
+if (document.body.dataset.waitReady !== "1") {
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", () => markReady());
+  else markReady();
+}

@@ -1,3 +1,5 @@
+"""The browser pages. Each page module (twin/web/views/<page>.py) lists its own routes: its page and the JSON it
+loads."""
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
@@ -8,8 +10,8 @@ urlpatterns = [
     path("healthz", overview.healthz, name="healthz"),
     path("accounts/login/", auth_views.LoginView.as_view(template_name="web/login.html"), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("clusters/<str:cluster>/fabric/", fabric.page, name="fabric"),
-    path("clusters/<str:cluster>/gpus/", gpus.page, name="gpus"),
-    path("experiments/", experiments.page, name="experiments"),
-    path("inventory/", inventory.page, name="inventory"),
+    *fabric.urlpatterns,
+    *gpus.urlpatterns,
+    *experiments.urlpatterns,
+    *inventory.urlpatterns,
 ]

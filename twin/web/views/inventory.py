@@ -1,5 +1,6 @@
 """(placeholder until the inventory page lands)"""
 from django.shortcuts import render
+from django.urls import path
 
 from twin.web.access import readable
 
@@ -7,3 +8,8 @@ from twin.web.access import readable
 @readable
 def page(request, **kwargs):
     return render(request, "web/placeholder.html", {"nav": "inventory"})
+
+
+urlpatterns = [
+    path("inventory/", page, name="inventory"),
+]
