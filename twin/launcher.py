@@ -4,7 +4,8 @@ A small process supervisor (``scripts/run`` calls it):
 
 1. checks the settings, the database and Redis; a bad one is reported as one line ``twin: NAME: reason`` (exit 2);
 2. uses REDIS_URL when it is set, else starts the embedded Redis (twin/redis_server.py) and hands its URL on;
-3. runs ``manage.py migrate --noinput`` and ``manage.py build_cluster --defaults`` (skipped with ``--no-build``);
+3. runs ``manage.py migrate --noinput``, ``manage.py ensure_admin`` (a first superuser) and
+   ``manage.py build_cluster --defaults`` (skipped with ``--no-build``);
 4. starts daphne (HTTP + WebSocket), a Celery worker and Celery beat, each in its own session (process group), with
    their output prefixed by name, and prints ``Twin running at http://HOST:PORT/`` once the HTTP port answers;
 5. on Ctrl-C / SIGTERM stops them all (SIGTERM, up to 10 s, then SIGKILL of the whole group), then the embedded
@@ -30,6 +31,7 @@ from twin import env
 STOP_TIMEOUT = 10.0  # seconds a process gets to stop after SIGTERM before its whole group is killed
 READY_TIMEOUT = 120.0  # seconds daphne gets to answer on its port
 MANAGE_PY = str(env.BASE_DIR / "manage.py")
+ADMIN_PASSWORD_FILE = env.VAR_DIR / "admin-password"  # written by manage.py ensure_admin
 
 
 def _port_from_env() -> int:
@@ -212,7 +214,10 @@ class Launcher:
                     ready = True
                     lines = ["", f"Twin running at {url}"]
                     lines += [f"  {c.name:<7} pid {c.pid:<7} {c.title}" for c in self.children]
-                    lines += [f"  {'redis':<7} {self.redis_desc}", "Press Ctrl-C to stop.", ""]
+                    lines += [f"  {'redis':<7} {self.redis_desc}"]
+                    if ADMIN_PASSWORD_FILE.exists():
+                        lines.append(f"  log in as admin, password in {ADMIN_PASSWORD_FILE}")
+                    lines += ["Press Ctrl-C to stop.", ""]
                     self.say("\n".join(lines))
                 elif time.monotonic() - started > READY_TIMEOUT:
                     self.say(f"twin: web did not answer on {url} within {READY_TIMEOUT:.0f} s; stopping", err=True)
@@ -258,6 +263,7 @@ class Launcher:
         self.check()
         py = sys.executable
         steps = [("migrate", [py, MANAGE_PY, "migrate", "--noinput"])]
+        steps.append(("ensure_admin", [py, MANAGE_PY, "ensure_admin"]))
         if self.build:
             steps.append(("build_cluster --defaults", [py, MANAGE_PY, "build_cluster", "--defaults"]))
         for name, args in steps:

@@ -1,10 +1,11 @@
 """Key figures of the built clusters, in a constant number of grouped queries (never per-row Python)."""
 from collections import defaultdict
 
-from django.db.models import Count
+from django.db.models import Count, Q, Sum
 
-from twin.inventory.choices import Status
+from twin.inventory.choices import FabricRole, Status
 from twin.inventory.models import GPU, Cluster, Fabric, Host, Link, Switch
+from twin.inventory.topology import bisection_gbps
 
 
 def _by_cluster_status(model):
@@ -14,16 +15,28 @@ def _by_cluster_status(model):
     return counts
 
 
+def _backend_bisection() -> dict[int, float]:
+    """Bisection bandwidth (Gb/s) of each cluster's backend fabric under the current statuses."""
+    tiers = defaultdict(list)
+    for row in (Link.objects.filter(fabric__role=FabricRole.BACKEND).values("cluster_id", "tier")
+                .annotate(active=Sum("speed_gbps", filter=Q(status=Status.ACTIVE))).order_by()):
+        tiers[row["cluster_id"]].append(row["active"] or 0)
+    return {cluster_id: bisection_gbps(caps) for cluster_id, caps in tiers.items()}
+
+
 def cluster_overview() -> list[dict]:
-    """One dict per cluster: GPUs (total, active, failed), hosts, switches, links (total, failed), backend kind."""
+    """One dict per cluster: GPUs (total, active, failed), hosts, switches, links (total, failed), backend fabric
+    and its bisection bandwidth."""
     gpus, hosts, switches, links = (_by_cluster_status(m) for m in (GPU, Host, Switch, Link))
-    backend = {f.cluster_id: f for f in Fabric.objects.filter(role=0)}
+    backend = {f.cluster_id: f for f in Fabric.objects.filter(role=FabricRole.BACKEND)}
+    bisection = _backend_bisection()
     rows = []
-    for c in Cluster.objects.all():
-        row = {"cluster": c, "backend": backend.get(c.id)}
+    for c in Cluster.objects.order_by("name"):
+        row = {"cluster": c, "backend": backend.get(c.id), "bisection_gbps": bisection.get(c.id, 0)}
         for key, counts in (("gpus", gpus), ("hosts", hosts), ("switches", switches), ("links", links)):
             by_status = counts[c.id]
             row[key] = sum(by_status.values())
+            row[f"{key}_active"] = by_status[Status.ACTIVE]
             row[f"{key}_failed"] = by_status[Status.FAILED]
             row[f"{key}_unhealthy"] = row[key] - by_status[Status.ACTIVE]
         rows.append(row)

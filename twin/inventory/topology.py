@@ -196,6 +196,11 @@ def fabric_dot(fabric: Fabric):
 
 # --- cluster summary --------------------------------------------------------------------------------------------
 
+def bisection_gbps(tier_active_capacities) -> float:
+    """Half the smallest active tier capacity (see :func:`cluster_summary` for why that is the bisection)."""
+    return min(tier_active_capacities, default=0) / 2
+
+
 def cluster_summary(cluster) -> dict:
     """Counts by kind and status; per fabric: links and active capacity per tier, oversubscription at each switch
     tier (capacity below : capacity above), and bisection bandwidth.
@@ -234,7 +239,7 @@ def cluster_summary(cluster) -> dict:
             oversubscription.append({"switch_tier": switch_tier, "down_gbps": below["active_capacity_gbps"],
                                      "up_gbps": above["active_capacity_gbps"],
                                      "ratio": round(ratio, 4) if ratio else None})
-        bisection = min((t["active_capacity_gbps"] for t in tiers), default=0) / 2
+        bisection = bisection_gbps(t["active_capacity_gbps"] for t in tiers)
         fabrics.append({"id": fabric.id, "name": fabric.name, "kind": fabric.kind, "tiers": tiers,
                         "oversubscription": oversubscription, "bisection_gbps": bisection})
     return {"cluster": {"id": cluster.id, "name": cluster.name}, "counts": counts, "fabrics": fabrics}

@@ -3,13 +3,28 @@ from django.http import HttpResponse
 from django.shortcuts import render
 
 from twin.inventory.summary import cluster_overview
+from twin.runs.choices import RunStatus
+from twin.runs.models import SimulationRun
 from twin.web.access import readable
+
+
+def active_runs_by_cluster() -> dict[int, list[dict]]:
+    """Queued and running simulations per cluster id (one query)."""
+    runs: dict[int, list[dict]] = {}
+    for row in (SimulationRun.objects.filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING])
+                .order_by("created_at").values("id", "cluster_id", "kind", "status", "progress", "parent_id")):
+        runs.setdefault(row["cluster_id"], []).append(row)
+    return runs
 
 
 @readable
 def overview(request):
-    """The clusters with their key figures."""
-    return render(request, "web/overview.html", {"clusters": cluster_overview(), "nav": "overview"})
+    """The clusters with their key figures and the simulations running on them (kept live by overview.js)."""
+    clusters = cluster_overview()
+    runs = active_runs_by_cluster()
+    for row in clusters:
+        row["runs"] = runs.get(row["cluster"].id, [])
+    return render(request, "web/overview.html", {"clusters": clusters, "nav": "overview"})
 
 
 def healthz(request):

@@ -1,0 +1,62 @@
+"""The overview lists each cluster with its key figures, worked out from the inventory as it is now."""
+import io
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+
+from twin.inventory import models as m
+from twin.inventory.topology import cluster_summary
+from twin.runs.models import SimulationRun
+from twin.web.management.commands import ensure_admin
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def demo():
+    call_command("build_cluster", "demo-256", "--no-progress", stdout=io.StringIO())
+    return m.Cluster.objects.get(name="demo-256")
+
+
+def test_overview_shows_health_bisection_and_running_runs(client, demo):
+    # given two failed GPUs, a failed leaf uplink and a queued run
+    gpus = list(m.GPU.objects.filter(cluster=demo).order_by("index")[:2])
+    m.GPU.objects.filter(pk__in=[g.pk for g in gpus]).update(status="failed")
+    uplink = m.Link.objects.filter(cluster=demo, fabric__role=0, tier=1).order_by("id").first()
+    m.Link.objects.filter(pk=uplink.pk).update(status="failed")
+    run = SimulationRun.objects.create(kind="collective", cluster=demo, params={})
+    # when
+    page = client.get("/").content.decode()
+    # then: the figures are the inventory's
+    assert "256</span><span class=\"label\">GPUs" in page
+    assert "254</span><span class=\"label\">healthy" in page
+    assert "2</span><span class=\"label\">failed" in page
+    backend = next(f for f in cluster_summary(demo)["fabrics"] if f["kind"].startswith("backend"))
+    assert backend["bisection_gbps"] > 0
+    shown = f"{backend['bisection_gbps'] / 1000:,.0f} Tb/s" if backend["bisection_gbps"] >= 10_000 \
+        else f"{backend['bisection_gbps']:,.0f} Gb/s"
+    assert shown in page
+    assert f'data-run="{run.id}"' in page and "Simulations running: <span class=\"run-count\">1</span>" in page
+
+
+def test_overview_without_clusters_says_how_to_build_one(client):
+    assert "build_cluster" in client.get("/").content.decode()
+
+
+def test_pages_follow_the_anonymous_read_setting(client, settings, demo):
+    settings.TWIN_API_ANONYMOUS_READ = False
+    response = client.get("/")
+    assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+
+
+def test_ensure_admin_creates_one_superuser_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(ensure_admin, "PASSWORD_FILE", tmp_path / "admin-password")
+    monkeypatch.delenv("TWIN_ADMIN_PASSWORD", raising=False)
+    call_command("ensure_admin", stdout=io.StringIO())
+    password = (tmp_path / "admin-password").read_text().strip()
+    user = get_user_model().objects.get(username="admin")
+    assert user.is_superuser and user.check_password(password)
+    call_command("ensure_admin", stdout=io.StringIO())
+    assert get_user_model().objects.filter(is_superuser=True).count() == 1
+    assert (tmp_path / "admin-password").read_text().strip() == password
