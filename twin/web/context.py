@@ -1,6 +1,7 @@
 """Template context shared by every page: the navigation, the clusters to choose from and the current one."""
 from __future__ import annotations
 
+from django.conf import settings
 from django.urls import NoReverseMatch, reverse
 
 from twin.inventory.models import Cluster
@@ -10,11 +11,13 @@ CLUSTER_COOKIE = "twin_cluster"
 
 
 def current_cluster(request, names: list[str]) -> str | None:
-    """The cluster the page is about: the URL's, else the last one viewed (cookie), else the first."""
+    """The cluster the page is about: the URL's, else the last one viewed (cookie), else the first of the default
+    clusters that is built, else the first by name."""
     match = getattr(request, "resolver_match", None)
-    name = (match.kwargs.get("cluster") if match else None) or request.COOKIES.get(CLUSTER_COOKIE)
-    if name in names:
-        return name
+    for name in ((match.kwargs.get("cluster") if match else None), request.COOKIES.get(CLUSTER_COOKIE),
+                 *settings.TWIN_DEFAULT_CLUSTERS):
+        if name in names:
+            return name
     return names[0] if names else None
 
 
