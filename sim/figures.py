@@ -159,23 +159,31 @@ def _resolve_routing(routing: str, kind: str) -> str:
     return routing
 
 
-def run_series(topo, cluster: str, series: list[Series], jobs, seeds: int, size: int, progress=None) -> list[dict]:
-    """Run every series for every job size and seed; one dict per run (the CSV rows)."""
+def series_jobs(topo, s: Series, jobs) -> list[int]:
+    """The job sizes series ``s`` runs: ``jobs`` that fit the usable GPUs (and one zone for a one-zone series,
+    plus the whole zone when it lies between the smallest and largest job)."""
+    zone_gpus = int(np.bincount(topo.switch_zone[topo.gpu_leaf][topo.gpu_usable]).max())
+    usable = int(topo.gpu_usable.sum())
+    sizes = list(jobs)
+    if s.one_zone and sizes and zone_gpus not in sizes and min(sizes) < zone_gpus < max(sizes):
+        sizes = sorted(sizes + [zone_gpus])                     # the whole zone, too
+    return [n for n in sizes if 2 <= n <= usable and not (s.one_zone and n > zone_gpus)]
+
+
+def run_series(topo, cluster: str, series: list[Series], jobs, seeds: int, size: int, progress=None,
+               on_run=None) -> list[dict]:
+    """Run every series for every job size and seed; one dict per run (the CSV rows). ``on_run(done, total)``,
+    if given, is called after each simulated run (progress bars; it may raise to stop the figure)."""
     from sim.netsim import run_collective
     from sim.placement import place
     say = progress or (lambda m: None)
-    zone_gpus = int(np.bincount(topo.switch_zone[topo.gpu_leaf][topo.gpu_usable]).max())
-    usable = int(topo.gpu_usable.sum())
+    plan = [(s, series_jobs(topo, s, jobs)) for s in series]
+    total = seeds * sum(len(sizes) for _, sizes in plan)
     rows = []
-    for s in series:
+    for s, sizes in plan:
         t0 = time.perf_counter()
         routing = _resolve_routing(s.routing, topo.kind)
-        sizes = list(jobs)
-        if s.one_zone and zone_gpus not in sizes and min(sizes) < zone_gpus < max(sizes):
-            sizes = sorted(sizes + [zone_gpus])                 # the whole zone, too
         for n in sizes:
-            if n > usable or (s.one_zone and n > zone_gpus) or n < 2:
-                continue
             for seed in range(seeds):
                 gpus = place(topo, n, s.placement, seed)
                 bg = background_jobs(topo, gpus, n, s.background, seed) if s.background else None
@@ -192,6 +200,8 @@ def run_series(topo, cluster: str, series: list[Series], jobs, seeds: int, size:
                     "latency_us": round(r.latency * 1e6, 3), "flows": r.n_flows,
                     "hottest_link": hot.name if hot else "", "hottest_link_flows": hot.n_flows if hot else 0,
                 })
+                if on_run is not None:
+                    on_run(len(rows), total)
         done = [r["norm_busbw_limit"] for r in rows if r["series"] == s.key]
         if done:
             say(f"{cluster} {s.key}: {len(done)} runs, normalized busbw {100 * min(done):.0f}-{100 * max(done):.0f} % "

@@ -191,3 +191,16 @@ def test_schedules_are_created_updated_and_deleted_over_the_api(runner, demo):
     assert r.status_code == 400 and "crontab" in r.json()
     assert runner.delete(f"/api/runs/schedules/{sid}/").status_code == 204
     assert runner.get("/api/runs/schedules/").json()["results"] == []
+
+
+def test_the_runs_list_costs_the_same_queries_for_5_and_25_runs(runner, demo):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    counts = []
+    for n in (5, 25):
+        for _ in range(n - SimulationRun.objects.count()):
+            SimulationRun.objects.create(kind="collective", cluster=demo, params={}, summary={"norm_busbw": 0.5})
+        with CaptureQueriesContext(connection) as queries:
+            assert runner.get("/api/runs/", {"limit": 50}).status_code == 200
+        counts.append(len(queries))
+    assert counts[0] == counts[1], counts

@@ -23,3 +23,4 @@ class RunKind(models.TextChoices):
     COLLECTIVE = "collective", "Collective (nccl-tests style)"
     FABRIC_HEALTH = "fabric_health", "Fabric health (large AllGather under the current inventory)"
     SWEEP = "sweep", "Sweep (one child run per parameter combination)"
+    FIGURE = "figure", "Figure (the published AllGather result: normalized busbw against job size)"

@@ -4,6 +4,8 @@ from django.conf import settings
 PROGRESS_DB_INTERVAL = 0.5      # seconds between two progress writes of a running run (heartbeat included)
 HEARTBEAT_INTERVAL = 5.0        # seconds between two heartbeats of a running run while the engine computes
 MAX_SWEEP_CHILDREN = 256        # combinations a sweep may fan out to
+MAX_FIGURE_JOBS = 12            # job sizes a figure run may ask for
+MAX_FIGURE_SEEDS = 16           # seeds per configuration of a figure run
 TREND_LIMIT = 1000              # points a trend returns at most
 
 DEFAULTS = {

@@ -14,18 +14,21 @@ Arrays a kind returns (the live view uses the same layouts):
   message size; 0 for inactive cables.
 - ``gpu_state``: uint8 per GPU (cluster index order): :data:`GPU_IDLE`, :data:`GPU_IN_JOB`, :data:`GPU_UNUSABLE`.
 
+- ``figure``: no arrays; its summary holds the figure's panels (:mod:`sim.figures`).
+
 ``sweep`` is not a function here: a sweep fans out into child runs of another kind (:mod:`twin.runs.tasks`); this
 module validates its ranges (:class:`SweepParams`) and merges its children's summaries (:func:`merge_sweep`).
 """
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Callable
 
 import numpy as np
 from rest_framework import serializers
 
+from sim import figures
 from sim.cli import UsageError, parse_sizes
 from sim.collectives import ALGORITHMS, COLLECTIVES, DTYPES, CollectiveError, canonical
 from sim.layout import FABRIC_BACKEND, STATUS_ACTIVE
@@ -34,7 +37,7 @@ from sim.placement import PLACEMENTS, place
 from sim.routing import ROUTINGS, NoPathError, default_routing
 from sim.topology import topology_from_layout
 from twin.runs.choices import RunKind
-from twin.runs.constants import MAX_SWEEP_CHILDREN
+from twin.runs.constants import MAX_FIGURE_JOBS, MAX_FIGURE_SEEDS, MAX_SWEEP_CHILDREN
 
 GPU_IDLE, GPU_IN_JOB, GPU_UNUSABLE = 0, 1, 2
 GB = 1e9
@@ -106,6 +109,55 @@ class FabricHealthParams(serializers.Serializer):
     seed = serializers.IntegerField(default=0, min_value=0)
     hottest = serializers.IntegerField(default=10, min_value=0, max_value=100)
     threshold = serializers.FloatField(default=0.8, min_value=0.0, max_value=1.0)
+
+
+FIGURE_CHOICES = ("allgather-scale",)
+
+
+def default_figure_jobs(n_gpus: int) -> list[int]:
+    """The job sizes of ``python -m sim figure`` that fit ``n_gpus``: its full-scale defaults, else its quick ones."""
+    return ([n for n in figures.DEFAULT_JOBS if n <= n_gpus] or [n for n in figures.QUICK_JOBS if n <= n_gpus])
+
+
+class FigureParams(serializers.Serializer):
+    """Parameters of ``figure``: the published AllGather figure (``python -m sim figure allgather-scale``) on the
+    run's cluster as the inventory has it. ``jobs``: job sizes in GPUs (default: :func:`default_figure_jobs` of
+    the cluster's GPUs); ``seeds``: placement and hash seeds per configuration; ``background``: include the
+    busy-cluster series (other jobs filling the cluster)."""
+
+    figure = serializers.CharField(default="allgather-scale", help_text=f"one of {', '.join(FIGURE_CHOICES)}")
+    jobs = serializers.ListField(child=serializers.IntegerField(min_value=2), default=None, allow_null=True,
+                                 allow_empty=False, max_length=MAX_FIGURE_JOBS,
+                                 help_text="job sizes in GPUs; null: the figure's defaults that fit the cluster")
+    seeds = serializers.IntegerField(default=figures.DEFAULT_SEEDS, min_value=1, max_value=MAX_FIGURE_SEEDS)
+    background = serializers.BooleanField(default=True)
+
+    def validate_figure(self, value):
+        if value == "roce-vs-ib":
+            raise serializers.ValidationError(
+                "roce-vs-ib compares two clusters and a run reads one: run allgather-scale on each cluster and "
+                "compare the runs, or use python -m sim figure roce-vs-ib")
+        if value not in FIGURE_CHOICES:
+            raise serializers.ValidationError(f"unknown figure {value!r}: choose one of {', '.join(FIGURE_CHOICES)}")
+        return value
+
+    def validate(self, attrs):
+        if attrs["jobs"] is not None:
+            attrs["jobs"] = sorted(set(attrs["jobs"]))
+        cluster = self.context.get("cluster")
+        if cluster is None:
+            return attrs                    # no cluster to check against: the run resolves jobs on its topology
+        from twin.inventory.models import GPU
+        total = GPU.objects.filter(cluster=cluster).count()
+        jobs = attrs["jobs"] or default_figure_jobs(total)
+        if not jobs:
+            raise serializers.ValidationError({"jobs": [f"{cluster.name} has {total} GPUs: too few for a job"]})
+        too_big = [n for n in jobs if n > total]
+        if too_big:
+            raise serializers.ValidationError({"jobs": [f"{', '.join(map(str, too_big))} GPUs asked, "
+                                                        f"{cluster.name} has {total:,}"]})
+        attrs["jobs"] = jobs
+        return attrs
 
 
 class SweepParams(serializers.Serializer):
@@ -271,6 +323,31 @@ def fabric_health(layout, params: dict, progress: Callable) -> tuple[dict, dict]
     return summary, {"link_utilization": cable, "gpu_state": gpu_states(topo, gpus)}
 
 
+def figure(layout, params: dict, progress: Callable) -> tuple[dict, dict]:
+    """The published AllGather figure on this cluster (:func:`sim.figures.run_series`, the series of
+    :func:`sim.figures.allgather_series` for the cluster's fabric), progress after every simulated run. Summary:
+    the per-series, per-job-size min/median/max of the normalized busbw limit (:func:`sim.figures.summarize`),
+    the series (labels, groups, colours and line styles of the published drawing), the panels and the jobs."""
+    topo = topology_from_layout(layout)
+    jobs = params["jobs"] or default_figure_jobs(int(np.asarray(topo.gpu_usable).sum()))
+    series = [s for s in figures.allgather_series(topo.kind) if params["background"] or not s.background]
+    progress(0.0)
+    rows = figures.run_series(topo, layout.spec.name, series, jobs, params["seeds"], figures.GIB,
+                              on_run=lambda done, total: progress(100.0 * done / total))
+    if not rows:
+        raise CollectiveError(f"no job size of {jobs} fits the cluster's usable GPUs")
+    summary = {
+        "figure": params["figure"], "fabric": topo.kind, "jobs": sorted(set(jobs) & {r["gpus"] for r in rows}),
+        "seeds": params["seeds"], "size": figures.GIB, "background": params["background"], "runs": len(rows),
+        "metric": "norm_busbw_limit: AllGather (ring) busbw / roofline as the message size grows",
+        "series": [{**asdict(s), "color": figures.STYLE[s.key][0], "dash": figures.STYLE[s.key][1]}
+                   for s in series],
+        "panels": [{"title": title, "series": keys} for title, keys in figures.SCALE_PANELS],
+        "summary": figures.summarize(rows),
+    }
+    return summary, {}
+
+
 def merge_sweep(parent_params: dict, children: list[dict]) -> dict:
     """The sweep's summary from its children (dicts with ``id``, ``params``, ``status``, ``worker``, ``summary``,
     ``error``, in combination order): one row per combination with its headline figures, and the best one."""
@@ -298,5 +375,6 @@ KINDS = {
     RunKind.COLLECTIVE: Kind(CollectiveParams, collective),
     RunKind.FABRIC_HEALTH: Kind(FabricHealthParams, fabric_health),
     RunKind.SWEEP: Kind(SweepParams, None),
+    RunKind.FIGURE: Kind(FigureParams, figure),
 }
 PARAMS = {str(k): v.params for k, v in KINDS.items()}

@@ -93,12 +93,6 @@ class RunViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
             return RunCreateSerializer
         return RunSerializer
 
-    def get_queryset(self):
-        qs = super().get_queryset()
-        if self.action == "list":
-            qs = qs.defer("summary", "inventory_state")
-        return qs
-
     @extend_schema(request=RunCreateSerializer, responses={201: RunSerializer})
     def create(self, request, *args, **kwargs):
         s = RunCreateSerializer(data=request.data)

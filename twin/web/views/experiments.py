@@ -1,15 +1,163 @@
-"""(placeholder until the experiments page lands)"""
-from django.shortcuts import render
-from django.urls import path
+"""The Experiments pages: the runs list with the form that starts a run, one run live and its results, runs side by
+side, and the published AllGather figure. The pages are shells: their data comes from the runs API (/api/runs/)
+and the live streams (/ws/runs/<id>/); the forms get their fields, defaults and choices from the parameter
+serializers of :mod:`twin.runs.kinds`, so the browser holds no second copy of them."""
+from __future__ import annotations
 
+from django.db.models import Count
+from django.http import HttpResponseBadRequest
+from django.shortcuts import get_object_or_404, render
+from django.urls import path
+from rest_framework import fields as drf
+
+from sim.collectives import COLLECTIVES
+from sim.routing import default_routing
+from twin.inventory.choices import FABRIC_KIND_BY_SPEC, FabricRole
+from twin.inventory.models import GPU, Cluster, Fabric
+from twin.runs.choices import FINISHED, RunKind, RunStatus
+from twin.runs.kinds import FIGURE_CHOICES, PARAMS
+from twin.runs.models import SimulationRun
 from twin.web.access import readable
+from twin.web.context import current_cluster
+
+ADD_RUN = "runs.add_simulationrun"          # the API asks it to start a run and to cancel one (both are POSTs)
+FORM_KINDS = (RunKind.COLLECTIVE, RunKind.SWEEP)
+# The collective parameters the form shows first; the others go under "more parameters".
+MAIN_COLLECTIVE_FIELDS = ("collective", "gpus", "placement", "routing", "qps", "sizes", "algorithm", "seeds", "seed")
+# Text parameters whose values are a closed list the serializer checks itself (aliases allowed).
+TEXT_CHOICES = {"collective": COLLECTIVES, "figure": FIGURE_CHOICES}
+MAX_COMPARED = 8
+SPEC_KIND = {str(v): k for k, v in FABRIC_KIND_BY_SPEC.items()}
+
+# What the published figure reports (Meta, REFERENCE.md "Network behaviour and the fixes"), per panel of
+# sim.figures.SCALE_PANELS and the series groups it speaks of: drawn beside the simulated curves as the published
+# claim, not as data points.
+PUBLISHED = {
+    "source": "Gangidi et al., RDMA over Ethernet for Distributed AI Training at Meta Scale, SIGCOMM 2024",
+    "metric": "normalized AllGather busbw (% of roofline) at message sizes where roofline performance is expected",
+    "claims": [
+        {"panel": 0, "groups": ["a"], "low": 0.90, "high": 1.00, "label": "small clusters: 90 %+ out of the box"},
+        {"panel": 0, "groups": ["b"], "low": 0.10, "high": 0.90, "label": "large cluster, unoptimized: 10-90 %"},
+        {"panel": 1, "groups": ["b"], "low": 0.10, "high": 0.90, "label": "large cluster, unoptimized: 10-90 %"},
+        {"panel": 2, "groups": ["c"], "low": 0.90, "high": 1.00,
+         "label": "optimized (topology-aware scheduling, routing and collective-library changes): 90 %+"},
+    ],
+}
+
+
+# ---------------------------------------------------------------------------------------------- form data
+def param_fields(kind: str) -> list[dict]:
+    """The parameters of ``kind`` as the form draws them: name, type, default, choices, bounds, help text."""
+    out = []
+    for name, f in PARAMS[kind]().fields.items():
+        d = {"name": name, "help": str(f.help_text or ""), "null": bool(getattr(f, "allow_null", False)),
+             "default": None if f.default is drf.empty else f.default}
+        if isinstance(f, drf.ChoiceField):
+            d.update(type="choice", choices=list(f.choices))
+        elif isinstance(f, drf.BooleanField):
+            d["type"] = "bool"
+        elif isinstance(f, (drf.IntegerField, drf.FloatField)):
+            d.update(type="int" if isinstance(f, drf.IntegerField) else "float", min=f.min_value, max=f.max_value)
+        elif isinstance(f, drf.ListField):
+            d.update(type="list", max=f.max_length)
+        elif name in TEXT_CHOICES:
+            d.update(type="choice", choices=list(TEXT_CHOICES[name]))
+        else:
+            d["type"] = "text"
+        out.append(d)
+    return out
+
+
+def clusters_info() -> list[dict]:
+    """Each cluster with its GPU count, backend fabric and that fabric's default routing (three small queries)."""
+    gpus = dict(GPU.objects.values("cluster").annotate(n=Count("id")).values_list("cluster", "n"))
+    fabric = dict(Fabric.objects.filter(role=FabricRole.BACKEND).values_list("cluster", "kind"))
+    out = []
+    for cid, name in Cluster.objects.order_by("name").values_list("id", "name"):
+        spec_kind = SPEC_KIND.get(fabric.get(cid), "")
+        out.append({"id": cid, "name": name, "gpus": gpus.get(cid, 0), "fabric": spec_kind,
+                    "default_routing": default_routing(spec_kind) if spec_kind else None})
+    return out
+
+
+def _common(request, subnav: str = "runs", **extra) -> dict:
+    """Context of every Experiments page: the clusters, statuses and kinds, and what the visitor may do."""
+    clusters = clusters_info()
+    user = {"can_start": request.user.has_perm(ADD_RUN), "authenticated": request.user.is_authenticated,
+            "current": current_cluster(request, [c["name"] for c in clusters])}
+    return {"nav": "experiments", "subnav": subnav, "clusters_info": clusters, "user_state": user,
+            "statuses": list(RunStatus.values), "finished": [str(s) for s in FINISHED],
+            "kinds": [{"value": v, "label": label} for v, label in RunKind.choices], **extra}
+
+
+# ----------------------------------------------------------------------------------------------------- pages
+@readable
+def runs_page(request):
+    """Runs, newest first, live progress, filters, compare; the form that starts a collective or a sweep."""
+    form = {"kinds": [str(k) for k in FORM_KINDS], "main": MAIN_COLLECTIVE_FIELDS,
+            "params": {str(k): param_fields(k) for k in FORM_KINDS if k != RunKind.SWEEP},
+            "sweep_kind": str(RunKind.COLLECTIVE)}
+    return render(request, "web/experiments.html", _common(request, form=form))
 
 
 @readable
-def page(request, **kwargs):
-    return render(request, "web/placeholder.html", {"nav": "experiments"})
+def run_page(request, run_id: int):
+    """One run: its parameters and state, live progress, then its results drawn for its kind."""
+    run = get_object_or_404(SimulationRun.objects.select_related("cluster").only(
+        "id", "kind", "status", "progress", "parent_id", "cluster__name"), pk=run_id)
+    return render(request, "web/experiments_run.html", _common(
+        request, run=run, published=PUBLISHED,
+        page={"id": run.pk, "kind": run.kind, "cluster": run.cluster.name, "parent": run.parent_id,
+              "can_cancel": request.user.has_perm(ADD_RUN)}))
+
+
+def _compared_ids(text: str) -> list[int]:
+    try:
+        ids = [int(x) for x in text.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise ValueError(f"runs: expected run ids separated by commas, e.g. ?runs=12,15; got {text!r}") from None
+    ids = list(dict.fromkeys(ids))
+    if not ids:
+        raise ValueError("runs: give the runs to compare, e.g. ?runs=12,15")
+    if len(ids) > MAX_COMPARED:
+        raise ValueError(f"runs: {len(ids)} runs asked, at most {MAX_COMPARED} side by side")
+    return ids
+
+
+@readable
+def compare_page(request):
+    """Runs side by side: what differs in their parameters, their headline figures, one busbw chart."""
+    try:
+        ids = _compared_ids(request.GET.get("runs", ""))
+    except ValueError as e:
+        return _compare_error(request, str(e), 400)
+    found = set(SimulationRun.objects.filter(pk__in=ids).values_list("id", flat=True))
+    missing = [i for i in ids if i not in found]
+    if missing:
+        return _compare_error(request, f"runs: no run {', '.join(f'#{i}' for i in missing)}", 404)
+    return render(request, "web/experiments_compare.html", _common(request, page={"runs": ids}))
+
+
+def _compare_error(request, message: str, status: int):
+    """The compare page saying what is wrong with its ?runs= (a 400 or 404 the user can read)."""
+    return render(request, "web/experiments_compare.html", _common(request, error=message), status=status)
+
+
+@readable
+def figure_page(request):
+    """The published AllGather figure: start a figure run on a cluster, past figure runs, their panels."""
+    try:
+        selected = int(request.GET["run"]) if request.GET.get("run") else None
+    except ValueError:
+        return HttpResponseBadRequest("run: expected a run id, e.g. ?run=12", content_type="text/plain")
+    return render(request, "web/experiments_figure.html", _common(
+        request, "figure", published=PUBLISHED,
+        page={"run": selected, "params": param_fields(RunKind.FIGURE), "published": PUBLISHED}))
 
 
 urlpatterns = [
-    path("experiments/", page, name="experiments"),
+    path("experiments/", runs_page, name="experiments"),
+    path("experiments/<int:run_id>/", run_page, name="experiment-run"),
+    path("experiments/compare/", compare_page, name="experiments-compare"),
+    path("experiments/figure/", figure_page, name="experiments-figure"),
 ]

@@ -1,0 +1,257 @@
+// What a run's results look like, per kind: collective (busbw and algbw against message size with the roofline,
+// the nccl-tests table, hottest links, seed spread), fabric_health, sweep (combinations table, bars, lines against a
+// numeric axis) and figure (the published AllGather figure's panels beside the published claims). Shared by the run,
+// compare and figure pages; each function fills an element from a run's summary (GET /api/runs/<id>/results/).
+import { esc, fmt } from "./twin.js";
+import { barChart, lineChart, PALETTE, sizeLabel } from "./chart.js";
+
+export const pct = (x, d = 1) => fmt.pct(x, d);
+const gb = (x) => (x == null ? "–" : `${Number(x).toFixed(x >= 100 ? 0 : 1)}`);
+const normClass = (x) => (x == null ? "" : x >= 0.9 ? "ok" : x >= 0.5 ? "warn" : "bad");
+const orDefault = (v) => v ?? "default";                      // a null parameter is the server's default
+// Normalized busbw in percent, as the published figure draws it.
+const PERCENT_Y = { scale: "linear", min: 0, max: 105, ticks: [0, 20, 40, 60, 80, 100], label: "normalized busbw (%)",
+                    format: (v) => `${Number(v).toFixed(0)} %` };
+const NINETY = { y: 90, label: "90 %", dash: ":" };
+const SHARED_ROOFLINE = "#c8ccd4";
+
+/** A time as a list shows it: "Nov 29, 17:05" (the full date and time in its title). */
+export const shortTime = (iso) => (iso ? `<span title="${esc(fmt.time(iso))}">${esc(new Date(iso).toLocaleString([],
+  { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" }))}</span>` : "–");
+export const statusBadge = (status) => `<span class="badge ${esc(status)}">${esc(status)}</span>`;
+/** A progress bar (twin.css .progress) carrying data-progress, as run_live.js applyRowFrame() updates it. */
+export const progressBar = (progress) => `<div class="progress" data-progress="${progress}">
+  <span style="width:${progress}%"></span></div>`;
+
+/** A run's parameters in one line (lists and tables). */
+export function paramsText(kind, p = {}) {
+  if (kind === "collective") {
+    return [p.collective, `${fmt.int(p.gpus)} GPUs`, p.placement, p.routing ?? "default routing",
+            `${p.qps} QP${p.qps > 1 ? "s" : ""}`, p.sizes, p.algorithm !== "ring" ? p.algorithm : null,
+            p.seeds > 1 ? `${p.seeds} seeds` : null].filter(Boolean).join(" · ");
+  }
+  if (kind === "sweep") {
+    const axes = Object.entries(p.sweep ?? {}).map(([k, v]) => `${k} ∈ {${v.map(orDefault).join(", ")}}`);
+    return `${p.kind}: ${axes.join(" × ")}`;
+  }
+  if (kind === "figure") {
+    return [p.figure, `jobs ${(p.jobs ?? []).join(", ") || "default"}`, `${p.seeds} seeds`,
+            p.background ? null : "no busy cluster"].filter(Boolean).join(" · ");
+  }
+  if (kind === "fabric_health") {
+    return [p.gpus ? `${fmt.int(p.gpus)} GPUs` : "every usable GPU", p.sizes, p.routing ?? "default routing"]
+      .join(" · ");
+  }
+  return Object.entries(p).map(([k, v]) => `${k}=${v}`).join(" ");
+}
+
+/** A row of headline figures: [value, label, class?]. */
+function figureCards(items) {
+  return `<div class="figures-row">${items.map(([value, label, cls = ""]) => `<div class="figure">
+    <span class="value ${cls}">${esc(value)}</span><span class="label">${esc(label)}</span></div>`).join("")}</div>`;
+}
+
+/** The busbw-vs-size chart spec for one or more runs ({name, summary, color?}): one busbw series per run (and
+ *  algbw if asked), each run's roofline as a dotted line (runs with the same roofline share one). */
+function busbwChartSpec(runs, { algbw = false } = {}) {
+  const series = [], refLines = [], several = runs.length > 1;
+  const curve = (rows, key) => rows.map((r) => ({ x: r.size, y: r[key] }));
+  runs.forEach(({ name, summary, color = PALETTE[0] }) => {
+    const rows = summary.rows ?? [];
+    series.push({ name: several ? `${name} busbw` : "busbw", color, points: curve(rows, "busbw_GBps") });
+    if (algbw) series.push({ name: "algbw", color: PALETTE[2], dash: "--", points: curve(rows, "algbw_GBps") });
+    const y = summary.roofline_GBps;
+    if (y == null) return;
+    const same = refLines.find((r) => r.y === y);
+    if (same) same.names.push(name);
+    else refLines.push({ y, names: [name], color: several ? color : PALETTE[1], dash: ":" });
+  });
+  for (const r of refLines) {
+    r.label = `${several ? `${r.names.join(", ")} ` : ""}roofline ${gb(r.y)} GB/s`;
+    if (r.names.length > 1) r.color = SHARED_ROOFLINE;
+  }
+  return { label: "bus bandwidth against message size", series, refLines,
+           x: { scale: "log2", label: "message size (bytes)", name: "size", format: sizeLabel },
+           y: { scale: "linear", min: 0, label: "GB/s", format: (v) => v.toFixed(v >= 10 || v === 0 ? 0 : 1),
+                tipFormat: (v) => `${v.toFixed(1)} GB/s` } };
+}
+
+/** The busbw chart with a linear / log y switch (small sizes and large clusters sit near 0 on a linear axis). */
+export function busbwChart(el, runs, options) {
+  const toggle = Object.assign(document.createElement("label"), { className: "chart-toggle" });
+  toggle.innerHTML = '<input type="checkbox"> log scale';
+  const box = document.createElement("div");
+  el.replaceChildren(toggle, box);
+  const draw = (log) => {
+    const spec = busbwChartSpec(runs, options);
+    if (log) spec.y = { ...spec.y, scale: "log", min: undefined, format: (v) => String(+v.toPrecision(3)) };
+    lineChart(box, spec);
+  };
+  toggle.querySelector("input").addEventListener("change", (ev) => draw(ev.target.checked));
+  draw(false);
+}
+
+function ncclTable(rows) {
+  const row = (r) => `<tr><td class="num">${sizeLabel(r.size)}</td><td class="num">${fmt.int(r.count)}</td>
+    <td>${esc(r.type)}</td><td class="num">${r.time_us.toFixed(1)}</td><td class="num">${r.algbw_GBps.toFixed(2)}</td>
+    <td class="num">${r.busbw_GBps.toFixed(2)}</td><td class="num ${normClass(r.norm_busbw)}">${pct(r.norm_busbw)}</td></tr>`;
+  return `<table class="data compact nccl"><thead><tr><th class="num">size</th><th class="num">count</th><th>type</th>
+    <th class="num">time (us)</th><th class="num">algbw (GB/s)</th><th class="num">busbw (GB/s)</th>
+    <th class="num">norm busbw</th></tr></thead><tbody>${rows.map(row).join("")}</tbody></table>`;
+}
+
+function hottestTable(links, cluster) {
+  if (!links?.length) return '<p class="muted">no link data</p>';
+  const row = (h) => `<tr><td class="mono">${esc(h.name)}</td><td class="num"><span class="util-bar"
+    style="--u:${Math.min(1, h.utilization)}"></span> ${pct(h.utilization)}</td><td class="num">${fmt.int(h.flows)}</td></tr>`;
+  return `<table class="data compact"><thead><tr><th>link (direction)</th><th class="num">utilization</th>
+    <th class="num">flows</th></tr></thead><tbody>${links.map(row).join("")}</tbody></table>
+    <p class="hint">Utilization during the largest size. Every link: the
+      <a href="/clusters/${encodeURIComponent(cluster)}/fabric/">fabric heatmap</a>.</p>`;
+}
+
+function seedsTable(s) {
+  if (!s.seeds?.length) {
+    return '<h3>Seeds</h3><p class="muted">one seed (routing hash and placement); run several to see the spread</p>';
+  }
+  const row = (x) => `<tr><td class="num">${x.seed}</td><td class="num ${normClass(x.norm_busbw)}">${pct(x.norm_busbw)}</td>
+    <td class="num">${pct(x.limit_norm_busbw)}</td></tr>`;
+  return `<h3>Spread over ${s.seeds.length} seeds</h3>
+    <p>normalized busbw ${pct(s.norm_busbw_min)} – ${pct(s.norm_busbw_max)} (mean ${pct(s.norm_busbw)})</p>
+    <table class="data compact"><thead><tr><th class="num">seed</th><th class="num">norm busbw</th>
+    <th class="num">large-message limit</th></tr></thead><tbody>${s.seeds.map(row).join("")}</tbody></table>`;
+}
+
+/** collective: headline figures, the busbw/algbw chart with its roofline, the nccl-tests table, hottest links. */
+export function renderCollective(el, s, { cluster }) {
+  const last = s.rows?.[s.rows.length - 1];
+  el.innerHTML = `${figureCards([
+    [pct(s.norm_busbw), `normalized busbw at ${last ? sizeLabel(last.size) : "–"}${s.seeds ? " (mean over seeds)" : ""}`,
+     normClass(s.norm_busbw)],
+    [`${gb(s.busbw_GBps)} GB/s`, "busbw at the largest size"],
+    [pct(s.limit_norm_busbw), "large-message limit (bandwidth term)", normClass(s.limit_norm_busbw)],
+    [`${gb(s.roofline_GBps)} GB/s`, "roofline"],
+    [`${fmt.int(s.ranks)} ranks`, `${fmt.int(s.hosts)} hosts, ${s.fabric}`],
+    [`${s.routing} · ${s.qps} QP`, `${s.placement} placement`]])}
+    <div class="grid-2 results-grid">
+      <section class="panel"><h3>${esc(s.collective)} (${esc(s.algorithm)}): bus bandwidth</h3>
+        <div class="busbw-chart" id="busbw-chart"></div></section>
+      <section class="panel"><h3>nccl-tests</h3>${ncclTable(s.rows ?? [])}</section></div>
+    <div class="grid-2 results-grid">
+      <section class="panel"><h3>Hottest links</h3>${hottestTable(s.hottest_links, cluster)}</section>
+      <section class="panel">${seedsTable(s)}</section></div>`;
+  busbwChart(el.querySelector(".busbw-chart"), [{ name: "run", summary: s }], { algbw: true });
+}
+
+/** fabric_health: healthy or not and why, the figures, the AllGather rows and the hottest links. */
+export function renderFabricHealth(el, s, { cluster }) {
+  const verdict = s.healthy ? "healthy" : "unhealthy";
+  el.innerHTML = `<p class="health"><span class="badge ${s.healthy ? "succeeded" : "failed"}">${verdict}</span>
+    normalized busbw ${pct(s.norm_busbw)} against a threshold of ${pct(s.threshold, 0)}${
+    s.problem ? ` — <span class="bad">${esc(s.problem)}</span>` : ""}</p>${figureCards([
+    [fmt.int(s.job_gpus), "GPUs in the AllGather"], [fmt.int(s.usable_gpus), `usable of ${fmt.int(s.gpus)}`],
+    [fmt.int(s.unreachable_gpus), "GPUs no job can use", s.unreachable_gpus ? "bad" : ""],
+    [fmt.int(s.non_active_links), "backend links not active", s.non_active_links ? "warn" : ""],
+    [fmt.int(s.non_active_switches), "backend switches not active", s.non_active_switches ? "warn" : ""],
+    [`${s.routing} · ${s.qps} QP`, "routing"]])}
+    ${s.rows ? `<div class="grid-2 results-grid">
+      <section class="panel"><h3>AllGather</h3><div class="busbw-chart"></div>${ncclTable(s.rows)}</section>
+      <section class="panel"><h3>Hottest links</h3>${hottestTable(s.hottest_links, cluster)}</section></div>` : ""}`;
+  if (s.rows?.length > 1) busbwChart(el.querySelector(".busbw-chart"), [{ name: "run", summary: s }]);
+}
+
+// --------------------------------------------------------------------------------------------------- sweeps
+const comboLabel = (names, r) => names.map((n) => `${n}=${orDefault(r[n])}`).join(" ");
+
+/** A sweep's children (rows with run, axis values, status, progress, figures) as a table; rows carry data-run so
+ *  that live frames can update them. */
+export function sweepTable(axes, rows, best) {
+  const names = Object.keys(axes);
+  const row = (r) => `<tr data-run="${r.run}"${best?.run === r.run ? ' class="best"' : ""}>
+    <td><a href="/experiments/${r.run}/">#${r.run}</a></td>${names.map((n) => `<td>${esc(orDefault(r[n]))}</td>`).join("")}
+    <td>${statusBadge(r.status)}</td><td>${progressBar(r.progress ?? (r.status === "succeeded" ? 100 : 0))}</td>
+    <td class="num ${normClass(r.norm_busbw)}">${pct(r.norm_busbw)}</td><td class="num">${gb(r.busbw_GBps)}</td>
+    <td class="num">${pct(r.limit_norm_busbw)}</td><td class="muted">${esc(r.error || r.worker || "")}</td></tr>`;
+  return `<table class="data compact sweep-children"><thead><tr><th>run</th>${
+    names.map((n) => `<th>${esc(n)}</th>`).join("")}<th>status</th><th>progress</th><th class="num">norm busbw</th>
+    <th class="num">busbw (GB/s)</th><th class="num">limit</th><th>worker</th></tr></thead>
+    <tbody>${rows.map(row).join("")}</tbody></table>`;
+}
+
+/** The bar chart of normalized busbw per combination, the best one highlighted. */
+export function sweepBars(el, axes, rows, best) {
+  const names = Object.keys(axes);
+  barChart(el, { format: (v) => `${(100 * v).toFixed(0)} %`, max: 1, refLines: [{ value: 0.9, label: "90 %" }],
+                 highlight: rows.findIndex((r) => r.run === best?.run),
+                 bars: rows.map((r) => ({ label: comboLabel(names, r), value: r.norm_busbw,
+                                          href: `/experiments/${r.run}/`, note: r.status })) });
+}
+
+/** Normalized busbw against the sweep's last numeric axis (e.g. qps), one line per combination of the other axes
+ *  (e.g. per routing). Draws nothing when no axis is numeric. */
+export function sweepLines(el, axes, rows) {
+  const numeric = Object.entries(axes).filter(([, v]) => v.length > 1 && v.every((x) => typeof x === "number"));
+  if (!numeric.length) return;
+  const [name, values] = numeric[numeric.length - 1];
+  const others = Object.keys(axes).filter((k) => k !== name);
+  const groups = new Map();
+  for (const r of rows) {
+    const key = comboLabel(others, r) || "normalized busbw";
+    if (!groups.has(key)) groups.set(key, []);
+    groups.get(key).push({ x: r[name], y: r.norm_busbw == null ? null : 100 * r.norm_busbw });
+  }
+  const xs = [...new Set(values)].sort((a, b) => a - b);
+  lineChart(el, { label: `normalized busbw against ${name}`, height: 260, y: PERCENT_Y, refLines: [NINETY],
+                  x: { scale: xs[0] > 0 ? "log2" : "linear", ticks: xs, label: name, name, format: String },
+                  series: [...groups].map(([key, pts]) => ({ name: key, points: pts.sort((a, b) => a.x - b.x) })) });
+}
+
+// --------------------------------------------------------------------------------------------------- figure
+/** The figure's panels (x: job size, log2; y: normalized busbw %, 0-105; median line and min-max band per series;
+ *  a 90 % line; the panel's published claims as brackets at the right edge), then a table of each claim against
+ *  what this run simulated. `published`: {source, metric, claims: [{panel, groups, low, high, label}]}. */
+export function renderFigure(el, s, published) {
+  const bySeries = new Map(s.series.map((x) => [x.key, x]));
+  const points = new Map();
+  for (const p of s.summary) {
+    if (!points.has(p.series)) points.set(p.series, []);
+    points.get(p.series).push({ x: p.gpus, y: 100 * p.median, lo: 100 * p.min, hi: 100 * p.max });
+  }
+  // A claim against the panel's series of its groups, each at the largest job it ran (one-zone series stop at a
+  // zone's size).
+  const simulated = (c) => {
+    const pts = (s.panels[c.panel]?.series ?? []).filter((k) => c.groups.includes(bySeries.get(k)?.group))
+      .map((k) => points.get(k)?.reduce((p, q) => (q.x > p.x ? q : p))).filter(Boolean);
+    if (!pts.length) return "–";
+    const lo = Math.min(...pts.map((q) => q.y)).toFixed(0), hi = Math.max(...pts.map((q) => q.y)).toFixed(0);
+    const jobs = [...new Set(pts.map((q) => q.x))].map(fmt.int).join(" / ");
+    return `${lo}${hi !== lo ? ` – ${hi}` : ""} % <span class="muted">at ${jobs} GPUs</span>`;
+  };
+  const claimRow = (c) => `<tr><td>${esc(s.panels[c.panel]?.title ?? c.panel)}</td>
+    <td>${c.groups.map((g) => `(${esc(g)})`).join(" ")}</td>
+    <td><span class="published-tag">published</span> ${esc(c.label)}</td><td>${simulated(c)}</td></tr>`;
+  el.innerHTML = `<p class="hint">${esc(s.metric)}; median and min–max over ${s.seeds} seeds per point,
+    ${fmt.int(s.runs)} simulated runs on ${esc(s.fabric)}. Brackets at the right edge:
+    <span class="published-tag">published</span> claims.</p>
+    <div class="figure-panels">${s.panels.map((p, i) => `<section class="panel figure-panel" data-panel="${i}">
+      <h3>${esc(p.title)}</h3><div class="figure-chart"></div></section>`).join("")}</div>
+    <section class="panel published"><h3>Published figure vs this simulation</h3>
+      <table class="data compact"><thead><tr><th>panel</th><th>series</th><th>published (${esc(published.source)})</th>
+      <th>simulated here (medians, each series at its largest job)</th></tr></thead>
+      <tbody>${published.claims.map(claimRow).join("")}</tbody></table>
+      <p class="hint">Published metric: ${esc(published.metric)}. The claims are ranges stated in the paper, not its data
+        points; a simulated value outside its bracket is where the twin and the paper disagree.</p></section>`;
+  el.querySelectorAll(".figure-panel").forEach((panelEl, i) => {
+    const panel = s.panels[i];
+    lineChart(panelEl.querySelector(".figure-chart"), {
+      label: panel.title, height: 320, spread: 3, y: PERCENT_Y, refLines: [NINETY],
+      x: { scale: "log2", ticks: s.jobs, label: "job size (GPUs)", name: "GPUs", format: fmt.int },
+      ranges: published.claims.filter((c) => c.panel === i)
+        .map((c) => ({ low: 100 * c.low, high: 100 * c.high, label: c.label })),
+      series: panel.series.filter((k) => points.has(k)).map((k) => {
+        const { label = k, color, dash } = bySeries.get(k) ?? {};
+        return { name: label, color, dash, band: true, points: points.get(k) };
+      }),
+    });
+  });
+}

@@ -1,0 +1,220 @@
+// /experiments/<id>/ : one run. Its state comes from GET /api/runs/<id>/, its progress live from /ws/runs/<id>/
+// (#run-progress keeps data-progress and data-status current; each frame is applied inside timeFrame()); when the
+// final frame arrives (or the run had already ended) the results are fetched and drawn for the run's kind. A sweep
+// also follows its children on the cluster's stream (one socket for all of them); its bar is their mean progress.
+import { api, esc, fmt, live, markReady, timeFrame, toast } from "./twin.js";
+import { pageData } from "./run_form.js";
+import { applyRowFrame } from "./run_live.js";
+import { paramsText, pct, renderCollective, renderFabricHealth, renderFigure, sweepBars, sweepLines,
+         sweepTable } from "./run_results.js";
+
+const page = pageData("run-page");
+const published = pageData("published-claims");
+const FINISHED = new Set(pageData("finished-statuses"));
+const bar = document.getElementById("run-progress");
+const results = document.getElementById("results");
+const children = new Map();            // a sweep's children: id -> row (axis values, status, progress, figures)
+let run = null, runLive = null, childLive = null, finishing = null;
+
+const isSweep = () => run.kind === "sweep";
+const duration = (a, b) => (a && b ? `${((new Date(b) - new Date(a)) / 1000).toFixed(1)} s` : "–");
+const shown = (v) => (Array.isArray(v) ? v.map((x) => x ?? "default").join(", ")
+  : v !== null && typeof v === "object" ? JSON.stringify(v) : v ?? "default");
+
+function setProgress(progress, status) {
+  if (progress != null) {
+    bar.dataset.progress = String(Math.round(progress * 10) / 10);
+    bar.querySelector("span").style.width = `${progress}%`;
+    document.getElementById("progress-text").textContent = `${progress.toFixed(0)} %`;
+  }
+  if (status && status !== "unknown") {
+    bar.dataset.status = status;
+    const badge = document.getElementById("run-status");
+    badge.className = `badge ${status}`;
+    badge.textContent = status;
+    document.getElementById("cancel-run").hidden = !page.can_cancel || FINISHED.has(status);
+  }
+}
+
+/** What the latest link utilization says (one pass over a Float32Array: 56k links in well under a ms). */
+function showLinks(util) {
+  let busy = 0, hot = 0, max = 0;
+  for (let i = 0; i < util.length; i++) {
+    const u = util[i];
+    if (u > 0) busy += 1;
+    if (u >= 0.9) hot += 1;
+    if (u > max) max = u;
+  }
+  const el = document.getElementById("live-links");
+  el.hidden = false;
+  el.textContent = `backend links now: ${fmt.int(busy)} of ${fmt.int(util.length)} carry traffic, ${fmt.int(hot)} `
+    + `at 90 % or more, busiest ${pct(max, 0)}`;
+}
+
+function drawHead(r) {
+  const state = r.inventory_state;
+  const off = state ? Object.entries(state.counts).filter(([, c]) => c.non_active)
+    .map(([k, c]) => `${fmt.int(c.non_active)} of ${fmt.int(c.total)} ${k}`).join(", ") : "";
+  const inventory = r.kind === "sweep" ? "each combination records its own" : !state ? "–" : `${off ? `<span class="warn">not active: ${esc(off)}</span>` : "every item active"}
+    <span class="muted mono" title="sha256 of the status arrays the run read">${esc(state.status_hash.slice(0, 12))}</span>`;
+  document.getElementById("run-facts").innerHTML = `
+    <dt>kind</dt><dd>${esc(r.kind)}</dd>
+    <dt>cluster</dt><dd>${esc(page.cluster)}</dd>
+    <dt>parameters</dt><dd>${esc(paramsText(r.kind, r.params))}</dd>
+    <dt>worker</dt><dd>${esc(r.worker || "–")}${r.attempts > 1 ? ` <span class="warn">(attempt ${r.attempts})</span>` : ""}</dd>
+    <dt>created</dt><dd>${fmt.time(r.created_at)}${r.created_by ? ` by ${esc(r.created_by)}` : ""}</dd>
+    <dt>started</dt><dd>${fmt.time(r.started_at)} <span class="muted">(queued ${duration(r.created_at, r.started_at)})</span></dd>
+    <dt>finished</dt><dd>${fmt.time(r.finished_at)} <span class="muted">(ran ${duration(r.started_at, r.finished_at)})</span></dd>
+    <dt>inventory state</dt><dd>${inventory}</dd>
+    ${r.error ? `<dt>error</dt><dd class="bad mono">${esc(r.error)}</dd>` : ""}
+    ${r.notes ? `<dt>notes</dt><dd class="mono pre">${esc(r.notes)}</dd>` : ""}`;
+  const params = r.kind === "sweep"
+    ? [["kind", r.params.kind], ...Object.entries(r.params.params ?? {}),
+       ...Object.entries(r.params.sweep ?? {}).map(([k, v]) => [`${k} (axis)`, v])]
+    : Object.entries(r.params);
+  document.getElementById("run-params").innerHTML = params.map(([k, v]) =>
+    `<tr><th>${esc(k)}</th><td class="mono">${esc(shown(v))}</td></tr>`).join("");
+  setProgress(r.progress, r.status);
+}
+
+// ------------------------------------------------------------------------------------------------- results
+async function drawResults() {
+  const { summary } = await api(`/api/runs/${page.id}/results/?arrays=none`);
+  if (isSweep()) return drawSweep(summary);
+  if (!summary) {
+    results.innerHTML = `<p class="${run.status === "failed" ? "bad" : "muted"}">No results: the run ${esc(run.status)}${
+      run.error ? `: <span class="mono">${esc(run.error)}</span>` : ""}.</p>`;
+  } else if (run.kind === "collective") renderCollective(results, summary, { cluster: page.cluster });
+  else if (run.kind === "fabric_health") renderFabricHealth(results, summary, { cluster: page.cluster });
+  else if (run.kind === "figure") renderFigure(results, summary, published);
+  else results.innerHTML = `<pre class="mono">${esc(JSON.stringify(summary, null, 1))}</pre>`;
+}
+
+// --------------------------------------------------------------------------------------------------- sweeps
+function childRow(c) {
+  const s = c.summary ?? {};
+  const row = { run: c.id, status: c.status, progress: c.progress, worker: c.worker, error: c.error,
+                norm_busbw: s.norm_busbw, busbw_GBps: s.busbw_GBps, limit_norm_busbw: s.limit_norm_busbw };
+  for (const k of Object.keys(run.params.sweep)) row[k] = c.params[k];
+  return row;
+}
+
+/** The sweep's results: from its merged summary once it ended, else from its children as they are now. */
+function drawSweep(summary) {
+  const axes = run.params.sweep, best = summary?.best ?? null;
+  const rows = summary ? summary.children.map((r) => ({ ...r, progress: children.get(r.run)?.progress }))
+    : [...children.values()];
+  const done = rows.filter((r) => FINISHED.has(r.status)).length;
+  const succeeded = rows.filter((r) => r.status === "succeeded").slice(0, 8).map((r) => r.run);
+  const bestText = best && Object.keys(axes).map((k) => `${k}=${best[k] ?? "default"}`).join(", ");
+  results.innerHTML = `<div class="figures-row">
+      <div class="figure"><span class="value">${done} / ${rows.length}</span><span class="label">combinations finished</span></div>
+      ${best ? `<div class="figure"><span class="value ok">${pct(best.norm_busbw)}</span><span class="label">best:
+        ${esc(bestText)} (<a href="/experiments/${best.run}/">#${best.run}</a>)</span></div>` : ""}
+      ${summary ? `<div class="figure"><span class="value">${summary.workers.length}</span>
+        <span class="label">workers: ${esc(summary.workers.join(", "))}</span></div>` : ""}</div>
+    <div class="grid-2 results-grid">
+      <section class="panel"><h3>Combinations</h3>${sweepTable(axes, rows, best)}
+        ${succeeded.length > 1 ? `<p class="hint"><a href="/experiments/compare/?runs=${succeeded.join(",")}">compare
+          their busbw curves</a></p>` : ""}</section>
+      <section class="panel"><h3>Normalized busbw per combination</h3><div class="sweep-bars"></div>
+        <div class="sweep-lines"></div></section></div>`;
+  sweepBars(results.querySelector(".sweep-bars"), axes, rows, best);
+  sweepLines(results.querySelector(".sweep-lines"), axes, rows);
+}
+
+function applyChildFrame(frame) {
+  const row = children.get(frame.runId);
+  if (frame.progress != null) row.progress = frame.progress;
+  if (frame.status && frame.status !== "unknown") row.status = frame.status;
+  applyRowFrame(results.querySelector(`tr[data-run="${frame.runId}"]`), row);
+  const all = [...children.values()];
+  setProgress(all.reduce((a, c) => a + (FINISHED.has(c.status) ? 100 : c.progress ?? 0), 0) / all.length, null);
+}
+
+async function loadChildren() {
+  const list = await api(`/api/runs/?parent=${page.id}&ordering=id&limit=1000`);
+  children.clear();
+  for (const c of list.results) children.set(c.id, childRow(c));
+}
+
+function followChildren() {
+  drawSweep(null);
+  childLive = live(`/ws/clusters/${encodeURIComponent(page.cluster)}/`, {
+    query: { index: "0" },
+    onFrame(frame) {
+      if (!children.has(frame.runId)) return;
+      timeFrame(() => applyChildFrame(frame));
+      if (!frame.final) return;
+      api(`/api/runs/${frame.runId}/`).then((c) => {
+        children.set(c.id, childRow(c));
+        if (!FINISHED.has(run.status)) drawSweep(null);
+      }).catch((e) => toast(`run #${frame.runId}: ${e.message}`));
+    },
+  });
+}
+
+// ----------------------------------------------------------------------------------------------------- live
+function finish() {
+  finishing ??= loadFinished();          // the final frame and a late connection's metadata may both say so
+  return finishing;
+}
+
+async function loadFinished() {
+  runLive?.close();
+  childLive?.close();
+  try {
+    run = await api(`/api/runs/${page.id}/`);
+    drawHead(run);
+    if (isSweep()) await loadChildren();
+    await drawResults();
+  } catch (e) { toast(`results of run #${page.id}: ${e.message}`); }
+}
+
+function follow() {
+  runLive = live(`/ws/runs/${page.id}/`, {
+    query: { index: "0" },
+    onMeta(meta) {
+      if (!meta.run) return;
+      timeFrame(() => setProgress(isSweep() ? null : meta.run.progress, meta.run.status));
+      if (FINISHED.has(meta.run.status)) finish();                  // it ended while we were connecting
+    },
+    onFrame(frame, merged) {
+      timeFrame(() => {
+        setProgress(isSweep() ? null : frame.progress, frame.status);
+        if (frame.sections.link_util) showLinks(merged.link_util);
+      });
+      if (frame.final) finish();
+    },
+  });
+}
+
+document.getElementById("cancel-run").addEventListener("click", async (ev) => {
+  ev.target.disabled = true;
+  try {
+    const r = await api(`/api/runs/${page.id}/cancel/`, { method: "POST" });
+    toast(r.status === "cancelled" ? "run cancelled" : "cancel requested: the run stops at its next progress report",
+          { kind: "info", ms: 4000 });
+  } catch (e) {
+    toast(`cancel: ${e.message}`);
+    ev.target.disabled = false;
+  }
+});
+
+async function main() {
+  try {
+    run = await api(`/api/runs/${page.id}/`);
+    drawHead(run);
+    if (isSweep()) await loadChildren();
+    if (FINISHED.has(run.status)) await drawResults();
+    else {
+      if (isSweep()) followChildren();
+      else results.innerHTML = '<p class="muted">Results appear here when the run ends.</p>';
+      follow();
+    }
+  } catch (e) {
+    toast(`run #${page.id}: ${e.message}`);
+  }
+  markReady({ runId: page.id });
+}
+main();
