@@ -134,7 +134,8 @@ def test_create_api_token_command(db):
     call_command("create_api_token", "script", stdout=again)
     assert len(key) == 40 and again.getvalue().strip() == key
     from django.contrib.auth.models import User
-    assert User.objects.get(username="script").has_perm("inventory.change_link")
+    user = User.objects.get(username="script")
+    assert user.has_perm("inventory.change_link") and user.has_perm("runs.add_simulationrun")
 
 
 def test_schema_and_docs_are_served(anon, db):

@@ -12,7 +12,8 @@ class Command(BaseCommand):
         parser.add_argument("username")
         parser.add_argument("--create", action="store_true", help="create the user when it does not exist")
         parser.add_argument("--write", action="store_true",
-                            help="grant the user add/change/delete on every inventory model")
+                            help="grant the user add/change/delete on every inventory model and on runs, scenarios "
+                                 "and schedules")
         parser.add_argument("--reset", action="store_true", help="replace the user's token with a new one")
 
     def handle(self, *args, username, create, write, reset, **options):
@@ -23,7 +24,8 @@ class Command(BaseCommand):
                 raise CommandError(f"no user named {username!r} (use --create to make one)")
             user = User.objects.create_user(username=username)
         if write:
-            user.user_permissions.add(*Permission.objects.filter(content_type__app_label="inventory"))
+            user.user_permissions.add(*Permission.objects.filter(
+                content_type__app_label__in=("inventory", "runs", "django_celery_beat")))
         if reset:
             Token.objects.filter(user=user).delete()
         token, _ = Token.objects.get_or_create(user=user)
