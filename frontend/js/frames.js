@@ -46,7 +46,11 @@ export function decodeFrame(buffer) {
     let data;
     if (dtype === 1) {
       data = new Uint8Array(buffer, off, count);
-      if (id === 1) data = Float32Array.from(data, (b) => b / 255);
+      if (id === 1) {                                   // a plain loop: Float32Array.from with a map is ~20x slower
+        const u = new Float32Array(count);
+        for (let j = 0; j < count; j++) u[j] = data[j] / 255;
+        data = u;
+      }
     } else if (dtype === 2) {
       data = new Float32Array(count);
       for (let j = 0; j < count; j++) data[j] = float16(v.getUint16(off + 2 * j, true));
@@ -62,15 +66,16 @@ export function decodeFrame(buffer) {
  *  `merged` holds the latest of every section. A gap in sequence numbers, and every reconnection, fetch the REST
  *  snapshot; its sections are applied where no newer frame has already brought them (per-section sequence numbers),
  *  so a frame that overtakes the snapshot is never undone. After a dropped socket it reconnects with backoff
- *  (0.5 s doubling to 5 s). Returns a controller: {close(), socket()}. */
+ *  (0.5 s doubling to 5 s). `seq`: the sequence number of a snapshot the page already applied (no second
+ *  fetch when the stream has not moved on). Returns a controller: {close(), socket()}. */
 export function openLive(path, { onMeta = () => {}, onFrame = () => {}, onState = () => {}, token = null,
-                                 query = {}, reconnect = true } = {}) {
+                                 query = {}, reconnect = true, seq = 0 } = {}) {
   const proto = location.protocol === "https:" ? "wss:" : "ws:";
   const params = new URLSearchParams(query);
   if (token) params.set("token", token);
   const url = `${proto}//${location.host}${path}${params.toString() ? `?${params}` : ""}`;
   const merged = {}, sectionSeq = {};
-  let ws = null, meta = null, lastSeq = 0, closed = false, delay = 500, timer = null;
+  let ws = null, meta = null, lastSeq = seq, closed = false, delay = 500, timer = null;
 
   const apply = (f, fromSnapshot = false) => {
     for (const [name, data] of Object.entries(f.sections)) {
@@ -99,7 +104,7 @@ export function openLive(path, { onMeta = () => {}, onFrame = () => {}, onState 
         const msg = JSON.parse(ev.data);
         if (msg.type === "meta") {
           meta = msg; onState("live"); onMeta(msg);
-          if (msg.seq > lastSeq || msg.seq < lastSeq) { if (msg.seq < lastSeq) lastSeq = 0; resync(); }
+          if (msg.seq !== lastSeq) { if (msg.seq < lastSeq) lastSeq = 0; resync(); }   // moved on, or reset
         }
         return;
       }

@@ -1,0 +1,208 @@
+"""The fabric page's data: a cluster's backend fabric as columnar arrays, in the order of the live frames' links.
+
+Link order is the ``link_util`` section's: the backend fabric's Link rows by id (twin/live/meta.py). Per link: its
+tier, the switch at its lower end (``a``, -1 at a NIC), the switch at its upper end (``b``) and its column in its
+heatmap row. A row is the lower switch of a switch-to-switch link, or the leaf of a host link; the column is the
+link's rank among that row's links of the same tier, by the row switch's port slot.
+
+The structure changes only when the cluster is rebuilt or recabled, so it is built once per process (a few
+``values_list`` queries and numpy) and kept serialized, keyed by a fingerprint of the rows that a rebuild or a
+recabling changes. Statuses change any time: they are read on every request, sparse (the non-active items only).
+"""
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+from django.db.models import Count, Max, Sum
+
+from sim.layout import LINK_NIC_LEAF, STATUS_ACTIVE, STATUS_NAMES, TIER_LEAF
+from twin.inventory.choices import FabricRole
+from twin.inventory.models import Cluster, Fabric, Link, Rack, Switch, SwitchModel, Zone
+
+STATUS_CODE = {name: code for code, name in enumerate(STATUS_NAMES)}
+LINK_DETAILS_MAX = 500        # links described by one links.json call (a heatmap row, the hottest, the failed)
+
+
+class FabricDataError(LookupError):
+    """The page cannot be drawn for this cluster (no such cluster, no backend fabric); the text says why."""
+
+
+@dataclass(frozen=True)
+class Structure:
+    """A backend fabric's layout: the id arrays (to map statuses and link ids to positions) and the page JSON."""
+
+    fingerprint: tuple
+    link_ids: np.ndarray          # the live order
+    switch_ids: np.ndarray        # the order of the switch columns
+    json: str                     # the structure part of fabric.json, an object without its closing brace
+
+
+_cache: dict[int, Structure] = {}   # by backend fabric id
+_lock = threading.Lock()
+_CACHE_SIZE = 8
+
+
+def backend_fabric(cluster_name: str) -> Fabric:
+    """The backend fabric of the named cluster (with its cluster), or FabricDataError naming what is missing."""
+    fabric = (Fabric.objects.filter(cluster__name=cluster_name, role=FabricRole.BACKEND)
+              .select_related("cluster").defer("cluster__spec").first())
+    if fabric is None:
+        if not Cluster.objects.filter(name=cluster_name).exists():
+            raise FabricDataError(f"no cluster named {cluster_name!r}")
+        raise FabricDataError(f"cluster {cluster_name!r} has no backend fabric")
+    return fabric
+
+
+def _fingerprint(fabric: Fabric) -> tuple:
+    """What changes when the fabric's rows are rebuilt or recabled: counts, top ids, sums of the end ports and of
+    the switches' places (one aggregate query per table)."""
+    links = Link.objects.filter(fabric=fabric).aggregate(n=Count("id"), top=Max("id"), a=Sum("a_port_id"),
+                                                          b=Sum("b_port_id"))
+    switches = Switch.objects.filter(fabric=fabric).aggregate(n=Count("id"), top=Max("id"), zone=Sum("zone_id"),
+                                                              rack=Sum("rack_id"), group=Sum("group"))
+    return (fabric.cluster.built_at.isoformat(), *links.values(), *switches.values())
+
+
+def _positions(ids: np.ndarray, refs: np.ndarray) -> np.ndarray:
+    """Positions of the ids ``refs`` (-1: none) in the sorted array ``ids``; -1 stays -1."""
+    out = np.searchsorted(ids, np.maximum(refs, 0)).astype(np.int64)
+    out[refs < 0] = -1
+    return out
+
+
+def _columns(tier: np.ndarray, row: np.ndarray, slot: np.ndarray) -> np.ndarray:
+    """Each link's rank among the links of its (tier, row), ordered by port slot (then id)."""
+    order = np.lexsort((np.arange(len(tier)), slot, row, tier))
+    t, r = tier[order], row[order]
+    starts = np.flatnonzero(np.r_[True, (t[1:] != t[:-1]) | (r[1:] != r[:-1])])
+    rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+    col = np.empty(len(order), dtype=np.int64)
+    col[order] = rank
+    return col
+
+
+def _runs(ids: np.ndarray) -> list[list[int]]:
+    """Sorted ids as [first, count] runs of consecutive ids (a built fabric has one run per tier)."""
+    if not len(ids):
+        return []
+    breaks = np.flatnonzero(np.diff(ids) != 1) + 1
+    starts, ends = np.r_[0, breaks], np.r_[breaks, len(ids)]
+    return [[int(ids[s]), int(e - s)] for s, e in zip(starts, ends)]
+
+
+def _dense(refs: np.ndarray) -> tuple[np.ndarray, list[int]]:
+    """Foreign keys (-1: none) as indexes into the sorted list of the distinct ones."""
+    used = np.unique(refs[refs >= 0])
+    return _positions(used, refs), used.tolist()
+
+
+def _int_columns(queryset, *fields: str) -> list[np.ndarray]:
+    """``fields`` of ``queryset`` (by id) as int64 arrays, a null as -1. The rows go through float64 (None becomes
+    NaN) so that numpy converts them in one call; ids are far below 2**53."""
+    rows = np.array(list(queryset.order_by("id").values_list(*fields)), dtype=np.float64).reshape(-1, len(fields))
+    return list(np.nan_to_num(rows, nan=-1).astype(np.int64).T)
+
+
+def _build(fabric: Fabric, fingerprint: tuple) -> Structure:
+    """Read the fabric's structure (a fixed number of column queries, numpy for the index maths), serialized.
+    ``row_tier`` of a link tier is the switch tier of its heatmap rows; ``cols`` the longest row."""
+    cluster = fabric.cluster
+    switches = Switch.objects.filter(fabric=fabric)
+    sw_id, sw_tier, sw_zone, sw_group, sw_rack, sw_model = _int_columns(
+        switches, "id", "tier", "zone_id", "group", "rack_id", "model_id")
+    sw_name = list(switches.order_by("id").values_list("name", flat=True))
+    link_id, tier, a_sw, b_sw, a_slot, b_slot = _int_columns(
+        Link.objects.filter(fabric=fabric), "id", "tier", "a_switch_id", "b_switch_id", "a_port__slot", "b_port__slot")
+    a, b = _positions(sw_id, a_sw), _positions(sw_id, b_sw)
+    host = tier == LINK_NIC_LEAF
+    col = _columns(tier, np.where(host, b, a), np.where(host, b_slot, a_slot))
+
+    zone, zone_ids = _dense(sw_zone)
+    rack, rack_ids = _dense(sw_rack)
+    model, model_ids = _dense(sw_model)
+    zone_names = dict(Zone.objects.filter(id__in=zone_ids).values_list("id", "name"))
+    rack_names = dict(Rack.objects.filter(id__in=rack_ids).values_list("id", "name"))
+    model_names = dict(SwitchModel.objects.filter(id__in=model_ids).values_list("id", "slug"))
+    tier_names = {t: role for t, role in Switch.objects.filter(fabric=fabric).values_list("tier", "role").distinct()}
+    link_tiers = []
+    for code in sorted(set(tier.tolist())):
+        upper = tier_names.get(code, "?")
+        lower = "nic" if code == LINK_NIC_LEAF else tier_names.get(code - 1, "?")
+        link_tiers.append({"code": code, "name": f"{lower}-{upper}", "lower": lower, "upper": upper,
+                           "row_tier": TIER_LEAF if code == LINK_NIC_LEAF else code - 1,
+                           "links": int(np.sum(tier == code)),
+                           "cols": int(col[tier == code].max()) + 1})
+    doc = {
+        "cluster": {"id": cluster.id, "name": cluster.name, "title": cluster.title},
+        "fabric": {"id": fabric.id, "name": fabric.name, "kind": fabric.kind, "kind_label": fabric.get_kind_display(),
+                   "speed_gbps": fabric.speed_gbps},
+        "switch_tiers": [tier_names.get(t, str(t)) for t in range(max(tier_names, default=-1) + 1)],
+        "link_tiers": link_tiers,
+        "zones": [zone_names[i] for i in zone_ids],
+        "racks": [rack_names[i] for i in rack_ids],
+        "models": [model_names[i] for i in model_ids],
+        "status_names": list(STATUS_NAMES),
+        "switches": {"count": len(sw_id), "id": sw_id.tolist(), "name": sw_name,
+                     "tier": sw_tier.tolist(), "zone": zone.tolist(), "group": sw_group.tolist(),
+                     "rack": rack.tolist(), "model": model.tolist()},
+        "links": {"count": len(link_id), "id_runs": _runs(link_id), "tier": tier.tolist(), "a": a.tolist(),
+                  "b": b.tolist(), "col": col.tolist()},
+    }
+    text = json.dumps(doc, separators=(",", ":"))
+    return Structure(fingerprint, link_id, sw_id, text[:-1])
+
+
+def structure(fabric: Fabric) -> Structure:
+    """The fabric's structure, from the process cache while its fingerprint holds."""
+    fingerprint = _fingerprint(fabric)
+    cached = _cache.get(fabric.id)
+    if cached is not None and cached.fingerprint == fingerprint:
+        return cached
+    built = _build(fabric, fingerprint)
+    with _lock:
+        if len(_cache) >= _CACHE_SIZE:
+            _cache.clear()
+        _cache[fabric.id] = built
+    return built
+
+
+def _sparse_status(ids: np.ndarray, rows: list[tuple[int, str]]) -> dict:
+    """The non-active items ``rows`` (id, status) as positions in the sorted ``ids`` with their status codes
+    (an item added since ``ids`` were read is left out: the next fingerprint sees it)."""
+    pos = np.searchsorted(ids, [i for i, _ in rows]).tolist()
+    found = [(p, STATUS_CODE[status]) for p, (i, status) in zip(pos, rows) if p < len(ids) and ids[p] == i]
+    return {"index": [p for p, _ in found], "code": [code for _, code in found]}
+
+
+def statuses(fabric: Fabric, s: Structure) -> dict:
+    """Current statuses of the fabric's links and switches, sparse: only those not active."""
+    def not_active(model):
+        return list(model.objects.filter(fabric=fabric).exclude(status=STATUS_NAMES[STATUS_ACTIVE]).order_by("id")
+                    .values_list("id", "status"))
+    return {"link_status": _sparse_status(s.link_ids, not_active(Link)),
+            "switch_status": _sparse_status(s.switch_ids, not_active(Switch))}
+
+
+def page_data(fabric: Fabric) -> str:
+    """fabric.json: the cached structure with the current statuses."""
+    s = structure(fabric)
+    return f'{s.json},{json.dumps(statuses(fabric, s), separators=(",", ":"))[1:]}'
+
+
+def status_data(fabric: Fabric) -> dict:
+    """The statuses alone, for a page that has the structure (refreshed while it stays open)."""
+    s = structure(fabric)
+    return {"links": {"count": len(s.link_ids)}, **statuses(fabric, s)}
+
+
+def link_details(fabric: Fabric, ids: list[int]) -> list[dict]:
+    """Name, status, speed and both ends (port and device) of the given backend links, in id order."""
+    rows = (Link.objects.filter(fabric=fabric, id__in=ids).order_by("id")
+            .values_list("id", "name", "status", "speed_gbps", "a_port__name", "a_port__nic__name",
+                         "a_switch__name", "b_port__name", "b_switch__name"))
+    return [{"id": i, "name": name, "status": status, "speed_gbps": speed,
+             "a": {"port": a_port, "device": a_switch or a_nic}, "b": {"port": b_port, "device": b_switch}}
+            for i, name, status, speed, a_port, a_nic, a_switch, b_port, b_switch in rows]
