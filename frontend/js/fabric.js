@@ -490,7 +490,7 @@ async function start() {
   restoreHash();
 
   live(`/ws/clusters/${encodeURIComponent(cluster)}/`, {
-    query: { index: "0" },
+    query: { index: "0" }, seq: snap?.seq ?? 0,        // the snapshot just applied: no second fetch
     onFrame(frame, merged) {
       timeFrame(() => { if (takeFrame(frame, merged.link_util ?? null)) refresh(); });
     },

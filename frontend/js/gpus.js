@@ -553,7 +553,7 @@ async function start() {
     runOf: (i) => runOf[i],
   };
   live(`/ws/clusters/${encodeURIComponent(clusterName)}/`, {
-    query: { index: "0" },
+    query: { index: "0" }, seq: snap?.seq ?? 0,        // the snapshot just applied: no second fetch
     onMeta: (meta) => { if (meta.seq < clusterSeq) clusterSeq = 0; },   // the stream started over (Redis reset)
     onFrame: (f) => timeFrame(() => { if (applyFrame(f)) draw(); }),
   });
