@@ -1,28 +1,19 @@
 """The Experiments pages render with the server's data: the runs list and its form (fields and choices from the
 parameter serializers), a finished run, runs compared, the published figure; bad compare requests get a clear
 400/404. Given / when / then."""
-import io
 import json
 import re
 
 import pytest
 from django.contrib.auth.models import Permission, User
-from django.core.management import call_command
 
 from sim import figures
 from sim.collectives import COLLECTIVES
 from sim.placement import PLACEMENTS
 from sim.routing import ROUTINGS
-from twin.inventory.models import Cluster
 from twin.runs.models import SimulationRun
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def demo():
-    call_command("build_cluster", "demo-256", "--no-progress", stdout=io.StringIO())
-    return Cluster.objects.get(name="demo-256")
 
 
 @pytest.fixture

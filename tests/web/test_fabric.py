@@ -1,13 +1,12 @@
 """The fabric page and its data: fabric.json's arrays follow the live frames' link order and agree with the
 database; statuses are current (a link failed through the ORM or the API shows as not active at once, though the
 structure is cached); unknown clusters are a 404 that says so."""
-import io
 import json
 
 import numpy as np
 import pytest
 from django.contrib.auth.models import Permission, User
-from django.core.management import call_command
+from tests.web.conftest import build
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -17,16 +16,6 @@ from twin.live.meta import cluster_index
 
 pytestmark = pytest.mark.django_db
 FAILED, DRAINED = STATUS_NAMES.index("failed"), STATUS_NAMES.index("drained")
-
-
-def build(name="demo-256", *args):
-    call_command("build_cluster", name, "--no-progress", *args, stdout=io.StringIO())
-    return m.Cluster.objects.get(name=name)
-
-
-@pytest.fixture
-def demo():
-    return build()
 
 
 def backend_links(cluster):

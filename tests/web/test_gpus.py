@@ -2,13 +2,12 @@
 whose host, rack, zone and NIC-cable positions agree with the database and with the live link_util order; statuses
 are current although the structure is cached; the GPUs it calls unusable are exactly those the simulator cannot
 place; unknown clusters are a 404 that says so."""
-import io
 import json
 
 import numpy as np
 import pytest
 from django.contrib.auth.models import Permission, User
-from django.core.management import call_command
+from tests.web.conftest import build
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -22,16 +21,6 @@ from twin.web.gpu_data import REASONS
 pytestmark = pytest.mark.django_db
 FAILED, DRAINED, MAINTENANCE = (STATUS_NAMES.index(s) for s in ("failed", "drained", "maintenance"))
 BIT = {name: 1 << k for k, name in enumerate(REASONS)}
-
-
-def build(name="demo-256", *args):
-    call_command("build_cluster", name, "--no-progress", *args, stdout=io.StringIO())
-    return m.Cluster.objects.get(name=name)
-
-
-@pytest.fixture
-def demo():
-    return build()
 
 
 def gpus_json(client, name="demo-256", path="gpus.json"):

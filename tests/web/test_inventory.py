@@ -1,11 +1,9 @@
 """The inventory browser: each level of the drill-down shows its children with counts by status and a breadcrumb,
 the status form appears only with the model's change permission, search finds by name and serial and filters by
 status, and a page's query count does not grow with its number of children."""
-import io
 
 import pytest
 from django.contrib.auth.models import Permission, User
-from django.core.management import call_command
 from django.db.models import Q
 from django.db import connection
 from django.test import Client
@@ -14,12 +12,6 @@ from django.test.utils import CaptureQueriesContext
 from twin.inventory import models as m
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def demo():
-    call_command("build_cluster", "demo-256", "--no-progress", stdout=io.StringIO())
-    return m.Cluster.objects.get(name="demo-256")
 
 
 def url(kind, pk):

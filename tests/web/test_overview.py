@@ -13,12 +13,6 @@ from twin.web.management.commands import ensure_admin
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def demo():
-    call_command("build_cluster", "demo-256", "--no-progress", stdout=io.StringIO())
-    return m.Cluster.objects.get(name="demo-256")
-
-
 def test_overview_shows_health_bisection_and_running_runs(client, demo):
     # given two failed GPUs, a failed leaf uplink and a queued run
     gpus = list(m.GPU.objects.filter(cluster=demo).order_by("index")[:2])
