@@ -86,7 +86,8 @@ CHANNEL_LAYERS = {
     },
 }
 TWIN_LIVE_TICK_HZ = 4.0   # frames per second per run at most (RunPublisher.progress)
-TWIN_LIVE_KEY_PREFIX = "twin:live:"
+# Redis keys of the live snapshots; several twins (or test sessions) sharing one Redis each take their own.
+TWIN_LIVE_KEY_PREFIX = os.environ.get("TWIN_LIVE_KEY_PREFIX") or "twin:live:"
 TWIN_LIVE_SNAPSHOT_TTL = 7 * 24 * 3600
 
 # Celery: one app (twin/celery.py), settings under the CELERY_ namespace.

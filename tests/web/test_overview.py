@@ -54,3 +54,16 @@ def test_ensure_admin_creates_one_superuser_once(tmp_path, monkeypatch):
     call_command("ensure_admin", stdout=io.StringIO())
     assert get_user_model().objects.filter(is_superuser=True).count() == 1
     assert (tmp_path / "admin-password").read_text().strip() == password
+
+
+def test_the_header_follows_the_cluster_a_page_is_about(client, settings, demo):
+    # given another cluster that is the default, and a run and a host of demo-256
+    m.Cluster.objects.create(name="another", title="Another", spec={})
+    settings.TWIN_DEFAULT_CLUSTERS = ["another"]
+    assert "<option selected>another</option>" in client.get("/").content.decode()
+    run = SimulationRun.objects.create(kind="collective", cluster=demo, params={})
+    host = m.Host.objects.filter(cluster=demo).first()
+    for url in (f"/experiments/{run.id}/", f"/inventory/host/{host.id}/", "/clusters/demo-256/fabric/"):
+        page = client.get(url).content.decode()
+        assert "<option selected>demo-256</option>" in page, url
+        assert 'href="/clusters/demo-256/gpus/"' in page, url

@@ -8,13 +8,21 @@ from twin.inventory.models import Cluster
 from twin.web.nav import NAV
 
 CLUSTER_COOKIE = "twin_cluster"
+PAGE_CLUSTER = "twin_page_cluster"
+
+
+def about_cluster(request, name: str) -> None:
+    """A view whose URL has no cluster (a run, an inventory item) says which cluster its page is about, for the
+    header's cluster picker and the Fabric/GPUs links."""
+    setattr(request, PAGE_CLUSTER, name)
 
 
 def current_cluster(request, names: list[str]) -> str | None:
-    """The cluster the page is about: the URL's, else the last one viewed (cookie), else the first of the default
-    clusters that is built, else the first by name."""
+    """The cluster the page is about: the URL's, else the one its view names (:func:`about_cluster`), else the last
+    one viewed (cookie), else the first of the default clusters that is built, else the first by name."""
     match = getattr(request, "resolver_match", None)
-    for name in ((match.kwargs.get("cluster") if match else None), request.COOKIES.get(CLUSTER_COOKIE),
+    for name in ((match.kwargs.get("cluster") if match else None), getattr(request, PAGE_CLUSTER, None),
+                 request.COOKIES.get(CLUSTER_COOKIE),
                  *settings.TWIN_DEFAULT_CLUSTERS):
         if name in names:
             return name

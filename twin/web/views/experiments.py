@@ -18,7 +18,7 @@ from twin.runs.choices import FINISHED, RunKind, RunStatus
 from twin.runs.kinds import FIGURE_CHOICES, PARAMS
 from twin.runs.models import SimulationRun
 from twin.web.access import readable
-from twin.web.context import current_cluster
+from twin.web.context import about_cluster, current_cluster
 
 ADD_RUN = "runs.add_simulationrun"          # the API asks it to start a run and to cancel one (both are POSTs)
 FORM_KINDS = (RunKind.COLLECTIVE, RunKind.SWEEP)
@@ -105,6 +105,7 @@ def run_page(request, run_id: int):
     """One run: its parameters and state, live progress, then its results drawn for its kind."""
     run = get_object_or_404(SimulationRun.objects.select_related("cluster").only(
         "id", "kind", "status", "progress", "parent_id", "cluster__name"), pk=run_id)
+    about_cluster(request, run.cluster.name)
     return render(request, "web/experiments_run.html", _common(
         request, run=run, published=PUBLISHED,
         page={"id": run.pk, "kind": run.kind, "cluster": run.cluster.name, "parent": run.parent_id,

@@ -9,6 +9,7 @@ from django.urls import path
 from twin.inventory.choices import Status
 from twin.inventory.models import GPU, Cluster, Host, Link, StorageServer, Switch, Zone
 from twin.web.access import readable
+from twin.web.context import about_cluster
 
 from .items import PAGES, paginate
 from .kinds import KINDS, SEARCHABLE, SIMULATED, breadcrumb
@@ -78,6 +79,7 @@ def item(request, kind: str, pk: int):
         raise Http404(f"no {k.label} {pk}")
     crumbs = breadcrumb(obj)
     cluster_name = crumbs[0]["name"] if crumbs else obj.name
+    about_cluster(request, cluster_name)
     ctx = _context(request, cluster_name,
                    kind=k, obj=obj, crumbs=crumbs, api_url=k.api_url(pk), admin_url=k.admin_url(pk),
                    hardware=getattr(obj, k.hardware) if k.hardware else None,
