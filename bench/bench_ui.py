@@ -1,0 +1,226 @@
+"""Benchmark: the browser UI's budgets, measured in headless Chromium (Debian's chromium driven by Playwright).
+
+    .venv/bin/python bench/bench_ui.py [--database-url URL] [--loads 5] [--gpus 4096] [--seeds 400]
+
+Starts its own daphne and Celery worker (tests/processes.py) against a database holding meta-roce-24k: by default
+var/bench-ui.sqlite3, migrated and built the first time and kept, or --database-url (built there when absent).
+Uses REDIS_URL when set, else starts the embedded Redis on a free port. Prints, for meta-roce-24k (24,576 GPUs,
+56,256 backend links):
+  1. first paint of the fabric and GPU-grid pages (window.twin.firstPaintMs: navigation start to the main view
+     drawn with data), cold (the first load after the server started) and warm (median and max of --loads), each
+     load in a fresh browser context (no browser cache, as a first visit), with the bytes of page data fetched
+     (JSON and live snapshot, as sent: compressed where the server compresses); budget 2 s;
+  2. live frame application (window.twin.frameApplyMs: state update and redraw per frame) on the fabric page and
+     the GPU grid (coloured by job, and by utilization), open side by side while a real collective run on
+     meta-roce-24k publishes its frames (all 56,256 link utilizations and 24,576 GPU states in each):
+     median, p95 and max; budget 50 ms.
+The servers, the worker's simulation and Chromium share this machine's CPUs, as they do for a user of scripts/run.
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.e2e.browser import CHROMIUM, READY, PageProbe, launch  # noqa: E402
+
+CLUSTER = "meta-roce-24k"
+PAGES = {"fabric": f"/clusters/{CLUSTER}/fabric/", "GPU grid": f"/clusters/{CLUSTER}/gpus/"}
+PAINT_BUDGET_MS, FRAME_BUDGET_MS = 2000.0, 50.0
+READY_TIMEOUT_MS = 60_000
+
+
+def embedded_redis(tmp: Path) -> tuple[subprocess.Popen, str]:
+    ready = tmp / "redis.url"
+    proc = subprocess.Popen([sys.executable, "-m", "twin.redis_server", "--port", "0", "--ready-file", str(ready)],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(300):
+        if ready.exists() and ready.read_text().strip():
+            return proc, ready.read_text().strip()
+        time.sleep(0.1)
+    raise SystemExit("the embedded Redis did not start")
+
+
+def prepare_database():
+    """Migrate and build meta-roce-24k where absent (idempotent: a kept database is ready at once)."""
+    from django.core.management import call_command
+
+    from sim.spec import load_spec
+    from twin.inventory.builder import build_cluster
+
+    call_command("migrate", verbosity=0)
+    t = time.perf_counter()
+    result = build_cluster(load_spec(CLUSTER))
+    if result.created:
+        print(f"built {CLUSTER} ({result.rows:,} rows) in {time.perf_counter() - t:.1f} s")
+    return result.cluster
+
+
+def percentile(values, q):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
+
+
+class Browser:
+    """Headless Chromium; every load in a fresh context, its problems (console errors, failed requests) reported."""
+
+    def __init__(self, base_url: str):
+        from playwright.sync_api import sync_playwright
+
+        self.base_url = base_url
+        self.pw = sync_playwright().start()
+        self.browser = launch(self.pw)
+        self.version = self.browser.version
+        self.problems = []
+
+    def open(self, path: str):
+        """A fresh context on ``path``, once the page is drawn with data: (context, page, probe)."""
+        context = self.browser.new_context(base_url=self.base_url, viewport={"width": 1440, "height": 900})
+        page = context.new_page()
+        probe = PageProbe(page)
+        page.goto(path)
+        page.wait_for_selector(READY, state="attached", timeout=READY_TIMEOUT_MS)
+        return context, page, probe
+
+    def first_paint(self, path: str) -> tuple[float, int]:
+        """(firstPaintMs, bytes of the page data fetched) of one load of ``path``."""
+        context, page, probe = self.open(path)
+        ms = page.evaluate("window.twin.firstPaintMs")
+        data = page.evaluate("performance.getEntriesByType('resource').filter(r => /\\.json|snapshot/.test(r.name))"
+                             ".reduce((n, r) => n + r.encodedBodySize, 0)")
+        self.problems += probe.problems
+        context.close()
+        return ms, data
+
+    def close(self):
+        self.browser.close()
+        self.pw.stop()
+
+
+def first_paints(browser, daphne, loads: int) -> dict:
+    """Per page: (cold ms, warm median ms, warm max ms, page data bytes); cold on a server started just before."""
+    out = {}
+    for name, path in PAGES.items():
+        daphne.stop()
+        daphne.start()
+        cold, size = browser.first_paint(path)
+        warm = [browser.first_paint(path)[0] for _ in range(loads)]
+        out[name] = (cold, statistics.median(warm), max(warm), size)
+    return out
+
+
+def live_frames(browser, cluster, gpus: int, seeds: int) -> tuple[dict, object, float]:
+    """Per view: the frameApplyMs of the frames of one collective run, the pages open side by side while it runs
+    (the GPU grid twice: coloured by job, the default, and by NIC-link utilization, which maps every frame's link
+    utilization onto the GPUs). Returns (frames by view, the run, its wall time in s)."""
+    from twin.runs.actions import create_run
+    from twin.runs.models import SimulationRun
+
+    views = {}
+    for name, path, mode in (("fabric", PAGES["fabric"], None), ("GPU grid, job", PAGES["GPU grid"], "job"),
+                             ("GPU grid, utilization", PAGES["GPU grid"], "utilization")):
+        context, page, probe = browser.open(path)
+        if mode:
+            page.select_option("select#gpu-color-mode", mode)
+        page.wait_for_selector('#live-status[data-state="live"]', state="attached")
+        page.evaluate("window.twin.frameApplyMs.length = 0")
+        views[name] = (context, page, probe)
+    run = create_run("collective", {"gpus": gpus, "seeds": seeds, "placement": "random", "routing": "ecmp"}, cluster)
+    t0 = time.monotonic()
+    while SimulationRun.objects.filter(pk=run.pk, status__in=("queued", "running")).exists():
+        if time.monotonic() - t0 > 900:
+            raise SystemExit(f"run #{run.pk} did not finish within 15 min")
+        time.sleep(0.25)
+    wall = time.monotonic() - t0
+    run.refresh_from_db()
+    time.sleep(1.0)                     # the final frame on its way to the pages
+    frames = {}
+    for name, (context, page, probe) in views.items():
+        frames[name] = page.evaluate("window.twin.frameApplyMs")
+        browser.problems += probe.problems
+        context.close()
+    return frames, run, wall
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--database-url", help="a database to use (default: var/bench-ui.sqlite3, kept between runs)")
+    ap.add_argument("--loads", type=int, default=5, help="warm loads per page (the median is reported)")
+    ap.add_argument("--gpus", type=int, default=4096, help="GPUs of the collective run that publishes the frames")
+    ap.add_argument("--seeds", type=int, default=400,
+                    help="hash seeds of that run: one progress report with all link and GPU states each "
+                         "(the default lasts 10-20 s here: 40+ frames at the 4 Hz tick)")
+    args = ap.parse_args()
+    if not CHROMIUM.exists():
+        raise SystemExit(f"{CHROMIUM} is missing (Debian: apt-get install chromium)")
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench_ui_"))
+    procs, servers, browser = [], [], None
+    try:
+        if not os.environ.get("REDIS_URL"):
+            proc, url = embedded_redis(tmp)
+            procs.append(proc)
+            os.environ["REDIS_URL"] = url
+        os.environ["DATABASE_URL"] = args.database_url or f"sqlite:///{ROOT / 'var' / 'bench-ui.sqlite3'}"
+        os.environ["DJANGO_SETTINGS_MODULE"] = "twin.settings"
+        queue = os.environ["TWIN_CELERY_QUEUE"] = f"bench-ui-{uuid.uuid4().hex[:8]}"
+        # Playwright runs an event loop in this thread, where the ORM would refuse to run; this is a benchmark's
+        # own process (tests/processes.py starts the servers without it).
+        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+        import django
+        django.setup()
+        from django.db import connection
+
+        from tests.processes import Daphne, Workers
+
+        cluster = prepare_database()
+        workers = Workers(tmp, n=1, queue=queue)
+        daphne = Daphne(tmp, queue)
+        servers += [daphne, workers]
+        workers.ensure()
+        browser = Browser(daphne.url)
+        paint = first_paints(browser, daphne, args.loads)
+        frames, run, wall = live_frames(browser, cluster, args.gpus, args.seeds)
+
+        print(f"UI benchmark: {CLUSTER} (24,576 GPUs, 56,256 backend links), headless Chromium {browser.version}, "
+              f"{os.cpu_count()} CPUs, {connection.vendor}")
+        print(f"\nfirst paint, navigation start -> main view drawn with data (budget {PAINT_BUDGET_MS / 1000:g} s)")
+        print(f"  {'page':<10} {'cold':>9} {'warm median':>12} {'warm max':>10} {'data fetched':>13}  verdict")
+        for name, (cold, warm, worst, size) in paint.items():
+            ok = max(cold, worst) <= PAINT_BUDGET_MS
+            print(f"  {name:<10} {cold:>6.0f} ms {warm:>9.0f} ms {worst:>7.0f} ms {size / 1024:>9.0f} KiB  "
+                  f"{'OK' if ok else 'OVER'}")
+        print(f"\nlive frame applied to the page (budget {FRAME_BUDGET_MS:g} ms), during run #{run.pk}: collective, "
+              f"{args.gpus:,} GPUs, {args.seeds} seeds, {run.status} in {wall:.0f} s")
+        print(f"  {'page':<22} {'frames':>6} {'median':>9} {'p95':>9} {'max':>9}  verdict")
+        for name, ms in frames.items():
+            if not ms:
+                print(f"  {name:<22} {0:>6}  no frame applied  FAILED")
+                continue
+            verdict = "OK" if max(ms) <= FRAME_BUDGET_MS else "OVER"
+            print(f"  {name:<22} {len(ms):>6} {statistics.median(ms):>6.1f} ms {percentile(ms, 0.95):>6.1f} ms "
+                  f"{max(ms):>6.1f} ms  {verdict}")
+        if browser.problems:
+            print("\npage problems seen:\n  " + "\n  ".join(browser.problems))
+    finally:
+        if browser is not None:
+            browser.close()
+        for s in servers:
+            s.stop()
+        for p in procs:
+            p.terminate()
+            p.wait(10)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""Headless Chromium for the end-to-end tests and bench/bench_ui.py: Debian's chromium driven by Playwright (never a
+browser downloaded by ``playwright install``), and a watch on each page for what a user would call broken."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+
+from twin.env import VAR_DIR
+
+CHROMIUM = Path("/usr/bin/chromium")
+LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+               "--disable-component-update", "--disable-sync"]
+SCREENSHOTS = VAR_DIR / "screenshots"
+READY = 'body[data-ready="1"]'
+
+
+def launch(playwright):
+    return playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+
+
+class PageProbe:
+    """Collects a page's problems: console errors, uncaught exceptions, failed requests and HTTP 4xx/5xx answers.
+    Problems seen inside :meth:`outage` (the server is down on purpose) are kept apart in ``tolerated``."""
+
+    def __init__(self, page):
+        self.page, self.problems, self.tolerated, self._outage = page, [], [], False
+        page.on("console", lambda m: m.type == "error" and self._add(f"console error: {m.text} at {_where(m)}"))
+        page.on("pageerror", lambda e: self._add(f"uncaught exception: {e}"))
+        page.on("requestfailed", lambda r: self._add(f"request failed: {r.method} {r.url}: {r.failure}"))
+        page.on("response", lambda r: r.status >= 400 and self._add(f"HTTP {r.status}: {r.request.method} {r.url}"))
+
+    def _add(self, problem: str):
+        (self.tolerated if self._outage else self.problems).append(f"[{self.page.url}] {problem}")
+
+    @contextmanager
+    def outage(self):
+        self._outage = True
+        try:
+            yield
+        finally:
+            self._outage = False
+
+    def assert_clean(self):
+        problems, self.problems = self.problems, []
+        assert not problems, "the page has problems:\n  " + "\n  ".join(problems)
+
+
+def _where(message) -> str:
+    loc = message.location or {}
+    return f"{loc.get('url', '?')}:{loc.get('lineNumber', '?')}"
+
+
+def screenshot(page, name: str) -> Path:
+    """The whole page as var/screenshots/<name>.png."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path

@@ -1,0 +1,320 @@
+"""End-to-end fixtures: the twin as a user gets it, in a real browser.
+
+A daphne server (``twin.asgi:application``) and a Celery worker run as subprocesses on the pytest-django test
+database and the real Redis (REDIS_URL), the worker on a queue of this session's own; meta-roce-24k (24,576 GPUs) and
+demo-256 are built and committed (the servers see committed rows only); headless Debian Chromium, driven by
+Playwright, opens the pages, one browser for all the tests and a fresh context (cookies, storage) per test.
+
+All of it is set up once for the package and torn down after its last test: the committed rows are flushed then,
+as a transactional test does, so the other test packages start from an empty database.
+
+Without /usr/bin/chromium the tests are skipped, unless TWIN_E2E_REQUIRED=1 (CI), where they fail.
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import urllib.request
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import pytest
+from django.db import connections
+
+from tests.e2e.browser import CHROMIUM, READY, PageProbe, launch, screenshot
+from tests.processes import Daphne, Workers
+
+# The test database's name, taken before any set-up (which renames the connection's database to it).
+TEST_DATABASE_NAME = connections["default"].creation._get_test_db_name()
+PASSWORD = "e2e-password-not-secret"
+PAGE_TIMEOUT_MS = 30_000          # correctness, not speed: bench/bench_ui.py measures against the budgets
+RUN_SECONDS = 120
+
+
+@pytest.fixture(scope="package", autouse=True)
+def chromium():
+    if not CHROMIUM.exists():
+        reason = f"{CHROMIUM} is missing (Debian: apt-get install chromium)"
+        if os.environ.get("TWIN_E2E_REQUIRED") == "1":
+            pytest.fail(f"end-to-end tests required (TWIN_E2E_REQUIRED=1) but {reason}", pytrace=False)
+        pytest.skip(f"end-to-end tests skipped: {reason}")
+
+
+@pytest.fixture(scope="package", autouse=True)
+def _orm_beside_playwright():
+    """Playwright's sync API keeps an event loop running in the test thread, where Django's ORM then refuses to run
+    (SynchronousOnlyOperation). Allowed for this package only; the servers never get the escape hatch."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        yield
+
+
+@contextmanager
+def database(django_db_blocker):
+    """Database access from the test thread, its connections closed after. While Playwright's event loop runs in this
+    thread, Django keeps them per async context (asgiref's Local), apart from pytest-django's, which closes only its
+    own: left open, a SQLite test database leaves its WAL file behind."""
+    with django_db_blocker.unblock():
+        try:
+            yield
+        finally:
+            connections.close_all()
+
+
+def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1, what: str = "condition"):
+    """Poll ``predicate`` until it returns a truthy value; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+    return value
+
+
+def in_thread(fn, *args):
+    """Call ``fn`` in a thread without an event loop: async_to_sync (the live publisher) refuses to run in the test
+    thread, where Playwright's loop runs. The thread's database connection is closed after."""
+    out = {}
+
+    def target():
+        try:
+            out["value"] = fn(*args)
+        except BaseException as e:  # noqa: BLE001 - re-raised in the caller
+            out["error"] = e
+        finally:
+            connections.close_all()
+
+    t = threading.Thread(target=target)
+    t.start()
+    t.join()
+    if "error" in out:
+        raise out["error"]
+    return out.get("value")
+
+
+# ------------------------------------------------------------------------------------------------- the twin
+@dataclass
+class Twin:
+    """What the tests know of the running twin."""
+
+    daphne: Daphne
+    workers: Workers
+    token: str                                     # the superuser's API token
+    clusters: dict[str, int]                       # name -> id
+    backend_links: dict[str, int]                  # name -> number of backend links
+    gpus: dict[str, int]                           # name -> number of GPUs
+    items: dict[str, int] = field(default_factory=dict)   # inventory kind -> pk of one item of demo-256
+    names: dict[str, str] = field(default_factory=dict)   # inventory kind -> its name
+
+    @property
+    def url(self) -> str:
+        return self.daphne.url
+
+    def api(self, path: str, body=None):
+        """GET (or POST ``body``) the REST API on the running server as the superuser (token auth)."""
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method="GET" if body is None else "POST",
+                                     headers={"Authorization": f"Token {self.token}",
+                                              "Content-Type": "application/json", "Accept": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return json.loads(r.read() or b"null")
+
+    def start_run(self, cluster: str, **params) -> int:
+        return self.api("/api/runs/", {"kind": "collective", "cluster": cluster, "params": params})["id"]
+
+    def wait_run(self, run_id: int, timeout: float = RUN_SECONDS) -> dict:
+        def done():
+            run = self.api(f"/api/runs/{run_id}/")
+            return run if run["status"] in ("succeeded", "failed", "cancelled") else None
+        run = wait_for(done, timeout=timeout, interval=0.25, what=f"run {run_id} to finish")
+        assert run["status"] == "succeeded", f"{run}\nworker log:\n{self.workers.all[0].tail()}"
+        return run
+
+
+def _build(django_db_blocker) -> dict:
+    """Build the clusters, the superuser and its token, committed; returns what the tests look up."""
+    from django.contrib.auth.models import User
+    from rest_framework.authtoken.models import Token
+
+    from sim.spec import load_spec
+    from twin.inventory import models as m
+    from twin.inventory.builder import build_cluster
+    from twin.inventory.choices import FabricRole
+
+    with database(django_db_blocker):
+        clusters = {name: build_cluster(load_spec(name)).cluster for name in ("meta-roce-24k", "demo-256")}
+        admin = User.objects.create_superuser("admin", password=PASSWORD)
+        demo = clusters["demo-256"]
+        sample = {
+            "cluster": demo,
+            "zone": m.Zone.objects.filter(cluster=demo).order_by("id").first(),
+            "rack": m.Rack.objects.filter(cluster=demo).order_by("id").first(),
+            "host": m.Host.objects.filter(cluster=demo).order_by("id").first(),
+            "gpu": m.GPU.objects.filter(cluster=demo).order_by("index").first(),
+            "switch": m.Switch.objects.filter(cluster=demo).order_by("id").first(),
+            "link": m.Link.objects.filter(cluster=demo, fabric__role=FabricRole.BACKEND).order_by("id").first(),
+        }
+        return {
+            "token": Token.objects.create(user=admin).key,
+            "clusters": {name: c.id for name, c in clusters.items()},
+            "backend_links": {name: m.Link.objects.filter(cluster=c, fabric__role=FabricRole.BACKEND).count()
+                              for name, c in clusters.items()},
+            "gpus": {name: m.GPU.objects.filter(cluster=c).count() for name, c in clusters.items()},
+            "items": {kind: item.pk for kind, item in sample.items()},
+            "names": {kind: item.name for kind, item in sample.items()},
+        }
+
+
+@pytest.fixture(scope="package")
+def server_settings():
+    """The servers' environment: live-push Redis keys of this session (Redis outlives the test database, whose
+    run and cluster ids start from 1 again: a run page must not resync from a previous session's snapshot); this
+    process publishes under the same keys."""
+    from django.test import override_settings
+
+    from twin.live import store
+    prefix = f"test:e2e:{uuid.uuid4().hex[:12]}:"
+    override = override_settings(TWIN_LIVE_KEY_PREFIX=prefix)
+    override.enable()
+    yield {"TWIN_LIVE_KEY_PREFIX": prefix}
+    try:
+        r = store.client()
+        keys = list(r.scan_iter(match=prefix + "*", count=1000))
+        if keys:
+            r.delete(*keys)
+    finally:
+        override.disable()
+
+
+@pytest.fixture(scope="package")
+def test_database(django_db_setup, django_db_blocker):
+    """The test database. pytest-django creates it only when a collected test is marked for it (``django_db`` or
+    the ``db`` fixtures); these tests are not (they share committed data, not per-test transactions), so when they
+    run alone it is created here."""
+    from django.db import connection
+    from django.test.utils import setup_databases, teardown_databases
+
+    if connection.settings_dict["NAME"] == TEST_DATABASE_NAME:
+        yield
+        return
+    with database(django_db_blocker):
+        created = setup_databases(verbosity=0, interactive=False, aliases={"default"})
+        assert connection.settings_dict["NAME"] == TEST_DATABASE_NAME
+    yield
+    with database(django_db_blocker):
+        teardown_databases(created, verbosity=0)
+
+
+@pytest.fixture(scope="package")
+def twin(test_database, django_db_blocker, server_settings, tmp_path_factory):
+    from django.core.management import call_command
+
+    data = _build(django_db_blocker)
+    logs = tmp_path_factory.mktemp("e2e-servers")
+    queue = f"twin-e2e-{uuid.uuid4().hex[:10]}"
+    workers = Workers(logs, n=1, queue=queue, env=server_settings)
+    daphne = Daphne(logs, queue, env=server_settings)
+    try:
+        workers.ensure()
+        daphne.start()
+        yield Twin(daphne=daphne, workers=workers, **data)
+    finally:
+        daphne.stop()
+        workers.stop()
+        with database(django_db_blocker):
+            call_command("flush", interactive=False, verbosity=0)
+
+
+@pytest.fixture
+def orm(django_db_blocker):
+    """Database access from a test (committed at once: the servers read the same database)."""
+    with database(django_db_blocker):
+        yield
+
+
+# --------------------------------------------------------------------------------------------------- browser
+@pytest.fixture(scope="package")
+def browser(chromium):
+    from playwright.sync_api import sync_playwright
+
+    pw = sync_playwright().start()
+    b = launch(pw)
+    try:
+        yield b
+    finally:
+        b.close()
+        pw.stop()
+
+
+class Visitor:
+    """A user in the browser: one context (cookies) and one page, watched by a :class:`PageProbe`."""
+
+    def __init__(self, browser, base_url: str, storage_state=None):
+        self.context = browser.new_context(base_url=base_url, storage_state=storage_state,
+                                           viewport={"width": 1440, "height": 900})
+        self.context.set_default_timeout(PAGE_TIMEOUT_MS)
+        self.page = self.context.new_page()
+        self.probe = PageProbe(self.page)
+
+    def visit(self, path: str, shot: str | None = None):
+        """Open ``path``, wait until the page says it is drawn with data, save a screenshot, check for problems."""
+        response = self.page.goto(path)
+        assert response is not None and response.ok, f"GET {path}: HTTP {response and response.status}"
+        self.wait_ready()
+        if shot:
+            screenshot(self.page, shot)
+        self.probe.assert_clean()
+        return self.page
+
+    def wait_ready(self):
+        self.page.wait_for_selector(READY, state="attached")
+
+    def twin_js(self, expr: str = "window.twin"):
+        return self.page.evaluate(f"() => {expr}")
+
+    def close(self):
+        self.context.close()
+
+
+@pytest.fixture(scope="package")
+def admin_state(browser, twin):
+    """The superuser's session, logged in once through /accounts/login/ as a user does."""
+    v = Visitor(browser, twin.url)
+    try:
+        page = v.visit("/accounts/login/", shot="login")
+        page.fill("input[name=username]", "admin")
+        page.fill("input[name=password]", PASSWORD)
+        with page.expect_navigation():
+            page.click("form.login-form [type=submit]")
+        assert "/accounts/login/" not in page.url, "the login was refused"
+        assert page.locator("header .user").inner_text() == "admin"
+        v.wait_ready()
+        v.probe.assert_clean()
+        return v.context.storage_state()
+    finally:
+        v.close()
+
+
+@pytest.fixture
+def visitor(browser, twin):
+    """An anonymous user."""
+    v = Visitor(browser, twin.url)
+    yield v
+    try:
+        v.probe.assert_clean()
+    finally:
+        v.close()
+
+
+@pytest.fixture
+def admin(browser, twin, admin_state):
+    """The superuser, logged in."""
+    v = Visitor(browser, twin.url, storage_state=admin_state)
+    yield v
+    try:
+        v.probe.assert_clean()
+    finally:
+        v.close()
