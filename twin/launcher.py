@@ -7,7 +7,8 @@ A small process supervisor (``scripts/run`` calls it):
 3. runs ``manage.py migrate --noinput``, ``manage.py ensure_admin`` (a first superuser) and
    ``manage.py build_cluster --defaults`` (skipped with ``--no-build``);
 4. starts daphne (HTTP + WebSocket), a Celery worker and Celery beat, each in its own session (process group), with
-   their output prefixed by name, and prints ``Twin running at http://HOST:PORT/`` once the HTTP port answers;
+   their output prefixed by name, and prints ``Twin running at http://HOST:PORT/`` once the HTTP port answers
+   (then asks once for each cluster's fabric and GPU page data, so that their first visitor finds it cached);
 5. on Ctrl-C / SIGTERM stops them all (SIGTERM, up to 10 s, then SIGKILL of the whole group), then the embedded
    Redis, and exits 0; if a process dies on its own, stops the rest and exits 1 naming it.
 """
@@ -70,6 +71,22 @@ def _answers(host: str, port: int, timeout: float = 0.5) -> bool:
             return True
     except OSError:
         return False
+
+
+def _warm_pages(base: str) -> None:
+    """Ask the web process once for each cluster's fabric and GPU page data, so that it reads and caches their
+    structure now rather than on the first visitor's click (best effort: any failure is left to that visitor)."""
+    import json
+    import urllib.request
+    try:
+        with urllib.request.urlopen(f"{base}api/inventory/clusters/?brief=1&limit=1000", timeout=30) as r:
+            names = [c["name"] for c in json.load(r)["results"]]
+        for name in names:
+            for page in ("fabric.json", "gpus.json"):
+                with urllib.request.urlopen(f"{base}clusters/{name}/{page}", timeout=60) as r:
+                    r.read()
+    except Exception:
+        pass
 
 
 def _child_setup() -> None:
@@ -212,6 +229,8 @@ class Launcher:
             if not ready:
                 if _answers(_connect_host(self.host), self.port):
                     ready = True
+                    threading.Thread(target=_warm_pages, name="warm-pages", daemon=True,
+                                     args=(url,)).start()
                     lines = ["", f"Twin running at {url}"]
                     lines += [f"  {c.name:<7} pid {c.pid:<7} {c.title}" for c in self.children]
                     lines += [f"  {'redis':<7} {self.redis_desc}"]
