@@ -4,7 +4,7 @@
 // Drill-down: zone -> its racks and spines -> one switch and its ports (/api/inventory/switches/<id>/neighbors/).
 import { countCell, LiveRows, pct as pctOf, updateRows, utilCell } from "./fabric-cells.js";
 import { applyStatus, buildModel, FabricStats, LINK_NIC_LEAF, linkIndex, rowBlocks } from "./fabric-model.js";
-import { decodeFrame } from "./frames.js";
+import { fetchSnapshot } from "./frames.js";
 import { TierHeatmap } from "./heatmap.js";
 import { api, COLORS, esc, fmt, live, markReady, timeFrame, toast, UTIL_RGB, utilCss } from "./twin.js";
 
@@ -459,20 +459,11 @@ function restoreHash() {
   if (s >= 0) selectSwitch(s);
 }
 
-async function snapshot() {
-  try {
-    const r = await fetch(`/api/live/clusters/${encodeURIComponent(cluster)}/snapshot/?binary=1`,
-                          { credentials: "same-origin" });
-    return r.ok ? decodeFrame(await r.arrayBuffer()) : null;
-  } catch (e) {
-    return null;                                    // as before any run: no data yet
-  }
-}
-
 async function start() {
   let doc, snap;
   try {
-    [doc, snap] = await Promise.all([api(root.dataset.dataUrl), snapshot()]);
+    [doc, snap] = await Promise.all([api(root.dataset.dataUrl),   // no snapshot: as before any run, no data yet
+      fetchSnapshot(`/api/live/clusters/${encodeURIComponent(cluster)}/snapshot/`).catch(() => null)]);
   } catch (e) {
     toast(`Fabric data: ${e.message}`);
     $("fabric-run").textContent = `Could not load the fabric: ${e.message}`;

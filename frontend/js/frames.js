@@ -61,6 +61,16 @@ export function decodeFrame(buffer) {
   return frame;
 }
 
+/** The last frame of a stream from its REST snapshot (asked as `?binary=1`); null when nothing was published yet (seq 0).
+ *  Throws on an HTTP error. */
+export async function fetchSnapshot(url) {
+  const binary = /[?&]binary=1/.test(url) ? url : `${url}${url.includes("?") ? "&" : "?"}binary=1`;
+  const r = await fetch(binary, { credentials: "same-origin" });
+  if (!r.ok) throw new Error(`${url}: HTTP ${r.status}`);
+  const f = decodeFrame(await r.arrayBuffer());
+  return f.seq > 0 ? f : null;
+}
+
 /** Open a live stream and keep it open: calls onMeta(json) on every (re)connection, onFrame(frame, merged) per
  *  applied frame, onState("connecting" | "live" | "reconnecting" | "closed") as the connection changes.
  *  `merged` holds the latest of every section. A gap in sequence numbers, and every reconnection, fetch the REST
@@ -90,8 +100,8 @@ export function openLive(path, { onMeta = () => {}, onFrame = () => {}, onState 
   async function resync() {
     if (!meta) return;
     try {
-      const r = await fetch(`${meta.snapshot}?binary=1`, { credentials: "same-origin" });
-      if (r.ok) { const f = decodeFrame(await r.arrayBuffer()); if (f.seq > 0) apply(f, true); }
+      const f = await fetchSnapshot(meta.snapshot);
+      if (f) apply(f, true);
     } catch (e) { /* the next gap or reconnection tries again */ }
   }
   function connect() {

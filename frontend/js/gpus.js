@@ -4,7 +4,7 @@
 // on the layout. State comes from the page data (twin/web/gpu_data.py), the cluster's live snapshot, then the
 // cluster's live stream (docs/live.md), whose frames carry every run on the cluster.
 import { COLORS, UTIL_PIXEL, api, esc, fmt, live, markReady, timeFrame, toast, twin, utilCss } from "./twin.js";
-import { decodeFrame } from "./frames.js";
+import { fetchSnapshot } from "./frames.js";
 
 const GPU_IN_JOB = 1, GPU_UNUSABLE = 2;          // live gpu_state values (twin/runs/kinds.py); 0 is idle
 const STATUS_POLL_MS = 15000;                    // how often the inventory statuses are re-read
@@ -421,20 +421,13 @@ function combineUtil() {
   }
 }
 
-async function fetchFrame(url) {
-  const r = await fetch(url, { credentials: "same-origin" });
-  if (!r.ok) throw new Error(`${url}: HTTP ${r.status}`);
-  const f = decodeFrame(await r.arrayBuffer());
-  return f.seq > 0 ? f : null;          // seq 0: nothing published yet
-}
-
 /** Runs that were already running when the page opened: their own last frames (the cluster snapshot holds only
  *  the last run's). Applied only where the cluster stream has not spoken for that run yet. */
 async function loadRunningRuns() {
   const list = await api(`/api/runs/?cluster__name=${encodeURIComponent(clusterName)}&status=running&limit=100`);
   for (const info of list.results ?? []) {
     runEntry(info.id).info = info;
-    const f = await fetchFrame(`/api/live/runs/${info.id}/snapshot/?binary=1`).catch(() => null);
+    const f = await fetchSnapshot(`/api/live/runs/${info.id}/snapshot/`).catch(() => null);
     if (f && applyFrame(f, { runStream: true })) draw();
   }
 }
@@ -531,7 +524,7 @@ modeSelect.addEventListener("change", () => {
 async function start() {
   const [data, snap] = await Promise.all([   // both preloaded by the template
     api(canvas.dataset.dataUrl),
-    fetchFrame(canvas.dataset.snapshotUrl).catch((e) => { toast(`live snapshot: ${e.message}`); return null; }),
+    fetchSnapshot(canvas.dataset.snapshotUrl).catch((e) => { toast(`live snapshot: ${e.message}`); return null; }),
   ]);
   init(data);
   if (!n) {
