@@ -26,7 +26,7 @@ export function timeFrame(fn) {
   return ms;
 }
 
-export function csrfToken() {
+function csrfToken() {
   const m = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
   return m ? decodeURIComponent(m[1]) : "";
 }
