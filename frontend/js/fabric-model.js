@@ -3,7 +3,7 @@
 // the links. No DOM here.
 
 export const LINK_NIC_LEAF = 0;
-export const HOTTEST = 20;
+const HOTTEST = 20;
 
 /** fabric.json -> the model: links and switches as typed arrays, names as plain arrays. */
 export function buildModel(doc) {

@@ -175,10 +175,10 @@ function drawHeatmaps() {
 let hoverTimer = null;
 function showTooltip(el, i, ev) {
   if (i < 0) { el.hidden = true; return; }
-  const m = state.model, d = details.get(m.linkId[i]), name = linkName(i);
+  const m = state.model, d = details.get(m.linkId[i]), name = linkName(i), why = downBecause(i);
   const st = statusName(m.status[i]), u = state.util ? state.util[i] : 0;
   el.innerHTML = `<div><b>${esc(linkEnds(i))}</b></div>${name ? `<div class="mono">${esc(name)}</div>` : ""}
-    ${downBecause(i) ? `<div class="warn">${esc(downBecause(i))}</div>` : ""}
+    ${why ? `<div class="warn">${esc(why)}</div>` : ""}
     <div class="muted">${esc(tierTitle(tierOf(i)))} · row ${esc(m.short(m.sw.name[m.row[i]]))} · column ${m.col[i]}
       · link #${m.linkId[i]}</div>
     <div>${badge(st)} utilization <b>${st === "active" ? pct(u) : "–"}</b>${d ? ` of ${d.speed_gbps} Gb/s` : ""}</div>`;
@@ -462,8 +462,8 @@ function restoreHash() {
 async function start() {
   let doc, snap;
   try {
-    [doc, snap] = await Promise.all([api(root.dataset.dataUrl),   // no snapshot: as before any run, no data yet
-      fetchSnapshot(`/api/live/clusters/${encodeURIComponent(cluster)}/snapshot/`).catch(() => null)]);
+    [doc, snap] = await Promise.all([api(root.dataset.dataUrl),   // no snapshot: drawn as before any run
+      fetchSnapshot(root.dataset.snapshotUrl).catch((e) => { toast(`Live snapshot: ${e.message}`); return null; })]);
   } catch (e) {
     toast(`Fabric data: ${e.message}`);
     $("fabric-run").textContent = `Could not load the fabric: ${e.message}`;
@@ -473,7 +473,7 @@ async function start() {
   state.stats = new FabricStats(state.model);
   buildHeatmaps();
   buildZoneTable();
-  if (snap && snap.seq > 0) takeFrame(snap, snap.sections.link_util ?? null, false);
+  if (snap) takeFrame(snap, snap.sections.link_util ?? null, false);
   else renderRun();
   refresh();
   renderFailed();

@@ -56,7 +56,6 @@ export class TierHeatmap {
     this.canvas = document.createElement("canvas");
     this.canvas.className = "heatmap";
     this.canvas.dataset.tier = tier.name;
-    this.canvas.dataset.tierCode = String(tier.code);
     this.canvas.dataset.links = String(links.length);
     this.canvas.setAttribute("role", "img");
     this.canvas.setAttribute("aria-label", `utilization of the ${links.length} ${tier.name} links`);

@@ -6,12 +6,13 @@ import json
 import numpy as np
 import pytest
 from django.contrib.auth.models import Permission, User
-from tests.web.conftest import build
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from sim.layout import STATUS_NAMES
+from tests.web.conftest import build
 from twin.inventory import models as m
+from twin.inventory.choices import FabricRole
 from twin.live.meta import cluster_index
 
 pytestmark = pytest.mark.django_db
@@ -19,7 +20,7 @@ FAILED, DRAINED = STATUS_NAMES.index("failed"), STATUS_NAMES.index("drained")
 
 
 def backend_links(cluster):
-    return m.Link.objects.filter(fabric__cluster=cluster, fabric__role=0).order_by("id")
+    return m.Link.objects.filter(fabric__cluster=cluster, fabric__role=FabricRole.BACKEND).order_by("id")
 
 
 def fabric_json(client, name="demo-256"):
@@ -43,7 +44,7 @@ def test_links_are_in_the_live_frames_order_and_agree_with_the_database(client, 
     assert links["count"] == len(rows) == 576
     # and each link's tier and ends are the database's, switches given by position in the switch arrays
     switch_ids = doc["switches"]["id"]
-    assert switch_ids == list(m.Switch.objects.filter(cluster=demo, fabric__role=0).order_by("id")
+    assert switch_ids == list(m.Switch.objects.filter(cluster=demo, fabric__role=FabricRole.BACKEND).order_by("id")
                               .values_list("id", flat=True))
     assert links["tier"] == [r[1] for r in rows]
     assert [switch_ids[a] if a >= 0 else None for a in links["a"]] == [r[2] for r in rows]
@@ -95,7 +96,7 @@ def test_a_link_failed_through_the_orm_or_the_api_shows_as_not_active(client, de
     status = json.loads(client.get("/clusters/demo-256/fabric/status.json").content)
     assert status["link_status"] == doc["link_status"] and status["links"]["count"] == 576
     # and a failed switch too
-    leaf = m.Switch.objects.filter(cluster=demo, fabric__role=0).order_by("id")[5]
+    leaf = m.Switch.objects.filter(cluster=demo, fabric__role=FabricRole.BACKEND).order_by("id")[5]
     m.Switch.objects.filter(id=leaf.id).update(status="failed")
     assert fabric_json(client)["switch_status"] == {"index": [5], "code": [FAILED]}
 
@@ -153,7 +154,7 @@ def test_link_details_refuse_bad_ids_naming_the_field(client, demo):
 
 
 def test_a_frontend_link_is_not_described_as_a_backend_one(client, demo):
-    frontend = m.Link.objects.filter(fabric__cluster=demo, fabric__role=1).first()
+    frontend = m.Link.objects.filter(fabric__cluster=demo, fabric__role=FabricRole.FRONTEND).first()
     body = json.loads(client.get(f"/clusters/demo-256/fabric/links.json?id={frontend.id}").content)
     assert body["results"] == []
 

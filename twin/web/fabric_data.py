@@ -23,6 +23,7 @@ from twin.inventory.choices import FabricRole
 from twin.inventory.models import Cluster, Fabric, Link, Rack, Switch, SwitchModel, Zone
 
 STATUS_CODE = {name: code for code, name in enumerate(STATUS_NAMES)}
+NOT_ACTIVE = [name for code, name in enumerate(STATUS_NAMES) if code != STATUS_ACTIVE]
 LINK_DETAILS_MAX = 500        # links described by one links.json call (a heatmap row, the hottest, the failed)
 
 
@@ -126,7 +127,7 @@ def _build(fabric: Fabric, fingerprint: tuple) -> Structure:
     zone_names = dict(Zone.objects.filter(id__in=zone_ids).values_list("id", "name"))
     rack_names = dict(Rack.objects.filter(id__in=rack_ids).values_list("id", "name"))
     model_names = dict(SwitchModel.objects.filter(id__in=model_ids).values_list("id", "slug"))
-    tier_names = {t: role for t, role in Switch.objects.filter(fabric=fabric).values_list("tier", "role").distinct()}
+    tier_names = dict(switches.values_list("tier", "role").distinct())
     link_tiers = []
     for code in sorted(set(tier.tolist())):
         upper = tier_names.get(code, "?")
@@ -169,9 +170,13 @@ def structure(fabric: Fabric) -> Structure:
     return built
 
 
-def _sparse_status(ids: np.ndarray, rows: list[tuple[int, str]]) -> dict:
-    """The non-active items ``rows`` (id, status) as positions in the sorted ``ids`` with their status codes
-    (an item added since ``ids`` were read is left out: the next fingerprint sees it)."""
+def _not_active(model, fabric: Fabric, ids: np.ndarray) -> dict:
+    """The fabric's non-active rows of ``model`` as positions in its sorted ``ids``, with their status codes (a row
+    added since ``ids`` were read is left out: the next fingerprint sees it). Asked as "status in the non-active
+    ones" ordered by status, so that SQLite takes the status index (a few rows), not the fabric's (every row: ~35 ms
+    for the links of a 24k cluster); then sorted by id here."""
+    rows = sorted(model.objects.filter(fabric=fabric, status__in=NOT_ACTIVE).order_by("status")
+                  .values_list("id", "status"))
     pos = np.searchsorted(ids, [i for i, _ in rows]).tolist()
     found = [(p, STATUS_CODE[status]) for p, (i, status) in zip(pos, rows) if p < len(ids) and ids[p] == i]
     return {"index": [p for p, _ in found], "code": [code for _, code in found]}
@@ -179,11 +184,8 @@ def _sparse_status(ids: np.ndarray, rows: list[tuple[int, str]]) -> dict:
 
 def statuses(fabric: Fabric, s: Structure) -> dict:
     """Current statuses of the fabric's links and switches, sparse: only those not active."""
-    def not_active(model):
-        return list(model.objects.filter(fabric=fabric).exclude(status=STATUS_NAMES[STATUS_ACTIVE]).order_by("id")
-                    .values_list("id", "status"))
-    return {"link_status": _sparse_status(s.link_ids, not_active(Link)),
-            "switch_status": _sparse_status(s.switch_ids, not_active(Switch))}
+    return {"link_status": _not_active(Link, fabric, s.link_ids),
+            "switch_status": _not_active(Switch, fabric, s.switch_ids)}
 
 
 def page_data(fabric: Fabric) -> str:

@@ -8,7 +8,7 @@ from functools import wraps
 
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
-from django.urls import path
+from django.urls import path, reverse
 from django.views.decorators.gzip import gzip_page
 
 from twin.web import fabric_data
@@ -36,7 +36,9 @@ def page(request, cluster):
         fabric = fabric_data.backend_fabric(cluster)
     except fabric_data.FabricDataError as e:
         return render(request, "web/fabric.html", {"nav": "fabric", "error": str(e)}, status=404)
-    return render(request, "web/fabric.html", {"nav": "fabric", "fabric": fabric, "cluster": fabric.cluster})
+    snapshot_url = reverse("live:cluster-snapshot", kwargs={"name": fabric.cluster.name}) + "?binary=1"
+    return render(request, "web/fabric.html", {"nav": "fabric", "fabric": fabric, "cluster": fabric.cluster,
+                                               "snapshot_url": snapshot_url})
 
 
 @fabric_view
