@@ -4,8 +4,8 @@ status, and a page's query count does not grow with its number of children."""
 
 import pytest
 from django.contrib.auth.models import Permission, User
-from django.db.models import Q
 from django.db import connection
+from django.db.models import Q
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
@@ -28,10 +28,9 @@ def crumbs(response):
     return [c["name"] for c in response.context["crumbs"]]
 
 
-def login(user_perms=(), superuser=False):
+def login(user_perms=()):
     """A client logged in as a user holding the given inventory permissions (codenames)."""
-    user = (User.objects.create_superuser("root", password="pw") if superuser else
-            User.objects.create_user("engineer", password="pw"))
+    user = User.objects.create_user("engineer", password="pw")
     user.user_permissions.add(*Permission.objects.filter(content_type__app_label="inventory",
                                                          codename__in=user_perms))
     client = Client()

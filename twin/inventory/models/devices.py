@@ -58,3 +58,6 @@ class Switch(PhysicalItem):
                              help_text="the rack a leaf switch stands in")
     group = models.PositiveIntegerField()
     member = models.PositiveIntegerField(default=0, help_text="core switches: index within the plane")
+
+    class Meta(PhysicalItem.Meta):
+        verbose_name_plural = "switches"

@@ -8,7 +8,7 @@ from django.db.models import Q
 from twin.inventory.choices import LinkTier
 from twin.inventory.models import Link
 
-PORT_FIELDS = ("id", "name", "slot", "speed_gbps", "status", "nic_id", "nic__name", "switch_id", "switch__name")
+PORT_FIELDS = ("id", "name", "status", "nic_id")   # what a port row of a table shows, and its NIC for grouping
 
 _END_FIELDS = ("id", "name", "status", "switch_id", "switch__name", "switch__status", "switch__role",
                "nic_id", "nic__name", "nic__status", "nic__host_id", "nic__host__name",

@@ -22,8 +22,8 @@ from .tally import NOT_ACTIVE, Tally, tally, tally_by
 
 PER_PAGE = 100          # rows of a long list (ports of a switch, switches of a fabric)
 RACKS_PER_PAGE = 48     # racks of a zone in the table; the rack map above it shows them all
-SWITCH_FIELDS = ("id", "name", "serial", "role", "tier", "group", "status", "model__name", "zone_id", "zone__name",
-                 "rack_id", "rack__name")
+SWITCH_FIELDS = ("id", "name", "role", "tier", "status", "model__name", "zone_id", "zone__name", "rack_id",
+                 "rack__name")
 
 
 def paginate(request, rows, per_page: int = PER_PAGE):
@@ -60,10 +60,21 @@ def _tally_rows(rows) -> Tally:
     return out
 
 
-def _links_of_switches(switch_ids) -> tuple[dict, dict]:
-    """Links down from and up from each switch, by status: ({switch id: Tally}, {switch id: Tally})."""
-    return (tally_by(Link.objects.filter(b_switch_id__in=switch_ids), "b_switch_id"),
-            tally_by(Link.objects.filter(a_switch_id__in=switch_ids), "a_switch_id"))
+def _with_links(switches: list[dict]) -> list[dict]:
+    """Switch rows (``values(*SWITCH_FIELDS)``), each with its tier's label and its links ``down`` and ``up``
+    by status (Tallies)."""
+    ids = [s["id"] for s in switches]
+    down = tally_by(Link.objects.filter(b_switch_id__in=ids), "b_switch_id")
+    up = tally_by(Link.objects.filter(a_switch_id__in=ids), "a_switch_id")
+    for s in switches:
+        s.update(down=down[s["id"]], up=up[s["id"]], tier_label=SwitchTier(s["tier"]).label)
+    return switches
+
+
+def _switch_tiers(tallies) -> list[dict]:
+    """A ``tally_by(switches, "tier", "role")`` as rows: tier, its label, role and the switches by status."""
+    return [{"tier": t, "tier_label": SwitchTier(t).label, "role": role, "switches": n}
+            for (t, role), n in sorted(tallies.items())]
 
 
 # --- cluster, fabric, zone, rack ----------------------------------------------------------------------------------
@@ -82,17 +93,16 @@ def cluster_page(request, cluster) -> dict:
                  gpus=gpus[z["id"]], servers=servers[z["id"]], switches=switches[z["id"]])
         z["health"] = _worst(z["racks"], z["hosts"], z["gpus"], z["servers"], z["switches"])
 
-    fabrics = list(Fabric.objects.filter(cluster=cluster).values("id", "name", "role", "kind", "speed_gbps"))
+    fabrics = list(Fabric.objects.filter(cluster=cluster).values("id", "name", "role", "speed_gbps"))
     fabric_ids = [f["id"] for f in fabrics]
     tiers = tally_by(Switch.objects.filter(cluster=cluster), "fabric_id", "tier", "role")
     links = tally_by(Link.objects.filter(fabric_id__in=fabric_ids), "fabric_id")     # the fabric index: no row reads
     for f in fabrics:
         f["role_label"] = FabricRole(f["role"]).label
-        f["tiers"] = [{"tier": SwitchTier(t).label, "role": role, "switches": n}
-                      for (fid, t, role), n in sorted(tiers.items()) if fid == f["id"]]
+        f["tiers"] = _switch_tiers({(t, role): n for (fid, t, role), n in tiers.items() if fid == f["id"]})
         f["links"] = links[f["id"]]
 
-    storage = list(StorageCluster.objects.filter(cluster=cluster).values("id", "name", "kind", "status"))
+    storage = list(StorageCluster.objects.filter(cluster=cluster).values("id", "name", "kind"))
     in_storage = [s["id"] for s in storage]
     storage_servers = tally_by(StorageServer.objects.filter(storage_cluster_id__in=in_storage), "storage_cluster_id")
     ssds = tally_by(SSD.objects.filter(server__storage_cluster_id__in=in_storage), "server__storage_cluster_id")
@@ -117,11 +127,8 @@ def fabric_page(request, fabric) -> dict:
     if tier.isdigit():
         switches = switches.filter(tier=int(tier))
     page = paginate(request, switches.order_by("-tier", "group", "member", "id").values(*SWITCH_FIELDS))
-    down, up = _links_of_switches([s["id"] for s in page.object_list])
-    for s in page.object_list:
-        s.update(down=down[s["id"]], up=up[s["id"]], tier_label=SwitchTier(s["tier"]).label)
-    return {"tiers": [{"tier": t, "tier_label": SwitchTier(t).label, "role": role, "switches": n}
-                      for (t, role), n in sorted(tiers.items())],
+    _with_links(page.object_list)
+    return {"tiers": _switch_tiers(tiers),
             "link_tiers": [{"tier": LinkTier(t).label, "links": n} for t, n in sorted(links.items())],
             "tier_filter": tier, "switches": page,
             "counts": [("Switches", _sum(tiers)), ("Links", _sum(links))],
@@ -141,11 +148,8 @@ def zone_page(request, zone) -> dict:
         r.update(hosts=hosts[r["id"]], gpus=gpus[r["id"]], servers=servers[r["id"]], switches=leaves[r["id"]])
         r["health"] = _worst(_tally_rows([r]), r["hosts"], r["gpus"], r["servers"], _tally_rows(r["switches"]))
 
-    spines = list(Switch.objects.filter(zone=zone, rack__isnull=True).order_by("tier", "role", "group", "id")
-                  .values(*SWITCH_FIELDS))
-    down, up = _links_of_switches([s["id"] for s in spines])
-    for s in spines:
-        s.update(down=down[s["id"]], up=up[s["id"]], tier_label=SwitchTier(s["tier"]).label)
+    spines = _with_links(list(Switch.objects.filter(zone=zone, rack__isnull=True)
+                              .order_by("tier", "role", "group", "id").values(*SWITCH_FIELDS)))
     switch_tally = tally_by(Switch.objects.filter(zone=zone), "tier", "role")
     facts = [fact("Kind", zone.get_kind_display())]
     if zone.storage_cluster:
@@ -154,8 +158,7 @@ def zone_page(request, zone) -> dict:
     listed = [r for r in racks if r["health"] != "ok"] if problems else racks
     return {"racks": racks, "rack_page": paginate(request, listed, RACKS_PER_PAGE), "problems": problems,
             "storage_zone": zone.kind == ZoneKind.STORAGE, "spines": spines,
-            "switch_tiers": [{"tier": SwitchTier(t).label, "role": role, "switches": n}
-                             for (t, role), n in sorted(switch_tally.items())],
+            "switch_tiers": _switch_tiers(switch_tally),
             "counts": [("Racks", _tally_rows(racks)), ("Hosts", _sum(hosts)), ("GPUs", _sum(gpus)),
                        ("Storage servers", _sum(servers)), ("Switches", _sum(switch_tally))],
             "facts": facts}
@@ -163,7 +166,7 @@ def zone_page(request, zone) -> dict:
 
 def rack_page(request, rack) -> dict:
     hosts = list(Host.objects.filter(rack=rack).order_by("slot", "id")
-                 .values("id", "name", "serial", "slot", "status", "platform__name"))
+                 .values("id", "name", "serial", "status", "platform__name"))
     gpus = defaultdict(list)
     for g in GPU.objects.filter(host__rack=rack).order_by("slot").values("id", "name", "slot", "index", "status",
                                                                         "host_id"):
@@ -172,14 +175,11 @@ def rack_page(request, rack) -> dict:
     for h in hosts:
         h.update(gpus=gpus[h["id"]], gpu_tally=_tally_rows(gpus[h["id"]]), nics=nics[h["id"]])
     servers = list(StorageServer.objects.filter(rack=rack).order_by("slot", "id")
-                   .values("id", "name", "serial", "slot", "status", "model__name", "storage_cluster__name"))
+                   .values("id", "name", "serial", "status", "model__name", "storage_cluster__name"))
     ssds = tally_by(SSD.objects.filter(server__rack=rack), "server_id")
     for s in servers:
         s["ssds"] = ssds[s["id"]]
-    switches = list(Switch.objects.filter(rack=rack).order_by("fabric_id", "id").values(*SWITCH_FIELDS))
-    down, up = _links_of_switches([s["id"] for s in switches])
-    for s in switches:
-        s.update(down=down[s["id"]], up=up[s["id"]], tier_label=SwitchTier(s["tier"]).label)
+    switches = _with_links(list(Switch.objects.filter(rack=rack).order_by("fabric_id", "id").values(*SWITCH_FIELDS)))
     all_gpus = [g for rows in gpus.values() for g in rows]
     return {"hosts": hosts, "servers": servers, "switches": switches,
             "counts": [("Hosts", _tally_rows(hosts)), ("GPUs", _tally_rows(all_gpus)),
@@ -190,8 +190,7 @@ def rack_page(request, rack) -> dict:
 
 # --- devices ------------------------------------------------------------------------------------------------------
 
-NIC_FIELDS = ("id", "name", "serial", "slot", "status", "model__name", "fabric__role", "fabric__name", "gpu_id",
-              "gpu__name")
+NIC_FIELDS = ("id", "name", "serial", "status", "model__name", "fabric__role", "gpu_id", "gpu__name")
 
 
 def _ports_by_nic(ports) -> defaultdict[int, list[dict]]:
@@ -237,7 +236,7 @@ def nic_page(request, nic) -> dict:
     box = nic.host or nic.storage_server
     siblings = list(NIC.objects.filter(Q(host_id=nic.host_id) if nic.host_id else
                                        Q(storage_server_id=nic.storage_server_id))
-                    .order_by("fabric__role", "slot").values("id", "name", "slot", "status", "fabric__role"))
+                    .order_by("fabric__role", "slot").values("id", "name", "status"))
     facts = [fact("In", box.name, KIND_OF_MODEL[type(box)].key, box.pk),
              fact("GPU (rail)", nic.gpu.name if nic.gpu else None, "gpu", nic.gpu_id),
              fact("Fabric", nic.fabric.name, "fabric", nic.fabric_id), fact("Slot", nic.slot),
@@ -299,8 +298,7 @@ def storageserver_page(request, server) -> dict:
 
 
 def ssd_page(request, ssd) -> dict:
-    siblings = list(SSD.objects.filter(server_id=ssd.server_id).order_by("slot").values("id", "name", "slot",
-                                                                                         "status"))
+    siblings = list(SSD.objects.filter(server_id=ssd.server_id).order_by("slot").values("id", "name", "status"))
     spec = ssd.model
     return {"siblings": siblings,
             "facts": [fact("Slot", ssd.slot), fact("Capacity", f"{spec.capacity_tb:g} TB"),

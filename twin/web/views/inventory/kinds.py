@@ -1,13 +1,16 @@
-"""The kinds of item the inventory browser shows: for each, its model, its URL segment here, in the REST API and in
-the admin, what the page header needs loaded with it, and where the item stands (its parent)."""
+"""The kinds of item the inventory browser shows: for each, its model (whose meta gives the kind's URL segment here,
+its names, its REST API route and its admin page), what the item page loads with it, and where the item stands (its
+parent)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.contrib.auth import get_permission_codename
 from django.urls import reverse
+from django.utils.text import capfirst
 
+from twin.api.base import ROUTE_BY_MODEL
 from twin.inventory import models as m
-from twin.inventory.api.views import ENDPOINTS
 
 # Kinds whose status the simulations read (twin/inventory/adapter.py): changing one changes the next run.
 SIMULATED = {"gpu", "nic", "switch", "port", "link"}
@@ -15,13 +18,27 @@ SIMULATED = {"gpu", "nic", "switch", "port", "link"}
 
 @dataclass(frozen=True)
 class Kind:
-    key: str                        # /inventory/<key>/<pk>/
     model: type
-    label: str
-    plural: str
     related: tuple[str, ...] = ()   # select_related of the item page: its location and its catalog model
     hardware: str | None = None     # the field naming the item's catalog model (model, platform, cable)
     searchable: bool = True
+
+    @property
+    def key(self) -> str:
+        """The URL segment: /inventory/<key>/<pk>/."""
+        return self.model._meta.model_name
+
+    @property
+    def label(self) -> str:
+        return capfirst(self.model._meta.verbose_name)
+
+    @property
+    def plural(self) -> str:
+        return self.model._meta.verbose_name_plural
+
+    @property
+    def verbose_name(self) -> str:
+        return self.model._meta.verbose_name
 
     @property
     def has_serial(self) -> bool:
@@ -32,18 +49,16 @@ class Kind:
         return any(f.name == "status" for f in self.model._meta.fields)
 
     @property
-    def verbose_name(self) -> str:
-        return self.model._meta.verbose_name
-
-    @property
     def change_permission(self) -> str:
-        return f"inventory.change_{self.model._meta.model_name}"
+        meta = self.model._meta
+        return f"{meta.app_label}.{get_permission_codename('change', meta)}"
 
     def api_url(self, pk: int) -> str:
-        return f"/api/inventory/{ENDPOINTS[self.model]}/{pk}/"
+        return reverse(f"api:{ROUTE_BY_MODEL[self.model]}-detail", args=[pk])
 
     def admin_url(self, pk: int) -> str:
-        return reverse(f"admin:inventory_{self.model._meta.model_name}_change", args=[pk])
+        meta = self.model._meta
+        return reverse(f"admin:{meta.app_label}_{meta.model_name}_change", args=[pk])
 
 
 def _in_rack(prefix: str) -> str:
@@ -60,20 +75,18 @@ def _port_end(prefix: str) -> tuple[str, ...]:
 
 
 KINDS: dict[str, Kind] = {k.key: k for k in [
-    Kind("cluster", m.Cluster, "Cluster", "clusters", searchable=False),
-    Kind("fabric", m.Fabric, "Fabric", "fabrics", ("cluster",), searchable=False),
-    Kind("zone", m.Zone, "Zone", "zones", ("cluster", "storage_cluster")),
-    Kind("rack", m.Rack, "Rack", "racks", ("zone__cluster",)),
-    Kind("host", m.Host, "Host", "hosts", (_in_rack(""), "platform"), "platform"),
-    Kind("gpu", m.GPU, "GPU", "GPUs", (_in_rack("host__"), "model"), "model"),
-    Kind("nic", m.NIC, "NIC", "NICs", (_in_rack("host__"), _in_rack("storage_server__"), "model", "fabric", "gpu"),
-         "model"),
-    Kind("switch", m.Switch, "Switch", "switches", (*_SWITCH, "model"), "model"),
-    Kind("port", m.Port, "Port", "ports", _port_end("")),
-    Kind("link", m.Link, "Link", "links", (*_port_end("a_port__"), *_port_end("b_port__"), "fabric", "cable"), "cable"),
-    Kind("storageserver", m.StorageServer, "Storage server", "storage servers",
-         (_in_rack(""), "model", "storage_cluster"), "model"),
-    Kind("ssd", m.SSD, "SSD", "SSDs", (_in_rack("server__"), "model"), "model"),
+    Kind(m.Cluster, searchable=False),
+    Kind(m.Fabric, ("cluster",), searchable=False),
+    Kind(m.Zone, ("cluster", "storage_cluster")),
+    Kind(m.Rack, ("zone__cluster",)),
+    Kind(m.Host, (_in_rack(""), "platform"), "platform"),
+    Kind(m.GPU, (_in_rack("host__"), "model"), "model"),
+    Kind(m.NIC, (_in_rack("host__"), _in_rack("storage_server__"), "model", "fabric", "gpu"), "model"),
+    Kind(m.Switch, (*_SWITCH, "model"), "model"),
+    Kind(m.Port, _port_end("")),
+    Kind(m.Link, (*_port_end("a_port__"), *_port_end("b_port__"), "fabric", "cable"), "cable"),
+    Kind(m.StorageServer, (_in_rack(""), "model", "storage_cluster"), "model"),
+    Kind(m.SSD, (_in_rack("server__"), "model"), "model"),
 ]}
 KIND_OF_MODEL = {k.model: k for k in KINDS.values()}
 SEARCHABLE = [k for k in KINDS.values() if k.searchable]

@@ -1,6 +1,8 @@
 """The inventory pages and their routes: the clusters, one page per item, and the search."""
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.core.paginator import Page
 from django.http import Http404
 from django.shortcuts import render
@@ -61,10 +63,10 @@ def _add_labels(value, prefix: str) -> None:
 
 def _status_hint(kind) -> str:
     if kind.key in SIMULATED:
-        return (f"Simulations and path queries read this status: a {kind.label} that is not active is left out of "
-                "the next run, and traffic is routed around it.")
+        return (f"Simulations and path queries read this status: a {kind.verbose_name} that is not active is left "
+                "out of the next run, and traffic is routed around it.")
     return ("Simulations read the statuses of GPUs, NICs, switches, ports and links; "
-            f"a {kind.label}'s status is kept for the record and for search.")
+            f"a {kind.verbose_name}'s status is kept for the record and for search.")
 
 
 @readable
@@ -111,6 +113,9 @@ def search_page(request):
         if form["q"] and not anywhere and not any(h.count for h in hits):   # nothing starts so: look inside names
             anywhere = ctx["widened"] = True
             hits = search(form["q"], form["kind"], form["status"], cluster, anywhere)
+        # q, status, cluster and the match mode, for the links that pick a kind
+        ctx["same_search"] = urlencode({"q": form["q"], "status": form["status"], "cluster": form["cluster"],
+                                        **({"match": "anywhere"} if anywhere else {})})
         ctx["anywhere"] = anywhere
         if form["kind"]:
             page = paginate(request, hits[0].ids, ROWS_PER_PAGE)

@@ -61,9 +61,15 @@ class Tally:
         return Tally(self.total + other.total, off)
 
 
+def in_status(queryset, statuses):
+    """The items of ``queryset`` in one of ``statuses`` (few: none of them active), found through the status index
+    (see above)."""
+    return queryset.filter(pk__in=queryset.model.objects.filter(status__in=statuses).values("pk"))
+
+
 def not_active(queryset):
-    """The items of ``queryset`` that are not active, found through the status index (see above)."""
-    return queryset.filter(pk__in=queryset.model.objects.filter(status__in=NOT_ACTIVE).values("pk"))
+    """The items of ``queryset`` that are not active."""
+    return in_status(queryset, NOT_ACTIVE)
 
 
 def tally(queryset) -> Tally:
