@@ -28,14 +28,9 @@ from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from twin.redis_server import EmbeddedRedis, free_port  # noqa: E402  (needs ROOT on the path)
 
 LINKS, GPUS = 56_256, 24_576
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_port(port, proc, timeout=30.0):
@@ -149,19 +144,12 @@ def main():
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_live_"))
-    procs = []
+    procs, redis = [], None
     try:
         env = dict(os.environ)
         if not env.get("REDIS_URL"):
-            ready = tmp / "redis.url"
-            procs.append(subprocess.Popen([sys.executable, "-m", "twin.redis_server", "--port", "0",
-                                           "--ready-file", str(ready)], cwd=ROOT, stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL))
-            for _ in range(300):
-                if ready.exists() and ready.read_text().strip():
-                    break
-                time.sleep(0.1)
-            env["REDIS_URL"] = ready.read_text().strip()
+            redis = EmbeddedRedis(free_port(), directory=tmp).start()
+            env["REDIS_URL"] = redis.url
         env["DATABASE_URL"] = f"sqlite:///{tmp / 'bench.sqlite3'}"
         env["DJANGO_SETTINGS_MODULE"] = "twin.settings"
         os.environ.update({k: env[k] for k in ("REDIS_URL", "DATABASE_URL", "DJANGO_SETTINGS_MODULE")})
@@ -290,6 +278,8 @@ def main():
                 p.wait(10)
             except subprocess.TimeoutExpired:
                 p.kill()
+        if redis is not None:
+            redis.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
 

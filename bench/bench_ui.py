@@ -21,7 +21,6 @@ import argparse
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,17 +36,6 @@ CLUSTER = "meta-roce-24k"
 PAGES = {"fabric": f"/clusters/{CLUSTER}/fabric/", "GPU grid": f"/clusters/{CLUSTER}/gpus/"}
 PAINT_BUDGET_MS, FRAME_BUDGET_MS = 2000.0, 50.0
 READY_TIMEOUT_MS = 60_000
-
-
-def embedded_redis(tmp: Path) -> tuple[subprocess.Popen, str]:
-    ready = tmp / "redis.url"
-    proc = subprocess.Popen([sys.executable, "-m", "twin.redis_server", "--port", "0", "--ready-file", str(ready)],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(300):
-        if ready.exists() and ready.read_text().strip():
-            return proc, ready.read_text().strip()
-        time.sleep(0.1)
-    raise SystemExit("the embedded Redis did not start")
 
 
 def prepare_database():
@@ -78,7 +66,11 @@ class Browser:
 
         self.base_url = base_url
         self.pw = sync_playwright().start()
-        self.browser = launch(self.pw)
+        try:
+            self.browser = launch(self.pw)
+        except BaseException:
+            self.pw.stop()
+            raise
         self.version = self.browser.version
         self.problems = []
 
@@ -124,15 +116,14 @@ VIEWS = (("fabric", "fabric", None), ("GPU grid, job", "GPU grid", "job"),
 
 def run_collective(cluster, gpus: int, seeds: int):
     """A real collective run on the cluster, to its end; returns (the run, its wall time in s)."""
+    from tests.processes import wait_for
     from twin.runs.actions import create_run
     from twin.runs.models import SimulationRun
 
     run = create_run("collective", {"gpus": gpus, "seeds": seeds, "placement": "random", "routing": "ecmp"}, cluster)
     t0 = time.monotonic()
-    while SimulationRun.objects.filter(pk=run.pk, status__in=("queued", "running")).exists():
-        if time.monotonic() - t0 > 900:
-            raise SystemExit(f"run #{run.pk} did not finish within 15 min")
-        time.sleep(0.25)
+    wait_for(lambda: not SimulationRun.objects.filter(pk=run.pk, status__in=("queued", "running")).exists(),
+             timeout=900, interval=0.25, what=f"run #{run.pk} to finish")
     wall = time.monotonic() - t0
     run.refresh_from_db()
     time.sleep(1.0)                     # the final frame on its way to the pages
@@ -184,12 +175,12 @@ def main():
         raise SystemExit(f"{CHROMIUM} is missing (Debian: apt-get install chromium)")
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_ui_"))
-    procs, servers, browser = [], [], None
+    redis, servers, browser = None, [], None
     try:
         if not os.environ.get("REDIS_URL"):
-            proc, url = embedded_redis(tmp)
-            procs.append(proc)
-            os.environ["REDIS_URL"] = url
+            from twin.redis_server import EmbeddedRedis, free_port
+            redis = EmbeddedRedis(free_port(), directory=tmp).start()
+            os.environ["REDIS_URL"] = redis.url
         os.environ["DATABASE_URL"] = args.database_url or f"sqlite:///{ROOT / 'var' / 'bench-ui.sqlite3'}"
         os.environ["DJANGO_SETTINGS_MODULE"] = "twin.settings"
         queue = os.environ["TWIN_CELERY_QUEUE"] = f"bench-ui-{uuid.uuid4().hex[:8]}"
@@ -236,9 +227,8 @@ def main():
             browser.close()
         for s in servers:
             s.stop()
-        for p in procs:
-            p.terminate()
-            p.wait(10)
+        if redis is not None:
+            redis.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
 

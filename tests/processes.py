@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,8 +20,19 @@ from django.conf import settings
 from django.db import connection
 
 from twin.celery import app as celery_app
+from twin.redis_server import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1, what: str = "condition"):
+    """Poll ``predicate`` until it returns a truthy value, and return that; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+    return value
 
 
 def database_url() -> str:
@@ -50,6 +60,8 @@ class _Process:
         self.name, self.log_dir, self.proc, self.log = name, Path(log_dir), None, None
 
     def _spawn(self, argv: list[str], env: dict):
+        if self.log is not None:      # a restart after the process died (killed or crashed): close the old handle
+            self.log.close()
         self.log = open(self.log_dir / f"{self.name}.log", "ab")
         self.proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
@@ -130,12 +142,6 @@ class Workers:
     def stop(self):
         for w in self.all:
             w.stop()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Daphne(_Process):

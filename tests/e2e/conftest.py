@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 import urllib.request
 import uuid
 from contextlib import contextmanager
@@ -25,7 +24,7 @@ import pytest
 from django.db import connections
 
 from tests.e2e.browser import CHROMIUM, READY, PageProbe, launch, screenshot
-from tests.processes import Daphne, Workers
+from tests.processes import Daphne, Workers, wait_for
 
 # The test database's name, taken before any set-up (which renames the connection's database to it).
 TEST_DATABASE_NAME = connections["default"].creation._get_test_db_name()
@@ -62,16 +61,6 @@ def database(django_db_blocker):
             yield
         finally:
             connections.close_all()
-
-
-def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1, what: str = "condition"):
-    """Poll ``predicate`` until it returns a truthy value; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not (value := predicate()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)
-    return value
 
 
 def in_thread(fn, *args):
@@ -212,12 +201,12 @@ def test_database(django_db_setup, django_db_blocker):
 def twin(test_database, django_db_blocker, server_settings, tmp_path_factory):
     from django.core.management import call_command
 
-    data = _build(django_db_blocker)
     logs = tmp_path_factory.mktemp("e2e-servers")
     queue = f"twin-e2e-{uuid.uuid4().hex[:10]}"
     workers = Workers(logs, n=1, queue=queue, env=server_settings)
     daphne = Daphne(logs, queue, env=server_settings)
     try:
+        data = _build(django_db_blocker)      # in here: a build that fails half-way is flushed too
         workers.ensure()
         daphne.start()
         yield Twin(daphne=daphne, workers=workers, **data)
@@ -241,11 +230,13 @@ def browser(chromium):
     from playwright.sync_api import sync_playwright
 
     pw = sync_playwright().start()
-    b = launch(pw)
     try:
-        yield b
+        b = launch(pw)
+        try:
+            yield b
+        finally:
+            b.close()
     finally:
-        b.close()
         pw.stop()
 
 

@@ -133,4 +133,6 @@ def test_pages_reconnect_and_resync_after_the_server_drops(visitor, twin, orm):
         screenshot(run_page, "experiment-run-resynced")
         run_probe.assert_clean()
     finally:
+        if not twin.daphne.alive:        # failed mid-outage: the next tests need the server
+            twin.daphne.start()
         in_thread(cancelled_run, run)    # its final frame ends it on the live streams too

@@ -1,13 +1,13 @@
-"""Real Celery workers for the runs tests: processes started with ``celery -A twin worker --pool=solo`` against the
-test database (a file on SQLite, ``test_<name>`` on PostgreSQL) and the real Redis (REDIS_URL), on a queue of
-their own (TWIN_CELERY_QUEUE), so that no other worker on the same Redis can take the tests' tasks.
+"""Real Celery workers for the runs tests (tests/processes.py): processes started with ``celery -A twin worker
+--pool=solo`` against the test database (a file on SQLite, ``test_<name>`` on PostgreSQL) and the real Redis
+(REDIS_URL), on a queue of their own (TWIN_CELERY_QUEUE), so that no other worker on the same Redis can take the
+tests' tasks.
 
 Tests that use workers are ``@pytest.mark.django_db(transaction=True)``: a worker sees committed rows only.
 """
 from __future__ import annotations
 
 import os
-import time
 import uuid
 
 import pytest
@@ -50,18 +50,6 @@ def runner(db):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
     return client
-
-
-def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1, what: str = "condition"):
-    """Poll ``predicate`` until it returns a truthy value; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """Simulation runs end to end: REST -> Redis -> real Celery worker processes -> database -> REST. Given / when / then."""
 import pytest
 
-from tests.runs.conftest import wait_for
+from tests.processes import wait_for
 from twin.inventory.models import Link
 from twin.runs.actions import create_run, sweep_stuck_runs
 from twin.runs.models import SimulationRun
