@@ -159,11 +159,9 @@ def _resolve_routing(routing: str, kind: str) -> str:
     return routing
 
 
-def series_jobs(topo, s: Series, jobs) -> list[int]:
-    """The job sizes series ``s`` runs: ``jobs`` that fit the usable GPUs (and one zone for a one-zone series,
-    plus the whole zone when it lies between the smallest and largest job)."""
-    zone_gpus = int(np.bincount(topo.switch_zone[topo.gpu_leaf][topo.gpu_usable]).max())
-    usable = int(topo.gpu_usable.sum())
+def series_jobs(s: Series, jobs, usable: int, zone_gpus: int) -> list[int]:
+    """The job sizes series ``s`` runs: ``jobs`` that fit the ``usable`` GPUs (and one zone of ``zone_gpus`` for a
+    one-zone series, plus the whole zone when it lies between the smallest and largest job)."""
     sizes = list(jobs)
     if s.one_zone and sizes and zone_gpus not in sizes and min(sizes) < zone_gpus < max(sizes):
         sizes = sorted(sizes + [zone_gpus])                     # the whole zone, too
@@ -172,12 +170,15 @@ def series_jobs(topo, s: Series, jobs) -> list[int]:
 
 def run_series(topo, cluster: str, series: list[Series], jobs, seeds: int, size: int, progress=None,
                on_run=None) -> list[dict]:
-    """Run every series for every job size and seed; one dict per run (the CSV rows). ``on_run(done, total)``,
-    if given, is called after each simulated run (progress bars; it may raise to stop the figure)."""
+    """Run every series for every job size and seed; one dict per run (the CSV rows). ``progress(message)`` gets
+    a line per series; ``on_run(done, total)``, if given, is called after each simulated run (progress bars; it may
+    raise to stop the figure)."""
     from sim.netsim import run_collective
     from sim.placement import place
     say = progress or (lambda m: None)
-    plan = [(s, series_jobs(topo, s, jobs)) for s in series]
+    usable = int(topo.gpu_usable.sum())
+    zone_gpus = int(np.bincount(topo.switch_zone[topo.gpu_leaf][topo.gpu_usable]).max())
+    plan = [(s, series_jobs(s, jobs, usable, zone_gpus)) for s in series]
     total = seeds * sum(len(sizes) for _, sizes in plan)
     rows = []
     for s, sizes in plan:

@@ -1,10 +1,10 @@
-// /experiments/ : the runs (GET /api/runs/, newest first, filtered, paginated), their progress live (one
-// /ws/runs/<id>/ stream per unfinished run on the page, closed when it ends), ticks to compare runs, and the form
-// that starts a collective or a sweep (run_form.js).
+// /experiments/ : the runs (GET /api/runs/, newest first, filtered, paginated), their progress live (run_live.js:
+// one /ws/runs/<id>/ stream per unfinished run on the page, closed when it ends; a sweep's bar from its children),
+// ticks to compare runs, and the form that starts a collective or a sweep (run_form.js).
 import { api, esc, fmt, markReady, toast } from "./twin.js";
 import { mountRunForm, pageData } from "./run_form.js";
 import { paramsText, pct, progressBar, shortTime, statusBadge } from "./run_results.js";
-import { applyRowFrame, runStreams } from "./run_live.js";
+import { liveRunRows } from "./run_live.js";
 
 const PAGE_SIZE = 25;
 const clusters = pageData("clusters-info");
@@ -44,30 +44,19 @@ function apiQuery() {
   return q;
 }
 
-function rowHtml(r) {
-  const s = r.summary ?? {};
-  const sweep = r.parent ? ` <span class="muted" title="one combination of sweep #${r.parent.id}">↳${r.parent.id}</span>` : "";
+function cells(r) {
+  const sweep = r.parent
+    ? ` <span class="muted" title="one combination of sweep #${r.parent.id}">↳${r.parent.id}</span>` : "";
   return `<td><input type="checkbox" class="pick" value="${r.id}"${selected.has(r.id) ? " checked" : ""}
       aria-label="select run ${r.id}"></td>
     <td><a href="/experiments/${r.id}/">#${r.id}</a>${sweep}</td>
     <td>${esc(r.kind)}</td><td>${esc(clusterName.get(r.cluster?.id) ?? r.cluster?.id ?? "")}</td>
     <td class="params-cell" title="${esc(JSON.stringify(r.params))}">${esc(paramsText(r.kind, r.params))}</td>
     <td>${statusBadge(r.status)}</td><td>${progressBar(r.progress)}</td>
-    <td class="num">${pct(s.norm_busbw)}</td><td class="muted">${shortTime(r.created_at)}</td>`;
+    <td class="num">${pct(r.summary?.norm_busbw)}</td><td class="muted">${shortTime(r.created_at)}</td>`;
 }
 
-async function refreshRow(id) {
-  try {
-    const r = await api(`/api/runs/${id}/`);
-    const tr = tbody.querySelector(`tr[data-run="${id}"]`);
-    if (tr) tr.innerHTML = rowHtml(r);
-  } catch (e) { toast(`run #${id}: ${e.message}`); }
-}
-
-const streams = runStreams(FINISHED, {
-  onFrame: (id, frame) => applyRowFrame(tbody.querySelector(`tr[data-run="${id}"]`), frame),
-  onEnd: refreshRow,
-});
+const showRuns = liveRunRows(tbody, FINISHED, cells);
 
 async function load() {
   writeUrl();
@@ -75,21 +64,13 @@ async function load() {
   loading?.abort();
   loading = controller;
   try {
-    const page = await api(`/api/runs/?${apiQuery()}`, { signal: controller.signal });
-    const { count } = page;
-    tbody.innerHTML = page.results.length ? "" : `<tr><td colspan="9" class="muted">no runs${
-      filters.elements.children.checked ? "" : " (sweep children are hidden)"}: start one with the form</td></tr>`;
-    for (const r of page.results) {
-      const tr = document.createElement("tr");
-      tr.dataset.run = r.id;
-      tr.innerHTML = rowHtml(r);
-      tbody.append(tr);
-    }
+    const { count, results } = await api(`/api/runs/?${apiQuery()}`, { signal: controller.signal });
+    const hidden = filters.elements.children.checked ? "" : " (sweep children are hidden)";
+    showRuns(results, `<tr><td colspan="9" class="muted">no runs${hidden}: start one with the form</td></tr>`);
     document.getElementById("runs-range").textContent =
-      count ? `${offset + 1}–${offset + page.results.length} of ${fmt.int(count)}` : "";
+      count ? `${offset + 1}–${offset + results.length} of ${fmt.int(count)}` : "";
     document.querySelector('[data-page="prev"]').disabled = offset === 0;
     document.querySelector('[data-page="next"]').disabled = offset + PAGE_SIZE >= count;
-    streams.sync(page.results);
   } catch (e) {
     if (e.name !== "AbortError") toast(`runs: ${e.message}`);
   }

@@ -4,7 +4,7 @@
 import { api, errorText, esc, markReady, toast } from "./twin.js";
 import { fieldHtml, lockForm, pageData, readFields, showErrors, startRun } from "./run_form.js";
 import { paramsText, progressBar, renderFigure, shortTime, statusBadge } from "./run_results.js";
-import { applyRowFrame, runStreams } from "./run_live.js";
+import { liveRunRows } from "./run_live.js";
 
 const page = pageData("figure-page");
 const user = pageData("run-form-user");
@@ -15,7 +15,7 @@ const tbody = document.querySelector("#figure-runs tbody");
 const out = document.getElementById("figure-results");
 let shown = null;
 
-document.getElementById("figure-fields").innerHTML = page.params.map((f) => fieldHtml(f)).join("");
+document.getElementById("figure-fields").innerHTML = page.params.map(fieldHtml).join("");
 if (!user.can_start) lockForm(form, { authenticated: user.authenticated, next: location.pathname });
 form.addEventListener("submit", (ev) => {
   ev.preventDefault();
@@ -25,7 +25,7 @@ form.addEventListener("submit", (ev) => {
   return startRun(form, { kind: "figure", cluster: form.elements.cluster.value, params });
 });
 
-function rowHtml(r) {
+function cells(r) {
   return `<td><a href="/experiments/${r.id}/">#${r.id}</a></td><td>${esc(clusterName.get(r.cluster?.id) ?? "")}</td>
     <td>${esc(paramsText(r.kind, r.params))}</td><td>${statusBadge(r.status)}</td><td>${progressBar(r.progress)}</td>
     <td class="muted nowrap">${shortTime(r.created_at)}</td>`;
@@ -42,26 +42,17 @@ async function show(run) {
   }
   if (run.status !== "succeeded") {
     const error = run.error ? `: <span class="mono bad">${esc(run.error)}</span>` : "";
-    out.innerHTML = `<p class="muted">Run #${run.id} is ${esc(run.status)}${error}; its panels appear when it succeeds.</p>`;
+    out.innerHTML = `<p class="muted">Run #${run.id} is ${esc(run.status)}${error}; its panels appear when it
+      succeeds.</p>`;
     return;
   }
   const res = await api(`/api/runs/${run.id}/results/?arrays=none`);
   renderFigure(out, res.summary, page.published);
 }
 
-async function refresh(id) {
-  try {
-    const r = await api(`/api/runs/${id}/`);
-    const tr = tbody.querySelector(`tr[data-run="${id}"]`);
-    if (tr) tr.innerHTML = rowHtml(r);
-    if (shown === id || shown == null) await show(r);
-  } catch (e) { toast(`run #${id}: ${e.message}`); }
-}
-
-const streams = runStreams(FINISHED, {
-  onFrame: (id, frame) => applyRowFrame(tbody.querySelector(`tr[data-run="${id}"]`), frame),
-  onEnd: refresh,
-});
+// a run that ends is drawn if it is the one shown, or if none is shown yet
+const showRuns = liveRunRows(tbody, FINISHED, cells, {
+  rowClass: "clickable", onEnd: (r) => (shown === r.id || shown == null ? show(r) : null) });
 
 tbody.addEventListener("click", (ev) => {
   const tr = ev.target.closest("tr[data-run]");
@@ -73,15 +64,7 @@ tbody.addEventListener("click", (ev) => {
 async function main() {
   try {
     const list = await api("/api/runs/?kind=figure&ordering=-id&limit=20");
-    tbody.innerHTML = list.results.length ? "" : '<tr><td colspan="6" class="muted">no figure run yet: start one</td></tr>';
-    for (const r of list.results) {
-      const tr = document.createElement("tr");
-      tr.dataset.run = r.id;
-      tr.className = "clickable";
-      tr.innerHTML = rowHtml(r);
-      tbody.append(tr);
-    }
-    streams.sync(list.results);
+    showRuns(list.results, '<tr><td colspan="6" class="muted">no figure run yet: start one</td></tr>');
     const chosen = page.run ? await api(`/api/runs/${page.run}/`) : list.results.find((r) => r.status === "succeeded");
     if (chosen) await show(chosen);
     else out.innerHTML = '<p class="muted">No finished figure run to draw yet.</p>';

@@ -3,12 +3,11 @@
 import { api, esc, fmt, markReady, toast } from "./twin.js";
 import { PALETTE } from "./chart.js";
 import { pageData } from "./run_form.js";
-import { busbwChart, paramsText, pct, statusBadge } from "./run_results.js";
+import { busbwChart, paramsText, paramValue, pct, statusBadge } from "./run_results.js";
 
 const { runs: ids } = pageData("compare-page");
 const clusterName = new Map(pageData("clusters-info").map((c) => [c.id, c.name]));
 
-const cell = (v) => (v == null ? "default" : typeof v === "object" ? JSON.stringify(v) : String(v));
 const runHead = (r, i) => `<th><span class="swatch" style="background:${PALETTE[i % PALETTE.length]}"></span>
   <a href="/experiments/${r.id}/">#${r.id}</a> <span class="muted">${esc(r.kind)}</span></th>`;
 
@@ -16,7 +15,7 @@ function paramsTable(runs) {
   const rows = [["cluster", runs.map((r) => clusterName.get(r.cluster?.id) ?? r.cluster?.id)],
                 ["kind", runs.map((r) => r.kind)]];
   const keys = [...new Set(runs.flatMap((r) => Object.keys(r.params)))];
-  for (const k of keys) rows.push([k, runs.map((r) => (k in r.params ? cell(r.params[k]) : "—"))]);
+  for (const k of keys) rows.push([k, runs.map((r) => (k in r.params ? paramValue(r.params[k]) : "—"))]);
   return `<thead><tr><th>parameter</th>${runs.map(runHead).join("")}</tr></thead><tbody>${rows.map(([k, vals]) => {
     const differs = new Set(vals.map(String)).size > 1;
     const cells = vals.map((v) => `<td class="mono">${esc(v)}</td>`).join("");
@@ -35,9 +34,10 @@ function headlineTable(runs) {
     ["busbw at the largest size",
      (r) => (last(r) ? `${last(r).busbw_GBps.toFixed(1)} GB/s at ${fmt.bytes(last(r).size)}` : "–")],
     ["large-message limit", (r) => pct(s(r).limit_norm_busbw)],
-    ["roofline", (r) => (s(r).roofline_GBps != null ? `${s(r).roofline_GBps.toFixed(0)} GB/s` : "–")],
+    ["roofline", (r) => fmt.GBps(s(r).roofline_GBps)],
     ["seed spread", (r) => (s(r).seeds ? `${pct(s(r).norm_busbw_min)} – ${pct(s(r).norm_busbw_max)}` : "–")],
-    ["hottest link", (r) => (hot(r) ? `${pct(hot(r).utilization)} <span class="muted mono">${esc(hot(r).name)}</span>` : "–")],
+    ["hottest link",
+     (r) => (hot(r) ? `${pct(hot(r).utilization)} <span class="muted mono">${esc(hot(r).name)}</span>` : "–")],
   ];
   return `<thead><tr><th></th>${runs.map(runHead).join("")}</tr></thead><tbody>${lines.map(([label, f]) =>
     `<tr><th>${label}</th>${runs.map((r) => `<td>${f(r)}</td>`).join("")}</tr>`).join("")}</tbody>`;

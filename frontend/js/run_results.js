@@ -6,18 +6,21 @@ import { esc, fmt } from "./twin.js";
 import { barChart, lineChart, PALETTE, sizeLabel } from "./chart.js";
 
 export const pct = (x, d = 1) => fmt.pct(x, d);
-const gb = (x) => (x == null ? "–" : `${Number(x).toFixed(x >= 100 ? 0 : 1)}`);
 const normClass = (x) => (x == null ? "" : x >= 0.9 ? "ok" : x >= 0.5 ? "warn" : "bad");
 const orDefault = (v) => v ?? "default";                      // a null parameter is the server's default
+/** One parameter's value as a table shows it: lists comma-separated, null as the server's default. */
+export const paramValue = (v) => (Array.isArray(v) ? v.map(orDefault).join(", ")
+  : v !== null && typeof v === "object" ? JSON.stringify(v) : String(orDefault(v)));
 // Normalized busbw in percent, as the published figure draws it.
 const PERCENT_Y = { scale: "linear", min: 0, max: 105, ticks: [0, 20, 40, 60, 80, 100], label: "normalized busbw (%)",
                     format: (v) => `${Number(v).toFixed(0)} %` };
 const NINETY = { y: 90, label: "90 %", dash: ":" };
 const SHARED_ROOFLINE = "#c8ccd4";
 
+const SHORT_TIME = new Intl.DateTimeFormat([], { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
 /** A time as a list shows it: "Nov 29, 17:05" (the full date and time in its title). */
-export const shortTime = (iso) => (iso ? `<span title="${esc(fmt.time(iso))}">${esc(new Date(iso).toLocaleString([],
-  { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" }))}</span>` : "–");
+export const shortTime = (iso) => (iso
+  ? `<span title="${esc(fmt.time(iso))}">${esc(SHORT_TIME.format(new Date(iso)))}</span>` : "–");
 export const statusBadge = (status) => `<span class="badge ${esc(status)}">${esc(status)}</span>`;
 /** A progress bar (twin.css .progress) carrying data-progress, as run_live.js applyRowFrame() updates it. */
 export const progressBar = (progress) => `<div class="progress" data-progress="${progress}">
@@ -67,7 +70,7 @@ function busbwChartSpec(runs, { algbw = false } = {}) {
     else refLines.push({ y, names: [name], color: several ? color : PALETTE[1], dash: ":" });
   });
   for (const r of refLines) {
-    r.label = `${several ? `${r.names.join(", ")} ` : ""}roofline ${gb(r.y)} GB/s`;
+    r.label = `${several ? `${r.names.join(", ")} ` : ""}roofline ${fmt.GBps(r.y)}`;
     if (r.names.length > 1) r.color = SHARED_ROOFLINE;
   }
   return { label: "bus bandwidth against message size", series, refLines,
@@ -82,10 +85,12 @@ export function busbwChart(el, runs, options) {
   toggle.innerHTML = '<input type="checkbox"> log scale';
   const box = document.createElement("div");
   el.replaceChildren(toggle, box);
+  let chart = null;
   const draw = (log) => {
     const spec = busbwChartSpec(runs, options);
     if (log) spec.y = { ...spec.y, scale: "log", min: undefined, format: (v) => String(+v.toPrecision(3)) };
-    lineChart(box, spec);
+    chart?.destroy();                                     // its resize observer, before the new chart takes the box
+    chart = lineChart(box, spec);
   };
   toggle.querySelector("input").addEventListener("change", (ev) => draw(ev.target.checked));
   draw(false);
@@ -94,7 +99,8 @@ export function busbwChart(el, runs, options) {
 function ncclTable(rows) {
   const row = (r) => `<tr><td class="num">${sizeLabel(r.size)}</td><td class="num">${fmt.int(r.count)}</td>
     <td>${esc(r.type)}</td><td class="num">${r.time_us.toFixed(1)}</td><td class="num">${r.algbw_GBps.toFixed(2)}</td>
-    <td class="num">${r.busbw_GBps.toFixed(2)}</td><td class="num ${normClass(r.norm_busbw)}">${pct(r.norm_busbw)}</td></tr>`;
+    <td class="num">${r.busbw_GBps.toFixed(2)}</td>
+    <td class="num ${normClass(r.norm_busbw)}">${pct(r.norm_busbw)}</td></tr>`;
   return `<table class="data compact nccl"><thead><tr><th class="num">size</th><th class="num">count</th><th>type</th>
     <th class="num">time (us)</th><th class="num">algbw (GB/s)</th><th class="num">busbw (GB/s)</th>
     <th class="num">norm busbw</th></tr></thead><tbody>${rows.map(row).join("")}</tbody></table>`;
@@ -102,35 +108,61 @@ function ncclTable(rows) {
 
 function hottestTable(links, cluster) {
   if (!links?.length) return '<p class="muted">no link data</p>';
-  const row = (h) => `<tr><td class="mono">${esc(h.name)}</td><td class="num"><span class="util-bar"
-    style="--u:${Math.min(1, h.utilization)}"></span> ${pct(h.utilization)}</td><td class="num">${fmt.int(h.flows)}</td></tr>`;
+  const row = (h) => `<tr><td class="mono">${esc(h.name)}</td>
+    <td class="num"><span class="util-bar" style="--u:${Math.min(1, h.utilization)}"></span> ${pct(h.utilization)}</td>
+    <td class="num">${fmt.int(h.flows)}</td></tr>`;
   return `<table class="data compact"><thead><tr><th>link (direction)</th><th class="num">utilization</th>
     <th class="num">flows</th></tr></thead><tbody>${links.map(row).join("")}</tbody></table>
     <p class="hint">Utilization during the largest size. Every link: the
       <a href="/clusters/${encodeURIComponent(cluster)}/fabric/">fabric heatmap</a>.</p>`;
 }
 
-function seedsTable(s) {
+const SEED_BARS = 10;                   // at most this many bars in a run's distribution over seeds
+const SEEDS_OPEN = 8;                   // the list of every seed starts open up to this many seeds
+
+/** How many seeds reached each normalized busbw (%): one bar per value (to 0.1 %) when there are few distinct
+ *  values, else one per equal range between the lowest and the highest. */
+function seedBars(seeds) {
+  const values = seeds.map((x) => 100 * x.norm_busbw).filter(Number.isFinite);
+  const counts = new Map();
+  for (const v of values) counts.set(v.toFixed(1), (counts.get(v.toFixed(1)) ?? 0) + 1);
+  if (counts.size <= SEED_BARS) {
+    return [...counts].sort((a, b) => Number(a[0]) - Number(b[0])).map(([v, n]) => ({ label: `${v} %`, value: n }));
+  }
+  const lo = Math.min(...values), width = (Math.max(...values) - lo) / SEED_BARS;
+  const n = new Array(SEED_BARS).fill(0);
+  for (const v of values) n[Math.min(SEED_BARS - 1, Math.floor((v - lo) / width))] += 1;
+  const edge = (i) => (lo + i * width).toFixed(1);
+  return n.map((value, i) => ({ label: `${edge(i)}–${edge(i + 1)} %`, value }));
+}
+
+/** The spread over seeds: its range, how the seeds are distributed (.seed-bars, drawn from seedBars()) and every
+ *  seed in a list that folds (hundreds of seeds would make the page thousands of pixels long). */
+function seedsHtml(s) {
   if (!s.seeds?.length) {
     return '<h3>Seeds</h3><p class="muted">one seed (routing hash and placement); run several to see the spread</p>';
   }
-  const row = (x) => `<tr><td class="num">${x.seed}</td><td class="num ${normClass(x.norm_busbw)}">${pct(x.norm_busbw)}</td>
+  const row = (x) => `<tr><td class="num">${x.seed}</td>
+    <td class="num ${normClass(x.norm_busbw)}">${pct(x.norm_busbw)}</td>
     <td class="num">${pct(x.limit_norm_busbw)}</td></tr>`;
-  return `<h3>Spread over ${s.seeds.length} seeds</h3>
-    <p>normalized busbw ${pct(s.norm_busbw_min)} – ${pct(s.norm_busbw_max)} (mean ${pct(s.norm_busbw)})</p>
+  const n = s.seeds.length;
+  return `<h3>Spread over ${n} seeds</h3>
+    <p>normalized busbw ${pct(s.norm_busbw_min)} – ${pct(s.norm_busbw_max)} (mean ${pct(s.norm_busbw)}); seeds per
+      value:</p><div class="seed-bars"></div>
+    <details class="seed-list"${n <= SEEDS_OPEN ? " open" : ""}><summary>every seed (${n})</summary>
     <table class="data compact"><thead><tr><th class="num">seed</th><th class="num">norm busbw</th>
-    <th class="num">large-message limit</th></tr></thead><tbody>${s.seeds.map(row).join("")}</tbody></table>`;
+    <th class="num">large-message limit</th></tr></thead><tbody>${s.seeds.map(row).join("")}</tbody></table></details>`;
 }
 
 /** collective: headline figures, the busbw/algbw chart with its roofline, the nccl-tests table, hottest links. */
 export function renderCollective(el, s, { cluster }) {
   const last = s.rows?.[s.rows.length - 1];
+  const over = s.seeds ? " (mean over seeds)" : "";
   el.innerHTML = `${figureCards([
-    [pct(s.norm_busbw), `normalized busbw at ${last ? sizeLabel(last.size) : "–"}${s.seeds ? " (mean over seeds)" : ""}`,
-     normClass(s.norm_busbw)],
-    [`${gb(s.busbw_GBps)} GB/s`, "busbw at the largest size"],
+    [pct(s.norm_busbw), `normalized busbw at ${last ? sizeLabel(last.size) : "–"}${over}`, normClass(s.norm_busbw)],
+    [fmt.GBps(s.busbw_GBps), "busbw at the largest size"],
     [pct(s.limit_norm_busbw), "large-message limit (bandwidth term)", normClass(s.limit_norm_busbw)],
-    [`${gb(s.roofline_GBps)} GB/s`, "roofline"],
+    [fmt.GBps(s.roofline_GBps), "roofline"],
     [`${fmt.int(s.ranks)} ranks`, `${fmt.int(s.hosts)} hosts, ${s.fabric}`],
     [`${s.routing} · ${s.qps} QP`, `${s.placement} placement`]])}
     <div class="grid-2 results-grid">
@@ -139,8 +171,12 @@ export function renderCollective(el, s, { cluster }) {
       <section class="panel"><h3>nccl-tests</h3>${ncclTable(s.rows ?? [])}</section></div>
     <div class="grid-2 results-grid">
       <section class="panel"><h3>Hottest links</h3>${hottestTable(s.hottest_links, cluster)}</section>
-      <section class="panel">${seedsTable(s)}</section></div>`;
+      <section class="panel">${seedsHtml(s)}</section></div>`;
   busbwChart(el.querySelector(".busbw-chart"), [{ name: "run", summary: s }], { algbw: true });
+  if (s.seeds?.length) {
+    barChart(el.querySelector(".seed-bars"),
+             { bars: seedBars(s.seeds), format: (n) => (Number.isInteger(n) ? fmt.int(n) : "") });   // seed counts
+  }
 }
 
 /** fabric_health: healthy or not and why, the figures, the AllGather rows and the hottest links. */
@@ -168,13 +204,14 @@ const comboLabel = (names, r) => names.map((n) => `${n}=${orDefault(r[n])}`).joi
 export function sweepTable(axes, rows, best) {
   const names = Object.keys(axes);
   const row = (r) => `<tr data-run="${r.run}"${best?.run === r.run ? ' class="best"' : ""}>
-    <td><a href="/experiments/${r.run}/">#${r.run}</a></td>${names.map((n) => `<td>${esc(orDefault(r[n]))}</td>`).join("")}
+    <td><a href="/experiments/${r.run}/">#${r.run}</a></td>
+    ${names.map((n) => `<td>${esc(orDefault(r[n]))}</td>`).join("")}
     <td>${statusBadge(r.status)}</td><td>${progressBar(r.progress ?? (r.status === "succeeded" ? 100 : 0))}</td>
-    <td class="num ${normClass(r.norm_busbw)}">${pct(r.norm_busbw)}</td><td class="num">${gb(r.busbw_GBps)}</td>
+    <td class="num ${normClass(r.norm_busbw)}">${pct(r.norm_busbw)}</td><td class="num">${fmt.GBps(r.busbw_GBps)}</td>
     <td class="num">${pct(r.limit_norm_busbw)}</td><td class="muted">${esc(r.error || r.worker || "")}</td></tr>`;
   return `<table class="data compact sweep-children"><thead><tr><th>run</th>${
     names.map((n) => `<th>${esc(n)}</th>`).join("")}<th>status</th><th>progress</th><th class="num">norm busbw</th>
-    <th class="num">busbw (GB/s)</th><th class="num">limit</th><th>worker</th></tr></thead>
+    <th class="num">busbw</th><th class="num">limit</th><th>worker</th></tr></thead>
     <tbody>${rows.map(row).join("")}</tbody></table>`;
 }
 
@@ -239,8 +276,8 @@ export function renderFigure(el, s, published) {
       <table class="data compact"><thead><tr><th>panel</th><th>series</th><th>published (${esc(published.source)})</th>
       <th>simulated here (medians, each series at its largest job)</th></tr></thead>
       <tbody>${published.claims.map(claimRow).join("")}</tbody></table>
-      <p class="hint">Published metric: ${esc(published.metric)}. The claims are ranges stated in the paper, not its data
-        points; a simulated value outside its bracket is where the twin and the paper disagree.</p></section>`;
+      <p class="hint">Published metric: ${esc(published.metric)}. The claims are ranges stated in the paper, not its
+        data points; a simulated value outside its bracket is where the twin and the paper disagree.</p></section>`;
   el.querySelectorAll(".figure-panel").forEach((panelEl, i) => {
     const panel = s.panels[i];
     lineChart(panelEl.querySelector(".figure-chart"), {

@@ -4,8 +4,8 @@
 // also follows its children on the cluster's stream (one socket for all of them); its bar is their mean progress.
 import { api, esc, fmt, live, markReady, timeFrame, toast } from "./twin.js";
 import { pageData } from "./run_form.js";
-import { applyRowFrame } from "./run_live.js";
-import { paramsText, pct, renderCollective, renderFabricHealth, renderFigure, sweepBars, sweepLines,
+import { applyRowFrame, followSweep, sweepChildren, sweepProgress } from "./run_live.js";
+import { paramsText, paramValue, pct, renderCollective, renderFabricHealth, renderFigure, sweepBars, sweepLines,
          sweepTable } from "./run_results.js";
 
 const page = pageData("run-page");
@@ -13,13 +13,11 @@ const published = pageData("published-claims");
 const FINISHED = new Set(pageData("finished-statuses"));
 const bar = document.getElementById("run-progress");
 const results = document.getElementById("results");
-const children = new Map();            // a sweep's children: id -> row (axis values, status, progress, figures)
+let children = new Map();              // a sweep's children: id -> run (progress and status kept live)
 let run = null, runLive = null, childLive = null, finishing = null;
 
 const isSweep = () => run.kind === "sweep";
 const duration = (a, b) => (a && b ? `${((new Date(b) - new Date(a)) / 1000).toFixed(1)} s` : "–");
-const shown = (v) => (Array.isArray(v) ? v.map((x) => x ?? "default").join(", ")
-  : v !== null && typeof v === "object" ? JSON.stringify(v) : v ?? "default");
 
 function setProgress(progress, status) {
   if (progress != null) {
@@ -51,21 +49,31 @@ function showLinks(util) {
     + `at 90 % or more, busiest ${pct(max, 0)}`;
 }
 
-function drawHead(r) {
+/** What inventory the run read: the items that were not active, and the hash of every status array. */
+function inventoryHtml(r) {
+  if (r.kind === "sweep") return "each combination records its own";
   const state = r.inventory_state;
-  const off = state ? Object.entries(state.counts).filter(([, c]) => c.non_active)
-    .map(([k, c]) => `${fmt.int(c.non_active)} of ${fmt.int(c.total)} ${k}`).join(", ") : "";
-  const inventory = r.kind === "sweep" ? "each combination records its own" : !state ? "–" : `${off ? `<span class="warn">not active: ${esc(off)}</span>` : "every item active"}
-    <span class="muted mono" title="sha256 of the status arrays the run read">${esc(state.status_hash.slice(0, 12))}</span>`;
+  if (!state) return "–";
+  const off = Object.entries(state.counts).filter(([, c]) => c.non_active)
+    .map(([k, c]) => `${fmt.int(c.non_active)} of ${fmt.int(c.total)} ${k}`).join(", ");
+  const hash = esc(state.status_hash.slice(0, 12));
+  return `${off ? `<span class="warn">not active: ${esc(off)}</span>` : "every item active"}
+    <span class="muted mono" title="sha256 of the status arrays the run read">${hash}</span>`;
+}
+
+function drawHead(r) {
+  const attempt = r.attempts > 1 ? ` <span class="warn">(attempt ${r.attempts})</span>` : "";
   document.getElementById("run-facts").innerHTML = `
     <dt>kind</dt><dd>${esc(r.kind)}</dd>
     <dt>cluster</dt><dd>${esc(page.cluster)}</dd>
     <dt>parameters</dt><dd>${esc(paramsText(r.kind, r.params))}</dd>
-    <dt>worker</dt><dd>${esc(r.worker || "–")}${r.attempts > 1 ? ` <span class="warn">(attempt ${r.attempts})</span>` : ""}</dd>
+    <dt>worker</dt><dd>${esc(r.worker || "–")}${attempt}</dd>
     <dt>created</dt><dd>${fmt.time(r.created_at)}${r.created_by ? ` by ${esc(r.created_by)}` : ""}</dd>
-    <dt>started</dt><dd>${fmt.time(r.started_at)} <span class="muted">(queued ${duration(r.created_at, r.started_at)})</span></dd>
-    <dt>finished</dt><dd>${fmt.time(r.finished_at)} <span class="muted">(ran ${duration(r.started_at, r.finished_at)})</span></dd>
-    <dt>inventory state</dt><dd>${inventory}</dd>
+    <dt>started</dt><dd>${fmt.time(r.started_at)}
+      <span class="muted">(queued ${duration(r.created_at, r.started_at)})</span></dd>
+    <dt>finished</dt><dd>${fmt.time(r.finished_at)}
+      <span class="muted">(ran ${duration(r.started_at, r.finished_at)})</span></dd>
+    <dt>inventory state</dt><dd>${inventoryHtml(r)}</dd>
     ${r.error ? `<dt>error</dt><dd class="bad mono">${esc(r.error)}</dd>` : ""}
     ${r.notes ? `<dt>notes</dt><dd class="mono pre">${esc(r.notes)}</dd>` : ""}`;
   const params = r.kind === "sweep"
@@ -73,7 +81,7 @@ function drawHead(r) {
        ...Object.entries(r.params.sweep ?? {}).map(([k, v]) => [`${k} (axis)`, v])]
     : Object.entries(r.params);
   document.getElementById("run-params").innerHTML = params.map(([k, v]) =>
-    `<tr><th>${esc(k)}</th><td class="mono">${esc(shown(v))}</td></tr>`).join("");
+    `<tr><th>${esc(k)}</th><td class="mono">${esc(paramValue(v))}</td></tr>`).join("");
   setProgress(r.progress, r.status);
 }
 
@@ -82,8 +90,9 @@ async function drawResults() {
   const { summary } = await api(`/api/runs/${page.id}/results/?arrays=none`);
   if (isSweep()) return drawSweep(summary);
   if (!summary) {
-    results.innerHTML = `<p class="${run.status === "failed" ? "bad" : "muted"}">No results: the run ${esc(run.status)}${
-      run.error ? `: <span class="mono">${esc(run.error)}</span>` : ""}.</p>`;
+    const error = run.error ? `: <span class="mono">${esc(run.error)}</span>` : "";
+    results.innerHTML = `<p class="${run.status === "failed" ? "bad" : "muted"}">No results: the run
+      ${esc(run.status)}${error}.</p>`;
   } else if (run.kind === "collective") renderCollective(results, summary, { cluster: page.cluster });
   else if (run.kind === "fabric_health") renderFabricHealth(results, summary, { cluster: page.cluster });
   else if (run.kind === "figure") renderFigure(results, summary, published);
@@ -103,12 +112,13 @@ function childRow(c) {
 function drawSweep(summary) {
   const axes = run.params.sweep, best = summary?.best ?? null;
   const rows = summary ? summary.children.map((r) => ({ ...r, progress: children.get(r.run)?.progress }))
-    : [...children.values()];
+    : [...children.values()].map(childRow);
   const done = rows.filter((r) => FINISHED.has(r.status)).length;
   const succeeded = rows.filter((r) => r.status === "succeeded").slice(0, 8).map((r) => r.run);
   const bestText = best && Object.keys(axes).map((k) => `${k}=${best[k] ?? "default"}`).join(", ");
   results.innerHTML = `<div class="figures-row">
-      <div class="figure"><span class="value">${done} / ${rows.length}</span><span class="label">combinations finished</span></div>
+      <div class="figure"><span class="value">${done} / ${rows.length}</span>
+        <span class="label">combinations finished</span></div>
       ${best ? `<div class="figure"><span class="value ok">${pct(best.norm_busbw)}</span><span class="label">best:
         ${esc(bestText)} (<a href="/experiments/${best.run}/">#${best.run}</a>)</span></div>` : ""}
       ${summary ? `<div class="figure"><span class="value">${summary.workers.length}</span>
@@ -123,34 +133,22 @@ function drawSweep(summary) {
   sweepLines(results.querySelector(".sweep-lines"), axes, rows);
 }
 
-function applyChildFrame(frame) {
-  const row = children.get(frame.runId);
-  if (frame.progress != null) row.progress = frame.progress;
-  if (frame.status && frame.status !== "unknown") row.status = frame.status;
-  applyRowFrame(results.querySelector(`tr[data-run="${frame.runId}"]`), row);
-  const all = [...children.values()];
-  setProgress(all.reduce((a, c) => a + (FINISHED.has(c.status) ? 100 : c.progress ?? 0), 0) / all.length, null);
-}
-
-async function loadChildren() {
-  const list = await api(`/api/runs/?parent=${page.id}&ordering=id&limit=1000`);
-  children.clear();
-  for (const c of list.results) children.set(c.id, childRow(c));
-}
-
+/** A running sweep: its children drawn as they are, then kept live; its bar is their mean progress. */
 function followChildren() {
-  drawSweep(null);
-  childLive = live(`/ws/clusters/${encodeURIComponent(page.cluster)}/`, {
-    query: { index: "0" },
-    onFrame(frame) {
-      if (!children.has(frame.runId)) return;
-      timeFrame(() => applyChildFrame(frame));
-      if (!frame.final) return;
-      api(`/api/runs/${frame.runId}/`).then((c) => {
-        children.set(c.id, childRow(c));
-        if (!FINISHED.has(run.status)) drawSweep(null);
-      }).catch((e) => toast(`run #${frame.runId}: ${e.message}`));
+  const redraw = () => { if (!FINISHED.has(run.status)) drawSweep(null); };
+  const showProgress = () => setProgress(sweepProgress(run, children, FINISHED), null);
+  redraw();
+  showProgress();
+  childLive = followSweep(run, page.cluster, children, {
+    onFrame(child, frame) {
+      applyRowFrame(results.querySelector(`tr[data-run="${child.id}"]`), child);
+      showProgress();
+      if (frame.final) {                     // its figures: the row is drawn again from the finished run
+        api(`/api/runs/${child.id}/`).then((c) => { children.set(c.id, c); redraw(); })
+          .catch((e) => toast(`run #${child.id}: ${e.message}`));
+      }
     },
+    onAdded: () => timeFrame(() => { redraw(); showProgress(); }),
   });
 }
 
@@ -166,7 +164,7 @@ async function loadFinished() {
   try {
     run = await api(`/api/runs/${page.id}/`);
     drawHead(run);
-    if (isSweep()) await loadChildren();
+    if (isSweep()) children = await sweepChildren(run);
     await drawResults();
   } catch (e) { toast(`results of run #${page.id}: ${e.message}`); }
 }
@@ -205,7 +203,7 @@ async function main() {
   try {
     run = await api(`/api/runs/${page.id}/`);
     drawHead(run);
-    if (isSweep()) await loadChildren();
+    if (isSweep()) children = await sweepChildren(run);
     if (FINISHED.has(run.status)) await drawResults();
     else {
       if (isSweep()) followChildren();

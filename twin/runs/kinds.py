@@ -154,8 +154,8 @@ class FigureParams(serializers.Serializer):
             raise serializers.ValidationError({"jobs": [f"{cluster.name} has {total} GPUs: too few for a job"]})
         too_big = [n for n in jobs if n > total]
         if too_big:
-            raise serializers.ValidationError({"jobs": [f"{', '.join(map(str, too_big))} GPUs asked, "
-                                                        f"{cluster.name} has {total:,}"]})
+            asked = ", ".join(map(str, too_big))
+            raise serializers.ValidationError({"jobs": [f"{asked} GPUs asked, {cluster.name} has {total:,}"]})
         attrs["jobs"] = jobs
         return attrs
 

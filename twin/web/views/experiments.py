@@ -152,8 +152,7 @@ def figure_page(request):
     except ValueError:
         return HttpResponseBadRequest("run: expected a run id, e.g. ?run=12", content_type="text/plain")
     return render(request, "web/experiments_figure.html", _common(
-        request, "figure", published=PUBLISHED,
-        page={"run": selected, "params": param_fields(RunKind.FIGURE), "published": PUBLISHED}))
+        request, "figure", page={"run": selected, "params": param_fields(RunKind.FIGURE), "published": PUBLISHED}))
 
 
 urlpatterns = [
