@@ -204,3 +204,20 @@ def test_the_runs_list_costs_the_same_queries_for_5_and_25_runs(runner, demo):
             assert runner.get("/api/runs/", {"limit": 50}).status_code == 200
         counts.append(len(queries))
     assert counts[0] == counts[1], counts
+
+
+def test_a_running_sweep_s_progress_is_the_share_of_its_children_that_ended(demo):
+    # given a running sweep with four children, one succeeded and one failed
+    from twin.runs.actions import sweep_progress
+    parent = SimulationRun.objects.create(kind="sweep", cluster=demo, params={}, status="running")
+    for status in ("succeeded", "failed", "running", "queued"):
+        SimulationRun.objects.create(kind="collective", cluster=demo, params={}, parent=parent, status=status)
+    # then its progress is half, saved for the API and the list pages
+    assert sweep_progress(parent.pk) == 50.0
+    parent.refresh_from_db()
+    assert parent.progress == 50.0
+    # and an ended sweep is left alone
+    SimulationRun.objects.filter(pk=parent.pk).update(status="succeeded", progress=100.0)
+    assert sweep_progress(parent.pk) is None
+    parent.refresh_from_db()
+    assert parent.progress == 100.0

@@ -16,6 +16,7 @@ from datetime import timedelta
 
 import numpy as np
 from django.db import transaction
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from sim.layout import STATUS_ACTIVE
@@ -147,6 +148,23 @@ def _finish(run: SimulationRun, status: str, now=None, extra=(), publisher=None)
         fields.append("progress")
     run.save(update_fields=fields)
     transaction.on_commit(publisher.finished if publisher is not None else lambda: _publish_finished(run.pk))
+    if run.parent_id is not None:
+        parent_id = run.parent_id
+        transaction.on_commit(lambda: sweep_progress(parent_id))
+
+
+def sweep_progress(parent_id: int) -> float | None:
+    """A running sweep's progress, the share of its children that ended, saved and published (a sweep computes
+    nothing itself: without this its progress stays 0 until its last child ends). None when it is not running."""
+    counts = SimulationRun.objects.filter(parent_id=parent_id).aggregate(
+        n=Count("id"), done=Count("id", filter=~Q(status__in=ACTIVE)))
+    parent = SimulationRun.objects.filter(pk=parent_id, status=RunStatus.RUNNING).first()
+    if parent is None or not counts["n"]:
+        return None
+    parent.progress = 100.0 * counts["done"] / counts["n"]
+    SimulationRun.objects.filter(pk=parent_id, status=RunStatus.RUNNING).update(progress=parent.progress)
+    SafePublisher(parent).progress(parent.progress, force=True)
+    return parent.progress
 
 
 def inventory_state(cluster, layout) -> dict:
