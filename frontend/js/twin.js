@@ -102,16 +102,23 @@ export const utilCss = (u) => { const [r, g, b] = UTIL_RGB[Math.max(0, Math.min(
 export const COLORS = { failed: "#e5484d", drained: "#f5a524", idle: "#3a4252", unusable: "#e5484d",
                         none: "#262b36" };
 
-const LIVE_LABEL = { off: "live: off", connecting: "live: connecting", live: "live", reconnecting: "live: reconnecting",
-                     closed: "live: closed" };
-function setLiveState(state) {
+const LIVE_LABEL = { off: "live: off", connecting: "live: connecting", live: "live", reconnecting: "live: reconnecting" };
+const streams = new Map();               // the page's live streams and their states: the indicator sums them up
+let streamCount = 0;
+function setLiveState(stream, state) {
+  if (state === "closed") streams.delete(stream); else streams.set(stream, state);
+  const states = new Set(streams.values());
+  const shown = states.has("live") ? "live" : states.has("reconnecting") ? "reconnecting"
+    : states.has("connecting") ? "connecting" : "off";
   const el = document.getElementById("live-status");
-  if (el) { el.dataset.state = state; el.textContent = LIVE_LABEL[state] ?? state; }
+  if (el) { el.dataset.state = shown; el.textContent = LIVE_LABEL[shown]; }
 }
 
-/** A live stream (docs/live.md) with the header's indicator kept up to date; see openLive for the handlers. */
+/** A live stream (docs/live.md) counted in the header's indicator ("live" while any of the page's streams is);
+ *  see openLive for the handlers. */
 export function live(path, handlers = {}) {
-  return openLive(path, { ...handlers, onState(state) { setLiveState(state); handlers.onState?.(state); } });
+  const stream = ++streamCount;
+  return openLive(path, { ...handlers, onState(state) { setLiveState(stream, state); handlers.onState?.(state); } });
 }
 
 /** Escape text for innerHTML templates. */
