@@ -29,7 +29,7 @@ const THEME = Object.fromEntries(Object.entries({ bg: "--bg", zone: "--panel", t
   .map(([key, name]) => [key, css.getPropertyValue(name).trim()]));
 const PX = { idle: pixel(COLORS.idle), unusable: pixel(COLORS.unusable), none: pixel(COLORS.none),
              bg: pixel(THEME.bg), zone: pixel(THEME.zone) };
-const UTIL_BUCKETS = [[0, 0.01, "< 1 %"], [0.01, 0.5, "1–50 %"], [0.5, 0.9, "50–90 %"], [0.9, Infinity, "≥ 90 %"]];
+const UTIL_BUCKETS = [[0, "< 1 %"], [0.01, "1–50 %"], [0.5, "50–90 %"], [0.9, "≥ 90 %"]];   // [from, label]
 
 const canvas = document.getElementById("gpu-grid");
 const ctx = canvas.getContext("2d");
@@ -92,16 +92,19 @@ function init(data) {
   util = new Float32Array(nLinks);
   colors = new Uint32Array(n);
   setStatuses(D);
-  gpuZone = new Uint16Array(n);
-  dirty = new Int32Array(4 * D.zones.name.length);
-  for (let i = 0; i < n; i++) { const h = D.gpus.host[i]; gpuZone[i] = h < 0 ? 0 : D.racks.zone[D.hosts.rack[h]]; }
   const max = (a) => a.reduce((m, v) => (v > m ? v : m), -1);
   D.dims = { zones: D.zones.name.length, racks: max(D.racks.pos) + 1, hosts: max(D.hosts.pos) + 1,
              gpus: max(D.gpus.slot) + 1 };
-  // Lookup tables for hit-testing: (zone, rack position, host position) -> host; (host, slot) -> GPU.
   const { zones, racks, hosts, gpus } = D.dims;
+  dirty = new Int32Array(4 * zones);
+  gpuZone = new Uint16Array(n);
   D.zoneGpus = new Uint32Array(zones);
-  for (let i = 0; i < n; i++) D.zoneGpus[gpuZone[i]] += 1;
+  for (let i = 0; i < n; i++) {
+    const h = D.gpus.host[i];
+    gpuZone[i] = h < 0 ? 0 : D.racks.zone[D.hosts.rack[h]];
+    D.zoneGpus[gpuZone[i]] += 1;
+  }
+  // Lookup tables for hit-testing: (zone, rack position, host position) -> host; (host, slot) -> GPU.
   hostAt = new Int32Array(zones * racks * hosts).fill(-1);
   D.hosts.rack.forEach((r, h) => {
     if (r >= 0) hostAt[(D.racks.zone[r] * racks + D.racks.pos[r]) * hosts + D.hosts.pos[h]] = h;
@@ -207,7 +210,7 @@ function gpuAtPixel(x, y) {
 // ---------------------------------------------------------------------------------------------------- colours
 /** Colour every GPU for the current mode into `colors`, counting each legend entry and a figure per zone. */
 function colorize() {
-  const perZone = new Float64Array(D.dims.zones), zoneN = D.zoneGpus;
+  const perZone = new Float64Array(D.dims.zones);
   if (mode === "job") {
     const byRun = new Map();
     let idle = 0, unusable = 0, lastRun = 0, lastColor = 0, lastCount = null;
@@ -221,7 +224,7 @@ function colorize() {
       }
       colors[i] = lastColor; lastCount.n += 1; perZone[gpuZone[i]] += 1;
     }
-    counts = { byRun, idle, unusable, perZone, zoneN };
+    counts = { byRun, idle, unusable, perZone };
   } else if (mode === "health") {
     const cat = new Uint32Array(HEALTH.length);
     for (let i = 0; i < n; i++) {
@@ -229,19 +232,20 @@ function colorize() {
       colors[i] = HEALTH_PX[k]; cat[k] += 1;
       if (k !== 0) perZone[gpuZone[i]] += 1;
     }
-    counts = { cat, perZone, zoneN };
+    counts = { cat, perZone };
   } else {
     const buckets = new Uint32Array(UTIL_BUCKETS.length), link = D.gpus.link;
+    const [, from1, from2, from3] = UTIL_BUCKETS.map(([from]) => from);
     let none = 0, sum = 0;
     for (let i = 0; i < n; i++) {
       const l = link[i];
       if (l < 0) { colors[i] = PX.none; none += 1; continue; }
       const u = util[l];
       colors[i] = UTIL_PIXEL[Math.min(255, Math.max(0, Math.round(u * 255)))];
-      buckets[u < 0.01 ? 0 : u < 0.5 ? 1 : u < 0.9 ? 2 : 3] += 1;
+      buckets[u < from1 ? 0 : u < from2 ? 1 : u < from3 ? 2 : 3] += 1;
       sum += u; perZone[gpuZone[i]] += u;
     }
-    counts = { buckets, none, mean: sum / Math.max(1, n - none), perZone, zoneN };
+    counts = { buckets, none, mean: sum / Math.max(1, n - none), perZone };
   }
 }
 
@@ -256,7 +260,7 @@ function runColor(r) {
 }
 
 function zoneFigure(z) {
-  const v = counts.perZone[z], total = counts.zoneN[z];
+  const v = counts.perZone[z], total = D.zoneGpus[z];
   if (mode === "job") return `${fmt.int(v)} in jobs`;
   if (mode === "health") return v ? `${fmt.int(v)} not usable` : "all usable";
   return `mean ${fmt.pct(v / Math.max(1, total))}`;
@@ -294,7 +298,7 @@ function drawLabels() {
   ctx.font = `${Math.round(12 * G.dpr)}px system-ui, sans-serif`;
   ctx.textBaseline = "middle";
   for (let z = 0; z < D.dims.zones; z++) {
-    const name = short(D.zones.name[z]), figure = `${fmt.int(counts.zoneN[z])} GPUs · ${zoneFigure(z)}`;
+    const name = short(D.zones.name[z]), figure = `${fmt.int(D.zoneGpus[z])} GPUs · ${zoneFigure(z)}`;
     if (labels[z] === figure) continue;
     labels[z] = figure;
     const [x, y] = zoneOrigin(z), top = y + G.pad, mid = top + G.label / 2 - G.dpr;
@@ -340,7 +344,7 @@ function renderLegend() {
     const stops = [0, 0.25, 0.5, 0.75, 0.9, 1].map((x) => `${utilCss(x)} ${x * 100}%`).join(",");
     html += `<span class="item"><span class="util-scale" style="background:linear-gradient(to right,${stops})">`
       + `</span> NIC link utilization 0–100 %</span>`;
-    UTIL_BUCKETS.forEach(([lo, , label], k) => { html += item(utilCss(Math.min(lo, 1)), label, counts.buckets[k]); });
+    UTIL_BUCKETS.forEach(([from, label], k) => { html += item(utilCss(from), label, counts.buckets[k]); });
     if (counts.none) html += item(COLORS.none, "no NIC cable", counts.none);
     html += `<span class="item">mean <b>${fmt.pct(counts.mean, 1)}</b></span>`;
     const src = [...runs].filter(([, run]) => run.util).map(([id]) => runLabel(id));

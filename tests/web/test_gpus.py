@@ -7,12 +7,12 @@ import json
 import numpy as np
 import pytest
 from django.contrib.auth.models import Permission, User
-from tests.web.conftest import build
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from sim.layout import STATUS_NAMES
 from sim.topology import topology_from_layout
+from tests.web.conftest import build
 from twin.inventory import models as m
 from twin.inventory.adapter import layout_from_db
 from twin.live.meta import cluster_index

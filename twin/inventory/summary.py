@@ -25,8 +25,9 @@ def _backend_bisection() -> dict[int, float]:
 
 
 def cluster_overview() -> list[dict]:
-    """One dict per cluster: GPUs (total, active, failed), hosts, switches, links (total, failed), backend fabric
-    and its bisection bandwidth."""
+    """One dict per cluster, by name: the cluster, its backend fabric and that fabric's bisection bandwidth (Gb/s);
+    for GPUs, hosts, switches and links the total (``gpus``) and the count in each status (``gpus_active``,
+    ``gpus_failed``, ``gpus_drained``, ``gpus_maintenance``)."""
     gpus, hosts, switches, links = (_by_cluster_status(m) for m in (GPU, Host, Switch, Link))
     backend = {f.cluster_id: f for f in Fabric.objects.filter(role=FabricRole.BACKEND)}
     bisection = _backend_bisection()
@@ -36,8 +37,6 @@ def cluster_overview() -> list[dict]:
         for key, counts in (("gpus", gpus), ("hosts", hosts), ("switches", switches), ("links", links)):
             by_status = counts[c.id]
             row[key] = sum(by_status.values())
-            row[f"{key}_active"] = by_status[Status.ACTIVE]
-            row[f"{key}_failed"] = by_status[Status.FAILED]
-            row[f"{key}_unhealthy"] = row[key] - by_status[Status.ACTIVE]
+            row.update({f"{key}_{status}": by_status[status] for status in Status.values})
         rows.append(row)
     return rows

@@ -37,8 +37,8 @@ R_NIC, R_NIC_PORT, R_CABLE, R_LEAF_PORT, R_LEAF, R_NO_CABLE = (1 << k for k in r
 
 
 class IdIndex:
-    """Positions of ids in an id array (any order): calling it maps ids (None allowed) to positions, -1 where
-    absent. One sort up front, one ``searchsorted`` per lookup."""
+    """Positions of ids in an id array (any order): calling it maps ids to positions, -1 where absent. One sort
+    up front, one ``searchsorted`` per lookup."""
 
     def __init__(self, ids):
         self.ids = np.asarray(ids, dtype=IDX)
@@ -46,8 +46,7 @@ class IdIndex:
         self.sorted = self.ids[self.order]
 
     def __call__(self, refs) -> np.ndarray:
-        refs = np.array([-1 if r is None else r for r in refs], dtype=IDX) if isinstance(refs, list) \
-            else np.asarray(refs, dtype=IDX)
+        refs = np.asarray(refs, dtype=IDX)
         if not len(self.ids):
             return np.full(len(refs), -1, dtype=IDX)
         at = np.minimum(np.searchsorted(self.sorted, refs), len(self.ids) - 1)
@@ -169,7 +168,7 @@ def build_structure(cluster: Cluster, fabric: Fabric | None, key: tuple) -> Grid
                  # GPU.index values where they are not 0..N-1 (a deleted GPU leaves a gap), else null
                  "index": None if np.array_equal(index, np.arange(len(index))) else index.tolist(),
                  "names": _odd_gpu_names(cluster, gpus)},
-        "links": {"count": int(len(link_ids))},
+        "links": {"count": len(link_ids)},
     }
     return GridStructure(
         key=key, gpus=gpus, hosts=hosts,

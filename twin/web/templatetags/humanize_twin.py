@@ -14,13 +14,9 @@ def intcomma(value):
 
 
 @register.filter
-def subtract(value, other):
-    return value - other
-
-
-@register.filter
 def tbps(gbps):
-    """A bandwidth in Gb/s as the unit engineers quote for fabrics: 1,572,864 Gb/s -> '1,573 Tb/s'."""
+    """A bandwidth given in Gb/s, in the unit engineers quote for fabrics: Tb/s from 10 Tb/s up
+    (1,572,864 -> '1,573 Tb/s'), else Gb/s (3,200 -> '3,200 Gb/s')."""
     if not gbps:
         return "0"
     return f"{gbps / 1000:,.0f} Tb/s" if gbps >= 10_000 else f"{gbps:,.0f} Gb/s"

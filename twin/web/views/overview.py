@@ -1,9 +1,12 @@
+"""The overview: every built cluster as a card with its key figures and the simulations running on it (kept live
+by frontend/js/overview.js), and the liveness check."""
 from django.db import connection
 from django.http import HttpResponse
 from django.shortcuts import render
+from django.urls import path
 
 from twin.inventory.summary import cluster_overview
-from twin.runs.choices import RunStatus
+from twin.runs.choices import ACTIVE
 from twin.runs.models import SimulationRun
 from twin.web.access import readable
 
@@ -11,15 +14,15 @@ from twin.web.access import readable
 def active_runs_by_cluster() -> dict[int, list[dict]]:
     """Queued and running simulations per cluster id (one query)."""
     runs: dict[int, list[dict]] = {}
-    for row in (SimulationRun.objects.filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING])
-                .order_by("created_at").values("id", "cluster_id", "kind", "status", "progress", "parent_id")):
+    for row in (SimulationRun.objects.filter(status__in=ACTIVE).order_by("created_at")
+                .values("id", "cluster_id", "kind", "status", "progress")):
         runs.setdefault(row["cluster_id"], []).append(row)
     return runs
 
 
 @readable
 def overview(request):
-    """The clusters with their key figures and the simulations running on them (kept live by overview.js)."""
+    """The clusters with their key figures and the simulations running on them."""
     clusters = cluster_overview()
     runs = active_runs_by_cluster()
     for row in clusters:
@@ -32,3 +35,9 @@ def healthz(request):
     with connection.cursor() as cur:
         cur.execute("SELECT 1")
     return HttpResponse("ok", content_type="text/plain")
+
+
+urlpatterns = [
+    path("", overview, name="overview"),
+    path("healthz", healthz, name="healthz"),
+]
