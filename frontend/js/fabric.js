@@ -6,7 +6,7 @@ import { countCell, LiveRows, pct as pctOf, updateRows, utilCell } from "./fabri
 import { applyStatus, buildModel, FabricStats, LINK_NIC_LEAF, linkIndex, rowBlocks } from "./fabric-model.js";
 import { fetchSnapshot } from "./frames.js";
 import { TierHeatmap } from "./heatmap.js";
-import { api, COLORS, esc, fmt, live, markReady, timeFrame, toast, UTIL_RGB, utilCss } from "./twin.js";
+import { api, COLORS, esc, fmt, live, markReady, timeFrame, toast, UTIL_GRADIENT, utilCss } from "./twin.js";
 
 const root = document.getElementById("fabric");
 const cluster = root.dataset.cluster;
@@ -127,8 +127,7 @@ function renderSummary() {
 
 function buildHeatmaps() {
   const m = state.model, tooltip = $("fabric-tooltip");
-  const ramp = UTIL_RGB.filter((_, k) => k % 32 === 0 || k === 255).map(([r, g, b]) => `rgb(${r},${g},${b})`);
-  $("fabric-legend").innerHTML = `<span>0 %</span><span class="ramp" style="background:linear-gradient(90deg,${ramp})">
+  $("fabric-legend").innerHTML = `<span>0 %</span><span class="ramp" style="background:${UTIL_GRADIENT}">
     </span><span>100 %</span>
     <span><i class="swatch" style="background:${COLORS.failed}"></i>not active (ringed)</span>
     <span><i class="swatch" style="background:${COLORS.none}"></i>no data</span>`;

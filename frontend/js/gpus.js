@@ -3,7 +3,9 @@
 // health or utilization. Drawn into one ImageData through a Uint32Array; hover and click find the GPU by arithmetic
 // on the layout. State comes from the page data (twin/web/gpu_data.py), the cluster's live snapshot, then the
 // cluster's live stream (docs/live.md), whose frames carry every run on the cluster.
-import { COLORS, UTIL_PIXEL, api, esc, fmt, live, markReady, timeFrame, toast, twin, utilCss } from "./twin.js";
+import {
+  COLORS, UTIL_GRADIENT, UTIL_PIXEL, api, cssPixel, esc, fmt, live, markReady, timeFrame, toast, twin, utilCss,
+} from "./twin.js";
 import { fetchSnapshot } from "./frames.js";
 
 const GPU_IN_JOB = 1, GPU_UNUSABLE = 2;          // live gpu_state values (twin/runs/kinds.py); 0 is idle
@@ -11,10 +13,6 @@ const STATUS_POLL_MS = 15000;                    // how often the inventory stat
 const MODES = ["job", "health", "utilization"];
 const LEGEND_RUNS = 4;                           // runs named in the legend, the largest first
 
-const pixel = (hex) => {                         // "#rrggbb" -> packed little-endian ABGR, as UTIL_PIXEL
-  const v = parseInt(hex.slice(1), 16);
-  return ((255 << 24) | ((v & 255) << 16) | (v & 0xff00) | (v >>> 16)) >>> 0;
-};
 // Jobs get distinct colours, none of them red (unusable) or grey (idle); a run keeps its colour while it runs.
 const JOB_COLORS = ["#4aa3ff", "#3fb950", "#f5a524", "#bc8cff", "#39c5cf", "#ff7eb6", "#a3e635", "#ffd33d",
                     "#7c9cff", "#fb923c", "#2dd4bf", "#e879f9"];
@@ -23,12 +21,12 @@ const HEALTH = [  // categories of the health mode: the four inventory statuses,
   { key: "drained", color: COLORS.drained }, { key: "maintenance", color: "#4aa3ff" },
   { key: "unusable", color: "#d55fde", label: "unusable (NIC, cable or leaf down)" },
 ];
-const HEALTH_PX = Uint32Array.from(HEALTH, (h) => pixel(h.color));
+const HEALTH_PX = Uint32Array.from(HEALTH, (h) => cssPixel(h.color));
 const css = getComputedStyle(document.documentElement);
 const THEME = Object.fromEntries(Object.entries({ bg: "--bg", zone: "--panel", text: "--text", muted: "--muted" })
   .map(([key, name]) => [key, css.getPropertyValue(name).trim()]));
-const PX = { idle: pixel(COLORS.idle), unusable: pixel(COLORS.unusable), none: pixel(COLORS.none),
-             bg: pixel(THEME.bg), zone: pixel(THEME.zone) };
+const PX = { idle: cssPixel(COLORS.idle), unusable: cssPixel(COLORS.unusable), none: cssPixel(COLORS.none),
+             bg: cssPixel(THEME.bg), zone: cssPixel(THEME.zone) };
 const UTIL_BUCKETS = [[0, "< 1 %"], [0.01, "1–50 %"], [0.5, "50–90 %"], [0.9, "≥ 90 %"]];   // [from, label]
 
 const canvas = document.getElementById("gpu-grid");
@@ -219,7 +217,7 @@ function colorize() {
       if (blocked[i] | liveUnusable[i]) { colors[i] = PX.unusable; unusable += 1; continue; }
       if (r === 0) { colors[i] = PX.idle; idle += 1; continue; }
       if (r !== lastRun) {
-        lastRun = r; lastColor = pixel(runColor(r));
+        lastRun = r; lastColor = cssPixel(runColor(r));
         lastCount = byRun.get(r) ?? byRun.set(r, { n: 0 }).get(r);
       }
       colors[i] = lastColor; lastCount.n += 1; perZone[gpuZone[i]] += 1;
@@ -341,8 +339,7 @@ function renderLegend() {
   } else if (mode === "health") {
     HEALTH.forEach((h, k) => { html += item(h.color, h.label ?? h.key, counts.cat[k], ` data-health="${h.key}"`); });
   } else {
-    const stops = [0, 0.25, 0.5, 0.75, 0.9, 1].map((x) => `${utilCss(x)} ${x * 100}%`).join(",");
-    html += `<span class="item"><span class="util-scale" style="background:linear-gradient(to right,${stops})">`
+    html += `<span class="item"><span class="util-scale" style="background:${UTIL_GRADIENT}">`
       + `</span> NIC link utilization 0–100 %</span>`;
     UTIL_BUCKETS.forEach(([from, label], k) => { html += item(utilCss(from), label, counts.buckets[k]); });
     if (counts.none) html += item(COLORS.none, "no NIC cable", counts.none);

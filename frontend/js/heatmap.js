@@ -3,13 +3,8 @@
 // CSS (pixelated), so a frame is one typed-array loop and one putImageData. A second canvas on top, at screen
 // resolution, rings the non-active links and marks the selected row and the hovered cell; it is redrawn only when
 // those change.
-import { COLORS, UTIL_PIXEL } from "./twin.js";
+import { COLORS, cssPixel, UTIL_PIXEL } from "./twin.js";
 
-/** "#e5484d" -> the packed pixel of a Uint32Array view over ImageData (little-endian ABGR). */
-function cssPixel(hex) {
-  const n = parseInt(hex.slice(1), 16);
-  return ((255 << 24) | ((n & 0xff) << 16) | (n & 0xff00) | (n >> 16)) >>> 0;
-}
 const NON_ACTIVE = cssPixel(COLORS.failed), NO_DATA = cssPixel(COLORS.none);
 const LABEL_PX = 15, GAP_PX = 6, MAX_CELL_W = 24, MAX_CELL_H = 12, MAX_ASPECT = 4;
 

@@ -97,6 +97,14 @@ export const UTIL_RGB = Array.from({ length: 256 }, (_, i) => {
   return c0.map((c, j) => Math.round(c + t * (c1[j] - c)));
 });
 export const UTIL_PIXEL = new Uint32Array(UTIL_RGB.map(([r, g, b]) => (255 << 24) | (b << 16) | (g << 8) | r));
+/** "#rrggbb" -> the packed pixel of a Uint32Array view over ImageData (little-endian ABGR), as UTIL_PIXEL. */
+export function cssPixel(hex) {
+  const v = parseInt(hex.slice(1), 16);
+  return ((255 << 24) | ((v & 0xff) << 16) | (v & 0xff00) | (v >>> 16)) >>> 0;
+}
+/** The utilization scale as a CSS background, for legends. */
+export const UTIL_GRADIENT = `linear-gradient(90deg,${STOPS.map(([x, [r, g, b]]) => `rgb(${r},${g},${b}) ${x * 100}%`)
+  .join(",")})`;
 export const utilCss = (u) => { const [r, g, b] = UTIL_RGB[Math.max(0, Math.min(255, Math.round(u * 255)))];
                                 return `rgb(${r},${g},${b})`; };
 export const COLORS = { failed: "#e5484d", drained: "#f5a524", idle: "#3a4252", unusable: "#e5484d",

@@ -6,8 +6,7 @@ from django.urls import path
 from twin.web.views import experiments, fabric, gpus, inventory, overview
 
 urlpatterns = [
-    path("", overview.overview, name="overview"),
-    path("healthz", overview.healthz, name="healthz"),
+    *overview.urlpatterns,
     path("accounts/login/", auth_views.LoginView.as_view(template_name="web/login.html"), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     *fabric.urlpatterns,
