@@ -2,15 +2,15 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.db.models import Count, Max
 
 from twin.inventory.choices import FabricRole
 from twin.inventory.models import GPU, Cluster, Fabric, Link
+from twin.inventory.structure_cache import StructureCache, rows_fingerprint
 from twin.live import frames
 from twin.runs.models import SimulationRun
 
 PROTOCOL = frames.VERSION
-_index_cache: dict = {}
+_link_tables: StructureCache[dict] = StructureCache(size=1)   # by backend fabric id: one at a time is plenty
 
 
 def get_run(run_id: int):
@@ -21,23 +21,21 @@ def cluster_index(cluster: Cluster, with_tables: bool = True) -> dict:
     """The cluster's frame order: backend links by id (the link_util section) and the GPU count (gpu_state)."""
     fabric = Fabric.objects.filter(cluster=cluster, role=FabricRole.BACKEND).first()
     links = Link.objects.filter(fabric=fabric) if fabric else Link.objects.none()
-    agg = links.aggregate(n=Count("id"), top=Max("id"))
+    fingerprint = rows_fingerprint(links)
     out = {"id": cluster.id, "name": cluster.name, "title": cluster.title,
            "backend_fabric": fabric.name if fabric else None,
-           "links": {"count": agg["n"]}, "gpus": {"count": GPU.objects.filter(cluster=cluster).count()}}
-    if with_tables and agg["n"]:
-        key = (fabric.id, agg["n"], agg["top"])
-        tables = _index_cache.get(key)
-        if tables is None:
-            ids, names = [], []
-            for i, name in links.order_by("id").values_list("id", "name").iterator(chunk_size=10000):
-                ids.append(i)
-                names.append(name)
-            tables = {"ids": ids, "names": names}
-            _index_cache.clear()          # one cluster's tables at a time per process is plenty
-            _index_cache[key] = tables
-        out["links"].update(tables)
+           "links": {"count": fingerprint[0]}, "gpus": {"count": GPU.objects.filter(cluster=cluster).count()}}
+    if with_tables and fingerprint[0]:
+        out["links"].update(_link_tables.get(fabric.id, fingerprint, lambda: _read_link_tables(links)))
     return out
+
+
+def _read_link_tables(links) -> dict:
+    ids, names = [], []
+    for i, name in links.order_by("id").values_list("id", "name").iterator(chunk_size=10000):
+        ids.append(i)
+        names.append(name)
+    return {"ids": ids, "names": names}
 
 
 def protocol_info() -> dict:

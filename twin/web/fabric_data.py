@@ -12,15 +12,15 @@ recabling changes. Statuses change any time: they are read on every request, spa
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass
 
 import numpy as np
-from django.db.models import Count, Max, Sum
+from django.db.models import Sum
 
 from sim.layout import LINK_NIC_LEAF, STATUS_ACTIVE, STATUS_NAMES, TIER_LEAF
 from twin.inventory.choices import FabricRole
 from twin.inventory.models import Cluster, Fabric, Link, Rack, Switch, SwitchModel, Zone
+from twin.inventory.structure_cache import StructureCache, rows_fingerprint
 
 STATUS_CODE = {name: code for code, name in enumerate(STATUS_NAMES)}
 NOT_ACTIVE = [name for code, name in enumerate(STATUS_NAMES) if code != STATUS_ACTIVE]
@@ -35,15 +35,12 @@ class FabricDataError(LookupError):
 class Structure:
     """A backend fabric's layout: the id arrays (to map statuses and link ids to positions) and the page JSON."""
 
-    fingerprint: tuple
     link_ids: np.ndarray          # the live order
     switch_ids: np.ndarray        # the order of the switch columns
     json: str                     # the structure part of fabric.json, an object without its closing brace
 
 
-_cache: dict[int, Structure] = {}   # by backend fabric id
-_lock = threading.Lock()
-_CACHE_SIZE = 8
+_structures: StructureCache[Structure] = StructureCache()   # by backend fabric id
 
 
 def backend_fabric(cluster_name: str) -> Fabric:
@@ -60,11 +57,10 @@ def backend_fabric(cluster_name: str) -> Fabric:
 def _fingerprint(fabric: Fabric) -> tuple:
     """What changes when the fabric's rows are rebuilt or recabled: counts, top ids, sums of the end ports and of
     the switches' places (one aggregate query per table)."""
-    links = Link.objects.filter(fabric=fabric).aggregate(n=Count("id"), top=Max("id"), a=Sum("a_port_id"),
-                                                          b=Sum("b_port_id"))
-    switches = Switch.objects.filter(fabric=fabric).aggregate(n=Count("id"), top=Max("id"), zone=Sum("zone_id"),
-                                                              rack=Sum("rack_id"), group=Sum("group"))
-    return (fabric.cluster.built_at.isoformat(), *links.values(), *switches.values())
+    return (fabric.cluster.built_at.isoformat(),
+            *rows_fingerprint(Link.objects.filter(fabric=fabric), a=Sum("a_port_id"), b=Sum("b_port_id")),
+            *rows_fingerprint(Switch.objects.filter(fabric=fabric), zone=Sum("zone_id"), rack=Sum("rack_id"),
+                              group=Sum("group")))
 
 
 def _positions(ids: np.ndarray, refs: np.ndarray) -> np.ndarray:
@@ -107,7 +103,7 @@ def _int_columns(queryset, *fields: str) -> list[np.ndarray]:
     return list(np.nan_to_num(rows, nan=-1).astype(np.int64).T)
 
 
-def _build(fabric: Fabric, fingerprint: tuple) -> Structure:
+def _build(fabric: Fabric) -> Structure:
     """Read the fabric's structure (a fixed number of column queries, numpy for the index maths), serialized.
     ``row_tier`` of a link tier is the switch tier of its heatmap rows; ``cols`` the longest row."""
     cluster = fabric.cluster
@@ -153,21 +149,12 @@ def _build(fabric: Fabric, fingerprint: tuple) -> Structure:
                   "b": b.tolist(), "col": col.tolist()},
     }
     text = json.dumps(doc, separators=(",", ":"))
-    return Structure(fingerprint, link_id, sw_id, text[:-1])
+    return Structure(link_id, sw_id, text[:-1])
 
 
 def structure(fabric: Fabric) -> Structure:
     """The fabric's structure, from the process cache while its fingerprint holds."""
-    fingerprint = _fingerprint(fabric)
-    cached = _cache.get(fabric.id)
-    if cached is not None and cached.fingerprint == fingerprint:
-        return cached
-    built = _build(fabric, fingerprint)
-    with _lock:
-        if len(_cache) >= _CACHE_SIZE:
-            _cache.clear()
-        _cache[fabric.id] = built
-    return built
+    return _structures.get(fabric.id, _fingerprint(fabric), lambda: _build(fabric))
 
 
 def _not_active(model, fabric: Fabric, ids: np.ndarray) -> dict:

@@ -16,16 +16,16 @@ Two parts, read differently because they change differently:
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass
 
 import numpy as np
-from django.db.models import CharField, Count, F, Max, Value
+from django.db.models import CharField, F, Value
 from django.db.models.functions import Cast, Concat
 
 from sim.layout import STATUS_NAMES
 from twin.inventory.choices import FabricRole, Status
 from twin.inventory.models import GPU, NIC, Cluster, Fabric, Host, Link, Port, Rack, Switch, Zone
+from twin.inventory.structure_cache import StructureCache, rows_fingerprint
 
 IDX = np.int64
 STATUS_CODE = {name: code for code, name in enumerate(STATUS_NAMES)}
@@ -59,7 +59,6 @@ class GridStructure:
     and for each kind of part a GPU needs (NIC, port, cable, leaf switch) the ids with the GPU position each serves
     (a leaf switch serves many GPUs, so its id repeats). A GPU without a cable is unusable whatever its NIC."""
 
-    key: tuple
     gpus: IdIndex                   # GPU ids in index order
     hosts: IdIndex                  # host ids in the order of the ``hosts`` arrays
     nic_id: np.ndarray              # per GPU cable (cable_gpu), the NIC at its lower end
@@ -73,9 +72,7 @@ class GridStructure:
     json: bytes                     # the structure part of the page data, a JSON object
 
 
-_cache: dict[int, GridStructure] = {}      # by cluster id; a rebuilt cluster has a new id, so keep only a few
-_CACHE_SIZE = 8
-_lock = threading.Lock()
+_structures: StructureCache[GridStructure] = StructureCache()     # by cluster id
 
 
 def backend_fabric(cluster: Cluster) -> Fabric | None:
@@ -84,13 +81,10 @@ def backend_fabric(cluster: Cluster) -> Fabric | None:
 
 def structure_key(cluster: Cluster, fabric: Fabric | None) -> tuple:
     """A rebuilt cluster, or GPUs, hosts or backend links added or removed, give another key."""
-    def count_top(qs):
-        agg = qs.aggregate(n=Count("id"), top=Max("id"))
-        return agg["n"], agg["top"]
     links = Link.objects.filter(fabric=fabric) if fabric else Link.objects.none()
-    return (cluster.id, cluster.built_at.isoformat(), fabric.id if fabric else None,
-            *count_top(GPU.objects.filter(cluster=cluster)), *count_top(Host.objects.filter(cluster=cluster)),
-            *count_top(links))
+    return (cluster.built_at.isoformat(), fabric.id if fabric else None, *rows_fingerprint(links),
+            *rows_fingerprint(GPU.objects.filter(cluster=cluster)),
+            *rows_fingerprint(Host.objects.filter(cluster=cluster)))
 
 
 def _columns(queryset, *fields) -> list[list]:
@@ -118,7 +112,7 @@ def _odd_gpu_names(cluster: Cluster, gpus: IdIndex) -> dict[str, str]:
     return {str(pos): name for pos, name in zip(gpus(ids).tolist(), names)}
 
 
-def build_structure(cluster: Cluster, fabric: Fabric | None, key: tuple) -> GridStructure:
+def build_structure(cluster: Cluster, fabric: Fabric | None) -> GridStructure:
     """Read the structure from the database: a fixed number of column queries, no model instances."""
     of = {"cluster": cluster}
     gpu_id, gpu_index, gpu_host, gpu_slot = _columns(GPU.objects.filter(**of).order_by("index"),
@@ -171,7 +165,7 @@ def build_structure(cluster: Cluster, fabric: Fabric | None, key: tuple) -> Grid
         "links": {"count": len(link_ids)},
     }
     return GridStructure(
-        key=key, gpus=gpus, hosts=hosts,
+        gpus=gpus, hosts=hosts,
         nic_id=nic_id,
         port_id=np.r_[nic_port, leaf_port], port_gpu=np.r_[cable_gpu, cable_gpu],
         port_reason=np.r_[np.full(len(nic_port), R_NIC_PORT), np.full(len(leaf_port), R_LEAF_PORT)],
@@ -182,19 +176,7 @@ def build_structure(cluster: Cluster, fabric: Fabric | None, key: tuple) -> Grid
 def structure(cluster: Cluster) -> GridStructure:
     """The cluster's structure, from the in-process cache while its fingerprint holds."""
     fabric = backend_fabric(cluster)
-    key = structure_key(cluster, fabric)
-    cached = _cache.get(cluster.id)
-    if cached is not None and cached.key == key:
-        return cached
-    with _lock:
-        cached = _cache.get(cluster.id)
-        if cached is None or cached.key != key:
-            cached = build_structure(cluster, fabric, key)
-            _cache.pop(cluster.id, None)
-            while len(_cache) >= _CACHE_SIZE:
-                _cache.pop(next(iter(_cache)))
-            _cache[cluster.id] = cached
-    return cached
+    return _structures.get(cluster.id, structure_key(cluster, fabric), lambda: build_structure(cluster, fabric))
 
 
 def _not_active(model, cluster: Cluster) -> tuple[np.ndarray, np.ndarray]:
