@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.layout import STATUS_NAMES, ClusterLayout
+from sim.layout import ClusterLayout
 from sim.spec import parse_spec
+from twin.inventory.choices import STATUS_CODE
 from twin.inventory.models import (
     GPU, NIC, SSD, CableModel, Fabric, Host, Link, NICModel, Port, Rack, StorageCluster, StorageServer, Switch,
     SwitchModel, Zone,
 )
 
 IDX = np.int64
-_STATUS = {name: code for code, name in enumerate(STATUS_NAMES)}
 
 
 def _columns(queryset, *fields, order="id"):
@@ -25,7 +25,7 @@ def _columns(queryset, *fields, order="id"):
     rows = list(queryset.order_by(order).values_list(*fields))
     columns = list(zip(*rows)) if rows else [() for _ in fields]
     return [np.array([-1 if v is None else v for v in col], dtype=IDX) if f != "status"
-            else np.array([_STATUS[v] for v in col], dtype=np.int8) for f, col in zip(fields, columns)]
+            else np.array([STATUS_CODE[v] for v in col], dtype=np.int8) for f, col in zip(fields, columns)]
 
 
 def _dense(ids: np.ndarray, refs: np.ndarray) -> np.ndarray:

@@ -13,6 +13,18 @@ class Status(models.TextChoices):
     MAINTENANCE = "maintenance", "Maintenance"
 
 
+NOT_ACTIVE = [s for s in Status.values if s != Status.ACTIVE]
+STATUS_CODE = {name: code for code, name in enumerate(layout.STATUS_NAMES)}   # the engine's status codes
+
+
+def not_active_rows(queryset) -> list[tuple[int, str]]:
+    """(id, status) of the queryset's rows that are not active, in no particular order. Asked as "status in the
+    non-active ones" ordered by status, so that SQLite's planner takes the status index (a few rows) even when its
+    statistics say every row is active; filtered by cluster or fabric alone it reads every row (~35 ms for the
+    links of a 24k cluster)."""
+    return list(queryset.filter(status__in=NOT_ACTIVE).order_by("status").values_list("id", "status"))
+
+
 class FabricRole(models.IntegerChoices):
     BACKEND = layout.FABRIC_BACKEND, "Backend (GPU to GPU)"
     FRONTEND = layout.FABRIC_FRONTEND, "Frontend (hosts and storage)"

@@ -17,13 +17,11 @@ from dataclasses import dataclass
 import numpy as np
 from django.db.models import Sum
 
-from sim.layout import LINK_NIC_LEAF, STATUS_ACTIVE, STATUS_NAMES, TIER_LEAF
-from twin.inventory.choices import FabricRole
+from sim.layout import LINK_NIC_LEAF, STATUS_NAMES, TIER_LEAF
+from twin.inventory.choices import STATUS_CODE, FabricRole, not_active_rows
 from twin.inventory.models import Cluster, Fabric, Link, Rack, Switch, SwitchModel, Zone
 from twin.inventory.structure_cache import StructureCache, rows_fingerprint
 
-STATUS_CODE = {name: code for code, name in enumerate(STATUS_NAMES)}
-NOT_ACTIVE = [name for code, name in enumerate(STATUS_NAMES) if code != STATUS_ACTIVE]
 LINK_DETAILS_MAX = 500        # links described by one links.json call (a heatmap row, the hottest, the failed)
 
 
@@ -159,11 +157,8 @@ def structure(fabric: Fabric) -> Structure:
 
 def _not_active(model, fabric: Fabric, ids: np.ndarray) -> dict:
     """The fabric's non-active rows of ``model`` as positions in its sorted ``ids``, with their status codes (a row
-    added since ``ids`` were read is left out: the next fingerprint sees it). Asked as "status in the non-active
-    ones" ordered by status, so that SQLite takes the status index (a few rows), not the fabric's (every row: ~35 ms
-    for the links of a 24k cluster); then sorted by id here."""
-    rows = sorted(model.objects.filter(fabric=fabric, status__in=NOT_ACTIVE).order_by("status")
-                  .values_list("id", "status"))
+    added since ``ids`` were read is left out: the next fingerprint sees it)."""
+    rows = sorted(not_active_rows(model.objects.filter(fabric=fabric)))
     pos = np.searchsorted(ids, [i for i, _ in rows]).tolist()
     found = [(p, STATUS_CODE[status]) for p, (i, status) in zip(pos, rows) if p < len(ids) and ids[p] == i]
     return {"index": [p for p, _ in found], "code": [code for _, code in found]}

@@ -23,13 +23,11 @@ from django.db.models import CharField, F, Value
 from django.db.models.functions import Cast, Concat
 
 from sim.layout import STATUS_NAMES
-from twin.inventory.choices import FabricRole, Status
+from twin.inventory.choices import STATUS_CODE, FabricRole, not_active_rows
 from twin.inventory.models import GPU, NIC, Cluster, Fabric, Host, Link, Port, Rack, Switch, Zone
 from twin.inventory.structure_cache import StructureCache, rows_fingerprint
 
 IDX = np.int64
-STATUS_CODE = {name: code for code, name in enumerate(STATUS_NAMES)}
-NOT_ACTIVE = [s for s in Status.values if s != Status.ACTIVE]
 
 # Why a GPU is unusable: bits of the ``unusable.reasons`` array (a GPU can have several).
 REASONS = ("NIC", "NIC port", "cable", "leaf port", "leaf switch", "no cable")
@@ -180,11 +178,8 @@ def structure(cluster: Cluster) -> GridStructure:
 
 
 def _not_active(model, cluster: Cluster) -> tuple[np.ndarray, np.ndarray]:
-    """(ids, status codes) of the cluster's non-active rows of ``model``. Ordering by status lets SQLite's planner
-    take the status index (a few rows) even when its statistics say every row has the same status; without it, it
-    scans the table (30-100 ms for ports)."""
-    rows = list(model.objects.filter(cluster=cluster, status__in=NOT_ACTIVE).order_by("status")
-                .values_list("id", "status"))
+    """(ids, status codes) of the cluster's non-active rows of ``model``."""
+    rows = not_active_rows(model.objects.filter(cluster=cluster))
     ids = np.array([pk for pk, _ in rows], dtype=IDX)
     return ids, np.array([STATUS_CODE[s] for _, s in rows], dtype=np.int8)
 

@@ -14,9 +14,7 @@ from dataclasses import dataclass, field
 from django.db.models import Count
 from django.utils.html import format_html, format_html_join
 
-from twin.inventory.choices import Status
-
-NOT_ACTIVE = [s for s in Status.values if s != Status.ACTIVE]
+from twin.inventory.choices import NOT_ACTIVE, Status
 
 
 @dataclass
