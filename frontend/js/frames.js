@@ -72,7 +72,8 @@ export async function fetchSnapshot(url) {
 }
 
 /** Open a live stream and keep it open: calls onMeta(json) on every (re)connection, onFrame(frame, merged) per
- *  applied frame, onState("connecting" | "live" | "reconnecting" | "closed") as the connection changes.
+ *  applied frame (a snapshot older than the last frame fills in sections only: its progress and status are null),
+ *  onState("connecting" | "live" | "reconnecting" | "closed") as the connection changes.
  *  `merged` holds the latest of every section. A gap in sequence numbers, and every reconnection, fetch the REST
  *  snapshot; its sections are applied where no newer frame has already brought them (per-section sequence numbers),
  *  so a frame that overtakes the snapshot is never undone. After a dropped socket it reconnects with backoff
@@ -105,7 +106,7 @@ export function openLive(path, { onMeta = () => {}, onFrame = () => {}, onState 
     } catch (e) { /* the next gap or reconnection tries again */ }
   }
   function connect() {
-    onState(lastSeq || meta ? "reconnecting" : "connecting");
+    onState(meta ? "reconnecting" : "connecting");      // meta: connected before
     ws = new WebSocket(url);
     ws.binaryType = "arraybuffer";
     ws.onopen = () => { delay = 500; };

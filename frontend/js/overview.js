@@ -30,7 +30,7 @@ function follow(card) {
   live(`/ws/clusters/${encodeURIComponent(card.dataset.cluster)}/`, {
     query: { index: "0" },
     onFrame(frame) {
-      if (!frame.runId) return;
+      if (!frame.runId || frame.status == null) return;  // null: an older snapshot filling in sections only
       timeFrame(() => {
         let li = list.querySelector(`li[data-run="${frame.runId}"]`);
         if (!li && ACTIVE.has(frame.status) && !known.has(frame.runId)) {
