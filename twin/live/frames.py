@@ -54,14 +54,16 @@ DTYPES = {DTYPE_UINT8: np.dtype("<u1"), DTYPE_FLOAT16: np.dtype("<f2")}
 DTYPE_NAMES = {DTYPE_UINT8: "uint8", DTYPE_FLOAT16: "float16"}
 
 SECTION_LINK_UTIL = 1   # per backend link (Link rows of the backend fabric by id), utilization of capacity
-SECTION_GPU_STATE = 2   # per GPU (by GPU.index), GPU_STATE_* codes
+SECTION_GPU_STATE = 2   # per GPU (by GPU.index), GPU_STATES codes
 SECTION_NAMES = {SECTION_LINK_UTIL: "link_util", SECTION_GPU_STATE: "gpu_state"}
 
 STATUS_CODES = {"unknown": 0, "queued": 1, "running": 2, "succeeded": 3, "failed": 4, "cancelled": 5}
 STATUS_NAMES = {v: k for k, v in STATUS_CODES.items()}
 
-# GPU states a simulation may report (uint8); the frontend colours them.
-GPU_STATE_IDLE, GPU_STATE_BUSY, GPU_STATE_COMM, GPU_STATE_CHECKPOINT, GPU_STATE_FAILED = 0, 1, 2, 3, 4
+# The GPU states a run reports in SECTION_GPU_STATE (uint8). This table is the only definition: runs import the
+# codes from here, and clients get the table in the stream's metadata (``gpu_states``, twin/live/meta.py).
+GPU_IDLE, GPU_IN_JOB, GPU_UNUSABLE = 0, 1, 2
+GPU_STATES = {GPU_IDLE: "idle", GPU_IN_JOB: "in_job", GPU_UNUSABLE: "unusable"}
 
 
 class FrameError(ValueError):

@@ -42,7 +42,8 @@ def protocol_info() -> dict:
     return {"protocol": PROTOCOL, "tick_hz": settings.TWIN_LIVE_TICK_HZ,
             "sections": {str(k): v for k, v in frames.SECTION_NAMES.items()},
             "dtypes": {str(k): v for k, v in frames.DTYPE_NAMES.items()},
-            "status_codes": frames.STATUS_CODES}
+            "status_codes": frames.STATUS_CODES,
+            "gpu_states": {str(k): v for k, v in frames.GPU_STATES.items()}}
 
 
 def run_info(run) -> dict:

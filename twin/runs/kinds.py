@@ -12,7 +12,7 @@ Arrays a kind returns (the live view uses the same layouts):
 - ``link_utilization``: float, one value per cable of the backend fabric, in the order of the inventory's
   ``Link`` rows of that fabric by id; the busier direction's time-averaged utilization (0..1) during the largest
   message size; 0 for inactive cables.
-- ``gpu_state``: uint8 per GPU (cluster index order): :data:`GPU_IDLE`, :data:`GPU_IN_JOB`, :data:`GPU_UNUSABLE`.
+- ``gpu_state``: uint8 per GPU (cluster index order), codes of :data:`twin.live.frames.GPU_STATES`.
 
 - ``figure``: no arrays; its summary holds the figure's panels (:mod:`sim.figures`).
 
@@ -29,17 +29,18 @@ import numpy as np
 from rest_framework import serializers
 
 from sim import figures
-from sim.cli import UsageError, parse_sizes
+from sim.errors import UsageError
+from sim.units import parse_sizes
 from sim.collectives import ALGORITHMS, COLLECTIVES, DTYPES, CollectiveError, canonical
 from sim.layout import FABRIC_BACKEND, STATUS_ACTIVE
 from sim.netsim import run_collective
 from sim.placement import PLACEMENTS, place
 from sim.routing import ROUTINGS, NoPathError, default_routing
 from sim.topology import topology_from_layout
+from twin.live.frames import GPU_IDLE, GPU_IN_JOB, GPU_UNUSABLE
 from twin.runs.choices import RunKind
 from twin.runs.constants import MAX_FIGURE_JOBS, MAX_FIGURE_SEEDS, MAX_SWEEP_CHILDREN
 
-GPU_IDLE, GPU_IN_JOB, GPU_UNUSABLE = 0, 1, 2
 GB = 1e9
 
 
