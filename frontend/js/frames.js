@@ -71,7 +71,8 @@ export async function fetchSnapshot(url) {
   return f.seq > 0 ? f : null;
 }
 
-/** Open a live stream and keep it open: calls onMeta(json) on every (re)connection, onFrame(frame, merged) per
+/** Open a live stream and keep it open: calls onMeta(json) on every (re)connection, onEvent(json) for every other
+ *  JSON message of the stream (e.g. {type: "inventory", ...}: docs/live.md), onFrame(frame, merged) per
  *  applied frame (a snapshot older than the last frame fills in sections only: its progress and status are null),
  *  onState("connecting" | "live" | "reconnecting" | "closed") as the connection changes.
  *  `merged` holds the latest of every section. A gap in sequence numbers, and every reconnection, fetch the REST
@@ -79,7 +80,7 @@ export async function fetchSnapshot(url) {
  *  so a frame that overtakes the snapshot is never undone. After a dropped socket it reconnects with backoff
  *  (0.5 s doubling to 5 s). `seq`: the sequence number of a snapshot the page already applied (no second
  *  fetch when the stream has not moved on). Returns a controller: {close(), socket()}. */
-export function openLive(path, { onMeta = () => {}, onFrame = () => {}, onState = () => {}, token = null,
+export function openLive(path, { onMeta = () => {}, onEvent = () => {}, onFrame = () => {}, onState = () => {}, token = null,
                                  query = {}, reconnect = true, seq = 0 } = {}) {
   const proto = location.protocol === "https:" ? "wss:" : "ws:";
   const params = new URLSearchParams(query);
@@ -116,7 +117,7 @@ export function openLive(path, { onMeta = () => {}, onFrame = () => {}, onState 
         if (msg.type === "meta") {
           meta = msg; onState("live"); onMeta(msg);
           if (msg.seq !== lastSeq) { if (msg.seq < lastSeq) lastSeq = 0; resync(); }   // moved on, or reset
-        }
+        } else onEvent(msg);
         return;
       }
       const f = decodeFrame(ev.data);
