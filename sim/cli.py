@@ -85,9 +85,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     err = sys.stderr
 
-    def say(msg):
+    def say(*report):          # say(message) or say(fraction, message): a progress line until issue 10's bar
         if not args.quiet:
-            print(f"[sim] {msg}", file=err, flush=True)
+            print(f"[sim] {report[-1]}", file=err, flush=True)
 
     try:
         if args.command == "collective":

@@ -52,6 +52,7 @@ import numpy as np
 from sim.collectives import (DTYPES, MAX_ALLTOALL_TRANSFERS, CollectiveError, CollectivePlan, Phase, element_count,
                              plan_collective)
 from sim.maxmin import link_loads, max_min_rates
+from sim.progress import silent
 
 IDX = np.int64
 NVLINK_DIRECTIONS = 2          # nvlink_bandwidth counts both directions
@@ -525,15 +526,15 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
     ``sizes`` (bytes); see the module docstring for the model and :class:`CollectiveResult` for the outputs.
 
     ``routing``: one of :data:`sim.routing.ROUTINGS` (default: the fabric's, :func:`sim.routing.default_routing`);
-    ``qps``: queue pairs per GPU pair; ``seed``: the routing hash seed; ``progress``: a callable taking a message
-    (stage names and timings), for long runs. ``background``: placements (rank -> GPU arrays) of other jobs running
+    ``qps``: queue pairs per GPU pair; ``seed``: the routing hash seed; ``progress``: a :mod:`sim.progress` callback
+    ``(fraction, message)``, for long runs. ``background``: placements (rank -> GPU arrays) of other jobs running
     the same collective at the same time on the same fabric (disjoint GPUs); their traffic shares the links (their
     phase ``i`` runs beside this job's phase ``i``) but only this job is timed and reported. Raises
     CollectiveError for impossible requests and
     :class:`sim.routing.NoPathError` when a flow has no active path.
     """
     from sim.routing import default_routing
-    say = progress or (lambda msg: None)
+    say = progress or silent
     t_start = time.perf_counter()
     gpus = np.asarray(gpus, dtype=IDX)
     if gpus.size < 2:
@@ -552,7 +553,7 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
     latency = latency or LatencyModel()
     plan = plan_collective(collective, gpus, topo.gpu_host, algorithm, channels=channels, root=root,
                            weights=weights, max_flows=max_flows or MAX_ALLTOALL_TRANSFERS)
-    say(f"planned {plan.collective} ({plan.algorithm}) over {plan.n_ranks} ranks on {plan.n_hosts} hosts, "
+    say(0.0, f"planned {plan.collective} ({plan.algorithm}) over {plan.n_ranks} ranks on {plan.n_hosts} hosts, "
         f"{plan.channels} channels, {plan.n_transfers:,} transfers")
     capacity = link_capacity(topo)
     others = []
@@ -565,12 +566,12 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
         taken = np.concatenate([gpus] + [np.asarray(b, dtype=IDX) for b in background])
         if np.unique(taken).size != taken.size:
             raise CollectiveError("background jobs must not share GPUs with the job or with each other")
-        say(f"background: {len(others)} other jobs, {sum(len(b) for b in background):,} GPUs")
+        say(0.0, f"background: {len(others)} other jobs, {sum(len(b) for b in background):,} GPUs")
     phases = []
     for i, ph in enumerate(plan.phases):
         bg_phases = [o[i] for o in others if i < len(o)]
         res = solve_phase(topo, ph, qps, routing, seed, latency, router, capacity, bg_phases)
-        say(f"phase {ph.name}: {res.flows.n_flows:,} flows routed ({routing}, {qps} QP) and solved in "
+        say((i + 1) / len(plan.phases), f"phase {ph.name}: {res.flows.n_flows:,} flows routed ({routing}, {qps} QP) and solved in "
             f"{res.solve_seconds:.2f} s")
         phases.append(res)
     link_bytes = np.zeros(capacity.size)

@@ -263,7 +263,7 @@ def collective(layout, params: dict, progress: Callable) -> tuple[dict, dict]:
         result = run_collective(topo, gpus, params["collective"], sizes, algorithm=params["algorithm"],
                                 routing=routing, qps=params["qps"], seed=seed, dtype=params["type"],
                                 channels=params["channels"], hottest=params["hottest"] if i == 0 else 0,
-                                progress=lambda msg, i=i: progress(100.0 * i / n_seeds))
+                                progress=lambda f, msg='', i=i: progress(100.0 * (i + f) / n_seeds))
         cable = backend_cable_utilization(topo, result.link_utilization())
         util += cable
         first = first or result
@@ -309,7 +309,7 @@ def fabric_health(layout, params: dict, progress: Callable) -> tuple[dict, dict]
     try:
         result = run_collective(topo, gpus, "allgather", parse_sizes(params["sizes"]), routing=summary["routing"],
                                 qps=params["qps"], seed=params["seed"], hottest=params["hottest"],
-                                progress=lambda msg: progress(50.0))
+                                progress=lambda f, msg='': progress(100.0 * f))
     except NoPathError as e:
         return {**summary, "healthy": False, "norm_busbw": 0.0, "problem": f"unroutable: {e}"}, \
             {"gpu_state": gpu_states(topo, gpus)}
