@@ -77,12 +77,17 @@ STATICFILES_DIRS = [BASE_DIR / "frontend"]
 STATIC_ROOT = env.VAR_DIR / "static"
 
 REDIS_URL = env.redis_url()
+# Seconds a Redis read may wait. channels_redis blocks in BRPOP for 5 s per receive; redis-py's default socket timeout
+# is also 5 s, so an idle WebSocket's read timed out first and the socket was closed with 1011 every 5-6 s. The read
+# timeout must stay well above the BRPOP timeout.
+TWIN_REDIS_SOCKET_TIMEOUT = 30.0
 # Live push (twin/live): frames are small (a 56k-link Uint8 frame is 56 KB) and few (the tick); a client that falls
 # more than `capacity` frames behind loses frames and resyncs from the REST snapshot (sequence numbers show the gap).
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "capacity": 100, "expiry": 10, "group_expiry": 86400},
+        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": TWIN_REDIS_SOCKET_TIMEOUT}],
+                   "capacity": 100, "expiry": 10, "group_expiry": 86400},
     },
 }
 TWIN_LIVE_TICK_HZ = 4.0   # frames per second per run at most (RunPublisher.progress)

@@ -1,0 +1,40 @@
+"""An idle live stream stays open: nothing published for a minute, then a frame still arrives on the same socket.
+
+Before TWIN_REDIS_SOCKET_TIMEOUT, redis-py's 5 s read timeout met channels_redis' 5 s BRPOP and the server closed
+every idle socket with 1011 ("Timeout reading from 127.0.0.1:6379") after 5-6 s; frames sent in the gap were lost.
+"""
+import asyncio
+
+import numpy as np
+import pytest
+from asgiref.sync import async_to_sync
+
+from tests.live.test_push import in_worker, open_socket, receive_meta
+from twin.live import frames
+from twin.live.publish import RunPublisher
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+IDLE_SECONDS = 60
+
+
+def test_an_idle_cluster_socket_stays_open_for_a_minute_and_then_gets_a_frame(demo, make_run):
+    run = make_run(status="running")
+
+    async def scenario():
+        # given a client on the cluster stream, past its metadata
+        ws = await open_socket(f"/ws/clusters/{demo.name}/?index=0")
+        await receive_meta(ws)
+        # when nothing is published for a minute
+        await asyncio.sleep(IDLE_SECONDS)
+        # then the server side is still serving it, has sent nothing (no close) ...
+        assert not ws.future.done(), ws.future.exception()
+        assert await ws.receive_nothing(timeout=0.1)
+        # ... and a frame published now still arrives on the same socket
+        await in_worker(RunPublisher(run).progress, 10.0, link_util=np.zeros(576), force=True)
+        f = frames.decode(await ws.receive_from(timeout=5))
+        await ws.disconnect()
+        return f
+
+    f = async_to_sync(scenario)()
+    assert f.run_id == run.id and f.progress == 10.0
