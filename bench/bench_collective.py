@@ -62,7 +62,7 @@ def one_switch_topology(hosts: int = 512):
 
 def case(name: str) -> dict:
     """Run one case in this process; return its figures."""
-    from sim.cli import load_topology
+    from sim.topology import load_topology
     from sim.netsim import run_collective
     from sim.placement import place
     t0 = time.perf_counter()

@@ -1,26 +1,34 @@
 """Command line of the engine: ``python -m sim collective ...`` and ``python -m sim figure ...`` (contract).
 
     python -m sim collective --preset meta-roce-24k --collective allgather --gpus 4096 --placement fragmented \\
-        --routing ecmp --qps 1 --sizes 1M:1G --seed 0
+        --routing ecmp --qps 1 --sizes 1M:1G --seed 0 [--seeds 5]
     python -m sim collective --spec my-cluster.toml --collective allreduce --algorithm tree --gpus 64 --json
     python -m sim figure allgather-scale --out var/figures [--preset meta-ib-24k] [--quick]
     python -m sim figure roce-vs-ib --out var/figures
 
+The simulation's options come from :mod:`sim.params` (``COLLECTIVE``, ``FIGURE``), the declaration the REST API is
+built from, and are checked by the same :meth:`sim.params.ParamSet.validate`, so both refuse the same values with
+the same words. Options about where the cluster comes from and what to print (``--preset``/``--spec``, ``--json``,
+``--links``, ``--flows``, ``--quiet``, ``figure --out``, ``--quick``) are the command line's own.
+
 ``collective`` prints a table in the nccl-tests layout (size, count, type, redop, root, time, algbw, busbw, plus
-the normalized busbw) and the hottest links with the flows that cross them; ``--json`` prints the same as one JSON
-document. Impossible requests (more GPUs than usable, an unknown collective, bad size syntax, a flow with no path)
-end with one line on stderr and exit status 2. Progress goes to stderr (``--quiet`` silences it).
+the normalized busbw) and the hottest links with the flows that cross them; with ``--seeds N`` the table is the
+median run's (:mod:`sim.seeds`) and a line gives the median, min and max normalized busbw over the seeds.
+``--json`` prints the same as one JSON document. Refused requests (a parameter out of range, more GPUs than usable,
+an unknown preset, a spec that cannot be built, a flow with no path, an output folder that cannot be written) end
+with one line per reason on stderr and exit status 2. Progress goes to stderr as a bar (:class:`sim.progress.Bar`)
+drawn from the engine's own fractions, the ones a run on Celery publishes (``--quiet`` silences it).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-import time
 
-from sim.collectives import ALGORITHMS, COLLECTIVES, DTYPES, CollectiveError, canonical
-from sim.errors import SpecError, UsageError
-from sim.units import parse_size, parse_sizes
+from sim.collectives import CollectiveError
+from sim.errors import ParamError, SpecError, UsageError
+from sim.params import COLLECTIVE, FIGURE, add_arguments, values_from_args
+from sim.progress import Bar
 
 EXIT_USAGE = 2
 
@@ -34,8 +42,6 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from sim.figures import FIGURES
-    from sim.placement import PLACEMENTS
-    from sim.routing import ROUTINGS
     p = _Parser(prog="python -m sim", description="The cluster twin's simulation engine.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
@@ -44,21 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     where = c.add_mutually_exclusive_group()
     where.add_argument("--preset", default=None, help="cluster preset (default meta-roce-24k)")
     where.add_argument("--spec", default=None, metavar="FILE", help="cluster spec file (TOML, or JSON)")
-    c.add_argument("--collective", "-c", default="allgather", help=f"one of {', '.join(COLLECTIVES)}")
-    c.add_argument("--gpus", "-n", type=int, default=64, help="GPUs (ranks) in the job (default 64)")
-    c.add_argument("--placement", default="topology", help=f"one of {', '.join(PLACEMENTS)} (default topology)")
-    c.add_argument("--routing", default=None, help=f"one of {', '.join(ROUTINGS)} (default: the fabric's: "
-                                                   "ecmp on RoCE, dmodk on InfiniBand)")
-    c.add_argument("--qps", type=int, default=1, help="queue pairs per GPU pair (default 1)")
-    c.add_argument("--sizes", default="1M:1G", help="message sizes: 1M:1G (doubling), 1K:1G:4, or 8M,64M,1G")
-    c.add_argument("--algorithm", default="ring", help=f"one of {', '.join(ALGORITHMS)} (tree: allreduce only)")
-    c.add_argument("--seed", type=int, default=0, help="seed of the placement and of the routing hash")
-    c.add_argument("--type", default="float", dest="dtype", help=f"element type, one of {', '.join(DTYPES)}")
-    c.add_argument("--channels", type=int, default=None, help="NCCL channels (default: GPUs per host)")
-    c.add_argument("--root", type=int, default=0, help="root rank of broadcast and reduce")
-    c.add_argument("--base-rtt-us", type=float, default=None, help="network hop latency (default 22 on RoCE, 5 on "
-                                                                   "InfiniBand)")
-    c.add_argument("--hottest", type=int, default=5, help="hottest links to list (default 5)")
+    add_arguments(c, COLLECTIVE)
     c.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
     c.add_argument("--links", action="store_true", help="with --json: include every fabric link's utilization")
     c.add_argument("--flows", action="store_true", help="with --json: include every flow with its rate and path")
@@ -69,12 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("name", help=f"one of {', '.join(FIGURES)}")
     f.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
     f.add_argument("--preset", default=None, help="cluster for allgather-scale (default meta-roce-24k)")
-    f.add_argument("--jobs", default=None, help="job sizes in GPUs, e.g. 512,1024,4096")
-    f.add_argument("--seeds", type=int, default=None, help="random seeds per configuration")
-    f.add_argument("--size", default="1G", help="message size reported beside the large-message limit "
-                                                "(default 1G)")
-    f.add_argument("--no-background", action="store_true",
-                   help="leave out the busy-cluster series (other jobs filling the rest of the cluster)")
+    add_arguments(f, FIGURE, skip=("figure",))
     f.add_argument("--quick", action="store_true", help="a small, fast configuration (tests, smoke runs)")
     f.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     return p
@@ -83,70 +70,52 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    err = sys.stderr
-
-    def say(*report):          # say(message) or say(fraction, message): a progress line until issue 10's bar
-        if not args.quiet:
-            print(f"[sim] {report[-1]}", file=err, flush=True)
-
+    bar = Bar(enabled=not args.quiet)
     try:
         if args.command == "collective":
-            return _collective(args, say)
-        return _figure(args, say)
+            return _collective(args, bar)
+        return _figure(args, bar)
+    except ParamError as e:
+        return _refuse(args, bar, [f"{field}: {reason}" for field, reasons in e.errors.items() for reason in reasons])
     except (UsageError, CollectiveError, SpecError, ValueError) as e:
         # NoPathError and placement errors are ValueErrors with a readable message.
-        print(f"python -m sim {args.command}: error: {e}", file=err)
-        return EXIT_USAGE
+        return _refuse(args, bar, [str(e)])
+    except RecursionError:
+        return _refuse(args, bar, ["the input is nested too deeply to read"])
+    finally:
+        bar.close()
 
 
-def load_topology(preset: str | None = None, spec: str | None = None, say=lambda m: None):
-    """The backend topology of a preset or spec file (no database)."""
-    from sim.layout import expand
-    from sim.spec import load_spec
-    from sim.topology import topology_from_layout
-    t = time.perf_counter()
-    cluster = load_spec(spec or preset or "meta-roce-24k")
-    topo = topology_from_layout(expand(cluster))
-    say(f"cluster {cluster.name}: {topo.n_gpus:,} GPUs, {topo.n_links:,} directed links ({topo.kind}), "
-        f"built in {time.perf_counter() - t:.2f} s")
-    return cluster, topo
+def _refuse(args, bar: Bar, reasons: list[str]) -> int:
+    bar.close()
+    bar.enabled = False
+    for reason in reasons:
+        print(f"python -m sim {args.command}: error: {reason}", file=sys.stderr)
+    return EXIT_USAGE
 
 
-def _collective(args, say) -> int:
-    from sim.netsim import LatencyModel, run_collective
-    from sim.placement import PLACEMENTS, place
-    from sim.routing import ROUTINGS, default_routing
-    collective = canonical(args.collective)
-    if args.algorithm not in ALGORITHMS:
-        raise UsageError(f"unknown algorithm {args.algorithm!r}: choose one of {', '.join(ALGORITHMS)}")
-    if args.placement not in PLACEMENTS:
-        raise UsageError(f"unknown placement {args.placement!r}: choose one of {', '.join(PLACEMENTS)}")
-    if args.routing is not None and args.routing not in ROUTINGS:
-        raise UsageError(f"unknown routing {args.routing!r}: choose one of {', '.join(ROUTINGS)}")
-    if args.dtype not in DTYPES:
-        raise UsageError(f"unknown type {args.dtype!r}: choose one of {', '.join(DTYPES)}")
-    if args.qps < 1:
-        raise UsageError(f"--qps must be at least 1, got {args.qps}")
-    if args.gpus < 2:
-        raise UsageError(f"--gpus must be at least 2, got {args.gpus}")
-    sizes = parse_sizes(args.sizes)
-    cluster, topo = load_topology(args.preset, args.spec, say)
+def _collective(args, bar: Bar) -> int:
+    from sim.seeds import run_collective_seeds
+    from sim.topology import load_topology
+    params = COLLECTIVE.validate(values_from_args(args, COLLECTIVE))
+    cluster, topo = load_topology(args.preset, args.spec, lambda message: bar(0.0, message))
     usable = int(topo.gpu_usable.sum())
-    if args.gpus > usable:
-        raise UsageError(f"asked for {args.gpus:,} GPUs but {cluster.name} has only {usable:,} usable "
+    if params["gpus"] > usable:
+        raise UsageError(f"asked for {params['gpus']:,} GPUs but {cluster.name} has only {usable:,} usable "
                          f"(of {topo.n_gpus:,})")
-    gpus = place(topo, args.gpus, args.placement, args.seed)
-    latency = LatencyModel(base_rtt=None if args.base_rtt_us is None else args.base_rtt_us * 1e-6)
-    routing = args.routing or default_routing(topo.kind)
-    result = run_collective(topo, gpus, collective, sizes, algorithm=args.algorithm, routing=routing,
-                            qps=args.qps, seed=args.seed, dtype=args.dtype, latency=latency,
-                            channels=args.channels, root=args.root, hottest=args.hottest, progress=say)
+    seeded = run_collective_seeds(topo, params, bar)
+    result = seeded.median.result
     if args.json:
-        doc = {"cluster": cluster.name, "placement": args.placement,
+        doc = {"cluster": cluster.name, "placement": params["placement"],
                **result.to_dict(links=args.links, flows=args.flows)}
+        if params["seeds"] > 1:
+            doc["seeds"] = {"count": params["seeds"], "median_seed": seeded.median.seed, "stats": seeded.stats(),
+                            "per_seed": seeded.per_seed()}
         print(json.dumps(doc, indent=1))
     else:
-        print(format_table(result, cluster.name, args.placement))
+        print(format_table(result, cluster.name, params["placement"]))
+        if params["seeds"] > 1:
+            print(format_seeds(seeded))
     return 0
 
 
@@ -187,20 +156,25 @@ def format_table(result, cluster: str, placement: str) -> str:
     return "\n".join(lines)
 
 
-def _figure(args, say) -> int:
-    from sim.figures import FIGURES, make_figure
+def format_seeds(seeded) -> str:
+    """One line: the spread of the normalized busbw at the largest size over the seeds (the table is the median's)."""
+    st = seeded.stats()["norm_busbw"]
+    seeds = [r.seed for r in seeded.runs]
+    return (f"# Seeds {seeds[0]}..{seeds[-1]} ({len(seeds)} runs): normalized busbw at {seeded.median.result.rows[-1].size} B "
+            f"median {100 * st['median']:.1f} % (seed {seeded.median.seed}, the table above), "
+            f"min {100 * st['min']:.1f} %, max {100 * st['max']:.1f} %")
+
+
+def _figure(args, bar: Bar) -> int:
+    from sim.figures import FIGURES, QUICK_SEEDS, make_figure, writable_dir
     if args.name not in FIGURES:
         raise UsageError(f"unknown figure {args.name!r}: choose one of {', '.join(FIGURES)}")
-    jobs = None
-    if args.jobs:
-        try:
-            jobs = [int(x) for x in args.jobs.split(",")]
-        except ValueError:
-            raise UsageError(f"bad --jobs {args.jobs!r}: give GPU counts like 512,1024,4096") from None
-    if args.seeds is not None and args.seeds < 1:
-        raise UsageError(f"--seeds must be at least 1, got {args.seeds}")
-    paths = make_figure(args.name, args.out, preset=args.preset, jobs=jobs, seeds=args.seeds,
-                        size=parse_size(args.size), quick=args.quick, background=not args.no_background, progress=say)
+    given = values_from_args(args, FIGURE)
+    params = FIGURE.validate(given)
+    writable_dir(args.out)
+    seeds = params["seeds"] if "seeds" in given or not args.quick else QUICK_SEEDS
+    paths = make_figure(args.name, args.out, preset=args.preset, jobs=params["jobs"], seeds=seeds,
+                        size=params["size"], quick=args.quick, background=params["background"], progress=bar)
     for path in paths:
         print(path)
     return 0

@@ -1,4 +1,8 @@
 """Errors the engine raises for input it refuses; each names the field, the value and the reason."""
+import reprlib
+
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother = 3, 120, 120     # any value, however nested, in one short line
 
 
 class SpecError(ValueError):
@@ -10,7 +14,7 @@ class SpecError(ValueError):
 
     def __init__(self, field: str, value, reason: str):
         self.field, self.value, self.reason = field, value, reason
-        super().__init__(f"{field}: {value!r} {reason}")
+        super().__init__(f"{field}: {_SHORT.repr(value)} {reason}")
 
 
 class ParamError(ValueError):

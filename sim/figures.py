@@ -27,11 +27,14 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
+
+from sim.progress import Progress, fractions_only, silent, span, weighted
 
 GIB = 1 << 30
 FIGURES = ("allgather-scale", "roce-vs-ib")
@@ -40,7 +43,8 @@ DEFAULT_SEEDS = 4
 QUICK_PRESET = "demo-256"
 QUICK_JOBS = (32, 64, 128)
 QUICK_SEEDS = 2
-OPTIMIZED_QPS = 16                      # QPs per GPU pair for LLM training (REFERENCE.md)
+OPTIMIZED_QPS = 16                      # QPs per GPU pair for LLM training (Gangidi et al., SIGCOMM 2024, in
+                                        # docs/sources.md)
 
 
 @dataclass(frozen=True)
@@ -168,14 +172,17 @@ def series_jobs(s: Series, jobs, usable: int, zone_gpus: int) -> list[int]:
     return [n for n in sizes if 2 <= n <= usable and not (s.one_zone and n > zone_gpus)]
 
 
-def run_series(topo, cluster: str, series: list[Series], jobs, seeds: int, size: int, progress=None,
-               on_run=None) -> list[dict]:
-    """Run every series for every job size and seed; one dict per run (the CSV rows). ``progress(message)`` gets
-    a line per series; ``on_run(done, total)``, if given, is called after each simulated run (progress bars; it may
-    raise to stop the figure)."""
+def run_series(topo, cluster: str, series: list[Series], jobs, seeds: int, size: int,
+               progress: Progress | None = None, on_run=None) -> list[dict]:
+    """Run every series for every job size and seed; one dict per run (the CSV rows).
+
+    ``progress(fraction, message)`` (:mod:`sim.progress`): each simulated run is an equal share of the work, and
+    inside it the fractions of :func:`sim.netsim.run_collective` (routing, solver rounds) move the bar; the message
+    names the series being run, then summarizes it. ``on_run(done, total)``, if given, is called after each
+    simulated run (the ``figure`` run kind counts runs with it; it may raise to stop the figure)."""
     from sim.netsim import run_collective
     from sim.placement import place
-    say = progress or (lambda m: None)
+    say = progress or silent
     usable = int(topo.gpu_usable.sum())
     zone_gpus = int(np.bincount(topo.switch_zone[topo.gpu_leaf][topo.gpu_usable]).max())
     plan = [(s, series_jobs(s, jobs, usable, zone_gpus)) for s in series]
@@ -184,12 +191,16 @@ def run_series(topo, cluster: str, series: list[Series], jobs, seeds: int, size:
     for s, sizes in plan:
         t0 = time.perf_counter()
         routing = _resolve_routing(s.routing, topo.kind)
+        if sizes:
+            say(len(rows) / total, f"{cluster} {s.key}: {len(sizes) * seeds} runs")
         for n in sizes:
             for seed in range(seeds):
                 gpus = place(topo, n, s.placement, seed)
                 bg = background_jobs(topo, gpus, n, s.background, seed) if s.background else None
                 r = run_collective(topo, gpus, "allgather", [size], routing=routing, qps=s.qps, seed=seed,
-                                   hottest=1, flows_per_link=1, background=bg)
+                                   hottest=1, flows_per_link=1, background=bg,
+                                   progress=span(fractions_only(progress), len(rows) / total,
+                                                 (len(rows) + 1) / total))
                 hot = r.hottest[0] if r.hottest else None
                 rows.append({
                     "cluster": cluster, "fabric": topo.kind, "series": s.key, "label": s.label, "group": s.group,
@@ -205,8 +216,8 @@ def run_series(topo, cluster: str, series: list[Series], jobs, seeds: int, size:
                     on_run(len(rows), total)
         done = [r["norm_busbw_limit"] for r in rows if r["series"] == s.key]
         if done:
-            say(f"{cluster} {s.key}: {len(done)} runs, normalized busbw {100 * min(done):.0f}-{100 * max(done):.0f} % "
-                f"({time.perf_counter() - t0:.1f} s)")
+            say(len(rows) / total, f"{cluster} {s.key}: {len(done)} runs, normalized busbw "
+                f"{100 * min(done):.0f}-{100 * max(done):.0f} % ({time.perf_counter() - t0:.1f} s)")
     return rows
 
 
@@ -283,7 +294,7 @@ def _write_data(rows, summary, meta, out_base: Path) -> list[Path]:
     return [csv_path, json_path]
 
 
-def _infiniband_twin(preset: str, say):
+def _infiniband_twin(preset: str, say=lambda message: None):
     """A preset's cluster with an InfiniBand backend of the same shape (for the quick comparison)."""
     import tomllib
 
@@ -302,16 +313,18 @@ def _infiniband_twin(preset: str, say):
 
 # ----------------------------------------------------------------------------------------------- entry point
 def make_figure(name: str, out_dir, preset: str | None = None, jobs=None, seeds: int | None = None,
-                size: int = GIB, quick: bool = False, background: bool = True, progress=None) -> list[Path]:
+                size: int = GIB, quick: bool = False, background: bool = True,
+                progress: Progress | None = None) -> list[Path]:
     """Run the simulations of figure ``name`` and write its PNG, SVG, CSV and JSON into ``out_dir``; return the
     paths. ``quick``: a small cluster, few job sizes and seeds (seconds). ``background=False`` leaves out the
-    busy-cluster series."""
-    from sim.cli import load_topology
+    busy-cluster series. ``progress(fraction, message)``: the clusters' runs (:func:`run_series`), then writing the
+    files as one more run's share; it ends at 1.0. Refuses an output directory it cannot write before simulating
+    (:class:`sim.errors.UsageError`)."""
+    from sim.topology import load_topology
     if name not in FIGURES:
         raise ValueError(f"unknown figure {name!r}: choose one of {', '.join(FIGURES)}")
-    say = progress or (lambda m: None)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    say = progress or silent
+    out = writable_dir(out_dir)
     t0 = time.perf_counter()
     jobs = tuple(jobs or (QUICK_JOBS if quick else DEFAULT_JOBS))
     seeds = seeds or (QUICK_SEEDS if quick else DEFAULT_SEEDS)
@@ -319,10 +332,13 @@ def make_figure(name: str, out_dir, preset: str | None = None, jobs=None, seeds:
             "algorithm": "ring", "metric": "norm_busbw_limit: busbw / roofline as the message size grows "
                                           "(bandwidth term); norm_busbw_at_size includes latency"}
     base = out / name
+    tell = lambda message: say(0.0, message)  # noqa: E731  (cluster built: nothing simulated yet)
     if name == "allgather-scale":
-        cluster, topo = load_topology(QUICK_PRESET if quick and not preset else preset or "meta-roce-24k", None, say)
+        cluster, topo = load_topology(QUICK_PRESET if quick and not preset else preset or "meta-roce-24k", None, tell)
         series = [s for s in allgather_series(topo.kind) if background or not s.background]
-        rows = run_series(topo, cluster.name, series, jobs, seeds, size, say)
+        n_runs = seeds * len(jobs) * len(series)
+        running, writing = weighted(progress, [n_runs, 1])
+        rows = run_series(topo, cluster.name, series, jobs, seeds, size, running)
         summary = summarize(rows)
         meta.update(cluster=cluster.name, fabric=topo.kind, series=[asdict(s) for s in series])
         panels = SCALE_PANELS
@@ -332,10 +348,12 @@ def make_figure(name: str, out_dir, preset: str | None = None, jobs=None, seeds:
         rows = []
         presets = ("demo-256", "demo-256 as infiniband") if quick else ("meta-roce-24k", "meta-ib-24k")
         series = comparison_series()
-        for p in presets:
-            cluster, topo = _infiniband_twin(p[:-len(" as infiniband")], say) if p.endswith(" as infiniband") \
-                else load_topology(p, None, say)
-            part = run_series(topo, cluster.name, series, jobs, seeds, size, say)
+        *running, writing = weighted(progress, [1] * len(presets) + [1 / (seeds * len(jobs) * len(series))])
+        for p, share in zip(presets, running):
+            tell = lambda message, share=share: share(0.0, message)  # noqa: E731
+            cluster, topo = _infiniband_twin(p[:-len(" as infiniband")], tell) if p.endswith(" as infiniband") \
+                else load_topology(p, None, tell)
+            part = run_series(topo, cluster.name, series, jobs, seeds, size, share)
             for r in part:
                 r["series"] = f"{r['series']}-{topo.kind}"
                 r["label"] = f"{topo.kind}: {r['label']}"
@@ -347,6 +365,21 @@ def make_figure(name: str, out_dir, preset: str | None = None, jobs=None, seeds:
     if not rows:
         raise ValueError("no job size fits the cluster: nothing to draw")
     meta["seconds"] = round(time.perf_counter() - t0, 2)
+    writing(0.0, f"figure {name}: {len(rows)} runs in {time.perf_counter() - t0:.1f} s, writing {base}.*")
     paths = draw(summary, panels, title, jobs, base) + _write_data(rows, summary, meta, base)
-    say(f"figure {name}: {len(rows)} runs in {time.perf_counter() - t0:.1f} s")
+    writing(1.0, f"figure {name}: wrote {len(paths)} files in {out}")
     return paths
+
+
+def writable_dir(path) -> Path:
+    """``path`` as a directory that exists (created if missing) and can be written, or a UsageError saying why."""
+    from sim.errors import UsageError
+    out = Path(path)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".write-test-{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except OSError as e:
+        raise UsageError(f"cannot write to {str(path)!r}: {e.strerror or e}") from None
+    return out

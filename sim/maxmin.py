@@ -19,8 +19,10 @@ Conventions
 - A link of capacity 0 gives rate 0 to every flow crossing it.
 - A link listed twice for one flow is counted twice (the flow loads it twice); paths should list distinct links.
 
-The flow-level network simulator (DESIGN.md, "Network simulation") calls :func:`max_min_rates` for every collective
-step; the same solver serves storage traffic. Rates are bytes/s throughout, loads are bytes/s, capacities bytes/s.
+The flow-level network simulator (:mod:`sim.netsim`) calls :func:`max_min_rates` once per phase of a collective
+(every step of a ring has the same flows), and at every event of :func:`sim.netsim.simulate_flows` (AllToAll, and
+the other jobs of a busy cluster sharing the links). Rates are bytes/s throughout, loads are bytes/s, capacities
+bytes/s.
 """
 from __future__ import annotations
 
@@ -95,7 +97,7 @@ def bottleneck_links(flow_ptr, flow_links, capacity, rates, rtol: float = 1e-9) 
 
 
 def max_min_rates(flow_ptr, flow_links, capacity, rate_cap=None, *, rtol: float = DEFAULT_RTOL,
-                  band: int | None = None) -> np.ndarray:
+                  band: int | None = None, progress=None) -> np.ndarray:
     """The max-min fair rates (F,) in bytes/s; see :func:`solve_max_min` for the algorithm and the arguments.
 
     One link of 12 bytes/s shared by three flows, the third also crossing a 2 bytes/s link:
@@ -103,11 +105,11 @@ def max_min_rates(flow_ptr, flow_links, capacity, rate_cap=None, *, rtol: float 
     >>> max_min_rates([0, 1, 2, 4], [0, 0, 0, 1], [12.0, 2.0]).tolist()
     [5.0, 5.0, 2.0]
     """
-    return solve_max_min(flow_ptr, flow_links, capacity, rate_cap, rtol=rtol, band=band).rates
+    return solve_max_min(flow_ptr, flow_links, capacity, rate_cap, rtol=rtol, band=band, progress=progress).rates
 
 
 def solve_max_min(flow_ptr, flow_links, capacity, rate_cap=None, *, rtol: float = DEFAULT_RTOL,
-                  band: int | None = None) -> MaxMinSolution:
+                  band: int | None = None, progress=None) -> MaxMinSolution:
     """Exact max-min fair rates by water-filling that freezes every locally minimal link in one round.
 
     Parameters
@@ -120,6 +122,8 @@ def solve_max_min(flow_ptr, flow_links, capacity, rate_cap=None, *, rtol: float 
         exact up to about ``rtol`` relative (a frozen link may stay under capacity by that much, never over).
     band : how many flows a round examines (default ``max(4096, F // 64)``); a speed knob, the rates do not
         depend on it. ``band >= F`` examines every unfrozen flow in every round.
+    progress : optional :mod:`sim.progress` callback, called after every round with the share of the flows whose
+        rate is fixed (frozen), so it never decreases and reaches 1.0 at the end.
 
     Algorithm
     ---------
@@ -216,6 +220,8 @@ def solve_max_min(flow_ptr, flow_links, capacity, rate_cap=None, *, rtol: float 
         share[changed] = _fair_share(remaining[changed], count[changed])
         pool = np.concatenate([pool, flows[~freeze]])
         pool_bound = np.concatenate([pool_bound, flow_min[~freeze]])
+        if progress is not None:
+            progress(1.0 - (queue.size - head + pool.size) / n_flows)
     return MaxMinSolution(rates=rates, rounds=rounds)
 
 

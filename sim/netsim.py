@@ -52,7 +52,7 @@ import numpy as np
 from sim.collectives import (DTYPES, MAX_ALLTOALL_TRANSFERS, CollectiveError, CollectivePlan, Phase, element_count,
                              plan_collective)
 from sim.maxmin import link_loads, max_min_rates
-from sim.progress import silent
+from sim.progress import silent, span, weighted
 
 IDX = np.int64
 NVLINK_DIRECTIONS = 2          # nvlink_bandwidth counts both directions
@@ -207,7 +207,7 @@ def _sub_csr(ptr: np.ndarray, links: np.ndarray, flows: np.ndarray):
 
 
 def simulate_flows(flow_ptr, flow_links, capacity, size, rate_cap=None, start=None, *, rtol: float = 1e-9,
-                   merge: float = 0.0, max_events: int = 1_000_000) -> FlowSimResult:
+                   merge: float = 0.0, max_events: int = 1_000_000, progress=None) -> FlowSimResult:
     """Event-driven completion of flows of uneven sizes sharing links, with max-min fair rates between events.
 
     Flow ``f`` (links ``flow_links[flow_ptr[f]:flow_ptr[f+1]]``, bytes ``size[f]``, optional rate cap bytes/s
@@ -227,27 +227,21 @@ def simulate_flows(flow_ptr, flow_links, capacity, size, rate_cap=None, start=No
     Two flows of 1 and 3 bytes on one link of 1 byte/s: each gets 0.5; the small one ends at 2 s, the big one then
     runs at 1 byte/s and ends at 2 + 2 = 4 s.
 
+    ``progress``: optional :mod:`sim.progress` callback, told after every event the share of the flows finished.
+
     >>> r = simulate_flows([0, 1, 2], [0, 0], [1.0], [1.0, 3.0])
     >>> r.finish.tolist(), r.first_rate.tolist(), r.events
     ([2.0, 4.0], [0.5, 0.5], 2)
     """
-    ptr = np.asarray(flow_ptr, dtype=IDX)
-    links = np.asarray(flow_links, dtype=IDX)
-    capacity = np.asarray(capacity, dtype=np.float64)
-    size = np.asarray(size, dtype=np.float64)
-    F = len(ptr) - 1
-    if size.shape != (F,) or (size < 0).any() or not np.isfinite(size).all():
-        raise ValueError(f"size must be {F} finite non-negative byte counts")
-    caps = None if rate_cap is None else np.broadcast_to(np.asarray(rate_cap, dtype=np.float64), (F,))
-    start = np.zeros(F) if start is None else np.asarray(start, dtype=np.float64).copy()
-    if start.shape != (F,) or not np.isfinite(start).all():
-        raise ValueError(f"start must be {F} finite release times")
+    ptr, links, capacity, size, caps, start = _flow_inputs(flow_ptr, flow_links, capacity, size, rate_cap, start)
+    F = len(size)
     remaining = size.copy()
     delivered = np.zeros(F)
     finish = np.full(F, np.nan)
     first_rate = np.full(F, np.nan)
     done = remaining <= 0
     finish[done] = start[done]
+    n_done = int(done.sum())
     t = float(start.min()) if F else 0.0
     events = 0
     while not done.all():
@@ -264,22 +258,12 @@ def simulate_flows(flow_ptr, flow_links, capacity, size, rate_cap=None, start=No
         events += 1
         fresh = np.isnan(first_rate[act])
         first_rate[act[fresh]] = rates[fresh]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ttf = np.where(rates > 0, remaining[act] / rates, np.inf)
-        dt_finish = float(ttf.min())
-        if not np.isfinite(dt_finish) and not np.isfinite(next_start):
+        step = _next_event(rates, remaining[act], next_start, rtol, merge)
+        if step is None:
             finish[act] = np.inf                                # stuck on zero-capacity links forever
             done[act] = True
             break
-        if next_start < dt_finish:
-            dt, ending = next_start, np.zeros(act.size, dtype=bool)
-        else:
-            # Flows finishing within rtol of the first leave together, at the last of their finish times: each
-            # sends its remaining bytes at (at most) its rate, the others advance at theirs.
-            ending = ttf <= max(dt_finish * (1 + rtol), dt_finish + merge)
-            if ttf[ending].max() > next_start:            # a release inside the window ends it
-                ending &= ttf <= next_start
-            dt = float(ttf[ending].max())
+        dt, ending = step
         moved = np.where(np.isfinite(rates), rates * dt, remaining[act])
         moved = np.minimum(moved, remaining[act])
         moved[ending] = remaining[act][ending]
@@ -288,7 +272,47 @@ def simulate_flows(flow_ptr, flow_links, capacity, size, rate_cap=None, start=No
         t += dt
         finish[act[ending]] = t
         done[act[ending]] = True
+        n_done += int(ending.sum())
+        if progress is not None:
+            progress(n_done / F)
     return FlowSimResult(start=start, finish=finish, first_rate=first_rate, delivered=delivered, events=events)
+
+
+def _flow_inputs(flow_ptr, flow_links, capacity, size, rate_cap, start):
+    """The inputs of :func:`simulate_flows` as arrays, refusing sizes and release times it cannot simulate."""
+    ptr = np.asarray(flow_ptr, dtype=IDX)
+    links = np.asarray(flow_links, dtype=IDX)
+    capacity = np.asarray(capacity, dtype=np.float64)
+    size = np.asarray(size, dtype=np.float64)
+    F = len(ptr) - 1
+    if size.shape != (F,) or (size < 0).any() or not np.isfinite(size).all():
+        raise ValueError(f"size must be {F} finite non-negative byte counts")
+    caps = None if rate_cap is None else np.broadcast_to(np.asarray(rate_cap, dtype=np.float64), (F,))
+    start = np.zeros(F) if start is None else np.asarray(start, dtype=np.float64).copy()
+    if start.shape != (F,) or not np.isfinite(start).all():
+        raise ValueError(f"start must be {F} finite release times")
+    return ptr, links, capacity, size, caps, start
+
+
+def _next_event(rates, remaining, next_start: float, rtol: float, merge: float):
+    """``(dt, ending)``: the time to the next event and which active flows (bool mask) finish at it; ``None`` when
+    no active flow can ever finish and none is waiting to start (zero-capacity links).
+
+    Flows finishing within ``rtol`` (relative) or ``merge`` seconds of the first leave together, at the last of
+    their finish times: each sends its remaining bytes at (at most) its rate, the others advance at theirs. A
+    release (``next_start`` seconds away) before the first finish is the event, and one inside the window ends it.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ttf = np.where(rates > 0, remaining / rates, np.inf)
+    dt_finish = float(ttf.min())
+    if not np.isfinite(dt_finish) and not np.isfinite(next_start):
+        return None
+    if next_start < dt_finish:
+        return next_start, np.zeros(rates.size, dtype=bool)
+    ending = ttf <= max(dt_finish * (1 + rtol), dt_finish + merge)
+    if ttf[ending].max() > next_start:
+        ending &= ttf <= next_start
+    return float(ttf[ending].max()), ending
 
 
 # ---------------------------------------------------------------------------------------------- collectives
@@ -431,6 +455,14 @@ def _stats(x: np.ndarray) -> dict:
     return {"n": int(x.size), "min": float(x.min()), "median": float(np.median(x)), "max": float(x.max())}
 
 
+def flow_count(topo, phase: Phase, qps: int) -> int:
+    """How many flows :func:`build_flows` makes of ``phase``: ``qps`` per transfer between hosts, one per NVLink
+    transfer (the phase's share of a collective's work, known before routing)."""
+    host = np.asarray(topo.gpu_host)
+    inter = int(np.count_nonzero(host[phase.src] != host[phase.dst]))
+    return inter * int(qps) + (len(phase.src) - inter)
+
+
 def _concat_flows(sets: list[FlowSet]) -> FlowSet:
     """One FlowSet holding the flows of ``sets`` in order (``transfer`` indexes stay per set)."""
     if len(sets) == 1:
@@ -447,19 +479,23 @@ def _concat_flows(sets: list[FlowSet]) -> FlowSet:
 
 def solve_phase(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: int = 0,
                 latency: LatencyModel | None = None, router=None, capacity=None,
-                background: list[Phase] | None = None) -> PhaseResult:
+                background: list[Phase] | None = None, progress=None) -> PhaseResult:
     """Build, route and solve one phase (see the module docstring for the model).
 
     ``background``: phases of other jobs that run at the same time (same routing and QPs); their flows share the
     links in the same max-min solve (and, for an event-driven phase, the same event simulation), but only this
-    phase's flows set its time and appear in the result.
+    phase's flows set its time and appear in the result. ``progress``: a :mod:`sim.progress` callback; each flow
+    is one unit of work when it is routed and one when its rate is fixed (solver rounds, or events finishing it).
     """
     latency = latency or LatencyModel()
+    say = progress or silent
     t0 = time.perf_counter()
     flows = build_flows(topo, phase, qps, routing, seed, router)
     others = [build_flows(topo, b, qps, routing, seed, router) for b in (background or [])]
     everything = _concat_flows([flows] + others)
     mine = flows.n_flows
+    say(0.5, f"phase {phase.name}: {everything.n_flows:,} flows routed ({routing}, {qps} QP), solving their rates")
+    solving = span(progress, 0.5, 1.0)
     capacity = link_capacity(topo) if capacity is None else capacity
     finish_unit = None
     if phase.mode == "event":
@@ -468,11 +504,11 @@ def solve_phase(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
         with np.errstate(divide="ignore", invalid="ignore"):
             bound = float(np.nanmax(np.where(capacity > 0, load / capacity, 0.0)))
         sim = simulate_flows(everything.ptr, everything.links, capacity, everything.share,
-                             merge=EVENT_MERGE * bound)
+                             merge=EVENT_MERGE * bound, progress=solving)
         rates, finish_unit = sim.first_rate[:mine], sim.finish[:mine]
         unit = float(finish_unit.max()) if mine else 0.0
     else:
-        rates = max_min_rates(everything.ptr, everything.links, capacity)[:mine]
+        rates = max_min_rates(everything.ptr, everything.links, capacity, progress=solving)[:mine]
         with np.errstate(divide="ignore", invalid="ignore"):
             per = np.where(rates > 0, flows.share / rates, np.inf)
         unit = phase.steps * float(per.max()) if per.size else 0.0
@@ -482,6 +518,8 @@ def solve_phase(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
     path_lat = np.where(np.diff(flows.ptr) > 0, path_lat, 0.0)
     alpha = latency.network(topo.kind) + (float(path_lat[flows.network].max()) if flows.network.any() else 0.0)
     phase_latency = phase.net_hops * alpha + phase.nvl_hops * latency.nvlink
+    say(1.0, f"phase {phase.name}: {everything.n_flows:,} flows routed ({routing}, {qps} QP) and solved in "
+        f"{time.perf_counter() - t0:.2f} s")
     return PhaseResult(phase=phase, flows=flows, rates=rates, unit_time=unit, latency=phase_latency, alpha=alpha,
                        finish_unit=finish_unit, solve_seconds=time.perf_counter() - t0)
 
@@ -527,7 +565,8 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
 
     ``routing``: one of :data:`sim.routing.ROUTINGS` (default: the fabric's, :func:`sim.routing.default_routing`);
     ``qps``: queue pairs per GPU pair; ``seed``: the routing hash seed; ``progress``: a :mod:`sim.progress` callback
-    ``(fraction, message)``, for long runs. ``background``: placements (rank -> GPU arrays) of other jobs running
+    ``(fraction, message)``: each phase's share is its flows (background jobs' included), within it routing them
+    then fixing their rates (:func:`solve_phase`), so the fraction grows with the work done and ends at 1.0. ``background``: placements (rank -> GPU arrays) of other jobs running
     the same collective at the same time on the same fabric (disjoint GPUs); their traffic shares the links (their
     phase ``i`` runs beside this job's phase ``i``) but only this job is timed and reported. Raises
     CollectiveError for impossible requests and
@@ -568,12 +607,10 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
             raise CollectiveError("background jobs must not share GPUs with the job or with each other")
         say(0.0, f"background: {len(others)} other jobs, {sum(len(b) for b in background):,} GPUs")
     phases = []
-    for i, ph in enumerate(plan.phases):
-        bg_phases = [o[i] for o in others if i < len(o)]
-        res = solve_phase(topo, ph, qps, routing, seed, latency, router, capacity, bg_phases)
-        say((i + 1) / len(plan.phases), f"phase {ph.name}: {res.flows.n_flows:,} flows routed ({routing}, {qps} QP) and solved in "
-            f"{res.solve_seconds:.2f} s")
-        phases.append(res)
+    with_bg = [[ph] + [o[i] for o in others if i < len(o)] for i, ph in enumerate(plan.phases)]
+    shares = weighted(progress, [sum(flow_count(topo, p, qps) for p in group) for group in with_bg])
+    for i, (ph, *bg_phases) in enumerate(with_bg):
+        phases.append(solve_phase(topo, ph, qps, routing, seed, latency, router, capacity, bg_phases, shares[i]))
     link_bytes = np.zeros(capacity.size)
     for res in phases:
         link_bytes += link_loads(res.flows.ptr, res.flows.links, res.flows.share * res.phase.steps, capacity.size)

@@ -35,6 +35,17 @@ def span(progress: Progress | None, lo: float, hi: float) -> Progress:
     return report
 
 
+def fractions_only(progress: Progress | None) -> Progress:
+    """A callback passing on ``progress``'s fractions without the messages: for sub-tasks repeated many times (the
+    runs of a figure) whose own messages would bury the caller's."""
+    if progress is None:
+        return silent
+
+    def report(fraction: float, message: str = "") -> None:
+        progress(fraction)
+    return report
+
+
 def weighted(progress: Progress | None, weights) -> list[Progress]:
     """Callbacks for consecutive sub-tasks whose shares of the work are proportional to ``weights``."""
     weights = [max(0.0, float(w)) for w in weights]

@@ -21,6 +21,7 @@ from sim.errors import SpecError
 PRESETS_DIR = Path(__file__).parent / "presets"
 BACKEND_KINDS = ("roce", "infiniband")
 STORAGE_KINDS = ("tectonic", "hammerspace")
+MAX_DEPTH = 16                    # tables and lists inside each other: a spec needs 4; deeper input is refused
 
 
 @dataclass(frozen=True)
@@ -337,6 +338,7 @@ def _parse_storage(t: _Table, catalog: Catalog) -> StorageSpec:
 def parse_spec(data: dict, catalog: Catalog | None = None) -> ClusterSpec:
     """Validate a spec given as a dict (parsed TOML or JSON) and return it as a ClusterSpec."""
     catalog = catalog or load_catalog()
+    _check_depth(data)
     top = _Table(data, "")
     name = top.str("name")
     if not all(c.isalnum() or c == "-" for c in name) or not name[0].isalnum():
@@ -370,6 +372,23 @@ def parse_spec(data: dict, catalog: Catalog | None = None) -> ClusterSpec:
     return spec
 
 
+def _check_depth(data, source: str | None = None) -> None:
+    """Refuse input nested deeper than :data:`MAX_DEPTH` tables or lists, naming the top-level field (and the file
+    ``source``); walked level by level without recursion, so any depth is safe."""
+    if not isinstance(data, dict):
+        return
+    level = [(key, value) for key, value in data.items()]
+    for _ in range(MAX_DEPTH):
+        level = [(key, v) for key, x in level if isinstance(x, (dict, list, tuple))
+                 for v in (x.values() if isinstance(x, dict) else x)]
+        if not level:
+            return
+    key, reason = str(level[0][0]), f"is nested more than {MAX_DEPTH} tables or lists deep"
+    if source is None:
+        raise SpecError(key, "...", reason)
+    raise SpecError("spec", source, f"{reason} (field {key})")
+
+
 def preset_names() -> list[str]:
     return sorted(p.stem for p in PRESETS_DIR.glob("*.toml") if p.stem != "catalog")
 
@@ -391,4 +410,8 @@ def load_spec(preset_or_path: str, catalog: Catalog | None = None) -> ClusterSpe
                 data = tomllib.load(f)
     except (tomllib.TOMLDecodeError, ValueError) as e:
         raise SpecError("spec", str(path), f"cannot be parsed: {e}") from None
+    except RecursionError:
+        raise SpecError("spec", str(path), f"cannot be parsed: nested too deeply (a spec needs at most "
+                                           f"{MAX_DEPTH} levels)") from None
+    _check_depth(data, str(path))
     return parse_spec(data, catalog)

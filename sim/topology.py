@@ -28,13 +28,15 @@ reverse, down, direction).
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from sim.catalog import load_catalog
 from sim.layout import (FABRIC_BACKEND, LINK_LEAF_SPINE, LINK_NIC_LEAF, LINK_SPINE_CORE, STATUS_ACTIVE, TIER_CORE,
-                        TIER_LEAF, TIER_SPINE, ClusterLayout)
+                        TIER_LEAF, TIER_SPINE, ClusterLayout, expand)
+from sim.spec import load_spec
 
 IDX = np.int64
 DEFAULT_HOP_LATENCY = 1e-6      # seconds per switch crossed (cut-through RoCE / InfiniBand switch, assumption)
@@ -259,3 +261,14 @@ def topology_from_layout(layout: ClusterLayout, hop_latency: float = DEFAULT_HOP
         leaf_up=leaf_up, spine_up=spine_up, leaf_downlinks=int(gpu_leaf_port.max()) + 1 if n_gpus else 0,
         hop_latency=hop_latency,
     )
+
+
+def load_topology(preset: str | None = None, spec: str | None = None, say=lambda message: None):
+    """``(cluster spec, backend topology)`` of a preset or a spec file (no database; default ``meta-roce-24k``).
+    ``say(message)`` gets one line saying what was built and how long it took."""
+    t = time.perf_counter()
+    cluster = load_spec(spec or preset or "meta-roce-24k")
+    topo = topology_from_layout(expand(cluster))
+    say(f"cluster {cluster.name}: {topo.n_gpus:,} GPUs, {topo.n_links:,} directed links ({topo.kind}), "
+        f"built in {time.perf_counter() - t:.2f} s")
+    return cluster, topo

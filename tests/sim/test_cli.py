@@ -1,4 +1,5 @@
-"""``python -m sim collective`` (contract): the nccl-tests table, --json, size syntax and one-line errors."""
+"""``python -m sim collective`` (contract): the nccl-tests table, --json, --seeds, size syntax, progress on stderr
+and one-line errors with exit status 2 for everything it refuses."""
 import doctest
 import json
 import subprocess
@@ -61,7 +62,7 @@ def test_table_has_the_nccl_tests_columns_one_row_per_size_and_the_hottest_links
     busbw = [float(r[7]) for r in rows]
     assert busbw == sorted(busbw)                                   # latency matters less as size grows
     assert any("Hottest links" in line for line in lines) and any("rtsw" in line for line in lines)
-    assert "[sim] cluster demo-256" in err                          # progress on stderr
+    assert "cluster demo-256" in err and "100.0 %" in err          # progress on stderr, ending at 100 %
 
 
 def test_json_holds_the_same_rows_for_machines(capsys):
@@ -92,26 +93,80 @@ def test_spec_file_and_links_array(capsys, tmp_path):
 
 @pytest.mark.parametrize("argv, message", [
     (["--gpus", "999"], "asked for 999 GPUs but demo-256 has only 256 usable"),
-    (["-c", "allscatter"], "unknown collective 'allscatter'"),
-    (["--sizes", "12Q"], "bad size '12Q'"),
-    (["--routing", "ospf"], "unknown routing 'ospf'"),
-    (["--placement", "best"], "unknown placement 'best'"),
-    (["--algorithm", "tree"], "tree algorithm is modelled for allreduce only"),
-    (["--qps", "0"], "--qps must be at least 1"),
-    (["--gpus", "1"], "--gpus must be at least 2"),
+    (["-c", "allscatter"], "collective: unknown value 'allscatter'"),
+    (["--sizes", "12Q"], "sizes: bad size '12Q'"),
+    (["--routing", "ospf"], "routing: unknown value 'ospf'"),
+    (["--placement", "best"], "placement: unknown value 'best'"),
+    (["--algorithm", "tree"], "algorithm: tree is for allreduce only"),
+    (["--qps", "0"], "qps: must be at least 1"),
+    (["--gpus", "1"], "gpus: must be at least 2"),
     (["-c", "alltoall", "--gpus", "2048", "--preset", "meta-roce-24k"], "more than the budget of 1,000,000"),
-    (["--gpus", "notanumber"], "invalid int value"),
+    (["--gpus", "notanumber"], "gpus: must be a whole number, got 'notanumber'"),
 ])
 def test_impossible_requests_give_one_line_and_exit_2(capsys, argv, message):
-    with pytest.raises(SystemExit) if argv[-1] == "notanumber" else _nothing():
-        code, out, err = run(capsys, "collective", "--preset", "demo-256", "--sizes", "1M", *argv)
-    if argv[-1] == "notanumber":
-        err = capsys.readouterr().err
-    else:
-        assert code == 2 and out == ""
-    assert message in err
-    assert len(err.strip().splitlines()) == 1 or "[sim]" in err.splitlines()[0]
-    assert "Traceback" not in err
+    code, out, err = run(capsys, "collective", "--preset", "demo-256", "--sizes", "1M", "-q", *argv)
+    assert code == 2 and out == ""
+    assert err.startswith("python -m sim collective: error: ") and message in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def _deep_json(tmp):
+    path = tmp / "deep.json"
+    path.write_text('{"name": "deep", "layout": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    return str(path)
+
+
+def _deep_toml(tmp):
+    path = tmp / "deep.toml"
+    path.write_text("name = 'deep'\nlayout = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    return str(path)
+
+
+def _nested_json(tmp):
+    path = tmp / "nested.json"
+    path.write_text('{"name": "deep", "layout": ' + "[" * 50 + "]" * 50 + "}")
+    return str(path)
+
+
+def _not_a_folder(tmp):
+    path = tmp / "a-file"
+    path.write_text("a file, not a folder")
+    return str(path / "figures")
+
+
+# What the command line refuses: (arguments, with {tmp} files made by the helper, what the one line says).
+REFUSED = [
+    (["collective", "--qps", "1000000000"], "qps: must be at most 128"),
+    (["collective", "--seed", "-1"], "seed: must be at least 0"),
+    (["collective", "--seed", "1180591620717411303424"], "seed: must be at most 4,294,967,295"),
+    (["collective", "--sizes", "0"], "sizes: bad size '0': must be from 1 byte to 1T"),
+    (["collective", "--channels", "0"], "channels: must be at least 1"),
+    (["collective", "--base-rtt-us", "-5"], "base_rtt_us: must be at least 0"),
+    (["collective", "--base-rtt-us", "nan"], "base_rtt_us: must be a finite number, got 'nan'"),
+    (["collective", "--base-rtt-us", "inf"], "base_rtt_us: must be a finite number, got 'inf'"),
+    (["collective", "--hottest", "-1"], "hottest: must be at least 0"),
+    (["collective", "--seeds", "0"], "seeds: must be at least 1"),
+    (["collective", "--preset", "nope"], "spec: 'nope' is neither a preset"),
+    (["collective", "--spec", _deep_json], "cannot be parsed: nested too deeply"),
+    (["collective", "--spec", _deep_toml], "cannot be parsed: nested too deeply"),
+    (["collective", "--spec", _nested_json], "is nested more than 16 tables or lists deep (field layout)"),
+    (["figure", "allgather-scale", "--out", _not_a_folder], "cannot write to"),
+    (["figure", "allgather-scale", "--out", "{tmp}", "--seeds", "17"], "seeds: must be at most 16"),
+    (["figure", "allgather-scale", "--out", "{tmp}", "--jobs", "1,64"], "jobs: must be at least 2"),
+    (["figure", "allgather-scale", "--out", "{tmp}", "--size", "0"], "size: bad size '0'"),
+    (["figure", "nope", "--out", "{tmp}"], "unknown figure 'nope'"),
+]
+
+
+@pytest.mark.parametrize("argv, message", REFUSED,
+                         ids=[" ".join(getattr(a, "__name__", a) for a in argv[:4]) for argv, _ in REFUSED])
+def test_refused_input_ends_with_exit_2_and_one_line(capsys, tmp_path, argv, message):
+    argv = [a(tmp_path) if callable(a) else a.format(tmp=tmp_path) for a in argv]
+    code, out, err = run(capsys, *argv, "--quiet")
+    assert code == 2 and out == ""
+    assert err.startswith(f"python -m sim {argv[0]}: error: ") and message in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not list(tmp_path.glob("*.png"))                          # nothing simulated, nothing written
 
 
 def test_no_path_is_a_one_line_error(capsys, monkeypatch):
@@ -120,13 +175,6 @@ def test_no_path_is_a_one_line_error(capsys, monkeypatch):
     monkeypatch.setattr("sim.routing.route", no_path)
     code, out, err = run(capsys, "collective", "--preset", "demo-256", "--gpus", "16", "-q")
     assert code == 2 and err.strip().endswith("have no active path; first: GPU 0 -> GPU 8")
-
-
-def test_unknown_preset_and_figure_are_refused(capsys):
-    code, _, err = run(capsys, "collective", "--preset", "nope", "-q")
-    assert code == 2 and "neither a preset" in err
-    code, _, err = run(capsys, "figure", "nope", "--out", "/tmp/x", "-q")
-    assert code == 2 and "unknown figure 'nope'" in err
 
 
 def test_python_dash_m_sim_entry_point():
@@ -139,9 +187,43 @@ def test_python_dash_m_sim_entry_point():
     assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1].startswith("python -m sim collective: error")
 
 
-class _nothing:
-    def __enter__(self):
-        return self
 
-    def __exit__(self, *exc):
-        return False
+def test_seeds_give_the_median_run_and_the_spread(capsys):
+    argv = ["collective", "--preset", "demo-256", "--gpus", "64", "--sizes", "1G", "--placement", "random",
+            "--seed", "3", "--seeds", "4", "-q"]
+    code, out, _ = run(capsys, *argv, "--json")
+    doc = json.loads(out)
+    per_seed = doc["seeds"]["per_seed"]
+    norms = [s["norm_busbw"] for s in per_seed]
+    assert code == 0 and [s["seed"] for s in per_seed] == [3, 4, 5, 6]
+    stats = doc["seeds"]["stats"]["norm_busbw"]
+    assert stats["min"] == min(norms) and stats["max"] == max(norms)
+    assert sorted(norms)[1] == stats["median"] == doc["rows"][-1]["norm_busbw"]     # the table is the median run's
+    assert doc["seed"] == doc["seeds"]["median_seed"]
+    code, out, _ = run(capsys, *argv)
+    spread = next(line for line in out.splitlines() if line.startswith("# Seeds 3..6 (4 runs)"))
+    assert f"median {100 * stats['median']:.1f} %" in spread and f"max {100 * stats['max']:.1f} %" in spread
+    row = [line.split() for line in out.splitlines() if not line.startswith("#")][-1]
+    assert float(row[-1]) == pytest.approx(100 * stats["median"], abs=0.05)
+
+
+def test_the_bar_shows_the_engine_fractions_and_quiet_silences_it(capsys):
+    code, _, err = run(capsys, "collective", "--preset", "demo-256", "--gpus", "32", "--sizes", "1G")
+    shown = [float(line.split("]")[1].split("%")[0]) for line in err.splitlines()]
+    assert code == 0 and shown == sorted(shown) and shown[0] == 0.0 and shown[-1] == 100.0
+    assert len(set(shown)) > 2
+    code, _, err = run(capsys, "collective", "--preset", "demo-256", "--gpus", "32", "--sizes", "1G", "-q")
+    assert code == 0 and err == ""
+
+
+def test_the_cli_is_a_leaf_nothing_in_the_engine_imports():
+    import ast
+    importers = {}
+    for path in sorted((ROOT / "sim").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            for name in names:
+                importers.setdefault(name, set()).add(path.stem)
+    assert importers.get("sim.cli", set()) <= {"__main__"}
+    assert "figures" not in importers.get("sim.params", set())   # params imports figures, never the reverse

@@ -59,13 +59,13 @@ def test_roce_vs_ib_and_the_cli_figure_command(tmp_path, capsys):
 
 def test_figure_options_are_checked(tmp_path, capsys):
     assert main(["figure", "allgather-scale", "--out", str(tmp_path), "--jobs", "a,b", "-q"]) == 2
-    assert "bad --jobs" in capsys.readouterr().err
+    assert "jobs: must be a whole number, got 'a'" in capsys.readouterr().err
     assert main(["figure", "allgather-scale", "--out", str(tmp_path), "--quick", "--jobs", "99999", "-q"]) == 2
     assert "no job size fits" in capsys.readouterr().err
 
 
 def test_background_jobs_fill_the_free_hosts_without_overlap():
-    from sim.cli import load_topology
+    from sim.topology import load_topology
     _, topo = load_topology("demo-256")
     job = place(topo, 64, "fragmented", seed=1)
     for policy in ("fragmented", "topology", "random"):

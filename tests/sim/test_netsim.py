@@ -296,7 +296,7 @@ def test_merged_events_still_deliver_every_byte_within_capacity(data):
 
 def test_merged_alltoall_matches_the_exact_event_simulation():
     # Given a 64-rank AllToAll over an oversubscribed fabric with 5-tuple ECMP (about 90 distinct finish times)
-    from sim.cli import load_topology
+    from sim.topology import load_topology
     from sim.collectives import plan_collective
     from sim.netsim import build_flows
     _, topo = load_topology("demo-256")
