@@ -85,7 +85,7 @@ def test_figure_jobs_default_to_the_published_sizes_that_fit_the_cluster(demo):
 
 def test_run_series_reports_each_run_and_can_be_stopped():
     # given the quick cluster's topology
-    from sim.cli import load_topology
+    from sim.topology import load_topology
     _, topo = load_topology(figures.QUICK_PRESET, None, lambda m: None)
     series = figures.allgather_series(topo.kind)[:2]
     calls = []
