@@ -131,7 +131,7 @@ def test_launcher_builds_serves_and_stops_cleanly_on_ctrl_c(tmp_path, redis_url)
         launcher.kill()
 
 
-def test_launcher_stops_everything_when_a_child_dies(tmp_path):
+def test_launcher_restarts_a_child_that_dies_and_keeps_the_web_up(tmp_path):
     # given the launcher with its embedded Redis (REDIS_URL unset) on the default port, which must be free
     if not env.port_is_free(env.EMBEDDED_REDIS_PORT):
         pytest.skip(f"port {env.EMBEDDED_REDIS_PORT} is in use (another twin?): the embedded Redis would be shared")
@@ -139,13 +139,26 @@ def test_launcher_stops_everything_when_a_child_dies(tmp_path):
     try:
         url, pids = launcher.wait_ready()
         assert "redis" in pids, launcher.output()  # started, not reused
-        assert get(url + "healthz")[0] == 200
-        # when Celery beat dies on its own
+        # when Celery beat and the worker's parent are killed
         os.kill(pids["beat"], signal.SIGKILL)
-        # then the launcher stops the rest, stops its Redis, names the culprit and fails
-        assert launcher.wait_exit(timeout=25) == 1, launcher.output()
-        assert re.search(r"^twin: beat \(.*\) exited with code -9; stopping the rest$", launcher.output(), re.M)
-        left = {name: pid for name, pid in pids.items() if alive(pid)}
+        os.kill(pids["worker"], signal.SIGKILL)
+        # then the launcher says so and starts each again, and the web answers all along
+        restarted = {}
+        deadline = time.monotonic() + 30
+        while len(restarted) < 2 and time.monotonic() < deadline:
+            assert get(url + "healthz") == (200, "ok")
+            for m in re.finditer(r"^twin: (beat|worker) restarted \(pid (\d+), restart 1\)$", launcher.output(), re.M):
+                restarted[m.group(1)] = int(m.group(2))
+            time.sleep(0.3)
+        out = launcher.output()
+        assert set(restarted) == {"beat", "worker"}, out
+        for name in ("beat", "worker"):
+            assert re.search(rf"^twin: {name} \(.*\) exited with code -9; restarting it in 1 s$", out, re.M), out
+            assert alive(restarted[name]) and not alive(pids[name])
+        # when Ctrl-C arrives, it stops everything it started, the restarted children included
+        launcher.proc.send_signal(signal.SIGINT)
+        assert launcher.wait_exit(timeout=25) == 0, launcher.output()
+        left = {name: pid for name, pid in {**pids, **restarted}.items() if alive(pid)}
         assert not left, f"still running after the launcher exited: {left}\n{launcher.output()}"
         assert env.port_is_free(env.EMBEDDED_REDIS_PORT)
     finally:

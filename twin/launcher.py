@@ -9,12 +9,16 @@ A small process supervisor (``scripts/run`` calls it):
 4. starts daphne (HTTP + WebSocket), a Celery worker and Celery beat, each in its own session (process group), with
    their output prefixed by name, and prints ``Twin running at http://HOST:PORT/`` once the HTTP port answers
    (then asks once for each cluster's fabric and GPU page data, so that their first visitor finds it cached);
-5. on Ctrl-C / SIGTERM stops them all (SIGTERM, up to 10 s, then SIGKILL of the whole group), then the embedded
-   Redis, and exits 0; if a process dies on its own, stops the rest and exits 1 naming it.
+5. restarts a process that dies on its own, saying so, after a back-off that doubles from RESTART_DELAY up to
+   RESTART_DELAY_MAX (reset once it has run for RESTART_RESET seconds), so one crashing child (beat on a bad schedule,
+   a worker killed by the kernel) never takes the web and the others down;
+6. on Ctrl-C / SIGTERM stops them all (SIGTERM, up to 10 s, then SIGKILL of the whole group), then the embedded
+   Redis, and exits 0.
 """
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import signal
 import socket
@@ -31,6 +35,9 @@ from twin import env
 
 STOP_TIMEOUT = 10.0  # seconds a process gets to stop after SIGTERM before its whole group is killed
 READY_TIMEOUT = 120.0  # seconds daphne gets to answer on its port
+RESTART_DELAY = 1.0  # seconds before a child that died is started again; doubles at each death in a row ...
+RESTART_DELAY_MAX = 60.0  # ... up to this
+RESTART_RESET = 60.0  # a child that ran this long before dying starts again after RESTART_DELAY
 MANAGE_PY = str(env.BASE_DIR / "manage.py")
 ADMIN_PASSWORD_FILE = env.VAR_DIR / "admin-password"  # written by manage.py ensure_admin
 
@@ -92,8 +99,6 @@ def _warm_pages(base: str) -> None:
 def _child_setup() -> None:
     """In the child, before exec: Linux sends it SIGTERM if the launcher dies (even by SIGKILL): no orphans."""
     try:
-        import ctypes
-
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     except Exception:
         pass
@@ -106,6 +111,10 @@ class Child:
     args: list[str]
     proc: subprocess.Popen | None = None
     reader: threading.Thread | None = field(default=None, repr=False)
+    started_at: float = 0.0
+    restarts: int = 0
+    delay: float = RESTART_DELAY
+    restart_at: float | None = None     # when a child that died is started again
 
     @property
     def pid(self) -> int:
@@ -205,27 +214,47 @@ class Launcher:
              [py, "-m", "celery", "-A", "twin", "worker", "-l", "info", "--concurrency", "2"]),
             ("beat", "celery beat", [py, "-m", "celery", "-A", "twin", "beat", "-l", "info"]),
         ]
-        # All forks happen before any reader thread exists (fork + threads do not mix); pipes buffer meanwhile.
-        for name, title, args in specs:
-            proc = subprocess.Popen(args, cwd=env.BASE_DIR, env=self.child_env, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-                                    preexec_fn=_child_setup)
-            self.children.append(Child(name, title, args, proc))
+        self.children = [Child(name, title, args) for name, title, args in specs]
         for child in self.children:
-            child.reader = threading.Thread(target=self._pump, args=(child,), name=f"pump-{child.name}", daemon=True)
-            child.reader.start()
+            self._spawn(child)
+
+    def _spawn(self, child: Child) -> None:
+        """Start ``child`` in its own session with its output pumped, prefixed by its name."""
+        child.proc = subprocess.Popen(child.args, cwd=env.BASE_DIR, env=self.child_env, stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                                      preexec_fn=_child_setup)
+        child.started_at, child.restart_at = time.monotonic(), None
+        child.reader = threading.Thread(target=self._pump, args=(child,), name=f"pump-{child.name}", daemon=True)
+        child.reader.start()
+
+    def _watch(self, child: Child) -> None:
+        """Restart ``child`` if it died, after its back-off; say what happened."""
+        now = time.monotonic()
+        if child.restart_at is None:
+            code = child.proc.poll()
+            if code is None:
+                return
+            try:
+                os.killpg(child.pid, signal.SIGKILL)       # what it left in its group (Celery pool processes)
+            except (ProcessLookupError, PermissionError):
+                pass
+            if now - child.started_at >= RESTART_RESET:
+                child.delay = RESTART_DELAY
+            child.restart_at = now + child.delay
+            self.say(f"twin: {child.name} ({child.title}) exited with code {code}; restarting it in "
+                     f"{child.delay:.0f} s", err=True)
+            child.delay = min(child.delay * 2, RESTART_DELAY_MAX)
+        elif now >= child.restart_at:
+            child.restarts += 1
+            self._spawn(child)
+            self.say(f"twin: {child.name} restarted (pid {child.pid}, restart {child.restarts})")
 
     def supervise(self) -> int:
         url = f"http://{_url_host(self.host)}:{self.port}/"
         started, ready = time.monotonic(), False
         while not self.stop_signal:
             for child in self.children:
-                code = child.proc.poll()
-                if code is not None:
-                    when = "" if ready else " during start-up"
-                    self.say(f"twin: {child.name} ({child.title}) exited with code {code}{when}; stopping the rest",
-                             err=True)
-                    return 1
+                self._watch(child)
             if not ready:
                 if _answers(_connect_host(self.host), self.port):
                     ready = True
