@@ -39,7 +39,7 @@ How each switch picks among its ``n`` valid choices (``W`` = all of them when no
   recompute on failures: a flow whose pinned port is down (or cannot reach the destination) falls back to the switch's
   5-tuple ECMP over the valid ports, landing on top of other pinned flows. Both are balanced for contiguous jobs and
   degrade with fragmented placement (many sources pinned onto the same destination slices) or failed links, the
-  behaviour the REFERENCE reports (>30 %).
+  behaviour Meta reports (more than 30 % lower; Gangidi et al., SIGCOMM 2024, in docs/sources.md).
 
 Complexity: the tables cost O(spines x leaves + planes x cores x leaves) once (0.01-0.3 s at 131k GPUs); routing F
 flows is O(F) vectorized numpy work per hop, no per-flow Python loop. A (switch, destination) whose next hops are all
@@ -56,7 +56,6 @@ import numpy as np
 from sim.topology import IDX, Topology
 
 ROUTINGS = ("ecmp", "eecmp", "pinned", "dmodk")
-MAX_PATH_LINKS = 6
 
 
 class NoPathError(ValueError):
@@ -215,6 +214,27 @@ def route(topo: Topology, src_gpu, dst_gpu, qp=None, routing: str = "ecmp", seed
     (F,) (``qp=None`` means QP 0 for all). Deterministic for a given ``seed``; raises :class:`NoPathError` when a
     flow has no active path and ``ValueError`` for an unknown routing or GPU ids out of range.
     """
+    src, dst, qp = _flow_arrays(topo, src_gpu, dst_gpu, qp, routing)
+    paths = np.full((src.size, max_path_links(topo)), -1, dtype=IDX)
+    hops = _nic_links(topo, src, dst, paths)
+    if hops is not None:
+        hops.start(routing_tables(topo), routing, seed, qp)
+        plane, spine = _up_to_spine(hops, paths)
+        _down_in_zone(hops, paths, plane, spine)
+        _over_the_core(hops, paths, plane, spine)
+    return _csr(paths)
+
+
+def max_path_links(topo: Topology) -> int:
+    """The most links a valley-free path crosses: up and down through each switch tier the fabric has (a 3-tier
+    fabric: NIC -> leaf -> spine -> core -> spine -> leaf -> NIC, 6 links)."""
+    tiers = sum(len(x) > 0 for x in (topo.leaves, topo.spines, topo.cores))
+    return 2 * max(tiers, 1)
+
+
+def _flow_arrays(topo: Topology, src_gpu, dst_gpu, qp, routing: str):
+    """``src``, ``dst``, ``qp`` as flat int arrays of one length, refusing an unknown routing and GPU ids out of
+    range."""
     if routing not in ROUTINGS:
         raise ValueError(f"routing {routing!r} is not one of {', '.join(ROUTINGS)}")
     src = np.asarray(src_gpu, dtype=IDX).ravel()
@@ -227,61 +247,91 @@ def route(topo: Topology, src_gpu, dst_gpu, qp=None, routing: str = "ecmp", seed
     for name, arr in (("src_gpu", src), ("dst_gpu", dst)):
         if F and (arr.min() < 0 or arr.max() >= G):
             raise ValueError(f"{name}: GPU ids must lie in 0..{G - 1}")
-    t = routing_tables(topo)
-    C = topo.n_cables
-    paths = np.full((F, MAX_PATH_LINKS), -1, dtype=IDX)
+    return src, dst, qp
 
+
+@dataclass
+class _Hops:
+    """The flows that leave their leaf, and how each switch on their way picks among its equal-cost next hops.
+
+    ``fl``: their rows in the flow arrays; ``a``/``b``: ranks of their source and destination leaves, ``za``/``zb``
+    those leaves' zones; ``s``/``d``: their GPUs; ``down0``: the destination NIC's downlink. :meth:`start` adds the
+    routing: the per-flow hash key (hashed routings) and the destination digits (static routings).
+    """
+
+    topo: Topology
+    src: np.ndarray              # all flows' GPUs, for error messages
+    dst: np.ndarray
+    fl: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    s: np.ndarray
+    d: np.ndarray
+    down0: np.ndarray
+    t: RoutingTables | None = None
+    za: np.ndarray | None = None
+    zb: np.ndarray | None = None
+    routing: str = "ecmp"
+    hashed: bool = True
+    key: np.ndarray | None = None
+    dig1: np.ndarray | None = None
+    dig2: np.ndarray | None = None
+
+    def start(self, t: RoutingTables, routing: str, seed: int, qp: np.ndarray) -> None:
+        topo, n = self.topo, self.fl.size
+        self.t, self.routing = t, routing
+        self.za, self.zb = t.leaf_zone[self.a], t.leaf_zone[self.b]
+        self.hashed = routing in ("ecmp", "eecmp", "pinned")
+        if self.hashed:
+            key = _combine(splitmix64(np.full(n, seed, dtype=np.uint64)), topo.gpu_nic[self.s])
+            key = _combine(key, topo.gpu_nic[self.d])
+            if routing == "eecmp":
+                key = _combine(key, qp[self.fl])
+            self.key = key
+        if routing in ("dmodk", "pinned"):
+            W1, D = t.leaf_up.shape[1], max(topo.leaf_downlinks, 1)
+            dglob = (self.b * D + topo.gpu_leaf_port[self.d]).astype(np.uint64)
+            self.dig1 = dglob if routing == "dmodk" else topo.gpu_leaf_port[self.d].astype(np.uint64)
+            self.dig2 = dglob // np.uint64(W1)
+
+    def choose(self, full, rows, nodes, digit, width, valid):
+        """One hop's pick among ``width`` equal-cost choices: the switch's hash (ECMP, E-ECMP), or the
+        destination digit (static routing; pinning falls back to the hash where its pinned choice is dead)."""
+        h = splitmix64(self.key[rows] ^ splitmix64(nodes.astype(np.uint64))) if self.hashed else None
+        if self.routing in ("ecmp", "eecmp"):
+            return _pick(full, h, width, valid)
+        return _pick(full, digit[rows], width, valid, h if self.routing == "pinned" else None)
+
+    def no_path(self, rows, reason: str):
+        _no_path(self.topo, self.src, self.dst, self.fl[rows], self.src.size, reason)
+
+
+def _nic_links(topo: Topology, src, dst, paths) -> _Hops | None:
+    """Fill in the first and last link of every flow between hosts (its NICs' cables) and the whole path of flows
+    within one leaf; return the flows that leave their leaf (``None`` if none do)."""
     net = np.flatnonzero(topo.gpu_host[src] != topo.gpu_host[dst])       # flows that use the network
     s, d = src[net], dst[net]
     up0, down0 = topo.gpu_uplink[s], topo.gpu_downlink[d]
     leaf_ok = topo.switch_active[topo.gpu_leaf[s]] & topo.switch_active[topo.gpu_leaf[d]]
     bad = (up0 < 0) | (down0 < 0) | ~leaf_ok
     if bad.any():
-        _no_path(topo, src, dst, net[bad], F, "a NIC, its cable or its leaf is not active")
+        _no_path(topo, src, dst, net[bad], src.size, "a NIC, its cable or its leaf is not active")
     paths[net, 0] = up0
     a = topo.switch_rank[topo.gpu_leaf[s]]
     b = topo.switch_rank[topo.gpu_leaf[d]]
     same_leaf = a == b
     paths[net[same_leaf], 1] = down0[same_leaf]
+    leave = np.flatnonzero(~same_leaf)
+    if leave.size == 0:
+        return None
+    return _Hops(topo, src, dst, net[leave], a[leave], b[leave], s[leave], d[leave], down0[leave])
 
-    # Flows that leave their leaf: selectors per hop.
-    sel_idx = np.flatnonzero(~same_leaf)
-    fl = net[sel_idx]
-    a, b, s, d = a[sel_idx], b[sel_idx], s[sel_idx], d[sel_idx]
-    down0 = down0[sel_idx]
-    n = fl.size
-    if n == 0:
-        return _csr(paths)
-    za, zb = t.leaf_zone[a], t.leaf_zone[b]
-    W1, W2 = t.leaf_up.shape[1], t.spine_up.shape[1]
-    D = max(topo.leaf_downlinks, 1)
-    hashed = routing in ("ecmp", "eecmp", "pinned")
-    if hashed:
-        key = _combine(splitmix64(np.full(n, seed, dtype=np.uint64)), topo.gpu_nic[s])
-        key = _combine(key, topo.gpu_nic[d])
-        if routing == "eecmp":
-            key = _combine(key, qp[fl])
 
-    def hop_hash(rows, nodes):
-        return splitmix64(key[rows] ^ splitmix64(nodes.astype(np.uint64)))
-
-    dig1 = dig2 = None
-    if routing in ("dmodk", "pinned"):
-        dglob = (b * D + topo.gpu_leaf_port[d]).astype(np.uint64)
-        dig1 = dglob if routing == "dmodk" else topo.gpu_leaf_port[d].astype(np.uint64)
-        dig2 = dglob // np.uint64(W1)
-    all_rows = np.arange(n)
-
-    def choose(full, rows, nodes, digit, width, valid):
-        """One hop's pick among ``width`` equal-cost choices: the switch's hash (ECMP, E-ECMP), or the
-        destination digit (static routing; pinning falls back to the hash where its pinned choice is dead)."""
-        h = hop_hash(rows, nodes) if hashed else None
-        if routing in ("ecmp", "eecmp"):
-            return _pick(full, h, width, valid)
-        return _pick(full, digit[rows], width, valid, h if routing == "pinned" else None)
-
-    # Hop 1: leaf a -> spine (uplink u).
-    leaf_nodes = topo.leaves[a]
+def _up_to_spine(h: _Hops, paths):
+    """Hop 1, leaf -> spine: the uplink each flow takes; returns each flow's plane and the spine (rank) it reaches."""
+    topo, t = h.topo, h.t
+    a, b, za = h.a, h.b, h.za
+    W1 = t.leaf_up.shape[1]
     full = t.leaf_full[a] & t.leaf_dst_full[za, b]
 
     def leaf_valid(rows):
@@ -290,52 +340,61 @@ def route(topo: Topology, src_gpu, dst_gpu, qp=None, routing: str = "ecmp", seed
         sp = topo.spine_at[za[rows][:, None], planes[None, :]]
         return (ids >= 0) & (sp >= 0) & t.spine_reach[np.maximum(sp, 0), b[rows][:, None]]
 
-    u, dead = choose(full, all_rows, leaf_nodes, dig1, W1, leaf_valid)
+    u, dead = h.choose(full, np.arange(h.fl.size), topo.leaves[a], h.dig1, W1, leaf_valid)
     if dead.size:
-        _no_path(topo, src, dst, fl[dead], F, "no uplink of the source leaf reaches the destination leaf")
-    paths[fl, 1] = t.leaf_up[a, u]
+        h.no_path(dead, "no uplink of the source leaf reaches the destination leaf")
+    paths[h.fl, 1] = t.leaf_up[a, u]
     plane = u // t.m
-    sp1 = topo.spine_at[za, plane]
+    return plane, topo.spine_at[za, plane]
 
-    # Same zone: spine -> leaf b, over the parallel cables of (b, plane).
-    sz = np.flatnonzero(za == zb)
-    if sz.size:
-        cand = topo.leaf_up[b[sz], plane[sz]]                                   # (k, m)
-        j, dead = choose(t.leaf_plane_full[b[sz], plane[sz]], sz, topo.spines[sp1[sz]], dig1, t.m,
-                         lambda r: cand[r] >= 0)
-        assert dead.size == 0, "spine_reach promised a downlink"
-        paths[fl[sz], 2] = cand[np.arange(sz.size), j] + C
-        paths[fl[sz], 3] = down0[sz]
 
-    # Other zone: spine -> core -> spine' -> leaf b.
-    xz = np.flatnonzero(za != zb)
-    if xz.size:
-        s1, pl, bx = sp1[xz], plane[xz], b[xz]
-        full = t.spine_full[s1] & t.spine_dst_full[pl, bx]
+def _down_in_zone(h: _Hops, paths, plane, spine) -> None:
+    """Flows within one zone turn at the spine: spine -> destination leaf over the parallel cables of its plane."""
+    topo, t = h.topo, h.t
+    sz = np.flatnonzero(h.za == h.zb)
+    if not sz.size:
+        return
+    b = h.b
+    cand = topo.leaf_up[b[sz], plane[sz]]                                   # (k, m)
+    j, dead = h.choose(t.leaf_plane_full[b[sz], plane[sz]], sz, topo.spines[spine[sz]], h.dig1, t.m,
+                       lambda r: cand[r] >= 0)
+    assert dead.size == 0, "spine_reach promised a downlink"
+    paths[h.fl[sz], 2] = cand[np.arange(sz.size), j] + topo.n_cables
+    paths[h.fl[sz], 3] = h.down0[sz]
 
-        def spine_valid(rows):
-            ids = t.spine_up[s1[rows]]
-            members = np.arange(W2) // t.m2
-            return (ids >= 0) & t.core_reach[pl[rows][:, None], members[None, :], bx[rows][:, None]]
 
-        v, dead = choose(full, xz, topo.spines[s1], dig2, W2, spine_valid)
-        assert dead.size == 0, "spine_reach promised an uplink"
-        member = v // t.m2
-        paths[fl[xz], 2] = t.spine_up[s1, v]
-        core_rank = topo.core_at[pl, member]
-        s2 = topo.spine_at[zb[xz], pl]
-        cand = topo.spine_up[s2, member]                                        # (k, m2) cables spine' - core
-        cfull = t.spine_core_full[s2, member]
-        j2, dead = choose(cfull, xz, topo.cores[core_rank], dig2, t.m2, lambda r: cand[r] >= 0)
-        assert dead.size == 0, "core_reach promised a downlink"
-        paths[fl[xz], 3] = cand[np.arange(xz.size), j2] + C
-        cand = topo.leaf_up[bx, pl]                                              # (k, m) cables leaf b - spine'
-        lfull = t.leaf_plane_full[bx, pl]
-        j1, dead = choose(lfull, xz, topo.spines[s2], dig1, t.m, lambda r: cand[r] >= 0)
-        assert dead.size == 0, "core_reach promised a leaf downlink"
-        paths[fl[xz], 4] = cand[np.arange(xz.size), j1] + C
-        paths[fl[xz], 5] = down0[xz]
-    return _csr(paths)
+def _over_the_core(h: _Hops, paths, plane, spine) -> None:
+    """Flows to another zone: spine -> core of its plane -> spine of that plane in the destination zone -> leaf."""
+    topo, t = h.topo, h.t
+    C = topo.n_cables
+    xz = np.flatnonzero(h.za != h.zb)
+    if not xz.size:
+        return
+    s1, pl, bx = spine[xz], plane[xz], h.b[xz]
+    W2 = t.spine_up.shape[1]
+    full = t.spine_full[s1] & t.spine_dst_full[pl, bx]
+
+    def spine_valid(rows):
+        ids = t.spine_up[s1[rows]]
+        members = np.arange(W2) // t.m2
+        return (ids >= 0) & t.core_reach[pl[rows][:, None], members[None, :], bx[rows][:, None]]
+
+    v, dead = h.choose(full, xz, topo.spines[s1], h.dig2, W2, spine_valid)
+    assert dead.size == 0, "spine_reach promised an uplink"
+    member = v // t.m2
+    paths[h.fl[xz], 2] = t.spine_up[s1, v]
+    core_rank = topo.core_at[pl, member]
+    s2 = topo.spine_at[h.zb[xz], pl]
+    cand = topo.spine_up[s2, member]                                        # (k, m2) cables spine' - core
+    j2, dead = h.choose(t.spine_core_full[s2, member], xz, topo.cores[core_rank], h.dig2, t.m2,
+                        lambda r: cand[r] >= 0)
+    assert dead.size == 0, "core_reach promised a downlink"
+    paths[h.fl[xz], 3] = cand[np.arange(xz.size), j2] + C
+    cand = topo.leaf_up[bx, pl]                                              # (k, m) cables leaf b - spine'
+    j1, dead = h.choose(t.leaf_plane_full[bx, pl], xz, topo.spines[s2], h.dig1, t.m, lambda r: cand[r] >= 0)
+    assert dead.size == 0, "core_reach promised a leaf downlink"
+    paths[h.fl[xz], 4] = cand[np.arange(xz.size), j1] + C
+    paths[h.fl[xz], 5] = h.down0[xz]
 
 
 def _csr(paths: np.ndarray):
