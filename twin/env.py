@@ -42,6 +42,22 @@ def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
+def private_dir(path: Path) -> Path:
+    """``path`` as a directory only its owner can enter (the twin's state: database, keys, tokens, Redis)."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path
+
+
+def private_file(path: Path) -> Path:
+    """Create ``path`` if absent, readable and writable by its owner only; an existing file loses group and other
+    permissions. The SQLite database holds API token hashes and session keys: on a machine shared with other users
+    nobody else may read it (SQLite gives its -wal and -shm files the database file's permissions)."""
+    os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+    if path.stat().st_mode & 0o077:
+        path.chmod(0o600)
+    return path
+
+
 def secret_key() -> str:
     """SECRET_KEY from the environment; else a random key kept in var/secret_key (never in the repo)."""
     key = os.environ.get("SECRET_KEY")
@@ -51,9 +67,8 @@ def secret_key() -> str:
         return key
     path = VAR_DIR / "secret_key"
     if not path.exists():
-        VAR_DIR.mkdir(parents=True, exist_ok=True)
-        path.write_text(secrets.token_urlsafe(50))
-        path.chmod(0o600)
+        private_dir(VAR_DIR)
+        private_file(path).write_text(secrets.token_urlsafe(50))
     return path.read_text().strip()
 
 
@@ -72,7 +87,12 @@ def database() -> dict:
     if config["ENGINE"].endswith("sqlite3"):
         if config["NAME"] in ("", ":memory:"):
             raise SettingError("DATABASE_URL", "needs a file path (sqlite:////absolute/path.sqlite3)")
-        Path(config["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+        db = Path(config["NAME"])
+        if db.parent == VAR_DIR:
+            private_dir(VAR_DIR)
+        else:
+            db.parent.mkdir(parents=True, exist_ok=True)
+        private_file(db)
         # WAL lets the web process read while a worker writes; a generous timeout rides out bulk builds.
         config["OPTIONS"] = {"timeout": 60, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
                              "transaction_mode": "IMMEDIATE"}

@@ -337,6 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-build", action="store_true", help="skip `manage.py build_cluster --defaults`")
     args = parser.parse_args(argv)
 
+    os.umask(0o077)     # what the twin writes (database, logs, Redis' files) is its owner's alone
     launcher = None
     try:
         port = args.port if args.port is not None else _port_from_env()

@@ -24,8 +24,7 @@ class Command(BaseCommand):
         if not password:
             password = secrets.token_urlsafe(12)
             PASSWORD_FILE.parent.mkdir(parents=True, exist_ok=True)
-            PASSWORD_FILE.write_text(password + "\n")
-            PASSWORD_FILE.chmod(0o600)
+            env.private_file(PASSWORD_FILE).write_text(password + "\n")
             where = str(PASSWORD_FILE)
         User.objects.create_superuser("admin", password=password)
         self.stdout.write(f"created superuser 'admin' (password in {where})")
