@@ -5,19 +5,45 @@
 // `ws.binaryType = "arraybuffer"`. All numbers little-endian.
 //
 // Header, 32 bytes:
-//   0  2  magic "TW"            4  u32 seq (per stream)      16 f32 progress 0..100     22 u16 section count
-//   2  u8 version (1)           8  u32 run id (0: none)      20 u8  status code         24 f64 publish time (ms, epoch)
-//   3  u8 type 1 run, 2 cluster 12 u32 cluster id            21 u8  flags (bit 0 final)
+//   0  2  magic                 4  u32 seq (per stream)      16 f32 progress 0..100     22 u16 section count
+//   2  u8 version               8  u32 run id (0: none)      20 u8  status code         24 f64 publish time (ms, epoch)
+//   3  u8 frame type            12 u32 cluster id            21 u8  flags
 // Then `section count` sections, each an 8-byte header
-//   0 u8 section id (1 link_util, 2 gpu_state)   1 u8 dtype (1 Uint8, 2 Float16)   2 u16 reserved   4 u32 count
+//   0 u8 section id   1 u8 dtype code   2 u16 reserved   4 u32 count
 // then count * itemsize bytes, zero-padded to a multiple of 4 (every section starts 4-byte aligned).
-// link_util as Uint8 is utilization * 255 (0..255 of the link's capacity); as Float16 it is 0..1.
+// Every code (magic, version, frame types, flags, sections, dtypes and their item sizes, statuses, GPU states, the
+// link_util scale) comes from the server's tables (twin/live/frames.py tables()): embedded in each page
+// (#live-protocol, web/base.html) and sent again in every stream's meta message. Nothing here repeats them.
+// link_util as Uint8 is utilization * link_util_scale; as Float16 it is 0..1.
 // A section missing from a frame means "unchanged". seq jumping by more than 1 means frames were lost: fetch the
 // REST snapshot (JSON with `frame_b64`, or `?binary=1`) and decode it with this same function.
 
-export const STATUS = ["unknown", "queued", "running", "succeeded", "failed", "cancelled"];
-export const SECTION = { 1: "link_util", 2: "gpu_state" };
-export const FRAME_TYPE = { 1: "run", 2: "cluster" };
+const HEADER_BYTES = 32, SECTION_HEADER_BYTES = 8;     // the layout above
+let tables = null;                                     // the protocol tables in use (useProtocol)
+
+/** Take the server's protocol tables (a stream's meta message, or the page's #live-protocol): codes become Maps
+ *  both ways. Returns them (as protocol() does). */
+export function useProtocol(info) {
+  const byCode = (t) => new Map(Object.entries(t).map(([code, v]) => [Number(code), v]));
+  const byName = (t) => Object.fromEntries(Object.entries(t).map(([code, name]) => [name, Number(code)]));
+  tables = {
+    protocol: info.protocol, magic: Array.from(info.magic, (c) => c.charCodeAt(0)),
+    frameType: byCode(info.frame_types), flag: byName(info.flags), section: byCode(info.sections),
+    dtype: byCode(info.dtypes), itemSize: byCode(info.dtype_sizes),
+    status: new Map(Object.entries(info.status_codes).map(([name, code]) => [code, name])),
+    gpuState: byName(info.gpu_states),                  // name -> code: {idle, in_job, unusable}
+    utilScale: info.link_util_scale,
+  };
+  return tables;
+}
+
+/** The protocol tables in use: the last meta message's, else the page's own (json_script #live-protocol). */
+export function protocol() {
+  if (tables) return tables;
+  const el = globalThis.document?.getElementById("live-protocol");
+  if (!el) throw new Error("no live protocol tables: the page has no #live-protocol (web/base.html)");
+  return useProtocol(JSON.parse(el.textContent));
+}
 
 function float16(bits) {
   const s = bits & 0x8000 ? -1 : 1, e = (bits >> 10) & 0x1f, m = bits & 0x3ff;
@@ -26,36 +52,46 @@ function float16(bits) {
   return s * (1 + m / 1024) * 2 ** (e - 15);
 }
 
-/** Decode one frame (ArrayBuffer) into {seq, runId, clusterId, progress, status, final, timeMs, sections}.
- *  sections.link_util is a Float32Array in 0..1 whatever the wire dtype; sections.gpu_state a Uint8Array. */
-export function decodeFrame(buffer) {
+/** Section data by dtype name: (buffer, DataView, offset, count, section name, tables) -> typed array. */
+const READ = {
+  uint8(buffer, v, off, count, name, p) {
+    const data = new Uint8Array(buffer, off, count);
+    if (name !== "link_util") return data;
+    const u = new Float32Array(count);                 // a plain loop: Float32Array.from with a map is ~20x slower
+    for (let j = 0; j < count; j++) u[j] = data[j] / p.utilScale;
+    return u;
+  },
+  float16(buffer, v, off, count) {
+    const data = new Float32Array(count);
+    for (let j = 0; j < count; j++) data[j] = float16(v.getUint16(off + 2 * j, true));
+    return data;
+  },
+};
+
+/** Decode one frame (ArrayBuffer) into {type, seq, runId, clusterId, progress, status, final, timeMs, sections}
+ *  with the protocol tables `p` (default: protocol()). sections.link_util is a Float32Array in 0..1 whatever the
+ *  wire dtype; sections.gpu_state a Uint8Array of the codes of `p.gpuState`. */
+export function decodeFrame(buffer, p = protocol()) {
   const v = new DataView(buffer);
-  if (buffer.byteLength < 32 || v.getUint8(0) !== 0x54 || v.getUint8(1) !== 0x57) throw new Error("not a live frame");
-  if (v.getUint8(2) !== 1) throw new Error(`unsupported frame version ${v.getUint8(2)}`);
+  if (buffer.byteLength < HEADER_BYTES || p.magic.some((c, i) => v.getUint8(i) !== c)) {
+    throw new Error("not a live frame");
+  }
+  if (v.getUint8(2) !== p.protocol) throw new Error(`unsupported frame version ${v.getUint8(2)}`);
   const frame = {
-    type: FRAME_TYPE[v.getUint8(3)], seq: v.getUint32(4, true), runId: v.getUint32(8, true),
-    clusterId: v.getUint32(12, true), progress: v.getFloat32(16, true), status: STATUS[v.getUint8(20)] ?? "unknown",
-    final: (v.getUint8(21) & 1) === 1, timeMs: v.getFloat64(24, true), sections: {},
+    type: p.frameType.get(v.getUint8(3)), seq: v.getUint32(4, true), runId: v.getUint32(8, true),
+    clusterId: v.getUint32(12, true), progress: v.getFloat32(16, true),
+    status: p.status.get(v.getUint8(20)) ?? "unknown",
+    final: (v.getUint8(21) & p.flag.final) !== 0, timeMs: v.getFloat64(24, true), sections: {},
   };
-  let off = 32;
+  let off = HEADER_BYTES;
   for (let i = 0, n = v.getUint16(22, true); i < n; i++) {
-    const id = v.getUint8(off), dtype = v.getUint8(off + 1), count = v.getUint32(off + 4, true);
-    off += 8;
-    const size = count * (dtype === 2 ? 2 : 1);
+    const id = v.getUint8(off), code = v.getUint8(off + 1), count = v.getUint32(off + 4, true);
+    off += SECTION_HEADER_BYTES;
+    const read = READ[p.dtype.get(code)];
+    if (!read) throw new Error(`unknown dtype ${code}`);
+    const size = count * p.itemSize.get(code), name = p.section.get(id) ?? String(id);
     if (off + size > buffer.byteLength) throw new Error("truncated live frame");
-    let data;
-    if (dtype === 1) {
-      data = new Uint8Array(buffer, off, count);
-      if (id === 1) {                                   // a plain loop: Float32Array.from with a map is ~20x slower
-        const u = new Float32Array(count);
-        for (let j = 0; j < count; j++) u[j] = data[j] / 255;
-        data = u;
-      }
-    } else if (dtype === 2) {
-      data = new Float32Array(count);
-      for (let j = 0; j < count; j++) data[j] = float16(v.getUint16(off + 2 * j, true));
-    } else throw new Error(`unknown dtype ${dtype}`);
-    frame.sections[SECTION[id] ?? String(id)] = data;
+    frame.sections[name] = read(buffer, v, off, count, name, p);
     off += size + ((4 - (size % 4)) % 4);
   }
   return frame;
@@ -115,7 +151,7 @@ export function openLive(path, { onMeta = () => {}, onEvent = () => {}, onFrame 
       if (typeof ev.data === "string") {
         const msg = JSON.parse(ev.data);
         if (msg.type === "meta") {
-          meta = msg; onState("live"); onMeta(msg);
+          meta = msg; useProtocol(msg); onState("live"); onMeta(msg);
           if (msg.seq !== lastSeq) { if (msg.seq < lastSeq) lastSeq = 0; resync(); }   // moved on, or reset
         } else onEvent(msg);
         return;

@@ -1,8 +1,17 @@
-"""Binary frames: round trip, sizes (the 64 KB budget), quantization, malformed input."""
+"""Binary frames: round trip, sizes (the 64 KB budget), quantization, malformed input; the browser decoder reads
+them with the server's tables only."""
+import base64
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from twin.live import frames
+from twin.live.meta import protocol_info
 
 META_ROCE_24K_BACKEND_LINKS = 56_256
 
@@ -68,34 +77,114 @@ def test_truncated_section_is_refused():
         frames.decode(raw[:-10])
 
 
-def test_the_browser_decoder_reads_python_frames(tmp_path):
-    """frontend/js/frames.js (DataView) decodes what frames.encode writes; skipped where Node is absent."""
-    import base64
-    import json
-    import shutil
-    import subprocess
-    from pathlib import Path
+FRAMES_JS = Path(__file__).resolve().parents[2] / "frontend" / "js" / "frames.js"
+GPUS_JS = FRAMES_JS.with_name("gpus.js")
 
+
+def run_node(tmp_path, body: str) -> dict:
+    """Run an ES module importing frames.js under Node and parse the JSON it prints; skipped where Node is absent."""
     node = shutil.which("node")
     if node is None:
         pytest.skip("node is not installed")
-    js = Path(__file__).resolve().parents[2] / "frontend" / "js" / "frames.js"
+    script = tmp_path / "check.mjs"
+    script.write_text(f"import * as frames from {json.dumps(FRAMES_JS.as_uri())};\n"
+                      "const bytes = (b64) => { const b = Buffer.from(b64, 'base64');\n"
+                      "  return b.buffer.slice(b.byteOffset, b.byteOffset + b.length); };\n" + body)
+    return json.loads(subprocess.run([node, str(script)], capture_output=True, text=True, check=True).stdout)
+
+
+def decode_in_node(tmp_path, raw: bytes, tables: dict) -> dict:
+    """frames.js's decodeFrame on ``raw`` with the server's ``tables``, and the GPU state codes it takes from them."""
+    return run_node(tmp_path, (
+        f"const p = frames.useProtocol({json.dumps(tables)});\n"
+        f"const f = frames.decodeFrame(bytes({json.dumps(base64.b64encode(raw).decode())}));\n"
+        "for (const k in f.sections) f.sections[k] = Array.from(f.sections[k]);\n"
+        "console.log(JSON.stringify({ ...f, gpuState: p.gpuState }));\n"))
+
+
+def test_the_browser_decoder_reads_python_frames(tmp_path):
+    """frontend/js/frames.js (DataView) decodes what frames.encode writes, with the tables of protocol_info()."""
     util = np.array([0.0, 0.5, 1.0], np.float32)
     raw = frames.encode(frames.Frame(type=frames.FRAME_CLUSTER, seq=9, run_id=4, cluster_id=2, progress=12.5,
                                      status="failed", final=True, time_ms=123.0,
                                      sections={**frames.build_sections(util, np.array([1, 2, 3, 4, 5], np.uint8)),
                                                7: np.array([0.25, -2.0], np.float16)}))
-    script = tmp_path / "check.mjs"
-    script.write_text(
-        f"import {{ decodeFrame }} from {json.dumps(js.as_uri())};\n"
-        f"const b = Buffer.from({json.dumps(base64.b64encode(raw).decode())}, 'base64');\n"
-        "const f = decodeFrame(b.buffer.slice(b.byteOffset, b.byteOffset + b.length));\n"
-        "for (const k in f.sections) f.sections[k] = Array.from(f.sections[k]);\n"
-        "console.log(JSON.stringify(f));\n")
-    out = json.loads(subprocess.run([node, str(script)], capture_output=True, text=True, check=True).stdout)
+    out = decode_in_node(tmp_path, raw, protocol_info())
     assert {k: out[k] for k in ("type", "seq", "runId", "clusterId", "progress", "status", "final", "timeMs")} == {
         "type": "cluster", "seq": 9, "runId": 4, "clusterId": 2, "progress": 12.5, "status": "failed", "final": True,
         "timeMs": 123.0}
     assert np.allclose(out["sections"]["link_util"], [0, 128 / 255, 1])
     assert out["sections"]["gpu_state"] == [1, 2, 3, 4, 5]
     assert out["sections"]["7"] == [0.25, -2.0]
+
+
+def test_the_browser_decoder_takes_every_code_from_the_server(tmp_path, monkeypatch):
+    """Renumber every table of twin/live/frames.py (magic, version, frame types, flags, sections, dtypes, statuses,
+    GPU states, link_util scale): frames.js decodes the frames Python then writes, given only the new tables. A code
+    typed into frames.js would decode to the wrong name here."""
+    u1, f2 = np.dtype("<u1"), np.dtype("<f2")
+    renumbered = dict(
+        MAGIC=b"QZ", VERSION=7, FRAME_RUN=5, FRAME_CLUSTER=3, FRAME_TYPES={5: "run", 3: "cluster"},
+        FLAG_FINAL=8, FLAG_NAMES={8: "final"}, DTYPE_UINT8=6, DTYPE_FLOAT16=4, DTYPES={6: u1, 4: f2},
+        DTYPE_NAMES={6: "uint8", 4: "float16"}, SECTION_LINK_UTIL=9, SECTION_GPU_STATE=11,
+        SECTION_NAMES={9: "link_util", 11: "gpu_state"},
+        STATUS_CODES={name: 10 + k for k, name in enumerate(reversed(list(frames.STATUS_CODES)))},
+        GPU_IDLE=3, GPU_IN_JOB=7, GPU_UNUSABLE=5, GPU_STATES={3: "idle", 7: "in_job", 5: "unusable"},
+        LINK_UTIL_SCALE=200)
+    for name, value in renumbered.items():
+        assert hasattr(frames, name), name
+        monkeypatch.setattr(frames, name, value)
+    monkeypatch.setattr(frames, "STATUS_NAMES", {v: k for k, v in frames.STATUS_CODES.items()})
+    util = np.array([0.0, 0.5, 1.0], np.float32)
+    raw = frames.encode(frames.Frame(type=frames.FRAME_CLUSTER, seq=3, run_id=8, status="cancelled", final=True,
+                                     sections={**frames.build_sections(util, np.array([7, 3, 5], np.uint8)),
+                                               12: np.array([0.5], np.float16)}))
+    assert frames.decode(raw).status == "cancelled"
+    out = decode_in_node(tmp_path, raw, frames.tables())
+    assert (out["type"], out["status"], out["final"]) == ("cluster", "cancelled", True)
+    assert np.allclose(out["sections"]["link_util"], [0, 100 / 200, 1])
+    assert out["sections"]["gpu_state"] == [7, 3, 5] and out["sections"]["12"] == [0.5]
+    assert out["gpuState"] == {"idle": 3, "in_job": 7, "unusable": 5}
+
+
+def test_protocol_info_holds_every_table_of_the_frames():
+    info = protocol_info()
+    assert info["protocol"] == frames.VERSION and info["magic"] == frames.MAGIC.decode()
+    assert info["frame_types"] == {str(k): v for k, v in frames.FRAME_TYPES.items()}
+    assert info["flags"] == {str(frames.FLAG_FINAL): "final"}
+    assert info["sections"] == {str(k): v for k, v in frames.SECTION_NAMES.items()}
+    assert info["dtypes"] == {str(k): v for k, v in frames.DTYPE_NAMES.items()}
+    assert info["dtype_sizes"] == {str(k): dt.itemsize for k, dt in frames.DTYPES.items()}
+    assert info["status_codes"] == frames.STATUS_CODES
+    assert info["gpu_states"] == {str(k): v for k, v in frames.GPU_STATES.items()}
+    assert info["link_util_scale"] == frames.LINK_UTIL_SCALE
+    assert frames.dequantize_util(frames.quantize_util([1.0]))[0] == 1.0
+    json.dumps(info)
+
+
+# what typing a protocol code into the browser code looks like: a constant named after a table set to a number (the
+# layout's byte sizes aside), an object keyed by numbers, an array of the status names, a state compared to a number
+CODE_LITERALS = [
+    re.compile(r"\b(?!\w*_BYTES\b)\w*(GPU|STATE|STATUS|SECTION|DTYPE|FRAME|FLAG)\w*\s*=\s*\d"),   # not sizes
+    re.compile(r"[{,]\s*\d+\s*:"),
+    re.compile(r'\[\s*"unknown"\s*,\s*"queued"'),
+    re.compile(r"\b(gpu_state|st|s|state)\[?\w*\]?\s*[!=]==?\s*\d"),
+]
+
+
+@pytest.mark.parametrize("js", [FRAMES_JS, GPUS_JS], ids=lambda p: p.name)
+def test_the_browser_types_no_protocol_table(js):
+    """frames.js and gpus.js take the codes from protocol() (the server's tables): none is typed into them."""
+    code = "\n".join(line for line in js.read_text().splitlines() if not line.lstrip().startswith(("//", "*")))
+    found = [m.group(0) for rx in CODE_LITERALS for m in rx.finditer(code)]
+    assert not found, f"{js.name} types protocol codes: {found}"
+    assert "protocol()" in code or "useProtocol" in code
+
+
+@pytest.mark.django_db
+def test_every_page_embeds_the_protocol_tables(client):
+    """The tables a page decodes snapshots with before any socket is open are protocol_info(), nothing else."""
+    html = client.get("/accounts/login/").content.decode()
+    m = re.search(r'<script id="live-protocol" type="application/json">(.*?)</script>', html, re.S)
+    assert m, "no #live-protocol in the page"
+    assert json.loads(m.group(1)) == json.loads(json.dumps(protocol_info()))

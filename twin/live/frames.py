@@ -7,27 +7,30 @@ Header (32 bytes)::
     offset size type     field
     0      2    bytes    magic b"TW"
     2      1    uint8    version (1)
-    3      1    uint8    frame type: 1 run stream, 2 cluster stream
+    3      1    uint8    frame type (FRAME_TYPES): 1 run stream, 2 cluster stream
     4      4    uint32   sequence number, per stream (1, 2, 3...; a jump means frames were lost: resync)
     8      4    uint32   run id (0: none)
     12     4    uint32   cluster id (0: none)
     16     4    float32  progress, 0..100
     20     1    uint8    status code (STATUS_CODES)
-    21     1    uint8    flags: bit 0 final frame of the run
+    21     1    uint8    flags (FLAG_NAMES): bit 0 final frame of the run
     22     2    uint16   section count
     24     8    float64  publish time, milliseconds since the Unix epoch
 
 Section (8-byte header, then the data padded with zeros to a multiple of 4 bytes, so every section starts 4-aligned)::
 
     0      1    uint8    section id (SECTION_*)
-    1      1    uint8    dtype code: 1 Uint8, 2 Float16
+    1      1    uint8    dtype code (DTYPE_NAMES): 1 Uint8, 2 Float16
     2      2    uint16   reserved (0)
     4      4    uint32   element count
     8      n    data     count * itemsize bytes, then padding
 
-Link utilization goes as Uint8 quantized over the link's capacity: byte = round(util * 255), util = byte / 255
-(resolution 0.4 %). 56,256 links of meta-roce-24k take 56,296 bytes per frame with the header; Float16 (also
+Link utilization goes as Uint8 quantized over the link's capacity: byte = round(util * LINK_UTIL_SCALE),
+util = byte / LINK_UTIL_SCALE (255: resolution 0.4 %). 56,256 links of meta-roce-24k take 56,296 bytes per frame with the header; Float16 (also
 supported, SECTION_LINK_UTIL with dtype 2) would take 112 KB, over the 64 KB budget.
+
+Every code table of the format is declared here once; :func:`tables` hands them to clients (the stream's metadata,
+and the copy embedded in every page), so the browser decodes with the server's own tables.
 """
 from __future__ import annotations
 
@@ -45,8 +48,10 @@ assert HEADER.size == 32 and SECTION.size == 8
 
 FRAME_RUN = 1
 FRAME_CLUSTER = 2
+FRAME_TYPES = {FRAME_RUN: "run", FRAME_CLUSTER: "cluster"}
 
 FLAG_FINAL = 1
+FLAG_NAMES = {FLAG_FINAL: "final"}   # bits of the flags byte
 
 DTYPE_UINT8 = 1
 DTYPE_FLOAT16 = 2
@@ -60,10 +65,27 @@ SECTION_NAMES = {SECTION_LINK_UTIL: "link_util", SECTION_GPU_STATE: "gpu_state"}
 STATUS_CODES = {"unknown": 0, "queued": 1, "running": 2, "succeeded": 3, "failed": 4, "cancelled": 5}
 STATUS_NAMES = {v: k for k, v in STATUS_CODES.items()}
 
+LINK_UTIL_SCALE = 255   # a uint8 link_util byte is utilization * LINK_UTIL_SCALE
+
 # The GPU states a run reports in SECTION_GPU_STATE (uint8). This table is the only definition: runs import the
 # codes from here, and clients get the table in the stream's metadata (``gpu_states``, twin/live/meta.py).
 GPU_IDLE, GPU_IN_JOB, GPU_UNUSABLE = 0, 1, 2
 GPU_STATES = {GPU_IDLE: "idle", GPU_IN_JOB: "in_job", GPU_UNUSABLE: "unusable"}
+
+
+def tables() -> dict:
+    """Every code table of the format, JSON-friendly (codes as string keys, except ``status_codes``: name -> code).
+    Clients decode with these (frontend/js/frames.js takes nothing else): sent in each stream's metadata
+    (twin/live/meta.py) and embedded in every page (twin/web/templatetags/live_protocol.py)."""
+    def by_code(table):
+        return {str(k): v for k, v in table.items()}
+
+    return {"protocol": VERSION, "magic": MAGIC.decode("ascii"),
+            "frame_types": by_code(FRAME_TYPES), "flags": by_code(FLAG_NAMES),
+            "sections": by_code(SECTION_NAMES), "dtypes": by_code(DTYPE_NAMES),
+            "dtype_sizes": {str(k): dt.itemsize for k, dt in DTYPES.items()},
+            "status_codes": dict(STATUS_CODES), "gpu_states": by_code(GPU_STATES),
+            "link_util_scale": LINK_UTIL_SCALE}
 
 
 class FrameError(ValueError):
@@ -103,11 +125,11 @@ class Frame:
 def quantize_util(util) -> np.ndarray:
     """Utilization (0..1, floats) -> uint8 0..255; NaN -> 0, out-of-range values clamped."""
     a = np.nan_to_num(np.asarray(util, dtype=np.float32), nan=0.0, posinf=1.0, neginf=0.0)
-    return np.rint(np.clip(a, 0.0, 1.0) * 255.0).astype(np.uint8)
+    return np.rint(np.clip(a, 0.0, 1.0) * float(LINK_UTIL_SCALE)).astype(np.uint8)
 
 
 def dequantize_util(q: np.ndarray) -> np.ndarray:
-    return q.astype(np.float32) / 255.0
+    return q.astype(np.float32) / float(LINK_UTIL_SCALE)
 
 
 def _dtype_code(a: np.ndarray) -> int:

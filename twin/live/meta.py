@@ -9,7 +9,6 @@ from twin.inventory.structure_cache import StructureCache, rows_fingerprint
 from twin.live import frames
 from twin.runs.models import SimulationRun
 
-PROTOCOL = frames.VERSION
 _link_tables: StructureCache[dict] = StructureCache(size=1)   # by backend fabric id: one at a time is plenty
 
 
@@ -39,11 +38,9 @@ def _read_link_tables(links) -> dict:
 
 
 def protocol_info() -> dict:
-    return {"protocol": PROTOCOL, "tick_hz": settings.TWIN_LIVE_TICK_HZ,
-            "sections": {str(k): v for k, v in frames.SECTION_NAMES.items()},
-            "dtypes": {str(k): v for k, v in frames.DTYPE_NAMES.items()},
-            "status_codes": frames.STATUS_CODES,
-            "gpu_states": {str(k): v for k, v in frames.GPU_STATES.items()}}
+    """The wire format's tables (:func:`twin.live.frames.tables`) and the publish rate: the stream's metadata, and
+    the copy every page embeds for decoding snapshots before a socket is open."""
+    return {**frames.tables(), "tick_hz": settings.TWIN_LIVE_TICK_HZ}
 
 
 def run_info(run) -> dict:
