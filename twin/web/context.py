@@ -1,11 +1,12 @@
-"""Template context shared by every page: the navigation, the clusters to choose from and the current one."""
+"""Template context shared by every page: the navigation (twin/web/nav.py), the clusters to choose from and the
+current one."""
 from __future__ import annotations
 
 from django.conf import settings
 from django.urls import NoReverseMatch, reverse
 
 from twin.inventory.models import Cluster
-from twin.web.nav import NAV
+from twin.web.nav import nav_items
 
 CLUSTER_COOKIE = "twin_cluster"
 PAGE_CLUSTER = "twin_page_cluster"
@@ -35,7 +36,7 @@ def navigation(request) -> dict:
     names = list(Cluster.objects.order_by("name").values_list("name", flat=True))
     cluster = current_cluster(request, names)
     items = []
-    for item in NAV:
+    for item in nav_items():
         try:
             href = reverse(item.url_name, kwargs={"cluster": cluster} if item.cluster_scoped else None)
         except NoReverseMatch:                      # a cluster-scoped section while no cluster is built

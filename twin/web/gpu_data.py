@@ -221,5 +221,5 @@ def page_data(cluster: Cluster) -> bytes:
 
 
 def status_data(cluster: Cluster) -> bytes:
-    """Only the fresh part (the page polls it to follow the inventory)."""
+    """Only the fresh part (the page re-reads it when the inventory changes)."""
     return json.dumps(statuses(cluster, structure(cluster)), separators=(",", ":")).encode()

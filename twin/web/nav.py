@@ -1,8 +1,15 @@
-"""The navigation of the browser twin, as data: later capabilities (jobs, checkpoints, debugging) add their
-views by appending a :class:`NavItem` (``register``) from their app's ``ready()``, without touching the template."""
+"""The pages of the browser twin, as data: each page module under twin/web/views/ declares its routes and its
+navigation entry in one place, ``PAGE = Page(urlpatterns=[...], nav=NavItem(...))``; :func:`pages` finds them, and
+twin/web/urls.py (the routes) and twin/web/context.py (the header's navigation) are both built from it. A later
+capability adds a page by adding one module."""
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from dataclasses import dataclass
+from functools import cache
+
+PAGES_PACKAGE = "twin.web.views"
 
 
 @dataclass(frozen=True)
@@ -10,20 +17,38 @@ class NavItem:
     key: str                  # matched against the page's ``nav`` context value to highlight the current section
     label: str
     url_name: str             # a URL name; cluster-scoped views take the cluster name as ``cluster``
+    order: int                # position in the header, lowest first
     cluster_scoped: bool = False
     group: str = "twin"       # "twin": the cluster as built and as it behaves; "operations": what runs on it
 
 
-NAV: list[NavItem] = [
-    NavItem("overview", "Overview", "overview"),
-    NavItem("fabric", "Fabric", "fabric", cluster_scoped=True),
-    NavItem("gpus", "GPUs", "gpus", cluster_scoped=True),
-    NavItem("experiments", "Experiments", "experiments"),
-    NavItem("inventory", "Inventory", "inventory"),
-]
+@dataclass(frozen=True)
+class Page:
+    """What a page module declares as ``PAGE``: its routes (the page and the JSON it loads) and its navigation
+    entry (None: not in the header, e.g. the login page)."""
+
+    urlpatterns: list
+    nav: NavItem | None = None
 
 
-def register(item: NavItem) -> None:
-    """Add a section to the navigation (idempotent by key)."""
-    if all(i.key != item.key for i in NAV):
-        NAV.append(item)
+@cache
+def pages() -> tuple[Page, ...]:
+    """Every ``PAGE`` of the modules and packages directly under twin/web/views/, in navigation order (pages
+    without an entry last, by module name). Found once per process."""
+    package = importlib.import_module(PAGES_PACKAGE)
+    found = []
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        page = getattr(importlib.import_module(f"{PAGES_PACKAGE}.{info.name}"), "PAGE", None)
+        if page is not None:
+            found.append((page.nav.order if page.nav else float("inf"), info.name, page))
+    return tuple(page for *_, page in sorted(found, key=lambda t: t[:2]))
+
+
+def urlpatterns() -> list:
+    """The routes of every page."""
+    return [pattern for page in pages() for pattern in page.urlpatterns]
+
+
+def nav_items() -> list[NavItem]:
+    """The header's sections."""
+    return [page.nav for page in pages() if page.nav is not None]

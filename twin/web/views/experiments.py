@@ -161,3 +161,8 @@ urlpatterns = [
     path("experiments/compare/", compare_page, name="experiments-compare"),
     path("experiments/figure/", figure_page, name="experiments-figure"),
 ]
+
+
+from twin.web.nav import NavItem, Page  # noqa: E402 - the page's registration (twin/web/nav.py)
+
+PAGE = Page(nav=NavItem("experiments", "Experiments", "experiments", order=40), urlpatterns=urlpatterns)

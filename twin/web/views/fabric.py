@@ -13,6 +13,7 @@ from django.views.decorators.gzip import gzip_page
 
 from twin.web import fabric_data
 from twin.web.access import readable
+from twin.web.nav import NavItem, Page
 
 MAX_ID = 2**63 - 1
 
@@ -68,9 +69,9 @@ def links(request, fabric):
     return JsonResponse({"results": fabric_data.link_details(fabric, [int(v) for v in raw])})
 
 
-urlpatterns = [
+PAGE = Page(nav=NavItem("fabric", "Fabric", "fabric", order=20, cluster_scoped=True), urlpatterns=[
     path("clusters/<str:cluster>/fabric/", page, name="fabric"),
     path("clusters/<str:cluster>/fabric.json", data, name="fabric-data"),
     path("clusters/<str:cluster>/fabric/status.json", status, name="fabric-status"),
     path("clusters/<str:cluster>/fabric/links.json", links, name="fabric-links"),
-]
+])

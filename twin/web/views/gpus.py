@@ -9,6 +9,7 @@ from django.urls import path, reverse
 from twin.inventory.models import Cluster
 from twin.web import gpu_data
 from twin.web.access import readable
+from twin.web.nav import NavItem, Page
 
 
 def _missing(name: str) -> str:
@@ -40,10 +41,10 @@ def _json_view(build):
     return view
 
 
-urlpatterns = [
+PAGE = Page(nav=NavItem("gpus", "GPUs", "gpus", order=30, cluster_scoped=True), urlpatterns=[
     path("clusters/<str:cluster>/gpus/", page, name="gpus"),
     # structure (cached) + statuses (fresh): what the grid is drawn from
     path("clusters/<str:cluster>/gpus.json", _json_view(gpu_data.page_data), name="gpus-data"),
-    # statuses only: polled by the page to follow the inventory (a GPU marked failed through the API)
+    # statuses only: re-read by the page when the cluster stream says the inventory changed
     path("clusters/<str:cluster>/gpus/status.json", _json_view(gpu_data.status_data), name="gpus-status"),
-]
+])

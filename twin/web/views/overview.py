@@ -9,6 +9,7 @@ from twin.inventory.summary import cluster_overview
 from twin.runs.choices import ACTIVE
 from twin.runs.models import SimulationRun
 from twin.web.access import readable
+from twin.web.nav import NavItem, Page
 
 
 def active_runs_by_cluster() -> dict[int, list[dict]]:
@@ -37,7 +38,7 @@ def healthz(request):
     return HttpResponse("ok", content_type="text/plain")
 
 
-urlpatterns = [
+PAGE = Page(nav=NavItem("overview", "Overview", "overview", order=10), urlpatterns=[
     path("", overview, name="overview"),
     path("healthz", healthz, name="healthz"),
-]
+])

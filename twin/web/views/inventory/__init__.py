@@ -5,6 +5,8 @@ Modules: ``kinds`` (what each kind is: model, API and admin addresses, location)
 ``cabling`` (ports with their links and far ends), ``items`` (what each item page shows), ``search``, ``pages``
 (the views and their routes).
 """
+from twin.web.nav import NavItem, Page
+
 from .pages import urlpatterns
 
-__all__ = ["urlpatterns"]
+PAGE = Page(nav=NavItem("inventory", "Inventory", "inventory", order=50), urlpatterns=urlpatterns)
