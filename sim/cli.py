@@ -160,7 +160,8 @@ def format_seeds(seeded) -> str:
     """One line: the spread of the normalized busbw at the largest size over the seeds (the table is the median's)."""
     st = seeded.stats()["norm_busbw"]
     seeds = [r.seed for r in seeded.runs]
-    return (f"# Seeds {seeds[0]}..{seeds[-1]} ({len(seeds)} runs): normalized busbw at {seeded.median.result.rows[-1].size} B "
+    return (f"# Seeds {seeds[0]}..{seeds[-1]} ({len(seeds)} runs): normalized busbw at "
+            f"{seeded.median.result.rows[-1].size} B "
             f"median {100 * st['median']:.1f} % (seed {seeded.median.seed}, the table above), "
             f"min {100 * st['min']:.1f} %, max {100 * st['max']:.1f} %")
 

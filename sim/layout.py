@@ -216,11 +216,38 @@ class _Expander:
 
 def expand(spec: ClusterSpec) -> ClusterLayout:
     """Expand ``spec`` into a ClusterLayout: every zone, rack, host, GPU, NIC, switch, port, link, server, SSD."""
-    lay, be, fe = spec.layout, spec.backend, spec.frontend
-    Z, R, H = lay.zones, lay.racks_per_zone, lay.hosts_per_rack
+    lay = spec.layout
     n_hosts, g = lay.hosts, lay.gpus_per_host
+    zones, storage_zone_first, storage_rack_first = _zones_and_racks(spec)
+    nics, storage_nic_first = _nics(spec)
+    ex = _fabrics(spec, len(nics["nic_fabric"]), storage_zone_first, storage_nic_first)
+    sw, ln = ex.finish()
+    return ClusterLayout(
+        spec=spec, **zones,
+        host_rack=np.repeat(np.arange(lay.zones * lay.racks_per_zone), lay.hosts_per_rack).astype(IDX),
+        host_slot=np.tile(np.arange(lay.hosts_per_rack), lay.zones * lay.racks_per_zone).astype(IDX),
+        gpu_host=np.repeat(np.arange(n_hosts), g).astype(IDX), gpu_slot=np.tile(np.arange(g), n_hosts).astype(IDX),
+        **_storage_servers(spec, storage_rack_first), **nics,
+        switch_fabric=sw["fabric"], switch_tier=sw["tier"], switch_zone=sw["zone"], switch_group=sw["group"],
+        switch_member=sw["member"], switch_model=sw["model"], switch_port_base=sw["port_base"],
+        switch_port_count=sw["port_count"],
+        **_ports(ex.n_ports, len(nics["nic_fabric"]), sw, ln),
+        link_fabric=ln["fabric"], link_tier=ln["tier"], link_a=ln["a"], link_b=ln["b"],
+        link_speed_gbps=ln["speed"], link_cable=ln["cable"],
+        switch_models=ex.switch_models, cable_models=ex.cable_models,
+        tier_names=ex.tier_names,
+    )
 
-    # Zones and racks: compute first, then each storage cluster's.
+
+def _cat(parts) -> np.ndarray:
+    return np.concatenate(parts).astype(IDX)
+
+
+def _zones_and_racks(spec: ClusterSpec):
+    """Zones and racks, compute first, then each storage cluster's; also the first zone and rack of each storage
+    cluster."""
+    lay = spec.layout
+    Z, R = lay.zones, lay.racks_per_zone
     zone_kind = [np.full(Z, ZONE_COMPUTE)]
     zone_storage = [np.full(Z, -1)]
     zone_number = [np.arange(Z)]
@@ -238,13 +265,13 @@ def expand(spec: ClusterSpec) -> ClusterLayout:
         rack_number.append(np.tile(np.arange(s.racks_per_zone), s.zones))
         n_zones += s.zones
         n_racks += s.racks
+    zones = {"zone_kind": _cat(zone_kind), "zone_storage": _cat(zone_storage), "zone_number": _cat(zone_number),
+             "rack_zone": _cat(rack_zone), "rack_number": _cat(rack_number)}
+    return zones, storage_zone_first, storage_rack_first
 
-    host_rack = np.repeat(np.arange(Z * R), H)
-    host_slot = np.tile(np.arange(H), Z * R)
-    gpu_host = np.repeat(np.arange(n_hosts), g)
-    gpu_slot = np.tile(np.arange(g), n_hosts)
 
-    # Storage servers and SSDs.
+def _storage_servers(spec: ClusterSpec, storage_rack_first: list[int]) -> dict:
+    """Storage servers (rack by rack of each storage cluster) and their SSDs."""
     server_storage, server_rack, server_slot = [], [], []
     for k, s in enumerate(spec.storage):
         server_storage.append(np.full(s.servers, k))
@@ -256,8 +283,16 @@ def expand(spec: ClusterSpec) -> ClusterLayout:
     ssds_per = np.array([s.ssds_per_server for s in spec.storage] or [0], dtype=IDX)[server_storage]
     ssd_server = np.repeat(np.arange(len(server_storage)), ssds_per)
     ssd_slot = np.arange(len(ssd_server)) - np.repeat(np.cumsum(ssds_per) - ssds_per, ssds_per)
+    return {"server_storage": server_storage.astype(IDX), "server_rack": server_rack.astype(IDX),
+            "server_slot": server_slot.astype(IDX), "ssd_server": ssd_server.astype(IDX),
+            "ssd_slot": ssd_slot.astype(IDX)}
 
-    # NICs: backend (one per GPU), frontend host NICs, storage NICs.
+
+def _nics(spec: ClusterSpec):
+    """NICs: backend (one per GPU, host-major), frontend host NICs, storage NICs; also each storage cluster's first
+    NIC id. The ``nic_model`` array indexes ``nic_models``."""
+    n_hosts = spec.layout.hosts
+    be, fe = spec.backend, spec.frontend
     nic_models: list[str] = []
     n_be, n_fe = n_hosts * be.nics_per_host, n_hosts * fe.nics_per_host
     nic_fabric = [np.full(n_be, FABRIC_BACKEND), np.full(n_fe, FABRIC_FRONTEND)]
@@ -278,13 +313,23 @@ def expand(spec: ClusterSpec) -> ClusterLayout:
         nic_model.append(np.full(n, _index(nic_models, s.nic)))
         n_nics += n
         server_first += s.servers
+    nics = {"nic_fabric": _cat(nic_fabric), "nic_host": _cat(nic_host), "nic_server": _cat(nic_server),
+            "nic_slot": _cat(nic_slot), "nic_gpu": _cat(nic_gpu), "nic_model": _cat(nic_model),
+            "nic_models": nic_models}
+    return nics, storage_nic_first
 
-    # Fabrics over zone groups of one shape: (zone ids, endpoint NICs (zones, leaves, downlinks), speed, cable).
+
+def _fabrics(spec: ClusterSpec, n_nics: int, storage_zone_first: list[int], storage_nic_first: list[int]):
+    """The switches and links of the backend fabric (over the compute zones) and of the frontend fabric (over the
+    compute zones, then each storage cluster's zones)."""
+    lay, be, fe = spec.layout, spec.backend, spec.frontend
+    g, n_hosts = lay.gpus_per_host, lay.hosts
+    n_be, n_fe = n_hosts * be.nics_per_host, n_hosts * fe.nics_per_host
     ex = _Expander(n_nics)
-    zones = np.arange(Z)
-    ex.fabric(be, FABRIC_BACKEND, [(zones, np.arange(n_be).reshape(Z, -1, be.leaf.hosts_per_switch * g),
+    zones = np.arange(lay.zones)
+    ex.fabric(be, FABRIC_BACKEND, [(zones, np.arange(n_be).reshape(lay.zones, -1, be.leaf.hosts_per_switch * g),
                                     be.nic_speed_gbps, be.leaf.cable)])
-    fe_groups = [(zones, (n_be + np.arange(n_fe)).reshape(Z, -1, fe.leaf.hosts_per_switch * fe.nics_per_host),
+    fe_groups = [(zones, (n_be + np.arange(n_fe)).reshape(lay.zones, -1, fe.leaf.hosts_per_switch * fe.nics_per_host),
                   fe.nic_speed_gbps, fe.leaf.cable)]
     for k, s in enumerate(spec.storage):
         nics = storage_nic_first[k] + np.arange(s.servers * s.nics_per_server)
@@ -292,10 +337,12 @@ def expand(spec: ClusterSpec) -> ClusterLayout:
                           nics.reshape(s.zones, s.racks_per_zone, s.servers_per_rack * s.nics_per_server),
                           s.nic_speed_gbps, s.cable))
     ex.fabric(fe, FABRIC_FRONTEND, fe_groups)
-    sw, ln = ex.finish()
+    return ex
 
-    # Ports: NIC ports, then each switch's cabled ports in slot order; speeds from the links they carry.
-    n_ports = ex.n_ports
+
+def _ports(n_ports: int, n_nics: int, sw: dict, ln: dict) -> dict:
+    """Ports: one per NIC (port id = NIC id), then each switch's cabled ports in slot order; speeds from the links
+    they carry."""
     port_nic = np.full(n_ports, -1, dtype=IDX)
     port_nic[:n_nics] = np.arange(n_nics)
     port_switch = np.full(n_ports, -1, dtype=IDX)
@@ -305,24 +352,4 @@ def expand(spec: ClusterSpec) -> ClusterLayout:
     port_speed = np.zeros(n_ports, dtype=IDX)
     port_speed[ln["a"]] = ln["speed"]
     port_speed[ln["b"]] = ln["speed"]
-
-    cat = lambda parts: np.concatenate(parts).astype(IDX)  # noqa: E731
-    return ClusterLayout(
-        spec=spec,
-        zone_kind=cat(zone_kind), zone_storage=cat(zone_storage), zone_number=cat(zone_number),
-        rack_zone=cat(rack_zone), rack_number=cat(rack_number),
-        host_rack=host_rack.astype(IDX), host_slot=host_slot.astype(IDX),
-        gpu_host=gpu_host.astype(IDX), gpu_slot=gpu_slot.astype(IDX),
-        server_storage=server_storage.astype(IDX), server_rack=server_rack.astype(IDX),
-        server_slot=server_slot.astype(IDX), ssd_server=ssd_server.astype(IDX), ssd_slot=ssd_slot.astype(IDX),
-        nic_fabric=cat(nic_fabric), nic_host=cat(nic_host), nic_server=cat(nic_server), nic_slot=cat(nic_slot),
-        nic_gpu=cat(nic_gpu), nic_model=cat(nic_model),
-        switch_fabric=sw["fabric"], switch_tier=sw["tier"], switch_zone=sw["zone"], switch_group=sw["group"],
-        switch_member=sw["member"], switch_model=sw["model"], switch_port_base=sw["port_base"],
-        switch_port_count=sw["port_count"],
-        port_nic=port_nic, port_switch=port_switch, port_slot=port_slot, port_speed_gbps=port_speed,
-        link_fabric=ln["fabric"], link_tier=ln["tier"], link_a=ln["a"], link_b=ln["b"],
-        link_speed_gbps=ln["speed"], link_cable=ln["cable"],
-        nic_models=nic_models, switch_models=ex.switch_models, cable_models=ex.cable_models,
-        tier_names=ex.tier_names,
-    )
+    return {"port_nic": port_nic, "port_switch": port_switch, "port_slot": port_slot, "port_speed_gbps": port_speed}

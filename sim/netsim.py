@@ -566,10 +566,10 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
     ``routing``: one of :data:`sim.routing.ROUTINGS` (default: the fabric's, :func:`sim.routing.default_routing`);
     ``qps``: queue pairs per GPU pair; ``seed``: the routing hash seed; ``progress``: a :mod:`sim.progress` callback
     ``(fraction, message)``: each phase's share is its flows (background jobs' included), within it routing them
-    then fixing their rates (:func:`solve_phase`), so the fraction grows with the work done and ends at 1.0. ``background``: placements (rank -> GPU arrays) of other jobs running
-    the same collective at the same time on the same fabric (disjoint GPUs); their traffic shares the links (their
-    phase ``i`` runs beside this job's phase ``i``) but only this job is timed and reported. Raises
-    CollectiveError for impossible requests and
+    then fixing their rates (:func:`solve_phase`), so the fraction grows with the work done and ends at 1.0.
+    ``background``: placements (rank -> GPU arrays) of other jobs running the same collective at the same time on
+    the same fabric (disjoint GPUs); their traffic shares the links (their phase ``i`` runs beside this job's phase
+    ``i``) but only this job is timed and reported. Raises CollectiveError for impossible requests and
     :class:`sim.routing.NoPathError` when a flow has no active path.
     """
     from sim.routing import default_routing
