@@ -110,6 +110,144 @@ function domain(s) {
   return { x0, x1, y0, y1 };
 }
 
+// ------------------------------------------------------------------------------------------------ line chart
+// lineChart() composes the pieces below; each draws one part of the SVG from the spec `s` and the scales `sc`
+// (lineScales) of the current width.
+
+/** The pixel geometry of a line chart `W` px wide: height, data domain, the plot's right edge (room left for the
+ *  brackets), and the data -> pixel functions fx, fy. */
+function lineScales(s, W) {
+  const H = s.height ?? 300, d = domain(s);
+  const edge = W - M.right - (s.ranges?.length ? RANGE_ROOM : 0);
+  return { W, H, ...d, edge, fx: scale(s.x.scale, d.x0, d.x1, M.left, edge),
+           fy: scale(s.y.scale, d.y0, d.y1, H - M.bottom, M.top) };
+}
+
+/** Grid lines, tick labels and the two axis titles. */
+function axesEl(s, { W, H, fx, fy, x0, x1, y0, y1 }) {
+  const g = svgEl("g"), grid = svgEl("g", { class: "grid" }), labels = svgEl("g", { class: "axis" });
+  const xfmt = s.x.format ?? String, yfmt = s.y.format ?? String;
+  const xt = s.x.ticks ?? (s.x.scale === "log2" ? log2Ticks(x0, x1) : niceTicks(x0, x1, 6));
+  const yt = s.y.ticks ?? (s.y.scale === "log" ? logTicks(y0, y1) : niceTicks(y0, y1, 5));
+  for (const t of xt.filter((v) => v >= x0 * 0.999 && v <= x1 * 1.001)) {
+    grid.append(svgEl("line", { x1: fx(t), x2: fx(t), y1: M.top, y2: H - M.bottom }));
+    labels.append(svgEl("text", { x: fx(t), y: H - M.bottom + 15, "text-anchor": "middle" }, xfmt(t)));
+  }
+  for (const t of yt.filter((v) => v >= y0 && v <= y1)) {
+    grid.append(svgEl("line", { x1: M.left, x2: W - M.right, y1: fy(t), y2: fy(t) }));
+    labels.append(svgEl("text", { x: M.left - 6, y: fy(t) + 4, "text-anchor": "end" }, yfmt(t)));
+  }
+  labels.append(svgEl("text", { x: (M.left + W - M.right) / 2, y: H - 6, "text-anchor": "middle",
+                                class: "axis-label" }, s.x.label),
+                svgEl("text", { x: -(M.top + H - M.bottom) / 2, y: 13, transform: "rotate(-90)",
+                                "text-anchor": "middle", class: "axis-label" }, s.y.label));
+  g.append(grid, labels);
+  return g;
+}
+
+/** A published claim: a bracket from ya to yb at x, labelled along it when there is room. */
+function bracketEl(r, x, ya, yb) {
+  const g = svgEl("g", { class: "range" }), c = r.color ?? CLAIM_COLOR, ym = (ya + yb) / 2;
+  g.append(svgEl("path", { d: `M${x - 5},${ya + 1}H${x}V${yb - 1}H${x - 5}`, stroke: c, fill: "none",
+                           "stroke-width": 2 }),
+           svgEl("title", {}, `published: ${r.label}`));
+  const text = `published ${Math.round(r.low)}–${Math.round(r.high)} %`;
+  if (yb - ya > text.length * 5.6) {
+    g.append(svgEl("text", { x: x + 12, y: ym, transform: `rotate(-90 ${x + 12} ${ym})`, "text-anchor": "middle",
+                             fill: c, class: "range-label" }, text));
+  }
+  return g;
+}
+
+/** The spec's ranges as brackets at the right edge, clipped to the y domain. */
+function rangesEls(s, { edge, fy, y0, y1 }) {
+  return (s.ranges ?? []).map((r) => bracketEl(r, edge + 10, fy(Math.min(r.high, y1)), fy(Math.max(r.low, y0))));
+}
+
+/** Horizontal reference lines (the roofline, a 90 % line), each labelled at its right end. */
+function refLinesEls(s, { edge, fy }) {
+  return (s.refLines ?? []).flatMap((r) => {
+    const y = fy(r.y), c = r.color ?? REF_COLOR;
+    return [svgEl("line", { x1: M.left, x2: edge, y1: y, y2: y, stroke: c, "stroke-width": 1.2,
+                            "stroke-dasharray": DASH[r.dash ?? "--"], class: "ref" }),
+            svgEl("text", { x: edge - 4, y: y - 4, "text-anchor": "end", fill: c, class: "ref-label" }, r.label)];
+  });
+}
+
+/** One series: its min-max band (shade and whiskers), its line, its markers; x through `px`. */
+function seriesEl(ser, color, px, fy) {
+  const g = svgEl("g", { class: "series", "data-name": ser.name }), pts = ser.points.filter(finite);
+  const band = ser.band ? pts.filter((p) => p.lo != null) : [];
+  if (band.length) {
+    const d = band.map((p, j) => `${j ? "L" : "M"}${px(p.x)},${fy(p.hi)}`).join("")
+      + band.slice().reverse().map((p) => `L${px(p.x)},${fy(p.lo)}`).join("") + "Z";
+    g.append(svgEl("path", { d, fill: color, opacity: 0.1, stroke: "none" }));
+    for (const p of band) {
+      g.append(svgEl("line", { x1: px(p.x), x2: px(p.x), y1: fy(p.lo), y2: fy(p.hi), stroke: color, opacity: 0.6 }));
+    }
+  }
+  g.append(svgEl("path", { d: pts.map((p, j) => `${j ? "L" : "M"}${px(p.x)},${fy(p.y)}`).join(""), fill: "none",
+                           stroke: color, "stroke-width": 1.8, "stroke-dasharray": DASH[ser.dash ?? "-"] }));
+  if (ser.markers === false) return g;
+  for (const p of pts) g.append(svgEl("circle", { cx: px(p.x), cy: fy(p.y), r: 2.6, fill: color }));
+  return g;
+}
+
+/** The shown series (`shown`: [{ser, i}]), side by side around equal x values when s.spread is set. */
+function seriesEls(s, shown, { fx, fy }) {
+  return shown.map(({ ser, i }, k) => {
+    const dx = s.spread ? (k - (shown.length - 1) / 2) * s.spread : 0;
+    return seriesEl(ser, colorOf(ser, i), (x) => fx(x) + dx, fy);
+  });
+}
+
+/** The hover readout's text at x: every shown series' value there (and its min-max), then the reference lines. */
+function readoutHtml(s, shown, x) {
+  const xfmt = s.x.format ?? String, tipfmt = s.y.tipFormat ?? s.y.format ?? String;
+  const rows = shown.map(({ ser, i }) => {
+    const p = ser.points.find((q) => q.x === x);
+    if (!p || !finite(p)) return "";
+    const spread = p.lo != null && p.lo !== p.hi
+      ? ` <span class="muted">(${tipfmt(p.lo)}–${tipfmt(p.hi)})</span>` : "";
+    return `<div><span class="swatch" style="background:${colorOf(ser, i)}"></span> ${esc(ser.name)}: `
+      + `<b>${esc(tipfmt(p.y))}</b>${spread}</div>`;
+  }).join("");
+  const refs = (s.refLines ?? []).map((r) => `<div class="muted">${esc(r.label ?? "")}</div>`).join("");
+  return `<div><b>${esc(s.x.name ?? s.x.label ?? "x")}: ${esc(xfmt(x))}</b></div>${rows}${refs}`;
+}
+
+/** Crosshair at the x nearest the pointer and the readout (readoutHtml) in the page's tooltip `tip`. */
+function attachHover(svg, s, shown, { W, H, fx }, tip) {
+  const top = M.top, bottom = H - M.bottom;
+  const xs = [...new Set(shown.flatMap(({ ser }) => ser.points.map((p) => p.x)))].sort((a, b) => a - b);
+  const cross = svgEl("line", { class: "crosshair", y1: top, y2: bottom, visibility: "hidden" });
+  const hit = svgEl("rect", { x: M.left, y: top, width: Math.max(0, W - M.left - M.right), height: bottom - top,
+                              fill: "transparent" });
+  svg.append(cross, hit);
+  hit.addEventListener("mousemove", (ev) => {
+    if (!xs.length) return;
+    const px = ev.clientX - svg.getBoundingClientRect().left;
+    const x = xs.reduce((best, v) => (Math.abs(fx(v) - px) < Math.abs(fx(best) - px) ? v : best), xs[0]);
+    cross.setAttribute("x1", fx(x)); cross.setAttribute("x2", fx(x)); cross.setAttribute("visibility", "visible");
+    tip.innerHTML = readoutHtml(s, shown, x);
+    placeTooltip(tip, ev);
+  });
+  hit.addEventListener("mouseleave", () => { tip.hidden = true; cross.setAttribute("visibility", "hidden"); });
+}
+
+/** The legend: one button per series (its line style and name) that shows or hides it (`toggle(name)`). */
+function legendButtons(s, hidden, toggle) {
+  return s.series.map((ser, i) => {
+    const item = Object.assign(document.createElement("button"), { type: "button", className: "legend-item",
+                                                                    title: "show / hide" });
+    item.setAttribute("aria-pressed", String(!hidden.has(ser.name)));
+    item.innerHTML = `<svg width="22" height="10"><line x1="1" x2="21" y1="5" y2="5" stroke="${colorOf(ser, i)}"
+      stroke-width="2" stroke-dasharray="${DASH[ser.dash ?? "-"]}"/></svg> ${esc(ser.name)}`;
+    item.addEventListener("click", () => toggle(ser.name));
+    return item;
+  });
+}
+
 /**
  * A line chart in `el` (its content is replaced). spec:
  *   x: {scale: "log2" | "linear", label, name? (hover title), format(v), ticks?},
@@ -122,132 +260,28 @@ function domain(s) {
  */
 export function lineChart(el, s) {
   el.classList.add("chart");
-  const hidden = new Set();
+  const hidden = new Set();                             // names of the series the legend has hidden
   const plot = document.createElement("div");
   const legend = Object.assign(document.createElement("div"), { className: "legend chart-legend" });
   legend.hidden = s.legend === false;
   el.replaceChildren(plot, legend);
   const tip = tooltip();
-  const xfmt = s.x.format ?? String, yfmt = s.y.format ?? String, tipfmt = s.y.tipFormat ?? yfmt;
 
   function draw(W) {
-    const H = s.height ?? 300, { x0, x1, y0, y1 } = domain(s);
-    const edge = W - M.right - (s.ranges?.length ? RANGE_ROOM : 0);
-    const fx = scale(s.x.scale, x0, x1, M.left, edge), fy = scale(s.y.scale, y0, y1, H - M.bottom, M.top);
-    const svg = svgEl("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": s.label });
-    svg.append(axes(W, H, fx, fy, x0, x1, y0, y1));
-    for (const r of s.ranges ?? []) {
-      svg.append(bracket(r, edge + 10, fy(Math.min(r.high, y1)), fy(Math.max(r.low, y0))));
-    }
-    for (const r of s.refLines ?? []) {
-      const y = fy(r.y), c = r.color ?? REF_COLOR;
-      svg.append(svgEl("line", { x1: M.left, x2: edge, y1: y, y2: y, stroke: c, "stroke-width": 1.2,
-                                 "stroke-dasharray": DASH[r.dash ?? "--"], class: "ref" }),
-                 svgEl("text", { x: edge - 4, y: y - 4, "text-anchor": "end", fill: c, class: "ref-label" }, r.label));
-    }
+    const sc = lineScales(s, W);
     const shown = s.series.map((ser, i) => ({ ser, i })).filter(({ ser }) => !hidden.has(ser.name));
-    shown.forEach(({ ser, i }, k) => {
-      const dx = s.spread ? (k - (shown.length - 1) / 2) * s.spread : 0;
-      svg.append(seriesEl(ser, colorOf(ser, i), (x) => fx(x) + dx, fy));
-    });
-    hover(svg, shown, fx, M.top, H - M.bottom, W);
+    const svg = svgEl("svg", { width: W, height: sc.H, viewBox: `0 0 ${W} ${sc.H}`, role: "img",
+                               "aria-label": s.label });
+    svg.append(axesEl(s, sc), ...rangesEls(s, sc), ...refLinesEls(s, sc), ...seriesEls(s, shown, sc));
+    attachHover(svg, s, shown, sc, tip);
     plot.replaceChildren(svg);
     el.dataset.series = String(shown.length);
   }
-
-  function axes(W, H, fx, fy, x0, x1, y0, y1) {
-    const g = svgEl("g"), grid = svgEl("g", { class: "grid" }), labels = svgEl("g", { class: "axis" });
-    const xt = s.x.ticks ?? (s.x.scale === "log2" ? log2Ticks(x0, x1) : niceTicks(x0, x1, 6));
-    const yt = s.y.ticks ?? (s.y.scale === "log" ? logTicks(y0, y1) : niceTicks(y0, y1, 5));
-    for (const t of xt.filter((v) => v >= x0 * 0.999 && v <= x1 * 1.001)) {
-      grid.append(svgEl("line", { x1: fx(t), x2: fx(t), y1: M.top, y2: H - M.bottom }));
-      labels.append(svgEl("text", { x: fx(t), y: H - M.bottom + 15, "text-anchor": "middle" }, xfmt(t)));
-    }
-    for (const t of yt.filter((v) => v >= y0 && v <= y1)) {
-      grid.append(svgEl("line", { x1: M.left, x2: W - M.right, y1: fy(t), y2: fy(t) }));
-      labels.append(svgEl("text", { x: M.left - 6, y: fy(t) + 4, "text-anchor": "end" }, yfmt(t)));
-    }
-    labels.append(svgEl("text", { x: (M.left + W - M.right) / 2, y: H - 6, "text-anchor": "middle",
-                                  class: "axis-label" }, s.x.label),
-                  svgEl("text", { x: -(M.top + H - M.bottom) / 2, y: 13, transform: "rotate(-90)",
-                                  "text-anchor": "middle", class: "axis-label" }, s.y.label));
-    g.append(grid, labels);
-    return g;
-  }
-
-  /** A published claim: a bracket from ya to yb at x, labelled along it when there is room. */
-  function bracket(r, x, ya, yb) {
-    const g = svgEl("g", { class: "range" }), c = r.color ?? CLAIM_COLOR, ym = (ya + yb) / 2;
-    g.append(svgEl("path", { d: `M${x - 5},${ya + 1}H${x}V${yb - 1}H${x - 5}`, stroke: c, fill: "none",
-                             "stroke-width": 2 }),
-             svgEl("title", {}, `published: ${r.label}`));
-    const text = `published ${Math.round(r.low)}–${Math.round(r.high)} %`;
-    if (yb - ya > text.length * 5.6) {
-      g.append(svgEl("text", { x: x + 12, y: ym, transform: `rotate(-90 ${x + 12} ${ym})`, "text-anchor": "middle",
-                               fill: c, class: "range-label" }, text));
-    }
-    return g;
-  }
-
-  function seriesEl(ser, color, px, fy) {
-    const g = svgEl("g", { class: "series", "data-name": ser.name }), pts = ser.points.filter(finite);
-    const band = ser.band ? pts.filter((p) => p.lo != null) : [];
-    if (band.length) {
-      const d = band.map((p, j) => `${j ? "L" : "M"}${px(p.x)},${fy(p.hi)}`).join("")
-        + band.slice().reverse().map((p) => `L${px(p.x)},${fy(p.lo)}`).join("") + "Z";
-      g.append(svgEl("path", { d, fill: color, opacity: 0.1, stroke: "none" }));
-      for (const p of band) {
-        g.append(svgEl("line", { x1: px(p.x), x2: px(p.x), y1: fy(p.lo), y2: fy(p.hi), stroke: color, opacity: 0.6 }));
-      }
-    }
-    g.append(svgEl("path", { d: pts.map((p, j) => `${j ? "L" : "M"}${px(p.x)},${fy(p.y)}`).join(""), fill: "none",
-                             stroke: color, "stroke-width": 1.8, "stroke-dasharray": DASH[ser.dash ?? "-"] }));
-    if (ser.markers === false) return g;
-    for (const p of pts) g.append(svgEl("circle", { cx: px(p.x), cy: fy(p.y), r: 2.6, fill: color }));
-    return g;
-  }
-
-  /** Crosshair at the x nearest the pointer and a readout of every shown series there (value and min-max). */
-  function hover(svg, shown, fx, top, bottom, W) {
-    const xs = [...new Set(shown.flatMap(({ ser }) => ser.points.map((p) => p.x)))].sort((a, b) => a - b);
-    const cross = svgEl("line", { class: "crosshair", y1: top, y2: bottom, visibility: "hidden" });
-    const hit = svgEl("rect", { x: M.left, y: top, width: Math.max(0, W - M.left - M.right), height: bottom - top,
-                                fill: "transparent" });
-    svg.append(cross, hit);
-    hit.addEventListener("mousemove", (ev) => {
-      if (!xs.length) return;
-      const px = ev.clientX - svg.getBoundingClientRect().left;
-      const x = xs.reduce((best, v) => (Math.abs(fx(v) - px) < Math.abs(fx(best) - px) ? v : best), xs[0]);
-      cross.setAttribute("x1", fx(x)); cross.setAttribute("x2", fx(x)); cross.setAttribute("visibility", "visible");
-      const rows = shown.map(({ ser, i }) => {
-        const p = ser.points.find((q) => q.x === x);
-        if (!p || !finite(p)) return "";
-        const spread = p.lo != null && p.lo !== p.hi
-          ? ` <span class="muted">(${tipfmt(p.lo)}–${tipfmt(p.hi)})</span>` : "";
-        return `<div><span class="swatch" style="background:${colorOf(ser, i)}"></span> ${esc(ser.name)}: `
-          + `<b>${esc(tipfmt(p.y))}</b>${spread}</div>`;
-      }).join("");
-      const refs = (s.refLines ?? []).map((r) => `<div class="muted">${esc(r.label ?? "")}</div>`).join("");
-      tip.innerHTML = `<div><b>${esc(s.x.name ?? s.x.label ?? "x")}: ${esc(xfmt(x))}</b></div>${rows}${refs}`;
-      placeTooltip(tip, ev);
-    });
-    hit.addEventListener("mouseleave", () => { tip.hidden = true; cross.setAttribute("visibility", "hidden"); });
-  }
-
-  function drawLegend() {
-    legend.replaceChildren(...s.series.map((ser, i) => {
-      const item = Object.assign(document.createElement("button"), { type: "button", className: "legend-item",
-                                                                      title: "show / hide" });
-      item.setAttribute("aria-pressed", String(!hidden.has(ser.name)));
-      item.innerHTML = `<svg width="22" height="10"><line x1="1" x2="21" y1="5" y2="5" stroke="${colorOf(ser, i)}"
-        stroke-width="2" stroke-dasharray="${DASH[ser.dash ?? "-"]}"/></svg> ${esc(ser.name)}`;
-      item.addEventListener("click", () => {
-        if (hidden.has(ser.name)) hidden.delete(ser.name); else hidden.add(ser.name);
-        drawLegend();
-        view.redraw();
-      });
-      return item;
-    }));
+  function drawLegend() { legend.replaceChildren(...legendButtons(s, hidden, toggle)); }
+  function toggle(name) {
+    if (hidden.has(name)) hidden.delete(name); else hidden.add(name);
+    drawLegend();
+    view.redraw();
   }
 
   drawLegend();
