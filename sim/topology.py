@@ -169,18 +169,68 @@ def topology_from_layout(layout: ClusterLayout, hop_latency: float = DEFAULT_HOP
     vectorized passes over the layout's links and switches (about 0.1 s for 131k GPUs).
     """
     lay = layout
-    spec = lay.spec
-    catalog = load_catalog()
-    be_sw = np.flatnonzero(lay.switch_fabric == FABRIC_BACKEND)
-    n_sw = len(be_sw)
-    node_of_switch = np.full(len(lay.switch_tier), -1, dtype=IDX)
-    node_of_switch[be_sw] = np.arange(n_sw)
-    sw_tier = lay.switch_tier[be_sw]
-    sw_zone = lay.switch_zone[be_sw]
-    sw_group = lay.switch_group[be_sw]
-    sw_member = lay.switch_member[be_sw]
-    sw_active = lay.switch_status[be_sw] == STATUS_ACTIVE
+    sw = _backend_switches(lay)
+    n_sw = len(sw["ids"])
+    gpu_nic, gpu_of_nic = _gpu_nics(lay)
+    n_gpus = len(gpu_nic)
+    cab = _backend_cables(lay, sw, gpu_of_nic)
+    lower, upper, tier_all = cab["lower"], cab["upper"], cab["tier"]
 
+    # GPU -> leaf from the NIC cable (active or not): the leaf is the GPU's place in the fabric.
+    nic_cab = tier_all == LINK_NIC_LEAF
+    gpu_leaf = np.full(n_gpus, -1, dtype=IDX)
+    gpu_leaf[lower[nic_cab] - n_sw] = upper[nic_cab]
+    gpu_leaf_port = np.full(n_gpus, -1, dtype=IDX)
+    gpu_leaf_port[lower[nic_cab] - n_sw] = lay.port_slot[cab["pb"][nic_cab]]
+    tables = _switch_tables(sw, cab)
+
+    active = cab["active"]
+    ids, lower, upper, tier = (x[active] for x in (cab["ids"], lower, upper, tier_all))
+    C = len(ids)
+    up_ids = np.arange(C, dtype=IDX)
+    link_tail = np.concatenate([lower, upper])
+    link_head = np.concatenate([upper, lower])
+    speed = lay.link_speed_gbps[ids].astype(np.float64) * GBPS
+    enters_switch = link_head < n_sw
+    link_latency = np.where(enters_switch, hop_latency, 0.0)
+
+    gpu_uplink = np.full(n_gpus, -1, dtype=IDX)
+    is_nic = tier == LINK_NIC_LEAF
+    gpu_uplink[lower[is_nic] - n_sw] = up_ids[is_nic]
+    gpu_downlink = np.where(gpu_uplink >= 0, gpu_uplink + C, -1)
+
+    gpu_usable = ((lay.gpu_status == STATUS_ACTIVE) & (gpu_uplink >= 0)
+                  & (gpu_leaf >= 0) & sw["active"][np.maximum(gpu_leaf, 0)])
+    backend = lay.spec.backend
+    gpu_model = load_catalog().get("gpu", lay.spec.layout.gpu, "layout.gpu")
+    return Topology(
+        layout=lay, kind=backend.kind, n_gpus=n_gpus, gpu_host=lay.gpu_host.astype(IDX), gpu_nic=gpu_nic.astype(IDX),
+        gpu_usable=gpu_usable, n_links=2 * C, link_capacity=np.concatenate([speed, speed]),
+        link_latency=link_latency, link_cable=np.concatenate([ids, ids]).astype(IDX),
+        link_is_up=np.r_[np.ones(C, bool), np.zeros(C, bool)],
+        nic_bandwidth=float(backend.nic_speed_gbps) * GBPS,
+        nvlink_bandwidth=float(gpu_model["nvlink_gbps"]) * GBPS,
+        n_cables=C, n_switches=n_sw, link_tail=link_tail, link_head=link_head,
+        link_tier=np.concatenate([tier, tier]).astype(IDX), switch_layout_id=sw["ids"].astype(IDX),
+        switch_tier=sw["tier"], switch_zone=sw["zone"], switch_group=sw["group"], switch_active=sw["active"],
+        gpu_leaf=gpu_leaf, gpu_leaf_port=gpu_leaf_port, gpu_uplink=gpu_uplink, gpu_downlink=gpu_downlink,
+        **tables, leaf_downlinks=int(gpu_leaf_port.max()) + 1 if n_gpus else 0, hop_latency=hop_latency,
+    )
+
+
+def _backend_switches(lay: ClusterLayout) -> dict:
+    """The backend switches (layout ids, in layout order: they are nodes ``0..S-1``), their tier, zone, group,
+    member and whether they are active, and ``node``: the node of each layout switch (-1 off the backend)."""
+    ids = np.flatnonzero(lay.switch_fabric == FABRIC_BACKEND)
+    node = np.full(len(lay.switch_tier), -1, dtype=IDX)
+    node[ids] = np.arange(len(ids))
+    return {"ids": ids, "node": node, "tier": lay.switch_tier[ids], "zone": lay.switch_zone[ids],
+            "group": lay.switch_group[ids], "member": lay.switch_member[ids],
+            "active": lay.switch_status[ids] == STATUS_ACTIVE}
+
+
+def _gpu_nics(lay: ClusterLayout):
+    """The backend NIC of each GPU (in GPU order), and the GPU of each layout NIC (-1 if none)."""
     gpu_nic = np.flatnonzero((lay.nic_fabric == FABRIC_BACKEND) & (lay.nic_gpu >= 0))
     gpu_nic = gpu_nic[np.argsort(lay.nic_gpu[gpu_nic], kind="stable")]
     n_gpus = len(lay.gpu_host)
@@ -188,8 +238,14 @@ def topology_from_layout(layout: ClusterLayout, hop_latency: float = DEFAULT_HOP
         raise ValueError(f"layout has {n_gpus} GPUs but {len(gpu_nic)} backend NICs serving a GPU")
     gpu_of_nic = np.full(len(lay.nic_fabric), -1, dtype=IDX)
     gpu_of_nic[gpu_nic] = np.arange(n_gpus)
+    return gpu_nic, gpu_of_nic
 
-    # Backend cables and their end nodes.
+
+def _backend_cables(lay: ClusterLayout, sw: dict, gpu_of_nic: np.ndarray) -> dict:
+    """Every backend cable (layout ids), its upper port ``pb``, its end nodes ``lower``/``upper``, its tier and
+    whether it is ``active`` (the cable, both ports and both devices active)."""
+    n_sw = len(sw["ids"])
+    node_of_switch = sw["node"]
     cab = np.flatnonzero(lay.link_fabric == FABRIC_BACKEND)
     pa, pb = lay.link_a[cab], lay.link_b[cab]
     a_nic, a_sw, b_sw = lay.port_nic[pa], lay.port_switch[pa], lay.port_switch[pb]
@@ -200,20 +256,19 @@ def topology_from_layout(layout: ClusterLayout, hop_latency: float = DEFAULT_HOP
     dev_ok_b = lay.switch_status[b_sw] == STATUS_ACTIVE
     active = ((lay.link_status[cab] == STATUS_ACTIVE) & (lay.port_status[pa] == STATUS_ACTIVE)
               & (lay.port_status[pb] == STATUS_ACTIVE) & dev_ok_a & dev_ok_b)
-    tier_all = lay.link_tier[cab]
-    # GPU -> leaf from the NIC cable (active or not): the leaf is the GPU's place in the fabric.
-    nic_cab = tier_all == LINK_NIC_LEAF
-    gpu_leaf = np.full(n_gpus, -1, dtype=IDX)
-    gpu_leaf[lower[nic_cab] - n_sw] = upper[nic_cab]
-    gpu_leaf_port = np.full(n_gpus, -1, dtype=IDX)
-    gpu_leaf_port[lower[nic_cab] - n_sw] = lay.port_slot[pb[nic_cab]]
+    return {"ids": cab, "pb": pb, "lower": lower, "upper": upper, "tier": lay.link_tier[cab], "active": active}
 
-    # Switch tables over every cable (so positions do not move when one fails), -1 where inactive.
+
+def _switch_tables(sw: dict, cab: dict) -> dict:
+    """The switches by tier and the routing tables of :class:`Topology` (``leaves`` ... ``spine_up``), built over
+    every cable so positions do not move when one fails; -1 where a cable is inactive."""
+    sw_tier, sw_zone, sw_group, sw_member = sw["tier"], sw["zone"], sw["group"], sw["member"]
+    lower, upper, tier_all, active = cab["lower"], cab["upper"], cab["tier"], cab["active"]
     up_of_cable = np.where(active, np.cumsum(active) - 1, -1).astype(IDX)
     leaves = np.flatnonzero(sw_tier == TIER_LEAF)
     spines = np.flatnonzero(sw_tier == TIER_SPINE)
     cores = np.flatnonzero(sw_tier == TIER_CORE)
-    rank = np.full(n_sw, -1, dtype=IDX)
+    rank = np.full(len(sw_tier), -1, dtype=IDX)
     for arr in (leaves, spines, cores):
         rank[arr] = np.arange(len(arr))
     n_zones = int(sw_zone[leaves].max()) + 1 if len(leaves) else 0
@@ -227,40 +282,8 @@ def topology_from_layout(layout: ClusterLayout, hop_latency: float = DEFAULT_HOP
     leaf_up = _group_table(rank[lower[ls]], sw_group[upper[ls]], up_of_cable[ls], len(leaves), max(n_planes, 1))
     sc = tier_all == LINK_SPINE_CORE
     spine_up = _group_table(rank[lower[sc]], sw_member[upper[sc]], up_of_cable[sc], len(spines), max(n_members, 1))
-
-    cab, lower, upper, tier = (x[active] for x in (cab, lower, upper, tier_all))
-    C = len(cab)
-    up_ids = np.arange(C, dtype=IDX)
-    link_tail = np.concatenate([lower, upper])
-    link_head = np.concatenate([upper, lower])
-    speed = lay.link_speed_gbps[cab].astype(np.float64) * GBPS
-    enters_switch = link_head < n_sw
-    link_latency = np.where(enters_switch, hop_latency, 0.0)
-
-    gpu_uplink = np.full(n_gpus, -1, dtype=IDX)
-    is_nic = tier == LINK_NIC_LEAF
-    gpu_uplink[lower[is_nic] - n_sw] = up_ids[is_nic]
-    gpu_downlink = np.where(gpu_uplink >= 0, gpu_uplink + C, -1)
-
-    gpu_usable = ((lay.gpu_status == STATUS_ACTIVE) & (gpu_uplink >= 0)
-                  & (gpu_leaf >= 0) & sw_active[np.maximum(gpu_leaf, 0)])
-    backend = spec.backend
-    gpu_model = catalog.get("gpu", spec.layout.gpu, "layout.gpu")
-    return Topology(
-        layout=lay, kind=backend.kind, n_gpus=n_gpus, gpu_host=lay.gpu_host.astype(IDX), gpu_nic=gpu_nic.astype(IDX),
-        gpu_usable=gpu_usable, n_links=2 * C, link_capacity=np.concatenate([speed, speed]),
-        link_latency=link_latency, link_cable=np.concatenate([cab, cab]).astype(IDX),
-        link_is_up=np.r_[np.ones(C, bool), np.zeros(C, bool)],
-        nic_bandwidth=float(backend.nic_speed_gbps) * GBPS,
-        nvlink_bandwidth=float(gpu_model["nvlink_gbps"]) * GBPS,
-        n_cables=C, n_switches=n_sw, link_tail=link_tail, link_head=link_head,
-        link_tier=np.concatenate([tier, tier]).astype(IDX), switch_layout_id=be_sw.astype(IDX),
-        switch_tier=sw_tier, switch_zone=sw_zone, switch_group=sw_group, switch_active=sw_active,
-        gpu_leaf=gpu_leaf, gpu_leaf_port=gpu_leaf_port, gpu_uplink=gpu_uplink, gpu_downlink=gpu_downlink,
-        leaves=leaves, spines=spines, cores=cores, switch_rank=rank, spine_at=spine_at, core_at=core_at,
-        leaf_up=leaf_up, spine_up=spine_up, leaf_downlinks=int(gpu_leaf_port.max()) + 1 if n_gpus else 0,
-        hop_latency=hop_latency,
-    )
+    return {"leaves": leaves, "spines": spines, "cores": cores, "switch_rank": rank, "spine_at": spine_at,
+            "core_at": core_at, "leaf_up": leaf_up, "spine_up": spine_up}
 
 
 def load_topology(preset: str | None = None, spec: str | None = None, say=lambda message: None):
