@@ -1,6 +1,7 @@
 """The one pattern every inventory endpoint follows (as NetBox does): list, retrieve, create, update, partial
 update, delete, and bulk create / update / delete on the list URL, each bulk call in one transaction; ``?brief=1``
-for a short representation; filters, ordering and pagination from the settings.
+for a short representation; filters, ordering and pagination from the settings. Writes go through
+``twin.inventory.actions`` (atomic, logged in the change log, announced on the cluster's live stream).
 
 A model's endpoint declares only its serializer, filterset and queryset; ``InventorySerializer`` maps foreign keys
 to ``{"id", "url"}`` without joins, and validates model constraints and cluster consistency before writing.
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import copy
 
-from django.db import transaction
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status, viewsets
 from rest_framework.exceptions import ValidationError
@@ -17,6 +17,7 @@ from rest_framework.response import Response
 from rest_framework.routers import DefaultRouter, Route
 
 from twin.api.fields import LinkedRelatedField, url_prefix
+from twin.inventory import actions
 from twin.api.rows import RowRenderer
 
 ROUTE_BY_MODEL: dict[type, str] = {}
@@ -69,18 +70,21 @@ class InventorySerializer(serializers.ModelSerializer):
         probe = copy.copy(self.instance) if self.instance else self.Meta.model()
         for key, value in attrs.items():
             setattr(probe, key, value)
-        self._check_same_cluster(probe)
+        self._check_same_cluster(probe, attrs.keys() if self.instance else None)
         probe.validate_constraints()
         return attrs
 
-    @staticmethod
-    def _check_same_cluster(obj):
-        """An item's parents (host, rack, switch...) must belong to the item's own cluster."""
+    def _check_same_cluster(self, obj, changed=None):
+        """An item's parents (host, rack, switch...) must belong to the item's own cluster. On an update only the
+        relations it sets are read (all of them when it moves the item to another cluster): a status change
+        reads none."""
         cluster_id = getattr(obj, "cluster_id", None)
         if cluster_id is None:
             return
         for f in obj._meta.concrete_fields:
             if not f.is_relation or f.name == "cluster":
+                continue
+            if changed is not None and "cluster" not in changed and f.name not in changed:
                 continue
             related = getattr(obj, f.name, None)
             other = getattr(related, "cluster_id", None) if related is not None else None
@@ -162,9 +166,14 @@ class InventoryViewSet(viewsets.ModelViewSet):
         many = isinstance(request.data, list)
         serializer = self.get_serializer(data=request.data, many=many)
         serializer.is_valid(raise_exception=True)
-        with transaction.atomic():
-            self.perform_create(serializer)
+        actions.create_items(serializer, user=request.user)
         return Response(serializer.data, status=status.HTTP_201_CREATED)
+
+    def perform_update(self, serializer):
+        actions.update_items([serializer], user=self.request.user)
+
+    def perform_destroy(self, instance):
+        actions.delete_items(type(instance), [instance], user=self.request.user)
 
     def _objects_for(self, data, want_keys=("id",)):
         if not isinstance(data, list) or not data:
@@ -193,9 +202,7 @@ class InventoryViewSet(viewsets.ModelViewSet):
             serializers_.append(s)
         if any(errors):
             raise ValidationError(errors)
-        with transaction.atomic():
-            for s in serializers_:
-                self.perform_update(s)
+        actions.update_items(serializers_, user=request.user)
         return Response([s.data for s in serializers_])
 
     def bulk_update(self, request, *args, **kwargs):
@@ -205,8 +212,5 @@ class InventoryViewSet(viewsets.ModelViewSet):
         return self._bulk_update(request, partial=True)
 
     def bulk_destroy(self, request, *args, **kwargs):
-        objects = self._objects_for(request.data)
-        with transaction.atomic():
-            for obj in objects:
-                self.perform_destroy(obj)
+        actions.delete_items(self.get_queryset().model, self._objects_for(request.data), user=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)

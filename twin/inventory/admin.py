@@ -1,12 +1,28 @@
 """Every inventory model in the admin, with search and filters. Lists of 100k+ rows stay fast: foreign keys are
-shown through list_select_related, filters on large relations use raw ids, and counts are not estimated twice."""
+shown through list_select_related, filters on large relations use raw ids, and counts are not estimated twice.
+
+Writes go through twin.inventory.actions (logged in the change log, announced on the cluster's live stream): the
+status actions, saves of the change form and deletes. The change log itself is a read-only list."""
 from django.contrib import admin, messages
 
+from twin.inventory import actions
 from twin.inventory import models as m
-from twin.inventory.builder import delete_cluster
 
 
-class CatalogAdmin(admin.ModelAdmin):
+class LoggedAdmin(admin.ModelAdmin):
+    """Saves and deletes through twin.inventory.actions, so that they are logged like the API's."""
+
+    def save_model(self, request, obj, form, change):
+        actions.save_object(obj, form.changed_data if change else None, user=request.user)
+
+    def delete_model(self, request, obj):
+        actions.delete_items(type(obj), [obj], user=request.user)
+
+    def delete_queryset(self, request, queryset):
+        actions.delete_items(queryset.model, queryset, user=request.user)
+
+
+class CatalogAdmin(LoggedAdmin):
     list_display = ("slug", "vendor", "name")
     search_fields = ("slug", "vendor", "name")
 
@@ -15,7 +31,7 @@ for catalog_model in m.CATALOG_MODELS.values():
     admin.site.register(catalog_model, CatalogAdmin)
 
 
-class PhysicalAdmin(admin.ModelAdmin):
+class PhysicalAdmin(LoggedAdmin):
     """Shared settings for items with name, serial and status."""
 
     search_fields = ("name", "serial")
@@ -25,7 +41,7 @@ class PhysicalAdmin(admin.ModelAdmin):
     actions = ["mark_active", "mark_failed", "mark_drained", "mark_maintenance"]
 
     def _mark(self, request, queryset, status):
-        n = queryset.update(status=status)
+        n = len(actions.set_status(queryset.model, queryset, status, user=request.user))
         self.message_user(request, f"{n} item(s) marked {status}", messages.SUCCESS)
 
     @admin.action(description="Mark selected as active")
@@ -46,7 +62,7 @@ class PhysicalAdmin(admin.ModelAdmin):
 
 
 @admin.register(m.Cluster)
-class ClusterAdmin(admin.ModelAdmin):
+class ClusterAdmin(LoggedAdmin):
     list_display = ("name", "title", "status", "built_at")
     search_fields = ("name", "title")
     list_filter = ("status",)
@@ -60,29 +76,26 @@ class ClusterAdmin(admin.ModelAdmin):
 
     @admin.action(description="Delete selected clusters and all their hardware", permissions=["delete"])
     def delete_clusters(self, request, queryset):
-        rows = sum(delete_cluster(c) for c in queryset)
+        rows = sum(change.before["rows"] for change in actions.delete_items(m.Cluster, queryset, user=request.user))
         self.message_user(request, f"deleted {rows:,} rows", messages.SUCCESS)
-
-    def delete_model(self, request, obj):
-        delete_cluster(obj)
 
 
 @admin.register(m.Fabric)
-class FabricAdmin(admin.ModelAdmin):
+class FabricAdmin(LoggedAdmin):
     list_display = ("name", "cluster", "role", "kind", "speed_gbps")
     list_filter = ("role", "kind", "cluster")
     search_fields = ("name",)
 
 
 @admin.register(m.Zone)
-class ZoneAdmin(admin.ModelAdmin):
+class ZoneAdmin(LoggedAdmin):
     list_display = ("name", "cluster", "kind", "number", "status")
     list_filter = ("kind", "status", "cluster")
     search_fields = ("name",)
 
 
 @admin.register(m.StorageCluster)
-class StorageClusterAdmin(admin.ModelAdmin):
+class StorageClusterAdmin(LoggedAdmin):
     list_display = ("name", "cluster", "kind", "status")
     list_filter = ("kind", "status", "cluster")
     search_fields = ("name",)
@@ -129,7 +142,7 @@ class SwitchAdmin(PhysicalAdmin):
 
 
 @admin.register(m.Port)
-class PortAdmin(admin.ModelAdmin):
+class PortAdmin(LoggedAdmin):
     list_display = ("name", "slot", "speed_gbps", "status")
     list_filter = ("status", "cluster", "speed_gbps")
     search_fields = ("name",)
@@ -160,3 +173,24 @@ class SSDAdmin(PhysicalAdmin):
     list_select_related = ("model",)
     list_filter = ("status", "cluster", "model")
     raw_id_fields = ("server",)
+
+
+@admin.register(m.ObjectChange)
+class ObjectChangeAdmin(admin.ModelAdmin):
+    """The change log: read-only (entries are written by twin.inventory.actions and the builder)."""
+
+    list_display = ("time", "user_name", "action", "model", "object_name", "cluster_name", "before", "after")
+    list_filter = ("action", "model", "cluster_name")
+    search_fields = ("object_name", "user_name")
+    date_hierarchy = "time"
+    list_per_page = 100
+    show_full_result_count = False
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

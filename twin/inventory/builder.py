@@ -2,13 +2,15 @@
 
 The spec is expanded by ``sim.layout.expand`` (the same arrays the engine simulates); every array becomes a
 column. Primary keys are reserved up front (``bulk.reserve_ids``) so rows reference each other by
-``base + layout index``. An error anywhere rolls the whole build back: nothing is half-written.
+``base + layout index``. An error anywhere rolls the whole build back: nothing is half-written. The build is split by what it writes:
+the named parents (fabrics, storage clusters), the sites (zones, racks), compute (hosts, GPUs), storage (servers,
+SSDs) and the network (NICs, switches, ports, links), each step a function of the shared ``_Build``.
 """
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from django.db import transaction
@@ -16,10 +18,12 @@ from django.db import transaction
 from sim.catalog import load_catalog
 from sim.layout import FABRIC_BACKEND, TIER_CORE, TIER_LEAF, ZONE_COMPUTE, ClusterLayout, expand
 from sim.spec import ClusterSpec
+from twin.inventory import changelog
 from twin.inventory.bulk import analyze, delete_where, insert_columns, reserve_ids
-from twin.inventory.choices import FABRIC_KIND_BY_SPEC, Status
+from twin.inventory.choices import FABRIC_KIND_BY_SPEC, ChangeAction, Status
 from twin.inventory.models import (
-    CATALOG_MODELS, GPU, NIC, SSD, Cluster, Fabric, Host, Link, Port, Rack, StorageCluster, StorageServer, Switch, Zone,
+    CATALOG_MODELS, GPU, NIC, SSD, Cluster, Fabric, Host, Link, ObjectChange, Port, Rack, StorageCluster, StorageServer,
+    Switch, Zone,
 )
 
 FABRIC_SHORT = {0: "be", 1: "fe"}
@@ -116,19 +120,134 @@ def total_rows(layout: ClusterLayout) -> int:
                                    "switches", "ports", "links"))
 
 
-def delete_cluster(cluster: Cluster) -> int:
-    """Delete a cluster and everything in it with one DELETE per table (no per-object cascade); return rows."""
+def delete_cluster(cluster: Cluster, user=None) -> ObjectChange:
+    """Delete a cluster and everything in it with one DELETE per table (no per-object cascade); log one entry for
+    the cluster (its fields and the rows deleted). Returns the entry."""
     with transaction.atomic():
+        before = changelog.snapshot(cluster)
         rows = sum(delete_where(model, "cluster_id", cluster.id) for model in CLUSTER_TABLES)
         rows += delete_where(Cluster, "id", cluster.id)
-    return rows
+        [change] = changelog.write([changelog.entry(ChangeAction.DELETE, Cluster, cluster.id, cluster.name, cluster.id,
+                                                    user, before={**before, "rows": rows},
+                                                    cluster_names={cluster.id: cluster.name})])
+    return change
+
+
+@dataclass
+class _Build:
+    """What the steps of one build share: the spec and its expansion, the item names, the catalog ids, the writer,
+    and the database id of index 0 of each table written so far (``base["host"] + layout index`` is a host's id)."""
+
+    spec: ClusterSpec
+    layout: ClusterLayout
+    names: dict[str, list[str]]
+    catalog: dict[str, dict[str, int]]
+    writer: _Writer
+    fabric_ids: np.ndarray | None = None
+    storage_ids: np.ndarray | None = None
+    base: dict[str, int] = field(default_factory=dict)
+
+    def catalog_ids(self, kind: str, slugs) -> np.ndarray:
+        return np.array([self.catalog[kind][s] for s in slugs], dtype=np.int64)
+
+    def common(self, kind: str, prefix: str | None, n: int) -> dict:
+        """The columns every physical item has: name, serial (not ports) and status."""
+        columns = {"name": self.names[kind], "status": _status(n)}
+        if prefix:
+            columns["serial"] = _serials(prefix, self.spec.name, n)
+        return columns
+
+
+def _write_fabrics_and_storage(b: _Build) -> None:
+    """The cluster's few named parents (a fabric per role, a storage cluster per service), through the ORM."""
+    cluster, spec = b.writer.cluster, b.spec
+    fabrics = [Fabric.objects.create(cluster=cluster, name=f"{spec.name}.{FABRIC_SHORT[role]}", role=role,
+                                     kind=FABRIC_KIND_BY_SPEC[f.kind], speed_gbps=f.speed_gbps)
+               for role, f in enumerate(spec.fabrics)]
+    storage = [StorageCluster.objects.create(cluster=cluster, name=f"{spec.name}.{s.name}", kind=s.kind)
+               for s in spec.storage]
+    b.fabric_ids = np.array([f.id for f in fabrics])
+    b.storage_ids = np.array([s.id for s in storage] or [0])
+
+
+def _write_sites(b: _Build) -> None:
+    """Zones and their racks."""
+    lo, w = b.layout, b.writer
+    nz = len(lo.zone_kind)
+    b.base["zone"] = w.write(Zone, nz, {
+        "name": b.names["zone"], "kind": lo.zone_kind, "number": lo.zone_number,
+        "storage_cluster_id": [None if s < 0 else int(b.storage_ids[s]) for s in lo.zone_storage.tolist()],
+        "status": _status(nz)})
+    nr = len(lo.rack_zone)
+    b.base["rack"] = w.write(Rack, nr, {**b.common("rack", "RK", nr), "zone_id": b.base["zone"] + lo.rack_zone,
+                                        "number": lo.rack_number})
+
+
+def _write_compute(b: _Build) -> None:
+    """GPU hosts and their GPUs."""
+    lo, w, spec = b.layout, b.writer, b.spec
+    nh = len(lo.host_rack)
+    b.base["host"] = w.write(Host, nh, {
+        **b.common("host", "HT", nh), "rack_id": b.base["rack"] + lo.host_rack,
+        "platform_id": [b.catalog["platform"][spec.layout.host_platform]] * nh, "slot": lo.host_slot})
+    ng = len(lo.gpu_host)
+    b.base["gpu"] = w.write(GPU, ng, {
+        **b.common("gpu", "GPU", ng), "host_id": b.base["host"] + lo.gpu_host,
+        "model_id": [b.catalog["gpu"][spec.layout.gpu]] * ng, "slot": lo.gpu_slot, "index": np.arange(ng)})
+
+
+def _write_storage(b: _Build) -> None:
+    """Storage servers and their SSDs."""
+    lo, w, spec = b.layout, b.writer, b.spec
+    nv = len(lo.server_rack)
+    server_models = b.catalog_ids("storage_server", [s.server for s in spec.storage])
+    b.base["server"] = w.write(StorageServer, nv, {
+        **b.common("server", "SRV", nv), "storage_cluster_id": b.storage_ids[lo.server_storage],
+        "rack_id": b.base["rack"] + lo.server_rack, "model_id": server_models[lo.server_storage],
+        "slot": lo.server_slot})
+    nd = len(lo.ssd_server)
+    ssd_models = b.catalog_ids("ssd", [s.ssd for s in spec.storage])
+    b.base["ssd"] = w.write(SSD, nd, {
+        **b.common("ssd", "SSD", nd), "server_id": b.base["server"] + lo.ssd_server,
+        "model_id": ssd_models[lo.server_storage[lo.ssd_server]], "slot": lo.ssd_slot})
+
+
+def _write_network(b: _Build) -> None:
+    """NICs (in hosts and storage servers), switches, their cabled ports, and the links between ports."""
+    lo, w = b.layout, b.writer
+    nn = len(lo.nic_fabric)
+    b.base["nic"] = w.write(NIC, nn, {
+        **b.common("nic", "NIC", nn), "fabric_id": b.fabric_ids[lo.nic_fabric],
+        "host_id": _ids(b.base["host"], lo.nic_host), "storage_server_id": _ids(b.base["server"], lo.nic_server),
+        "gpu_id": _ids(b.base["gpu"], lo.nic_gpu), "model_id": b.catalog_ids("nic", lo.nic_models)[lo.nic_model],
+        "slot": lo.nic_slot})
+    ns = len(lo.switch_tier)
+    switch0 = b.base["switch"] = w.write(Switch, ns, {
+        **b.common("switch", "SW", ns), "fabric_id": b.fabric_ids[lo.switch_fabric],
+        "model_id": b.catalog_ids("switch", lo.switch_models)[lo.switch_model], "tier": lo.switch_tier,
+        "role": [lo.tier_names[(f, t)] for f, t in zip(lo.switch_fabric.tolist(), lo.switch_tier.tolist())],
+        "zone_id": _ids(b.base["zone"], lo.switch_zone), "rack_id": _ids(b.base["rack"], lo.switch_rack()),
+        "group": lo.switch_group, "member": lo.switch_member})
+    np_ = len(lo.port_slot)
+    port0 = b.base["port"] = w.write(Port, np_, {
+        **b.common("port", None, np_), "switch_id": _ids(switch0, lo.port_switch),
+        "nic_id": _ids(b.base["nic"], lo.port_nic), "slot": lo.port_slot, "speed_gbps": lo.port_speed_gbps})
+    nl = len(lo.link_a)
+    b.base["link"] = w.write(Link, nl, {
+        **b.common("link", "CBL", nl), "fabric_id": b.fabric_ids[lo.link_fabric], "tier": lo.link_tier,
+        "a_port_id": port0 + lo.link_a, "b_port_id": port0 + lo.link_b,
+        "a_switch_id": _ids(switch0, lo.port_switch[lo.link_a]), "b_switch_id": switch0 + lo.port_switch[lo.link_b],
+        "speed_gbps": lo.link_speed_gbps, "cable_id": b.catalog_ids("cable", lo.cable_models)[lo.link_cable]})
 
 
 def build_cluster(spec: ClusterSpec, replace: bool = False,
-                  progress: Callable[[str, int], None] | None = None) -> BuildResult:
+                  progress: Callable[[str, int], None] | None = None, *, user=None,
+                  attrs: dict | None = None) -> BuildResult:
     """Build ``spec`` into the database, atomically. Idempotent: an existing cluster is kept unless ``replace``.
 
-    ``progress(table, rows)`` is called as rows are written (``total_rows`` gives the total up front).
+    ``progress(table, rows)`` is called as rows are written (``total_rows`` gives the total up front). ``attrs``
+    sets the cluster's title, description or status instead of the spec's. The build is logged as one change-log
+    entry for the cluster, by ``user`` (None: the system); a replaced cluster's delete as another.
     """
     layout = expand(spec)
     with transaction.atomic():
@@ -136,84 +255,16 @@ def build_cluster(spec: ClusterSpec, replace: bool = False,
         if existing and not replace:
             return BuildResult(existing, created=False, spec_differs=existing.spec != spec.source)
         if existing:
-            delete_cluster(existing)
+            delete_cluster(existing, user=user)
         catalog = sync_catalog()
         names = item_names(layout, [s.name for s in spec.storage])
-        cluster = Cluster.objects.create(name=spec.name, title=spec.title, description=spec.description,
-                                         spec=spec.source)
-        w = _Writer(cluster, progress)
-        fabrics = [Fabric.objects.create(cluster=cluster, name=f"{spec.name}.{FABRIC_SHORT[role]}", role=role,
-                                         kind=FABRIC_KIND_BY_SPEC[f.kind], speed_gbps=f.speed_gbps)
-                   for role, f in enumerate(spec.fabrics)]
-        storage = [StorageCluster.objects.create(cluster=cluster, name=f"{spec.name}.{s.name}", kind=s.kind)
-                   for s in spec.storage]
-        storage_ids = np.array([s.id for s in storage] or [0])
-        fabric_ids = np.array([f.id for f in fabrics])
-        ids = lambda kind, slugs: np.array([catalog[kind][s] for s in slugs], dtype=np.int64)  # noqa: E731
-
-        nz = len(layout.zone_kind)
-        zone0 = w.write(Zone, nz, {
-            "name": names["zone"], "kind": layout.zone_kind, "number": layout.zone_number,
-            "storage_cluster_id": [None if s < 0 else int(storage_ids[s]) for s in layout.zone_storage.tolist()],
-            "status": _status(nz)})
-        nr = len(layout.rack_zone)
-        rack0 = w.write(Rack, nr, {"name": names["rack"], "serial": _serials("RK", spec.name, nr),
-                                   "status": _status(nr), "zone_id": zone0 + layout.rack_zone,
-                                   "number": layout.rack_number})
-        nh = len(layout.host_rack)
-        host0 = w.write(Host, nh, {"name": names["host"], "serial": _serials("HT", spec.name, nh),
-                                   "status": _status(nh), "rack_id": rack0 + layout.host_rack,
-                                   "platform_id": [catalog["platform"][spec.layout.host_platform]] * nh,
-                                   "slot": layout.host_slot})
-        ng = len(layout.gpu_host)
-        gpu0 = w.write(GPU, ng, {"name": names["gpu"], "serial": _serials("GPU", spec.name, ng),
-                                 "status": _status(ng), "host_id": host0 + layout.gpu_host,
-                                 "model_id": [catalog["gpu"][spec.layout.gpu]] * ng, "slot": layout.gpu_slot,
-                                 "index": np.arange(ng)})
-        nv = len(layout.server_rack)
-        server_models = ids("storage_server", [s.server for s in spec.storage])
-        server0 = w.write(StorageServer, nv, {
-            "name": names["server"], "serial": _serials("SRV", spec.name, nv), "status": _status(nv),
-            "storage_cluster_id": storage_ids[layout.server_storage], "rack_id": rack0 + layout.server_rack,
-            "model_id": server_models[layout.server_storage], "slot": layout.server_slot})
-        nd = len(layout.ssd_server)
-        ssd_models = ids("ssd", [s.ssd for s in spec.storage])
-        w.write(SSD, nd, {"name": names["ssd"], "serial": _serials("SSD", spec.name, nd), "status": _status(nd),
-                          "server_id": server0 + layout.ssd_server,
-                          "model_id": ssd_models[layout.server_storage[layout.ssd_server]],
-                          "slot": layout.ssd_slot})
-        nn = len(layout.nic_fabric)
-        nic0 = w.write(NIC, nn, {
-            "name": names["nic"], "serial": _serials("NIC", spec.name, nn), "status": _status(nn),
-            "fabric_id": fabric_ids[layout.nic_fabric],
-            "host_id": _ids(host0, layout.nic_host),
-            "storage_server_id": _ids(server0, layout.nic_server),
-            "gpu_id": _ids(gpu0, layout.nic_gpu),
-            "model_id": ids("nic", layout.nic_models)[layout.nic_model], "slot": layout.nic_slot})
-        ns = len(layout.switch_tier)
-        switch_rack = layout.switch_rack()
-        switch0 = w.write(Switch, ns, {
-            "name": names["switch"], "serial": _serials("SW", spec.name, ns), "status": _status(ns),
-            "fabric_id": fabric_ids[layout.switch_fabric],
-            "model_id": ids("switch", layout.switch_models)[layout.switch_model], "tier": layout.switch_tier,
-            "role": [layout.tier_names[(f, t)] for f, t in zip(layout.switch_fabric.tolist(),
-                                                                layout.switch_tier.tolist())],
-            "zone_id": _ids(zone0, layout.switch_zone),
-            "rack_id": _ids(rack0, switch_rack),
-            "group": layout.switch_group, "member": layout.switch_member})
-        np_ = len(layout.port_slot)
-        port0 = w.write(Port, np_, {
-            "name": names["port"], "status": _status(np_),
-            "switch_id": _ids(switch0, layout.port_switch),
-            "nic_id": _ids(nic0, layout.port_nic),
-            "slot": layout.port_slot, "speed_gbps": layout.port_speed_gbps})
-        nl = len(layout.link_a)
-        w.write(Link, nl, {
-            "name": names["link"], "serial": _serials("CBL", spec.name, nl), "status": _status(nl),
-            "fabric_id": fabric_ids[layout.link_fabric], "tier": layout.link_tier,
-            "a_port_id": port0 + layout.link_a, "b_port_id": port0 + layout.link_b,
-            "a_switch_id": _ids(switch0, layout.port_switch[layout.link_a]),
-            "b_switch_id": switch0 + layout.port_switch[layout.link_b],
-            "speed_gbps": layout.link_speed_gbps, "cable_id": ids("cable", layout.cable_models)[layout.link_cable]})
+        cluster = Cluster.objects.create(**{"name": spec.name, "title": spec.title, "description": spec.description,
+                                            "spec": spec.source, **(attrs or {})})
+        b = _Build(spec, layout, names, catalog, _Writer(cluster, progress))
+        for step in (_write_fabrics_and_storage, _write_sites, _write_compute, _write_storage, _write_network):
+            step(b)
+        changelog.write([changelog.entry(ChangeAction.CREATE, Cluster, cluster.id, cluster.name, cluster.id, user,
+                                         after={**changelog.snapshot(cluster), "rows": b.writer.rows},
+                                         cluster_names={cluster.id: cluster.name})])
     analyze(CLUSTER_TABLES)
-    return BuildResult(cluster, created=True, rows=w.rows)
+    return BuildResult(cluster, created=True, rows=b.writer.rows)

@@ -25,6 +25,14 @@ def not_active_rows(queryset) -> list[tuple[int, str]]:
     return list(queryset.filter(status__in=NOT_ACTIVE).order_by("status").values_list("id", "status"))
 
 
+class ChangeAction(models.TextChoices):
+    """What a change-log entry (``ObjectChange``) records."""
+
+    CREATE = "create", "Created"
+    UPDATE = "update", "Updated"
+    DELETE = "delete", "Deleted"
+
+
 class FabricRole(models.IntegerChoices):
     BACKEND = layout.FABRIC_BACKEND, "Backend (GPU to GPU)"
     FRONTEND = layout.FABRIC_FRONTEND, "Frontend (hosts and storage)"

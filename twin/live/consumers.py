@@ -1,7 +1,8 @@
 """WebSocket consumers: ``ws/runs/<id>/`` and ``ws/clusters/<name>/``.
 
 On connect: authenticate (twin.live.auth), join the stream's group, send ONE JSON text message (metadata, index
-tables, the stream's last sequence number and its snapshot URL), then only binary frames (twin.live.frames).
+tables, the stream's last sequence number and its snapshot URL), then binary frames (twin.live.frames) and, on a
+cluster's stream, JSON text events (``{"type": "inventory", ...}``: docs/live.md).
 Close codes: 4401 not authenticated (or a bad token), 4404 no such run or cluster. The socket is accepted before
 closing so that browsers see the code (a refused handshake only shows as HTTP 403).
 Query parameters: ``token=<key>``; ``index=0`` leaves the link id/name tables out of the metadata.
@@ -57,6 +58,10 @@ class LiveConsumer(AsyncWebsocketConsumer):
 
     async def live_frame(self, event):
         await self.send(bytes_data=event["frame"])
+
+    async def live_event(self, event):
+        """A JSON event of the stream (twin.live.publish.send_event), e.g. an inventory change: a text message."""
+        await self.send(text_data=event["text"])
 
     def describe(self, with_tables: bool) -> dict | None:
         raise NotImplementedError

@@ -18,6 +18,7 @@ down) is logged and the run goes on.
 """
 from __future__ import annotations
 
+import json
 import logging
 import time
 
@@ -135,3 +136,30 @@ class RunPublisher:
             transaction.on_commit(send)
         else:
             send()
+
+
+# ------------------------------------------------------------------------------------------ JSON events
+EVENT_MESSAGE_TYPE = "live.event"   # handled by LiveConsumer.live_event: the JSON goes out as a text message
+
+
+def send_event(stream: str, message: dict) -> None:
+    """Send a JSON message to a stream's group as a text message (an inventory change: docs/live.md). Events are
+    not numbered nor kept for resync: a client that reconnects reloads what they describe."""
+    layer = get_channel_layer()
+    async_to_sync(layer.group_send)(store.group_name(stream),
+                                    {"type": EVENT_MESSAGE_TYPE, "text": json.dumps(message, separators=(",", ":"))})
+
+
+def publish_cluster_event(cluster_id: int, message: dict) -> None:
+    """Send ``message`` on the cluster's stream once the current transaction commits (never for a rollback; at once
+    outside a transaction). Never raises into the caller: a failure (Redis down) is logged."""
+    def send():
+        try:
+            send_event(store.cluster_stream(cluster_id), message)
+        except Exception:  # noqa: BLE001 - a live view must never fail an inventory write
+            log.exception("live: could not publish an event on cluster %s", cluster_id)
+
+    if transaction.get_connection().in_atomic_block:
+        transaction.on_commit(send)
+    else:
+        send()

@@ -38,12 +38,9 @@ class ClusterBase(InventorySerializer):
         return attrs
 
     def create(self, validated_data):
-        cluster = build_cluster(validated_data["parsed_spec"]).cluster
-        for key in ("title", "description", "status"):
-            if key in validated_data:
-                setattr(cluster, key, validated_data[key])
-        cluster.save()
-        return cluster
+        request = self.context.get("request")
+        attrs = {key: validated_data[key] for key in ("title", "description", "status") if key in validated_data}
+        return build_cluster(validated_data["parsed_spec"], user=getattr(request, "user", None), attrs=attrs).cluster
 
 
 SERIALIZERS = {model: serializer_for(model, brief=("id", "url", "display", "slug", "name"))

@@ -1,3 +1,4 @@
+from twin.inventory.api.changes import ChangeViewSet
 from twin.inventory.api.views import ENDPOINTS, VIEWSETS
 
 
@@ -5,3 +6,4 @@ def register(router):
     for model, segment in ENDPOINTS.items():
         router.register(f"inventory/{segment}", VIEWSETS[model], basename=segment.removesuffix("s")
                         if segment != "switches" else "switch")
+    router.register("inventory/changes", ChangeViewSet, basename="change")

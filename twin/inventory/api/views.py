@@ -14,7 +14,6 @@ from twin.api.permissions import InventoryPermission
 from twin.inventory import models as m
 from twin.inventory import topology
 from twin.inventory.api.serializers import SERIALIZERS
-from twin.inventory.builder import delete_cluster
 from twin.inventory.filtersets import FILTERSETS
 
 # URL segment under /api/inventory/ and route name of each model.
@@ -36,9 +35,6 @@ def viewset_for(model, **attrs):
 
 
 class ClusterViewSet(viewset_for(m.Cluster)):
-    def perform_destroy(self, instance):
-        delete_cluster(instance)  # one DELETE per table, not a per-object cascade over 300k rows
-
     @extend_schema(responses=OpenApiTypes.OBJECT, filters=False, parameters=[])
     @action(detail=True, filter_backends=[], pagination_class=None)
     def summary(self, request, pk=None):
