@@ -38,6 +38,19 @@ def env_bool(name: str, default: bool) -> bool:
     raise SettingError(name, f"{raw!r} is not a boolean (use true/false, yes/no, 1/0)")
 
 
+def env_int(name: str, default: int, minimum: int | None = None) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise SettingError(name, f"{raw!r} is not a whole number") from None
+    if minimum is not None and value < minimum:
+        raise SettingError(name, f"{value} is below {minimum}")
+    return value
+
+
 def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 

@@ -5,9 +5,27 @@ from twin import env
 
 BASE_DIR = env.BASE_DIR
 SECRET_KEY = env.secret_key()
-DEBUG = env.env_bool("DEBUG", True)
+# Off by default: with DEBUG on, anyone who reaches the port (any user of a shared machine reaches 127.0.0.1) gets
+# tracebacks with the settings in them. Errors are logged on the console either way.
+DEBUG = env.env_bool("DEBUG", False)
 ALLOWED_HOSTS = env.env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = env.env_list("CSRF_TRUSTED_ORIGINS", "")
+
+# HTTPS behind a TLS proxy (docs/operations.md): TWIN_HTTPS=true trusts the proxy's X-Forwarded-Proto, redirects
+# plain HTTP (but /healthz, which health checks ask from inside the network), and sets secure cookies and HSTS, as
+# `manage.py check --deploy` asks.
+TWIN_HTTPS = env.env_bool("TWIN_HTTPS", False)
+if TWIN_HTTPS:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = True
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env.env_int("TWIN_HSTS_SECONDS", 365 * 24 * 3600, minimum=0)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env.env_bool("TWIN_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env.env_bool("TWIN_HSTS_PRELOAD", False)
+    if not SECURE_HSTS_PRELOAD:
+        # Asking browsers to preload the domain is the domain owner's decision, not the twin's default.
+        SILENCED_SYSTEM_CHECKS = ["security.W021"]
 
 INSTALLED_APPS = [
     "daphne",
