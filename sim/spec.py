@@ -212,6 +212,28 @@ def _cable(catalog: Catalog, slug: str, field: str, speed: int) -> None:
 
 def _parse_fabric(t: _Table, role: str, catalog: Catalog, layout: LayoutSpec,
                   storage_leaf_downlinks: list[int], storage_zone_racks: list[int]) -> FabricSpec:
+    """One fabric (``backend`` or ``frontend``): its NICs, then its tiers, each checked against the ports of its
+    switch model; the frontend's leaves and spines also serve the storage racks and zones."""
+    frontend = role == "frontend"
+    kind, nic, nics_per_host, speed, nic_speed = _fabric_nics(t, role, catalog, layout)
+    leaf, lt = _switch_tier(t, "leaf", catalog)
+    spine, st = _switch_tier(t, "spine", catalog)
+    core, ct = _switch_tier(t, "core", catalog, required=False) or (None, None)
+    leaf_down = [leaf.hosts_per_switch * nics_per_host] + (storage_leaf_downlinks if frontend else [])
+    _check_leaf(catalog, layout, leaf, lt, spine, st, leaf_down, speed, nic_speed)
+    zone_leaves = [layout.hosts_per_zone // leaf.hosts_per_switch] + (storage_zone_racks if frontend else [])
+    spine = _spine_uplinks(catalog, leaf, spine, st, zone_leaves, speed)
+    zones = layout.zones + (len(storage_zone_racks) if frontend else 0)
+    _check_core(catalog, t, spine, st, core, ct, zones, speed)
+    lt.done()
+    st.done()
+    t.done()
+    return FabricSpec(role, kind, nic, nics_per_host, speed, nic_speed, leaf, spine, core)
+
+
+def _fabric_nics(t: _Table, role: str, catalog: Catalog, layout: LayoutSpec):
+    """``(kind, nic, nics_per_host, speed_gbps, nic_speed_gbps)`` of a fabric, checked against the platform's NIC
+    slots (one backend NIC per GPU) and the NIC model's speed."""
     kind = t.str("kind", BACKEND_KINDS) if role == "backend" else t.str("kind", ("ethernet",), default="ethernet")
     nic = t.str("nic")
     nic_model = catalog.get("nic", nic, t.field("nic"))
@@ -231,27 +253,29 @@ def _parse_fabric(t: _Table, role: str, catalog: Catalog, layout: LayoutSpec,
     nic_speed = nic_model["speed_gbps"]
     if speed > nic_speed:
         raise SpecError(t.field("speed_gbps"), speed, f"is faster than NIC model {nic} ({nic_speed}G)")
+    return kind, nic, nics_per_host, speed, nic_speed
 
-    def tier(key, required=True):
-        tt = t.table(key, required)
-        if tt is None:
-            return None
-        spec = SwitchTierSpec(
-            name=tt.str("name"), model=tt.str("model"), cable=tt.str("cable"),
-            uplinks=tt.int("uplinks", minimum=0, default=0) if key != "core" else 0,
-            hosts_per_switch=tt.int("hosts_per_switch") if key == "leaf" else 0,
-            per_zone=tt.int("per_zone") if key == "spine" else 0,
-            per_plane=tt.int("per_plane") if key == "core" else 0,
-        )
-        catalog.get("switch", spec.model, tt.field("model"))
-        return spec, tt
 
-    leaf, lt = tier("leaf")
-    spine, st = tier("spine")
-    core_t = tier("core", required=False)
-    core, ct = core_t if core_t else (None, None)
+def _switch_tier(t: _Table, key: str, catalog: Catalog, required: bool = True):
+    """``(SwitchTierSpec, its table)`` of tier ``key`` (leaf, spine or core), or None for a missing optional one."""
+    tt = t.table(key, required)
+    if tt is None:
+        return None
+    spec = SwitchTierSpec(
+        name=tt.str("name"), model=tt.str("model"), cable=tt.str("cable"),
+        uplinks=tt.int("uplinks", minimum=0, default=0) if key != "core" else 0,
+        hosts_per_switch=tt.int("hosts_per_switch") if key == "leaf" else 0,
+        per_zone=tt.int("per_zone") if key == "spine" else 0,
+        per_plane=tt.int("per_plane") if key == "core" else 0,
+    )
+    catalog.get("switch", spec.model, tt.field("model"))
+    return spec, tt
 
-    # Leaf: hosts_per_switch hosts (all their NICs of this fabric) below, uplinks spread over the zone's spines.
+
+def _check_leaf(catalog: Catalog, layout: LayoutSpec, leaf: SwitchTierSpec, lt: _Table, spine: SwitchTierSpec,
+                st: _Table, leaf_down: list[int], speed: int, nic_speed: int) -> None:
+    """Leaf: ``hosts_per_switch`` hosts (all their NICs of this fabric) below, uplinks spread over the zone's
+    spines; ``leaf_down``: the downlinks of each kind of leaf (compute, then storage racks)."""
     if layout.hosts_per_zone % leaf.hosts_per_switch:
         raise SpecError(lt.field("hosts_per_switch"), leaf.hosts_per_switch,
                         f"does not divide the {layout.hosts_per_zone} hosts of a zone")
@@ -260,15 +284,16 @@ def _parse_fabric(t: _Table, role: str, catalog: Catalog, layout: LayoutSpec,
     if leaf.uplinks % spine.per_zone:
         raise SpecError(lt.field("uplinks"), leaf.uplinks,
                         f"does not spread evenly over the {spine.per_zone} spines of a zone ({st.field('per_zone')})")
-    leaf_down = [leaf.hosts_per_switch * nics_per_host] + (storage_leaf_downlinks if role == "frontend" else [])
     for down in leaf_down:
         _switch_ports(catalog, leaf, lt.path, down, leaf.uplinks, max(speed, nic_speed))
     _cable(catalog, leaf.cable, lt.field("cable"), nic_speed)
 
-    # Spine: one port group per leaf of its zone below; uplinks given, or derived from an oversubscription.
+
+def _spine_uplinks(catalog: Catalog, leaf: SwitchTierSpec, spine: SwitchTierSpec, st: _Table,
+                   zone_leaves: list[int], speed: int) -> SwitchTierSpec:
+    """Spine: one port group per leaf of its zone below (``zone_leaves``: leaves per zone, compute zones first);
+    uplinks given, or derived from an ``oversubscription``. Returns the spine with its uplinks."""
     per_pair = leaf.uplinks // spine.per_zone
-    compute_leaves = layout.hosts_per_zone // leaf.hosts_per_switch
-    zone_leaves = [compute_leaves] + (storage_zone_racks if role == "frontend" else [])
     spine_down = [n * per_pair for n in zone_leaves]
     if st.has("oversubscription"):
         if st.has("uplinks"):
@@ -282,27 +307,28 @@ def _parse_fabric(t: _Table, role: str, catalog: Catalog, layout: LayoutSpec,
     for down in spine_down:
         _switch_ports(catalog, spine, st.path, down, spine.uplinks, speed)
     _cable(catalog, spine.cable, st.field("cable"), speed)
+    return spine
 
-    zones = layout.zones + (len(storage_zone_racks) if role == "frontend" else 0)
+
+def _check_core(catalog: Catalog, t: _Table, spine: SwitchTierSpec, st: _Table, core: SwitchTierSpec | None,
+                ct: _Table | None, zones: int, speed: int) -> None:
+    """Core: required to join several zones; each plane's ``per_plane`` switches share the spine uplinks of every
+    zone evenly."""
     if core is None:
         if spine.uplinks:
             raise SpecError(st.field("uplinks"), spine.uplinks, "needs a core tier above to connect to")
         if zones > 1:
             raise SpecError(t.field("core"), None, f"is required: {zones} zones need a core tier to join them")
-    else:
-        if spine.uplinks < 1:
-            raise SpecError(st.field("uplinks"), spine.uplinks, "must be at least 1 when a core tier is given")
-        if spine.uplinks % core.per_plane:
-            raise SpecError(st.field("uplinks"), spine.uplinks,
-                            f"does not spread evenly over the {core.per_plane} core switches of a plane "
-                            f"({ct.field('per_plane')})")
-        _switch_ports(catalog, core, ct.path, zones * (spine.uplinks // core.per_plane), 0, speed, blame="per_plane")
-        _cable(catalog, core.cable, ct.field("cable"), speed)
-        ct.done()
-    lt.done()
-    st.done()
-    t.done()
-    return FabricSpec(role, kind, nic, nics_per_host, speed, nic_speed, leaf, spine, core)
+        return
+    if spine.uplinks < 1:
+        raise SpecError(st.field("uplinks"), spine.uplinks, "must be at least 1 when a core tier is given")
+    if spine.uplinks % core.per_plane:
+        raise SpecError(st.field("uplinks"), spine.uplinks,
+                        f"does not spread evenly over the {core.per_plane} core switches of a plane "
+                        f"({ct.field('per_plane')})")
+    _switch_ports(catalog, core, ct.path, zones * (spine.uplinks // core.per_plane), 0, speed, blame="per_plane")
+    _cable(catalog, core.cable, ct.field("cable"), speed)
+    ct.done()
 
 
 def _parse_storage(t: _Table, catalog: Catalog) -> StorageSpec:
@@ -366,8 +392,9 @@ def parse_spec(data: dict, catalog: Catalog | None = None) -> ClusterSpec:
     backend = _parse_fabric(top.table("backend"), "backend", catalog, layout, [], [])
     frontend = _parse_fabric(top.table("frontend"), "frontend", catalog, layout, storage_leaf_down,
                              storage_zone_racks)
-    spec = ClusterSpec(name=name, title=top.str("title", default=name), description=top.str("description", default=name),
-                       layout=layout, backend=backend, frontend=frontend, storage=storage, source=data)
+    spec = ClusterSpec(name=name, title=top.str("title", default=name),
+                       description=top.str("description", default=name), layout=layout, backend=backend,
+                       frontend=frontend, storage=storage, source=data)
     top.done()
     return spec
 
