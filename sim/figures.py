@@ -43,8 +43,8 @@ DEFAULT_SEEDS = 4
 QUICK_PRESET = "demo-256"
 QUICK_JOBS = (32, 64, 128)
 QUICK_SEEDS = 2
-OPTIMIZED_QPS = 16                      # QPs per GPU pair for LLM training (Gangidi et al., SIGCOMM 2024, in
-                                        # docs/sources.md)
+OPTIMIZED_QPS = 16                      # QPs per GPU pair for LLM training (Gangidi et al., SIGCOMM 2024,
+                                        # docs/sources.md [S2])
 
 
 @dataclass(frozen=True)

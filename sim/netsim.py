@@ -38,9 +38,10 @@ rails carries one channel), 400 GB/s on 400G NICs, what nccl-tests reports for m
 AllToAll it is about one NIC's bandwidth. Per-link utilization = bytes carried / (capacity x T), the hottest links
 with the flows that cross them, and every flow's rate.
 
-Assumptions (configurable in :class:`LatencyModel`): base RTT 22 us on RoCE (REFERENCE.md: Meta's measured base RTT);
-5 us on InfiniBand (assumption: NDR switch hops of ~0.1-0.2 us, NIC-to-NIC RDMA latency of a few us); 1 us per
-NVLink hop (assumption, the order of NCCL's own NVLink latency constants).
+Assumptions (configurable in :class:`LatencyModel`): base RTT 22 us on RoCE (Meta's measured base RTT: Gangidi et
+al., SIGCOMM 2024, in docs/sources.md [S2]); 5 us on InfiniBand (assumption: NDR switch hops of ~0.1-0.2 us,
+NIC-to-NIC RDMA latency of a few us); 1 us per NVLink hop (assumption, the order of NCCL's own NVLink latency
+constants).
 """
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ from sim.progress import silent, span, weighted
 
 IDX = np.int64
 NVLINK_DIRECTIONS = 2          # nvlink_bandwidth counts both directions
-BASE_RTT = {"roce": 22e-6, "infiniband": 5e-6}   # seconds (RoCE: REFERENCE.md; InfiniBand: assumption)
+BASE_RTT = {"roce": 22e-6, "infiniband": 5e-6}   # seconds (RoCE: docs/sources.md [S2]; InfiniBand: assumption)
 NVLINK_HOP_LATENCY = 1e-6      # seconds per NVLink hop (assumption)
 GB = 1e9                       # nccl-tests' GB/s
 EVENT_MERGE = 1e-2             # event-driven phases merge completions within 1 % of the makespan's lower bound

@@ -39,7 +39,7 @@ How each switch picks among its ``n`` valid choices (``W`` = all of them when no
   recompute on failures: a flow whose pinned port is down (or cannot reach the destination) falls back to the switch's
   5-tuple ECMP over the valid ports, landing on top of other pinned flows. Both are balanced for contiguous jobs and
   degrade with fragmented placement (many sources pinned onto the same destination slices) or failed links, the
-  behaviour Meta reports (more than 30 % lower; Gangidi et al., SIGCOMM 2024, in docs/sources.md).
+  behaviour Meta reports (more than 30 % lower; Gangidi et al., SIGCOMM 2024, docs/sources.md [S2]).
 
 Complexity: the tables cost O(spines x leaves + planes x cores x leaves) once (0.01-0.3 s at 131k GPUs); routing F
 flows is O(F) vectorized numpy work per hop, no per-flow Python loop. A (switch, destination) whose next hops are all
