@@ -1,6 +1,7 @@
 // The fabric page: the backend fabric of one cluster as it behaves. fabric.json gives the structure in live link
 // order (fabric-model.js); the cluster's live stream (docs/live.md) brings per-link utilization, which repaints the
-// tier heatmaps (heatmap.js) and refreshes the zone, rack and switch aggregates and the hottest links.
+// tier heatmaps (heatmap.js) and refreshes the zone, rack and switch aggregates and the hottest links, and
+// inventory events (a link or switch whose status changed), which reload the statuses and top the change list.
 // Drill-down: zone -> its racks and spines -> one switch and its ports (/api/inventory/switches/<id>/neighbors/).
 import { countCell, LiveRows, pct as pctOf, updateRows, utilCell } from "./fabric-cells.js";
 import { applyStatus, buildModel, FabricStats, LINK_NIC_LEAF, linkIndex, rowBlocks } from "./fabric-model.js";
@@ -11,7 +12,9 @@ import { api, COLORS, esc, fmt, live, markReady, timeFrame, toast, UTIL_GRADIENT
 const root = document.getElementById("fabric");
 const cluster = root.dataset.cluster;
 const $ = (id) => document.getElementById(id);
-const STATUS_REFRESH_MS = 30000, FAILED_SHOWN = 200, HEATMAP_MAX_HEIGHT = 420;
+const DETAILS_RETRY_MS = 30000, FAILED_SHOWN = 200, HEATMAP_MAX_HEIGHT = 420;
+const CHANGES_SHOWN = 20, CHANGED_MODELS = ["link", "switch"];   // the change list: status changes of these
+const STATUS_DEBOUNCE_MS = 250;                     // inventory events closer than this: one status reload
 const LINK_DETAILS_BATCH = 500;                     // links.json's limit (fabric_data.LINK_DETAILS_MAX)
 
 const state = {
@@ -68,7 +71,7 @@ async function fetchDetails() {
     }
   } catch (e) {
     toast(`Link names: ${e.message}`);
-    setTimeout(() => ids.forEach((id) => detailsAsked.delete(id)), STATUS_REFRESH_MS);    // then asked again
+    setTimeout(() => ids.forEach((id) => detailsAsked.delete(id)), DETAILS_RETRY_MS);     // then asked again
   }
 }
 
@@ -443,6 +446,60 @@ async function refreshStatus() {
   }
 }
 
+// --- inventory changes -----------------------------------------------------------------------------------------
+
+const changes = [];                                 // change-list lines, newest first: {model, id, name, before, ...}
+let statusTimer = null;
+
+/** An inventory event of this cluster (docs/live.md): statuses reloaded once for a burst of events, the link and
+ *  switch status changes on top of the list (the whole list reloaded when the event left some out). */
+function onInventory(msg) {
+  const fabricChanged = msg.changes.some((c) => ["link", "switch", "port"].includes(c.model));
+  if (fabricChanged || msg.truncated) {
+    for (const c of msg.changes) if (c.model === "link") details.delete(c.id);   // its cached status is stale
+    clearTimeout(statusTimer);
+    statusTimer = setTimeout(refreshStatus, STATUS_DEBOUNCE_MS);
+  }
+  if (msg.truncated) { loadChanges(); return; }
+  const lines = msg.changes.filter((c) => CHANGED_MODELS.includes(c.model) && c.field === "status");
+  if (!lines.length) return;
+  changes.unshift(...lines.reverse());
+  changes.length = Math.min(changes.length, CHANGES_SHOWN);
+  renderChanges(lines.length);
+}
+
+async function loadChanges() {
+  const query = new URLSearchParams({ cluster, field: "status", limit: String(CHANGES_SHOWN) });
+  for (const model of CHANGED_MODELS) query.append("model", model);
+  try {
+    const body = await api(`/api/inventory/changes/?${query}`);
+    changes.splice(0, changes.length, ...body.results.map((r) => ({
+      model: r.model, id: r.object_id, name: r.object_name, field: "status", before: r.before?.status,
+      after: r.after?.status, by: r.user_name || null, at: r.time })));
+    renderChanges(0);
+  } catch (e) {
+    toast(`Status changes: ${e.message}`);
+  }
+}
+
+/** "link rtsw.z00.000:16~ctsw.z00.s00:0  active → failed  10:02:13 alice", the ``fresh`` newest ones marked. */
+function renderChanges(fresh) {
+  const table = $("change-list"), m = state.model;
+  table.dataset.count = String(changes.length);
+  $("changes-note").textContent = changes.length ? `last ${changes.length}` : "";
+  if (!changes.length) {
+    table.innerHTML = '<tbody><tr><td class="muted">No status change logged.</td></tr></tbody>';
+    return;
+  }
+  table.innerHTML = "<tbody>" + changes.map((c, k) => {
+    const when = new Date(c.at).toTimeString().slice(0, 8);
+    return `<tr class="${k < fresh ? "fresh" : ""}" data-model="${esc(c.model)}" data-id="${c.id}"
+      title="${esc(new Date(c.at).toString())}"><td><a href="/inventory/${esc(c.model)}/${c.id}/" class="mono">
+      ${esc(c.model)} ${esc(m.short(c.name))}</a></td><td>${badge(c.before ?? "–")} → ${badge(c.after ?? "–")}</td>
+      <td class="muted">${when} ${esc(c.by ?? "system")}</td></tr>`;
+  }).join("") + "</tbody>";
+}
+
 // The drill-down is kept in the URL's hash (#zone=3&switch=1234), so a reload or a shared link shows it again.
 function saveHash() {
   const parts = [];
@@ -479,13 +536,19 @@ async function start() {
   markReady({ links: state.model.L });
   restoreHash();
 
+  loadChanges();
+  let connected = false;
   live(`/ws/clusters/${encodeURIComponent(cluster)}/`, {
     query: { index: "0" }, seq: snap?.seq ?? 0,        // the snapshot just applied: no second fetch
+    onMeta() {                                         // a reconnection: events may have been missed meanwhile
+      if (connected) { refreshStatus(); loadChanges(); }
+      connected = true;
+    },
     onFrame(frame, merged) {
       timeFrame(() => { if (takeFrame(frame, merged.link_util ?? null)) refresh(); });
     },
+    onEvent(msg) { if (msg.type === "inventory") onInventory(msg); },
   });
-  setInterval(refreshStatus, STATUS_REFRESH_MS);
 }
 
 start();

@@ -177,7 +177,7 @@ def test_the_page_renders_its_hooks(client, demo):
     assert 'data-wait-ready="1"' in page and 'data-cluster="demo-256"' in page
     assert 'data-data-url="/clusters/demo-256/fabric.json"' in page
     for hook in ('id="heatmaps"', 'id="hottest-links"', 'id="fabric-run"', 'id="zone-table"', 'id="switch-panel"',
-                 "js/fabric.js", "css/fabric.css"):
+                 'id="change-list"', "js/fabric.js", "css/fabric.css"):
         assert hook in page
     assert 'aria-current="page">Fabric<' in page
 

@@ -199,6 +199,38 @@ def test_status_form_with_the_permission_and_the_patch_it_sends(demo):
     assert bad.status_code == 400 and "status" in bad.json()
 
 
+# --- change log -----------------------------------------------------------------------------------------------
+
+def test_an_item_page_lists_its_last_changes_newest_first(demo):
+    link = m.Link.objects.filter(cluster=demo).first()
+    client = login(["change_link"])
+    html = page(client, url("link", link.id)).content.decode()
+    assert 'id="change-list"' in html and "No change logged." in html
+    for status in ("failed", "maintenance", "active"):
+        client.patch(f"/api/inventory/links/{link.id}/", {"status": status}, content_type="application/json")
+    response = page(client, url("link", link.id))
+    assert [(c.user_name, c.summary) for c in response.context["changes"]] == [
+        ("engineer", "status maintenance → active"), ("engineer", "status failed → maintenance"),
+        ("engineer", "status active → failed")]
+    html = response.content.decode()
+    assert "status failed → maintenance" in html and f"object_id={link.id}" in html
+    # the cluster's page shows its build, by the system
+    [build] = page(client, url("cluster", demo.id)).context["changes"]
+    assert build.user_name == "" and build.summary.startswith("created (") and build.summary.endswith(" rows)")
+
+
+def test_an_item_page_lists_at_most_its_last_changes(demo):
+    from twin.inventory import actions
+    from twin.web.views.inventory.changes import ITEM_CHANGES
+
+    link = m.Link.objects.filter(cluster=demo).first()
+    for k in range(ITEM_CHANGES + 1):
+        actions.set_status(m.Link, [link.id], "failed" if k % 2 == 0 else "active")
+    response = page(Client(), url("link", link.id))
+    assert len(response.context["changes"]) == ITEM_CHANGES and response.context["more_changes"]
+    assert "all in the API" in response.content.decode()
+
+
 # --- search ---------------------------------------------------------------------------------------------------
 
 def hits(response):

@@ -2,9 +2,11 @@
 
 The spec is expanded by ``sim.layout.expand`` (the same arrays the engine simulates); every array becomes a
 column. Primary keys are reserved up front (``bulk.reserve_ids``) so rows reference each other by
-``base + layout index``. An error anywhere rolls the whole build back: nothing is half-written. The build is split by what it writes:
-the named parents (fabrics, storage clusters), the sites (zones, racks), compute (hosts, GPUs), storage (servers,
-SSDs) and the network (NICs, switches, ports, links), each step a function of the shared ``_Build``.
+``base + layout index``. An error anywhere rolls the whole build back: nothing is half-written.
+
+A build is split by what it writes, each step a function of the shared ``_Build``: the named parents (fabrics,
+storage clusters), the sites (zones, racks), compute (hosts, GPUs), storage (servers, SSDs) and the network (NICs,
+switches, ports, links).
 """
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ from twin.inventory.models import GPU, Cluster, Host, Link, StorageServer, Switc
 from twin.web.access import readable
 from twin.web.context import about_cluster
 
+from .changes import item_changes
 from .items import PAGES, paginate
 from .kinds import KINDS, SEARCHABLE, SIMULATED, breadcrumb
 from .search import MATCH_CAP, STATUS_FILTERS, search
@@ -71,8 +72,8 @@ def _status_hint(kind) -> str:
 
 @readable
 def item(request, kind: str, pk: int):
-    """One item: its header (name, serial, model, status, location, API and admin links, status form) and what its
-    kind's page function adds (children with counts, neighbours)."""
+    """One item: its header (name, serial, model, status, location, API and admin links, status form), what its
+    kind's page function adds (children with counts, neighbours) and its last changes."""
     k = KINDS.get(kind)
     if k is None:
         raise Http404(f"no inventory kind {kind!r}")
@@ -89,7 +90,7 @@ def item(request, kind: str, pk: int):
                    statuses=Status.choices, status_hint=_status_hint(k), simulated=kind in SIMULATED)
     rows = PAGES[kind](request, obj)
     _add_labels(rows, cluster_name + ".")
-    ctx.update(rows)
+    ctx.update(rows, **item_changes(kind, pk))
     return render(request, f"web/inventory/{kind}.html", ctx)
 
 
