@@ -26,8 +26,8 @@ Section (8-byte header, then the data padded with zeros to a multiple of 4 bytes
     8      n    data     count * itemsize bytes, then padding
 
 Link utilization goes as Uint8 quantized over the link's capacity: byte = round(util * LINK_UTIL_SCALE),
-util = byte / LINK_UTIL_SCALE (255: resolution 0.4 %). 56,256 links of meta-roce-24k take 56,296 bytes per frame with the header; Float16 (also
-supported, SECTION_LINK_UTIL with dtype 2) would take 112 KB, over the 64 KB budget.
+util = byte / LINK_UTIL_SCALE (255: resolution 0.4 %). 56,256 links of meta-roce-24k take 56,296 bytes per frame
+with the header; Float16 (also supported, SECTION_LINK_UTIL with dtype 2) would take 112 KB, over the 64 KB budget.
 
 Every code table of the format is declared here once; :func:`tables` hands them to clients (the stream's metadata,
 and the copy embedded in every page), so the browser decodes with the server's own tables.
@@ -123,7 +123,7 @@ class Frame:
 
 
 def quantize_util(util) -> np.ndarray:
-    """Utilization (0..1, floats) -> uint8 0..255; NaN -> 0, out-of-range values clamped."""
+    """Utilization (0..1, floats) -> uint8 0..LINK_UTIL_SCALE; NaN -> 0, out-of-range values clamped."""
     a = np.nan_to_num(np.asarray(util, dtype=np.float32), nan=0.0, posinf=1.0, neginf=0.0)
     return np.rint(np.clip(a, 0.0, 1.0) * float(LINK_UTIL_SCALE)).astype(np.uint8)
 
