@@ -482,7 +482,7 @@ async function loadChanges() {
   }
 }
 
-/** "link rtsw.z00.000:16~ctsw.z00.s00:0  active → failed  10:02:13 alice", the ``fresh`` newest ones marked. */
+/** "link rtsw.z00.000:16 ~ ctsw.z00.s00:0  active → failed  10:02:13 alice", the ``fresh`` newest ones lit. */
 function renderChanges(fresh) {
   const table = $("change-list"), m = state.model;
   table.dataset.count = String(changes.length);
@@ -493,9 +493,10 @@ function renderChanges(fresh) {
   }
   table.innerHTML = "<tbody>" + changes.map((c, k) => {
     const when = new Date(c.at).toTimeString().slice(0, 8);
+    const label = c.name.split("~").map((end) => m.short(end)).join(" ~ ");     // a link: both ends, short
     return `<tr class="${k < fresh ? "fresh" : ""}" data-model="${esc(c.model)}" data-id="${c.id}"
       title="${esc(new Date(c.at).toString())}"><td><a href="/inventory/${esc(c.model)}/${c.id}/" class="mono">
-      ${esc(c.model)} ${esc(m.short(c.name))}</a></td><td>${badge(c.before ?? "–")} → ${badge(c.after ?? "–")}</td>
+      ${esc(c.model)} ${esc(label)}</a></td><td>${badge(c.before ?? "–")} → ${badge(c.after ?? "–")}</td>
       <td class="muted">${when} ${esc(c.by ?? "system")}</td></tr>`;
   }).join("") + "</tbody>";
 }
