@@ -38,6 +38,7 @@ class Grid {
     this.clusterName = clusterName;
     this.n = D.gpus.count;
     this.nLinks = D.links.count;
+    this.active = D.status_names.indexOf("active");    // the inventory status code of a usable item
     const max = (a) => a.reduce((m, v) => (v > m ? v : m), -1);
     this.dims = { zones: D.zones.name.length, racks: max(D.racks.pos) + 1, hosts: max(D.hosts.pos) + 1,
                   gpus: max(D.gpus.slot) + 1 };
@@ -76,12 +77,12 @@ class Inventory {
   constructor(grid) { this.grid = grid; }
 
   set(s) {
-    const n = this.grid.n;
+    const n = this.grid.n, active = this.grid.active;
     this.status = Uint8Array.from(s.status);
     this.reasons = new Uint8Array(n);
     s.unusable.gpu.forEach((g, k) => { this.reasons[g] = s.unusable.reasons[k]; });
-    this.blocked = Uint8Array.from(this.status, (v, i) => (v !== 0 || this.reasons[i] !== 0 ? 1 : 0));
-    this.hostStatus = new Uint8Array(this.grid.D.hosts.id.length);
+    this.blocked = Uint8Array.from(this.status, (v, i) => (v !== active || this.reasons[i] !== 0 ? 1 : 0));
+    this.hostStatus = new Uint8Array(this.grid.D.hosts.id.length).fill(active);
     s.hosts_not_active.host.forEach((h, k) => { this.hostStatus[h] = s.hosts_not_active.status[k]; });
   }
 }
@@ -221,11 +222,11 @@ function colorize(mode, grid, inv, liveRuns, health, colors) {
     return { byRun, idle, unusable, perZone };
   }
   if (mode === "health") {
-    const cat = new Uint32Array(health.length), partDown = health.length - 1;
+    const cat = new Uint32Array(health.length), partDown = health.length - 1, active = grid.active;
     for (let i = 0; i < n; i++) {
-      const k = status[i] !== 0 ? status[i] : (reasons[i] | liveUnusable[i]) !== 0 ? partDown : 0;
+      const k = status[i] !== active ? status[i] : (reasons[i] | liveUnusable[i]) !== 0 ? partDown : active;
       colors[i] = health[k].px; cat[k] += 1;
-      if (k !== 0) perZone[gpuZone[i]] += 1;
+      if (k !== active) perZone[gpuZone[i]] += 1;
     }
     return { cat, perZone };
   }
@@ -465,7 +466,7 @@ class GridView {
                  reasons & (1 << D.reason_names.indexOf("no cable")) ? "no NIC cable" : "",
                  lr.unusable[i] && !reasons && st === "active" ? "so says the last run" : ""].filter(Boolean);
     const hostSt = D.status_names[inv.hostStatus[h]];
-    const hs = inv.hostStatus[h] ? ` <span class="badge ${hostSt}">host ${hostSt}</span>` : "";
+    const hs = inv.hostStatus[h] !== grid.active ? ` <span class="badge ${hostSt}">host ${hostSt}</span>` : "";
     const l = D.gpus.link[i], run = lr.runOf[i];
     this.el.tooltip.innerHTML = `<div class="tt-title">GPU ${fmt.int(grid.gpuIndex(i))} `
       + `<span class="muted">slot ${D.gpus.slot[i]}</span></div>`
