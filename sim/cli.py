@@ -167,12 +167,11 @@ def format_seeds(seeded) -> str:
 
 
 def _figure(args, bar: Bar) -> int:
-    from sim.figures import FIGURES, QUICK_SEEDS, make_figure, writable_dir
+    from sim.figures import FIGURES, QUICK_SEEDS, make_figure
     if args.name not in FIGURES:
         raise UsageError(f"unknown figure {args.name!r}: choose one of {', '.join(FIGURES)}")
     given = values_from_args(args, FIGURE)
     params = FIGURE.validate(given)
-    writable_dir(args.out)
     seeds = params["seeds"] if "seeds" in given or not args.quick else QUICK_SEEDS
     paths = make_figure(args.name, args.out, preset=args.preset, jobs=params["jobs"], seeds=seeds,
                         size=params["size"], quick=args.quick, background=params["background"], progress=bar)

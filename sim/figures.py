@@ -294,7 +294,7 @@ def _write_data(rows, summary, meta, out_base: Path) -> list[Path]:
     return [csv_path, json_path]
 
 
-def _infiniband_twin(preset: str, say=lambda message: None):
+def _infiniband_twin(preset: str, say):
     """A preset's cluster with an InfiniBand backend of the same shape (for the quick comparison)."""
     import tomllib
 

@@ -19,10 +19,10 @@ Conventions
 - A link of capacity 0 gives rate 0 to every flow crossing it.
 - A link listed twice for one flow is counted twice (the flow loads it twice); paths should list distinct links.
 
-The flow-level network simulator (:mod:`sim.netsim`) calls :func:`max_min_rates` once per phase of a collective
-(every step of a ring has the same flows), and at every event of :func:`sim.netsim.simulate_flows` (AllToAll, and
-the other jobs of a busy cluster sharing the links). Rates are bytes/s throughout, loads are bytes/s, capacities
-bytes/s.
+The flow-level network simulator (:mod:`sim.netsim`) calls :func:`max_min_rates` once per synchronous phase of a
+collective (every step of a ring has the same flows; the flows of other jobs in a busy cluster join the same solve)
+and at every event of :func:`sim.netsim.simulate_flows` (AllToAll). That is all it serves today. Rates are bytes/s
+throughout, loads are bytes/s, capacities bytes/s.
 """
 from __future__ import annotations
 

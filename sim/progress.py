@@ -90,7 +90,7 @@ class Bar:
         return f"[{'#' * done}{'.' * (self.width - done)}] {100 * self.fraction:5.1f} %  {self.message}"
 
     def close(self) -> None:
-        """End the bar's line on a terminal."""
-        if self.enabled and self.tty:
+        """End the bar's line on a terminal (if it drew one)."""
+        if self.enabled and self.tty and self._drawn:
             self.stream.write("\n")
             self.stream.flush()

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from sim.layout import STATUS_DRAINED, STATUS_FAILED, expand
-from sim.routing import ROUTINGS, NoPathError, default_routing, route, routing_tables, splitmix64
+from sim.routing import ROUTINGS, NoPathError, default_routing, max_path_links, route, routing_tables, splitmix64
 from sim.spec import load_spec, parse_spec
 from sim.topology import topology_from_layout
 
@@ -87,6 +87,14 @@ def test_a_two_tier_single_zone_fabric(routing):
     src, dst = all_pairs(topo)
     ptr, links = route(topo, src, dst, np.arange(len(src)) % 3, routing)
     check_paths(topo, src, dst, ptr, links)
+    # and the longest path follows the tiers: 4 links on two tiers, 6 on three
+    assert max_path_links(topo) == np.diff(ptr).max() == 4
+
+
+def test_the_longest_path_follows_the_fabric_tiers(demo):
+    src, dst = all_pairs(demo)
+    ptr, _ = route(demo, src, dst)
+    assert max_path_links(demo) == np.diff(ptr).max() == 6
 
 
 @pytest.mark.parametrize("s,d,count", [(0, 200, 2048), (3, 100, 64), (0, 9, 1)])

@@ -116,3 +116,31 @@ def test_an_unknown_preset_is_refused_with_the_presets():
     with pytest.raises(SpecError) as info:
         load_spec("meta-roce-48k")
     assert "meta-roce-24k" in str(info.value)
+
+
+def _nested(depth):
+    value = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("suffix, text", [
+    (".json", '{"name": "deep", "layout": ' + "[" * 100_000 + "]" * 100_000 + "}"),
+    (".toml", "name = 'deep'\nlayout = " + "[" * 100_000 + "]" * 100_000 + "\n"),
+    (".json", '{"name": "deep", "backend": {"leaf": ' + "[" * 40 + "]" * 40 + "}}"),
+])
+def test_a_deeply_nested_spec_file_is_refused_naming_the_file(tmp_path, suffix, text):
+    path = tmp_path / f"deep{suffix}"
+    path.write_text(text)
+    with pytest.raises(SpecError) as info:
+        load_spec(str(path))
+    assert info.value.field == "spec" and info.value.value == str(path)
+    assert "nested" in info.value.reason and str(path) in str(info.value)
+
+
+def test_a_deeply_nested_spec_dict_is_refused_naming_the_field():
+    error = refused(lambda d: d["backend"].update(leaf=_nested(10_000)))
+    assert error.field == "backend" and "nested more than 16" in error.reason
+    error = refused(lambda d: d.update(extra={"a": list(range(100_000)), "b": _nested(12)}))
+    assert error.field == "extra" and "not a known field" in str(error) and len(str(error)) < 200   # value cut short
