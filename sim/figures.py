@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sim.errors import UsageError
 from sim.progress import Progress, fractions_only, silent, span, weighted
 
 GIB = 1 << 30
@@ -373,7 +374,6 @@ def make_figure(name: str, out_dir, preset: str | None = None, jobs=None, seeds:
 
 def writable_dir(path) -> Path:
     """``path`` as a directory that exists (created if missing) and can be written, or a UsageError saying why."""
-    from sim.errors import UsageError
     out = Path(path)
     try:
         out.mkdir(parents=True, exist_ok=True)
