@@ -1,5 +1,5 @@
 // /experiments/figure/ : the published AllGather figure. A form starts a `figure` run on a cluster (its fields come
-// from the server's FigureParams), the table lists past figure runs with live progress, and the panels of the
+// from the figure kind's parameter declaration, sim/params.py FIGURE), the table lists past figure runs with live progress, and the panels of the
 // chosen run (?run=<id>, else the newest that succeeded) are drawn with the published claim beside them.
 import { api, errorText, esc, markReady, toast } from "./twin.js";
 import { fieldHtml, lockForm, pageData, readFields, showErrors, startRun } from "./run_form.js";
@@ -27,7 +27,7 @@ form.addEventListener("submit", (ev) => {
 
 function cells(r) {
   return `<td><a href="/experiments/${r.id}/">#${r.id}</a></td><td>${esc(clusterName.get(r.cluster?.id) ?? "")}</td>
-    <td>${esc(paramsText(r.kind, r.params))}</td><td>${statusBadge(r.status)}</td><td>${progressBar(r.progress)}</td>
+    <td>${esc(paramsText(r))}</td><td>${statusBadge(r.status)}</td><td>${progressBar(r.progress)}</td>
     <td class="muted nowrap">${shortTime(r.created_at)}</td>`;
 }
 
@@ -36,7 +36,7 @@ async function show(run) {
   tbody.querySelectorAll("tr").forEach((tr) => tr.classList.toggle("selected", Number(tr.dataset.run) === run.id));
   document.getElementById("figure-title").innerHTML = `Panels of run <a href="/experiments/${run.id}/">#${run.id}</a>
     <span class="muted">on ${esc(clusterName.get(run.cluster?.id) ?? "")}</span>`;
-  if (run.kind !== "figure") {
+  if (run.view !== "figure") {
     out.innerHTML = `<p class="bad">Run #${run.id} is a ${esc(run.kind)} run, not a figure run.</p>`;
     return;
   }
@@ -47,7 +47,7 @@ async function show(run) {
     return;
   }
   const res = await api(`/api/runs/${run.id}/results/?arrays=none`);
-  renderFigure(out, res.summary, page.published);
+  renderFigure(out, res.summary, { published: page.published, run });
 }
 
 // a run that ends is drawn if it is the one shown, or if none is shown yet

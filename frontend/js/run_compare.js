@@ -1,9 +1,10 @@
 // /experiments/compare/?runs=1,2,3 : runs side by side. The parameters table highlights what differs, the headline
-// table gives each run's figures, and one chart draws every run's busbw against message size with its roofline.
+// table gives each run's headline figures (as the server declares them per kind: median, and the spread over
+// seeds), and one chart draws every run's busbw against message size with its roofline (the median run's).
 import { api, esc, fmt, markReady, toast } from "./twin.js";
 import { PALETTE } from "./chart.js";
 import { pageData } from "./run_form.js";
-import { busbwChart, paramsText, paramValue, pct, statusBadge } from "./run_results.js";
+import { busbwChart, figureText, paramsText, paramValue, pct, statusBadge } from "./run_results.js";
 
 const { runs: ids } = pageData("compare-page");
 const clusterName = new Map(pageData("clusters-info").map((c) => [c.id, c.name]));
@@ -27,15 +28,21 @@ function headlineTable(runs) {
   const s = (r) => r.summary ?? {};
   const last = (r) => s(r).rows?.[s(r).rows.length - 1];
   const hot = (r) => s(r).hottest_links?.[0];
+  // every headline figure any of the runs has, in order of appearance
+  const figures = new Map();
+  for (const r of runs) for (const h of r.headline ?? []) if (!figures.has(h.key)) figures.set(h.key, h);
+  const figure = (key) => (r) => {
+    const h = (r.headline ?? []).find((x) => x.key === key);
+    return h && h.value != null ? esc(figureText(h.value, h.format)) : "–";
+  };
   const lines = [
     ["status", (r) => statusBadge(r.status)],
-    ["what", (r) => esc(paramsText(r.kind, r.params))],
-    ["normalized busbw (largest size)", (r) => pct(s(r).norm_busbw)],
-    ["busbw at the largest size",
-     (r) => (last(r) ? `${last(r).busbw_GBps.toFixed(1)} GB/s at ${fmt.bytes(last(r).size)}` : "–")],
-    ["large-message limit", (r) => pct(s(r).limit_norm_busbw)],
+    ["what", (r) => esc(paramsText(r))],
+    ...[...figures.values()].map((h) => [esc(h.label), figure(h.key)]),
+    ["largest size (table)",
+     (r) => (last(r) ? `${last(r).busbw_GBps.toFixed(1)} GB/s at ${fmt.bytes(last(r).size)}
+       <span class="muted">${esc(s(r).table_of ?? "")}</span>` : "–")],
     ["roofline", (r) => fmt.GBps(s(r).roofline_GBps)],
-    ["seed spread", (r) => (s(r).seeds ? `${pct(s(r).norm_busbw_min)} – ${pct(s(r).norm_busbw_max)}` : "–")],
     ["hottest link",
      (r) => (hot(r) ? `${pct(hot(r).utilization)} <span class="muted mono">${esc(hot(r).name)}</span>` : "–")],
   ];

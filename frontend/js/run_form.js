@@ -1,5 +1,6 @@
-// The forms that start runs (POST /api/runs/). Their fields, defaults, bounds and choices come from the server
-// (the parameter serializers of twin/runs/kinds.py, passed into the page as JSON): nothing is listed twice here.
+// The forms that start runs (POST /api/runs/). Their fields, defaults, bounds and choices come from the server (each
+// kind's parameter declaration, sim/params.py, passed into the page as JSON by twin/runs/params.py form_fields):
+// nothing is listed twice here. Types: int, float, bool, choice, text, size, sizes, int_list.
 // A 400 answer is shown next to the field it names (and as a toast); a created run opens its page.
 import { api, ApiError, errorText, esc, fmt, toast } from "./twin.js";
 
@@ -42,7 +43,7 @@ export function parseValue(f, text) {
     }
     return n;
   }
-  if (f.type === "list") return t.split(/[\s,]+/).filter(Boolean).map((x) => parseValue({ type: "int" }, x));
+  if (f.type === "int_list") return t.split(/[\s,]+/).filter(Boolean).map((x) => parseValue({ type: "int" }, x));
   if (f.type === "bool") return ["1", "true", "yes", "on"].includes(t.toLowerCase());
   return t;
 }

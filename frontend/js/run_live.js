@@ -55,8 +55,9 @@ export function followSweep(sweep, cluster, children, { onFrame = () => {}, onAd
 
 /** Follow runs by id. sync(runs) opens streams for the unfinished ones and closes those no longer listed;
  *  onFrame(id, frame) applies a frame (for a sweep: {progress} from its children), onEnd(id) runs once when a run
- *  is seen finished (final frame, or a run that ended while connecting). */
-export function runStreams(finished, { onFrame, onEnd }) {
+ *  is seen finished (final frame, or a run that ended while connecting), onDeleted(id) when its stream says it was
+ *  deleted ({type: "run_deleted"}). */
+export function runStreams(finished, { onFrame, onEnd, onDeleted = () => {} }) {
   const streams = new Map(), sweeps = new Map();
   const close = (id) => {
     streams.get(id)?.close();
@@ -83,13 +84,16 @@ export function runStreams(finished, { onFrame, onEnd }) {
       for (const id of [...streams.keys()]) if (!runs.some((r) => r.id === id)) close(id);
       for (const r of runs) {
         if (finished.has(r.status) || streams.has(r.id)) continue;
-        const sweep = r.kind === "sweep";
+        const sweep = r.view === "sweep";
         streams.set(r.id, live(`/ws/runs/${r.id}/`, {
           query: { index: "0" },
           onMeta(meta) {
             if (!meta.run) return;
             if (finished.has(meta.run.status)) end(r.id);
             else if (sweep && !sweeps.has(r.id)) followChildren(r, meta.cluster.name);
+          },
+          onEvent(message) {
+            if (message.type === "run_deleted") { close(r.id); onDeleted(r.id); }
           },
           onFrame(frame) {
             timeFrame(() => onFrame(r.id, sweep ? { ...frame, progress: null } : frame));
@@ -104,12 +108,13 @@ export function runStreams(finished, { onFrame, onEnd }) {
 /**
  * A table body of runs kept live: show(runs, empty) draws one row per run (<tr data-run>, its cells from
  * cells(run)), or the `empty` row when there is none, and follows the unfinished ones; when a run ends it is
- * fetched again, its row redrawn, then onEnd(run) runs.
+ * fetched again, its row redrawn, then onEnd(run) runs; when one is deleted its row goes.
  */
 export function liveRunRows(tbody, finished, cells, { rowClass = "", onEnd = () => {} } = {}) {
   const rowOf = (id) => tbody.querySelector(`tr[data-run="${id}"]`);
   const streams = runStreams(finished, {
     onFrame: (id, frame) => applyRowFrame(rowOf(id), frame),
+    onDeleted: (id) => rowOf(id)?.remove(),
     async onEnd(id) {
       try {
         const r = await api(`/api/runs/${id}/`);

@@ -1,7 +1,10 @@
-// What a run's results look like, per kind: collective (busbw and algbw against message size with the roofline,
-// the nccl-tests table, hottest links, seed spread), fabric_health, sweep (combinations table, bars, lines against a
-// numeric axis) and figure (the published AllGather figure's panels beside the published claims). Shared by the run,
-// compare and figure pages; each function fills an element from a run's summary (GET /api/runs/<id>/results/).
+// What a run's results look like, by the name of the result view its kind declares (the server sends it as
+// `run.view`; VIEWS maps it to a function): collective (busbw and algbw against message size with the roofline, the
+// nccl-tests table of the median run, hottest links, seed spread), fabric_health, figure (the published AllGather
+// figure's panels beside the published claims) and summary (any other kind: its headline figures and its summary).
+// Sweeps (combinations table, bars, lines against a numeric axis) are drawn by run_view.js with the helpers below.
+// A figure over several seeds is {median, min, max}; the server sends each run's headline figures (`run.headline`:
+// key, label, format, value) and its parameters in one line (`run.params_text`): nothing here is per kind.
 import { esc, fmt } from "./twin.js";
 import { barChart, lineChart, PALETTE, sizeLabel } from "./chart.js";
 
@@ -26,26 +29,28 @@ export const statusBadge = (status) => `<span class="badge ${esc(status)}">${esc
 export const progressBar = (progress) => `<div class="progress" data-progress="${progress}">
   <span style="width:${progress}%"></span></div>`;
 
-/** A run's parameters in one line (lists and tables). */
-export function paramsText(kind, p = {}) {
-  if (kind === "collective") {
-    return [p.collective, `${fmt.int(p.gpus)} GPUs`, p.placement, p.routing ?? "default routing",
-            `${p.qps} QP${p.qps > 1 ? "s" : ""}`, p.sizes, p.algorithm !== "ring" ? p.algorithm : null,
-            p.seeds > 1 ? `${p.seeds} seeds` : null].filter(Boolean).join(" · ");
-  }
-  if (kind === "sweep") {
-    const axes = Object.entries(p.sweep ?? {}).map(([k, v]) => `${k} ∈ {${v.map(orDefault).join(", ")}}`);
-    return `${p.kind}: ${axes.join(" × ")}`;
-  }
-  if (kind === "figure") {
-    return [p.figure, `jobs ${(p.jobs ?? []).join(", ") || "default"}`, `${p.seeds} seeds`,
-            p.background ? null : "no busy cluster"].filter(Boolean).join(" · ");
-  }
-  if (kind === "fabric_health") {
-    return [p.gpus ? `${fmt.int(p.gpus)} GPUs` : "every usable GPU", p.sizes, p.routing ?? "default routing"]
-      .join(" · ");
-  }
-  return Object.entries(p).map(([k, v]) => `${k}=${v}`).join(" ");
+/** A run's parameters in one line (lists and tables), as its kind words them on the server. */
+export const paramsText = (run) => run.params_text
+  ?? Object.entries(run.params ?? {}).map(([k, v]) => `${k}=${paramValue(v)}`).join(" ");
+
+/** The number a figure stands for: itself, or the median of {median, min, max}. */
+export const median = (v) => (v !== null && typeof v === "object" ? v.median : v);
+const FORMATS = { pct: (x) => pct(x), GBps: (x) => fmt.GBps(x), int: (x) => fmt.int(x), text: (x) => String(x ?? "–") };
+/** A figure as text in its format: "41.2 %", or over seeds "41.2 % (38.0 – 45.1 %)" when they differ. */
+export function figureText(value, format = "pct") {
+  const f = FORMATS[format] ?? FORMATS.text;
+  if (value === null || typeof value !== "object") return f(value);
+  return value.min === value.max ? f(value.median) : `${f(value.median)} (${f(value.min)} – ${f(value.max)})`;
+}
+/** The CSS class of a figure (good / fair / bad) for a share such as normalized busbw. */
+export const figureClass = (value, format = "pct") => (format === "pct" ? normClass(median(value)) : "");
+/** A run's first headline figure, as the runs list shows it (a sweep's is its best child's). */
+export function headlineCell(run) {
+  const h = run.headline?.[0];
+  if (!h || h.value == null) return "–";
+  const f = FORMATS[h.format] ?? FORMATS.text;
+  return `<span class="${figureClass(h.value, h.format)}" title="${esc(h.label)}: ${esc(figureText(h.value, h.format))}">${
+    esc(f(median(h.value)))}</span>`;
 }
 
 /** A row of headline figures: [value, label, class?]. */
@@ -121,7 +126,7 @@ const SEED_BARS = 10;                   // at most this many bars in a run's dis
 const SEEDS_OPEN = 8;                   // the list of every seed starts open up to this many seeds
 
 /** How many seeds reached each normalized busbw (%): one bar per value (to 0.1 %) when there are few distinct
- *  values, else one per equal range between the lowest and the highest. */
+ *  values, else one per equal range between the lowest and the highest. `seeds`: the summary's per_seed. */
 function seedBars(seeds) {
   const values = seeds.map((x) => 100 * x.norm_busbw).filter(Number.isFinite);
   const counts = new Map();
@@ -139,43 +144,49 @@ function seedBars(seeds) {
 /** The spread over seeds: its range, how the seeds are distributed (.seed-bars, drawn from seedBars()) and every
  *  seed in a list that folds (hundreds of seeds would make the page thousands of pixels long). */
 function seedsHtml(s) {
-  if (!s.seeds?.length) {
+  if (!(s.per_seed?.length > 1)) {
     return '<h3>Seeds</h3><p class="muted">one seed (routing hash and placement); run several to see the spread</p>';
   }
-  const row = (x) => `<tr><td class="num">${x.seed}</td>
-    <td class="num ${normClass(x.norm_busbw)}">${pct(x.norm_busbw)}</td>
+  const row = (x) => `<tr${x.seed === s.median_seed ? ' class="best" title="the median run"' : ""}>
+    <td class="num">${x.seed}</td><td class="num ${normClass(x.norm_busbw)}">${pct(x.norm_busbw)}</td>
     <td class="num">${pct(x.limit_norm_busbw)}</td></tr>`;
-  const n = s.seeds.length;
+  const n = s.per_seed.length, b = s.norm_busbw;
   return `<h3>Spread over ${n} seeds</h3>
-    <p>normalized busbw ${pct(s.norm_busbw_min)} – ${pct(s.norm_busbw_max)} (mean ${pct(s.norm_busbw)}); seeds per
-      value:</p><div class="seed-bars"></div>
+    <p>normalized busbw: median ${pct(b.median)}, ${pct(b.min)} – ${pct(b.max)}; the table and hottest links are the
+      ${esc(s.table_of)}. Seeds per value:</p><div class="seed-bars"></div>
     <details class="seed-list"${n <= SEEDS_OPEN ? " open" : ""}><summary>every seed (${n})</summary>
     <table class="data compact"><thead><tr><th class="num">seed</th><th class="num">norm busbw</th>
-    <th class="num">large-message limit</th></tr></thead><tbody>${s.seeds.map(row).join("")}</tbody></table></details>`;
+    <th class="num">large-message limit</th></tr></thead><tbody>${s.per_seed.map(row).join("")}</tbody></table>
+    </details>`;
 }
 
-/** collective: headline figures, the busbw/algbw chart with its roofline, the nccl-tests table, hottest links. */
-export function renderCollective(el, s, { cluster }) {
-  const last = s.rows?.[s.rows.length - 1];
-  const over = s.seeds ? " (mean over seeds)" : "";
-  el.innerHTML = `${figureCards([
-    [pct(s.norm_busbw), `normalized busbw at ${last ? sizeLabel(last.size) : "–"}${over}`, normClass(s.norm_busbw)],
-    [fmt.GBps(s.busbw_GBps), "busbw at the largest size"],
-    [pct(s.limit_norm_busbw), "large-message limit (bandwidth term)", normClass(s.limit_norm_busbw)],
+/** Cards of a run's headline figures (from the server's `run.headline`). */
+function headlineCards(headline, extra = []) {
+  const over = (v) => (v !== null && typeof v === "object" && v.min !== v.max ? " (median over seeds)" : "");
+  return figureCards([...headline.map((h) => [figureText(h.value, h.format), `${h.label}${over(h.value)}`,
+                                              figureClass(h.value, h.format)]), ...extra]);
+}
+
+/** collective: headline figures, the busbw/algbw chart with its roofline, the nccl-tests table and hottest links
+ *  of the median run, the spread over seeds. */
+export function renderCollective(el, s, { cluster, run }) {
+  el.innerHTML = `${headlineCards(run.headline, [
     [fmt.GBps(s.roofline_GBps), "roofline"],
     [`${fmt.int(s.ranks)} ranks`, `${fmt.int(s.hosts)} hosts, ${s.fabric}`],
     [`${s.routing} · ${s.qps} QP`, `${s.placement} placement`]])}
     <div class="grid-2 results-grid">
-      <section class="panel"><h3>${esc(s.collective)} (${esc(s.algorithm)}): bus bandwidth</h3>
+      <section class="panel"><h3>${esc(s.collective)} (${esc(s.algorithm)}): bus bandwidth
+        <span class="muted">of the ${esc(s.table_of)}</span></h3>
         <div class="busbw-chart" id="busbw-chart"></div></section>
-      <section class="panel"><h3>nccl-tests</h3>${ncclTable(s.rows ?? [])}</section></div>
+      <section class="panel"><h3>nccl-tests <span class="muted">(${esc(s.table_of)})</span></h3>
+        ${ncclTable(s.rows ?? [])}</section></div>
     <div class="grid-2 results-grid">
       <section class="panel"><h3>Hottest links</h3>${hottestTable(s.hottest_links, cluster)}</section>
       <section class="panel">${seedsHtml(s)}</section></div>`;
   busbwChart(el.querySelector(".busbw-chart"), [{ name: "run", summary: s }], { algbw: true });
-  if (s.seeds?.length) {
+  if (s.per_seed?.length > 1) {
     barChart(el.querySelector(".seed-bars"),
-             { bars: seedBars(s.seeds), format: (n) => (Number.isInteger(n) ? fmt.int(n) : "") });   // seed counts
+             { bars: seedBars(s.per_seed), format: (n) => (Number.isInteger(n) ? fmt.int(n) : "") });  // seed counts
   }
 }
 
@@ -183,7 +194,7 @@ export function renderCollective(el, s, { cluster }) {
 export function renderFabricHealth(el, s, { cluster }) {
   const verdict = s.healthy ? "healthy" : "unhealthy";
   el.innerHTML = `<p class="health"><span class="badge ${s.healthy ? "succeeded" : "failed"}">${verdict}</span>
-    normalized busbw ${pct(s.norm_busbw)} against a threshold of ${pct(s.threshold, 0)}${
+    normalized busbw ${pct(median(s.norm_busbw))} against a threshold of ${pct(s.threshold, 0)}${
     s.problem ? ` — <span class="bad">${esc(s.problem)}</span>` : ""}</p>${figureCards([
     [fmt.int(s.job_gpus), "GPUs in the AllGather"], [fmt.int(s.usable_gpus), `usable of ${fmt.int(s.gpus)}`],
     [fmt.int(s.unreachable_gpus), "GPUs no job can use", s.unreachable_gpus ? "bad" : ""],
@@ -199,55 +210,59 @@ export function renderFabricHealth(el, s, { cluster }) {
 // --------------------------------------------------------------------------------------------------- sweeps
 const comboLabel = (names, r) => names.map((n) => `${n}=${orDefault(r[n])}`).join(" ");
 
-/** A sweep's children (rows with run, axis values, status, progress, figures) as a table; rows carry data-run so
- *  that live frames can update them. */
-export function sweepTable(axes, rows, best) {
+/** A sweep's children (rows with run, axis values, status, progress and the swept kind's headline figures, their
+ *  medians over seeds) as a table; rows carry data-run so that live frames can update them. `headline`: the swept
+ *  kind's headline declarations ({key, label, format}). */
+export function sweepTable(axes, rows, best, headline) {
   const names = Object.keys(axes);
   const row = (r) => `<tr data-run="${r.run}"${best?.run === r.run ? ' class="best"' : ""}>
     <td><a href="/experiments/${r.run}/">#${r.run}</a></td>
     ${names.map((n) => `<td>${esc(orDefault(r[n]))}</td>`).join("")}
     <td>${statusBadge(r.status)}</td><td>${progressBar(r.progress ?? (r.status === "succeeded" ? 100 : 0))}</td>
-    <td class="num ${normClass(r.norm_busbw)}">${pct(r.norm_busbw)}</td><td class="num">${fmt.GBps(r.busbw_GBps)}</td>
-    <td class="num">${pct(r.limit_norm_busbw)}</td><td class="muted">${esc(r.error || r.worker || "")}</td></tr>`;
+    ${headline.map((h) => `<td class="num ${figureClass(r[h.key], h.format)}" title="${esc(figureText(r[h.key], h.format))}">${
+      esc((FORMATS[h.format] ?? FORMATS.text)(median(r[h.key])))}</td>`).join("")}
+    <td class="muted">${esc(r.error || r.worker || "")}</td></tr>`;
   return `<table class="data compact sweep-children"><thead><tr><th>run</th>${
-    names.map((n) => `<th>${esc(n)}</th>`).join("")}<th>status</th><th>progress</th><th class="num">norm busbw</th>
-    <th class="num">busbw</th><th class="num">limit</th><th>worker</th></tr></thead>
-    <tbody>${rows.map(row).join("")}</tbody></table>`;
+    names.map((n) => `<th>${esc(n)}</th>`).join("")}<th>status</th><th>progress</th>${
+    headline.map((h) => `<th class="num" title="${esc(h.label)} (median over seeds)">${esc(h.label)}</th>`).join("")}
+    <th>worker</th></tr></thead><tbody>${rows.map(row).join("")}</tbody></table>`;
 }
 
-/** The bar chart of normalized busbw per combination, the best one highlighted. */
-export function sweepBars(el, axes, rows, best) {
+/** The bar chart of the ranking figure (`key`, a share: its median) per combination, the best one highlighted. */
+export function sweepBars(el, axes, rows, best, key) {
   const names = Object.keys(axes);
   barChart(el, { format: (v) => `${(100 * v).toFixed(0)} %`, max: 1, refLines: [{ value: 0.9, label: "90 %" }],
                  highlight: rows.findIndex((r) => r.run === best?.run),
-                 bars: rows.map((r) => ({ label: comboLabel(names, r), value: r.norm_busbw,
+                 bars: rows.map((r) => ({ label: comboLabel(names, r), value: median(r[key]) ?? null,
                                           href: `/experiments/${r.run}/`, note: r.status })) });
 }
 
-/** Normalized busbw against the sweep's last numeric axis (e.g. qps), one line per combination of the other axes
- *  (e.g. per routing). Draws nothing when no axis is numeric. */
-export function sweepLines(el, axes, rows) {
+/** The ranking figure (`key`, a share: its median) against the sweep's last numeric axis (e.g. qps), one line per
+ *  combination of the other axes (e.g. per routing). Draws nothing when no axis is numeric. */
+export function sweepLines(el, axes, rows, key, label) {
   const numeric = Object.entries(axes).filter(([, v]) => v.length > 1 && v.every((x) => typeof x === "number"));
   if (!numeric.length) return;
   const [name, values] = numeric[numeric.length - 1];
   const others = Object.keys(axes).filter((k) => k !== name);
   const groups = new Map();
   for (const r of rows) {
-    const key = comboLabel(others, r) || "normalized busbw";
-    if (!groups.has(key)) groups.set(key, []);
-    groups.get(key).push({ x: r[name], y: r.norm_busbw == null ? null : 100 * r.norm_busbw });
+    const line = comboLabel(others, r) || label;
+    if (!groups.has(line)) groups.set(line, []);
+    const y = median(r[key]);
+    groups.get(line).push({ x: r[name], y: y == null ? null : 100 * y });
   }
   const xs = [...new Set(values)].sort((a, b) => a - b);
-  lineChart(el, { label: `normalized busbw against ${name}`, height: 260, y: PERCENT_Y, refLines: [NINETY],
+  lineChart(el, { label: `${label} against ${name}`, height: 260, y: { ...PERCENT_Y, label: `${label} (%)` },
+                  refLines: [NINETY],
                   x: { scale: xs[0] > 0 ? "log2" : "linear", ticks: xs, label: name, name, format: String },
-                  series: [...groups].map(([key, pts]) => ({ name: key, points: pts.sort((a, b) => a.x - b.x) })) });
+                  series: [...groups].map(([line, pts]) => ({ name: line, points: pts.sort((a, b) => a.x - b.x) })) });
 }
 
 // --------------------------------------------------------------------------------------------------- figure
 /** The figure's panels (x: job size, log2; y: normalized busbw %, 0-105; median line and min-max band per series;
  *  a 90 % line; the panel's published claims as brackets at the right edge), then a table of each claim against
  *  what this run simulated. `published`: {source, metric, claims: [{panel, groups, low, high, label}]}. */
-export function renderFigure(el, s, published) {
+export function renderFigure(el, s, { published }) {
   const bySeries = new Map(s.series.map((x) => [x.key, x]));
   const points = new Map();
   for (const p of s.summary) {
@@ -292,3 +307,14 @@ export function renderFigure(el, s, published) {
     });
   });
 }
+
+// ---------------------------------------------------------------------------------------------- any kind
+/** summary: any other kind: its headline figures, then its summary as JSON. */
+export function renderSummary(el, s, { run }) {
+  el.innerHTML = `${headlineCards(run.headline ?? [])}
+    <section class="panel"><h3>Summary</h3><pre class="mono">${esc(JSON.stringify(s, null, 1))}</pre></section>`;
+}
+
+/** The result views by the name a kind declares (`run.view`): f(el, summary, {cluster, run, published}). */
+export const VIEWS = { collective: renderCollective, fabric_health: renderFabricHealth, figure: renderFigure,
+                       summary: renderSummary };

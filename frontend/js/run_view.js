@@ -1,22 +1,23 @@
 // /experiments/<id>/ : one run. Its state comes from GET /api/runs/<id>/, its progress live from /ws/runs/<id>/
 // (#run-progress keeps data-progress and data-status current; each frame is applied inside timeFrame()); when the
-// final frame arrives (or the run had already ended) the results are fetched and drawn for the run's kind. A sweep
-// also follows its children on the cluster's stream (one socket for all of them); its bar is their mean progress.
+// final frame arrives (or the run had already ended) the results are fetched and drawn by the result view the server
+// names (`run.view`, run_results.js VIEWS). A sweep also follows its children on the cluster's stream (one socket
+// for all of them); its bar is their mean progress. A deleted run says so.
 import { api, esc, fmt, live, markReady, timeFrame, toast } from "./twin.js";
 import { pageData } from "./run_form.js";
 import { applyRowFrame, followSweep, sweepChildren, sweepProgress } from "./run_live.js";
-import { paramsText, paramValue, pct, renderCollective, renderFabricHealth, renderFigure, sweepBars, sweepLines,
-         sweepTable } from "./run_results.js";
+import { figureText, paramsText, paramValue, pct, sweepBars, sweepLines, sweepTable, VIEWS } from "./run_results.js";
 
 const page = pageData("run-page");
 const published = pageData("published-claims");
 const FINISHED = new Set(pageData("finished-statuses"));
+const KINDS = pageData("run-kinds");        // per kind: label, view, headline declarations, best
 const bar = document.getElementById("run-progress");
 const results = document.getElementById("results");
 let children = new Map();              // a sweep's children: id -> run (progress and status kept live)
 let run = null, runLive = null, childLive = null, finishing = null;
 
-const isSweep = () => run.kind === "sweep";
+const isSweep = () => run.view === "sweep";
 const duration = (a, b) => (a && b ? `${((new Date(b) - new Date(a)) / 1000).toFixed(1)} s` : "–");
 
 function setProgress(progress, status) {
@@ -51,7 +52,7 @@ function showLinks(util) {
 
 /** What inventory the run read: the items that were not active, and the hash of every status array. */
 function inventoryHtml(r) {
-  if (r.kind === "sweep") return "each combination records its own";
+  if (r.view === "sweep") return "each combination records its own";
   const state = r.inventory_state;
   if (!state) return "–";
   const off = Object.entries(state.counts).filter(([, c]) => c.non_active)
@@ -64,9 +65,9 @@ function inventoryHtml(r) {
 function drawHead(r) {
   const attempt = r.attempts > 1 ? ` <span class="warn">(attempt ${r.attempts})</span>` : "";
   document.getElementById("run-facts").innerHTML = `
-    <dt>kind</dt><dd>${esc(r.kind)}</dd>
+    <dt>kind</dt><dd>${esc(KINDS[r.kind]?.label ?? r.kind)}</dd>
     <dt>cluster</dt><dd>${esc(page.cluster)}</dd>
-    <dt>parameters</dt><dd>${esc(paramsText(r.kind, r.params))}</dd>
+    <dt>parameters</dt><dd>${esc(paramsText(r))}</dd>
     <dt>worker</dt><dd>${esc(r.worker || "–")}${attempt}</dd>
     <dt>created</dt><dd>${fmt.time(r.created_at)}${r.created_by ? ` by ${esc(r.created_by)}` : ""}</dd>
     <dt>started</dt><dd>${fmt.time(r.started_at)}
@@ -76,10 +77,9 @@ function drawHead(r) {
     <dt>inventory state</dt><dd>${inventoryHtml(r)}</dd>
     ${r.error ? `<dt>error</dt><dd class="bad mono">${esc(r.error)}</dd>` : ""}
     ${r.notes ? `<dt>notes</dt><dd class="mono pre">${esc(r.notes)}</dd>` : ""}`;
-  const params = r.kind === "sweep"
-    ? [["kind", r.params.kind], ...Object.entries(r.params.params ?? {}),
-       ...Object.entries(r.params.sweep ?? {}).map(([k, v]) => [`${k} (axis)`, v])]
-    : Object.entries(r.params);
+  // nested parameters (a sweep's base parameters and axes) one per row: "sweep.qps"
+  const params = Object.entries(r.params).flatMap(([k, v]) => (v !== null && typeof v === "object" && !Array.isArray(v)
+    ? Object.entries(v).map(([sub, x]) => [`${k}.${sub}`, x]) : [[k, v]]));
   document.getElementById("run-params").innerHTML = params.map(([k, v]) =>
     `<tr><th>${esc(k)}</th><td class="mono">${esc(paramValue(v))}</td></tr>`).join("");
   setProgress(r.progress, r.status);
@@ -93,24 +93,25 @@ async function drawResults() {
     const error = run.error ? `: <span class="mono">${esc(run.error)}</span>` : "";
     results.innerHTML = `<p class="${run.status === "failed" ? "bad" : "muted"}">No results: the run
       ${esc(run.status)}${error}.</p>`;
-  } else if (run.kind === "collective") renderCollective(results, summary, { cluster: page.cluster });
-  else if (run.kind === "fabric_health") renderFabricHealth(results, summary, { cluster: page.cluster });
-  else if (run.kind === "figure") renderFigure(results, summary, published);
-  else results.innerHTML = `<pre class="mono">${esc(JSON.stringify(summary, null, 1))}</pre>`;
+  } else (VIEWS[run.view] ?? VIEWS.summary)(results, summary, { cluster: page.cluster, run, published });
 }
 
 // --------------------------------------------------------------------------------------------------- sweeps
+const swept = () => KINDS[run.params.kind] ?? { headline: [], best: null };
+
 function childRow(c) {
   const s = c.summary ?? {};
-  const row = { run: c.id, status: c.status, progress: c.progress, worker: c.worker, error: c.error,
-                norm_busbw: s.norm_busbw, busbw_GBps: s.busbw_GBps, limit_norm_busbw: s.limit_norm_busbw };
+  const row = { run: c.id, status: c.status, progress: c.progress, worker: c.worker, error: c.error };
+  for (const h of swept().headline) row[h.key] = s[h.key];
   for (const k of Object.keys(run.params.sweep)) row[k] = c.params[k];
   return row;
 }
 
-/** The sweep's results: from its merged summary once it ended, else from its children as they are now. */
+/** The sweep's results: from its merged summary once it ended, else from its children as they are now; figures
+ *  are the swept kind's headline ones, the best child ranked by its `best` figure's median. */
 function drawSweep(summary) {
-  const axes = run.params.sweep, best = summary?.best ?? null;
+  const axes = run.params.sweep, best = summary?.best ?? null, { headline, best: key } = swept();
+  const ranking = headline.find((h) => h.key === key) ?? headline[0] ?? { key: null, label: "", format: "pct" };
   const rows = summary ? summary.children.map((r) => ({ ...r, progress: children.get(r.run)?.progress }))
     : [...children.values()].map(childRow);
   const done = rows.filter((r) => FINISHED.has(r.status)).length;
@@ -119,18 +120,20 @@ function drawSweep(summary) {
   results.innerHTML = `<div class="figures-row">
       <div class="figure"><span class="value">${done} / ${rows.length}</span>
         <span class="label">combinations finished</span></div>
-      ${best ? `<div class="figure"><span class="value ok">${pct(best.norm_busbw)}</span><span class="label">best:
-        ${esc(bestText)} (<a href="/experiments/${best.run}/">#${best.run}</a>)</span></div>` : ""}
+      ${best ? `<div class="figure"><span class="value ok">${esc(figureText(best[ranking.key], ranking.format))}</span>
+        <span class="label">best ${esc(ranking.label)}: ${esc(bestText)}
+        (<a href="/experiments/${best.run}/">#${best.run}</a>)</span></div>` : ""}
       ${summary ? `<div class="figure"><span class="value">${summary.workers.length}</span>
         <span class="label">workers: ${esc(summary.workers.join(", "))}</span></div>` : ""}</div>
     <div class="grid-2 results-grid">
-      <section class="panel"><h3>Combinations</h3>${sweepTable(axes, rows, best)}
+      <section class="panel"><h3>Combinations</h3>${sweepTable(axes, rows, best, headline)}
         ${succeeded.length > 1 ? `<p class="hint"><a href="/experiments/compare/?runs=${succeeded.join(",")}">compare
           their busbw curves</a></p>` : ""}</section>
-      <section class="panel"><h3>Normalized busbw per combination</h3><div class="sweep-bars"></div>
+      <section class="panel"><h3>${esc(ranking.label)} per combination</h3><div class="sweep-bars"></div>
         <div class="sweep-lines"></div></section></div>`;
-  sweepBars(results.querySelector(".sweep-bars"), axes, rows, best);
-  sweepLines(results.querySelector(".sweep-lines"), axes, rows);
+  if (!ranking.key) return;
+  sweepBars(results.querySelector(".sweep-bars"), axes, rows, best, ranking.key);
+  sweepLines(results.querySelector(".sweep-lines"), axes, rows, ranking.key, ranking.label);
 }
 
 /** A running sweep: its children drawn as they are, then kept live; its bar is their mean progress. */
@@ -176,6 +179,12 @@ function follow() {
       if (!meta.run) return;
       timeFrame(() => setProgress(isSweep() ? null : meta.run.progress, meta.run.status));
       if (FINISHED.has(meta.run.status)) finish();                  // it ended while we were connecting
+    },
+    onEvent(message) {
+      if (message.type !== "run_deleted") return;
+      runLive?.close();
+      childLive?.close();
+      results.innerHTML = `<p class="bad">Run #${page.id} was deleted.</p>`;
     },
     onFrame(frame, merged) {
       timeFrame(() => {

@@ -28,7 +28,8 @@ celery_app.conf.task_default_queue = QUEUE
 
 @pytest.fixture(scope="session")
 def _worker_pool(django_db_setup, django_db_blocker, tmp_path_factory):
-    pool = Workers(tmp_path_factory.mktemp("celery"))
+    # The workers also register the test kind of tests/runs/echo_kind.py (what a deployment's own kinds would do).
+    pool = Workers(tmp_path_factory.mktemp("celery"), env={"TWIN_RUN_KIND_MODULES": "tests.runs.echo_kind"})
     try:
         yield pool
     finally:

@@ -38,6 +38,29 @@ def test_a_figure_run_on_demo_draws_every_series_through_a_worker(workers, runne
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_sweep_of_figures_succeeds_and_ranks_by_the_optimized_series(workers, runner, demo):
+    # given a sweep of two tiny figure runs on demo-256 (16-GPU jobs, 1 or 2 seeds, no busy-cluster series)
+    r = runner.post("/api/runs/", {"kind": "sweep", "cluster": "demo-256", "params": {
+        "kind": "figure", "params": {"jobs": [16], "background": False}, "sweep": {"seeds": [1, 2]}}}, format="json")
+    assert r.status_code == 201, r.json()
+    # when the workers run it
+    sweep = finished(runner, r.json()["id"], timeout=90)
+    # then it succeeds: its children are counted by their status (a figure has no norm_busbw)
+    assert sweep["status"] == "succeeded", (sweep["error"], sweep["summary"])
+    s = sweep["summary"]
+    assert (s["succeeded"], s["failed"]) == (2, 0) and s["best_by"] == "optimized_norm_busbw"
+    # and each row carries its child's headline figures, the best being the highest optimized median
+    children = {c["id"]: c for c in runner.get(f"/api/runs/?parent={sweep['id']}").json()["results"]}
+    for row in s["children"]:
+        child = children[row["run"]]["summary"]
+        assert row["optimized_norm_busbw"] == child["optimized_norm_busbw"]
+        top = max((p for p in child["summary"] if p["series"] == "c"), key=lambda p: p["gpus"])
+        assert child["optimized_norm_busbw"] == {k: top[k] for k in ("median", "min", "max")}
+    assert s["best"]["optimized_norm_busbw"]["median"] == max(r["optimized_norm_busbw"]["median"]
+                                                              for r in s["children"])
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_figure_run_can_be_cancelled(workers, runner, demo):
     # given a long figure run in progress (16 seeds of every series)
     run_id = runner.post("/api/runs/", {"kind": "figure", "cluster": "demo-256",
@@ -52,15 +75,16 @@ def test_a_figure_run_can_be_cancelled(workers, runner, demo):
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("params, field, says", [
-    ({"figure": "roce-vs-ib"}, "figure", "two clusters"),
+    ({"figure": "roce-vs-ib"}, "figure", "choose one of allgather-scale"),
     ({"figure": "nonsense"}, "figure", "allgather-scale"),
     ({"jobs": [64, 512]}, "jobs", "512 GPUs asked, demo-256 has 256"),
-    ({"jobs": []}, "jobs", "empty"),
-    ({"jobs": ["many"]}, "jobs", "integer"),
-    ({"jobs": [1]}, "jobs", "greater than or equal to 2"),
-    ({"seeds": 0}, "seeds", "greater than or equal to 1"),
-    ({"background": "maybe"}, "background", "boolean"),
-    ({"size": "1G"}, "size", "unknown parameter"),
+    ({"jobs": []}, "jobs", "non-empty list"),
+    ({"jobs": ["many"]}, "jobs", "whole number"),
+    ({"jobs": [1]}, "jobs", "at least 2"),
+    ({"seeds": 0}, "seeds", "at least 1"),
+    ({"background": "maybe"}, "background", "true or false"),
+    ({"size": "lots"}, "size", "bad size"),
+    ({"colour": "red"}, "colour", "unknown parameter"),
 ])
 def test_a_figure_run_with_bad_params_is_refused_naming_the_field(runner, demo, params, field, says):
     # when a figure run is asked with a bad parameter
@@ -79,7 +103,8 @@ def test_figure_jobs_default_to_the_published_sizes_that_fit_the_cluster(demo):
     assert default_figure_jobs(256) == list(figures.QUICK_JOBS)
     # and a run asked without jobs records the sizes it will use
     assert validate_params("figure", {}, demo) == {"figure": "allgather-scale", "jobs": [32, 64, 128],
-                                                   "seeds": figures.DEFAULT_SEEDS, "background": True}
+                                                   "seeds": figures.DEFAULT_SEEDS, "size": 1 << 30,
+                                                   "background": True}
     assert validate_params("figure", {"jobs": [128, 32, 32]}, demo)["jobs"] == [32, 128]
 
 

@@ -1,6 +1,6 @@
 """The Experiments pages render with the server's data: the runs list and its form (fields and choices from the
-parameter serializers), a finished run, runs compared, the published figure; bad compare requests get a clear
-400/404. Given / when / then."""
+kinds' parameter declarations, sim/params.py), a finished run, runs compared, the published figure; bad compare
+requests get a clear 400/404. Given / when / then."""
 import json
 import re
 
@@ -9,6 +9,7 @@ from django.contrib.auth.models import Permission, User
 
 from sim import figures
 from sim.collectives import COLLECTIVES
+from sim.params import COLLECTIVE, FIGURE, MAX_QPS
 from sim.placement import PLACEMENTS
 from sim.routing import ROUTINGS
 from twin.runs.models import SimulationRun
@@ -41,8 +42,10 @@ def finished_collective(cluster, **params):
     return SimulationRun.objects.create(
         kind="collective", cluster=cluster, status="succeeded", progress=100.0,
         params={"collective": "allgather", "gpus": 64, "routing": None, "qps": 1, **params},
-        summary={"rows": ROWS, "norm_busbw": 0.22, "busbw_GBps": 99.0, "roofline_GBps": 400.0,
-                 "limit_norm_busbw": 0.25, "hottest_links": []})
+        summary={"rows": ROWS, "norm_busbw": {"median": 0.22, "min": 0.2, "max": 0.3},
+                 "busbw_GBps": {"median": 99.0, "min": 90.0, "max": 120.0}, "roofline_GBps": 400.0,
+                 "limit_norm_busbw": {"median": 0.25, "min": 0.25, "max": 0.25}, "hottest_links": [],
+                 "table_of": "median run (seed 1)", "seeds": 3})
 
 
 def test_the_runs_page_gives_the_form_the_servers_fields_and_choices(client, demo):
@@ -53,15 +56,19 @@ def test_the_runs_page_gives_the_form_the_servers_fields_and_choices(client, dem
     assert r.status_code == 200
     assert re.search(r'<a href="/experiments/" [^>]*aria-current="page">Experiments</a>', html)
     assert 'data-wait-ready="1"' in html and 'id="new-run"' in html and 'id="runs-table"' in html
-    # and the form's fields, defaults and choices are the serializer's
+    # and the form's fields, defaults and choices are the declaration's, and it offers the kinds that say so
     schema = page_json(html, "run-form-schema")
     assert schema["kinds"] == ["collective", "sweep"]
+    kinds = page_json(html, "run-kinds")
+    assert [k for k, v in kinds.items() if v["form"]] == schema["kinds"]
+    assert kinds["collective"]["view"] == "collective" and kinds["collective"]["best"] == "norm_busbw"
     fields = {f["name"]: f for f in schema["params"]["collective"]}
     assert set(schema["main"]) <= set(fields)
     assert fields["routing"]["choices"] == list(ROUTINGS) and fields["routing"]["null"] is True
     assert fields["placement"]["choices"] == list(PLACEMENTS) and fields["placement"]["default"] == "topology"
     assert fields["collective"]["choices"] == list(COLLECTIVES)
-    assert fields["qps"] == {**fields["qps"], "type": "int", "min": 1, "max": 1024, "default": 1}
+    assert fields["qps"] == {**fields["qps"], "type": "int", "min": 1, "max": MAX_QPS, "default": 1}
+    assert list(fields) == [p.name for p in COLLECTIVE]
     assert fields["sizes"]["default"] == "1M:1G"
     # and the clusters come with their size and default routing; an anonymous visitor may not start runs
     info = {c["name"]: c for c in page_json(html, "clusters-info")}
@@ -127,13 +134,14 @@ def test_the_figure_page_offers_the_figure_kind_and_the_published_claims(client,
     # when the figure page is opened on it
     r = client.get(f"/experiments/figure/?run={run.pk}")
     html = r.content.decode()
-    # then the form's fields are FigureParams' and the published claims come with the page
+    # then the form's fields are the figure kind's declaration and the published claims come with the page
     assert r.status_code == 200 and 'id="new-figure"' in html
     page = page_json(html, "figure-page")
     assert page["run"] == run.pk
     fields = {f["name"]: f for f in page["params"]}
     assert fields["figure"]["choices"] == ["allgather-scale"]
-    assert fields["seeds"]["default"] == figures.DEFAULT_SEEDS and fields["jobs"]["type"] == "list"
+    assert fields["seeds"]["default"] == figures.DEFAULT_SEEDS and fields["jobs"]["type"] == "int_list"
+    assert list(fields) == [p.name for p in FIGURE]
     claims = page["published"]["claims"]
     assert {c["panel"] for c in claims} == set(range(len(figures.SCALE_PANELS)))
     assert all(0 <= c["low"] < c["high"] <= 1 for c in claims)

@@ -20,46 +20,28 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from sim.layout import STATUS_ACTIVE
-from twin.live.publish import RunPublisher
-from twin.runs.choices import ACTIVE, FINISHED, RunKind, RunStatus
-from twin.runs.constants import setting
-from twin.runs.kinds import combinations, merge_sweep, validate_params
+from twin.runs import publishing, registry
+from twin.runs.choices import ACTIVE, FINISHED, RunStatus
+from twin.runs.constants import EXECUTE_RUN_TASK, FINISH_SWEEP_TASK, SCHEDULE_TASK, setting
+from twin.runs.kinds import combinations, merge_sweep
 from twin.runs.models import RunArray, Scenario, SimulationRun
+from twin.runs.params import validate_params
+from twin.runs.registry import SWEEP
 
 log = logging.getLogger("twin.runs")
-
-
-# ------------------------------------------------------------------------------------------------- publishing
-class SafePublisher:
-    """The live publisher of a run. :class:`RunPublisher` already guards the sending; this also keeps a failure in
-    building a frame from failing the run: it is logged."""
-
-    def __init__(self, run):
-        self._p = RunPublisher(run)
-
-    def progress(self, percent, *, link_util=None, gpu_state=None, force=False):
-        try:
-            self._p.progress(percent, link_util=link_util, gpu_state=gpu_state, force=force)
-        except Exception:  # noqa: BLE001
-            log.exception("live publisher failed")
-
-    def finished(self):
-        try:
-            self._p.finished()
-        except Exception:  # noqa: BLE001
-            log.exception("live publisher failed")
 
 
 def _publish_finished(run_id: int):
     run = SimulationRun.objects.filter(pk=run_id).first()
     if run is not None:
-        SafePublisher(run).finished()
+        publishing.finished(run)
 
 
 # ---------------------------------------------------------------------------------------------------- enqueue
 def _enqueue(run_id: int, task_id: str):
-    from twin.runs.tasks import execute_run
-    execute_run.apply_async((run_id,), task_id=task_id)
+    """Send the run's task by name (the tasks module imports this one, not the reverse)."""
+    from twin.celery import app
+    app.send_task(EXECUTE_RUN_TASK, args=(run_id,), task_id=task_id)
 
 
 def create_run(kind: str, params: dict, cluster, *, scenario: Scenario | None = None, user=None,
@@ -91,7 +73,7 @@ def cancel_run(run: SimulationRun) -> SimulationRun:
             return run
         run.cancel_requested = True
         fields = ["cancel_requested"]
-        if run.status == RunStatus.QUEUED and run.kind != RunKind.SWEEP:
+        if run.status == RunStatus.QUEUED and run.kind != SWEEP:
             run.status, run.finished_at = RunStatus.CANCELLED, timezone.now()
             fields += ["status", "finished_at"]
             transaction.on_commit(lambda: _publish_finished(run.pk))
@@ -99,11 +81,56 @@ def cancel_run(run: SimulationRun) -> SimulationRun:
         children = list(run.children.filter(status__in=ACTIVE))
         for child in children:
             cancel_run(child)
-        if run.parent_id is None and run.kind != RunKind.SWEEP:
+        if run.parent_id is None and run.kind != SWEEP:
             # Children stay in their chord: their tasks see the cancellation and return, so the callback still runs.
             task_id = run.celery_task_id
             transaction.on_commit(lambda: app.control.revoke(task_id))
     return run
+
+
+def delete_run(run: SimulationRun) -> None:
+    """Cancel ``run`` (and a sweep's children), then delete it with its arrays and children; once committed, its
+    stream and its cluster's stream say ``{"type": "run_deleted", "run": id}`` (the runs list drops its row)."""
+    cancel_run(run)
+    run_id, cluster_id = run.pk, run.cluster_id
+    with transaction.atomic():
+        SimulationRun.objects.filter(pk=run_id).delete()
+        transaction.on_commit(lambda: _publish_deleted(run_id, cluster_id))
+
+
+def _publish_deleted(run_id: int, cluster_id: int) -> None:
+    message = {"type": "run_deleted", "run": run_id}
+    try:
+        from twin.live import store
+        from twin.live.publish import send_event
+        for stream in (store.run_stream(run_id), store.cluster_stream(cluster_id)):
+            send_event(stream, message)
+    except Exception:  # noqa: BLE001 - a live view must never fail a write
+        log.exception("live: could not publish the deletion of run %s", run_id)
+
+
+# -------------------------------------------------------------------------------------------------- scenarios
+def save_scenario(*, name: str, kind: str, cluster, params: dict | None = None, description: str = "",
+                  user=None, instance: Scenario | None = None) -> Scenario:
+    """Create (or update ``instance``) a scenario: its parameters validated for its kind and cluster (a DRF
+    ValidationError naming the bad field), then saved in one transaction."""
+    params = validate_params(kind, params or {}, cluster)
+    with transaction.atomic():
+        scenario = instance or Scenario(created_by=user)
+        scenario.name, scenario.kind, scenario.cluster = name, kind, cluster
+        scenario.params, scenario.description = params, description
+        scenario.save()
+    return scenario
+
+
+def delete_scenario(scenario: Scenario) -> None:
+    """Delete a scenario and the schedules that start it (its runs stay, without their scenario)."""
+    from django_celery_beat.models import PeriodicTask
+    with transaction.atomic():
+        for task in PeriodicTask.objects.select_for_update().filter(task=SCHEDULE_TASK):
+            if json.loads(task.kwargs or "{}").get("scenario_id") == scenario.pk:
+                task.delete()
+        scenario.delete()
 
 
 # ------------------------------------------------------------------------------------------ worker side
@@ -131,7 +158,7 @@ def start_run(run_id: int, task_id: str, worker: str) -> SimulationRun | None:
         run.attempts += 1
         run.save(update_fields=["status", "worker", "heartbeat_at", "started_at", "attempts", "notes"])
     # the first frame goes out now, before the kind loads the cluster (0.7 s for 24k GPUs)
-    SafePublisher(run).progress(0.0, force=True)
+    publishing.progress(run, 0.0, force=True)
     return run
 
 
@@ -140,14 +167,14 @@ def _note(notes: str, text: str) -> str:
     return f"{notes}\n{stamp} {text}".strip()
 
 
-def _finish(run: SimulationRun, status: str, now=None, extra=(), publisher=None):
+def _finish(run: SimulationRun, status: str, now=None, extra=()):
     run.status, run.finished_at = status, now or timezone.now()
     fields = ["status", "finished_at", *extra]
     if status == RunStatus.SUCCEEDED:
         run.progress = 100.0
         fields.append("progress")
     run.save(update_fields=fields)
-    transaction.on_commit(publisher.finished if publisher is not None else lambda: _publish_finished(run.pk))
+    transaction.on_commit(lambda: publishing.finished(run))
     if run.parent_id is not None:
         parent_id = run.parent_id
         transaction.on_commit(lambda: sweep_progress(parent_id))
@@ -163,7 +190,7 @@ def sweep_progress(parent_id: int) -> float | None:
         return None
     parent.progress = 100.0 * counts["done"] / counts["n"]
     SimulationRun.objects.filter(pk=parent_id, status=RunStatus.RUNNING).update(progress=parent.progress)
-    SafePublisher(parent).progress(parent.progress, force=True)
+    publishing.progress(parent, parent.progress, force=True)
     return parent.progress
 
 
@@ -185,13 +212,16 @@ def record_inventory_state(run: SimulationRun, state: dict) -> None:
     run.inventory_state = state
 
 
-def succeed_run(run: SimulationRun, summary: dict, arrays: dict, publisher=None) -> None:
-    """Store the results and mark the run succeeded (one transaction)."""
+def succeed_run(run: SimulationRun, summary: dict, arrays: dict) -> None:
+    """Store the results, each array in the dtype its kind declares, and mark the run succeeded (one
+    transaction)."""
+    dtypes = registry.get(run.kind).arrays
     with transaction.atomic():
         RunArray.objects.filter(run=run).delete()
-        RunArray.objects.bulk_create([RunArray.pack(run, name, a) for name, a in arrays.items() if a is not None])
+        RunArray.objects.bulk_create([RunArray.pack(run, name, a, dtypes.get(name))
+                                      for name, a in arrays.items() if a is not None])
         run.summary = json.loads(json.dumps(summary, default=_json_default))
-        _finish(run, RunStatus.SUCCEEDED, extra=["summary"], publisher=publisher)
+        _finish(run, RunStatus.SUCCEEDED, extra=["summary"])
 
 
 def _json_default(o):
@@ -202,30 +232,30 @@ def _json_default(o):
     raise TypeError(f"{type(o).__name__} is not JSON serializable")
 
 
-def fail_run(run: SimulationRun, error: str, publisher=None) -> None:
+def fail_run(run: SimulationRun, error: str) -> None:
     with transaction.atomic():
         run.error = error
-        _finish(run, RunStatus.FAILED, extra=["error"], publisher=publisher)
+        _finish(run, RunStatus.FAILED, extra=["error"])
 
 
-def cancelled_run(run: SimulationRun, publisher=None) -> None:
+def cancelled_run(run: SimulationRun) -> None:
     with transaction.atomic():
-        _finish(run, RunStatus.CANCELLED, publisher=publisher)
+        _finish(run, RunStatus.CANCELLED)
 
 
 # ------------------------------------------------------------------------------------------------------ sweeps
 def fan_out_sweep(parent: SimulationRun) -> list[SimulationRun]:
     """One queued child run per combination of the sweep's ranges; after the commit they go out as a Celery chord
     (children on any worker) whose callback, :func:`finish_sweep`, merges their summaries."""
-    from celery import chord
-
-    from twin.runs.tasks import execute_run, finish_sweep_task
+    from celery import chord, signature
     p = parent.params
     with transaction.atomic():
         children = [create_run(p["kind"], {**p["params"], **combo}, parent.cluster, scenario=None, parent=parent,
                                enqueue=False, user=parent.created_by) for combo in combinations(p["sweep"])]
-        sigs = [execute_run.si(c.pk).set(task_id=c.celery_task_id) for c in children]
-        transaction.on_commit(lambda: chord(sigs)(finish_sweep_task.si(parent.pk)))
+        sigs = [signature(EXECUTE_RUN_TASK, args=(c.pk,), immutable=True).set(task_id=c.celery_task_id)
+                for c in children]
+        callback = signature(FINISH_SWEEP_TASK, args=(parent.pk,), immutable=True)
+        transaction.on_commit(lambda: chord(sigs)(callback))
     return children
 
 
@@ -263,7 +293,7 @@ def sweep_stuck_runs(stale_after: float | None = None, max_attempts: int | None 
     cutoff = now - timedelta(seconds=stale_after)
     done = []
     stuck = (SimulationRun.objects.filter(status=RunStatus.RUNNING, heartbeat_at__lt=cutoff)
-             .exclude(kind=RunKind.SWEEP).values_list("id", flat=True))
+             .exclude(kind=SWEEP).values_list("id", flat=True))
     for run_id in list(stuck):
         with transaction.atomic():
             run = SimulationRun.objects.select_for_update().get(pk=run_id)
@@ -289,7 +319,7 @@ def sweep_stuck_runs(stale_after: float | None = None, max_attempts: int | None 
                 outcome = "failed"
         log.warning("run %s: %s: %s", run_id, reason, outcome)
         done.append({"run": run_id, "outcome": outcome, "reason": reason})
-    parents = SimulationRun.objects.filter(kind=RunKind.SWEEP, status=RunStatus.RUNNING, started_at__lt=cutoff)
+    parents = SimulationRun.objects.filter(kind=SWEEP, status=RunStatus.RUNNING, started_at__lt=cutoff)
     for parent_id in list(parents.exclude(children__status__in=ACTIVE).values_list("id", flat=True)):
         parent = finish_sweep(parent_id)
         if parent is not None and parent.status in FINISHED:
@@ -298,9 +328,6 @@ def sweep_stuck_runs(stale_after: float | None = None, max_attempts: int | None 
 
 
 # ---------------------------------------------------------------------------------------------------- schedules
-SCHEDULE_TASK = "twin.runs.tasks.run_scenario"
-
-
 def save_schedule(*, scenario: Scenario, name: str, crontab: dict | None = None, interval: dict | None = None,
                   enabled: bool = True, instance=None):
     """Create or update the django-celery-beat PeriodicTask that starts ``scenario`` on a crontab
@@ -336,8 +363,8 @@ def ensure_health_schedules(hour: int = 3, minute: int = 0) -> list:
         with transaction.atomic():
             scenario, _ = Scenario.objects.get_or_create(
                 name=f"fabric-health-{cluster.name}",
-                defaults={"kind": RunKind.FABRIC_HEALTH, "cluster": cluster,
-                          "params": validate_params(RunKind.FABRIC_HEALTH, {}, cluster),
+                defaults={"kind": "fabric_health", "cluster": cluster,
+                          "params": validate_params("fabric_health", {}, cluster),
                           "description": "Nightly fabric health: AllGather over every usable GPU."})
             name = f"nightly fabric health {cluster.name}"
             existing = PeriodicTask.objects.filter(name=name).first()

@@ -1,5 +1,8 @@
 """Scenarios (saved parameters), simulation runs (one execution, its status and results) and run arrays (large
-results stored compactly: zlib-compressed numpy bytes, float16 for utilizations)."""
+results stored compactly: zlib-compressed numpy bytes in the dtype their kind declares).
+
+``kind`` is a plain string validated against the registry of kinds (:mod:`twin.runs.registry`) by the API, not a
+database choice: a new kind needs no migration."""
 from __future__ import annotations
 
 import zlib
@@ -8,7 +11,7 @@ import numpy as np
 from django.conf import settings
 from django.db import models
 
-from twin.runs.choices import RunKind, RunStatus
+from twin.runs.choices import RunStatus
 
 
 class Scenario(models.Model):
@@ -17,7 +20,7 @@ class Scenario(models.Model):
 
     name = models.SlugField(max_length=100, unique=True)
     description = models.TextField(blank=True)
-    kind = models.CharField(max_length=32, choices=RunKind.choices)
+    kind = models.CharField(max_length=32, help_text="a registered run kind (twin.runs.registry)")
     cluster = models.ForeignKey("inventory.Cluster", on_delete=models.CASCADE, related_name="scenarios")
     params = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -36,7 +39,7 @@ class SimulationRun(models.Model):
     and its heartbeat, the error text, the summary (JSON) and the inventory state it ran on. Large arrays are
     :class:`RunArray` rows."""
 
-    kind = models.CharField(max_length=32, choices=RunKind.choices, db_index=True)
+    kind = models.CharField(max_length=32, db_index=True, help_text="a registered run kind (twin.runs.registry)")
     params = models.JSONField(default=dict, blank=True)
     cluster = models.ForeignKey("inventory.Cluster", on_delete=models.CASCADE, related_name="runs")
     scenario = models.ForeignKey(Scenario, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
@@ -74,7 +77,9 @@ class SimulationRun(models.Model):
 
 class RunArray(models.Model):
     """A large result array of a run (e.g. per-link utilization), stored as zlib-compressed raw bytes with its
-    dtype and shape. Utilizations are kept as float16 (3 significant digits are plenty for a heatmap)."""
+    dtype and shape. The dtype is the one the run's kind declares for the array (``Kind.arrays``: float16 for a
+    utilization, whose heatmap needs 3 significant digits); an undeclared float array is kept as float32, or as
+    float64 when float32 would not hold its values (past its range, or tiny ones it would round to 0)."""
 
     run = models.ForeignKey(SimulationRun, on_delete=models.CASCADE, related_name="arrays")
     name = models.CharField(max_length=64)
@@ -90,12 +95,29 @@ class RunArray(models.Model):
         return f"{self.name} of run {self.run_id}"
 
     @classmethod
-    def pack(cls, run, name: str, array: np.ndarray) -> "RunArray":
+    def pack(cls, run, name: str, array: np.ndarray, dtype: str | None = None) -> "RunArray":
+        """``array`` stored as ``dtype`` (declared by the kind); see the class for the default."""
+        array = np.asarray(array)
+        if dtype is not None:
+            array = array.astype(dtype)
+        elif array.dtype.kind == "f" and array.dtype.itemsize > 4:
+            with np.errstate(over="ignore", under="ignore"):
+                small = array.astype(np.float32)
+            if _holds(small, array):
+                array = small
         array = np.ascontiguousarray(array)
-        if array.dtype.kind == "f" and array.dtype != np.float16:
-            array = array.astype(np.float16)
         return cls(run=run, name=name, dtype=array.dtype.str, shape=list(array.shape),
                    data=zlib.compress(array.tobytes(), 6))
 
     def unpack(self) -> np.ndarray:
         return np.frombuffer(zlib.decompress(bytes(self.data)), dtype=np.dtype(self.dtype)).reshape(self.shape)
+
+
+def _holds(small: np.ndarray, array: np.ndarray) -> bool:
+    """Whether ``small`` (float32) is ``array`` to float32's own precision: same infinities and NaNs, every finite
+    value within a relative 2**-23."""
+    finite = np.isfinite(array)
+    if not np.array_equal(finite, np.isfinite(small)):
+        return False
+    a, b = array[finite], small[finite].astype(np.float64)
+    return bool(np.all(np.abs(a - b) <= np.abs(a) * 2.0**-23))

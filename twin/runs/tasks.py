@@ -1,8 +1,10 @@
 """Celery tasks of the runs app (auto-discovered by the one app in twin/celery.py).
 
 ``execute_run`` runs any run by id: it marks it running (worker hostname, heartbeat), reads the cluster from the
-database, calls the kind (:mod:`twin.runs.kinds`), stores the results and ends the run succeeded, failed (with the
-error text) or cancelled. Late acks and reject-on-worker-lost (settings) put a killed worker's message back in the
+database, calls its kind's ``run`` (:mod:`twin.runs.registry`) with a :class:`Reporter`, stores the results and
+ends the run succeeded, failed (with the error text) or cancelled: REST -> action -> task -> kind -> engine, the
+engine's progress going back through the reporter to the database and the live publisher
+(:mod:`twin.runs.publishing`). Actions send these tasks by name; this module imports them, not the reverse. Late acks and reject-on-worker-lost (settings) put a killed worker's message back in the
 queue; a heartbeat thread keeps ``heartbeat_at`` fresh while the engine computes, so :func:`sweep_stuck_runs`
 (beat, every 15 s) can tell a lost worker from a long computation.
 """
@@ -17,10 +19,10 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.db import close_old_connections, connection
 from django.utils import timezone
 
-from twin.runs import actions
-from twin.runs.choices import RunKind, RunStatus
+from twin.runs import actions, publishing, registry
+from twin.runs.choices import RunStatus
 from twin.runs.constants import HEARTBEAT_INTERVAL, PROGRESS_DB_INTERVAL, setting
-from twin.runs.kinds import KINDS, RunCancelled
+from twin.runs.kinds import RunCancelled
 from twin.runs.models import SimulationRun
 
 log = logging.getLogger("twin.runs")
@@ -49,17 +51,21 @@ class Heartbeat(threading.Thread):
 
 
 class Reporter:
-    """The progress callback handed to a kind: writes progress and heartbeat at most every
-    PROGRESS_DB_INTERVAL seconds, raises RunCancelled once cancellation was requested, and passes every report
-    to the live publisher (which throttles itself)."""
+    """The progress callback handed to a kind, in the engine's terms (:mod:`sim.progress`):
+    ``reporter(fraction, message="", *, link_util=None, gpu_state=None)`` with ``fraction`` the share of the work
+    done (0..1; None: arrays only). The run's percentage is ``100 * fraction``, the number the CLI's bar shows for
+    the same work. Writes progress and heartbeat at most every PROGRESS_DB_INTERVAL seconds, raises RunCancelled
+    once cancellation was requested, and passes every report to the live publisher (which throttles itself)."""
 
-    def __init__(self, run: SimulationRun, publisher):
-        self.run, self.publisher = run, publisher
-        self.percent, self.last = 0.0, 0.0
+    def __init__(self, run: SimulationRun):
+        self.run = run
+        self.percent, self.message, self.last = 0.0, "", 0.0
 
-    def __call__(self, percent=None, link_util=None, gpu_state=None):
-        if percent is not None:
-            self.percent = max(self.percent, min(100.0, float(percent)))
+    def __call__(self, fraction=None, message="", *, link_util=None, gpu_state=None):
+        if fraction is not None:
+            self.percent = max(self.percent, min(100.0, 100.0 * float(fraction)))
+        if message:
+            self.message = message
         now = time.monotonic()
         if now - self.last >= PROGRESS_DB_INTERVAL:
             self.last = now
@@ -67,7 +73,7 @@ class Reporter:
             rows.update(progress=self.percent, heartbeat_at=timezone.now())
             if rows.values_list("cancel_requested", flat=True).first():
                 raise RunCancelled()
-        self.publisher.progress(self.percent, link_util=link_util, gpu_state=gpu_state)
+        publishing.progress(self.run, self.percent, link_util=link_util, gpu_state=gpu_state)
 
 
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True,
@@ -78,29 +84,33 @@ def execute_run(self, run_id: int):
     run = actions.start_run(run_id, task_id=self.request.id, worker=self.request.hostname or "")
     if run is None:
         return run_id
-    if run.kind == RunKind.SWEEP:
+    try:
+        kind = registry.get(run.kind)
+    except ValueError as e:                    # a kind this worker does not know (TWIN_RUN_KIND_MODULES)
+        actions.fail_run(run, f"this worker ({run.worker}) has no run kind {run.kind!r}: {e}")
+        return run_id
+    if kind.run is None:                       # a sweep: its children do the work
         actions.fan_out_sweep(run)
         return run_id
-    publisher = actions.SafePublisher(run)
     heartbeat = Heartbeat(run.pk)
     heartbeat.start()
     try:
         from twin.inventory.adapter import layout_from_db
         layout = layout_from_db(run.cluster)
         actions.record_inventory_state(run, actions.inventory_state(run.cluster, layout))
-        summary, arrays = KINDS[run.kind].run(layout, run.params, Reporter(run, publisher))
+        summary, arrays = kind.run(layout, run.params, Reporter(run))
         heartbeat.stop()
-        actions.succeed_run(run, summary, arrays, publisher)
+        actions.succeed_run(run, summary, arrays)
     except RunCancelled:
         heartbeat.stop()
-        actions.cancelled_run(run, publisher)
+        actions.cancelled_run(run)
     except SoftTimeLimitExceeded:
         heartbeat.stop()
-        actions.fail_run(run, f"time limit: stopped after {setting('TWIN_RUNS_SOFT_TIME_LIMIT')} s", publisher)
+        actions.fail_run(run, f"time limit: stopped after {setting('TWIN_RUNS_SOFT_TIME_LIMIT')} s")
     except Exception as e:  # noqa: BLE001 - the error text goes on the run
         heartbeat.stop()
         log.exception("run %s failed", run_id)
-        actions.fail_run(run, f"{type(e).__name__}: {e}", publisher)
+        actions.fail_run(run, f"{type(e).__name__}: {e}")
     finally:
         heartbeat.stop()
     return run_id

@@ -1,22 +1,53 @@
-"""Serializers of the runs API. Parameters are validated per kind (:mod:`twin.runs.kinds`): a malformed scenario
-or run is a 400 naming the field, e.g. ``{"params": {"qps": ["Ensure this value is greater than or equal to 1."]}}``."""
+"""Serializers of the runs API. Kinds come from the registry (:mod:`twin.runs.registry`); parameters are validated
+by each kind's declaration (:mod:`twin.runs.params`, built from :mod:`sim.params`): a malformed scenario or run is
+a 400 naming the field, e.g. ``{"params": {"qps": ["must be at least 1"]}}``, the words ``python -m sim`` uses."""
 from __future__ import annotations
 
 import json
 
 from django_celery_beat.models import PeriodicTask
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from twin.api.base import InventorySerializer
 from twin.inventory.models import Cluster
-from twin.runs.actions import SCHEDULE_TASK
-from twin.runs.choices import RunKind
-from twin.runs.kinds import validate_params
+from twin.runs import registry
 from twin.runs.models import Scenario, SimulationRun
+from twin.runs.params import serializer_for, validate_params
+
+
+class KindField(serializers.ChoiceField):
+    """A registered run kind; its choices are read from the registry each time a serializer is made."""
+
+    def __init__(self, **kwargs):
+        super().__init__(choices=registry.choices(), **kwargs)
+
+
+class ParamsField(serializers.JSONField):
+    """A run's or scenario's parameters, validated by its kind (see :func:`twin.runs.params.validate_params`)."""
+
+
+class ParamsFieldSchema(OpenApiSerializerFieldExtension):
+    """In the OpenAPI schema ``params`` is any of the kinds' parameter serializers (generated from sim.params: one
+    component per kind, e.g. ``CollectiveParams``, with each parameter's type, range, default and help)."""
+
+    target_class = ParamsField
+
+    def map_serializer_field(self, auto_schema, direction):
+        components = [auto_schema.resolve_serializer(serializer_for(k), direction) for k in registry.kinds()]
+        return {"anyOf": [c.ref for c in components if c],     # sweep's parameters have no fields of their own
+                "description": "the parameters of the run's kind (the component named after it; a sweep: "
+                               "{kind, params, sweep})"}
 
 
 class ScenarioSerializer(InventorySerializer):
+    """A scenario; it is saved through :func:`twin.runs.actions.save_scenario`, which validates its parameters."""
+
     created_by = serializers.CharField(source="created_by.username", read_only=True, default=None)
+    kind = KindField()
+    params = ParamsField(required=False, default=dict)
 
     class Meta:
         model = Scenario
@@ -24,27 +55,52 @@ class ScenarioSerializer(InventorySerializer):
                   "created_by")
         read_only_fields = ("created_at",)
 
-    def validate(self, attrs):
-        attrs = super().validate(attrs)
-        kind = attrs.get("kind", getattr(self.instance, "kind", None))
-        cluster = attrs.get("cluster", getattr(self.instance, "cluster", None))
-        params = attrs.get("params", getattr(self.instance, "params", {}))
-        attrs["params"] = validate_params(kind, params, cluster)
-        return attrs
+
+class HeadlineSerializer(serializers.Serializer):
+    key = serializers.CharField()
+    label = serializers.CharField()
+    format = serializers.ChoiceField(choices=["pct", "GBps", "int", "text"])
+    value = serializers.JSONField(allow_null=True, help_text="a number, or {median, min, max} over seeds")
 
 
 class RunSerializer(InventorySerializer):
-    """A run as the API shows it (results are at ``.../results/``)."""
+    """A run as the API shows it (results are at ``.../results/``), with what its kind says of it: its
+    parameters in one line (``params_text``), its headline figures and the browser's result view."""
 
     created_by = serializers.CharField(source="created_by.username", read_only=True, default=None)
+    params_text = serializers.SerializerMethodField()
+    headline = serializers.SerializerMethodField()
+    view = serializers.SerializerMethodField()
     brief_fields = ("id", "url", "display", "kind", "status", "progress")
 
     class Meta:
         model = SimulationRun
-        fields = ("id", "url", "display", "kind", "params", "cluster", "scenario", "parent", "status", "progress",
-                  "created_at", "started_at", "finished_at", "created_by", "error", "notes", "summary",
-                  "inventory_state", "worker", "heartbeat_at", "attempts", "cancel_requested", "celery_task_id")
+        fields = ("id", "url", "display", "kind", "params", "params_text", "cluster", "scenario", "parent",
+                  "status", "progress", "created_at", "started_at", "finished_at", "created_by", "error", "notes",
+                  "summary", "headline", "view", "inventory_state", "worker", "heartbeat_at", "attempts",
+                  "cancel_requested", "celery_task_id")
         read_only_fields = fields
+
+    @staticmethod
+    def _kind(run):
+        try:
+            return registry.get(run.kind)
+        except ValueError:                  # a kind no longer registered: its run is still shown
+            return None
+
+    def get_params_text(self, run) -> str:
+        kind = self._kind(run)
+        return kind.text(run.params) if kind else ""
+
+    @extend_schema_field(HeadlineSerializer(many=True))
+    def get_headline(self, run):
+        kind = self._kind(run)
+        return kind.headline_values(run.summary) if kind else []
+
+    @extend_schema_field(OpenApiTypes.STR)
+    def get_view(self, run):
+        kind = self._kind(run)
+        return kind.view if kind else "summary"
 
 
 class RunCreateSerializer(serializers.Serializer):
@@ -52,8 +108,8 @@ class RunCreateSerializer(serializers.Serializer):
 
     scenario = serializers.PrimaryKeyRelatedField(queryset=Scenario.objects.select_related("cluster"),
                                                   required=False, allow_null=True)
-    kind = serializers.ChoiceField(choices=RunKind.choices, required=False)
-    params = serializers.JSONField(required=False, default=dict)
+    kind = KindField(required=False)
+    params = ParamsField(required=False, default=dict)
     cluster = serializers.SlugRelatedField(slug_field="name", queryset=Cluster.objects.all(), required=False,
                                            help_text="cluster name (or use its id in cluster_id)")
     cluster_id = serializers.PrimaryKeyRelatedField(source="cluster_by_id", queryset=Cluster.objects.all(),
@@ -129,5 +185,3 @@ class ScheduleSerializer(serializers.Serializer):
             raise serializers.ValidationError({"crontab": ["give exactly one of crontab and interval"]})
         return attrs
 
-
-SCHEDULE_TASK_NAME = SCHEDULE_TASK

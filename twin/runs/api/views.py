@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 
-from django.db import transaction
 from django_celery_beat.models import PeriodicTask
 from django_filters import rest_framework as filters
 from drf_spectacular.types import OpenApiTypes
@@ -13,11 +12,12 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from twin.runs import actions
+from twin.runs import actions, registry
 from twin.runs.api.serializers import RunCreateSerializer, RunSerializer, ScenarioSerializer, ScheduleSerializer
-from twin.runs.choices import RunKind, RunStatus
-from twin.runs.constants import TREND_LIMIT
+from twin.runs.choices import RunStatus
+from twin.runs.constants import SCHEDULE_TASK, TREND_LIMIT
 from twin.runs.models import Scenario, SimulationRun
+from twin.runs.registry import median_of
 
 
 class ScenarioFilter(filters.FilterSet):
@@ -29,7 +29,7 @@ class ScenarioFilter(filters.FilterSet):
 
 class RunFilter(filters.FilterSet):
     status = filters.MultipleChoiceFilter(choices=RunStatus.choices)
-    kind = filters.MultipleChoiceFilter(choices=RunKind.choices)
+    kind = filters.MultipleChoiceFilter(choices=registry.choices)
 
     class Meta:
         model = SimulationRun
@@ -47,8 +47,18 @@ class ScenarioViewSet(viewsets.ModelViewSet):
 
     def perform_create(self, serializer):
         user = self.request.user if self.request.user.is_authenticated else None
-        with transaction.atomic():
-            serializer.save(created_by=user)
+        serializer.instance = actions.save_scenario(**serializer.validated_data, user=user)
+
+    def perform_update(self, serializer):
+        s = serializer.instance
+        d = {"name": s.name, "kind": s.kind, "cluster": s.cluster, "params": s.params,
+             "description": s.description, **serializer.validated_data}
+        if "kind" in serializer.validated_data and "params" not in serializer.validated_data:
+            d["params"] = {}                  # another kind's parameters do not carry over
+        serializer.instance = actions.save_scenario(**d, instance=s)
+
+    def perform_destroy(self, instance):
+        actions.delete_scenario(instance)
 
     @extend_schema(request=None, responses=RunSerializer)
     @action(detail=True, methods=["post"])
@@ -59,7 +69,8 @@ class ScenarioViewSet(viewsets.ModelViewSet):
         return Response(RunSerializer(run, context={"request": request}).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses=OpenApiTypes.OBJECT, filters=False, parameters=[
-        OpenApiParameter("metric", str, description="summary key to follow (default norm_busbw)"),
+        OpenApiParameter("metric", str, description="summary key to follow (default norm_busbw; a figure over seeds, "
+                                                    "{median, min, max}, is followed by its median)"),
         OpenApiParameter("limit", int, description=f"latest points (default and at most {TREND_LIMIT})")])
     @action(detail=True, filter_backends=[], pagination_class=None)
     def trend(self, request, pk=None):
@@ -72,7 +83,7 @@ class ScenarioViewSet(viewsets.ModelViewSet):
             return Response({"limit": ["expected an integer"]}, status=status.HTTP_400_BAD_REQUEST)
         rows = list(SimulationRun.objects.filter(scenario=scenario, status=RunStatus.SUCCEEDED)
                     .order_by("-finished_at").values_list("id", "finished_at", "summary", "inventory_state")[:limit])
-        points = [{"run": rid, "time": finished, "value": (summary or {}).get(metric),
+        points = [{"run": rid, "time": finished, "value": median_of((summary or {}).get(metric)),
                    "status_hash": (state or {}).get("status_hash")}
                   for rid, finished, summary, state in reversed(rows)]
         return Response({"scenario": scenario.pk, "metric": metric, "points": points})
@@ -104,9 +115,7 @@ class RunViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         return Response(RunSerializer(run, context={"request": request}).data, status=status.HTTP_201_CREATED)
 
     def perform_destroy(self, instance):
-        actions.cancel_run(instance)
-        with transaction.atomic():
-            instance.delete()
+        actions.delete_run(instance)
 
     @extend_schema(request=None, responses=RunSerializer)
     @action(detail=True, methods=["post"])
@@ -139,7 +148,7 @@ class RunViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
 class ScheduleViewSet(viewsets.ModelViewSet):
     """Periodic runs of a scenario (django-celery-beat PeriodicTasks; also editable in the admin)."""
 
-    queryset = PeriodicTask.objects.filter(task=actions.SCHEDULE_TASK).select_related("crontab", "interval")
+    queryset = PeriodicTask.objects.filter(task=SCHEDULE_TASK).select_related("crontab", "interval")
     serializer_class = ScheduleSerializer
     filter_backends = []
     ordering = ("id",)

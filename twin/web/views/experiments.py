@@ -1,35 +1,34 @@
 """The Experiments pages: the runs list with the form that starts a run, one run live and its results, runs side by
 side, and the published AllGather figure. The pages are shells: their data comes from the runs API (/api/runs/)
-and the live streams (/ws/runs/<id>/); the forms get their fields, defaults and choices from the parameter
-serializers of :mod:`twin.runs.kinds`, so the browser holds no second copy of them."""
+and the live streams (/ws/runs/<id>/); the forms get their fields, defaults, choices and bounds from the kinds'
+parameter declarations (:mod:`sim.params`, through :func:`twin.runs.params.form_fields`) and the kinds themselves
+(label, result view, headline figures) from the registry (:mod:`twin.runs.registry`), so the browser holds no
+second copy of them."""
 from __future__ import annotations
 
 from django.db.models import Count
 from django.http import HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, render
 from django.urls import path
-from rest_framework import fields as drf
 
-from sim.collectives import COLLECTIVES
 from sim.routing import default_routing
 from twin.inventory.choices import FABRIC_KIND_BY_SPEC, FabricRole
 from twin.inventory.models import GPU, Cluster, Fabric
-from twin.runs.choices import FINISHED, RunKind, RunStatus
-from twin.runs.kinds import FIGURE_CHOICES, PARAMS
+from twin.runs import registry
+from twin.runs.choices import FINISHED, RunStatus
 from twin.runs.models import SimulationRun
+from twin.runs.params import form_fields
 from twin.web.access import readable
 from twin.web.context import about_cluster, current_cluster
 
 ADD_RUN = "runs.add_simulationrun"          # the API asks it to start a run and to cancel one (both are POSTs)
-FORM_KINDS = (RunKind.COLLECTIVE, RunKind.SWEEP)
 # The collective parameters the form shows first; the others go under "more parameters".
 MAIN_COLLECTIVE_FIELDS = ("collective", "gpus", "placement", "routing", "qps", "sizes", "algorithm", "seeds", "seed")
-# Text parameters whose values are a closed list the serializer checks itself (aliases allowed).
-TEXT_CHOICES = {"collective": COLLECTIVES, "figure": FIGURE_CHOICES}
+SWEPT_KIND = "collective"                   # the kind the form's sweeps sweep
 MAX_COMPARED = 8
 SPEC_KIND = {str(v): k for k, v in FABRIC_KIND_BY_SPEC.items()}
 
-# What the published figure reports (Meta, REFERENCE.md "Network behaviour and the fixes"), per panel of
+# What the published figure reports (Gangidi et al., SIGCOMM 2024: docs/sources.md), per panel of
 # sim.figures.SCALE_PANELS and the series groups it speaks of: drawn beside the simulated curves as the published
 # claim, not as data points.
 PUBLISHED = {
@@ -47,25 +46,10 @@ PUBLISHED = {
 
 # ---------------------------------------------------------------------------------------------- form data
 def param_fields(kind: str) -> list[dict]:
-    """The parameters of ``kind`` as the form draws them: name, type, default, choices, bounds, help text."""
-    out = []
-    for name, f in PARAMS[kind]().fields.items():
-        d = {"name": name, "help": str(f.help_text or ""), "null": bool(getattr(f, "allow_null", False)),
-             "default": None if f.default is drf.empty else f.default}
-        if isinstance(f, drf.ChoiceField):
-            d.update(type="choice", choices=list(f.choices))
-        elif isinstance(f, drf.BooleanField):
-            d["type"] = "bool"
-        elif isinstance(f, (drf.IntegerField, drf.FloatField)):
-            d.update(type="int" if isinstance(f, drf.IntegerField) else "float", min=f.min_value, max=f.max_value)
-        elif isinstance(f, drf.ListField):
-            d.update(type="list", max=f.max_length)
-        elif name in TEXT_CHOICES:
-            d.update(type="choice", choices=list(TEXT_CHOICES[name]))
-        else:
-            d["type"] = "text"
-        out.append(d)
-    return out
+    """The parameters of ``kind`` as the form draws them (from its ``sim.params`` declaration): name, type,
+    default, choices, bounds, help text."""
+    params = registry.get(kind).params
+    return form_fields(params) if params is not None else []
 
 
 def clusters_info() -> list[dict]:
@@ -87,16 +71,18 @@ def _common(request, subnav: str = "runs", **extra) -> dict:
             "current": current_cluster(request, [c["name"] for c in clusters])}
     return {"nav": "experiments", "subnav": subnav, "clusters_info": clusters, "user_state": user,
             "statuses": list(RunStatus.values), "finished": [str(s) for s in FINISHED],
-            "kinds": [{"value": v, "label": label} for v, label in RunKind.choices], **extra}
+            "kinds": [{"value": v, "label": label} for v, label in registry.choices()],
+            "kind_info": registry.client_info(), **extra}
 
 
 # ----------------------------------------------------------------------------------------------------- pages
 @readable
 def runs_page(request):
     """Runs, newest first, live progress, filters, compare; the form that starts a collective or a sweep."""
-    form = {"kinds": [str(k) for k in FORM_KINDS], "main": MAIN_COLLECTIVE_FIELDS,
-            "params": {str(k): param_fields(k) for k in FORM_KINDS if k != RunKind.SWEEP},
-            "sweep_kind": str(RunKind.COLLECTIVE)}
+    offered = [k for k in registry.kinds().values() if k.form]
+    form = {"kinds": [k.name for k in offered], "main": MAIN_COLLECTIVE_FIELDS,
+            "params": {k.name: param_fields(k.name) for k in offered if k.params is not None},
+            "sweep_kind": SWEPT_KIND}
     return render(request, "web/experiments.html", _common(request, form=form))
 
 
@@ -152,7 +138,7 @@ def figure_page(request):
     except ValueError:
         return HttpResponseBadRequest("run: expected a run id, e.g. ?run=12", content_type="text/plain")
     return render(request, "web/experiments_figure.html", _common(
-        request, "figure", page={"run": selected, "params": param_fields(RunKind.FIGURE), "published": PUBLISHED}))
+        request, "figure", page={"run": selected, "params": param_fields("figure"), "published": PUBLISHED}))
 
 
 urlpatterns = [

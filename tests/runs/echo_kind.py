@@ -1,0 +1,23 @@
+"""A trivial run kind registered by a test module (and by the test workers, through TWIN_RUN_KIND_MODULES): one
+parameter, progress in ``n`` steps, a headline figure and one array that needs float64. Nothing else in the twin
+names it: it is the proof that one :func:`twin.runs.registry.register` call is a whole kind."""
+import numpy as np
+
+from sim.params import Param, ParamSet
+from twin.runs.registry import Headline, Kind, register
+
+ECHO = ParamSet("echo", (Param("n", "int", 3, "steps to count", min=1, max=50),),
+                doc="Counts to n: a kind for the tests.")
+# Values float32 cannot hold: past its range, and more digits than its 7.
+BIG = np.array([1e300, 123456789.123456789, -2.5e-310], dtype=np.float64)
+
+
+def echo(layout, params, progress):
+    n = params["n"]
+    for i in range(n):
+        progress((i + 1) / n, f"step {i + 1} of {n}")
+    return {"steps": n, "gpus": int(np.asarray(layout.gpu_status).size)}, {"big": BIG, "counts": np.arange(n, dtype=np.float64)}
+
+
+KIND = register(Kind("echo", "Echo (test kind)", ECHO, echo, headline=(Headline("steps", "steps", "int"),),
+                     best="steps", arrays={"big": "float64"}))

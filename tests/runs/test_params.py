@@ -1,0 +1,88 @@
+"""One parameter declaration (sim.params) behind the command line, the API and the form: the same parameters with
+the same limits, refused in the same words. Given / when / then."""
+import argparse
+
+import pytest
+
+from sim.cli import build_parser, main
+from sim.params import COLLECTIVE, FABRIC_HEALTH, FIGURE
+from twin.runs.params import serializer_for, validate_params
+from twin.web.views.experiments import param_fields
+
+SETS = (COLLECTIVE, FABRIC_HEALTH, FIGURE)
+BOUNDED = [(ps, p) for ps in SETS for p in ps if p.max is not None]
+
+
+def _over(p):
+    return p.max + 1 if p.type in ("int", "int_list") else p.max * 2 + 1
+
+
+def _value(p, v):
+    return [v] if p.type == "int_list" else v
+
+
+def _cli_options(command: str) -> dict[str, list[str]]:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    return {a.dest: a.option_strings for a in sub._actions}
+
+
+@pytest.mark.parametrize("params", SETS, ids=[ps.name for ps in SETS])
+def test_the_api_fields_and_the_form_fields_are_the_declaration(params):
+    # the API's serializer of the kind has exactly the declared parameters, with their limits and defaults
+    fields = serializer_for(params.name)().fields
+    assert list(fields) == [p.name for p in params]
+    for p in params:
+        f = fields[p.name]
+        if p.type in ("int", "float"):
+            assert (f.min_value, f.max_value) == (p.min, p.max), p.name
+        if p.type == "choice":
+            assert list(f.choices) == list(p.choices), p.name
+        assert f.default == p.default and f.allow_null == p.nullable and f.help_text == p.help
+    # and the form draws the same parameters, limits, choices and defaults
+    form = {f["name"]: f for f in param_fields(params.name)}
+    assert list(form) == [p.name for p in params]
+    for p in params:
+        assert (form[p.name]["type"], form[p.name]["default"]) == (p.type, p.default)
+        assert (form[p.name].get("min"), form[p.name].get("max"), form[p.name].get("choices")) == \
+            (p.min, p.max, list(p.choices) if p.choices else None)
+
+
+@pytest.mark.parametrize("command, params", [("collective", COLLECTIVE), ("figure", FIGURE)])
+def test_the_cli_has_an_option_per_declared_parameter(command, params):
+    options = _cli_options(command)
+    for p in params:
+        if p.name == "figure":                   # the figure's name is the positional argument
+            continue
+        assert p.option in options.get(p.name, []), f"{command}: no {p.option} for {p.name}"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("params, p", BOUNDED, ids=[f"{ps.name}.{p.name}" for ps, p in BOUNDED])
+def test_the_api_refuses_max_plus_one_naming_the_field_and_accepts_max(runner, params, p):
+    from twin.inventory.models import Cluster
+    cluster = Cluster.objects.create(name="empty", title="no hardware", spec={})
+    # when a run asks for one more than the declared maximum
+    r = runner.post("/api/runs/", {"kind": params.name, "cluster": cluster.name,
+                                   "params": {p.name: _value(p, _over(p))}}, format="json")
+    # then it is a 400 naming the field, in the declaration's words
+    assert r.status_code == 400, r.json()
+    assert "must be at most" in str(r.json()["params"][p.name]), r.json()
+    # and the maximum itself passes the declaration (a rule tying two parameters may still refuse it)
+    try:
+        assert validate_params(params.name, {p.name: _value(p, p.max)})[p.name] == _value(p, p.max)
+    except Exception as e:  # noqa: BLE001
+        assert p.name == "root" and "gpus" in str(e), e     # root must be below gpus
+
+
+@pytest.mark.parametrize("p", [p for p in COLLECTIVE if p.max is not None], ids=lambda p: p.name)
+def test_the_cli_refuses_max_plus_one_with_exit_2_in_the_same_words(p, capsys):
+    # when the command line is given one more than the declared maximum
+    try:
+        code = main(["collective", "--quiet", p.option, str(_over(p))])
+    except SystemExit as e:
+        code = e.code
+    # then it exits 2 with the reason the API gives
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"{p.name}: must be at most" in err, err

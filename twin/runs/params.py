@@ -1,0 +1,115 @@
+"""Run parameters in the API and the form, built from the one declaration of each kind (:mod:`sim.params`).
+
+- :func:`serializer_for` makes a DRF serializer per kind whose fields come from the kind's ``Param`` objects (type,
+  range, default, choices, help: what the OpenAPI schema shows) and whose validation *is* ``ParamSet.validate``
+  (plus the kind's cluster checks), so the API refuses exactly what ``python -m sim`` refuses, in the same words.
+- :func:`validate_params` turns a :class:`sim.errors.ParamError` into the DRF 400 shape
+  ``{"params": {field: [reasons]}}``.
+- :func:`form_fields` gives the browser's form the same ``Param`` objects as JSON.
+"""
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from sim.errors import ParamError
+from sim.params import MAX_LIST, Param, ParamSet
+from twin.runs import registry
+
+
+@extend_schema_field({"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string"}]})
+class SizeField(serializers.CharField):
+    """A size in bytes: a number, or text such as ``64M`` or ``1G`` (stored as the number)."""
+
+
+def _field(p: Param) -> serializers.Field:
+    common = {"required": False, "allow_null": p.nullable, "help_text": p.help}
+    bounds = {"min_value": p.min, "max_value": p.max}
+    if p.type == "int":
+        return serializers.IntegerField(default=p.default, **bounds, **common)
+    if p.type == "float":
+        return serializers.FloatField(default=p.default, **bounds, **common)
+    if p.type == "bool":
+        return serializers.BooleanField(default=p.default, **common)
+    if p.type == "choice":
+        return serializers.ChoiceField(choices=list(p.choices), default=p.default, **common)
+    if p.type == "int_list":
+        return serializers.ListField(child=serializers.IntegerField(**bounds), default=p.default, allow_empty=False,
+                                     max_length=MAX_LIST, **common)
+    if p.type == "size":
+        return SizeField(default=p.default, **common)
+    return serializers.CharField(default=p.default, **common)     # text, sizes
+
+
+class ParamsSerializer(serializers.Serializer):
+    """Base of the generated serializers: ``kind`` is set on each subclass; the context may hold the ``cluster``."""
+
+    kind: registry.Kind
+
+    def to_internal_value(self, data):
+        try:
+            return self.kind.validated(data, self.context.get("cluster"))
+        except ParamError as e:
+            raise serializers.ValidationError(e.errors) from None
+
+
+_CLASSES: dict[str, tuple[registry.Kind, type]] = {}
+
+
+def serializer_for(kind: str) -> type[ParamsSerializer]:
+    """The DRF serializer of ``kind``'s parameters, made once per registered kind (a kind without a ParamSet,
+    sweep, brings its own validation and has no fields)."""
+    k = registry.get(kind)
+    made = _CLASSES.get(k.name)
+    if made is None or made[0] is not k:
+        fields = {p.name: _field(p) for p in k.params} if k.params is not None else {}
+        doc = (k.params.doc if k.params is not None else "") or f"Parameters of a {k.name} run."
+        cls = type(f"{''.join(w.title() for w in k.name.split('_'))}Params", (ParamsSerializer,),
+                   {**fields, "kind": k, "__doc__": doc, "__module__": __name__})
+        made = _CLASSES[k.name] = (k, cls)
+    return made[1]
+
+
+def validate_params(kind: str, params, cluster=None, field: str = "params") -> dict:
+    """``params`` of ``kind`` with the defaults filled in; raises a DRF ValidationError ``{field: {name: [...]}}``
+    naming each bad parameter (``{"kind": [...]}`` for an unknown kind)."""
+    try:
+        cls = serializer_for(kind)
+    except ParamError as e:
+        raise serializers.ValidationError(e.errors) from None
+    s = cls(data=params, context={"cluster": cluster})
+    if not s.is_valid():
+        raise serializers.ValidationError({field: s.errors})
+    return dict(s.validated_data)
+
+
+def form_fields(params: ParamSet) -> list[dict]:
+    """The parameters as the browser's form draws them: name, type, default, choices, bounds, help, null."""
+    out = []
+    for p in params:
+        d = {"name": p.name, "type": p.type, "default": p.default, "help": p.help, "null": p.nullable}
+        if p.choices is not None:
+            d["choices"] = list(p.choices)
+        if p.min is not None:
+            d["min"] = p.min
+        if p.max is not None:
+            d["max"] = p.max
+        if p.type == "int_list":
+            d["max_items"] = MAX_LIST
+        out.append(d)
+    return out
+
+
+# ------------------------------------------------------------------------------- checks against the cluster
+def cluster_gpus(cluster) -> int:
+    from twin.inventory.models import GPU
+    return GPU.objects.filter(cluster=cluster).count()
+
+
+def check_gpus(asked: int | None, cluster, field: str = "gpus") -> None:
+    """A job may not ask for more GPUs than the cluster has (its usable ones are checked by the run itself)."""
+    if asked is None:
+        return
+    total = cluster_gpus(cluster)
+    if asked > total:
+        raise ParamError(field, f"{asked:,} GPUs asked, {cluster.name} has {total:,}")

@@ -1,0 +1,39 @@
+"""A run's live publisher, one per run in this process: the task's progress reports and the action that ends the
+run use the same :class:`twin.live.publish.RunPublisher` (so the final frame carries the run's last arrays), found
+by the run's id instead of being handed from function to function. A failure to build or send a frame is logged,
+never raised: a live view must not fail a run.
+"""
+from __future__ import annotations
+
+import logging
+
+from twin.live.publish import RunPublisher
+
+log = logging.getLogger("twin.runs")
+_publishers: dict[int, RunPublisher] = {}
+
+
+def _publisher(run) -> RunPublisher:
+    p = _publishers.get(run.pk)
+    if p is None:
+        p = _publishers[run.pk] = RunPublisher(run)
+    p.run = run
+    return p
+
+
+def progress(run, percent: float, *, link_util=None, gpu_state=None, force: bool = False) -> None:
+    """Publish ``run``'s progress (percent) and arrays (throttled by the publisher)."""
+    try:
+        _publisher(run).progress(percent, link_util=link_util, gpu_state=gpu_state, force=force)
+    except Exception:  # noqa: BLE001
+        log.exception("live publisher of run %s failed", run.pk)
+
+
+def finished(run) -> None:
+    """Publish ``run``'s final frame (its status as saved) and forget its publisher."""
+    try:
+        _publisher(run).finished()
+    except Exception:  # noqa: BLE001
+        log.exception("live publisher of run %s failed", run.pk)
+    finally:
+        _publishers.pop(run.pk, None)

@@ -1,0 +1,156 @@
+"""The run kinds: each kind is one registered :class:`Kind` object, and everything that offers, validates, runs,
+merges or draws a kind reads it from here: the model field (no database choices, so a new kind needs no
+migration), the API (kind choices, parameter serializers and schema), the Celery task, the sweep merge, the
+Experiments form and the browser's result views (by the ``view`` name the server sends).
+
+Adding a kind is one :func:`register` call (docs/runs.md, "Adding a kind").
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from sim.errors import ParamError
+from sim.params import ParamSet
+
+SWEEP = "sweep"                     # the kind that fans out into child runs of another kind
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One headline figure of a kind's summary: ``summary[key]`` is a number or, over several seeds,
+    ``{"median", "min", "max"}``. ``format`` tells the browser how to print it: ``pct`` (a 0..1 share as %),
+    ``GBps``, ``int`` or ``text``."""
+
+    key: str
+    label: str
+    format: str = "pct"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What a run kind is.
+
+    - ``run(layout, params, progress) -> (summary, arrays)``: ``progress(fraction, message="", *, link_util=None,
+      gpu_state=None)`` with ``fraction`` the share of the work done (0..1, the engine's own numbers); it raises
+      :class:`RunCancelled` once the run was cancelled. ``None`` for a kind that computes nothing itself (sweep).
+    - ``params``: the :class:`sim.params.ParamSet` its parameters are declared by (the API's serializer and the
+      form are built from it); ``check(values, cluster)`` adds the checks that need the cluster (raises
+      :class:`ParamError`); ``validate`` replaces both for a kind whose parameters are not a ParamSet (sweep).
+    - ``headline``: the summary's headline figures, ``best`` the key a sweep ranks its children by (higher wins).
+    - ``arrays``: name -> numpy dtype of every array it stores (never a silent float16: see ``RunArray.pack``).
+    - ``view``: the name of the browser's result view (``frontend/js/run_results.js`` ``VIEWS``).
+    - ``form``: whether the Experiments runs form offers it; ``brief``: the parameters its one-line description
+      always shows (the others only when they differ from their default); ``describe(params)`` and
+      ``headline_of(summary)`` replace the generic line and headline (sweep: its base kind's, of the best child).
+    """
+
+    name: str
+    label: str
+    params: ParamSet | None
+    run: Callable[..., tuple[dict, dict]] | None
+    headline: tuple[Headline, ...] = ()
+    best: str | None = None
+    arrays: dict[str, str] = field(default_factory=dict)
+    view: str = "summary"
+    form: bool = False
+    brief: tuple[str, ...] = ()
+    check: Callable[[dict, Any], None] | None = None
+    validate: Callable[[Any, Any], dict] | None = None
+    describe: Callable[[dict], str] | None = None
+    headline_of: Callable[[dict], list[dict]] | None = None
+
+    def validated(self, values, cluster=None) -> dict:
+        """``values`` parsed, checked and completed with the defaults; raises :class:`ParamError`."""
+        if self.validate is not None:
+            return self.validate(values, cluster)
+        out = self.params.validate(values)
+        if self.check is not None and cluster is not None:
+            self.check(out, cluster)
+        return out
+
+    def text(self, params: dict | None) -> str:
+        """The run's parameters in one line (lists and tables): the ``brief`` ones, then those not at default."""
+        params = params or {}
+        if self.describe is not None:
+            return self.describe(params)
+        if self.params is None:
+            return " ".join(f"{k}={_value(v)}" for k, v in params.items())
+        shown = [p for p in self.params
+                 if p.name in params and (p.name in self.brief or params[p.name] != p.default)]
+        return " · ".join(f"{p.name} {_value(params[p.name])}" for p in shown)
+
+    def headline_values(self, summary: dict | None) -> list[dict]:
+        """The headline figures of a run's summary as the browser prints them: key, label, format, value."""
+        summary = summary or {}
+        if self.headline_of is not None:
+            return self.headline_of(summary)
+        return [{"key": h.key, "label": h.label, "format": h.format, "value": summary.get(h.key)}
+                for h in self.headline]
+
+
+def _value(v) -> str:
+    if v is None:
+        return "default"
+    if isinstance(v, (list, tuple)):
+        return ",".join(map(str, v))
+    return str(v)
+
+
+def median_of(value):
+    """The number a figure stands for: itself, or the median of a ``{"median", "min", "max"}`` figure."""
+    if isinstance(value, dict):
+        return value.get("median")
+    return value
+
+
+_KINDS: dict[str, Kind] = {}
+_loaded = False
+
+
+def register(kind: Kind) -> Kind:
+    """Make ``kind`` known to the API, the workers, the form and the browser (replaces a kind of the same name)."""
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def unregister(name: str) -> None:
+    _KINDS.pop(name, None)
+
+
+def _load() -> None:
+    """Import the modules that register kinds: the twin's own, then those of ``TWIN_RUN_KIND_MODULES``."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    from twin.runs.constants import setting
+    importlib.import_module("twin.runs.kinds")
+    for module in setting("TWIN_RUN_KIND_MODULES"):
+        importlib.import_module(module)
+
+
+def kinds() -> dict[str, Kind]:
+    _load()
+    return dict(_KINDS)
+
+
+def get(name) -> Kind:
+    """The kind called ``name``; raises :class:`ParamError` on ``kind`` naming the known ones."""
+    _load()
+    if isinstance(name, str) and name in _KINDS:
+        return _KINDS[name]
+    raise ParamError("kind", f"unknown kind {str(name)[:64]!r}: choose one of {', '.join(_KINDS)}")
+
+
+def choices() -> list[tuple[str, str]]:
+    """``(name, label)`` of every kind, for choice fields and filters (callable: read when used)."""
+    return [(k.name, k.label) for k in kinds().values()]
+
+
+def client_info() -> dict[str, dict]:
+    """What the browser needs of every kind: label, result view, headline figures, whether the form offers it."""
+    return {k.name: {"label": k.label, "view": k.view, "form": k.form, "best": k.best,
+                     "headline": [{"key": h.key, "label": h.label, "format": h.format} for h in k.headline]}
+            for k in kinds().values()}
