@@ -17,8 +17,8 @@ from rest_framework.response import Response
 from rest_framework.routers import DefaultRouter, Route
 
 from twin.api.fields import LinkedRelatedField, url_prefix
-from twin.inventory import actions
 from twin.api.rows import RowRenderer
+from twin.inventory import actions
 
 ROUTE_BY_MODEL: dict[type, str] = {}
 
@@ -74,7 +74,8 @@ class InventorySerializer(serializers.ModelSerializer):
         probe.validate_constraints()
         return attrs
 
-    def _check_same_cluster(self, obj, changed=None):
+    @staticmethod
+    def _check_same_cluster(obj, changed=None):
         """An item's parents (host, rack, switch...) must belong to the item's own cluster. On an update only the
         relations it sets are read (all of them when it moves the item to another cluster): a status change
         reads none."""

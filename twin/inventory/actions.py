@@ -84,9 +84,9 @@ def create_items(serializer, *, user=None):
     return saved
 
 
-def _status_only(serializers) -> str | None:
-    """The status field if every serializer changes only that (the set-based path), else None."""
-    return "status" if serializers and all(set(s.validated_data) == {"status"} for s in serializers) else None
+def _status_only(serializers) -> bool:
+    """Whether every serializer changes the status and nothing else (the set-based path)."""
+    return all(set(s.validated_data) == {"status"} for s in serializers)
 
 
 def update_items(serializers, *, user=None) -> list[ObjectChange]:

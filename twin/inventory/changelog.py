@@ -14,7 +14,7 @@ from twin.inventory.choices import ChangeAction
 from twin.inventory.models import Cluster, ObjectChange
 
 EVENT_CHANGES_MAX = 50      # changes listed in one live event; a larger write sends the count and the first ones
-WRITE_BATCH = 5_000         # log rows per INSERT
+WRITE_BATCH = 5_000         # log rows per bulk_create batch (Django splits it further to fit SQLite's bound variables)
 
 
 def snapshot(obj, fields=None) -> dict:

@@ -25,6 +25,7 @@ import time
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 
 from twin.live import frames, store
@@ -146,8 +147,8 @@ def send_event(stream: str, message: dict) -> None:
     """Send a JSON message to a stream's group as a text message (an inventory change: docs/live.md). Events are
     not numbered nor kept for resync: a client that reconnects reloads what they describe."""
     layer = get_channel_layer()
-    async_to_sync(layer.group_send)(store.group_name(stream),
-                                    {"type": EVENT_MESSAGE_TYPE, "text": json.dumps(message, separators=(",", ":"))})
+    text = json.dumps(message, separators=(",", ":"), cls=DjangoJSONEncoder)     # times as ISO 8601
+    async_to_sync(layer.group_send)(store.group_name(stream), {"type": EVENT_MESSAGE_TYPE, "text": text})
 
 
 def publish_cluster_event(cluster_id: int, message: dict) -> None:
