@@ -17,8 +17,12 @@ def test_the_superuser_marks_a_link_failed_from_its_page(admin, twin, orm):
         # then the page says so, the database holds it, and it stays so after a reload
         page.wait_for_function("document.getElementById('item-status').textContent.trim() === 'failed'")
         assert Link.objects.get(pk=pk).status == "failed"
+        assert "status active → failed" in page.locator("#change-list tbody tr").first.inner_text()
         admin.visit(f"/inventory/link/{pk}/", shot="inventory-link-failed")
         assert page.locator("form#status-form select[name=status]").input_value() == "failed"
+        # and its change log, kept by the server, says who did it
+        latest = page.locator("#change-list tbody tr").first.inner_text()
+        assert "admin" in latest and "status active → failed" in latest
         # and the fabric page counts it among the non-active links
         page = admin.visit("/clusters/demo-256/fabric/")
         assert page.locator("#failed-count").inner_text().startswith("1 ")
