@@ -13,7 +13,7 @@ const root = document.getElementById("fabric");
 const cluster = root.dataset.cluster;
 const $ = (id) => document.getElementById(id);
 const DETAILS_RETRY_MS = 30000, FAILED_SHOWN = 200, HEATMAP_MAX_HEIGHT = 420;
-const CHANGES_SHOWN = 20, CHANGED_MODELS = ["link", "switch"];   // the change list: status changes of these
+const CHANGES_SHOWN = 20, CHANGED_MODELS = ["link", "switch"];   // the items whose statuses this page shows
 const STATUS_DEBOUNCE_MS = 250;                     // inventory events closer than this: one status reload
 const LINK_DETAILS_BATCH = 500;                     // links.json's limit (fabric_data.LINK_DETAILS_MAX)
 
@@ -454,7 +454,7 @@ let statusTimer = null;
 /** An inventory event of this cluster (docs/live.md): statuses reloaded once for a burst of events, the link and
  *  switch status changes on top of the list (the whole list reloaded when the event left some out). */
 function onInventory(msg) {
-  const fabricChanged = msg.changes.some((c) => ["link", "switch", "port"].includes(c.model));
+  const fabricChanged = msg.changes.some((c) => CHANGED_MODELS.includes(c.model));
   if (fabricChanged || msg.truncated) {
     for (const c of msg.changes) if (c.model === "link") details.delete(c.id);   // its cached status is stale
     clearTimeout(statusTimer);

@@ -153,7 +153,7 @@ class _Build:
         return np.array([self.catalog[kind][s] for s in slugs], dtype=np.int64)
 
     def common(self, kind: str, prefix: str | None, n: int) -> dict:
-        """The columns every physical item has: name, serial (not ports) and status."""
+        """The columns of every item with a status: name, status and, given a prefix, serial (not zones, ports)."""
         columns = {"name": self.names[kind], "status": _status(n)}
         if prefix:
             columns["serial"] = _serials(prefix, self.spec.name, n)
@@ -177,9 +177,8 @@ def _write_sites(b: _Build) -> None:
     lo, w = b.layout, b.writer
     nz = len(lo.zone_kind)
     b.base["zone"] = w.write(Zone, nz, {
-        "name": b.names["zone"], "kind": lo.zone_kind, "number": lo.zone_number,
-        "storage_cluster_id": [None if s < 0 else int(b.storage_ids[s]) for s in lo.zone_storage.tolist()],
-        "status": _status(nz)})
+        **b.common("zone", None, nz), "kind": lo.zone_kind, "number": lo.zone_number,
+        "storage_cluster_id": [None if s < 0 else int(b.storage_ids[s]) for s in lo.zone_storage.tolist()]})
     nr = len(lo.rack_zone)
     b.base["rack"] = w.write(Rack, nr, {**b.common("rack", "RK", nr), "zone_id": b.base["zone"] + lo.rack_zone,
                                         "number": lo.rack_number})
