@@ -49,8 +49,8 @@ export function headlineCell(run) {
   const h = run.headline?.[0];
   if (!h || h.value == null) return "–";
   const f = FORMATS[h.format] ?? FORMATS.text;
-  return `<span class="${figureClass(h.value, h.format)}" title="${esc(h.label)}: ${esc(figureText(h.value, h.format))}">${
-    esc(f(median(h.value)))}</span>`;
+  const title = `${h.label}: ${figureText(h.value, h.format)}`;
+  return `<span class="${figureClass(h.value, h.format)}" title="${esc(title)}">${esc(f(median(h.value)))}</span>`;
 }
 
 /** A row of headline figures: [value, label, class?]. */
@@ -219,8 +219,9 @@ export function sweepTable(axes, rows, best, headline) {
     <td><a href="/experiments/${r.run}/">#${r.run}</a></td>
     ${names.map((n) => `<td>${esc(orDefault(r[n]))}</td>`).join("")}
     <td>${statusBadge(r.status)}</td><td>${progressBar(r.progress ?? (r.status === "succeeded" ? 100 : 0))}</td>
-    ${headline.map((h) => `<td class="num ${figureClass(r[h.key], h.format)}" title="${esc(figureText(r[h.key], h.format))}">${
-      esc((FORMATS[h.format] ?? FORMATS.text)(median(r[h.key])))}</td>`).join("")}
+    ${headline.map((h) => `<td class="num ${figureClass(r[h.key], h.format)}"
+      title="${esc(figureText(r[h.key], h.format))}">${esc((FORMATS[h.format] ?? FORMATS.text)(median(r[h.key])))}</td>`)
+      .join("")}
     <td class="muted">${esc(r.error || r.worker || "")}</td></tr>`;
   return `<table class="data compact sweep-children"><thead><tr><th>run</th>${
     names.map((n) => `<th>${esc(n)}</th>`).join("")}<th>status</th><th>progress</th>${

@@ -128,7 +128,7 @@ function drawSweep(summary) {
     <div class="grid-2 results-grid">
       <section class="panel"><h3>Combinations</h3>${sweepTable(axes, rows, best, headline)}
         ${succeeded.length > 1 ? `<p class="hint"><a href="/experiments/compare/?runs=${succeeded.join(",")}">compare
-          their busbw curves</a></p>` : ""}</section>
+          them</a></p>` : ""}</section>
       <section class="panel"><h3>${esc(ranking.label)} per combination</h3><div class="sweep-bars"></div>
         <div class="sweep-lines"></div></section></div>`;
   if (!ranking.key) return;

@@ -91,7 +91,7 @@ def test_pages_reconnect_and_resync_after_the_server_drops(visitor, twin, orm):
     from twin.inventory.models import Cluster
     from twin.live.publish import RunPublisher
     from twin.runs.actions import cancelled_run
-    from twin.runs.kinds import validate_params
+    from twin.runs.params import validate_params
     from twin.runs.models import SimulationRun
 
     # given a running run on demo-256, watched from its page and from the fabric page

@@ -16,7 +16,8 @@ def echo(layout, params, progress):
     n = params["n"]
     for i in range(n):
         progress((i + 1) / n, f"step {i + 1} of {n}")
-    return {"steps": n, "gpus": int(np.asarray(layout.gpu_status).size)}, {"big": BIG, "counts": np.arange(n, dtype=np.float64)}
+    summary = {"steps": n, "gpus": int(np.asarray(layout.gpu_status).size)}
+    return summary, {"big": BIG, "counts": np.arange(n, dtype=np.float64)}
 
 
 KIND = register(Kind("echo", "Echo (test kind)", ECHO, echo, headline=(Headline("steps", "steps", "int"),),

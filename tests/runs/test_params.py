@@ -10,6 +10,8 @@ from twin.runs.params import serializer_for, validate_params
 from twin.web.views.experiments import param_fields
 
 SETS = (COLLECTIVE, FABRIC_HEALTH, FIGURE)
+# The command line's own options, which are not simulation parameters: where the cluster comes from, what to print.
+CLI_ONLY = {"help", "preset", "spec", "json", "links", "flows", "quiet", "out", "quick", "name"}
 BOUNDED = [(ps, p) for ps in SETS for p in ps if p.max is not None]
 
 
@@ -49,12 +51,13 @@ def test_the_api_fields_and_the_form_fields_are_the_declaration(params):
 
 
 @pytest.mark.parametrize("command, params", [("collective", COLLECTIVE), ("figure", FIGURE)])
-def test_the_cli_has_an_option_per_declared_parameter(command, params):
+def test_the_cli_has_exactly_an_option_per_declared_parameter(command, params):
     options = _cli_options(command)
+    declared = {p.name for p in params} - {"figure"}      # the figure's name is the positional argument
+    assert set(options) - CLI_ONLY == declared
     for p in params:
-        if p.name == "figure":                   # the figure's name is the positional argument
-            continue
-        assert p.option in options.get(p.name, []), f"{command}: no {p.option} for {p.name}"
+        if p.name in declared:
+            assert p.option in options[p.name], f"{command}: no {p.option} for {p.name}"
 
 
 @pytest.mark.django_db
@@ -75,11 +78,16 @@ def test_the_api_refuses_max_plus_one_naming_the_field_and_accepts_max(runner, p
         assert p.name == "root" and "gpus" in str(e), e     # root must be below gpus
 
 
-@pytest.mark.parametrize("p", [p for p in COLLECTIVE if p.max is not None], ids=lambda p: p.name)
-def test_the_cli_refuses_max_plus_one_with_exit_2_in_the_same_words(p, capsys):
+CLI_BOUNDED = [("collective", p) for p in COLLECTIVE if p.max is not None] + \
+    [("figure", p) for p in FIGURE if p.max is not None]
+
+
+@pytest.mark.parametrize("command, p", CLI_BOUNDED, ids=[f"{c}.{p.name}" for c, p in CLI_BOUNDED])
+def test_the_cli_refuses_max_plus_one_with_exit_2_in_the_same_words(command, p, capsys, tmp_path):
     # when the command line is given one more than the declared maximum
+    head = ["collective"] if command == "collective" else ["figure", "allgather-scale", "--out", str(tmp_path)]
     try:
-        code = main(["collective", "--quiet", p.option, str(_over(p))])
+        code = main([*head, "--quiet", p.option, str(_over(p))])
     except SystemExit as e:
         code = e.code
     # then it exits 2 with the reason the API gives

@@ -36,10 +36,9 @@ from sim.seeds import SeededResult, run_collective_seeds
 from sim.topology import topology_from_layout
 from twin.live.frames import GPU_IDLE, GPU_IN_JOB, GPU_UNUSABLE
 from twin.runs.constants import MAX_SWEEP_CHILDREN
-from twin.runs.params import check_gpus, cluster_gpus, validate_params
+from twin.runs.params import validate_params
 from twin.runs.registry import SWEEP, Headline, Kind, get, median_of, register
 
-__all__ = ["RunCancelled", "validate_params", "merge_sweep", "combinations", "default_figure_jobs"]
 
 
 class RunCancelled(Exception):
@@ -161,8 +160,10 @@ def default_figure_jobs(n_gpus: int) -> list[int]:
     return [n for n in figures.DEFAULT_JOBS if n <= n_gpus] or [n for n in figures.QUICK_JOBS if n <= n_gpus]
 
 
-FIGURE_HEADLINE = (Headline("optimized_norm_busbw", "(c) optimized, largest job: normalized busbw limit"),
-                   Headline("baseline_norm_busbw", "(b) fragmented, ECMP, largest job: normalized busbw limit"))
+# The normalized busbw limit of two series at the largest job each ran: the optimized configuration, and the
+# fragmented one routed out of the box by hashing (5-tuple ECMP on RoCE).
+FIGURE_HEADLINE = (Headline("optimized_norm_busbw", "optimized (c), largest job"),
+                   Headline("baseline_norm_busbw", "fragmented, hashed (b), largest job"))
 FIGURE_HEADLINE_SERIES = {"optimized_norm_busbw": "c", "baseline_norm_busbw": "b-ecmp"}
 
 
@@ -199,8 +200,17 @@ def figure(layout, params: dict, progress: Callable) -> tuple[dict, dict]:
 
 
 # ------------------------------------------------------------------------------------- checks on the cluster
+# The only checks of parameters that need the cluster (the API applies them; the run itself checks usable GPUs).
+def cluster_gpus(cluster) -> int:
+    from twin.inventory.models import GPU
+    return GPU.objects.filter(cluster=cluster).count()
+
+
 def _check_gpus(values: dict, cluster) -> None:
-    check_gpus(values["gpus"], cluster)
+    """A job may not ask for more GPUs than the cluster has."""
+    asked = values["gpus"]
+    if asked is not None and asked > (total := cluster_gpus(cluster)):
+        raise ParamError("gpus", f"{asked:,} GPUs asked, {cluster.name} has {total:,}")
 
 
 def _check_figure(values: dict, cluster) -> None:

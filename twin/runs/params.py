@@ -94,22 +94,5 @@ def form_fields(params: ParamSet) -> list[dict]:
             d["min"] = p.min
         if p.max is not None:
             d["max"] = p.max
-        if p.type == "int_list":
-            d["max_items"] = MAX_LIST
         out.append(d)
     return out
-
-
-# ------------------------------------------------------------------------------- checks against the cluster
-def cluster_gpus(cluster) -> int:
-    from twin.inventory.models import GPU
-    return GPU.objects.filter(cluster=cluster).count()
-
-
-def check_gpus(asked: int | None, cluster, field: str = "gpus") -> None:
-    """A job may not ask for more GPUs than the cluster has (its usable ones are checked by the run itself)."""
-    if asked is None:
-        return
-    total = cluster_gpus(cluster)
-    if asked > total:
-        raise ParamError(field, f"{asked:,} GPUs asked, {cluster.name} has {total:,}")

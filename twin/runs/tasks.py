@@ -4,9 +4,11 @@
 database, calls its kind's ``run`` (:mod:`twin.runs.registry`) with a :class:`Reporter`, stores the results and
 ends the run succeeded, failed (with the error text) or cancelled: REST -> action -> task -> kind -> engine, the
 engine's progress going back through the reporter to the database and the live publisher
-(:mod:`twin.runs.publishing`). Actions send these tasks by name; this module imports them, not the reverse. Late acks and reject-on-worker-lost (settings) put a killed worker's message back in the
-queue; a heartbeat thread keeps ``heartbeat_at`` fresh while the engine computes, so :func:`sweep_stuck_runs`
-(beat, every 15 s) can tell a lost worker from a long computation.
+(:mod:`twin.runs.publishing`). Actions send these tasks by name; this module imports them, not the reverse.
+
+Late acks and reject-on-worker-lost (settings) put a killed worker's message back in the queue; a heartbeat thread
+keeps ``heartbeat_at`` fresh while the engine computes, so :func:`sweep_stuck_runs` (beat, every 15 s) can tell a
+lost worker from a long computation.
 """
 from __future__ import annotations
 
@@ -53,19 +55,18 @@ class Heartbeat(threading.Thread):
 class Reporter:
     """The progress callback handed to a kind, in the engine's terms (:mod:`sim.progress`):
     ``reporter(fraction, message="", *, link_util=None, gpu_state=None)`` with ``fraction`` the share of the work
-    done (0..1; None: arrays only). The run's percentage is ``100 * fraction``, the number the CLI's bar shows for
-    the same work. Writes progress and heartbeat at most every PROGRESS_DB_INTERVAL seconds, raises RunCancelled
-    once cancellation was requested, and passes every report to the live publisher (which throttles itself)."""
+    done (0..1; None: arrays only; the message is for the CLI's bar, a run does not keep it). The run's percentage
+    is ``100 * fraction``, the number the CLI's bar shows for the same work. Writes progress and heartbeat at most
+    every PROGRESS_DB_INTERVAL seconds, raises RunCancelled once cancellation was requested, and passes every report
+    to the live publisher (which throttles itself)."""
 
     def __init__(self, run: SimulationRun):
         self.run = run
-        self.percent, self.message, self.last = 0.0, "", 0.0
+        self.percent, self.last = 0.0, 0.0
 
     def __call__(self, fraction=None, message="", *, link_util=None, gpu_state=None):
         if fraction is not None:
             self.percent = max(self.percent, min(100.0, 100.0 * float(fraction)))
-        if message:
-            self.message = message
         now = time.monotonic()
         if now - self.last >= PROGRESS_DB_INTERVAL:
             self.last = now
