@@ -170,16 +170,15 @@ function headlineCards(headline, extra = []) {
 /** collective: headline figures, the busbw/algbw chart with its roofline, the nccl-tests table and hottest links
  *  of the median run, the spread over seeds. */
 export function renderCollective(el, s, { cluster, run }) {
+  const of = s.table_of ? ` <span class="muted">(${esc(s.table_of)})</span>` : "";   // runs from before it was said
   el.innerHTML = `${headlineCards(run.headline, [
     [fmt.GBps(s.roofline_GBps), "roofline"],
     [`${fmt.int(s.ranks)} ranks`, `${fmt.int(s.hosts)} hosts, ${s.fabric}`],
     [`${s.routing} · ${s.qps} QP`, `${s.placement} placement`]])}
     <div class="grid-2 results-grid">
-      <section class="panel"><h3>${esc(s.collective)} (${esc(s.algorithm)}): bus bandwidth
-        <span class="muted">of the ${esc(s.table_of)}</span></h3>
+      <section class="panel"><h3>${esc(s.collective)} (${esc(s.algorithm)}): bus bandwidth${of}</h3>
         <div class="busbw-chart" id="busbw-chart"></div></section>
-      <section class="panel"><h3>nccl-tests <span class="muted">(${esc(s.table_of)})</span></h3>
-        ${ncclTable(s.rows ?? [])}</section></div>
+      <section class="panel"><h3>nccl-tests${of}</h3>${ncclTable(s.rows ?? [])}</section></div>
     <div class="grid-2 results-grid">
       <section class="panel"><h3>Hottest links</h3>${hottestTable(s.hottest_links, cluster)}</section>
       <section class="panel">${seedsHtml(s)}</section></div>`;
