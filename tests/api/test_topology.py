@@ -61,6 +61,9 @@ def test_unreachable_and_bad_requests_name_the_field(anon, writer, demo):
     assert response.status_code == 400 and "failed" in str(response.data["src_gpu"])
     assert anon.get("/api/topology/paths/", {"src_gpu": 10**9, "dst_gpu": 1}).status_code == 400
     assert "dst_gpu" in anon.get("/api/topology/paths/", {"src_gpu": 1}).data
+    # an id past what the database compares with is refused, not an overflow (a 500)
+    response = anon.get("/api/topology/paths/", {"src_gpu": 2**64 - 1, "dst_gpu": 1})
+    assert response.status_code == 400 and "src_gpu" in response.data
 
 
 def test_max_paths_truncates_the_list_not_the_count(anon, demo):

@@ -16,12 +16,15 @@ from twin.inventory import models as m
 CATALOG = tuple(m.CATALOG_MODELS.values())
 
 
+INT64_MAX = 2**63 - 1        # the largest integer (and id) the databases compare with
+
+
 class Int64Field(forms.IntegerField):
     """An integer the database can compare with: out of the 64-bit range is a 400, not an overflow."""
 
     def __init__(self, *args, **kwargs):
-        kwargs.setdefault("min_value", -2**63)
-        kwargs.setdefault("max_value", 2**63 - 1)
+        kwargs.setdefault("min_value", -INT64_MAX - 1)
+        kwargs.setdefault("max_value", INT64_MAX)
         super().__init__(*args, **kwargs)
 
 

@@ -14,7 +14,7 @@ from twin.api.permissions import InventoryPermission
 from twin.inventory import models as m
 from twin.inventory import topology
 from twin.inventory.api.serializers import SERIALIZERS
-from twin.inventory.filtersets import FILTERSETS
+from twin.inventory.filtersets import FILTERSETS, INT64_MAX
 
 # URL segment under /api/inventory/ and route name of each model.
 ENDPOINTS = {
@@ -72,8 +72,8 @@ def with_neighbours(model):
 
 
 class PathQuery(serializers.Serializer):
-    src_gpu = serializers.IntegerField(min_value=1, help_text="id of the source GPU")
-    dst_gpu = serializers.IntegerField(min_value=1, help_text="id of the destination GPU")
+    src_gpu = serializers.IntegerField(min_value=1, max_value=INT64_MAX, help_text="id of the source GPU")
+    dst_gpu = serializers.IntegerField(min_value=1, max_value=INT64_MAX, help_text="id of the destination GPU")
     max_paths = serializers.IntegerField(min_value=1, max_value=topology.MAX_PATHS, default=topology.MAX_PATHS,
                                          help_text="list at most this many paths (count is always exact)")
 
