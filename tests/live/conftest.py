@@ -40,7 +40,7 @@ def demo(transactional_db):
 def make_run(demo):
     """A SimulationRun on the demo cluster."""
     def make(**fields):
-        kind = fields.pop("kind", None) or SimulationRun._meta.get_field("kind").choices[0][0]
+        kind = fields.pop("kind", None) or "collective"
         return SimulationRun.objects.create(cluster=demo, kind=kind, params=fields.pop("params", {}), **fields)
     return make
 

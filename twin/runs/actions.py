@@ -95,18 +95,7 @@ def delete_run(run: SimulationRun) -> None:
     run_id, cluster_id = run.pk, run.cluster_id
     with transaction.atomic():
         SimulationRun.objects.filter(pk=run_id).delete()
-        transaction.on_commit(lambda: _publish_deleted(run_id, cluster_id))
-
-
-def _publish_deleted(run_id: int, cluster_id: int) -> None:
-    message = {"type": "run_deleted", "run": run_id}
-    try:
-        from twin.live import store
-        from twin.live.publish import send_event
-        for stream in (store.run_stream(run_id), store.cluster_stream(cluster_id)):
-            send_event(stream, message)
-    except Exception:  # noqa: BLE001 - a live view must never fail a write
-        log.exception("live: could not publish the deletion of run %s", run_id)
+        transaction.on_commit(lambda: publishing.deleted(run_id, cluster_id))
 
 
 # -------------------------------------------------------------------------------------------------- scenarios

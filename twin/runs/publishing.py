@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import logging
 
-from twin.live.publish import RunPublisher
+from twin.live import store
+from twin.live.publish import RunPublisher, send_event
 
 log = logging.getLogger("twin.runs")
 _publishers: dict[int, RunPublisher] = {}
@@ -37,3 +38,14 @@ def finished(run) -> None:
         log.exception("live publisher of run %s failed", run.pk)
     finally:
         _publishers.pop(run.pk, None)
+
+
+def deleted(run_id: int, cluster_id: int) -> None:
+    """Say ``{"type": "run_deleted", "run": id}`` on the run's stream and its cluster's (the runs list drops the row)."""
+    _publishers.pop(run_id, None)
+    message = {"type": "run_deleted", "run": run_id}
+    try:
+        for stream in (store.run_stream(run_id), store.cluster_stream(cluster_id)):
+            send_event(stream, message)
+    except Exception:  # noqa: BLE001
+        log.exception("live: could not publish the deletion of run %s", run_id)
