@@ -1,17 +1,22 @@
 """A run kind is one registered object: a kind registered by a test runs through REST and a real worker with no
 other change; arrays keep the dtype their kind declares; progress is the engine's own share of the work; writes go
 through actions; actions send tasks by name. Given / when / then."""
+import asyncio
+import json
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
 
 from sim.params import COLLECTIVE
 from sim.seeds import run_collective_seeds
 from sim.topology import topology_from_layout
 from tests.runs import echo_kind
 from tests.runs.test_runs import finished
+from twin.live import store
 from twin.runs import kinds
 from twin.runs.actions import create_run
 from twin.runs.models import RunArray, Scenario, SimulationRun
@@ -118,16 +123,23 @@ def test_actions_send_tasks_by_name_without_importing_the_tasks_module():
     assert out.stdout.strip() == "False", out.stderr
 
 
-def test_deleting_a_run_cancels_deletes_and_tells_the_browsers(runner, demo, monkeypatch,
-                                                               django_capture_on_commit_callbacks):
-    sent = []
-    monkeypatch.setattr("twin.live.publish.send_event", lambda stream, message: sent.append((stream, message)))
+def test_deleting_a_run_cancels_deletes_and_tells_the_browsers(runner, demo, django_capture_on_commit_callbacks):
+    # given a run and a listener on the run's and the cluster's stream groups of the real channel layer
     run = create_run("collective", {}, demo, enqueue=False)
+    layer = get_channel_layer()
+    streams = (store.run_stream(run.pk), store.cluster_stream(demo.pk))
+    channel = async_to_sync(layer.new_channel)()
+    for stream in streams:
+        async_to_sync(layer.group_add)(store.group_name(stream), channel)
+    # when it is deleted through the API
     with django_capture_on_commit_callbacks(execute=True):
         assert runner.delete(f"/api/runs/{run.pk}/").status_code == 204
+    # then it is gone and each stream said so once
     assert not SimulationRun.objects.filter(pk=run.pk).exists()
-    assert ({m["type"] for _, m in sent} == {"run_deleted"} and
-            {s for s, _ in sent} == {f"run.{run.pk}", f"cluster.{demo.pk}"})
+    got = [json.loads(async_to_sync(asyncio.wait_for)(layer.receive(channel), 5)["text"]) for _ in streams]
+    assert got == [{"type": "run_deleted", "run": run.pk}] * 2
+    for stream in streams:
+        async_to_sync(layer.group_discard)(store.group_name(stream), channel)
 
 
 def test_scenarios_are_written_through_actions_that_validate(runner, demo):

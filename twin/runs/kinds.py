@@ -40,7 +40,6 @@ from twin.runs.params import validate_params
 from twin.runs.registry import SWEEP, Headline, Kind, get, median_of, register
 
 
-
 class RunCancelled(Exception):
     """Raised by the progress callback when the run's cancellation was requested."""
 
