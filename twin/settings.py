@@ -37,7 +37,6 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "rest_framework",
-    "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -57,6 +56,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "twin.api.logins.LoginThrottleMiddleware",
 ]
 
 ROOT_URLCONF = "twin.urls"
@@ -138,15 +138,27 @@ TWIN_RUNS_TIME_LIMIT = 55 * 60
 TWIN_API_ANONYMOUS_READ = env.env_bool("TWIN_API_ANONYMOUS_READ", True)
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "twin.api.authentication.HashedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["twin.api.permissions.InventoryPermission"],
     "DEFAULT_PAGINATION_CLASS": "twin.api.pagination.TwinPagination",
     "DEFAULT_FILTER_BACKENDS": [
-        "django_filters.rest_framework.DjangoFilterBackend",
-        "rest_framework.filters.OrderingFilter",
+        "twin.api.filters.FilterBackend",
+        "twin.api.filters.OrderingFilter",
     ],
+    "DEFAULT_PARSER_CLASSES": [
+        "twin.api.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "DEFAULT_THROTTLE_CLASSES": [
+        "twin.api.throttling.AnonRateThrottle",
+        "twin.api.throttling.UserRateThrottle",
+    ],
+    # Proxies in front of the twin (the compose set-up's Caddy: 1) whose X-Forwarded-For gives the client address
+    # that rate limits and login failures count by; 0 trusts no header (REMOTE_ADDR).
+    "NUM_PROXIES": env.env_int("TWIN_NUM_PROXIES", 0, minimum=0),
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "twin.api.exceptions.api_exception_handler",
     "DEFAULT_RENDERER_CLASSES": [
@@ -154,6 +166,30 @@ REST_FRAMEWORK = {
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
 }
+# API limits (docs/operations.md "API: limits, tokens and throttling"). Request bodies over
+# DATA_UPLOAD_MAX_MEMORY_SIZE bytes are refused (413 on the API); JSON nested deeper than TWIN_API_MAX_JSON_DEPTH is
+# a 400 (Python's parser recurses).
+DATA_UPLOAD_MAX_MEMORY_SIZE = env.env_int("TWIN_MAX_REQUEST_BODY", 5 * 1024 * 1024, minimum=1024)
+TWIN_API_MAX_JSON_DEPTH = env.env_int("TWIN_API_MAX_JSON_DEPTH", 32, minimum=2)
+# Rate limits of API calls (twin/api/throttling.py), per user and per anonymous client address: generous, as the
+# pages call the API a lot. Failed logins (twin/api/logins.py): after TWIN_LOGIN_FAILURES_MAX within
+# TWIN_LOGIN_FAILURES_WINDOW seconds for one user name or one address, that name or address is refused until the
+# window ends. Counted in Redis, shared by every web process (cache "throttle", keys under its own prefix).
+TWIN_API_RATE_ANON = os.environ.get("TWIN_API_RATE_ANON") or "600/min"
+TWIN_API_RATE_USER = os.environ.get("TWIN_API_RATE_USER") or "3000/min"
+TWIN_LOGIN_FAILURES_MAX = env.env_int("TWIN_LOGIN_FAILURES_MAX", 10, minimum=1)
+TWIN_LOGIN_FAILURES_WINDOW = env.env_int("TWIN_LOGIN_FAILURES_WINDOW", 300, minimum=1)
+TWIN_THROTTLE_CACHE = "throttle"
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    TWIN_THROTTLE_CACHE: {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": os.environ.get("TWIN_THROTTLE_KEY_PREFIX") or "twin:throttle",
+        "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 2},
+    },
+}
+
 SPECTACULAR_SETTINGS = {
     "TITLE": "Cluster twin API",
     "DESCRIPTION": "Inventory of AI training clusters: every GPU, NIC, switch, port, link and SSD, and the topology.",

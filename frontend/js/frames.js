@@ -1,8 +1,8 @@
 // Live frames of the twin (twin/live/frames.py is the reference; docs/live.md the contract). Native ES module.
 //
 // A WebSocket on /ws/runs/<id>/ or /ws/clusters/<name>/ first sends ONE text message (JSON metadata: the stream,
-// its last sequence number `seq`, the snapshot URL, the index tables), then only binary frames. Set
-// `ws.binaryType = "arraybuffer"`. All numbers little-endian.
+// its last sequence number `seq`, the snapshot URL, counts and the URL of the link index tables), then binary
+// frames (and, on a cluster stream, JSON events). Set `ws.binaryType = "arraybuffer"`. All numbers little-endian.
 //
 // Header, 32 bytes:
 //   0  2  magic                 4  u32 seq (per stream)      16 f32 progress 0..100     22 u16 section count

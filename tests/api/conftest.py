@@ -3,9 +3,9 @@ import io
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.core.management import call_command
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from twin.api.models import ApiToken
 from twin.inventory.models import Cluster
 
 
@@ -26,7 +26,8 @@ def writer(db):
     user = User.objects.create_user("writer")
     user.user_permissions.add(*Permission.objects.filter(content_type__app_label="inventory"))
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.token = ApiToken.issue(user)[1]
+    client.credentials(HTTP_AUTHORIZATION=f"Token {client.token}")
     return client
 
 
@@ -35,5 +36,5 @@ def reader(db):
     """A client with a token of a user holding no permission."""
     user = User.objects.create_user("reader")
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(user)[1]}")
     return client

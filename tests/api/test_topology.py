@@ -8,6 +8,7 @@ from django.core.management import call_command
 
 from sim.layout import STATUS_DRAINED, STATUS_FAILED, expand
 from sim.spec import parse_spec
+from twin.api.models import ApiToken
 from twin.inventory.adapter import layout_from_db
 from twin.inventory.models import GPU, Link, Switch
 
@@ -135,10 +136,16 @@ def test_create_api_token_command(db):
     key = out.getvalue().strip()
     again = io.StringIO()
     call_command("create_api_token", "script", stdout=again)
-    assert len(key) == 40 and again.getvalue().strip() == key
+    # each call makes a new token (only hashes are kept: an old token cannot be printed again); both work
     from django.contrib.auth.models import User
     user = User.objects.get(username="script")
+    assert key.startswith("twin_") and again.getvalue().strip() != key
+    assert ApiToken.user_for(key) == user == ApiToken.user_for(again.getvalue().strip())
     assert user.has_perm("inventory.change_link") and user.has_perm("runs.add_simulationrun")
+    # --reset revokes the others
+    last = io.StringIO()
+    call_command("create_api_token", "script", "--reset", stdout=last)
+    assert ApiToken.user_for(key) is None and ApiToken.user_for(last.getvalue().strip()) == user
 
 
 def test_schema_and_docs_are_served(anon, db):

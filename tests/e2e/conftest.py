@@ -126,7 +126,7 @@ class Twin:
 def _build(django_db_blocker) -> dict:
     """Build the clusters, the superuser and its token, committed; returns what the tests look up."""
     from django.contrib.auth.models import User
-    from rest_framework.authtoken.models import Token
+    from twin.api.models import ApiToken
 
     from sim.spec import load_spec
     from twin.inventory import models as m
@@ -147,7 +147,7 @@ def _build(django_db_blocker) -> dict:
             "link": m.Link.objects.filter(cluster=demo, fabric__role=FabricRole.BACKEND).order_by("id").first(),
         }
         return {
-            "token": Token.objects.create(user=admin).key,
+            "token": ApiToken.issue(admin)[1],
             "clusters": {name: c.id for name, c in clusters.items()},
             "backend_links": {name: m.Link.objects.filter(cluster=c, fabric__role=FabricRole.BACKEND).count()
                               for name, c in clusters.items()},
@@ -161,14 +161,14 @@ def _build(django_db_blocker) -> dict:
 def server_settings():
     """The servers' environment: live-push Redis keys of this session (Redis outlives the test database, whose
     run and cluster ids start from 1 again: a run page must not resync from a previous session's snapshot); this
-    process publishes under the same keys."""
+    process publishes under the same keys. Rate-limit counters of this session too."""
     from django.test import override_settings
 
     from twin.live import store
     prefix = f"test:e2e:{uuid.uuid4().hex[:12]}:"
     override = override_settings(TWIN_LIVE_KEY_PREFIX=prefix)
     override.enable()
-    yield {"TWIN_LIVE_KEY_PREFIX": prefix}
+    yield {"TWIN_LIVE_KEY_PREFIX": prefix, "TWIN_THROTTLE_KEY_PREFIX": f"{prefix}throttle"}
     try:
         r = store.client()
         keys = list(r.scan_iter(match=prefix + "*", count=1000))

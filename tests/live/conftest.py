@@ -6,8 +6,8 @@ import pytest
 import redis
 from channels.layers import channel_layers
 from django.core.management import call_command
-from rest_framework.authtoken.models import Token
 
+from twin.api.models import ApiToken
 from twin.inventory.models import Cluster
 from twin.live import store
 from twin.runs.models import SimulationRun
@@ -49,4 +49,4 @@ def make_run(demo):
 def token(transactional_db):
     from django.contrib.auth.models import User
 
-    return Token.objects.create(user=User.objects.create_user("viewer")).key
+    return ApiToken.issue(User.objects.create_user("viewer"))[1]

@@ -8,10 +8,10 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.contrib.auth.models import Permission, User
 from django.db import transaction
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from tests.live.test_push import in_worker, open_socket, receive_meta
+from twin.api.models import ApiToken
 from twin.inventory import actions
 from twin.inventory.changelog import EVENT_CHANGES_MAX
 from twin.inventory.models import Link
@@ -25,7 +25,7 @@ def alice(transactional_db):
     user = User.objects.create_user("alice")
     user.user_permissions.add(*Permission.objects.filter(content_type__app_label="inventory"))
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(user)[1]}")
     return client
 
 

@@ -13,10 +13,10 @@ import uuid
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import Permission, User
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from tests.processes import Workers
+from twin.api.models import ApiToken
 from twin.celery import app as celery_app
 
 QUEUE = f"twin-tests-{uuid.uuid4().hex[:10]}"
@@ -49,7 +49,7 @@ def runner(db):
     user.user_permissions.add(*Permission.objects.filter(
         content_type__app_label__in=("runs", "django_celery_beat", "inventory")))
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(user)[1]}")
     return client
 
 

@@ -6,14 +6,14 @@ import json
 import numpy as np
 import pytest
 from django.contrib.auth.models import Permission, User
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from sim.layout import STATUS_NAMES
 from tests.web.conftest import build
+from twin.api.models import ApiToken
 from twin.inventory import models as m
 from twin.inventory.choices import FabricRole
-from twin.live.meta import cluster_index
+from twin.live.meta import link_index
 
 pytestmark = pytest.mark.django_db
 FAILED, DRAINED = STATUS_NAMES.index("failed"), STATUS_NAMES.index("drained")
@@ -40,7 +40,7 @@ def test_links_are_in_the_live_frames_order_and_agree_with_the_database(client, 
     rows = list(backend_links(demo).values_list("id", "tier", "a_switch_id", "b_switch_id", "a_port__slot",
                                                 "b_port__slot"))
     # then the link order is the backend Link rows by id, which is the live link_util section's order
-    assert link_ids(doc) == [r[0] for r in rows] == cluster_index(demo)["links"]["ids"]
+    assert link_ids(doc) == [r[0] for r in rows] == json.loads(link_index(demo)[1])["ids"]
     assert links["count"] == len(rows) == 576
     # and each link's tier and ends are the database's, switches given by position in the switch arrays
     switch_ids = doc["switches"]["id"]
@@ -88,7 +88,7 @@ def test_a_link_failed_through_the_orm_or_the_api_shows_as_not_active(client, de
     user = User.objects.create_user("ops")
     user.user_permissions.add(*Permission.objects.filter(content_type__app_label="inventory"))
     api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(user)[1]}")
     assert api.patch(f"/api/inventory/links/{failed}/", {"status": "failed"}, format="json").status_code == 200
     # then both show, by position in the live order, in fabric.json and in status.json
     doc = fabric_json(client)

@@ -7,15 +7,15 @@ import json
 import numpy as np
 import pytest
 from django.contrib.auth.models import Permission, User
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from sim.layout import STATUS_NAMES
 from sim.topology import topology_from_layout
 from tests.web.conftest import build
+from twin.api.models import ApiToken
 from twin.inventory import models as m
 from twin.inventory.adapter import layout_from_db
-from twin.live.meta import cluster_index
+from twin.live.meta import link_index
 from twin.web.gpu_data import REASONS
 
 pytestmark = pytest.mark.django_db
@@ -63,7 +63,7 @@ def test_one_entry_per_gpu_in_index_order_with_its_host_rack_and_zone(client, de
 
 def test_nic_cable_positions_are_positions_in_the_live_link_order(client, demo):
     doc = gpus_json(client)
-    live_ids = cluster_index(demo)["links"]["ids"]        # the order of the link_util section
+    live_ids = json.loads(link_index(demo)[1])["ids"]        # the order of the link_util section
     assert doc["links"]["count"] == len(live_ids) == 576
     cable_of_gpu = dict(m.Link.objects.filter(fabric__cluster=demo, fabric__role=0, a_port__nic__gpu__isnull=False)
                         .values_list("a_port__nic__gpu__index", "id"))
@@ -93,7 +93,7 @@ def test_gpu_statuses_are_current_though_the_structure_is_cached(client, demo):
     user = User.objects.create_user("ops")
     user.user_permissions.add(*Permission.objects.filter(content_type__app_label="inventory"))
     api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(user)[1]}")
     assert api.patch(f"/api/inventory/gpus/{gpu_ids[13]}/", {"status": "failed"}, format="json").status_code == 200
     m.GPU.objects.filter(id=gpu_ids[200]).update(status="drained")
     m.GPU.objects.filter(id=gpu_ids[201]).update(status="maintenance")

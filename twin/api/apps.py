@@ -2,7 +2,21 @@ from django.apps import AppConfig
 
 
 class ApiConfig(AppConfig):
-    """The REST API's shared parts: base viewset with bulk operations, fields, pagination, errors, auth."""
+    """The REST API's shared parts: base viewset with bulk operations, fields, pagination, errors, hashed tokens,
+    rate limits and failed-login lockouts."""
 
     name = "twin.api"
     label = "api"
+
+    def ready(self):
+        from django.conf import settings
+
+        from twin import env
+        from twin.api import logins  # noqa: F401 - connects the failed-login counter
+        from twin.api.throttling import parse_rate
+
+        for name in ("TWIN_API_RATE_ANON", "TWIN_API_RATE_USER"):
+            try:
+                parse_rate(getattr(settings, name))
+            except ValueError as e:
+                raise env.SettingError(name, str(e)) from None

@@ -19,6 +19,7 @@ from rest_framework.routers import DefaultRouter, Route
 from twin.api.fields import LinkedRelatedField, url_prefix
 from twin.api.rows import RowRenderer
 from twin.inventory import actions
+from twin.inventory.filtersets import INT64_MAX
 
 ROUTE_BY_MODEL: dict[type, str] = {}
 
@@ -181,8 +182,9 @@ class InventoryViewSet(viewsets.ModelViewSet):
             raise ValidationError({"non_field_errors": ["expected a non-empty list of objects"]})
         ids, errors = [], []
         for item in data:
-            ok = isinstance(item, dict) and isinstance(item.get("id"), int) and not isinstance(item.get("id"), bool)
-            errors.append({} if ok else {"id": ["each object needs an integer id"]})
+            ok = (isinstance(item, dict) and isinstance(item.get("id"), int) and not isinstance(item.get("id"), bool)
+                  and 1 <= item["id"] <= INT64_MAX)
+            errors.append({} if ok else {"id": [f"each object needs an integer id (1 to {INT64_MAX})"]})
             ids.append(item.get("id") if ok else None)
         if any(errors):
             raise ValidationError(errors)

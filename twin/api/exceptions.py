@@ -1,4 +1,7 @@
-"""Every API error is a 4xx JSON body naming the field and the reason; database refusals included."""
+"""Every API error is a 4xx JSON body naming the field and the reason; database refusals and oversized bodies
+included (Django would answer those with an HTML page)."""
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError
 from django.db.models import ProtectedError, RestrictedError
@@ -9,6 +12,13 @@ from rest_framework.views import exception_handler
 
 
 def api_exception_handler(exc, context):
+    if isinstance(exc, RequestDataTooBig):
+        return Response({"detail": f"request body over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes "
+                                   "(DATA_UPLOAD_MAX_MEMORY_SIZE, TWIN_MAX_REQUEST_BODY)"},
+                        status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+    if isinstance(exc, TooManyFieldsSent):
+        return Response({"detail": f"more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} form fields"},
+                        status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, DjangoValidationError):
         exc = ValidationError(exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages})
     if isinstance(exc, (ProtectedError, RestrictedError)):

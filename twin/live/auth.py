@@ -1,5 +1,6 @@
 """WebSocket authentication as the REST API does it: the session (browser, through AuthMiddlewareStack) or a token
-(`?token=<key>` in the URL, or an `Authorization: Token <key>` header for scripts that can set headers).
+(`?token=<key>` in the URL, or an `Authorization: Token <key>` header for scripts that can set headers), checked
+against the stored hashes as the API checks it (twin.api.models.ApiToken.user_for).
 
 An invalid token is an error even where anonymous reading is allowed (DRF answers 401 in that case too): the
 consumer closes with 4401. A session is only trusted when the socket comes from one of ALLOWED_HOSTS (an Origin
@@ -16,14 +17,23 @@ from django.http.request import split_domain_port, validate_host
 
 
 @database_sync_to_async
-def user_for_token(key: str):
-    from rest_framework.authtoken.models import Token
+def user_for_token(key: str, address: str | None):
+    """The token's user, or None (a failed login of ``address``, as for the API: twin.api.logins); a locked
+    address gets None without its token being checked."""
+    from twin.api import logins
+    from twin.api.models import ApiToken
 
-    try:
-        token = Token.objects.select_related("user").get(key=key)
-    except Token.DoesNotExist:
+    if logins.locked_for(address=address):
         return None
-    return token.user if token.user.is_active else None
+    user = ApiToken.user_for(key)
+    if user is None:
+        logins.record_failure(address=address)
+    return user
+
+
+def client_address(scope) -> str | None:
+    client = scope.get("client")
+    return client[0] if client else None
 
 
 def _header(scope, name: bytes) -> str | None:
@@ -63,7 +73,7 @@ class TokenAuthMiddleware:
             scope = dict(scope)
             key = token_from_scope(scope)
             if key is not None:
-                user = await user_for_token(key)
+                user = await user_for_token(key, client_address(scope))
                 scope["user"] = user or AnonymousUser()
                 scope["auth_error"] = None if user else "invalid token"
             elif not same_origin(scope):

@@ -1,20 +1,24 @@
 """WebSocket consumers: ``ws/runs/<id>/`` and ``ws/clusters/<name>/``.
 
-On connect: authenticate (twin.live.auth), join the stream's group, send ONE JSON text message (metadata, index
-tables, the stream's last sequence number and its snapshot URL), then binary frames (twin.live.frames) and, on a
-cluster's stream, JSON text events (``{"type": "inventory", ...}``: docs/live.md).
-Close codes: 4401 not authenticated (or a bad token), 4404 no such run or cluster. The socket is accepted before
-closing so that browsers see the code (a refused handshake only shows as HTTP 403).
-Query parameters: ``token=<key>``; ``index=0`` leaves the link id/name tables out of the metadata.
+On connect: authenticate (twin.live.auth), join the stream's group, send ONE JSON text message (metadata: counts,
+the URL of the link index tables, the stream's last sequence number and its snapshot URL), then binary frames
+(twin.live.frames) and, on a cluster's stream, JSON text events (``{"type": "inventory", ...}``: docs/live.md).
+Close codes: 4401 not authenticated (or a bad token), 4404 no such run or cluster, 1013 "try again later" (Redis,
+which carries the stream, unreachable: on connecting, or later while connected). The socket is accepted before
+closing so that browsers see the code (a refused handshake only shows as HTTP 403), and one JSON message
+``{"type": "error", "code": ..., "detail": ...}`` says why.
+Query parameters: ``token=<key>``. (``index=0`` is accepted and changes nothing: the metadata never carries the
+link tables.)
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
-from urllib.parse import parse_qs
+from redis.exceptions import RedisError
 
 from twin.live import meta, store
 from twin.live.auth import may_read
@@ -23,35 +27,77 @@ log = logging.getLogger(__name__)
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
+CLOSE_TRY_AGAIN_LATER = 1013
+LAYER_DOWN = "live.unavailable"             # handled by LiveConsumer.live_unavailable
+LAYER_RETRY_SECONDS = 1.0                   # between reads of a channel layer that failed
+# What an unreachable Redis raises, through redis-py or channels_redis (which wraps some in OSError)
+REDIS_DOWN = (RedisError, OSError, asyncio.TimeoutError)
 
 
 class LiveConsumer(AsyncWebsocketConsumer):
     stream: str | None = None
+    accepted = False
+
+    @property
+    def channel_receive(self):
+        return self._channel_receive
+
+    @channel_receive.setter
+    def channel_receive(self, receive):
+        """Channels sets the layer's receive here, then reads it back to wait on: it gets the guarded one."""
+        self._layer_receive = receive
+
+    async def _channel_receive(self):
+        """The channel layer's next message; with Redis unreachable, a LAYER_DOWN message (after a pause) instead
+        of the exception, which would end the consumer with an HTTP 500 before the handshake or a 1011 after."""
+        try:
+            return await self._layer_receive()
+        except REDIS_DOWN:
+            await asyncio.sleep(LAYER_RETRY_SECONDS)
+            return {"type": LAYER_DOWN}
 
     async def connect(self):
         ok, reason = may_read(self.scope)
         if not ok:
             return await self._refuse(CLOSE_UNAUTHENTICATED, reason)
-        qs = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
-        with_tables = qs.get("index", ["1"])[0] not in ("0", "false", "no")
-        info = await database_sync_to_async(self.describe)(with_tables)
+        info = await database_sync_to_async(self.describe)()
         if info is None:
             return await self._refuse(CLOSE_NOT_FOUND, "not found")
-        self.stream = info["stream"]
-        # Join before reading the last sequence number: a frame published in between is queued, not lost.
-        await self.channel_layer.group_add(store.group_name(self.stream), self.channel_name)
-        await self.accept()
-        info["seq"] = await database_sync_to_async(store.last_seq)(self.stream)
+        try:
+            # Join before reading the last sequence number: a frame published in between is queued, not lost.
+            await self.channel_layer.group_add(store.group_name(info["stream"]), self.channel_name)
+            self.stream = info["stream"]
+            await self.accept()
+            self.accepted = True
+            info["seq"] = await database_sync_to_async(store.last_seq)(self.stream)
+        except REDIS_DOWN as e:
+            log.warning("live: refusing a connection to %s, Redis unreachable: %s", info["stream"], e)
+            return await self._refuse(CLOSE_TRY_AGAIN_LATER, "live push unavailable (Redis unreachable): "
+                                                             "try again later")
         await self.send(text_data=json.dumps(info, separators=(",", ":")))
 
     async def _refuse(self, code: int, reason: str | None):
-        await self.accept()
+        if not self.accepted:
+            await self.accept()
+            self.accepted = True
         await self.send(text_data=json.dumps({"type": "error", "code": code, "detail": reason}))
         await self.close(code=code)
 
+    async def live_unavailable(self, event):
+        """The channel layer failed (Redis down) while connected: close with 1013, so that the client reconnects
+        (and resyncs) once Redis is back, instead of waiting on a stream that may no longer reach it."""
+        if self.accepted and self.stream:
+            self.stream = None
+            await self.send(text_data=json.dumps({"type": "error", "code": CLOSE_TRY_AGAIN_LATER,
+                                                  "detail": "live push interrupted (Redis unreachable)"}))
+            await self.close(code=CLOSE_TRY_AGAIN_LATER)
+
     async def disconnect(self, code):
         if self.stream:
-            await self.channel_layer.group_discard(store.group_name(self.stream), self.channel_name)
+            try:
+                await self.channel_layer.group_discard(store.group_name(self.stream), self.channel_name)
+            except REDIS_DOWN:
+                pass    # the group's membership expires (group_expiry)
 
     async def receive(self, text_data=None, bytes_data=None):
         pass    # the stream is one-way; resync goes through the REST snapshot
@@ -63,12 +109,12 @@ class LiveConsumer(AsyncWebsocketConsumer):
         """A JSON event of the stream (twin.live.publish.send_event), e.g. an inventory change: a text message."""
         await self.send(text_data=event["text"])
 
-    def describe(self, with_tables: bool) -> dict | None:
+    def describe(self) -> dict | None:
         raise NotImplementedError
 
 
 class RunConsumer(LiveConsumer):
-    def describe(self, with_tables):
+    def describe(self):
         run_id = int(self.scope["url_route"]["kwargs"]["run_id"])
         stream = store.run_stream(run_id)
         info = {"type": "meta", "stream": stream, **meta.protocol_info(),
@@ -78,12 +124,12 @@ class RunConsumer(LiveConsumer):
             return None
         info["run"] = meta.run_info(run)
         cluster = getattr(run, "cluster", None)
-        info["cluster"] = meta.cluster_index(cluster, with_tables) if cluster is not None else None
+        info["cluster"] = meta.cluster_index(cluster) if cluster is not None else None
         return info
 
 
 class ClusterConsumer(LiveConsumer):
-    def describe(self, with_tables):
+    def describe(self):
         from twin.inventory.models import Cluster
 
         cluster = Cluster.objects.filter(name=self.scope["url_route"]["kwargs"]["name"]).first()
@@ -92,4 +138,4 @@ class ClusterConsumer(LiveConsumer):
         stream = store.cluster_stream(cluster.id)
         return {"type": "meta", "stream": stream, **meta.protocol_info(),
                 "snapshot": f"/api/live/clusters/{cluster.name}/snapshot/",
-                "cluster": meta.cluster_index(cluster, with_tables)}
+                "cluster": meta.cluster_index(cluster)}

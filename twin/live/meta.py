@@ -1,5 +1,9 @@
-"""Metadata and index tables sent once, as JSON, when a client connects (and used by the snapshot views)."""
+"""Metadata sent once, as JSON, when a client connects, and the link index tables its ``links.index`` URL serves."""
 from __future__ import annotations
+
+import gzip
+import hashlib
+import json
 
 from django.conf import settings
 
@@ -9,32 +13,44 @@ from twin.inventory.structure_cache import StructureCache, rows_fingerprint
 from twin.live import frames
 from twin.runs.models import SimulationRun
 
-_link_tables: StructureCache[dict] = StructureCache(size=1)   # by backend fabric id: one at a time is plenty
+_link_tables: StructureCache[tuple] = StructureCache(size=2)   # by backend fabric id
 
 
 def get_run(run_id: int):
     return SimulationRun.objects.filter(pk=run_id).first()
 
 
-def cluster_index(cluster: Cluster, with_tables: bool = True) -> dict:
-    """The cluster's frame order: backend links by id (the link_util section) and the GPU count (gpu_state)."""
+def cluster_index(cluster: Cluster) -> dict:
+    """The cluster's frame order: backend links by id (the link_util section) and the GPU count (gpu_state). The
+    link id and name tables are not in the stream's metadata (4 MB for a 24k cluster, over the WebSocket message
+    limit): ``links.index`` is their REST URL (:func:`link_index`)."""
+    fabric = Fabric.objects.filter(cluster=cluster, role=FabricRole.BACKEND).first()
+    links = Link.objects.filter(fabric=fabric) if fabric else Link.objects.none()
+    return {"id": cluster.id, "name": cluster.name, "title": cluster.title,
+            "backend_fabric": fabric.name if fabric else None,
+            "links": {"count": links.count(), "index": f"/api/live/clusters/{cluster.name}/links/"},
+            "gpus": {"count": GPU.objects.filter(cluster=cluster).count()}}
+
+
+def link_index(cluster: Cluster) -> tuple[str, bytes, bytes]:
+    """The link_util section's order as JSON (``{"cluster", "backend_fabric", "count", "ids", "names"}``), raw and
+    gzipped, with an ETag: built once per structure of the backend fabric (twin.inventory.structure_cache)."""
     fabric = Fabric.objects.filter(cluster=cluster, role=FabricRole.BACKEND).first()
     links = Link.objects.filter(fabric=fabric) if fabric else Link.objects.none()
     fingerprint = rows_fingerprint(links)
-    out = {"id": cluster.id, "name": cluster.name, "title": cluster.title,
-           "backend_fabric": fabric.name if fabric else None,
-           "links": {"count": fingerprint[0]}, "gpus": {"count": GPU.objects.filter(cluster=cluster).count()}}
-    if with_tables and fingerprint[0]:
-        out["links"].update(_link_tables.get(fabric.id, fingerprint, lambda: _read_link_tables(links)))
-    return out
+    return _link_tables.get(fabric.id if fabric else -cluster.id, fingerprint,
+                            lambda: _encode_link_index(cluster, fabric, links, fingerprint))
 
 
-def _read_link_tables(links) -> dict:
+def _encode_link_index(cluster, fabric, links, fingerprint) -> tuple[str, bytes, bytes]:
     ids, names = [], []
     for i, name in links.order_by("id").values_list("id", "name").iterator(chunk_size=10000):
         ids.append(i)
         names.append(name)
-    return {"ids": ids, "names": names}
+    body = json.dumps({"cluster": cluster.name, "backend_fabric": fabric.name if fabric else None,
+                       "count": len(ids), "ids": ids, "names": names}, separators=(",", ":")).encode()
+    etag = '"' + hashlib.sha256(repr((cluster.id, fingerprint)).encode()).hexdigest()[:24] + '"'
+    return etag, body, gzip.compress(body, compresslevel=6)
 
 
 def protocol_info() -> dict:

@@ -1,4 +1,4 @@
-"""REST snapshots for resync: the last frame published on a stream.
+"""REST snapshots for resync: the last frame published on a stream; and a cluster stream's link index tables.
 
 GET /api/live/runs/<id>/snapshot/ and /api/live/clusters/<name>/snapshot/ answer JSON: the header fields of the
 last frame (seq, progress, status, final...), the sections it holds, and the frame itself as base64 (``frame_b64``,
@@ -108,3 +108,33 @@ class ClusterSnapshotView(SnapshotView):
             raise NotFound(f"no cluster {name!r}")
         return store.cluster_stream(cluster.id), frames.Frame(type=frames.FRAME_CLUSTER, cluster_id=cluster.id,
                                                               time_ms=time.time() * 1000.0)
+
+
+@extend_schema(parameters=[OpenApiParameter("name", OpenApiTypes.STR, OpenApiParameter.PATH)],
+               responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description="{cluster, backend_fabric, count, "
+                                               "ids, names}: the backend links in the link_util section's order"),
+                          404: OpenApiResponse(description="no such cluster")},
+               tags=["live"], summary="Link index of a cluster stream (the order of the link_util section)")
+class ClusterLinkIndexView(APIView):
+    """The order of the link_util section, ``links.index`` in the stream's metadata: link ids and names, 4 MB of
+    JSON for a 24k cluster (0.38 MB gzipped, sent gzipped to clients that accept it), built once per structure and
+    answered 304 to a client that holds it (ETag)."""
+
+    permission_classes = [LiveReadPermission]
+
+    def get(self, request, name):
+        cluster = Cluster.objects.filter(name=name).first()
+        if cluster is None:
+            raise NotFound(f"no cluster {name!r}")
+        etag, body, gzipped = meta.link_index(cluster)
+        if etag in request.headers.get("If-None-Match", ""):
+            resp = HttpResponse(status=304)
+        elif "gzip" in request.headers.get("Accept-Encoding", ""):
+            resp = HttpResponse(gzipped, content_type="application/json")
+            resp["Content-Encoding"] = "gzip"
+        else:
+            resp = HttpResponse(body, content_type="application/json")
+        resp["ETag"] = etag
+        resp["Vary"] = "Accept-Encoding"
+        resp["Cache-Control"] = "no-cache"
+        return resp

@@ -33,8 +33,9 @@ class ChangeSerializer(serializers.ModelSerializer):
 def _ids_or_names(id_field: str, name_field: str):
     """A filter method: each value an id (digits) or a name, rows matching any of them."""
     def method(queryset, name, values):
-        ids = [int(v) for v in values if v.isdigit()]
-        names = [v for v in values if not v.isdigit()]
+        digits = [v.isascii() and v.isdigit() for v in values]     # "²".isdigit() holds, int("²") fails
+        ids = [int(v) for v, d in zip(values, digits) if d]
+        names = [v for v, d in zip(values, digits) if not d]
         return queryset.filter(Q(**{f"{id_field}__in": ids}) | Q(**{f"{name_field}__in": names}))
     return method
 

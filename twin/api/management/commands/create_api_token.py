@@ -1,12 +1,17 @@
-"""``python manage.py create_api_token <username> [--create] [--write]``: print a user's API token."""
+"""``python manage.py create_api_token <username> [--create] [--write] [--reset]``: make an API token and print it.
+
+Only a hash of the token is stored (twin.api.models): it is printed this once; run again for another token."""
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.core.management.base import BaseCommand, CommandError
-from rest_framework.authtoken.models import Token
+from django.db import transaction
+
+from twin.api.models import ApiToken
 
 
 class Command(BaseCommand):
-    help = "Print the API token of a user (made if absent). Scripts send it as 'Authorization: Token <key>'."
+    help = ("Make an API token for a user and print it (shown once: only its hash is kept). Scripts send it as "
+            "'Authorization: Token <token>'.")
 
     def add_arguments(self, parser):
         parser.add_argument("username")
@@ -14,9 +19,11 @@ class Command(BaseCommand):
         parser.add_argument("--write", action="store_true",
                             help="grant the user add/change/delete on every inventory model and on runs, scenarios "
                                  "and schedules")
-        parser.add_argument("--reset", action="store_true", help="replace the user's token with a new one")
+        parser.add_argument("--reset", action="store_true", help="revoke the user's other tokens")
+        parser.add_argument("--description", default="", help="what the token is for (shown in the admin)")
 
-    def handle(self, *args, username, create, write, reset, **options):
+    @transaction.atomic
+    def handle(self, *args, username, create, write, reset, description, **options):
         User = get_user_model()
         user = User.objects.filter(username=username).first()
         if user is None:
@@ -27,6 +34,6 @@ class Command(BaseCommand):
             user.user_permissions.add(*Permission.objects.filter(
                 content_type__app_label__in=("inventory", "runs", "django_celery_beat")))
         if reset:
-            Token.objects.filter(user=user).delete()
-        token, _ = Token.objects.get_or_create(user=user)
-        self.stdout.write(token.key)
+            ApiToken.objects.filter(user=user).delete()
+        _row, token = ApiToken.issue(user, description[:200])
+        self.stdout.write(token)

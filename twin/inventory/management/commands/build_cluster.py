@@ -29,7 +29,7 @@ class Command(BaseCommand):
         try:
             loaded = [load_spec(name) for name in names]
         except SpecError as e:
-            raise CommandError(f"spec refused: {e}") from None
+            raise CommandError(f"spec refused: {e}", returncode=2) from None
         for spec in loaded:
             self._build(spec, replace, not no_progress)
 
