@@ -121,15 +121,15 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = 60 * 60
 CELERY_TASK_SOFT_TIME_LIMIT = 55 * 60
-CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# django-celery-beat's database scheduler that skips rows Celery cannot read and runs the runs sweeper itself.
+CELERY_BEAT_SCHEDULER = "twin.runs.beat:Scheduler"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Queue of the run tasks; tests give each session its own so that no stray worker takes their tasks.
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("TWIN_CELERY_QUEUE") or "celery"
-# The sweeper: runs whose worker stopped sending heartbeats are requeued once, then failed (twin/runs/actions.py).
-CELERY_BEAT_SCHEDULE = {
-    "runs-sweep-stuck": {"task": "twin.runs.tasks.sweep_stuck_runs", "schedule": 15.0},
-}
-TWIN_RUNS_STALE_SECONDS = 30   # heartbeats come every 5 s: a lost worker's run is handled within 30 + 15 s
+# The runs sweeper runs in beat's process (twin/runs/beat.py): runs whose worker stopped sending heartbeats are
+# requeued once, then failed; queued runs whose broker message is gone are sent again. Other runs limits and their
+# defaults: twin/runs/constants.py DEFAULTS (docs/operations.md, "Runs: limits and faults").
+TWIN_RUNS_STALE_SECONDS = env.env_int("TWIN_RUNS_STALE_SECONDS", 30, minimum=1)  # heartbeats come every 5 s
 TWIN_RUNS_MAX_ATTEMPTS = 2
 TWIN_RUNS_SOFT_TIME_LIMIT = 50 * 60
 TWIN_RUNS_TIME_LIMIT = 55 * 60
