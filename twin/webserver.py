@@ -1,0 +1,59 @@
+"""The web processes: HTTP and WebSockets (``twin.asgi``, Channels) served by uvicorn with TWIN_WEB_WORKERS worker
+processes. One command for the compose set-up and the load benchmark: ``python -m twin.webserver [--host H] [--port
+P]``; the launcher (``scripts/run``) builds the same command when TWIN_WEB_WORKERS is above 1.
+
+One Python process serves one request's Python at a time (the GIL, and Django runs sync views on one thread per
+process), so a busy page or export makes every other request wait; several processes share the port (the kernel
+hands each connection to one of them). WebSocket clients of one cluster may sit in different processes: the live
+stream reaches them all through the channel layer (Redis).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from twin import env
+
+WORKERS_ENV = "TWIN_WEB_WORKERS"
+WORKERS_DEFAULT_MAX = 8     # the compose default is the CPU count, at most this (each process holds its own caches)
+
+
+def cpu_count() -> int:
+    """CPUs this process may run on (its affinity, not the host's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:      # not Linux
+        return os.cpu_count() or 1
+
+
+def workers(default: int) -> int:
+    """TWIN_WEB_WORKERS, at least 1; ``default`` when unset or empty. SettingError names it when it is bad."""
+    return env.env_int(WORKERS_ENV, default, minimum=1)
+
+
+def command(host: str, port: int, n_workers: int) -> list[str]:
+    """The uvicorn command line serving ``twin.asgi`` with ``n_workers`` processes. Django has no lifespan
+    protocol (turned off, not probed); no access log (the proxy is the place for one; it costs every request)."""
+    return [sys.executable, "-m", "uvicorn", "twin.asgi:application", "--host", host, "--port", str(port),
+            "--workers", str(n_workers), "--lifespan", "off", "--no-access-log"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m twin.webserver", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--host", default="0.0.0.0", help="address to serve on (default 0.0.0.0)")
+    parser.add_argument("--port", type=int, default=8000, help="port to serve on (default 8000)")
+    args = parser.parse_args(argv)
+    try:
+        n = workers(min(cpu_count(), WORKERS_DEFAULT_MAX))
+    except env.SettingError as e:
+        print(f"twin: {e}", file=sys.stderr)
+        return 2
+    argv = command(args.host, args.port, n)
+    print(f"twin: web on {args.host}:{args.port}, {n} uvicorn worker process{'es' if n > 1 else ''}", flush=True)
+    os.execv(argv[0], argv)
+    return 0    # not reached
+
+
+if __name__ == "__main__":
+    sys.exit(main())
