@@ -79,6 +79,12 @@ ASGI_APPLICATION = "twin.asgi.application"
 WSGI_APPLICATION = None
 
 DATABASES = {"default": env.database()}
+# PostgreSQL connections from a pool of this many per process (Django's psycopg pool), instead of a new connection
+# per request (about 4 ms and a server process each). 0: no pool. The team set-up's web processes use one
+# (docker-compose.yml); the default stays 0 for everything else (the tests, scripts/run, Celery's pool processes).
+TWIN_DB_POOL_SIZE = env.env_int("TWIN_DB_POOL_SIZE", 0, minimum=0)
+if TWIN_DB_POOL_SIZE and DATABASES["default"]["ENGINE"].endswith("postgresql"):
+    DATABASES["default"]["OPTIONS"]["pool"] = {"min_size": 1, "max_size": TWIN_DB_POOL_SIZE, "timeout": 30}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
