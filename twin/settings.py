@@ -80,8 +80,8 @@ WSGI_APPLICATION = None
 
 DATABASES = {"default": env.database()}
 # PostgreSQL connections from a pool of this many per process (Django's psycopg pool), instead of a new connection
-# per request (about 4 ms and a server process each). 0: no pool. The team set-up's web processes use one
-# (docker-compose.yml); the default stays 0 for everything else (the tests, scripts/run, Celery's pool processes).
+# per request (about 4 ms and a server process each). 0: no pool. The web processes of `python -m twin.webserver`
+# (compose) default to twin.webserver.DB_POOL_DEFAULT; 0 for everything else (tests, daphne, Celery's forked pool).
 TWIN_DB_POOL_SIZE = env.env_int("TWIN_DB_POOL_SIZE", 0, minimum=0)
 if TWIN_DB_POOL_SIZE and DATABASES["default"]["ENGINE"].endswith("postgresql"):
     DATABASES["default"]["OPTIONS"]["pool"] = {"min_size": 1, "max_size": TWIN_DB_POOL_SIZE, "timeout": 30}

@@ -2,11 +2,11 @@
 processes. One command for the compose set-up, the load benchmark and the launcher (``scripts/run``, when
 TWIN_WEB_WORKERS is above 1): ``python -m twin.webserver [--host H] [--port P] [--workers N]``.
 
-One Python process serves one request's Python at a time (the GIL, and Django runs sync views on one thread per
-process), so a busy page or export makes every other request wait; several processes share the port (the kernel
-hands each connection to one of them). WebSocket clients of one cluster may sit in different processes: the live
-stream reaches them all through the channel layer (Redis). On PostgreSQL each process keeps a pool of
-TWIN_DB_POOL_SIZE connections (default DB_POOL_DEFAULT here; twin/settings.py) instead of connecting per request.
+One Python process runs Python on one core at a time (the GIL), so a busy page or export makes every other request
+of the process wait; several processes share the port (the kernel hands each connection to one of them).
+WebSocket clients of one cluster may sit in different processes: the live stream reaches them all through the
+channel layer (Redis). On PostgreSQL each process keeps a pool of TWIN_DB_POOL_SIZE connections (default
+DB_POOL_DEFAULT here; twin/settings.py) instead of connecting per request.
 """
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="0.0.0.0", help="address to serve on (default 0.0.0.0)")
     parser.add_argument("--port", type=int, default=8000, help="port to serve on (default 8000)")
     parser.add_argument("--workers", type=int, default=None,
-                        help=f"web processes (default: {WORKERS_ENV}, else the CPU count, at most {WORKERS_DEFAULT_MAX})")
+                        help=f"web processes (default: {WORKERS_ENV}, else the CPUs, at most {WORKERS_DEFAULT_MAX})")
     args = parser.parse_args(argv)
     try:
         n = args.workers if args.workers is not None else workers(min(cpu_count(), WORKERS_DEFAULT_MAX))

@@ -3,10 +3,11 @@ per state of the fabric, gzipped, and kept per web process: a download then cost
 sending of cached bytes, not a render of every switch, NIC and link (half a second of one CPU for a 24k fabric,
 during which the process answers nothing else).
 
-The state is read on every request, in about a millisecond: the fabric row, its cluster's last change-log entry (every write of ``twin.inventory.actions`` logs one: statuses, names, speeds, cabling, items
-added or deleted) and the fabric's non-active items (the status index, a few rows: a status set around the actions
-is still seen). Bytes go out from an async iterator over the cached gzip (as is to a client that accepts gzip,
-decompressed chunk by chunk otherwise), on the event loop, without a thread and without a copy of the whole.
+The state is read on every request, in about a millisecond: the fabric row, its cluster's last change-log entry
+(every write of ``twin.inventory.actions`` logs one: statuses, names, speeds, cabling, items added or deleted) and
+the fabric's non-active items (the status index, a few rows: a status set around the actions is still seen).
+Bytes go out from an async iterator over the cached gzip (as is to a client that accepts gzip, decompressed piece
+by piece otherwise), on the event loop, without a thread and without a copy of the whole.
 """
 from __future__ import annotations
 
