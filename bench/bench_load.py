@@ -326,7 +326,7 @@ def main():
     for label, d in (("gzip", dot_gz), ("plain", dot_plain)):
         rows += [(f"/healthz p99 ms, {DOT_CLIENTS} DOT downloads ({label})", f"{d['p99']:.1f}", "< 50",
                   d["p99"] < 50),
-                 (f"  DOT downloads/s; /healthz max ms", f"{d['downloads_per_s']:.1f}; {d['max']:.0f}", "", None)]
+                 ("  DOT downloads/s; /healthz max ms", f"{d['downloads_per_s']:.1f}; {d['max']:.0f}", "", None)]
     during, after = live["during"], live["after"]
     rows += [
         (f"WS clients with every final frame ({len(during['runs'])} runs)",
