@@ -79,6 +79,12 @@ ASGI_APPLICATION = "twin.asgi.application"
 WSGI_APPLICATION = None
 
 DATABASES = {"default": env.database()}
+# PostgreSQL connections from a pool of this many per process (Django's psycopg pool), instead of a new connection
+# per request (about 4 ms and a server process each). 0: no pool. The web processes of `python -m twin.webserver`
+# (compose) default to twin.webserver.DB_POOL_DEFAULT; 0 for everything else (tests, daphne, Celery's forked pool).
+TWIN_DB_POOL_SIZE = env.env_int("TWIN_DB_POOL_SIZE", 0, minimum=0)
+if TWIN_DB_POOL_SIZE and DATABASES["default"]["ENGINE"].endswith("postgresql"):
+    DATABASES["default"]["OPTIONS"]["pool"] = {"min_size": 1, "max_size": TWIN_DB_POOL_SIZE, "timeout": 30}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -133,6 +139,12 @@ TWIN_RUNS_STALE_SECONDS = env.env_int("TWIN_RUNS_STALE_SECONDS", 30, minimum=1) 
 TWIN_RUNS_MAX_ATTEMPTS = 2
 TWIN_RUNS_SOFT_TIME_LIMIT = 50 * 60
 TWIN_RUNS_TIME_LIMIT = 55 * 60
+
+# The web processes (twin/webserver.py): TWIN_WEB_WORKERS uvicorn processes (compose: the CPU count, at most 8;
+# scripts/run: 1, daphne), read from the environment by the server command, before Django starts.
+# Whole-fabric exports (JSON graph, DOT; twin/inventory/exports.py) kept rendered per web process, for this many
+# fabrics per format (a 24k fabric's gzipped graph is 0.8 MB, its DOT 0.3 MB).
+TWIN_EXPORT_CACHE_FABRICS = 4
 
 # REST API (twin/api): token auth for scripts, sessions for the browser; reads open unless turned off.
 TWIN_API_ANONYMOUS_READ = env.env_bool("TWIN_API_ANONYMOUS_READ", True)
