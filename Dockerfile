@@ -1,4 +1,5 @@
-# The twin's image: web (daphne, the default command), Celery worker and beat all run from it (docker-compose.yml).
+# The twin's image: web (python -m twin.webserver, the default command), Celery worker and beat all run from it
+# (docker-compose.yml).
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -25,4 +26,4 @@ RUN mkdir -p /app/var && chown twin:twin /app/var
 USER twin
 
 EXPOSE 8000
-CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "twin.asgi:application"]
+CMD ["python", "-m", "twin.webserver", "--host", "0.0.0.0", "--port", "8000"]

@@ -1,4 +1,5 @@
 """One command runs the whole twin (migrate, build, web, worker, beat, Redis); Ctrl-C stops all of it."""
+import json
 import os
 import queue
 import re
@@ -9,9 +10,11 @@ import sys
 import threading
 import time
 import urllib.request
+from pathlib import Path
 from urllib.parse import urlparse, urlunparse
 
 import pytest
+from websockets.sync.client import connect as ws_connect
 
 from twin import env
 from twin.redis_server import EmbeddedRedis, ensure_redis, find_redis_server, free_port
@@ -163,6 +166,77 @@ def test_launcher_restarts_a_child_that_dies_and_keeps_the_web_up(tmp_path):
         assert env.port_is_free(env.EMBEDDED_REDIS_PORT)
     finally:
         launcher.kill()
+
+
+def server_processes(pid: int) -> list[int]:
+    """The pids of uvicorn's worker processes under ``pid`` (multiprocessing's spawned children, not its resource
+    tracker)."""
+    out = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            parent = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            spawned = b"spawn_main" in (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if parent == pid and spawned:
+            out.append(int(proc.name))
+    return out
+
+
+def test_launcher_serves_http_and_websockets_from_several_web_processes(tmp_path, redis_url):
+    # given TWIN_WEB_WORKERS=2
+    port = free_port()
+    launcher = Launcher(tmp_path, ["--port", str(port)], REDIS_URL=redis_url, TWIN_WEB_WORKERS="2")
+    try:
+        url, pids = launcher.wait_ready()
+        # then the web is uvicorn with two worker processes under it ...
+        assert re.search(rf"^\s+web\s+pid {pids['web']}\s+uvicorn on 127.0.0.1:{port}, 2 workers$", launcher.output(),
+                         re.M), launcher.output()
+        deadline = time.monotonic() + 30
+        while len(workers := server_processes(pids["web"])) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert len(workers) == 2, (workers, launcher.output())
+        # ... which answer HTTP and the cluster stream's WebSocket
+        assert get(url + "healthz") == (200, "ok")
+        with ws_connect(f"ws://127.0.0.1:{port}/ws/clusters/demo-256/?index=0", open_timeout=30) as ws:
+            meta = json.loads(ws.recv(timeout=30))
+        assert meta["type"] == "meta" and meta["cluster"]["name"] == "demo-256"
+        # and Ctrl-C stops them all
+        launcher.proc.send_signal(signal.SIGINT)
+        assert launcher.wait_exit(timeout=25) == 0, launcher.output()
+        left = [pid for pid in [*pids.values(), *workers] if alive(pid)]
+        assert not left, f"still running after the launcher exited: {left}\n{launcher.output()}"
+    finally:
+        launcher.kill()
+
+
+@pytest.mark.parametrize("value, reason", [("0", "0 is below 1"), ("two", "'two' is not a whole number")])
+def test_launcher_refuses_a_bad_web_worker_count(tmp_path, value, reason):
+    launcher = Launcher(tmp_path, ["--port", str(free_port()), "--no-build"], TWIN_WEB_WORKERS=value)
+    assert launcher.wait_exit(timeout=30) == 2
+    assert launcher.output().strip().splitlines() == [f"twin: TWIN_WEB_WORKERS: {reason}"]
+
+
+@pytest.mark.parametrize("args, environment, line", [
+    (["--workers", "0"], {}, "twin: --workers: 0 is below 1"),
+    ([], {"TWIN_WEB_WORKERS": "-2"}, "twin: TWIN_WEB_WORKERS: -2 is below 1"),
+    ([], {"TWIN_DB_POOL_SIZE": "many"}, "twin: TWIN_DB_POOL_SIZE: 'many' is not a whole number"),
+])
+def test_the_web_server_command_refuses_bad_values_naming_them(args, environment, line):
+    result = subprocess.run([sys.executable, "-m", "twin.webserver", "--port", str(free_port()), *args], cwd=ROOT,
+                            env={**os.environ, **environment}, capture_output=True, text=True, timeout=30)
+    assert (result.returncode, result.stderr.strip(), result.stdout) == (2, line, "")
+
+
+@pytest.mark.parametrize("size, pool", [("3", {"min_size": 1, "max_size": 3, "timeout": 30}), ("0", None)])
+def test_postgresql_connections_are_pooled_when_asked(size, pool):
+    code = ("import django, json; django.setup(); from django.conf import settings; "
+            "print(json.dumps(settings.DATABASES['default']['OPTIONS'].get('pool')))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "DJANGO_SETTINGS_MODULE": "twin.settings", "TWIN_DB_POOL_SIZE": size,
+                                 "DATABASE_URL": "postgres://nobody@127.0.0.1:5432/not_connected"})
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == pool
 
 
 # -- the embedded Redis --------------------------------------------------------------------------------------------

@@ -6,7 +6,8 @@ A small process supervisor (``scripts/run`` calls it):
 2. uses REDIS_URL when it is set, else starts the embedded Redis (twin/redis_server.py) and hands its URL on;
 3. runs ``manage.py migrate --noinput``, ``manage.py ensure_admin`` (a first superuser) and
    ``manage.py build_cluster --defaults`` (skipped with ``--no-build``);
-4. starts daphne (HTTP + WebSocket), a Celery worker and Celery beat, each in its own session (process group), with
+4. starts the web (daphne, HTTP + WebSocket; uvicorn with TWIN_WEB_WORKERS processes when that is above 1,
+   twin/webserver.py), a Celery worker and Celery beat, each in its own session (process group), with
    their output prefixed by name, and prints ``Twin running at http://HOST:PORT/`` once the HTTP port answers
    (then asks once for each cluster's fabric and GPU page data, so that their first visitor finds it cached);
 5. restarts a process that dies on its own, saying so, after a back-off that doubles from RESTART_DELAY up to
@@ -31,10 +32,10 @@ from urllib.parse import urlparse, urlunparse
 
 from django.core.exceptions import ImproperlyConfigured
 
-from twin import env
+from twin import env, webserver
 
 STOP_TIMEOUT = 10.0  # seconds a process gets to stop after SIGTERM before its whole group is killed
-READY_TIMEOUT = 120.0  # seconds daphne gets to answer on its port
+READY_TIMEOUT = 120.0  # seconds the web gets to answer on its port
 RESTART_DELAY = 1.0  # seconds before a child that died is started again; doubles at each death in a row ...
 RESTART_DELAY_MAX = 60.0  # ... up to this
 RESTART_RESET = 60.0  # a child that ran this long before dying starts again after RESTART_DELAY
@@ -122,8 +123,8 @@ class Child:
 
 
 class Launcher:
-    def __init__(self, host: str, port: int, build: bool):
-        self.host, self.port, self.build = host, port, build
+    def __init__(self, host: str, port: int, build: bool, web_workers: int = 1):
+        self.host, self.port, self.build, self.web_workers = host, port, build, web_workers
         self.children: list[Child] = []
         self.step: subprocess.Popen | None = None
         self.redis_handle = None
@@ -207,9 +208,14 @@ class Launcher:
 
     def start_children(self) -> None:
         py = sys.executable
+        if self.web_workers > 1:
+            web = (f"uvicorn on {self.host}:{self.port}, {self.web_workers} workers",
+                   webserver.command(self.host, self.port, self.web_workers))
+        else:
+            web = (f"daphne on {self.host}:{self.port}",
+                   [py, "-m", "daphne", "-b", self.host, "-p", str(self.port), "twin.asgi:application"])
         specs = [
-            ("web", f"daphne on {self.host}:{self.port}",
-             [py, "-m", "daphne", "-b", self.host, "-p", str(self.port), "twin.asgi:application"]),
+            ("web", *web),
             ("worker", "celery worker, concurrency 2",
              [py, "-m", "celery", "-A", "twin", "worker", "-l", "info", "--concurrency", "2"]),
             ("beat", "celery beat", [py, "-m", "celery", "-A", "twin", "beat", "-l", "info"]),
@@ -343,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
         port = args.port if args.port is not None else _port_from_env()
         if not 0 < port < 65536:
             raise env.SettingError("TWIN_PORT", f"{port} is not between 1 and 65535")
-        launcher = Launcher(args.host, port, build=not args.no_build)
+        launcher = Launcher(args.host, port, build=not args.no_build, web_workers=webserver.workers(default=1))
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, launcher.on_signal)
         return launcher.run()

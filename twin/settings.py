@@ -79,6 +79,12 @@ ASGI_APPLICATION = "twin.asgi.application"
 WSGI_APPLICATION = None
 
 DATABASES = {"default": env.database()}
+# PostgreSQL connections from a pool of this many per process (Django's psycopg pool), instead of a new connection
+# per request (about 4 ms and a server process each). 0: no pool. The web processes of `python -m twin.webserver`
+# (compose) default to twin.webserver.DB_POOL_DEFAULT; 0 for everything else (tests, daphne, Celery's forked pool).
+TWIN_DB_POOL_SIZE = env.env_int("TWIN_DB_POOL_SIZE", 0, minimum=0)
+if TWIN_DB_POOL_SIZE and DATABASES["default"]["ENGINE"].endswith("postgresql"):
+    DATABASES["default"]["OPTIONS"]["pool"] = {"min_size": 1, "max_size": TWIN_DB_POOL_SIZE, "timeout": 30}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -121,18 +127,24 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = 60 * 60
 CELERY_TASK_SOFT_TIME_LIMIT = 55 * 60
-CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# django-celery-beat's database scheduler that skips rows Celery cannot read and runs the runs sweeper itself.
+CELERY_BEAT_SCHEDULER = "twin.runs.beat:Scheduler"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Queue of the run tasks; tests give each session its own so that no stray worker takes their tasks.
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("TWIN_CELERY_QUEUE") or "celery"
-# The sweeper: runs whose worker stopped sending heartbeats are requeued once, then failed (twin/runs/actions.py).
-CELERY_BEAT_SCHEDULE = {
-    "runs-sweep-stuck": {"task": "twin.runs.tasks.sweep_stuck_runs", "schedule": 15.0},
-}
-TWIN_RUNS_STALE_SECONDS = 30   # heartbeats come every 5 s: a lost worker's run is handled within 30 + 15 s
+# The runs sweeper runs in beat's process (twin/runs/beat.py): runs whose worker stopped sending heartbeats are
+# requeued once, then failed; queued runs whose broker message is gone are sent again. Other runs limits and their
+# defaults: twin/runs/constants.py DEFAULTS (docs/operations.md, "Runs: limits and faults").
+TWIN_RUNS_STALE_SECONDS = env.env_int("TWIN_RUNS_STALE_SECONDS", 30, minimum=1)  # heartbeats come every 5 s
 TWIN_RUNS_MAX_ATTEMPTS = 2
 TWIN_RUNS_SOFT_TIME_LIMIT = 50 * 60
 TWIN_RUNS_TIME_LIMIT = 55 * 60
+
+# The web processes (twin/webserver.py): TWIN_WEB_WORKERS uvicorn processes (compose: the CPU count, at most 8;
+# scripts/run: 1, daphne), read from the environment by the server command, before Django starts.
+# Whole-fabric exports (JSON graph, DOT; twin/inventory/exports.py) kept rendered per web process, for this many
+# fabrics per format (a 24k fabric's gzipped graph is 0.8 MB, its DOT 0.3 MB).
+TWIN_EXPORT_CACHE_FABRICS = 4
 
 # REST API (twin/api): token auth for scripts, sessions for the browser; reads open unless turned off.
 TWIN_API_ANONYMOUS_READ = env.env_bool("TWIN_API_ANONYMOUS_READ", True)

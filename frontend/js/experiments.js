@@ -3,7 +3,7 @@
 // ticks to compare runs, and the form that starts a collective or a sweep (run_form.js).
 import { api, esc, fmt, markReady, toast } from "./twin.js";
 import { mountRunForm, pageData } from "./run_form.js";
-import { headlineCell, paramsText, progressBar, shortTime, statusBadge } from "./run_results.js";
+import { headlineCell, paramsText, progressBar, shortTime, stalledBadge, statusBadge } from "./run_results.js";
 import { liveRunRows } from "./run_live.js";
 
 const PAGE_SIZE = 25;
@@ -52,7 +52,7 @@ function cells(r) {
     <td><a href="/experiments/${r.id}/">#${r.id}</a>${sweep}</td>
     <td>${esc(r.kind)}</td><td>${esc(clusterName.get(r.cluster?.id) ?? r.cluster?.id ?? "")}</td>
     <td class="params-cell" title="${esc(JSON.stringify(r.params))}">${esc(paramsText(r))}</td>
-    <td>${statusBadge(r.status)}</td><td>${progressBar(r.progress)}</td>
+    <td>${statusBadge(r.status)}${stalledBadge(r)}</td><td>${progressBar(r.progress)}</td>
     <td class="num">${headlineCell(r)}</td><td class="muted">${shortTime(r.created_at)}</td>`;
 }
 

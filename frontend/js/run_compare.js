@@ -4,7 +4,7 @@
 import { api, esc, fmt, markReady, toast } from "./twin.js";
 import { PALETTE } from "./chart.js";
 import { pageData } from "./run_form.js";
-import { busbwChart, figureText, paramsText, paramValue, pct, statusBadge } from "./run_results.js";
+import { busbwChart, figureText, paramsText, paramValue, pct, stalledBadge, statusBadge } from "./run_results.js";
 
 const { runs: ids } = pageData("compare-page");
 const clusterName = new Map(pageData("clusters-info").map((c) => [c.id, c.name]));
@@ -36,7 +36,7 @@ function headlineTable(runs) {
     return h && h.value != null ? esc(figureText(h.value, h.format)) : "–";
   };
   const lines = [
-    ["status", (r) => statusBadge(r.status)],
+    ["status", (r) => statusBadge(r.status) + stalledBadge(r)],
     ["what", (r) => esc(paramsText(r))],
     ...[...figures.values()].map((h) => [esc(h.label), figure(h.key)]),
     ["largest size (table)",

@@ -140,6 +140,7 @@ export function applyRowFrame(tr, frame) {
     bar.dataset.progress = String(frame.progress);
     bar.querySelector("span").style.width = `${frame.progress}%`;
   }
+  tr.querySelector(".badge.stalled")?.remove();          // a frame came: its worker is alive
   const badge = tr.querySelector(".badge");
   if (frame.status && frame.status !== "unknown" && badge) {
     badge.className = `badge ${frame.status}`;

@@ -25,6 +25,9 @@ const SHORT_TIME = new Intl.DateTimeFormat([], { month: "short", day: "numeric",
 export const shortTime = (iso) => (iso
   ? `<span title="${esc(fmt.time(iso))}">${esc(SHORT_TIME.format(new Date(iso)))}</span>` : "–");
 export const statusBadge = (status) => `<span class="badge ${esc(status)}">${esc(status)}</span>`;
+/** "stalled" when the server says a running run's worker went silent (run.stalled, derived from its heartbeat). */
+export const stalledBadge = (run) => (run.stalled
+  ? ` <span class="badge failed stalled" title="${esc(run.stalled_reason)}">stalled</span>` : "");
 /** A progress bar (twin.css .progress) carrying data-progress, as run_live.js applyRowFrame() updates it. */
 export const progressBar = (progress) => `<div class="progress" data-progress="${progress}">
   <span style="width:${progress}%"></span></div>`;

@@ -2,11 +2,15 @@
 // (#run-progress keeps data-progress and data-status current; each frame is applied inside timeFrame()); when the
 // final frame arrives (or the run had already ended) the results are fetched and drawn by the result view the server
 // names (`run.view`, run_results.js VIEWS). A sweep also follows its children on the cluster's stream (one socket
-// for all of them); its bar is their mean progress. A deleted run says so.
+// for all of them); its bar is their mean progress. A deleted run says so. While the run is not finished its state
+// is read again every STALL_POLL_MS, so a run whose worker went silent shows "stalled" (the server derives it from
+// the heartbeat), with no frame to say so.
 import { api, esc, fmt, live, markReady, timeFrame, toast } from "./twin.js";
 import { pageData } from "./run_form.js";
 import { applyRowFrame, followSweep, sweepChildren, sweepProgress } from "./run_live.js";
-import { figureText, paramsText, paramValue, pct, sweepBars, sweepLines, sweepTable, VIEWS } from "./run_results.js";
+import {
+  figureText, paramsText, paramValue, pct, stalledBadge, sweepBars, sweepLines, sweepTable, VIEWS,
+} from "./run_results.js";
 
 const page = pageData("run-page");
 const published = pageData("published-claims");
@@ -17,6 +21,7 @@ const results = document.getElementById("results");
 let children = new Map();              // a sweep's children: id -> run (progress and status kept live)
 let run = null, runLive = null, childLive = null, finishing = null;
 
+const STALL_POLL_MS = 10000;
 const isSweep = () => run.view === "sweep";
 const duration = (a, b) => (a && b ? `${((new Date(b) - new Date(a)) / 1000).toFixed(1)} s` : "–");
 
@@ -77,6 +82,9 @@ function drawHead(r) {
     <dt>inventory state</dt><dd>${inventoryHtml(r)}</dd>
     ${r.error ? `<dt>error</dt><dd class="bad mono">${esc(r.error)}</dd>` : ""}
     ${r.notes ? `<dt>notes</dt><dd class="mono pre">${esc(r.notes)}</dd>` : ""}`;
+  document.getElementById("run-stalled")?.remove();
+  document.getElementById("run-status").insertAdjacentHTML("afterend",
+    stalledBadge(r).replace("<span ", '<span id="run-stalled" '));
   // nested parameters (a sweep's base parameters and axes) one per row: "sweep.qps"
   const params = Object.entries(r.params).flatMap(([k, v]) => (v !== null && typeof v === "object" && !Array.isArray(v)
     ? Object.entries(v).map(([sub, x]) => [`${k}.${sub}`, x]) : [[k, v]]));
@@ -208,6 +216,17 @@ document.getElementById("cancel-run").addEventListener("click", async (ev) => {
   }
 });
 
+/** Read the run again every STALL_POLL_MS while it has not ended: "stalled" comes and goes with its heartbeat. */
+function watchStall() {
+  const timer = setInterval(async () => {
+    if (finishing || FINISHED.has(run.status)) { clearInterval(timer); return; }
+    try {
+      const r = await api(`/api/runs/${page.id}/`);
+      if (!finishing) { run = r; drawHead(r); }
+    } catch { /* the next poll tries again */ }
+  }, STALL_POLL_MS);
+}
+
 async function main() {
   try {
     run = await api(`/api/runs/${page.id}/`);
@@ -218,6 +237,7 @@ async function main() {
       if (isSweep()) followChildren();
       else results.innerHTML = '<p class="muted">Results appear here when the run ends.</p>';
       follow();
+      watchStall();
     }
   } catch (e) {
     toast(`run #${page.id}: ${e.message}`);

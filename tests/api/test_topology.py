@@ -1,6 +1,7 @@
 """Topology endpoints on demo-256 (2 zones x 8 racks; each RTSW has 4 links to each of its zone's 4 CTSWs; each
 CTSW has 4 links to each of the 2 ATSWs of its plane), with counts worked out by hand."""
 import io
+import json
 
 import numpy as np
 import pytest
@@ -99,7 +100,7 @@ def test_summary_bandwidth_oversubscription_and_bisection(anon, writer, demo):
 
 def test_fabric_graph_json_and_dot(anon, demo):
     fabric = demo.fabrics.get(role=0)
-    graph = anon.get(f"/api/inventory/fabrics/{fabric.id}/graph/").data
+    graph = json.loads(b"".join(anon.get(f"/api/inventory/fabrics/{fabric.id}/graph/")))
     assert len(graph["nodes"]) == 32 + 256 and len(graph["edges"]) == 256 + 256 + 64
     node_ids = {n["id"] for n in graph["nodes"]}
     assert all(e["source"] in node_ids and e["target"] in node_ids for e in graph["edges"])

@@ -117,6 +117,9 @@ def test_runs_compared_side_by_side(client, demo):
     ("?runs=1,two", 400, "expected run ids separated by commas"),
     ("", 400, "give the runs to compare"),
     ("?runs=" + ",".join(str(i) for i in range(1, 12)), 400, "at most 8"),
+    # ids past the database's integer range (a 500, OverflowError, before)
+    ("?runs=" + "9" * 30, 400, "is not a run id"),
+    ("?runs={a},-1", 400, "is not a run id"),
 ])
 def test_a_compare_of_unknown_or_malformed_ids_says_what_is_wrong(client, demo, query, status, says):
     a = finished_collective(demo)

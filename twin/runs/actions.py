@@ -18,9 +18,11 @@ import numpy as np
 from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
+from rest_framework import serializers
 
+from sim.errors import ParamError
 from sim.layout import STATUS_ACTIVE
-from twin.runs import publishing, registry
+from twin.runs import limits, publishing, registry, schedules
 from twin.runs.choices import ACTIVE, FINISHED, RunStatus
 from twin.runs.constants import EXECUTE_RUN_TASK, FINISH_SWEEP_TASK, SCHEDULE_TASK, setting
 from twin.runs.kinds import combinations, merge_sweep
@@ -47,10 +49,13 @@ def _enqueue(run_id: int, task_id: str):
 def create_run(kind: str, params: dict, cluster, *, scenario: Scenario | None = None, user=None,
                parent: SimulationRun | None = None, enqueue: bool = True, validated: bool = False) -> SimulationRun:
     """A queued run of ``kind`` on ``cluster``; its task is enqueued once the transaction commits.
-    Raises a DRF ValidationError naming the bad parameter."""
+    Raises a DRF ValidationError naming the bad parameter, or ``active_runs`` when ``user`` already has
+    TWIN_RUNS_MAX_ACTIVE_PER_USER runs queued or running (a sweep's children are its own, not counted)."""
     if not validated:
         params = validate_params(kind, params, cluster)
     with transaction.atomic():
+        if parent is None:
+            limits.check_active(user)
         run = SimulationRun.objects.create(kind=kind, params=params, cluster=cluster, scenario=scenario,
                                            parent=parent, created_by=user, celery_task_id=str(uuid.uuid4()))
         if enqueue:
@@ -316,24 +321,77 @@ def sweep_stuck_runs(stale_after: float | None = None, max_attempts: int | None 
     return done
 
 
+def requeue_lost_runs(grace: float | None = None, now=None) -> list[dict]:
+    """Queued runs whose message the broker lost (Redis restarted or flushed): a queued run older than ``grace``
+    seconds (TWIN_RUNS_REQUEUE_GRACE_SECONDS) whose task id is neither in the queue nor unacknowledged
+    (:func:`twin.runs.broker.held`) is sent again under a new task id, so that a message that was only in flight
+    meanwhile is refused as stale by :func:`start_run` and the run still runs once. Nothing is sent when the
+    broker cannot be read. The database is the source of truth for what must run."""
+    from twin.runs import broker
+    grace = setting("TWIN_RUNS_REQUEUE_GRACE_SECONDS") if grace is None else grace
+    cutoff = (now or timezone.now()) - timedelta(seconds=grace)
+    queued = dict(SimulationRun.objects.filter(status=RunStatus.QUEUED, cancel_requested=False,
+                                               created_at__lt=cutoff).values_list("id", "celery_task_id"))
+    if not queued:
+        return []
+    held = broker.held(list(queued.values()))
+    if held is None:
+        return []
+    done = []
+    for run_id, task_id in queued.items():
+        if task_id in held:
+            continue
+        with transaction.atomic():
+            run = SimulationRun.objects.select_for_update().filter(pk=run_id).first()
+            if run is None or run.status != RunStatus.QUEUED or run.celery_task_id != task_id:
+                continue
+            reason = "its message is no longer in the broker"
+            run.celery_task_id = str(uuid.uuid4())
+            run.notes = _note(run.notes, f"re-sent: {reason}")
+            run.save(update_fields=["celery_task_id", "notes"])
+            transaction.on_commit(lambda r=run: _enqueue(r.pk, r.celery_task_id))
+        log.warning("run %s: %s: re-sent", run_id, reason)
+        done.append({"run": run_id, "outcome": "re-sent", "reason": reason})
+    return done
+
+
 # ---------------------------------------------------------------------------------------------------- schedules
 def save_schedule(*, scenario: Scenario, name: str, crontab: dict | None = None, interval: dict | None = None,
                   enabled: bool = True, instance=None):
     """Create or update the django-celery-beat PeriodicTask that starts ``scenario`` on a crontab
-    (``{"minute", "hour", "day_of_week", "day_of_month", "month_of_year"}``) or an interval
-    (``{"every": 6, "period": "hours"}``)."""
+    (``{"minute", "hour", "day_of_week", "day_of_month", "month_of_year"}``, the missing fields at their default)
+    or an interval (``{"every": 6, "period": "hours"}``), validated first (:mod:`twin.runs.schedules`: a DRF
+    ValidationError ``{"crontab": {field: [...]}}``). A crontab is the schedule's own row, edited in place: no
+    other schedule shares it, so editing one never moves another."""
     from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
+    if (crontab is None) == (interval is None):
+        raise serializers.ValidationError({"crontab": ["give exactly one of crontab and interval"]})
+    key, check = ("crontab", schedules.validated_crontab) if crontab is not None else \
+        ("interval", lambda d: schedules.validated_interval(d["every"], d["period"]))
+    try:
+        fields = check(crontab if crontab is not None else interval)
+    except ParamError as e:
+        raise serializers.ValidationError({key: e.errors}) from None
     with transaction.atomic():
         task = instance or PeriodicTask(task=SCHEDULE_TASK)
+        old_crontab = task.crontab if task.pk else None
         task.name, task.enabled = name, enabled
         task.kwargs = json.dumps({"scenario_id": scenario.pk})
         task.crontab = task.interval = None
         if crontab is not None:
-            task.crontab, _ = CrontabSchedule.objects.get_or_create(**{k: str(v) for k, v in crontab.items()})
+            own = old_crontab is not None and not PeriodicTask.objects.filter(crontab=old_crontab).exclude(
+                pk=task.pk).exists()
+            row = old_crontab if own else CrontabSchedule()
+            for k, v in fields.items():
+                setattr(row, k, v)
+            row.save()
+            task.crontab = row
         else:
-            task.interval, _ = IntervalSchedule.objects.get_or_create(every=interval["every"],
-                                                                     period=interval["period"])
+            task.interval = (IntervalSchedule.objects.filter(**fields).order_by("id").first()
+                             or IntervalSchedule.objects.create(**fields))
         task.save()
+        if old_crontab is not None and task.crontab != old_crontab and not old_crontab.periodictask_set.exists():
+            old_crontab.delete()
     return task
 
 

@@ -27,7 +27,7 @@ import numpy as np
 from rest_framework import serializers
 
 from sim import figures
-from sim.collectives import CollectiveError
+from sim.collectives import MAX_ALLTOALL_TRANSFERS, CollectiveError
 from sim.errors import ParamError
 from sim.layout import FABRIC_BACKEND, STATUS_ACTIVE
 from sim.params import COLLECTIVE, FABRIC_HEALTH, FIGURE
@@ -35,7 +35,7 @@ from sim.routing import NoPathError, default_routing
 from sim.seeds import SeededResult, run_collective_seeds
 from sim.topology import topology_from_layout
 from twin.live.frames import GPU_IDLE, GPU_IN_JOB, GPU_UNUSABLE
-from twin.runs.constants import MAX_SWEEP_CHILDREN
+from twin.runs import limits
 from twin.runs.params import validate_params
 from twin.runs.registry import SWEEP, Headline, Kind, get, median_of, register
 
@@ -199,29 +199,57 @@ def figure(layout, params: dict, progress: Callable) -> tuple[dict, dict]:
 
 
 # ------------------------------------------------------------------------------------- checks on the cluster
-# The only checks of parameters that need the cluster (the API applies them; the run itself checks usable GPUs).
-def cluster_gpus(cluster) -> int:
-    from twin.inventory.models import GPU
-    return GPU.objects.filter(cluster=cluster).count()
-
-
+# The checks of parameters that need the cluster, applied by the API before a run is queued (the run itself checks
+# usable GPUs again: the inventory may change in between), and each kind's cost (twin.runs.limits).
 def _check_gpus(values: dict, cluster) -> None:
-    """A job may not ask for more GPUs than the cluster has."""
+    """A job may not ask for more GPUs than the cluster has usable (GPU, NIC, port, cable, leaf all active)."""
     asked = values["gpus"]
-    if asked is not None and asked > (total := cluster_gpus(cluster)):
-        raise ParamError("gpus", f"{asked:,} GPUs asked, {cluster.name} has {total:,}")
+    if asked is not None and asked > (usable := limits.usable_gpus(cluster)):
+        raise ParamError("gpus", f"{asked:,} GPUs asked, {cluster.name} has {usable:,} usable")
+
+
+def _check_collective(values: dict, cluster) -> None:
+    """Usable GPUs, and an AllToAll's N (N - 1) x qps transfers within the engine's own budget
+    (``sim.collectives.MAX_ALLTOALL_TRANSFERS``), refused here rather than after the run started."""
+    _check_gpus(values, cluster)
+    n, qps = values["gpus"], values["qps"]
+    if values["collective"] == "alltoall" and n * (n - 1) * qps > MAX_ALLTOALL_TRANSFERS:
+        raise ParamError("gpus", f"alltoall over {n:,} GPUs with {qps} queue pairs is {n * (n - 1) * qps:,} "
+                                 f"transfers (N x (N-1) x qps), more than the engine's {MAX_ALLTOALL_TRANSFERS:,}")
 
 
 def _check_figure(values: dict, cluster) -> None:
-    """Figure jobs must fit the cluster; without jobs, the figure's defaults that fit it are recorded."""
-    total = cluster_gpus(cluster)
-    jobs = values["jobs"] or default_figure_jobs(total)
+    """Figure jobs must fit the cluster's usable GPUs; without jobs, the figure's defaults that fit are recorded."""
+    usable = limits.usable_gpus(cluster)
+    jobs = values["jobs"] or default_figure_jobs(usable)
     if not jobs:
-        raise ParamError("jobs", f"{cluster.name} has {total} GPUs: too few for a job")
-    too_big = [n for n in jobs if n > total]
+        raise ParamError("jobs", f"{cluster.name} has {usable} usable GPUs: too few for a job")
+    too_big = [n for n in jobs if n > usable]
     if too_big:
-        raise ParamError("jobs", f"{', '.join(map(str, too_big))} GPUs asked, {cluster.name} has {total:,}")
+        raise ParamError("jobs", f"{', '.join(map(str, too_big))} GPUs asked, {cluster.name} has {usable:,} usable")
     values["jobs"] = jobs
+
+
+def _collective_cost(values: dict, cluster) -> int:
+    """Flows of a collective over its seeds: per seed, N (N - 1) x qps for AllToAll, else N x channels x qps (a
+    ring or chain per channel; channels default to the GPUs per host, as NCCL's)."""
+    n, qps = values["gpus"], values["qps"]
+    per_seed = n * (n - 1) if values["collective"] == "alltoall" else \
+        n * (values["channels"] or limits.gpus_per_host(cluster))
+    return per_seed * qps * values["seeds"]
+
+
+def _fabric_health_cost(values: dict, cluster) -> int:
+    """Flows of its one ring AllGather over ``gpus`` (default: every usable GPU)."""
+    n = values["gpus"] or limits.usable_gpus(cluster)
+    return n * limits.gpus_per_host(cluster) * values["qps"]
+
+
+def _figure_cost(values: dict, cluster) -> int:
+    """Flows of every series' ring AllGather at every job size and seed (one channel per GPU of a host; the
+    series are the same on either fabric)."""
+    series = len(figures.allgather_series("roce"))
+    return sum(values["jobs"]) * values["seeds"] * series * limits.gpus_per_host(cluster)
 
 
 # ------------------------------------------------------------------------------------------------------ sweeps
@@ -237,8 +265,8 @@ def combinations(axes: dict) -> list[dict]:
 
 def _validate_sweep(values, cluster) -> dict:
     """A sweep: a base ``kind`` (any kind with parameters) with its ``params`` and, in ``sweep``, a list of values
-    per parameter; one child run per combination (the cartesian product, at most MAX_SWEEP_CHILDREN), each
-    combination validated as its child run will be."""
+    per parameter; one child run per combination (the cartesian product, at most TWIN_RUNS_MAX_SWEEP_CHILDREN,
+    their summed cost at most TWIN_RUNS_MAX_SWEEP_FLOWS), each combination validated as its child run will be."""
     if not isinstance(values, dict):
         raise ParamError("params", "expected an object with kind, params and sweep")
     unknown = sorted(set(values) - {"kind", "params", "sweep"})
@@ -261,15 +289,15 @@ def _validate_sweep(values, cluster) -> dict:
     unknown = sorted(set(axes) - set(base_kind.params.by_name))
     if unknown:
         raise ParamError("sweep", f"{base_kind.name} has no parameter {', '.join(map(str, unknown))}")
-    n = int(np.prod([len(v) for v in axes.values()]))
-    if n > MAX_SWEEP_CHILDREN:
-        raise ParamError("sweep", f"{n} combinations, at most {MAX_SWEEP_CHILDREN}")
+    limits.check_sweep_size(int(np.prod([len(v) for v in axes.values()], dtype=object)))
     validate_params(base_kind.name, base, cluster, field="params")
+    children = []
     for combo in combinations(axes):
         try:
-            base_kind.validated({**base, **combo}, cluster)
+            children.append(base_kind.validated({**base, **combo}, cluster))
         except ParamError as e:
             raise serializers.ValidationError({"sweep": {"combination": combo, "errors": e.errors}}) from None
+    limits.check_sweep_cost(base_kind, children, cluster)
     return {"kind": base_kind.name, "params": base, "sweep": axes}
 
 
@@ -313,12 +341,13 @@ def _sweep_headline(summary: dict) -> list[dict]:
 # ------------------------------------------------------------------------------------------------ registration
 register(Kind("collective", "Collective (nccl-tests style)", COLLECTIVE, collective,
               headline=COLLECTIVE_HEADLINE, best="norm_busbw", arrays=LINK_ARRAYS, view="collective", form=True,
-              brief=("collective", "gpus", "placement", "routing", "qps", "sizes"), check=_check_gpus))
+              brief=("collective", "gpus", "placement", "routing", "qps", "sizes"), check=_check_collective,
+              cost=_collective_cost))
 register(Kind("fabric_health", "Fabric health (large AllGather under the current inventory)", FABRIC_HEALTH,
               fabric_health, headline=COLLECTIVE_HEADLINE, best="norm_busbw", arrays=LINK_ARRAYS,
-              view="fabric_health", brief=("gpus", "sizes", "routing"), check=_check_gpus))
+              view="fabric_health", brief=("gpus", "sizes", "routing"), check=_check_gpus, cost=_fabric_health_cost))
 register(Kind(SWEEP, "Sweep (one child run per parameter combination)", None, None, view="sweep", form=True,
               validate=_validate_sweep, describe=_sweep_text, headline_of=_sweep_headline))
 register(Kind("figure", "Figure (the published AllGather result: normalized busbw against job size)", FIGURE,
               figure, headline=FIGURE_HEADLINE, best="optimized_norm_busbw", view="figure",
-              brief=("figure", "jobs", "seeds"), check=_check_figure))
+              brief=("figure", "jobs", "seeds"), check=_check_figure, cost=_figure_cost))

@@ -10,8 +10,11 @@ import zlib
 import numpy as np
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from twin.runs.choices import RunStatus
+from twin.runs.constants import setting
+from twin.runs.registry import SWEEP
 
 
 class Scenario(models.Model):
@@ -73,6 +76,19 @@ class SimulationRun(models.Model):
     @property
     def finished(self) -> bool:
         return self.status in (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED)
+
+    def stalled(self, now=None) -> str:
+        """Why this run looks stalled, or "": a running run (not a sweep, whose children work) whose worker has
+        sent no heartbeat for TWIN_RUNS_STALE_SECONDS. Derived when read, so every reader (API, runs list, run
+        page) shows it even while no worker and no sweeper is alive."""
+        if self.status != RunStatus.RUNNING or self.kind == SWEEP:
+            return ""
+        stale = setting("TWIN_RUNS_STALE_SECONDS")
+        age = ((now or timezone.now()) - self.heartbeat_at).total_seconds() if self.heartbeat_at else None
+        if age is not None and age < stale:
+            return ""
+        since = f"for {age:.0f} s" if age is not None else "since it started"
+        return f"no heartbeat from {self.worker or 'its worker'} {since} (TWIN_RUNS_STALE_SECONDS is {stale})"
 
 
 class RunArray(models.Model):

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from sim.errors import ParamError
 from sim.params import ParamSet
+from twin.runs import limits
 
 SWEEP = "sweep"                     # the kind that fans out into child runs of another kind
 
@@ -41,6 +42,9 @@ class Kind:
     - ``headline``: the summary's headline figures, ``best`` the key a sweep ranks its children by (higher wins).
     - ``arrays``: name -> numpy dtype of every array it stores (never a silent float16: see ``RunArray.pack``).
     - ``view``: the name of the browser's result view (``frontend/js/run_results.js`` ``VIEWS``).
+    - ``cost(values, cluster) -> int``: the work a run asks for, in simulated flows (flows routed and solved,
+      summed over its simulated runs); the API refuses a run over TWIN_RUNS_MAX_RUN_FLOWS and a sweep whose
+      children sum over TWIN_RUNS_MAX_SWEEP_FLOWS (:mod:`twin.runs.limits`). None: the kind is not bounded.
     - ``form``: whether the Experiments runs form offers it; ``brief``: the parameters its one-line description
       always shows (the others only when they differ from their default); ``describe(params)`` and
       ``headline_of(summary)`` replace the generic line and headline (sweep: its base kind's, of the best child).
@@ -57,17 +61,21 @@ class Kind:
     form: bool = False
     brief: tuple[str, ...] = ()
     check: Callable[[dict, Any], None] | None = None
+    cost: Callable[[dict, Any], int] | None = None
     validate: Callable[[Any, Any], dict] | None = None
     describe: Callable[[dict], str] | None = None
     headline_of: Callable[[dict], list[dict]] | None = None
 
     def validated(self, values, cluster=None) -> dict:
-        """``values`` parsed, checked and completed with the defaults; raises :class:`ParamError`."""
+        """``values`` parsed, checked and completed with the defaults; with the ``cluster``, also checked against it
+        and against the twin's limits (:mod:`twin.runs.limits`). Raises :class:`ParamError`."""
         if self.validate is not None:
             return self.validate(values, cluster)
         out = self.params.validate(values)
-        if self.check is not None and cluster is not None:
-            self.check(out, cluster)
+        if cluster is not None:
+            if self.check is not None:
+                self.check(out, cluster)
+            limits.check_run(self, out, cluster)
         return out
 
     def text(self, params: dict | None) -> str:

@@ -7,8 +7,8 @@ engine's progress going back through the reporter to the database and the live p
 (:mod:`twin.runs.publishing`). Actions send these tasks by name; this module imports them, not the reverse.
 
 Late acks and reject-on-worker-lost (settings) put a killed worker's message back in the queue; a heartbeat thread
-keeps ``heartbeat_at`` fresh while the engine computes, so :func:`sweep_stuck_runs` (beat, every 15 s) can tell a
-lost worker from a long computation.
+keeps ``heartbeat_at`` fresh while the engine computes, so the sweeper (:mod:`twin.runs.beat`, in beat's own
+process) can tell a lost worker from a long computation.
 """
 from __future__ import annotations
 
@@ -133,9 +133,3 @@ def run_scenario(scenario_id: int):
         log.warning("schedule names scenario %s, which no longer exists", scenario_id)
         return None
     return actions.create_run_from_scenario(scenario).pk
-
-
-@shared_task
-def sweep_stuck_runs():
-    """Periodic (beat, every 15 s): requeue or fail the runs whose worker stopped sending heartbeats."""
-    return actions.sweep_stuck_runs()

@@ -1,6 +1,5 @@
 """One endpoint per inventory model, all from the same base (twin.api.base.InventoryViewSet), plus the topology
 questions (neighbours, paths, fabric graph, cluster summary) as actions and one view."""
-from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -12,7 +11,7 @@ from rest_framework.views import APIView
 from twin.api.base import InventoryViewSet
 from twin.api.permissions import InventoryPermission
 from twin.inventory import models as m
-from twin.inventory import topology
+from twin.inventory import exports, topology
 from twin.inventory.api.serializers import SERIALIZERS
 from twin.inventory.filtersets import FILTERSETS, INT64_MAX
 
@@ -46,17 +45,16 @@ class FabricViewSet(viewset_for(m.Fabric)):
     @extend_schema(responses=OpenApiTypes.OBJECT, filters=False)
     @action(detail=True, filter_backends=[], pagination_class=None)
     def graph(self, request, pk=None):
-        """The whole fabric as a JSON graph: nodes (switches, NICs) and edges (links), with statuses."""
-        return Response(topology.fabric_graph(self.get_object()))
+        """The whole fabric as a JSON graph: nodes (switches, NICs) and edges (links), with statuses (rendered once
+        per state of the fabric; gzip when the client accepts it)."""
+        return exports.response(request, self.get_object(), exports.GRAPH)
 
     @extend_schema(responses={(200, "text/vnd.graphviz"): OpenApiResponse(OpenApiTypes.STR)}, filters=False)
     @action(detail=True, filter_backends=[], pagination_class=None)
     def dot(self, request, pk=None):
-        """The whole fabric in Graphviz DOT (failed links dashed red), streamed."""
-        fabric = self.get_object()
-        response = StreamingHttpResponse(topology.fabric_dot(fabric), content_type="text/vnd.graphviz")
-        response["Content-Disposition"] = f'inline; filename="{fabric.name}.dot"'
-        return response
+        """The whole fabric in Graphviz DOT (failed links dashed red), rendered once per state of the fabric;
+        gzip when the client accepts it."""
+        return exports.response(request, self.get_object(), exports.DOT)
 
 
 def with_neighbours(model):

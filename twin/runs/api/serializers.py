@@ -16,6 +16,7 @@ from twin.inventory.models import Cluster
 from twin.runs import registry
 from twin.runs.models import Scenario, SimulationRun
 from twin.runs.params import serializer_for, validate_params
+from twin.runs.schedules import CRONTAB_FIELDS, MAX_INTERVAL_SECONDS, PERIOD_SECONDS
 
 
 class KindField(serializers.ChoiceField):
@@ -71,14 +72,16 @@ class RunSerializer(InventorySerializer):
     params_text = serializers.SerializerMethodField()
     headline = serializers.SerializerMethodField()
     view = serializers.SerializerMethodField()
+    stalled = serializers.SerializerMethodField(help_text="running, but no heartbeat for TWIN_RUNS_STALE_SECONDS")
+    stalled_reason = serializers.SerializerMethodField(help_text="why it looks stalled (empty when it does not)")
     brief_fields = ("id", "url", "display", "kind", "status", "progress")
 
     class Meta:
         model = SimulationRun
         fields = ("id", "url", "display", "kind", "params", "params_text", "cluster", "scenario", "parent",
                   "status", "progress", "created_at", "started_at", "finished_at", "created_by", "error", "notes",
-                  "summary", "headline", "view", "inventory_state", "worker", "heartbeat_at", "attempts",
-                  "cancel_requested", "celery_task_id")
+                  "summary", "headline", "view", "inventory_state", "worker", "heartbeat_at", "stalled",
+                  "stalled_reason", "attempts", "cancel_requested", "celery_task_id")
         read_only_fields = fields
 
     @staticmethod
@@ -96,6 +99,12 @@ class RunSerializer(InventorySerializer):
     def get_headline(self, run):
         kind = self._kind(run)
         return kind.headline_values(run.summary) if kind else []
+
+    def get_stalled(self, run) -> bool:
+        return bool(run.stalled())
+
+    def get_stalled_reason(self, run) -> str:
+        return run.stalled()
 
     @extend_schema_field(OpenApiTypes.STR)
     def get_view(self, run):
@@ -133,16 +142,19 @@ class RunCreateSerializer(serializers.Serializer):
 
 
 class _Crontab(serializers.Serializer):
-    minute = serializers.CharField(default="0")
-    hour = serializers.CharField(default="*")
-    day_of_week = serializers.CharField(default="*")
-    day_of_month = serializers.CharField(default="*")
-    month_of_year = serializers.CharField(default="*")
+    """A crontab; a field left out is at its default (minute 0, the others ``*``), or on ``PATCH`` as the schedule
+    has it. Every field is read by Celery's crontab parser before it is saved (:mod:`twin.runs.schedules`)."""
+
+    minute = serializers.CharField(required=False, help_text="0-59: 30, 0,30, */15, 10-20")
+    hour = serializers.CharField(required=False, help_text="0-23")
+    day_of_week = serializers.CharField(required=False, help_text="0-6 (0 is Sunday) or sun-sat")
+    day_of_month = serializers.CharField(required=False, help_text="1-31")
+    month_of_year = serializers.CharField(required=False, help_text="1-12")
 
 
 class _Interval(serializers.Serializer):
-    every = serializers.IntegerField(min_value=1)
-    period = serializers.ChoiceField(choices=["days", "hours", "minutes", "seconds"])
+    every = serializers.IntegerField(min_value=1, max_value=MAX_INTERVAL_SECONDS)
+    period = serializers.ChoiceField(choices=list(PERIOD_SECONDS))
 
 
 class ScheduleSerializer(serializers.Serializer):
@@ -162,7 +174,7 @@ class ScheduleSerializer(serializers.Serializer):
         return {
             "id": task.pk, "name": task.name, "scenario": json.loads(task.kwargs or "{}").get("scenario_id"),
             "enabled": task.enabled,
-            "crontab": None if c is None else {f: getattr(c, f) for f in _Crontab().fields},
+            "crontab": None if c is None else {f: getattr(c, f) for f in CRONTAB_FIELDS},
             "interval": None if i is None else {"every": i.every, "period": i.period},
             "last_run_at": task.last_run_at, "total_run_count": task.total_run_count,
         }
@@ -178,6 +190,8 @@ class ScheduleSerializer(serializers.Serializer):
     def validate(self, attrs):
         if self.partial and self.instance is not None:
             current = self.to_representation(self.instance)
+            if attrs.get("crontab") and current["crontab"]:
+                attrs["crontab"] = {**current["crontab"], **attrs["crontab"]}     # a partial crontab: the rest stays
             for key in ("crontab", "interval"):
                 attrs.setdefault(key, current[key])
             attrs.setdefault("scenario", Scenario.objects.filter(pk=current["scenario"]).first())

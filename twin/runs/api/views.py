@@ -12,6 +12,7 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from twin.inventory.filtersets import IntegerFilter, NumberInFilter
 from twin.runs import actions, registry
 from twin.runs.api.serializers import RunCreateSerializer, RunSerializer, ScenarioSerializer, ScheduleSerializer
 from twin.runs.choices import RunStatus
@@ -20,21 +21,30 @@ from twin.runs.models import Scenario, SimulationRun
 from twin.runs.registry import median_of
 
 
-class ScenarioFilter(filters.FilterSet):
+class IdFilters(filters.FilterSet):
+    """Ids (``id``, ``id__in``, ``cluster``) compared as 64-bit integers: an id past the database's range is a 400
+    naming the filter, never an overflow (a 500)."""
+
+    id = IntegerFilter()
+    id__in = NumberInFilter(field_name="id", lookup_expr="in")
+    cluster = IntegerFilter(field_name="cluster_id")
+
+
+class ScenarioFilter(IdFilters):
     class Meta:
         model = Scenario
-        fields = {"id": ["exact", "in"], "name": ["exact", "icontains"], "kind": ["exact"],
-                  "cluster": ["exact"], "cluster__name": ["exact"]}
+        fields = {"name": ["exact", "icontains"], "kind": ["exact"], "cluster__name": ["exact"]}
 
 
-class RunFilter(filters.FilterSet):
+class RunFilter(IdFilters):
     status = filters.MultipleChoiceFilter(choices=RunStatus.choices)
     kind = filters.MultipleChoiceFilter(choices=registry.choices)
+    scenario = IntegerFilter(field_name="scenario_id")
+    parent = IntegerFilter(field_name="parent_id")
 
     class Meta:
         model = SimulationRun
-        fields = {"id": ["exact", "in"], "cluster": ["exact"], "cluster__name": ["exact"], "scenario": ["exact"],
-                  "parent": ["exact", "isnull"], "worker": ["exact"]}
+        fields = {"cluster__name": ["exact"], "parent": ["isnull"], "worker": ["exact"]}
 
 
 class ScenarioViewSet(viewsets.ModelViewSet):

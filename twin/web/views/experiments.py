@@ -13,6 +13,7 @@ from django.urls import path
 
 from sim.routing import default_routing
 from twin.inventory.choices import FABRIC_KIND_BY_SPEC, FabricRole
+from twin.inventory.filtersets import INT64_MAX
 from twin.inventory.models import GPU, Cluster, Fabric
 from twin.runs import registry
 from twin.runs.choices import FINISHED, RunStatus
@@ -104,6 +105,9 @@ def _compared_ids(text: str) -> list[int]:
     except ValueError:
         raise ValueError(f"runs: expected run ids separated by commas, e.g. ?runs=12,15; got {text!r}") from None
     ids = list(dict.fromkeys(ids))
+    outside = [i for i in ids if not 1 <= i <= INT64_MAX]
+    if outside:
+        raise ValueError(f"runs: {str(outside[0])[:40]} is not a run id (ids are 1 to {INT64_MAX})")
     if not ids:
         raise ValueError("runs: give the runs to compare, e.g. ?runs=12,15")
     if len(ids) > MAX_COMPARED:

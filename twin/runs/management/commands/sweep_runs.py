@@ -1,11 +1,12 @@
-"""python manage.py sweep_runs [--stale-after S] [--max-attempts N]: what the periodic sweeper does, once."""
+"""python manage.py sweep_runs [--stale-after S] [--max-attempts N]: what beat's sweeper (twin.runs.beat) does, once."""
 from django.core.management.base import BaseCommand
 
-from twin.runs.actions import sweep_stuck_runs
+from twin.runs.actions import requeue_lost_runs, sweep_stuck_runs
 
 
 class Command(BaseCommand):
-    help = "Requeue or fail runs whose worker stopped sending heartbeats; close sweeps whose children ended."
+    help = ("Requeue or fail runs whose worker stopped sending heartbeats; close sweeps whose children ended; "
+            "send again queued runs whose broker message is gone.")
 
     def add_arguments(self, parser):
         parser.add_argument("--stale-after", type=float, default=None,
@@ -14,7 +15,7 @@ class Command(BaseCommand):
                             help="requeue while tried fewer times (default: TWIN_RUNS_MAX_ATTEMPTS)")
 
     def handle(self, *args, stale_after, max_attempts, **options):
-        done = sweep_stuck_runs(stale_after=stale_after, max_attempts=max_attempts)
+        done = sweep_stuck_runs(stale_after=stale_after, max_attempts=max_attempts) + requeue_lost_runs()
         for d in done:
             self.stdout.write(f"run {d['run']}: {d['outcome']}: {d['reason']}")
         self.stdout.write(f"{len(done)} runs swept")

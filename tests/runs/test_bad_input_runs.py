@@ -1,0 +1,113 @@
+"""The runs app's rows of the bad-input table (the shape of tests/test_bad_input.py): each (method, url, body, field)
+is refused with a 400 naming the field, and nothing is written (rows counted before and after). ``{scenario}``,
+``{schedule}`` and ``{run}`` stand for ids made by the fixture. Given / when / then."""
+import json
+
+import pytest
+from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
+
+from twin.runs.models import RunArray, Scenario, SimulationRun
+
+BIG = "9" * 30                           # past any database integer (an OverflowError, a 500, before)
+RUN = "/api/runs/"
+SCHEDULES = "/api/runs/schedules/"
+
+
+def collective(**params):
+    return {"kind": "collective", "cluster": "demo-256", "params": params}
+
+
+def sweep(**axes):
+    return {"kind": "sweep", "cluster": "demo-256", "params": {"kind": "collective", "params": {}, "sweep": axes}}
+
+
+def schedule(**when):
+    return {"name": "bad", "scenario": "{scenario}", **when}
+
+
+ROWS = [
+    # schedules: every crontab field as Celery reads it, a minimum interval (TWIN_SCHEDULE_MIN_INTERVAL_SECONDS)
+    ("post", SCHEDULES, schedule(crontab={"hour": "-1"}), "hour"),
+    ("post", SCHEDULES, schedule(crontab={"minute": "banana"}), "minute"),
+    ("post", SCHEDULES, schedule(crontab={"minute": "99"}), "minute"),
+    ("post", SCHEDULES, schedule(crontab={"day_of_week": "8"}), "day_of_week"),
+    ("post", SCHEDULES, schedule(crontab={"day_of_month": "32"}), "day_of_month"),
+    ("post", SCHEDULES, schedule(crontab={"month_of_year": "0"}), "month_of_year"),
+    ("post", SCHEDULES, schedule(crontab={"minute": "*"}), "minute"),
+    ("post", SCHEDULES, schedule(interval={"every": 1, "period": "seconds"}), "every"),
+    ("post", SCHEDULES, schedule(interval={"every": int(BIG), "period": "days"}), "every"),
+    ("post", SCHEDULES, {"name": "bad", "scenario": int(BIG), "interval": {"every": 1, "period": "days"}},
+     "scenario"),
+    ("patch", SCHEDULES + "{schedule}/", {"crontab": {"hour": "24"}}, "hour"),
+    ("patch", SCHEDULES + "{schedule}/", {"crontab": {"minute": "*/1"}}, "minute"),
+    # runs: each limit (TWIN_RUNS_MAX_*), the engine's own bounds, usable GPUs
+    ("post", RUN, collective(seeds=10_000), "seeds"),
+    ("post", RUN, collective(seed=2**64), "seed"),
+    ("post", RUN, collective(sizes="0"), "sizes"),
+    ("post", RUN, collective(gpus=257), "gpus"),
+    ("post", RUN, collective(collective="alltoall", gpus=256, qps=16), "gpus"),
+    ("post", RUN, collective(gpus=256, channels=64, qps=128, seeds=100), "cost"),
+    ("post", RUN, {"kind": "fabric_health", "cluster": "demo-256", "params": {"gpus": 257}}, "gpus"),
+    ("post", RUN, sweep(qps=list(range(1, 17)), seed=list(range(17))), "sweep"),
+    ("post", RUN, {"kind": "collective", "cluster_id": int(BIG)}, "cluster_id"),
+    ("post", RUN, {"scenario": int(BIG)}, "scenario"),
+    ("post", "/api/runs/scenarios/", {"name": "bad", "kind": "collective", "cluster": "{cluster}",
+                                      "params": {"seeds": 10_000}}, "seeds"),
+    # ids past the database's range, in filters and the compare page
+    ("get", f"{RUN}?id={BIG}", None, "id"),
+    ("get", f"{RUN}?id__in=1,{BIG}", None, "id__in"),
+    ("get", f"{RUN}?parent={BIG}", None, "parent"),
+    ("get", f"{RUN}?scenario={BIG}", None, "scenario"),
+    ("get", f"{RUN}?cluster={BIG}", None, "cluster"),
+    ("get", f"/api/runs/scenarios/?id={BIG}", None, "id"),
+    ("get", f"/experiments/compare/?runs={BIG}", None, "runs"),
+    ("get", "/experiments/compare/?runs={run}," + BIG, None, "runs"),
+]
+
+
+def _fill(value, ids):
+    text = json.dumps(value)
+    for key, pk in ids.items():
+        text = text.replace(f'"{{{key}}}"', str(pk)).replace(f"{{{key}}}", str(pk))
+    return json.loads(text)
+
+
+def _counts():
+    return {m.__name__: m.objects.count()
+            for m in (SimulationRun, RunArray, Scenario, PeriodicTask, CrontabSchedule, IntervalSchedule)}
+
+
+def _names(errors, field) -> bool:
+    """Whether ``field`` is a key anywhere in the error document."""
+    if isinstance(errors, dict):
+        return field in errors or any(_names(v, field) for v in errors.values())
+    if isinstance(errors, list):
+        return any(_names(v, field) for v in errors)
+    return False
+
+
+@pytest.fixture
+def ids(runner, demo):
+    scenario = Scenario.objects.create(name="health", kind="fabric_health", cluster=demo, params={})
+    schedule = runner.post(SCHEDULES, {"name": "nightly", "scenario": scenario.pk,
+                                       "crontab": {"minute": "0", "hour": "3"}}, format="json").json()["id"]
+    run = SimulationRun.objects.create(kind="collective", cluster=demo, status="succeeded")
+    return {"scenario": scenario.pk, "schedule": schedule, "run": run.pk, "cluster": demo.pk}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("method, url, body, field", ROWS, ids=[f"{m} {u[:40]} {f}" for m, u, _, f in ROWS])
+def test_bad_input_to_the_runs_app_is_refused_naming_the_field_and_writes_nothing(runner, ids, method, url, body,
+                                                                                field):
+    before = _counts()
+    url = _fill(url, ids)
+    if body is None:
+        r = getattr(runner, method)(url)
+    else:
+        r = getattr(runner, method)(url, _fill(body, ids), format="json")
+    assert r.status_code == 400, (r.status_code, r.content[:500])
+    if r["Content-Type"].startswith("application/json"):
+        assert _names(r.json(), field), r.json()
+    else:                                           # a page: the message names the parameter
+        assert f"{field}:" in r.content.decode()
+    assert _counts() == before

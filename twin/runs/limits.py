@@ -1,0 +1,84 @@
+"""What one request may make the workers do. Every bound is a setting (:mod:`twin.runs.constants` DEFAULTS),
+checked before a run is queued, and every refusal names its field (a 400):
+
+- seeds (``TWIN_RUNS_MAX_SEEDS``) and a run's cost, which its kind declares (``Kind.cost``: the flows it routes and
+  solves over all its simulated runs, ``TWIN_RUNS_MAX_RUN_FLOWS``), by :func:`check_run` for every kind;
+- a sweep's children (``TWIN_RUNS_MAX_SWEEP_CHILDREN``) and their summed cost (``TWIN_RUNS_MAX_SWEEP_FLOWS``), by
+  :func:`check_sweep_size` and :func:`check_sweep_cost`;
+- GPUs against the cluster's usable GPUs (:func:`usable_gpus`; each kind's ``check``);
+- active runs per user (``TWIN_RUNS_MAX_ACTIVE_PER_USER``), by :func:`check_active`.
+"""
+from __future__ import annotations
+
+import numpy as np
+from django.contrib.auth import get_user_model
+from django.db.models import Count
+from rest_framework import serializers
+
+from sim.errors import ParamError
+from sim.layout import STATUS_ACTIVE
+from twin.runs.choices import ACTIVE
+from twin.runs.constants import setting
+
+
+def usable_gpus(cluster) -> int:
+    """GPUs of ``cluster`` a job can use: the GPU, its backend NIC, the NIC's port, its cable, the leaf's port and
+    the leaf switch all active (the rule of ``sim.topology`` as the GPU page computes it from the inventory,
+    :mod:`twin.web.gpu_data`: its structure cached by fingerprint, the statuses read from the non-active rows
+    only, so no topology is built per request)."""
+    from twin.web import gpu_data
+    structure = gpu_data.structure(cluster)
+    fresh = gpu_data.statuses(cluster, structure)
+    down = np.asarray(fresh["status"]) != STATUS_ACTIVE
+    down[fresh["unusable"]["gpu"]] = True
+    return int(down.size - down.sum())
+
+
+def gpus_per_host(cluster) -> int:
+    """The most GPUs one host of ``cluster`` holds: NCCL's default channel count (one per NIC rail)."""
+    from twin.inventory.models import GPU
+    counts = GPU.objects.filter(cluster=cluster).values("host").annotate(n=Count("id")).values_list("n", flat=True)
+    return max(counts, default=1)
+
+
+def check_run(kind, values: dict, cluster) -> None:
+    """The seeds and the cost of one run of ``kind``; raises :class:`ParamError` naming ``seeds`` or ``cost``."""
+    cap = setting("TWIN_RUNS_MAX_SEEDS")
+    if (values.get("seeds") or 0) > cap:
+        raise ParamError("seeds", f"{values['seeds']} seeds, at most {cap} (TWIN_RUNS_MAX_SEEDS)")
+    if kind.cost is not None:
+        flows, cap = kind.cost(values, cluster), setting("TWIN_RUNS_MAX_RUN_FLOWS")
+        if flows > cap:
+            raise ParamError("cost", f"{flows:,} simulated flows, at most {cap:,} (TWIN_RUNS_MAX_RUN_FLOWS): "
+                                     f"fewer GPUs, seeds or queue pairs")
+
+
+def check_sweep_size(n: int) -> None:
+    """A sweep of ``n`` combinations (checked before any is validated)."""
+    cap = setting("TWIN_RUNS_MAX_SWEEP_CHILDREN")
+    if n > cap:
+        raise ParamError("sweep", f"{n} combinations, at most {cap} (TWIN_RUNS_MAX_SWEEP_CHILDREN)")
+
+
+def check_sweep_cost(kind, children: list[dict], cluster) -> None:
+    """A sweep of ``kind`` whose children have the validated parameters ``children``: their summed cost."""
+    if kind.cost is not None:
+        flows, cap = sum(kind.cost(c, cluster) for c in children), setting("TWIN_RUNS_MAX_SWEEP_FLOWS")
+        if flows > cap:
+            raise ParamError("sweep", f"{flows:,} simulated flows over its {len(children)} runs, at most {cap:,} "
+                                      f"(TWIN_RUNS_MAX_SWEEP_FLOWS)")
+
+
+def check_active(user) -> None:
+    """``user``'s active runs (queued or running and not asked to stop; a sweep once, not its children) must leave
+    room for one more; called in the transaction that creates the run, the user's row locked."""
+    from twin.runs.models import SimulationRun
+    if user is None:
+        return
+    get_user_model().objects.select_for_update().filter(pk=user.pk).exists()
+    cap = setting("TWIN_RUNS_MAX_ACTIVE_PER_USER")
+    n = SimulationRun.objects.filter(created_by=user, parent=None, status__in=ACTIVE, cancel_requested=False).count()
+    if n >= cap:
+        raise serializers.ValidationError({"active_runs": [
+            f"you have {n} runs queued or running, at most {cap} (TWIN_RUNS_MAX_ACTIVE_PER_USER): wait for one to "
+            f"end, or cancel one"]})
