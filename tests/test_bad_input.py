@@ -78,6 +78,7 @@ REST = [
     # inventory: query parameters
     ("filter id past 2**63", "anon", "get", f"/api/inventory/gpus/?id={BIG}", None, 400, "id"),
     ("filter id__in past 2**63", "anon", "get", f"/api/inventory/links/?switch_id=1,{BIG}", None, 400, "switch_id"),
+    ("filter with a NUL", "anon", "get", "/api/inventory/gpus/?name=a%00b", None, 400, "name"),
     ("changes cluster past 2**63", "anon", "get", f"/api/inventory/changes/?cluster={BIG}", None, 400, "cluster"),
     ("changes user past 2**63", "anon", "get", f"/api/inventory/changes/?user={BIG}", None, 400, "user"),
     ("runs id__in past 2**63", "anon", "get", f"/api/runs/?id__in={BIG}", None, 400, "id__in"),

@@ -35,7 +35,7 @@ def test_the_database_holds_only_a_hash_and_the_token_works(db):
 def test_a_wrong_token_is_refused_even_with_the_right_key(db):
     _row, token = ApiToken.issue(User.objects.create_user("bob"))
     client = APIClient()
-    for wrong in (token[:-1] + ("A" if token[-1] != "A" else "B"), "nope", "x" * 5000):
+    for wrong in (token[:-1] + ("A" if token[-1] != "A" else "B"), "nope", "x" * 5000, token[:17] + "\x00"):
         client.credentials(HTTP_AUTHORIZATION=f"Token {wrong}")
         resp = client.get("/api/inventory/clusters/")
         assert resp.status_code == 401 and resp.json() == {"detail": "Invalid token."}
@@ -58,9 +58,10 @@ def test_a_plain_token_made_before_hashing_keeps_working_after_the_migration():
     executor.migrate([("api", "0001_api_token")])
     # given the plain token table of before, with a token of dave's
     user = User.objects.create_user("dave")
+    timestamp = "datetime" if connection.vendor == "sqlite" else "timestamp with time zone"
     with connection.cursor() as c:
         c.execute('CREATE TABLE "authtoken_token" ("key" varchar(40) NOT NULL PRIMARY KEY, '
-                  '"created" datetime NOT NULL, "user_id" integer NOT NULL UNIQUE)')
+                  f'"created" {timestamp} NOT NULL, "user_id" integer NOT NULL UNIQUE)')
         c.execute('INSERT INTO "authtoken_token" ("key", "created", "user_id") VALUES (%s, %s, %s)',
                   [LEGACY, "2026-01-02 03:04:05", user.pk])
     # when the migrations run

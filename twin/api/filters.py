@@ -1,6 +1,7 @@
 """The API's filter and ordering backends: a query parameter the database cannot take is a 400 naming it, not a
 server error nor a silent no-op. An integer past the 64-bit range in any filter (``?id__in=10**30``) overflows
-the database's integers; an unknown ``?ordering=`` field used to be ignored."""
+the database's integers, a NUL character is refused by PostgreSQL; an unknown ``?ordering=`` field used to be
+ignored."""
 from __future__ import annotations
 
 import re
@@ -14,9 +15,12 @@ from twin.inventory.filtersets import INT64_MAX
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
-def check_int64(name: str, values) -> None:
-    """Every comma-separated integer among ``values`` (strings) within the 64-bit range, else a 400 naming ``name``."""
+def check_values(name: str, values) -> None:
+    """Every comma-separated integer among ``values`` (strings) within the 64-bit range, and no NUL character
+    (PostgreSQL refuses it in any string), else a 400 naming ``name``."""
     for value in values:
+        if "\x00" in str(value):
+            raise ValidationError({name: ["a NUL character is not allowed"]})
         for token in str(value).split(","):
             token = token.strip()
             # (a long digit string is out of range without int(), which refuses over 4,300 digits)
@@ -30,7 +34,7 @@ class FilterBackend(DjangoFilterBackend):
         if filterset_class is not None:
             for name in filterset_class.base_filters:
                 if name in request.query_params:
-                    check_int64(name, request.query_params.getlist(name))
+                    check_values(name, request.query_params.getlist(name))
         return super().get_filterset(request, queryset, view)
 
 

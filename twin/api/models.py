@@ -56,7 +56,7 @@ class ApiToken(models.Model):
     @classmethod
     def user_for(cls, token: str):
         """The active user ``token`` belongs to, or None. Compares hashes in constant time."""
-        if not token or len(token) > 200:
+        if not token or len(token) > 200 or "\x00" in token:     # PostgreSQL refuses NUL in a string
             return None
         digest = token_digest(token)
         for row in cls.objects.filter(key=token_key(token)).select_related("user"):
