@@ -1,5 +1,6 @@
 """API rate limits: per user (TWIN_API_RATE_USER) and per anonymous client address (TWIN_API_RATE_ANON), counted in
-fixed windows in the shared throttle cache (CACHES["throttle"], Redis), so that every web process counts together.
+fixed windows that start at a client's first call, in the shared throttle cache (CACHES["throttle"], Redis), so that
+every web process counts together.
 
 A fixed window costs one counter per client and window (an INCR), where DRF's own throttles keep, read and rewrite
 the list of every request's time. Over the limit: 429 with ``Retry-After`` (the seconds left in the window).
@@ -39,16 +40,19 @@ def cache():
 
 
 def count_hit(key: str, window: int) -> tuple[int, float]:
-    """Count one hit on ``key`` in the current fixed window: (hits so far, seconds until the window ends).
-    With the cache unreachable (Redis down) nothing is counted, and the API keeps answering: 0 hits."""
+    """Count one hit on ``key`` in its window: (hits so far, seconds until the window ends). A window starts at the
+    first hit on the key and lasts ``window`` seconds (a window on the wall clock would reset every count at its
+    boundary: ten failed logins at 10:29:59 and ten more at 10:30:00). With the cache unreachable (Redis down)
+    nothing is counted, and the API keeps answering: 0 hits."""
     global _warned_at
     now = time.time()
-    start = int(now // window) * window
-    full = f"{key}:{start}"
     c = cache()
     try:
-        c.add(full, 0, timeout=window + 1)
-        return c.incr(full), start + window - now
+        c.add(key, now, timeout=window)               # the window's start, kept while the window lasts
+        start = c.get(key, now)
+        counter = f"{key}:{start!r}"
+        c.add(counter, 0, timeout=window + 1)
+        return c.incr(counter), max(0.0, start + window - now)
     except Exception:  # noqa: BLE001 - redis errors: rate limits fail open rather than the whole API failing
         if now - _warned_at > 60:
             _warned_at = now
@@ -57,14 +61,16 @@ def count_hit(key: str, window: int) -> tuple[int, float]:
 
 
 def read_count(key: str, window: int) -> tuple[int, float]:
-    """The hits on ``key`` in the current window (0 when the cache is unreachable) and the seconds left in it."""
+    """The hits on ``key`` in its current window (0 when none is open or the cache is unreachable) and the seconds
+    left in it."""
     now = time.time()
-    start = int(now // window) * window
     try:
-        hits = cache().get(f"{key}:{start}") or 0
+        start = cache().get(key)
+        if start is None:
+            return 0, window
+        return cache().get(f"{key}:{start!r}") or 0, max(0.0, start + window - now)
     except Exception:  # noqa: BLE001 - as count_hit
-        hits = 0
-    return hits, start + window - now
+        return 0, window
 
 
 class _FixedWindowThrottle(BaseThrottle):
