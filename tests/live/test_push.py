@@ -124,7 +124,7 @@ def test_first_frame_reaches_a_client_within_a_second(demo, make_run):
 
     async def scenario():
         ws = await open_socket(f"/ws/runs/{run.id}/?index=0")
-        meta = await receive_meta(ws)
+        await receive_meta(ws)
         t0 = time.monotonic()
         await in_worker(RunPublisher(run).progress, 0.0, link_util=np.zeros(576))
         f = frames.decode(await ws.receive_from(timeout=2))
