@@ -9,6 +9,7 @@ to ``{"id", "url"}`` without joins, and validates model constraints and cluster 
 from __future__ import annotations
 
 import copy
+import functools
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status, viewsets
@@ -94,8 +95,9 @@ class InventorySerializer(serializers.ModelSerializer):
                 raise ValidationError({f.name: f"belongs to another cluster (id {other}) than this item ({cluster_id})"})
 
 
+@functools.cache
 def brief_serializer(serializer_class):
-    """A subclass of ``serializer_class`` with only its brief fields (``?brief=1``)."""
+    """A subclass of ``serializer_class`` with only its brief fields (``?brief=1``); one per class, made once."""
     meta = type("Meta", (serializer_class.Meta,), {"fields": serializer_class.brief_fields})
     return type(f"Brief{serializer_class.__name__}", (serializer_class,), {"Meta": meta})
 

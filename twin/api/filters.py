@@ -29,6 +29,14 @@ def check_values(name: str, values) -> None:
 
 
 class FilterBackend(DjangoFilterBackend):
+    def filter_queryset(self, request, queryset, view):
+        """The queryset as is when no query parameter names one of its filters: building the filterset's form
+        (a deep copy of every filter) is a third of an unfiltered list page's time and filters nothing."""
+        filterset_class = self.get_filterset_class(view, queryset)
+        if filterset_class is None or not any(name in request.query_params for name in filterset_class.base_filters):
+            return queryset
+        return super().filter_queryset(request, queryset, view)
+
     def get_filterset(self, request, queryset, view):
         filterset_class = self.get_filterset_class(view, queryset)
         if filterset_class is not None:

@@ -2,8 +2,9 @@
 fixed windows that start at a client's first call, in the shared throttle cache (CACHES["throttle"], Redis), so that
 every web process counts together.
 
-A fixed window costs one counter per client and window (an INCR), where DRF's own throttles keep, read and rewrite
-the list of every request's time. Over the limit: 429 with ``Retry-After`` (the seconds left in the window).
+A fixed window costs one counter per client and window, counted and read in one round trip to Redis (a small Lua
+script: INCR, and PEXPIRE on the window's first hit), where DRF's own throttles keep, read and rewrite the list of
+every request's time. Over the limit: 429 with ``Retry-After`` (the seconds left in the window).
 """
 from __future__ import annotations
 
@@ -39,36 +40,55 @@ def cache():
     return caches[settings.TWIN_THROTTLE_CACHE]
 
 
-def count_hit(key: str, window: int) -> tuple[int, float]:
-    """Count one hit on ``key`` in its window: (hits so far, seconds until the window ends). A window starts at the
-    first hit on the key and lasts ``window`` seconds (a window on the wall clock would reset every count at its
-    boundary: ten failed logins at 10:29:59 and ten more at 10:30:00). With the cache unreachable (Redis down)
-    nothing is counted, and the API keeps answering: 0 hits."""
+# KEYS[1]: the counter. ARGV[1]: the window in ms. The window starts at the first hit (the key's expiry).
+_COUNT_HIT = """
+local hits = redis.call('INCR', KEYS[1])
+if hits == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+local left = redis.call('PTTL', KEYS[1])
+if left < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); left = tonumber(ARGV[1]) end
+return {hits, left}
+"""
+_READ_COUNT = """
+return {tonumber(redis.call('GET', KEYS[1]) or '0'), redis.call('PTTL', KEYS[1])}
+"""
+
+
+def _run(script: str, key: str, *args):
+    """Run ``script`` on ``key`` of the throttle cache (Django's Redis cache: its key prefix, its client), by its
+    SHA once Redis knows it."""
+    c = cache()
+    name = c.make_and_validate_key(f"{key}:window")
+    client = c._cache.get_client(name, write=True)
+    return client.register_script(script)(keys=[name], args=list(args), client=client)
+
+
+def _warn() -> None:
     global _warned_at
     now = time.time()
-    c = cache()
+    if now - _warned_at > 60:
+        _warned_at = now
+        log.warning("throttle cache unreachable: rate limits and login lockouts are not counted", exc_info=True)
+
+
+def count_hit(key: str, window: int) -> tuple[int, float]:
+    """Count one hit on ``key`` in its window: (hits so far, seconds until the window ends), in one round trip. A
+    window starts at the first hit on the key and lasts ``window`` seconds (a window on the wall clock would reset
+    every count at its boundary: ten failed logins at 10:29:59 and ten more at 10:30:00). With the cache
+    unreachable (Redis down) nothing is counted, and the API keeps answering: 0 hits."""
     try:
-        c.add(key, now, timeout=window)               # the window's start, kept while the window lasts
-        start = c.get(key, now)
-        counter = f"{key}:{start!r}"
-        c.add(counter, 0, timeout=window + 1)
-        return c.incr(counter), max(0.0, start + window - now)
+        hits, left_ms = _run(_COUNT_HIT, key, int(window * 1000))
+        return int(hits), max(0.0, int(left_ms) / 1000)
     except Exception:  # noqa: BLE001 - redis errors: rate limits fail open rather than the whole API failing
-        if now - _warned_at > 60:
-            _warned_at = now
-            log.warning("throttle cache unreachable: rate limits and login lockouts are not counted", exc_info=True)
+        _warn()
         return 0, window
 
 
 def read_count(key: str, window: int) -> tuple[int, float]:
     """The hits on ``key`` in its current window (0 when none is open or the cache is unreachable) and the seconds
     left in it."""
-    now = time.time()
     try:
-        start = cache().get(key)
-        if start is None:
-            return 0, window
-        return cache().get(f"{key}:{start!r}") or 0, max(0.0, start + window - now)
+        hits, left_ms = _run(_READ_COUNT, key)
+        return (int(hits), int(left_ms) / 1000) if int(left_ms) > 0 else (0, window)
     except Exception:  # noqa: BLE001 - as count_hit
         return 0, window
 
