@@ -155,8 +155,8 @@ def read_list_file(path: str) -> str:
     if not p.is_file():
         raise ListError(path, 0, "is not a file")
     if p.stat().st_size > MAX_LIST_BYTES:
-        raise ListError(path, 0, f"is {p.stat().st_size:,} bytes, more than the limit of {MAX_LIST_BYTES:,} "
-                                 f"(sim.hostlist.MAX_LIST_BYTES)")
+        raise ListError(path, 0, f"must be at most {MAX_LIST_BYTES:,} characters, the file has "
+                                 f"{p.stat().st_size:,} bytes (sim.hostlist.MAX_LIST_BYTES)")
     try:
         return p.read_text(encoding="utf-8")
     except (UnicodeDecodeError, OSError) as e:

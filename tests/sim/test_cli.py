@@ -167,7 +167,7 @@ REFUSED = [
     (DEMO + ["--hostfile", _file("empty.txt", "# nothing\n\n")], "empty.txt: holds no entry"),
     (DEMO + ["--hostfile", _file("few.txt", "z00.r000.h0\n"), "--gpus", "9"],
      "few.txt: gives 8 ranks, fewer than the 9 GPUs asked"),
-    (DEMO + ["--hostfile", _big_file], "big.txt: is 4,194,305 bytes, more than the limit of 4,194,304"),
+    (DEMO + ["--hostfile", _big_file], "big.txt: must be at most 4,194,304 characters, the file has 4,194,305 bytes"),
     (DEMO + ["--hostfile", "{tmp}/missing.txt"], "missing.txt: is not a file"),
     (DEMO + ["--hostfile", _file("h.txt", "z00.r000.h0\n"), "--placement", "random"],
      "placement: a host or GPU list (hosts) places the job"),
