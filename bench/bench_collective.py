@@ -8,9 +8,11 @@ Cases (each in its own process, so its peak memory is its own; wall time measure
 - ``ag-131k``: ring AllGather over all 131,072 GPUs of roadmap-131k, 1 QP (default ECMP) and 16 QPs (E-ECMP).
   Budget: 30 s.
 - ``figure``: the whole ``python -m sim figure allgather-scale`` (meta-roce-24k). Budget: 3 minutes.
-- ``ar-4096``: one 64 MB AllReduce (ring, and tree) over 4,096 GPUs under one switch: a spec of 512 hosts on one
-  leaf of a custom catalog model with 4,200 ports (parse_spec with a custom catalog). For comparison, a leading C++
-  simulator's congestion-aware backend took about 10 minutes and 5.6 GB for this case on this kind of machine.
+- ``ar-4096``: one 64 MB AllReduce (ring, and tree) over 4,096 endpoints built as the C++ simulator builds its
+  4,096-NPU case: one switch, 50 GB/s (400 Gb/s) per endpoint, one NPU per host so no NVLink hop
+  (``bench/specs/one-switch-4096.toml`` with ``bench/specs/one-switch-catalog.toml``; tests/sim/test_one_switch.py
+  checks the ring against the alpha-beta formula). For comparison, a leading C++ simulator's congestion-aware
+  backend took about 10 minutes and 5.6 GB for this case on this kind of machine.
 
 Run: ``.venv/bin/python bench/bench_collective.py [CASE ...]`` (default: all). Prints seconds, peak memory (max
 RSS of the case's process) and the simulated result; it is not a test.
@@ -34,30 +36,13 @@ BUDGETS = {"ag-24k": "3 s per message size, 4 GB", "ag-131k": "30 s", "figure": 
            "ar-4096": "(C++ simulator: ~600 s, 5.6 GB)"}
 
 
-def one_switch_topology(hosts: int = 512):
-    """4,096 GPUs (512 hosts) under one leaf switch: a custom catalog model with enough ports."""
-    from sim.catalog import load_catalog, parse_catalog
-    from sim.layout import expand
-    from sim.spec import parse_spec
-    from sim.topology import topology_from_layout
-    models = {kind: {slug: {"vendor": m.vendor, "name": m.name, **m.specs} for slug, m in by.items()}
-              for kind, by in load_catalog().models.items()}
-    models["switch"]["one-big-switch"] = {"vendor": "bench", "name": "4,200 x 400G single switch (hypothetical)",
-                                          "ports": 4200, "speed_gbps": 400}
-    data = {
-        "name": "one-switch-4096",
-        "layout": {"zones": 1, "racks_per_zone": 1, "hosts_per_rack": hosts, "host_platform": "grand-teton",
-                   "gpu": "h100-sxm-80gb"},
-        "backend": {"kind": "roce", "nic": "cx7-400g", "speed_gbps": 400,
-                    "leaf": {"name": "switch", "model": "one-big-switch", "hosts_per_switch": hosts, "uplinks": 1,
-                             "cable": "dac-400g"},
-                    "spine": {"name": "spine", "model": "arista-7800r3", "per_zone": 1, "cable": "aoc-400g"}},
-        "frontend": {"nic": "ocp3-400g", "speed_gbps": 400,
-                     "leaf": {"name": "frtsw", "model": "wedge400", "hosts_per_switch": 1, "uplinks": 1,
-                              "cable": "dac-400g"},
-                     "spine": {"name": "fcsw", "model": "arista-7800r3", "per_zone": 1, "cable": "aoc-400g"}},
-    }
-    return topology_from_layout(expand(parse_spec(data, parse_catalog(models))))
+SPECS = ROOT / "bench" / "specs"
+
+
+def one_switch_topology():
+    """4,096 single-NPU hosts of 50 GB/s on one switch: the shipped spec and its catalog."""
+    from sim.topology import load_topology
+    return load_topology(spec=str(SPECS / "one-switch-4096.toml"), catalog=str(SPECS / "one-switch-catalog.toml"))[1]
 
 
 def case(name: str) -> dict:

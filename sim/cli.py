@@ -3,12 +3,14 @@
     python -m sim collective --preset meta-roce-24k --collective allgather --gpus 4096 --placement fragmented \\
         --routing ecmp --qps 1 --sizes 1M:1G --seed 0 [--seeds 5]
     python -m sim collective --spec my-cluster.toml --collective allreduce --algorithm tree --gpus 64 --json
+    python -m sim collective --spec my-cluster.toml --catalog my-catalog.toml --hostfile hosts.txt -c allreduce
     python -m sim figure allgather-scale --out var/figures [--preset meta-ib-24k] [--quick]
     python -m sim figure roce-vs-ib --out var/figures
 
 The simulation's options come from :mod:`sim.params` (``COLLECTIVE``, ``FIGURE``), the declaration the REST API is
 built from, and are checked by the same :meth:`sim.params.ParamSet.validate`, so both refuse the same values with
-the same words. Options about where the cluster comes from and what to print (``--preset``/``--spec``, ``--json``,
+the same words. Options about where the cluster comes from and what to print (``--preset``/``--spec``,
+``--catalog``, ``--hostfile``/``--gpus-file`` (read into the ``hosts``/``gpu_list`` parameters), ``--json``,
 ``--links``, ``--flows``, ``--quiet``, ``figure --out``, ``--quick``) are the command line's own.
 
 ``collective`` prints a table in the nccl-tests layout (size, count, type, redop, root, time, algbw, busbw, plus
@@ -50,7 +52,16 @@ def build_parser() -> argparse.ArgumentParser:
     where = c.add_mutually_exclusive_group()
     where.add_argument("--preset", default=None, help="cluster preset (default meta-roce-24k)")
     where.add_argument("--spec", default=None, metavar="FILE", help="cluster spec file (TOML, or JSON)")
-    add_arguments(c, COLLECTIVE)
+    c.add_argument("--catalog", default=None, metavar="FILE",
+                   help="hardware catalog file (TOML, the shape of sim/presets/catalog.toml) the preset or spec "
+                        "names its models from (default: the built-in catalog)")
+    given = c.add_mutually_exclusive_group()
+    given.add_argument("--hostfile", default=None, metavar="FILE",
+                       help="host list: one host per line ('host', 'host slots=N' or 'host:N'; # comments), ranks "
+                            "in its order, a host's GPUs in slot order; --gpus defaults to its ranks")
+    given.add_argument("--gpus-file", dest="gpus_file", default=None, metavar="FILE",
+                       help="GPU list: rank r on the GPU of line r (a GPU id, 'host:slot' or '<host>.gpuN')")
+    add_arguments(c, COLLECTIVE, skip=("hosts", "gpu_list"))
     c.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
     c.add_argument("--links", action="store_true", help="with --json: include every fabric link's utilization")
     c.add_argument("--flows", action="store_true", help="with --json: include every flow with its rate and path")
@@ -97,26 +108,59 @@ def _refuse(args, bar: Bar, reasons: list[str]) -> int:
 def _collective(args, bar: Bar) -> int:
     from sim.seeds import run_collective_seeds
     from sim.topology import load_topology
-    params = COLLECTIVE.validate(values_from_args(args, COLLECTIVE))
-    cluster, topo = load_topology(args.preset, args.spec, lambda message: bar(0.0, message))
+    from sim.hostlist import HostIndex, order_note, placement_of
+    values = values_from_args(args, COLLECTIVE)
+    source = args.hostfile or args.gpus_file
+    if source:
+        values["hosts" if args.hostfile else "gpu_list"] = read_list_file(source)
+    params = COLLECTIVE.validate(values)
+    cluster, topo = load_topology(args.preset, args.spec, lambda message: bar(0.0, message), catalog=args.catalog)
+    given = placement_of(topo, params, sources=(source, source))
+    note = None
+    if given is not None:
+        params["gpus"] = int(given.size)
+        note = order_note(HostIndex.of_topology(topo), given, params["intra_order"])
+        COLLECTIVE.check(params)                                 # root against the list's ranks
     usable = int(topo.gpu_usable.sum())
     if params["gpus"] > usable:
         raise UsageError(f"asked for {params['gpus']:,} GPUs but {cluster.name} has only {usable:,} usable "
                          f"(of {topo.n_gpus:,})")
-    seeded = run_collective_seeds(topo, params, bar)
+    seeded = run_collective_seeds(topo, params, bar, given=given)
     result = seeded.median.result
+    placement = f"{params['placement']} ({source})" if source else params["placement"]
     if args.json:
         doc = {"cluster": cluster.name, "placement": params["placement"],
+               **({"ranks_from": source, "intra_order": params["intra_order"], "order_note": note} if source else {}),
                **result.to_dict(links=args.links, flows=args.flows)}
         if params["seeds"] > 1:
             doc["seeds"] = {"count": params["seeds"], "median_seed": seeded.median.seed, "stats": seeded.stats(),
                             "per_seed": seeded.per_seed()}
         print(json.dumps(doc, indent=1))
     else:
-        print(format_table(result, cluster.name, params["placement"]))
+        print(format_table(result, cluster.name, placement))
+        if note:
+            print(f"# Note: {note}")
         if params["seeds"] > 1:
             print(format_seeds(seeded))
     return 0
+
+
+def read_list_file(path: str) -> str:
+    """The text of a host or GPU list file; UsageError naming the file when it is missing, too large (checked
+    before reading: :data:`sim.hostlist.MAX_LIST_BYTES`) or not UTF-8 text."""
+    from pathlib import Path
+
+    from sim.hostlist import MAX_LIST_BYTES, ListError
+    p = Path(path)
+    if not p.is_file():
+        raise ListError(path, 0, "is not a file")
+    if p.stat().st_size > MAX_LIST_BYTES:
+        raise ListError(path, 0, f"must be at most {MAX_LIST_BYTES:,} characters, the file has "
+                                 f"{p.stat().st_size:,} bytes (sim.hostlist.MAX_LIST_BYTES)")
+    try:
+        return p.read_text(encoding="utf-8")
+    except (UnicodeDecodeError, OSError) as e:
+        raise ListError(path, 0, f"cannot be read as UTF-8 text: {e}") from None
 
 
 def format_table(result, cluster: str, placement: str) -> str:

@@ -10,8 +10,12 @@ byte of ``S``) repeated ``steps`` times with the same pattern; the network engin
 inter-host transfers over queue pairs, routes them, solves their rates once per phase and multiplies.
 
 Channels and hosts (NCCL's rings over a host's NIC rails)
-    Hosts are ordered by their lowest rank (NCCL orders nodes by rank); inside a host the job's GPUs are in GPU
-    index order. The data is split over ``C`` channels (default: the largest number of job GPUs on one host, i.e.
+    Hosts are ordered by their lowest rank (NCCL orders nodes by rank). Inside a host the job's GPUs are in GPU
+    index order (``intra_order="gpu"``, the default): NCCL's rings take their intra-node order from its topology
+    search, not from the rank numbering; on an NVSwitch host the search tries the next GPU index first
+    (``ncclTopoSearchNextGpuSort`` in NCCL's ``src/graph/search.cc``, docs/sources.md [S6]).
+    ``intra_order="rank"`` keeps the ranks' own order inside each host instead (what an ``NCCL_GRAPH_FILE`` that
+    lists the ranks in that order forces). The data is split over ``C`` channels (default: the largest number of job GPUs on one host, i.e.
     one channel per NIC rail, 8 on an H100 host). Channel ``c`` visits the GPUs of every host rotated by ``c``
     (``L[(c + j) mod m]``, ``j = 0..m-1`` for a host holding ``m`` job GPUs), so it enters each host at GPU
     ``c mod m`` and leaves it from the GPU before that: with full hosts each NIC sends one channel and receives one,
@@ -56,6 +60,7 @@ import numpy as np
 IDX = np.int64
 COLLECTIVES = ("allgather", "reducescatter", "allreduce", "alltoall", "broadcast", "reduce")
 ALGORITHMS = ("ring", "tree")
+INTRA_ORDERS = ("gpu", "rank")   # a host's GPUs in a ring: GPU index order (NCCL's search) or the ranks' order
 # Spellings users type, mapped to the canonical names (nccl-tests binary names without _perf, NCCL API names).
 ALIASES = {"all_gather": "allgather", "all-gather": "allgather", "reduce_scatter": "reducescatter",
            "reduce-scatter": "reducescatter", "all_reduce": "allreduce", "all-reduce": "allreduce",
@@ -148,7 +153,7 @@ def element_count(collective: str, size: int, n: int, dtype: str = "float") -> i
 @dataclass
 class HostGroups:
     """The job's GPUs grouped by host in NCCL order: ``ordered[offset[h]:offset[h] + size[h]]`` are host ``h``'s
-    GPUs (GPU index order); hosts in order of their lowest rank."""
+    GPUs (GPU index order, or rank order with ``intra_order="rank"``); hosts in order of their lowest rank."""
 
     ordered: np.ndarray   # (N,) GPU ids
     offset: np.ndarray    # (H,)
@@ -160,8 +165,11 @@ class HostGroups:
         return len(self.size)
 
 
-def host_groups(gpus: np.ndarray, gpu_host: np.ndarray) -> HostGroups:
-    """Group the ranks' GPUs by host: hosts in order of their lowest rank, GPUs of a host by GPU id."""
+def host_groups(gpus: np.ndarray, gpu_host: np.ndarray, intra_order: str = "gpu") -> HostGroups:
+    """Group the ranks' GPUs by host: hosts in order of their lowest rank, GPUs of a host by GPU id
+    (``intra_order="gpu"``) or by rank (``"rank"``)."""
+    if intra_order not in INTRA_ORDERS:
+        raise CollectiveError(f"unknown intra_order {intra_order!r}: choose one of {', '.join(INTRA_ORDERS)}")
     gpus = np.asarray(gpus, dtype=IDX)
     if gpus.ndim != 1 or gpus.size == 0:
         raise CollectiveError("a placement is a non-empty 1-D array of GPU ids (rank -> GPU)")
@@ -172,7 +180,7 @@ def host_groups(gpus: np.ndarray, gpu_host: np.ndarray) -> HostGroups:
     host_pos = np.empty(uniq.size, dtype=IDX)
     host_pos[np.argsort(first, kind="stable")] = np.arange(uniq.size)
     pos = host_pos[np.searchsorted(uniq, hosts)]
-    order = np.lexsort((gpus, pos))
+    order = np.lexsort((gpus if intra_order == "gpu" else np.arange(gpus.size), pos))
     size = np.bincount(pos, minlength=uniq.size).astype(IDX)
     offset = np.concatenate(([0], np.cumsum(size)[:-1])).astype(IDX)
     host = np.empty(uniq.size, dtype=IDX)
@@ -247,13 +255,15 @@ def tree_depth(parent: np.ndarray) -> int:
 
 # ----------------------------------------------------------------------------------------------- planning
 def plan_collective(collective: str, gpus, gpu_host, algorithm: str = "ring", *, channels: int | None = None,
-                    root: int = 0, weights=None, max_flows: int = MAX_ALLTOALL_TRANSFERS) -> CollectivePlan:
+                    root: int = 0, weights=None, max_flows: int = MAX_ALLTOALL_TRANSFERS,
+                    intra_order: str = "gpu") -> CollectivePlan:
     """The phases of ``collective`` over the ranks ``gpus`` (rank -> GPU) on hosts ``gpu_host`` (GPU -> host).
 
     ``algorithm``: ``"ring"`` for every collective, or ``"tree"`` for AllReduce. ``channels``: NCCL channels
     (default: the most job GPUs on one host, one per NIC rail). ``root``: rank of Broadcast / Reduce. ``weights``
     (N, N): relative sizes of AllToAll's pair transfers (default all 1; pair ``(i, j)`` sends ``weights[i, j] S / N``
-    bytes). ``max_flows``: refuse an AllToAll with more pair transfers than this.
+    bytes). ``max_flows``: refuse an AllToAll with more pair transfers than this. ``intra_order``: a host's GPUs
+    in the rings and chains in GPU order (``"gpu"``, NCCL's topology search) or in rank order (``"rank"``).
     """
     name = canonical(collective)
     if name == "alltoall" and algorithm == "direct":
@@ -262,7 +272,7 @@ def plan_collective(collective: str, gpus, gpu_host, algorithm: str = "ring", *,
         raise CollectiveError(f"unknown algorithm {algorithm!r}: choose one of {', '.join(ALGORITHMS)}")
     if algorithm == "tree" and name != "allreduce":
         raise CollectiveError(f"the tree algorithm is modelled for allreduce only, not {name}")
-    g = host_groups(gpus, gpu_host)
+    g = host_groups(gpus, gpu_host, intra_order)
     gpus = np.asarray(gpus, dtype=IDX)
     n, h = gpus.size, g.n_hosts
     C = int(channels) if channels else int(g.size.max())

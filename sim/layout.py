@@ -82,6 +82,8 @@ class ClusterLayout:
     switch_models: list[str] = field(default_factory=list)
     cable_models: list[str] = field(default_factory=list)
     tier_names: dict[tuple[int, int], str] = field(default_factory=dict)   # (fabric, tier) -> "rtsw"
+    # Host names as the inventory holds them (the adapter reads them); None: the rule of sim.names.host_names.
+    host_names: list[str] | None = None
 
     def __post_init__(self):
         for kind, ref in (("gpu", self.gpu_host), ("nic", self.nic_fabric), ("switch", self.switch_tier),

@@ -560,7 +560,7 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
                    qps: int = 1, seed: int = 0, dtype: str = "float", latency: LatencyModel | None = None,
                    channels: int | None = None, root: int = 0, weights=None, max_flows: int | None = None,
                    hottest: int = 10, flows_per_link: int = 5, background=None, progress=None,
-                   router=None) -> CollectiveResult:
+                   router=None, intra_order: str = "gpu") -> CollectiveResult:
     """Simulate ``collective`` over the ranks ``gpus`` (rank -> GPU) of ``topo`` for each message size in
     ``sizes`` (bytes); see the module docstring for the model and :class:`CollectiveResult` for the outputs.
 
@@ -570,7 +570,8 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
     then fixing their rates (:func:`solve_phase`), so the fraction grows with the work done and ends at 1.0.
     ``background``: placements (rank -> GPU arrays) of other jobs running the same collective at the same time on
     the same fabric (disjoint GPUs); their traffic shares the links (their phase ``i`` runs beside this job's phase
-    ``i``) but only this job is timed and reported. Raises CollectiveError for impossible requests and
+    ``i``) but only this job is timed and reported. ``intra_order``: a host's GPUs in the rings in GPU order
+    (NCCL's topology search) or in rank order (:func:`sim.collectives.host_groups`). Raises CollectiveError for impossible requests and
     :class:`sim.routing.NoPathError` when a flow has no active path.
     """
     from sim.routing import default_routing
@@ -592,7 +593,7 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
     routing = routing or default_routing(topo.kind)
     latency = latency or LatencyModel()
     plan = plan_collective(collective, gpus, topo.gpu_host, algorithm, channels=channels, root=root,
-                           weights=weights, max_flows=max_flows or MAX_ALLTOALL_TRANSFERS)
+                           weights=weights, max_flows=max_flows or MAX_ALLTOALL_TRANSFERS, intra_order=intra_order)
     say(0.0, f"planned {plan.collective} ({plan.algorithm}) over {plan.n_ranks} ranks on {plan.n_hosts} hosts, "
         f"{plan.channels} channels, {plan.n_transfers:,} transfers")
     capacity = link_capacity(topo)

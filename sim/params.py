@@ -17,9 +17,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from sim.collectives import ALGORITHMS, COLLECTIVES, DTYPES, CollectiveError, canonical
+from sim.collectives import ALGORITHMS, COLLECTIVES, DTYPES, INTRA_ORDERS, CollectiveError, canonical
 from sim.errors import ParamError, UsageError
 from sim.figures import DEFAULT_SEEDS
+from sim.hostlist import MAX_LIST_BYTES
 from sim.placement import PLACEMENTS
 from sim.routing import ROUTINGS
 from sim.units import parse_size, parse_sizes
@@ -29,6 +30,8 @@ MAX_SEED = 2**32 - 1              # numpy's legacy seeding range; every seed the
 MAX_GPUS = 1 << 20                # more ranks than any cluster the twin models (roadmap: 600k GPUs)
 MAX_QPS = 128                     # NCCL's NCCL_IB_QPS_PER_CONNECTION upper bound (docs/sources.md)
 MAX_CHANNELS = 64                 # NCCL's MAXCHANNELS (docs/sources.md)
+DEFAULT_GPUS = 64                 # a collective's job size when neither gpus nor a host or GPU list is given
+GIVEN = "given"                   # the placement of a job whose host or GPU list was given (sim.hostlist)
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,8 @@ class Param:
     def _parse_text(self, value) -> str:
         if not isinstance(value, str):
             raise ParamError(self.name, "must be text")
+        if self.max is not None and len(value) > self.max:
+            raise ParamError(self.name, f"must be at most {_num(self.max)} characters, got {len(value):,}")
         return value
 
     def _parse_size(self, value) -> int:
@@ -243,9 +248,24 @@ def _canonical_collective(name: str) -> str:
 
 
 def _check_collective(v: dict) -> None:
+    """Rules across parameters. A host or GPU list places the job (``placement`` becomes ``given``; ``gpus`` stays
+    null until the list is read against the cluster, :func:`sim.hostlist.placement_of`); without one, a null
+    ``gpus`` is :data:`DEFAULT_GPUS`."""
     if v["algorithm"] == "tree" and v["collective"] != "allreduce":
         raise ParamError("algorithm", "tree is for allreduce only")
-    if v["root"] >= v["gpus"]:
+    listed = [k for k in ("hosts", "gpu_list") if v.get(k) and v[k].strip()]
+    if len(listed) > 1:
+        raise ParamError("gpu_list", "give a host list (hosts) or a GPU list (gpu_list), not both")
+    if listed:
+        if v["placement"] not in ("topology", GIVEN):            # topology: the default, so not chosen
+            raise ParamError("placement", f"a host or GPU list ({listed[0]}) places the job: leave placement "
+                                          f"out, or give {GIVEN}, not {v['placement']}")
+        v["placement"] = GIVEN
+    elif v["placement"] == GIVEN:
+        raise ParamError("placement", "given needs a host list (hosts) or a GPU list (gpu_list)")
+    if v["gpus"] is None and not listed:
+        v["gpus"] = DEFAULT_GPUS
+    if v["gpus"] is not None and v["root"] >= v["gpus"]:
         raise ParamError("root", f"must be a rank of the job (below gpus, {v['gpus']:,})")
 
 
@@ -258,8 +278,19 @@ HOTTEST = Param("hottest", "int", 5, "hottest links to list", min=0, max=100)
 COLLECTIVE = ParamSet("collective", (
     Param("collective", "choice", "allgather", "the collective", choices=COLLECTIVES,
           normalize=_canonical_collective, short="-c"),
-    Param("gpus", "int", 64, "GPUs (ranks) in the job", min=2, max=MAX_GPUS, short="-n"),
-    Param("placement", "choice", "topology", "how the job's GPUs are chosen", choices=PLACEMENTS),
+    Param("gpus", "int", None, f"GPUs (ranks) in the job; null: {DEFAULT_GPUS}, or all the ranks of the host or "
+                               f"GPU list (with a list: its first gpus ranks)", min=2, max=MAX_GPUS, nullable=True,
+          short="-n"),
+    Param("placement", "choice", "topology", f"how the job's GPUs are chosen ({GIVEN}: by the host or GPU list, "
+                                             f"which sets it)", choices=PLACEMENTS + (GIVEN,)),
+    Param("hosts", "text", None, "host list, one host per line as mpirun and torchrun take it ('host', "
+                                 "'host slots=N' or 'host:N'; # comments): ranks in its order, a host's GPUs in slot "
+                                 "order", max=MAX_LIST_BYTES, nullable=True),
+    Param("gpu_list", "text", None, "GPU list, one GPU per line (a GPU id, 'host:slot' or '<host>.gpuN'): rank r on "
+                                    "the GPU of line r", max=MAX_LIST_BYTES, nullable=True),
+    Param("intra_order", "choice", "gpu", "order of a host's GPUs in the rings: gpu (GPU order, as NCCL's topology "
+                                          "search) or rank (the ranks' order, as an NCCL_GRAPH_FILE)",
+          choices=INTRA_ORDERS),
     ROUTING,
     QPS,
     Param("sizes", "sizes", "1M:1G", "message sizes: 1M:1G (doubling), 1K:1G:4, or 8M,64M,1G"),

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim.hostlist import placement_of
 from sim.netsim import CollectiveResult, LatencyModel, run_collective
 from sim.placement import place
 from sim.progress import Progress, weighted
@@ -69,10 +70,14 @@ def median_index(values) -> int:
 
 
 def run_collective_seeds(topo, params: dict, progress: Progress | None = None, hottest: int | None = None,
-                         on_seed=None) -> SeededResult:
+                         on_seed=None, given: np.ndarray | None = None) -> SeededResult:
     """Run the collective of ``params`` (validated by :data:`sim.params.COLLECTIVE`) once per seed on ``topo``.
     ``progress(fraction, message)`` covers all seeds (each seed an equal share); ``on_seed(i, run)`` is called after
-    each seed (a live view can show its link utilization). ``hottest``: hottest links per run (default the params')."""
+    each seed (a live view can show its link utilization). ``hottest``: hottest links per run (default the params').
+    With ``placement`` ``given`` every seed runs the ranks of the host or GPU list (``given``, or read from the
+    params by :func:`sim.hostlist.placement_of`); the seeds then vary the routing hash only."""
+    if given is None:
+        given = placement_of(topo, params)
     sizes = parse_sizes(params["sizes"])
     routing = params["routing"] or default_routing(topo.kind)
     base_rtt = params.get("base_rtt_us")
@@ -82,10 +87,11 @@ def run_collective_seeds(topo, params: dict, progress: Progress | None = None, h
     runs = []
     for i in range(n):
         seed = params["seed"] + i
-        gpus = place(topo, params["gpus"], params["placement"], seed)
+        gpus = given if given is not None else place(topo, params["gpus"], params["placement"], seed)
         result = run_collective(topo, gpus, params["collective"], sizes, algorithm=params["algorithm"],
                                 routing=routing, qps=params["qps"], seed=seed, dtype=params["type"],
                                 latency=latency, channels=params["channels"], root=params["root"],
+                                intra_order=params.get("intra_order", "gpu"),
                                 hottest=params["hottest"] if hottest is None else hottest, progress=shares[i])
         runs.append(SeededRun(seed, gpus, result))
         shares[i](1.0, f"seed {seed}: normalized busbw {100 * result.rows[-1].norm:.1f} %")

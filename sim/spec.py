@@ -12,7 +12,7 @@ spine ``i`` of every zone connects to the ``per_plane`` core switches of plane `
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sim.catalog import Catalog, load_catalog
@@ -129,6 +129,7 @@ class ClusterSpec:
     frontend: FabricSpec
     storage: tuple[StorageSpec, ...]
     source: dict
+    catalog: Catalog | None = field(default=None, compare=False, repr=False)   # the catalog it was checked against
 
     @property
     def fabrics(self) -> tuple[FabricSpec, FabricSpec]:
@@ -394,7 +395,7 @@ def parse_spec(data: dict, catalog: Catalog | None = None) -> ClusterSpec:
                              storage_zone_racks)
     spec = ClusterSpec(name=name, title=top.str("title", default=name),
                        description=top.str("description", default=name), layout=layout, backend=backend,
-                       frontend=frontend, storage=storage, source=data)
+                       frontend=frontend, storage=storage, source=data, catalog=catalog)
     top.done()
     return spec
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim.catalog import load_catalog
+from sim.catalog import load_catalog, read_catalog
 from sim.layout import (FABRIC_BACKEND, LINK_LEAF_SPINE, LINK_NIC_LEAF, LINK_SPINE_CORE, STATUS_ACTIVE, TIER_CORE,
                         TIER_LEAF, TIER_SPINE, ClusterLayout, expand)
 from sim.spec import load_spec
@@ -202,7 +202,7 @@ def topology_from_layout(layout: ClusterLayout, hop_latency: float = DEFAULT_HOP
     gpu_usable = ((lay.gpu_status == STATUS_ACTIVE) & (gpu_uplink >= 0)
                   & (gpu_leaf >= 0) & sw["active"][np.maximum(gpu_leaf, 0)])
     backend = lay.spec.backend
-    gpu_model = load_catalog().get("gpu", lay.spec.layout.gpu, "layout.gpu")
+    gpu_model = (lay.spec.catalog or load_catalog()).get("gpu", lay.spec.layout.gpu, "layout.gpu")
     return Topology(
         layout=lay, kind=backend.kind, n_gpus=n_gpus, gpu_host=lay.gpu_host.astype(IDX), gpu_nic=gpu_nic.astype(IDX),
         gpu_usable=gpu_usable, n_links=2 * C, link_capacity=np.concatenate([speed, speed]),
@@ -286,11 +286,13 @@ def _switch_tables(sw: dict, cab: dict) -> dict:
             "core_at": core_at, "leaf_up": leaf_up, "spine_up": spine_up}
 
 
-def load_topology(preset: str | None = None, spec: str | None = None, say=lambda message: None):
-    """``(cluster spec, backend topology)`` of a preset or a spec file (no database; default ``meta-roce-24k``).
+def load_topology(preset: str | None = None, spec: str | None = None, say=lambda message: None,
+                  catalog: str | None = None):
+    """``(cluster spec, backend topology)`` of a preset or a spec file (no database; default ``meta-roce-24k``),
+    checked against the built-in catalog or the catalog file ``catalog`` (:func:`sim.catalog.read_catalog`).
     ``say(message)`` gets one line saying what was built and how long it took."""
     t = time.perf_counter()
-    cluster = load_spec(spec or preset or "meta-roce-24k")
+    cluster = load_spec(spec or preset or "meta-roce-24k", read_catalog(catalog) if catalog else None)
     topo = topology_from_layout(expand(cluster))
     say(f"cluster {cluster.name}: {topo.n_gpus:,} GPUs, {topo.n_links:,} directed links ({topo.kind}), "
         f"built in {time.perf_counter() - t:.2f} s")

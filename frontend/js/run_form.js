@@ -8,6 +8,10 @@ import { api, ApiError, errorText, esc, fmt, toast } from "./twin.js";
 export const pageData = (id) => JSON.parse(document.getElementById(id).textContent);
 
 const NULL_WORD = "default";            // how the form writes a null choice (e.g. the fabric's default routing)
+const LONG_TEXT = 1000;                 // a text parameter allowed more characters than this is a list: a textarea
+
+/** A text parameter that holds a list (a host or GPU list, one entry per line): pasted, or loaded from a file. */
+const isList = (f) => f.type === "text" && f.max != null && f.max > LONG_TEXT;
 
 function inputHtml(f) {
   const v = f.default, placeholder = f.null ? ` placeholder="${NULL_WORD}"` : "";
@@ -17,6 +21,11 @@ function inputHtml(f) {
       `<option value="${esc(val ?? "")}"${val === v ? " selected" : ""}>${esc(label)}</option>`).join("")}</select>`;
   }
   if (f.type === "bool") return `<input type="checkbox" name="${f.name}"${v ? " checked" : ""}>`;
+  if (isList(f)) {
+    return `<textarea name="${f.name}" rows="4" spellcheck="false" placeholder="one per line (# comments)">${
+      esc(v ?? "")}</textarea><input type="file" data-load-into="${f.name}" accept=".txt,.hosts,text/plain"
+      title="load the list from a file">`;
+  }
   if (f.type === "int" || f.type === "float") {
     const bounds = `${f.min != null ? ` min="${f.min}"` : ""}${f.max != null ? ` max="${f.max}"` : ""}`;
     return `<input type="number" name="${f.name}" value="${esc(v ?? "")}"${bounds}${
@@ -185,6 +194,19 @@ export function mountRunForm(form, schema, clusters, { current, canStart, authen
   addAxis("routing", "ecmp, eecmp");                  // the comparison the users make most: routing x QP scaling
   addAxis("qps", "1, 4, 16");
   form.querySelector(".add-axis").addEventListener("click", () => addAxis(fields[0].name));
+
+  for (const input of form.querySelectorAll("input[data-load-into]")) {        // a list loaded from a file
+    const f = fields.find((x) => x.name === input.dataset.loadInto);
+    input.addEventListener("change", async () => {
+      const file = input.files[0];
+      if (!file) return;
+      if (file.size > f.max) {
+        showErrors(form, { [f.name]: `${file.name} is ${fmt.int(file.size)} bytes, at most ${fmt.int(f.max)}` });
+        return;
+      }
+      form.elements[f.name].value = await file.text();
+    });
+  }
 
   const hint = form.querySelector(".cluster-hint");
   const onCluster = () => {

@@ -8,10 +8,11 @@ import pytest
 from django.core.management import call_command
 
 from sim.layout import STATUS_DRAINED, STATUS_FAILED, expand
+from sim.names import host_names
 from sim.spec import parse_spec
 from twin.api.models import ApiToken
 from twin.inventory.adapter import layout_from_db
-from twin.inventory.models import GPU, Link, Switch
+from twin.inventory.models import GPU, Host, Link, Switch
 
 pytestmark = pytest.mark.django_db
 
@@ -117,6 +118,8 @@ def test_adapter_reads_the_database_as_the_spec_expands(demo):
             assert np.array_equal(value, getattr(from_db, key)), key
     slugs = lambda layout: [layout.switch_models[i] for i in layout.switch_model]  # noqa: E731
     assert slugs(from_db) == slugs(from_spec)
+    assert host_names(from_db) == host_names(from_spec) == list(Host.objects.filter(cluster=demo).order_by("id")
+                                                                .values_list("name", flat=True))
 
 
 def test_a_status_change_through_the_api_is_what_the_next_simulation_reads(writer, demo):

@@ -48,6 +48,21 @@ ROWS = [
     ("post", RUN, collective(collective="alltoall", gpus=256, qps=16), "gpus"),
     ("post", RUN, collective(gpus=256, channels=64, qps=128, seeds=100), "cost"),
     ("post", RUN, {"kind": "fabric_health", "cluster": "demo-256", "params": {"gpus": 257}}, "gpus"),
+    # host and GPU lists, read against the inventory (an unusable GPU: test_a_list_with_an_unusable_gpu...)
+    ("post", RUN, collective(hosts="demo-256.z00.r000.h0\nnot-a-host\n"), "hosts"),
+    ("post", RUN, collective(hosts="z00.r000.h0\nz00.r000.h0\n"), "hosts"),
+    ("post", RUN, collective(hosts="z00.r000.h0 slots=9\n"), "hosts"),
+    ("post", RUN, collective(hosts="# nothing\n"), "hosts"),
+    ("post", RUN, collective(hosts="z00.r000.h0\n", gpus=9), "hosts"),
+    ("post", RUN, collective(hosts="x" * (4 * 1024 * 1024 + 1)), "hosts"),
+    ("post", RUN, collective(hosts=["z00.r000.h0"]), "hosts"),
+    ("post", RUN, collective(gpu_list="0\n1\n0\n"), "gpu_list"),
+    ("post", RUN, collective(gpu_list="0\n1\n256\n"), "gpu_list"),
+    ("post", RUN, collective(gpu_list="0\n1\n", hosts="z00.r000.h0\n"), "gpu_list"),
+    ("post", RUN, collective(gpu_list="0\n1\n", placement="random"), "placement"),
+    ("post", RUN, collective(placement="given"), "placement"),
+    ("post", RUN, collective(gpu_list="0\n1\n", collective="broadcast", root=2), "root"),
+    ("post", RUN, collective(intra_order="pci"), "intra_order"),
     ("post", RUN, sweep(qps=list(range(1, 17)), seed=list(range(17))), "sweep"),
     ("post", RUN, {"kind": "collective", "cluster_id": int(BIG)}, "cluster_id"),
     ("post", RUN, {"scenario": int(BIG)}, "scenario"),
@@ -110,4 +125,25 @@ def test_bad_input_to_the_runs_app_is_refused_naming_the_field_and_writes_nothin
         assert _names(r.json(), field), r.json()
     else:                                           # a page: the message names the parameter
         assert f"{field}:" in r.content.decode()
+    assert _counts() == before
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("params, field, text", [
+    ({"hosts": "z00.r000.h0\nz00.r000.h1\n"}, "hosts",
+     "line 2: GPU slot 2 of host 'z00.r000.h1' is not usable"),
+    ({"gpu_list": "0\n\ndemo-256.z00.r000.h1.gpu2\n"}, "gpu_list",
+     "line 3: GPU 'demo-256.z00.r000.h1.gpu2' is not usable"),
+    ({"hosts": "demo-256.z00.r000.h0\nnot-a-host\n"}, "hosts",
+     "line 2: unknown host 'not-a-host': demo-256 has no such host"),
+])
+def test_a_list_is_read_against_the_inventory_naming_field_and_line(runner, demo, params, field, text):
+    # given demo-256 with one GPU failed in the inventory
+    from twin.inventory.models import GPU
+    GPU.objects.filter(cluster=demo, name="demo-256.z00.r000.h1.gpu2").update(status="failed")
+    before = _counts()
+    # when a run names it in a host or GPU list
+    r = runner.post(RUN, collective(**params), format="json")
+    # then a 400 names the field and the line, and nothing is written
+    assert r.status_code == 400 and text in r.json()["params"][field][0], r.json()
     assert _counts() == before

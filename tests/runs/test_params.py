@@ -11,12 +11,20 @@ from twin.web.views.experiments import param_fields
 
 SETS = (COLLECTIVE, FABRIC_HEALTH, FIGURE)
 # The command line's own options, which are not simulation parameters: where the cluster comes from, what to print.
-CLI_ONLY = {"help", "preset", "spec", "json", "links", "flows", "quiet", "out", "quick", "name"}
+CLI_ONLY = {"help", "preset", "spec", "catalog", "json", "links", "flows", "quiet", "out", "quick", "name"}
+# Text parameters the command line reads from a file: option dest -> parameter.
+CLI_FILES = {"hostfile": "hosts", "gpus_file": "gpu_list"}
 BOUNDED = [(ps, p) for ps in SETS for p in ps if p.max is not None]
 
 
 def _over(p):
+    if p.type == "text":
+        return "x" * (int(p.max) + 1)
     return p.max + 1 if p.type in ("int", "int_list") else p.max * 2 + 1
+
+
+def _max(p):
+    return "x" * int(p.max) if p.type == "text" else p.max
 
 
 def _value(p, v):
@@ -54,9 +62,9 @@ def test_the_api_fields_and_the_form_fields_are_the_declaration(params):
 def test_the_cli_has_exactly_an_option_per_declared_parameter(command, params):
     options = _cli_options(command)
     declared = {p.name for p in params} - {"figure"}      # the figure's name is the positional argument
-    assert set(options) - CLI_ONLY == declared
+    assert {CLI_FILES.get(o, o) for o in options} - CLI_ONLY == declared
     for p in params:
-        if p.name in declared:
+        if p.name in declared and p.name not in CLI_FILES.values():
             assert p.option in options[p.name], f"{command}: no {p.option} for {p.name}"
 
 
@@ -73,7 +81,7 @@ def test_the_api_refuses_max_plus_one_naming_the_field_and_accepts_max(runner, p
     assert "must be at most" in str(r.json()["params"][p.name]), r.json()
     # and the maximum itself passes the declaration (a rule tying two parameters may still refuse it)
     try:
-        assert validate_params(params.name, {p.name: _value(p, p.max)})[p.name] == _value(p, p.max)
+        assert validate_params(params.name, {p.name: _value(p, _max(p))})[p.name] == _value(p, _max(p))
     except Exception as e:  # noqa: BLE001
         assert p.name == "root" and "gpus" in str(e), e     # root must be below gpus
 
@@ -86,11 +94,17 @@ CLI_BOUNDED = [("collective", p) for p in COLLECTIVE if p.max is not None] + \
 def test_the_cli_refuses_max_plus_one_with_exit_2_in_the_same_words(command, p, capsys, tmp_path):
     # when the command line is given one more than the declared maximum
     head = ["collective"] if command == "collective" else ["figure", "allgather-scale", "--out", str(tmp_path)]
+    option, value, name = p.option, str(_over(p)), p.name
+    file_option = {v: k for k, v in CLI_FILES.items()}.get(p.name)
+    if file_option:                                    # a text the command line reads from a file: the file named
+        option, value = "--" + file_option.replace("_", "-"), str(tmp_path / "list.txt")
+        (tmp_path / "list.txt").write_text(_over(p))
+        name = value
     try:
-        code = main([*head, "--quiet", p.option, str(_over(p))])
+        code = main([*head, "--quiet", option, value])
     except SystemExit as e:
         code = e.code
     # then it exits 2 with the reason the API gives
     assert code == 2
     err = capsys.readouterr().err
-    assert f"{p.name}: must be at most" in err, err
+    assert f"{name}: must be at most" in err, err

@@ -2,7 +2,7 @@
 import pytest
 
 from tests.processes import wait_for
-from twin.inventory.models import Link
+from twin.inventory.models import GPU, Link
 from twin.runs.actions import create_run, sweep_stuck_runs
 from twin.runs.models import SimulationRun
 
@@ -56,6 +56,30 @@ def test_a_run_started_over_rest_is_executed_by_a_worker_with_real_results(worke
     # and the list filters by status and kind
     assert [x["id"] for x in runner.get("/api/runs/?status=succeeded&kind=collective").json()["results"]] == [run["id"]]
     assert runner.get("/api/runs/?status=failed").json()["results"] == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_with_a_host_list_places_the_ranks_as_listed(workers, runner, demo):
+    # given demo-256 whose hosts are named by the inventory, and a host list in an order of its own
+    hosts = ["demo-256.z01.r006.h1", "demo-256.z00.r002.h0", "demo-256.z01.r000.h0"]
+    text = f"# job\n{hosts[0]}\n{hosts[1]} slots=4\n{hosts[2]}:2\n"
+    # when a collective is started over REST with it (gpus left out)
+    r = runner.post("/api/runs/", {"kind": "collective", "cluster": "demo-256",
+                                   "params": {"hosts": text, "sizes": "1M"}}, format="json")
+    assert r.status_code == 201, r.json()
+    assert r.json()["params"]["gpus"] == 14 and r.json()["params"]["placement"] == "given"
+    # then the worker runs exactly those GPUs, and says the placement was given
+    run = finished(runner, r.json()["id"])
+    assert run["status"] == "succeeded", run["error"]
+    s = run["summary"]
+    assert s["placement"] == "given" and s["ranks"] == 14 and s["hosts"] == 3 and s["order_note"] is None
+    state = runner.get(f"/api/runs/{run['id']}/results/").json()["arrays"]["gpu_state"]["data"]
+    in_job = {i for i, v in enumerate(state) if v == 1}
+    gpus = GPU.objects.filter(cluster=demo)
+    want = {g.index for g in gpus.filter(host__name=hosts[0])} | \
+        {g.index for g in gpus.filter(host__name=hosts[1], slot__lt=4)} | \
+        {g.index for g in gpus.filter(host__name=hosts[2], slot__lt=2)}
+    assert in_job == want
 
 
 @pytest.mark.django_db(transaction=True)

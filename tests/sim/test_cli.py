@@ -134,8 +134,67 @@ def _not_a_folder(tmp):
     return str(path / "figures")
 
 
+def _file(name: str, text: str):
+    """A helper that writes ``text`` to ``name`` in the test's folder and gives its path (named for the test id)."""
+    def make(tmp):
+        path = tmp / name
+        path.write_text(text)
+        return str(path)
+    make.__name__ = name
+    return make
+
+
+def _big_file(tmp):
+    from sim.hostlist import MAX_LIST_BYTES
+    path = tmp / "big.txt"
+    path.write_text("#" * (MAX_LIST_BYTES + 1))
+    return str(path)
+
+
+DEMO = ["collective", "--preset", "demo-256"]
 # What the command line refuses: (arguments, with {tmp} files made by the helper, what the one line says).
 REFUSED = [
+    (DEMO + ["--hostfile", _file("unknown.txt", "z00.r000.h0\n\nnohost\n")],
+     "unknown.txt, line 3: unknown host 'nohost': demo-256 has no such host (names look like "
+     "'demo-256.z00.r000.h0')"),
+    (DEMO + ["--hostfile", _file("twice.txt", "z00.r000.h0\ndemo-256.z00.r000.h0\n")],
+     "twice.txt, line 2: host 'demo-256.z00.r000.h0' is listed twice (first on line 1)"),
+    (DEMO + ["--hostfile", _file("slots.txt", "z00.r000.h0 slots=9\n")],
+     "slots.txt, line 1: asks for 9 slots but host 'z00.r000.h0' has 8 GPUs"),
+    (DEMO + ["--hostfile", _file("colon.txt", "z00.r000.h0:x\n")],
+     "colon.txt, line 1: slots must be a whole number of at least 1, got 'x'"),
+    (DEMO + ["--hostfile", _file("word.txt", "z00.r000.h0 cpus=4\n")], "word.txt, line 1: 'cpus=4' is not understood"),
+    (DEMO + ["--hostfile", _file("empty.txt", "# nothing\n\n")], "empty.txt: holds no entry"),
+    (DEMO + ["--hostfile", _file("few.txt", "z00.r000.h0\n"), "--gpus", "9"],
+     "few.txt: gives 8 ranks, fewer than the 9 GPUs asked"),
+    (DEMO + ["--hostfile", _big_file], "big.txt: must be at most 4,194,304 characters, the file has 4,194,305 bytes"),
+    (DEMO + ["--hostfile", "{tmp}/missing.txt"], "missing.txt: is not a file"),
+    (DEMO + ["--hostfile", _file("h.txt", "z00.r000.h0\n"), "--placement", "random"],
+     "placement: a host or GPU list (hosts) places the job"),
+    (DEMO + ["--placement", "given"], "placement: given needs a host list (hosts) or a GPU list (gpu_list)"),
+    (DEMO + ["--gpus-file", _file("dup.txt", "3\nz00.r000.h0:3\n")],
+     "dup.txt, line 2: 'z00.r000.h0:3' is GPU 3, already given on line 1"),
+    (DEMO + ["--gpus-file", _file("range.txt", "0\n256\n")],
+     "range.txt, line 2: GPU 256 is not one of the cluster's GPUs 0..255"),
+    (DEMO + ["--gpus-file", _file("slot.txt", "0\nz00.r000.h1:8\n")],
+     "slot.txt, line 2: host 'z00.r000.h1' has GPU slots 0..7, not '8'"),
+    (DEMO + ["--gpus-file", _file("name.txt", "0\nz00.r000.h1.gpu9\n")],
+     "name.txt, line 2: host 'z00.r000.h1' has GPU slots 0..7, not '9'"),
+    (DEMO + ["--gpus-file", _file("what.txt", "0\nh1\n")], "what.txt, line 2: 'h1' is not a GPU"),
+    (DEMO + ["--gpus-file", _file("one.txt", "0\n")], "one.txt: gives 1 rank: a collective needs at least 2"),
+    (DEMO + ["--gpus-file", _file("root.txt", "0\n1\n"), "-c", "broadcast", "--root", "2"],
+     "root: must be a rank of the job (below gpus, 2)"),
+    (DEMO + ["--catalog", "{tmp}/none.toml"], "catalog: '{tmp}/none.toml' is not a file"),
+    (DEMO + ["--catalog", _file("bad.toml", "[switch.x\n")], "bad.toml' cannot be parsed"),
+    (DEMO + ["--catalog", _file("kind.toml", "[robot.x]\nvendor = 'a'\nname = 'b'\n")],
+     "catalog: 'robot' is not a hardware kind"),
+    (DEMO + ["--catalog", _file("ports.toml", "[switch.x]\nvendor = 'a'\nname = 'b'\nspeed_gbps = 400\n")],
+     "catalog.switch.x.ports: None is required: a whole number of at least 1"),
+    (DEMO + ["--catalog", _file("vendor.toml", "[cable.x]\nname = 'b'\nspeed_gbps = 400\n")],
+     "catalog.cable.x.vendor: None is required: a non-empty string"),
+    (DEMO + ["--catalog", _file("table.toml", "switch = 3\n")], "catalog.switch: 3 must be a table of models"),
+    (DEMO + ["--catalog", _file("short.toml", "[gpu.h100-sxm-80gb]\nvendor = 'a'\nname = 'b'\nnvlink_gbps = 1\n")],
+     "layout.host_platform: 'grand-teton' is not a platform model in the catalog"),
     (["collective", "--qps", "1000000000"], "qps: must be at most 128"),
     (["collective", "--seed", "-1"], "seed: must be at least 0"),
     (["collective", "--seed", "1180591620717411303424"], "seed: must be at most 4,294,967,295"),
@@ -162,6 +221,7 @@ REFUSED = [
                          ids=[" ".join(getattr(a, "__name__", a) for a in argv[:4]) for argv, _ in REFUSED])
 def test_refused_input_ends_with_exit_2_and_one_line(capsys, tmp_path, argv, message):
     argv = [a(tmp_path) if callable(a) else a.format(tmp=tmp_path) for a in argv]
+    message = message.format(tmp=tmp_path)
     code, out, err = run(capsys, *argv, "--quiet")
     assert code == 2 and out == ""
     assert err.startswith(f"python -m sim {argv[0]}: error: ") and message in err

@@ -9,6 +9,7 @@ from django.contrib.auth.models import Permission, User
 
 from sim import figures
 from sim.collectives import COLLECTIVES
+from sim.hostlist import MAX_LIST_BYTES
 from sim.params import COLLECTIVE, FIGURE, MAX_QPS
 from sim.placement import PLACEMENTS
 from sim.routing import ROUTINGS
@@ -65,7 +66,13 @@ def test_the_runs_page_gives_the_form_the_servers_fields_and_choices(client, dem
     fields = {f["name"]: f for f in schema["params"]["collective"]}
     assert set(schema["main"]) <= set(fields)
     assert fields["routing"]["choices"] == list(ROUTINGS) and fields["routing"]["null"] is True
-    assert fields["placement"]["choices"] == list(PLACEMENTS) and fields["placement"]["default"] == "topology"
+    assert fields["placement"]["choices"] == list(PLACEMENTS) + ["given"]
+    assert fields["placement"]["default"] == "topology"
+    # and a host or GPU list is a text the form draws as a textarea with a file upload (max over LONG_TEXT)
+    for name in ("hosts", "gpu_list"):
+        assert fields[name] == {**fields[name], "type": "text", "null": True, "default": None,
+                                "max": MAX_LIST_BYTES}
+    assert fields["intra_order"]["choices"] == ["gpu", "rank"] and fields["intra_order"]["default"] == "gpu"
     assert fields["collective"]["choices"] == list(COLLECTIVES)
     assert fields["qps"] == {**fields["qps"], "type": "int", "min": 1, "max": MAX_QPS, "default": 1}
     assert list(fields) == [p.name for p in COLLECTIVE]

@@ -105,6 +105,7 @@ def layout_from_db(cluster) -> ClusterLayout:
         gpu_status=gpu_status, nic_status=nic_status, switch_status=sw_status, port_status=port_status,
         link_status=link_status,
         nic_models=nic_models, switch_models=switch_models, cable_models=cable_models, tier_names=tier_names,
+        host_names=list(Host.objects.filter(**of).order_by("id").values_list("name", flat=True)),
     )
 
 

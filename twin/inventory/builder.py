@@ -18,7 +18,8 @@ import numpy as np
 from django.db import transaction
 
 from sim.catalog import load_catalog
-from sim.layout import FABRIC_BACKEND, TIER_CORE, TIER_LEAF, ZONE_COMPUTE, ClusterLayout, expand
+from sim.layout import ClusterLayout, expand
+from sim.names import FABRIC_SHORT, item_names  # noqa: F401  (one naming rule, shared with the engine)
 from sim.spec import ClusterSpec
 from twin.inventory import changelog
 from twin.inventory.bulk import analyze, delete_where, insert_columns, reserve_ids
@@ -28,7 +29,6 @@ from twin.inventory.models import (
     Switch, Zone,
 )
 
-FABRIC_SHORT = {0: "be", 1: "fe"}
 # Children before parents: the order deletes must take.
 CLUSTER_TABLES = (Link, Port, SSD, NIC, GPU, StorageServer, Switch, Host, Rack, Zone, StorageCluster, Fabric)
 
@@ -81,38 +81,6 @@ class _Writer:
         step = (lambda k: self.progress(model._meta.verbose_name_plural, k)) if self.progress else None
         self.rows += insert_columns(model, columns, step)
         return base
-
-
-def item_names(layout: ClusterLayout, storage_names: list[str]) -> dict[str, list[str]]:
-    """Unique, readable names for every item: ``meta-roce-24k.z03.r045.h1.gpu5``, ``...be.rtsw.z03.045:17``."""
-    c = layout.spec.name
-    zone_label = [f"z{n:02d}" if kind == ZONE_COMPUTE else f"{storage_names[s]}-z{n}"
-                  for kind, s, n in zip(layout.zone_kind.tolist(), layout.zone_storage.tolist(),
-                                        layout.zone_number.tolist())]
-    zone = [f"{c}.{label}" for label in zone_label]
-    rack = [f"{zone[z]}.r{n:03d}" for z, n in zip(layout.rack_zone.tolist(), layout.rack_number.tolist())]
-    host = [f"{rack[r]}.h{s}" for r, s in zip(layout.host_rack.tolist(), layout.host_slot.tolist())]
-    gpu = [f"{host[h]}.gpu{s}" for h, s in zip(layout.gpu_host.tolist(), layout.gpu_slot.tolist())]
-    server = [f"{rack[r]}.s{s:02d}" for r, s in zip(layout.server_rack.tolist(), layout.server_slot.tolist())]
-    ssd = [f"{server[v]}.ssd{s}" for v, s in zip(layout.ssd_server.tolist(), layout.ssd_slot.tolist())]
-    nic = [f"{host[h]}.{'be' if f == FABRIC_BACKEND else 'fe'}{s}" if h >= 0 else f"{server[v]}.fe{s}"
-           for h, v, f, s in zip(layout.nic_host.tolist(), layout.nic_server.tolist(), layout.nic_fabric.tolist(),
-                                 layout.nic_slot.tolist())]
-    switch = []
-    for f, t, z, g, m in zip(layout.switch_fabric.tolist(), layout.switch_tier.tolist(), layout.switch_zone.tolist(),
-                             layout.switch_group.tolist(), layout.switch_member.tolist()):
-        prefix = f"{c}.{FABRIC_SHORT[f]}.{layout.tier_names[(f, t)]}"
-        if t == TIER_LEAF:
-            switch.append(f"{prefix}.{zone_label[z]}.{g:03d}")
-        elif t == TIER_CORE:
-            switch.append(f"{prefix}.p{g:02d}.c{m:02d}")
-        else:
-            switch.append(f"{prefix}.{zone_label[z]}.s{g:02d}")
-    port = [f"{nic[n] if n >= 0 else switch[s]}:{slot}"
-            for n, s, slot in zip(layout.port_nic.tolist(), layout.port_switch.tolist(), layout.port_slot.tolist())]
-    link = [f"{port[a]}~{port[b]}" for a, b in zip(layout.link_a.tolist(), layout.link_b.tolist())]
-    return {"zone": zone, "rack": rack, "host": host, "gpu": gpu, "server": server, "ssd": ssd, "nic": nic,
-            "switch": switch, "port": port, "link": link}
 
 
 def total_rows(layout: ClusterLayout) -> int:

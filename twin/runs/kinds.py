@@ -29,8 +29,9 @@ from rest_framework import serializers
 from sim import figures
 from sim.collectives import MAX_ALLTOALL_TRANSFERS, CollectiveError
 from sim.errors import ParamError
+from sim.hostlist import HostIndex, ListError, given_placement, order_note
 from sim.layout import FABRIC_BACKEND, STATUS_ACTIVE
-from sim.params import COLLECTIVE, FABRIC_HEALTH, FIGURE
+from sim.params import COLLECTIVE, FABRIC_HEALTH, FIGURE, GIVEN
 from sim.routing import NoPathError, default_routing
 from sim.seeds import SeededResult, run_collective_seeds
 from sim.topology import topology_from_layout
@@ -109,6 +110,9 @@ def collective(layout, params: dict, progress: Callable) -> tuple[dict, dict]:
 
     res = run_collective_seeds(topo, params, progress, on_seed=on_seed)
     summary = {**seeded_summary(res), "placement": params["placement"]}
+    if params["placement"] == GIVEN:
+        summary["intra_order"] = params["intra_order"]
+        summary["order_note"] = order_note(HostIndex.of_topology(topo), res.median.gpus, params["intra_order"])
     m = res.median
     return summary, {"link_utilization": backend_cable_utilization(topo, m.result.link_utilization()),
                      "gpu_state": gpu_states(topo, m.gpus)}
@@ -208,9 +212,37 @@ def _check_gpus(values: dict, cluster) -> None:
         raise ParamError("gpus", f"{asked:,} GPUs asked, {cluster.name} has {usable:,} usable")
 
 
+def host_index(cluster) -> HostIndex:
+    """What a host or GPU list is read against, from the inventory: its host names (by id, the layout's host
+    order), each GPU's host and slot (by index) and whether a job can use it (:func:`limits.usable_mask`)."""
+    from twin.inventory.models import GPU, Host
+    hosts = list(Host.objects.filter(cluster=cluster).order_by("id").values_list("id", "name"))
+    host_ids = np.array([h for h, _ in hosts], dtype=np.int64)
+    rows = np.array(list(GPU.objects.filter(cluster=cluster).order_by("index").values_list("host_id", "slot")),
+                    dtype=np.int64).reshape(-1, 2)
+    return HostIndex(cluster.name, [n for _, n in hosts], np.searchsorted(host_ids, rows[:, 0]), rows[:, 1],
+                     limits.usable_mask(cluster))
+
+
+def _check_given(values: dict, cluster) -> None:
+    """A host or GPU list read against the cluster's inventory (unknown hosts, unusable or repeated GPUs: a 400
+    naming the field and the line); ``gpus`` becomes the list's rank count when it was left out."""
+    if values["placement"] != GIVEN:
+        return
+    try:
+        ranks = given_placement(host_index(cluster), values["hosts"], values["gpu_list"], values["gpus"])
+    except ListError as e:
+        raise ParamError(e.source, f"line {e.line}: {e.reason}" if e.line else e.reason) from None
+    values["gpus"] = int(ranks.size)
+    if values["root"] >= values["gpus"]:
+        raise ParamError("root", f"must be a rank of the job (below gpus, {values['gpus']:,})")
+
+
 def _check_collective(values: dict, cluster) -> None:
-    """Usable GPUs, and an AllToAll's N (N - 1) x qps transfers within the engine's own budget
-    (``sim.collectives.MAX_ALLTOALL_TRANSFERS``), refused here rather than after the run started."""
+    """A host or GPU list against the inventory, usable GPUs, and an AllToAll's N (N - 1) x qps transfers within
+    the engine's own budget (``sim.collectives.MAX_ALLTOALL_TRANSFERS``), refused here rather than after the run
+    started."""
+    _check_given(values, cluster)
     _check_gpus(values, cluster)
     n, qps = values["gpus"], values["qps"]
     if values["collective"] == "alltoall" and n * (n - 1) * qps > MAX_ALLTOALL_TRANSFERS:

@@ -21,17 +21,22 @@ from twin.runs.choices import ACTIVE
 from twin.runs.constants import setting
 
 
-def usable_gpus(cluster) -> int:
-    """GPUs of ``cluster`` a job can use: the GPU, its backend NIC, the NIC's port, its cable, the leaf's port and
-    the leaf switch all active (the rule of ``sim.topology`` as the GPU page computes it from the inventory,
-    :mod:`twin.web.gpu_data`: its structure cached by fingerprint, the statuses read from the non-active rows
-    only, so no topology is built per request)."""
+def usable_mask(cluster) -> np.ndarray:
+    """Per GPU of ``cluster`` (index order), whether a job can use it: the GPU, its backend NIC, the NIC's port,
+    its cable, the leaf's port and the leaf switch all active (the rule of ``sim.topology`` as the GPU page computes
+    it from the inventory, :mod:`twin.web.gpu_data`: its structure cached by fingerprint, the statuses read from
+    the non-active rows only, so no topology is built per request)."""
     from twin.web import gpu_data
     structure = gpu_data.structure(cluster)
     fresh = gpu_data.statuses(cluster, structure)
     down = np.asarray(fresh["status"]) != STATUS_ACTIVE
     down[fresh["unusable"]["gpu"]] = True
-    return int(down.size - down.sum())
+    return ~down
+
+
+def usable_gpus(cluster) -> int:
+    """GPUs of ``cluster`` a job can use (:func:`usable_mask`)."""
+    return int(usable_mask(cluster).sum())
 
 
 def gpus_per_host(cluster) -> int:

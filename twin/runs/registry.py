@@ -103,6 +103,9 @@ def _value(v) -> str:
         return "default"
     if isinstance(v, (list, tuple)):
         return ",".join(map(str, v))
+    if isinstance(v, str) and "\n" in v.strip():                # a host or GPU list: its size, not its text
+        lines = [x for x in (line.split("#", 1)[0].strip() for line in v.splitlines()) if x]
+        return f"({len(lines):,} lines)"
     return str(v)
 
 
