@@ -102,53 +102,102 @@ class LatencyModel:
 
 def chain_sums(nxt: np.ndarray, values: np.ndarray, span: int) -> np.ndarray:
     """(P, K) sums of ``values`` (P, K) over the first ``span`` elements of the chain that starts at each element and
-    follows ``nxt`` (``-1`` ends a chain; ``span <= 0``: to its end). Binary lifting: ``log2(span)`` vectorized passes.
+    follows ``nxt`` (``-1`` ends a chain; ``span <= 0``: to its end). Binary lifting: about ``log2`` of the chains'
+    length in vectorized passes.
 
     >>> chain_sums(np.array([1, 2, 0]), np.array([[1.0], [2.0], [4.0]]), 2)[:, 0].tolist()
     [3.0, 6.0, 5.0]
+    >>> chain_sums(np.array([1, 2, -1]), np.array([[1.0], [2.0], [4.0]]), 0)[:, 0].tolist()
+    [7.0, 6.0, 4.0]
     """
     nxt = np.asarray(nxt, dtype=IDX)
     P = nxt.size
-    span = P if span <= 0 else int(span)
-    acc, jump = values.astype(np.float64).copy(), nxt.copy()       # sums of 2^k elements, the element after them
-    out = np.zeros_like(acc)
+    span = (1 << max(P, 1).bit_length()) - 1 if span <= 0 else int(span)   # all bits set: stop at the chain's end
+    # (K, P) layout: gathers along the last axis are contiguous per column. A chain end points at the sentinel P,
+    # whose sums are 0 and which points at itself, so no pass needs a mask.
+    acc = np.zeros((values.shape[1], P + 1))
+    acc[:, :P] = np.asarray(values, dtype=np.float64).T             # sums of 2^k elements from each one
+    jump = np.where(nxt >= 0, nxt, P).astype(IDX)
+    jump = np.append(jump, P)                                       # the element after those 2^k
+    out = np.zeros((values.shape[1], P))
     pos = np.arange(P, dtype=IDX)                                   # where each chain's next block starts
-    while span and (pos >= 0).any():
+    while span:
         if span & 1:
-            live = pos >= 0
-            out[live] += acc[pos[live]]
-            pos[live] = jump[pos[live]]
+            out += acc[:, pos]
+            pos = jump[pos]
+            if (pos == P).all():
+                break
         span >>= 1
         if not span:
             break
-        ok = jump >= 0
-        acc[ok] += acc[jump[ok]]
-        jump[ok] = jump[jump[ok]]
+        acc = acc + acc[:, jump]
+        jump = jump[jump]
+    return out.T
+
+
+def _ring_shape(phase: Phase):
+    """``(C, n)`` when the phase's latency pipelines are ``C`` rings of ``n`` transfers laid out channel-major in ring
+    order (:func:`sim.collectives.ring_next`), else ``None``."""
+    from sim.collectives import ring_next
+    nxt, group = phase.lat_next, phase.lat_group
+    if nxt is None or group is None or phase.lat_stage is not None or len(nxt) == 0:
+        return None
+    C = int(np.asarray(group).max()) + 1
+    n = len(nxt) // C
+    if C * n != len(nxt) or not np.array_equal(group, np.repeat(np.arange(C), n)) \
+            or not np.array_equal(nxt, ring_next(C, n)):
+        return None
+    return C, n
+
+
+def critical_paths(phase: Phase, one_way: np.ndarray, network: np.ndarray, costs) -> list[tuple[float, int, int]]:
+    """The latency of ``phase`` for each ``(extra, nvlink)`` of ``costs``: transfer ``t`` costs ``one_way[t]`` plus
+    ``extra`` if it crosses the network (``network[t]``), plus ``nvlink`` if not (seconds); per pipeline group, the sum over its stages of the
+    slowest chain (``phase.lat_next``, ``lat_span``), the slowest group. Returns per cost ``(seconds, network hops,
+    NVLink hops)`` of that critical path. Rings take a cumulative-sum fast path; other pipelines
+    :func:`chain_sums`."""
+    P = len(phase.src)
+    if P == 0:
+        return [(0.0, 0, 0) for _ in costs]
+    vals = np.stack([np.asarray(one_way, dtype=np.float64), network.astype(np.float64),
+                     (~network).astype(np.float64)], axis=1)
+    ring = _ring_shape(phase)
+    if ring is not None:                                  # windows of `span` consecutive edges of each ring
+        C, n = ring
+        span = phase.lat_span if phase.lat_span > 0 else n
+        reps = span // n + 2
+        cs = np.concatenate([np.zeros((C, 1, 3)), np.cumsum(np.tile(vals.reshape(C, n, 3), (1, reps, 1)), axis=1)],
+                            axis=1)
+        sums = (cs[:, span:span + n] - cs[:, :n]).reshape(P, 3)
+        group = np.repeat(np.arange(C, dtype=IDX), n)
+        stage = np.zeros(P, dtype=IDX)
+    else:
+        nxt = np.full(P, -1, dtype=IDX) if phase.lat_next is None else np.asarray(phase.lat_next, dtype=IDX)
+        sums = chain_sums(nxt, vals, phase.lat_span if phase.lat_next is not None else 1)
+        group = np.zeros(P, dtype=IDX) if phase.lat_group is None else np.asarray(phase.lat_group, dtype=IDX)
+        stage = np.zeros(P, dtype=IDX) if phase.lat_stage is None else np.asarray(phase.lat_stage, dtype=IDX)
+    seg = group * (int(stage.max()) + 1) + stage
+    order = np.argsort(seg, kind="stable")
+    seg_sorted = seg[order]
+    starts = np.flatnonzero(np.r_[True, seg_sorted[1:] != seg_sorted[:-1]])
+    seg_group = group[order][starts]
+    out = []
+    for extra, nvl in costs:
+        v = (sums[:, 0] + extra * sums[:, 1] + nvl * sums[:, 2])[order]
+        best = np.maximum.reduceat(v, starts)
+        seg_id = np.cumsum(np.r_[True, seg_sorted[1:] != seg_sorted[:-1]]) - 1
+        first = np.minimum.reduceat(np.where(v >= best[seg_id], np.arange(P), P), starts)
+        hops = sums[order][first, 1:]
+        per_group = np.zeros((int(seg_group.max()) + 1, 3))
+        np.add.at(per_group, seg_group, np.column_stack([best, hops]))
+        g = int(np.argmax(per_group[:, 0]))
+        out.append((float(per_group[g, 0]), int(round(per_group[g, 1])), int(round(per_group[g, 2]))))
     return out
 
 
 def critical_path(phase: Phase, hop: np.ndarray, network: np.ndarray) -> tuple[float, int, int]:
-    """The latency of ``phase`` when transfer ``t`` costs ``hop[t]`` seconds: per pipeline group, the sum over its
-    stages of the slowest chain (``phase.lat_next``, ``lat_span``), the slowest group. Returns ``(seconds, network
-    hops, NVLink hops)`` of that critical path."""
-    P = len(phase.src)
-    if P == 0:
-        return 0.0, 0, 0
-    nxt = np.full(P, -1, dtype=IDX) if phase.lat_next is None else np.asarray(phase.lat_next, dtype=IDX)
-    span = phase.lat_span if phase.lat_next is not None else 1
-    vals = np.stack([hop, network.astype(np.float64), (~network).astype(np.float64)], axis=1)
-    sums = chain_sums(nxt, vals, span)
-    group = np.zeros(P, dtype=IDX) if phase.lat_group is None else np.asarray(phase.lat_group, dtype=IDX)
-    stage = np.zeros(P, dtype=IDX) if phase.lat_stage is None else np.asarray(phase.lat_stage, dtype=IDX)
-    seg = group * (int(stage.max()) + 1) + stage
-    order = np.lexsort((-sums[:, 0], seg))                           # slowest chain first within each segment
-    first = order[np.r_[True, seg[order][1:] != seg[order][:-1]]]
-    best = sums[first]
-    gid = group[first]
-    per_group = np.zeros((int(gid.max()) + 1, 3))
-    np.add.at(per_group, gid, best)
-    g = int(np.argmax(per_group[:, 0]))
-    return float(per_group[g, 0]), int(round(per_group[g, 1])), int(round(per_group[g, 2]))
+    """:func:`critical_paths` for one set of per-transfer latencies ``hop`` (seconds, any transfer)."""
+    return critical_paths(phase, np.asarray(hop, dtype=np.float64), network, [(0.0, 0.0)])[0]
 
 
 # ---------------------------------------------------------------------------------------------- flows
@@ -777,17 +826,17 @@ def protocol_latencies(plan: CollectivePlan, phases: list[PhaseResult], latency:
     NVLink latency (:func:`sim.nccl_tuning.sim_hop`; ``latency.nvlink`` overrides it); and the (network, NVLink)
     hops on it. Fills each phase's ``latency`` and ``critical_hops``."""
     latency = latency or LatencyModel()
-    out, hops = {}, {}
+    costs = []
     for proto in PROTOCOLS:
         extra, nvl = sim_hop(plan.algorithm, proto, plan.n_ranks, plan.n_hosts)
-        nvl = nvl if latency.nvlink is None else float(latency.nvlink)
-        total, n_net, n_nvl = base_latency(plan.algorithm, proto), 0, 0
-        for ph in phases:
-            hop = np.where(ph.hop_network, ph.hop_latency + extra, nvl)
-            sec, a, b = critical_path(ph.phase, hop, ph.hop_network)
+        costs.append((extra, nvl if latency.nvlink is None else float(latency.nvlink)))
+    out = {p: base_latency(plan.algorithm, p) for p in PROTOCOLS}
+    hops = {p: (0, 0) for p in PROTOCOLS}
+    for ph in phases:
+        for proto, (sec, a, b) in zip(PROTOCOLS, critical_paths(ph.phase, ph.hop_latency, ph.hop_network, costs)):
             ph.latency[proto], ph.critical_hops[proto] = sec, (a, b)
-            total, n_net, n_nvl = total + sec, n_net + a, n_nvl + b
-        out[proto], hops[proto] = total, (n_net, n_nvl)
+            out[proto] += sec
+            hops[proto] = (hops[proto][0] + a, hops[proto][1] + b)
     return out, hops
 
 
