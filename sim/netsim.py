@@ -152,10 +152,10 @@ def _ring_shape(phase: Phase):
 
 def critical_paths(phase: Phase, one_way: np.ndarray, network: np.ndarray, costs) -> list[tuple[float, int, int]]:
     """The latency of ``phase`` for each ``(extra, nvlink)`` of ``costs``: transfer ``t`` costs ``one_way[t]`` plus
-    ``extra`` if it crosses the network (``network[t]``), plus ``nvlink`` if not (seconds); per pipeline group, the sum over its stages of the
-    slowest chain (``phase.lat_next``, ``lat_span``), the slowest group. Returns per cost ``(seconds, network hops,
-    NVLink hops)`` of that critical path. Rings take a cumulative-sum fast path; other pipelines
-    :func:`chain_sums`."""
+    ``extra`` if it crosses the network (``network[t]``), plus ``nvlink`` if not (seconds); per pipeline group, the
+    sum over its stages of the slowest chain (``phase.lat_next``, ``lat_span``), the slowest group. Returns per
+    cost ``(seconds, network hops, NVLink hops)`` of that critical path. Rings take a cumulative-sum fast path;
+    other pipelines :func:`chain_sums`."""
     P = len(phase.src)
     if P == 0:
         return [(0.0, 0, 0) for _ in costs]
@@ -181,11 +181,11 @@ def critical_paths(phase: Phase, one_way: np.ndarray, network: np.ndarray, costs
     seg_sorted = seg[order]
     starts = np.flatnonzero(np.r_[True, seg_sorted[1:] != seg_sorted[:-1]])
     seg_group = group[order][starts]
+    seg_id = np.cumsum(np.r_[True, seg_sorted[1:] != seg_sorted[:-1]]) - 1
     out = []
     for extra, nvl in costs:
         v = (sums[:, 0] + extra * sums[:, 1] + nvl * sums[:, 2])[order]
         best = np.maximum.reduceat(v, starts)
-        seg_id = np.cumsum(np.r_[True, seg_sorted[1:] != seg_sorted[:-1]]) - 1
         first = np.minimum.reduceat(np.where(v >= best[seg_id], np.arange(P), P), starts)
         hops = sums[order][first, 1:]
         per_group = np.zeros((int(seg_group.max()) + 1, 3))
@@ -746,7 +746,8 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
 
     ``routing``: one of :data:`sim.routing.ROUTINGS` (default: the fabric's, :func:`sim.routing.default_routing`);
     ``qps``: queue pairs per GPU pair; ``seed``: the routing hash seed; ``protocol``: ``"auto"`` (NCCL's choice per
-    size) or one of :data:`sim.nccl_tuning.PROTOCOLS` (forced, as ``NCCL_PROTO``); ``progress``: a :mod:`sim.progress` callback
+    size) or one of :data:`sim.nccl_tuning.PROTOCOLS` (forced, as ``NCCL_PROTO``); ``progress``: a
+    :mod:`sim.progress` callback
     ``(fraction, message)``: each phase's share is its flows (background jobs' included), within it routing them
     then fixing their rates (:func:`solve_phase`), so the fraction grows with the work done and ends at 1.0.
     ``background``: placements (rank -> GPU arrays) of other jobs running the same collective at the same time on

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import sim.collectives
-from sim.netsim import critical_path
 from sim.collectives import (COLLECTIVES, CollectiveError, btree_parents, busbw_factor, canonical, dtree_parents,
                              element_count, host_groups, plan_collective, tree_depth)
+from sim.netsim import critical_path
 
 
 def packed(n, per_host=8):
