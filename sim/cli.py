@@ -174,16 +174,19 @@ def format_table(result, cluster: str, placement: str) -> str:
         f"# placement {placement}, routing {result.routing}, {result.qps} QP per GPU pair, seed {result.seed}; "
         f"{result.n_flows:,} flows",
         f"# roofline busbw {result.roofline / 1e9:.1f} GB/s (same algorithm, packed hosts, only NIC and NVLink "
-        f"limits); latency {result.latency * 1e6:.1f} us",
+        f"limits)",
+        f"# latency (critical path, {_hops(result)}): "
+        + ", ".join(f"{k} {v * 1e6:.1f} us" for k, v in result.latencies.items())
+        + f"; protocol {result.protocol}{' (NCCL tuning model)' if result.protocol == 'auto' else ''}",
         "#",
-        f"# {'size':>12} {'count':>12} {'type':>8} {'redop':>6} {'root':>5} {'time':>11} {'algbw':>8} "
+        f"# {'size':>12} {'count':>12} {'type':>8} {'redop':>6} {'root':>5} {'proto':>6} {'time':>11} {'algbw':>8} "
         f"{'busbw':>8} {'norm':>6}",
-        f"# {'(B)':>12} {'(elements)':>12} {'':>8} {'':>6} {'':>5} {'(us)':>11} {'(GB/s)':>8} {'(GB/s)':>8} "
+        f"# {'(B)':>12} {'(elements)':>12} {'':>8} {'':>6} {'':>5} {'':>6} {'(us)':>11} {'(GB/s)':>8} {'(GB/s)':>8} "
         f"{'(%)':>6}",
     ]
     for r in result.rows:
-        lines.append(f"  {r.size:>12} {r.count:>12} {result.dtype:>8} {redop:>6} {root:>5} {r.time * 1e6:>11.1f} "
-                     f"{r.algbw / 1e9:>8.2f} {r.busbw / 1e9:>8.2f} {100 * r.norm:>6.1f}")
+        lines.append(f"  {r.size:>12} {r.count:>12} {result.dtype:>8} {redop:>6} {root:>5} {r.protocol:>6} "
+                     f"{r.time * 1e6:>11.1f} {r.algbw / 1e9:>8.2f} {r.busbw / 1e9:>8.2f} {100 * r.norm:>6.1f}")
     avg = sum(r.busbw for r in result.rows) / len(result.rows)
     lines += [
         f"# Avg bus bandwidth    : {avg / 1e9:.3f} GB/s",
@@ -198,6 +201,11 @@ def format_table(result, cluster: str, placement: str) -> str:
                               f"{f['rate_GBps']:.2f} GB/s" for f in h.flows[:3])
             lines.append(f"#   {100 * h.utilization:5.1f} % {h.n_flows:>5} flows  {h.name}  [{flows}]")
     return "\n".join(lines)
+
+
+def _hops(result) -> str:
+    net, nvl = result.critical_hops.get("Simple", (0, 0))
+    return f"{net:,} network + {nvl:,} NVLink hops"
 
 
 def format_seeds(seeded) -> str:

@@ -42,12 +42,15 @@ Algorithms (per channel; ``N`` ranks, ``H`` hosts)
       event-driven (a flow that finishes leaves its bandwidth to the others). ``N^2`` flows: refused above
       ``max_flows`` (default :data:`MAX_ALLTOALL_TRANSFERS`) with a clear error.
 
-Latency (``net_hops``, ``nvl_hops`` of each phase): NCCL's own latency model (``src/graph/tuning.cc``) charges a
-ring or tree one hop latency per hop of the critical path, network hops at the network latency and NVLink hops at
-the NVLink latency; the phase gives the counts, :mod:`sim.netsim` the seconds. Ring AllGather/ReduceScatter: a chunk
-crosses ``N - 1`` hops, ``H`` of them (at most) between hosts; AllReduce twice that. Tree: up and down the deepest
-tree (``2 depth`` network hops) and chain (``2 (m - 1)`` NVLink hops). Broadcast: ``H - 1`` network hops and
-``N - H`` NVLink hops. AllToAll: one of each kind that occurs.
+Latency (the critical path of each phase, for :mod:`sim.netsim`): a phase says which of its transfers follow one
+another on a pipeline (``lat_next``: the transfer a chunk crosses next, ``-1`` at the end), how many of them one
+chunk crosses (``lat_span``, 0: to the end), which pipelines run side by side (``lat_group``: a channel, or a
+channel's tree) and which stages of a pipeline follow each other (``lat_stage``). The engine charges each transfer
+its own hop latency and takes, per group, the sum over stages of the slowest chain. Ring AllGather/ReduceScatter:
+each channel's ring, a chunk crossing ``N - 1`` consecutive hops (``2 (N - 1)`` for AllReduce: ReduceScatter then
+AllGather), so the slowest ``N - 1`` consecutive hops of the ring set it. Tree: up the chain and the tree to the
+root, then down (two stages per channel and tree). Broadcast / Reduce: the whole chain. AllToAll: one hop (the
+slowest pair).
 
 Everything is vectorized over ranks and channels: a 131,072-GPU ring of 8 channels is built in tens of ms.
 """
@@ -79,8 +82,9 @@ class Phase:
 
     ``src``, ``dst``: GPU ids (P,); ``share``: bytes of each transfer per byte of message size (P,); ``channel``:
     the NCCL channel (P,) (``-1`` where channels do not apply). ``mode`` is ``"sync"`` (a step ends when its slowest
-    transfer ends) or ``"event"`` (one event-driven makespan). ``net_hops`` / ``nvl_hops``: hops on the critical
-    latency path of the whole phase (not per step), for :mod:`sim.netsim`'s latency model.
+    transfer ends) or ``"event"`` (one event-driven makespan). ``lat_next``, ``lat_span``, ``lat_group``,
+    ``lat_stage``: the phase's latency pipelines (see the module docstring); ``None`` means every transfer is a
+    pipeline of one hop in group 0.
     """
 
     name: str
@@ -90,8 +94,10 @@ class Phase:
     channel: np.ndarray
     steps: int = 1
     mode: str = "sync"
-    net_hops: int = 0
-    nvl_hops: int = 0
+    lat_next: np.ndarray | None = None
+    lat_span: int = 1
+    lat_group: np.ndarray | None = None
+    lat_stage: np.ndarray | None = None
 
 
 @dataclass
@@ -202,6 +208,17 @@ def channel_sequences(g: HostGroups, channels: int) -> np.ndarray:
     return g.ordered[g.offset[hpos] + (c + j) % m]
 
 
+def ring_next(channels: int, n: int) -> np.ndarray:
+    """(C n,) the transfer after each one on its channel's ring, for transfers laid out channel-major in ring order
+    (transfer ``c n + j`` goes from the ``j``-th GPU of channel ``c``'s ring to the ``j+1``-th).
+
+    >>> ring_next(2, 3).tolist()
+    [1, 2, 0, 4, 5, 3]
+    """
+    j = np.arange(n, dtype=IDX)
+    return ((np.arange(channels, dtype=IDX) * n)[:, None] + (j + 1) % n).ravel()
+
+
 # ----------------------------------------------------------------------------------------------- double binary tree
 def btree_parents(n: int) -> np.ndarray:
     """Parent of each node ``0..n-1`` in NCCL's binary tree (``ncclGetBtree``); ``-1`` for the root 0.
@@ -282,7 +299,6 @@ def plan_collective(collective: str, gpus, gpu_host, algorithm: str = "ring", *,
                           root=root if name in ("broadcast", "reduce") else -1)
     if n == 1:
         return plan
-    net = h if h > 1 else 0
     if name == "alltoall":
         plan.channels, plan.algorithm = 1, "direct"
         plan.phases.append(_alltoall(gpus, gpu_host, weights, max_flows))
@@ -292,9 +308,8 @@ def plan_collective(collective: str, gpus, gpu_host, algorithm: str = "ring", *,
     if name in ("allgather", "reducescatter", "allreduce") and algorithm == "ring":
         src, dst = seq.ravel(), np.roll(seq, -1, axis=1).ravel()
         steps = (2 if name == "allreduce" else 1) * (n - 1)
-        hops_net = (2 if name == "allreduce" else 1) * min(net, n - 1)
         plan.phases.append(Phase("ring", src, dst, np.full(src.size, 1.0 / (n * C)), chan, steps=steps,
-                                 net_hops=hops_net, nvl_hops=steps - hops_net))
+                                 lat_next=ring_next(C, n), lat_span=steps, lat_group=chan))
     elif name == "allreduce":
         plan.phases.append(_double_tree(g, C, n))
     else:
@@ -305,37 +320,62 @@ def plan_collective(collective: str, gpus, gpu_host, algorithm: str = "ring", *,
         src, dst, chan = src[keep], dst[keep], chan[keep]
         if name == "reduce":
             src, dst = dst, src                                 # the same chain, data flowing to the root
+        # Each kept edge is followed by the next edge of its ring unless that one was cut (the chain ends there);
+        # a Reduce crosses the same edges the other way, so the whole chain is its latency path too.
+        pos = np.cumsum(keep) - 1
+        nxt = ring_next(C, n)
+        chain_next = np.where(keep[nxt], pos[nxt], -1)[keep]
         plan.phases.append(Phase("chain", src, dst, np.full(src.size, 1.0 / C), chan, steps=1,
-                                 net_hops=max(h - 1, 0), nvl_hops=n - h))
+                                 lat_next=chain_next, lat_span=0, lat_group=chan))
     return plan
 
 
 def _double_tree(g: HostGroups, C: int, n: int) -> Phase:
     """Pipelined double-binary-tree AllReduce (see the module docstring): all edges of both trees of every
-    channel, up and down, each carrying ``S / (2 C)``."""
+    channel, up and down, each carrying ``S / (2 C)``. Latency pipelines: per channel and tree, stage 0 up (a chain
+    edge leads to the next one towards the head, the head's edge to its parent's), stage 1 down (the same edges
+    reversed, each after the edge into its sender)."""
     h = g.n_hosts
     hpos = _host_of_position(g)
-    src_parts, dst_parts, chan_parts = [], [], []
+    src_parts, dst_parts, chan_parts, next_parts, group_parts, stage_parts = [], [], [], [], [], []
     trees = dtree_parents(h)
     j = np.arange(len(g.ordered)) - g.offset[hpos]           # position of each GPU in its host's chain
     m = g.size[hpos]
+    inner = j > 0
+    inner_pos = np.flatnonzero(inner)
+    n_inner = inner_pos.size
+    inner_index = np.cumsum(inner) - 1                       # index of an inner position among the chain edges
+    base = 0
     for c in range(C):
         # Chain inside each host: position j -> GPU L[(c + j) mod m]; head at j = 0.
         gpu_at = g.ordered[g.offset[hpos] + (c + j) % m]
-        inner = j > 0
-        child, parent_in_host = gpu_at[inner], gpu_at[np.flatnonzero(inner) - 1]
+        child, parent_in_host = gpu_at[inner], gpu_at[inner_pos - 1]
         head = g.ordered[g.offset + c % g.size]                   # (H,)
-        for parent in trees:
+        for t, parent in enumerate(trees):
             kids = np.flatnonzero(parent >= 0)
+            kid_index = np.full(h, -1, dtype=IDX)
+            kid_index[kids] = np.arange(kids.size)
             up_s = np.concatenate([child, head[kids]])
             up_d = np.concatenate([parent_in_host, head[parent[kids]]])
+            # Next edge of a chain edge: the chain edge below it, or at the head the host's edge to its parent.
+            below = inner_pos - 1
+            chain_next = np.where(j[below] > 0, inner_index[below],
+                                  np.where(kid_index[hpos[below]] >= 0, n_inner + kid_index[hpos[below]], -1))
+            pk = parent[kids]
+            host_next = np.where(kid_index[pk] >= 0, n_inner + kid_index[pk], -1)
+            nxt = np.concatenate([chain_next, host_next])
+            u = up_s.size
             src_parts += [up_s, up_d]                            # reduce up, broadcast down
             dst_parts += [up_d, up_s]
-            chan_parts += [np.full(2 * up_s.size, c, dtype=IDX)]
+            chan_parts += [np.full(2 * u, c, dtype=IDX)]
+            next_parts += [np.where(nxt >= 0, nxt + base, -1), np.where(nxt >= 0, nxt + base + u, -1)]
+            group_parts += [np.full(2 * u, 2 * c + t, dtype=IDX)]
+            stage_parts += [np.repeat(np.arange(2, dtype=IDX), u)]
+            base += 2 * u
     src, dst = np.concatenate(src_parts), np.concatenate(dst_parts)
-    depth = max(tree_depth(t) for t in trees)
     return Phase("double-tree", src, dst, np.full(src.size, 1.0 / (2 * C)), np.concatenate(chan_parts), steps=1,
-                 net_hops=2 * depth, nvl_hops=2 * int(g.size.max() - 1))
+                 lat_next=np.concatenate(next_parts), lat_span=0, lat_group=np.concatenate(group_parts),
+                 lat_stage=np.concatenate(stage_parts))
 
 
 def _alltoall(gpus: np.ndarray, gpu_host, weights, max_flows: int) -> Phase:
@@ -356,7 +396,4 @@ def _alltoall(gpus: np.ndarray, gpu_host, weights, max_flows: int) -> Phase:
         if w.shape != (n, n) or not np.isfinite(w).all() or (w < 0).any():
             raise CollectiveError(f"alltoall weights must be a finite non-negative ({n}, {n}) matrix")
         share = w[i, j] / n
-    hosts = np.asarray(gpu_host)
-    net = bool((hosts[gpus[i]] != hosts[gpus[j]]).any())
-    return Phase("alltoall", gpus[i], gpus[j], share, np.zeros(i.size, dtype=IDX), steps=1, mode="event",
-                 net_hops=int(net), nvl_hops=int(not net))
+    return Phase("alltoall", gpus[i], gpus[j], share, np.zeros(i.size, dtype=IDX), steps=1, mode="event")

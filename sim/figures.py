@@ -15,7 +15,8 @@ Figures
         ECMP); E-ECMP + 16 QPs with fragmented placement.
     Every configuration runs for every job size and seed (placement and routing hash). The plotted value is the
     large-message limit of the normalized busbw (the bandwidth term; :attr:`sim.netsim.CollectiveResult.limit_norm`)
-    and the data files also hold the normalized busbw at ``--size`` (default 1 GiB), latency included.
+    and the data files (and a dotted line per series) also hold the normalized busbw at ``--size`` (default 1 GiB),
+    latency included, with the protocol NCCL's tuning model picks for that size.
 ``roce-vs-ib``
     The same jobs on ``meta-roce-24k`` and ``meta-ib-24k``: out of the box (fragmented, default routing, 1 QP,
     ranks in host order and in random order) and optimized.
@@ -210,6 +211,7 @@ def run_series(topo, cluster: str, series: list[Series], jobs, seeds: int, size:
                     "norm_busbw_limit": round(r.limit_norm, 6), "busbw_limit_GBps": round(r.limit_busbw / 1e9, 4),
                     "roofline_GBps": round(r.roofline / 1e9, 4), "size": size,
                     "norm_busbw_at_size": round(r.rows[0].norm, 6), "time_us_at_size": round(r.rows[0].time * 1e6, 3),
+                    "protocol_at_size": r.rows[0].protocol,
                     "latency_us": round(r.latency * 1e6, 3), "flows": r.n_flows,
                     "hottest_link": hot.name if hot else "", "hottest_link_flows": hot.n_flows if hot else 0,
                 })
@@ -223,22 +225,29 @@ def run_series(topo, cluster: str, series: list[Series], jobs, seeds: int, size:
 
 
 def summarize(rows: list[dict]) -> list[dict]:
-    """Per series and job size: min, median and max of the normalized busbw limit over seeds."""
+    """Per series and job size: min, median and max over seeds of the normalized busbw limit (``min``, ``median``,
+    ``max``) and of the normalized busbw at the figure's size, latency included (``at_size_*``), and the protocols
+    NCCL chose at that size."""
     out = []
     keys = sorted({(r["cluster"], r["series"], r["gpus"]) for r in rows},
                   key=lambda k: (k[0], [r["series"] for r in rows].index(k[1]), k[2]))
     for cluster, key, n in keys:
-        v = np.array([r["norm_busbw_limit"] for r in rows
-                      if r["cluster"] == cluster and r["series"] == key and r["gpus"] == n])
+        mine = [r for r in rows if r["cluster"] == cluster and r["series"] == key and r["gpus"] == n]
+        v = np.array([r["norm_busbw_limit"] for r in mine])
+        at = np.array([r["norm_busbw_at_size"] for r in mine])
         label = next(r["label"] for r in rows if r["series"] == key)
         out.append({"cluster": cluster, "series": key, "label": label, "gpus": n, "runs": int(v.size),
-                    "min": float(v.min()), "median": float(np.median(v)), "max": float(v.max())})
+                    "min": float(v.min()), "median": float(np.median(v)), "max": float(v.max()),
+                    "at_size_min": float(at.min()), "at_size_median": float(np.median(at)),
+                    "at_size_max": float(at.max()),
+                    "protocols_at_size": sorted({r.get("protocol_at_size", "") for r in mine})})
     return out
 
 
 # ----------------------------------------------------------------------------------------------- drawing
 def _plot_panel(ax, summary, series_keys, title, jobs):
-    """Median over seeds as a line, min-max as a band; series slightly offset in x so equal values stay visible."""
+    """Median over seeds of the large-message limit as a line, min-max as a band, and (thin, dotted) the median at
+    the figure's message size, latency included; series slightly offset in x so equal values stay visible."""
     present = [k for k in series_keys if any(p["series"] == k for p in summary)]
     for i, key in enumerate(present):
         pts = [p for p in summary if p["series"] == key]
@@ -249,6 +258,9 @@ def _plot_panel(ax, summary, series_keys, title, jobs):
                 label=pts[0]["label"])
         ax.fill_between(x, [100 * p["min"] for p in pts], [100 * p["max"] for p in pts], color=color, alpha=0.08)
         ax.vlines(x, [100 * p["min"] for p in pts], [100 * p["max"] for p in pts], color=color, lw=0.8, alpha=0.6)
+        if all("at_size_median" in p for p in pts):
+            ax.plot(x, [100 * p["at_size_median"] for p in pts], ls=":", marker=marker, ms=2, lw=0.8, color=color,
+                    alpha=0.8)
     ax.axhspan(90, 105, color="#2ca02c", alpha=0.05)
     ax.axhline(90, color="grey", lw=0.8, ls=":")
     ax.set_xscale("log", base=2)
@@ -331,7 +343,8 @@ def make_figure(name: str, out_dir, preset: str | None = None, jobs=None, seeds:
     seeds = seeds or (QUICK_SEEDS if quick else DEFAULT_SEEDS)
     meta = {"figure": name, "jobs": list(jobs), "seeds": seeds, "size": size, "collective": "allgather",
             "algorithm": "ring", "metric": "norm_busbw_limit: busbw / roofline as the message size grows "
-                                          "(bandwidth term); norm_busbw_at_size includes latency"}
+                                          "(bandwidth term); norm_busbw_at_size includes latency, with the protocol "
+                                          "NCCL's tuning model picks for that size (protocol_at_size)"}
     base = out / name
     tell = lambda message: say(0.0, message)  # noqa: E731  (cluster built: nothing simulated yet)
     if name == "allgather-scale":
@@ -343,8 +356,8 @@ def make_figure(name: str, out_dir, preset: str | None = None, jobs=None, seeds:
         summary = summarize(rows)
         meta.update(cluster=cluster.name, fabric=topo.kind, series=[asdict(s) for s in series])
         panels = SCALE_PANELS
-        title = (f"AllGather (ring, large messages) on {cluster.name}: normalized busbw, median and range over "
-                 f"{seeds} seeds")
+        title = (f"AllGather (ring) on {cluster.name}: normalized busbw, large-message limit (median and range over "
+                 f"{seeds} seeds; dotted: median at {size:,} B, latency included)")
     else:
         rows = []
         presets = ("demo-256", "demo-256 as infiniband") if quick else ("meta-roce-24k", "meta-ib-24k")

@@ -21,14 +21,21 @@ of ``steps`` identical steps takes ``steps x`` that. A flow that would finish ea
 in NCCL's pipelined ring a hop cannot run ahead of the data its predecessor delivers, and the queue pairs of one
 transfer carry equal bytes, so the slowest sets the pace (the steady state of the pipeline). Phases of uneven flows
 (AllToAll) are solved event-driven by :func:`simulate_flows`: when flows finish they leave, the rest are re-solved.
-Latency follows NCCL's own model (``src/graph/tuning.cc``): one hop latency per hop of the critical path, ``alpha``
-for a network hop (base RTT of the fabric + the per-switch latency of the longest routed path of the phase), the
-NVLink latency for a hop inside a host. Total time for message size ``S``::
+Latency (per hop, by each hop's own path; NCCL's protocols: :mod:`sim.nccl_tuning`). A transfer between hosts
+costs its one-way latency: the host/NIC part (half the base RTT less the switches of the path the RTT was measured
+on, :class:`LatencyModel`) plus the latency of every switch on *its* routed path (``topo.link_latency``; the slowest
+of its QPs). A phase's critical path follows its pipelines (:class:`sim.collectives.Phase`): a ring chunk crosses
+``N - 1`` consecutive hops of its channel's ring, each at its own latency; channels run side by side, the slowest
+sets the time. For protocol ``p`` every network hop adds NCCL's per-hop cost of ``p`` and every NVLink hop costs
+NCCL's NVLink latency of ``p``; the collective adds NCCL's base latency of ``p`` once. Total time for message size
+``S`` with protocol ``p``::
 
-    T(S) = sum over phases of (latency_p + S x unit_p)
+    T_p(S) = latency_p + S x factor / busbw_p,   busbw_p = min(limit_busbw x f_p, cap_p)
 
-where ``unit_p`` (seconds per byte of ``S``) comes from the rates. Rates do not depend on ``S``, so every message
-size costs nothing more once the phases are solved.
+where ``limit_busbw`` (the bandwidth term) comes from the rates, ``factor`` is nccl-tests' busbw factor and
+``f_p``, ``cap_p`` are NCCL's protocol bandwidth factor and cap (Simple: 1, none). The protocol is NCCL's choice for
+``S`` from NCCL's own prediction (:func:`sim.nccl_tuning.choose`), or forced (``protocol``, as ``NCCL_PROTO``).
+Rates do not depend on ``S`` or the protocol, so every message size costs nothing more once the phases are solved.
 
 Outputs (nccl-tests conventions): algbw = S / T, busbw = algbw x factor (:func:`sim.collectives.busbw_factor`),
 normalized busbw = busbw / roofline, where the *roofline* is the busbw of the same algorithm on the same number of
@@ -39,9 +46,10 @@ AllToAll it is about one NIC's bandwidth. Per-link utilization = bytes carried /
 with the flows that cross them, and every flow's rate.
 
 Assumptions (configurable in :class:`LatencyModel`): base RTT 22 us on RoCE (Meta's measured base RTT: Gangidi et
-al., SIGCOMM 2024, in docs/sources.md [S2]); 5 us on InfiniBand (assumption: NDR switch hops of ~0.1-0.2 us,
-NIC-to-NIC RDMA latency of a few us); 1 us per NVLink hop (assumption, the order of NCCL's own NVLink latency
-constants).
+al., SIGCOMM 2024, in docs/sources.md [S2]), taken as measured over the fabric's longest path (5 switches one way);
+5 us on InfiniBand (assumption: NIC-to-NIC RDMA through one switch); the switches' latency is the topology's
+(``sim.topology.DEFAULT_HOP_LATENCY``, 1 us per switch, assumption). NVLink and protocol costs are NCCL's
+(docs/sources.md [S6]).
 """
 from __future__ import annotations
 
@@ -53,25 +61,143 @@ import numpy as np
 from sim.collectives import (DTYPES, MAX_ALLTOALL_TRANSFERS, CollectiveError, CollectivePlan, Phase, element_count,
                              plan_collective)
 from sim.maxmin import link_loads, max_min_rates
+from sim.nccl_tuning import PROTOCOL_CHOICES, PROTOCOLS, SIMPLE, base_latency, choose, predict, sim_busbw, sim_hop
 from sim.progress import silent, span, weighted
 
 IDX = np.int64
 NVLINK_DIRECTIONS = 2          # nvlink_bandwidth counts both directions
 BASE_RTT = {"roce": 22e-6, "infiniband": 5e-6}   # seconds (RoCE: docs/sources.md [S2]; InfiniBand: assumption)
-NVLINK_HOP_LATENCY = 1e-6      # seconds per NVLink hop (assumption)
+RTT_SWITCHES = {"roce": 5, "infiniband": 1}      # switches one way on the path the base RTT is for (assumption:
+                                                 # RoCE, the fabric's longest, RTSW-CTSW-ATSW-CTSW-RTSW; IB: one leaf)
 GB = 1e9                       # nccl-tests' GB/s
 EVENT_MERGE = 1e-2             # event-driven phases merge completions within 1 % of the makespan's lower bound
 
 
 @dataclass(frozen=True)
 class LatencyModel:
-    """Per-hop latencies in seconds. ``base_rtt=None`` takes :data:`BASE_RTT` of the fabric kind."""
+    """Where the per-hop latencies come from (seconds).
+
+    ``base_rtt``: NIC-to-NIC round-trip time over a path crossing ``rtt_switches`` switches each way (``None``: the
+    fabric kind's :data:`BASE_RTT` and :data:`RTT_SWITCHES`). The one-way latency of a path of ``k`` switches is
+    ``host + k x hop``, where ``hop`` is the topology's per-switch latency and ``host = base_rtt / 2 - rtt_switches x
+    hop`` the NIC/host part (floored at 0: a base RTT shorter than its switches leaves no host part). RoCE:
+    22 / 2 - 5 x 1 = 6 us, so 7 us to a host on the same leaf, 9 us in the zone, 11 us across zones.
+    ``nvlink``: an NVLink hop's latency for every protocol (``None``: NCCL's per protocol)."""
 
     base_rtt: float | None = None
-    nvlink: float = NVLINK_HOP_LATENCY
+    rtt_switches: int | None = None
+    nvlink: float | None = None
 
     def network(self, kind: str) -> float:
+        """The base RTT of fabric ``kind``, seconds."""
         return BASE_RTT.get(kind, BASE_RTT["roce"]) if self.base_rtt is None else float(self.base_rtt)
+
+    def switches(self, kind: str) -> int:
+        return RTT_SWITCHES.get(kind, RTT_SWITCHES["roce"]) if self.rtt_switches is None else int(self.rtt_switches)
+
+    def host(self, kind: str, hop_latency: float) -> float:
+        """The one-way NIC/host part of a network hop, seconds."""
+        return max(self.network(kind) / 2 - self.switches(kind) * hop_latency, 0.0)
+
+
+def chain_sums(nxt: np.ndarray, values: np.ndarray, span: int) -> np.ndarray:
+    """(P, K) sums of ``values`` (P, K) over the first ``span`` elements of the chain that starts at each element and
+    follows ``nxt`` (``-1`` ends a chain; ``span <= 0``: to its end). Binary lifting: about ``log2`` of the chains'
+    length in vectorized passes.
+
+    >>> chain_sums(np.array([1, 2, 0]), np.array([[1.0], [2.0], [4.0]]), 2)[:, 0].tolist()
+    [3.0, 6.0, 5.0]
+    >>> chain_sums(np.array([1, 2, -1]), np.array([[1.0], [2.0], [4.0]]), 0)[:, 0].tolist()
+    [7.0, 6.0, 4.0]
+    """
+    nxt = np.asarray(nxt, dtype=IDX)
+    P = nxt.size
+    span = (1 << max(P, 1).bit_length()) - 1 if span <= 0 else int(span)   # all bits set: stop at the chain's end
+    # (K, P) layout: gathers along the last axis are contiguous per column. A chain end points at the sentinel P,
+    # whose sums are 0 and which points at itself, so no pass needs a mask.
+    acc = np.zeros((values.shape[1], P + 1))
+    acc[:, :P] = np.asarray(values, dtype=np.float64).T             # sums of 2^k elements from each one
+    jump = np.where(nxt >= 0, nxt, P).astype(IDX)
+    jump = np.append(jump, P)                                       # the element after those 2^k
+    out = np.zeros((values.shape[1], P))
+    pos = np.arange(P, dtype=IDX)                                   # where each chain's next block starts
+    while span:
+        if span & 1:
+            out += acc[:, pos]
+            pos = jump[pos]
+            if (pos == P).all():
+                break
+        span >>= 1
+        if not span:
+            break
+        acc = acc + acc[:, jump]
+        jump = jump[jump]
+    return out.T
+
+
+def _ring_shape(phase: Phase):
+    """``(C, n)`` when the phase's latency pipelines are ``C`` rings of ``n`` transfers laid out channel-major in ring
+    order (:func:`sim.collectives.ring_next`), else ``None``."""
+    from sim.collectives import ring_next
+    nxt, group = phase.lat_next, phase.lat_group
+    if nxt is None or group is None or phase.lat_stage is not None or len(nxt) == 0:
+        return None
+    C = int(np.asarray(group).max()) + 1
+    n = len(nxt) // C
+    if C * n != len(nxt) or not np.array_equal(group, np.repeat(np.arange(C), n)) \
+            or not np.array_equal(nxt, ring_next(C, n)):
+        return None
+    return C, n
+
+
+def critical_paths(phase: Phase, one_way: np.ndarray, network: np.ndarray, costs) -> list[tuple[float, int, int]]:
+    """The latency of ``phase`` for each ``(extra, nvlink)`` of ``costs``: transfer ``t`` costs ``one_way[t]`` plus
+    ``extra`` if it crosses the network (``network[t]``), plus ``nvlink`` if not (seconds); per pipeline group, the
+    sum over its stages of the slowest chain (``phase.lat_next``, ``lat_span``), the slowest group. Returns per
+    cost ``(seconds, network hops, NVLink hops)`` of that critical path. Rings take a cumulative-sum fast path;
+    other pipelines :func:`chain_sums`."""
+    P = len(phase.src)
+    if P == 0:
+        return [(0.0, 0, 0) for _ in costs]
+    vals = np.stack([np.asarray(one_way, dtype=np.float64), network.astype(np.float64),
+                     (~network).astype(np.float64)], axis=1)
+    ring = _ring_shape(phase)
+    if ring is not None:                                  # windows of `span` consecutive edges of each ring
+        C, n = ring
+        span = phase.lat_span if phase.lat_span > 0 else n
+        reps = span // n + 2
+        cs = np.concatenate([np.zeros((C, 1, 3)), np.cumsum(np.tile(vals.reshape(C, n, 3), (1, reps, 1)), axis=1)],
+                            axis=1)
+        sums = (cs[:, span:span + n] - cs[:, :n]).reshape(P, 3)
+        group = np.repeat(np.arange(C, dtype=IDX), n)
+        stage = np.zeros(P, dtype=IDX)
+    else:
+        nxt = np.full(P, -1, dtype=IDX) if phase.lat_next is None else np.asarray(phase.lat_next, dtype=IDX)
+        sums = chain_sums(nxt, vals, phase.lat_span if phase.lat_next is not None else 1)
+        group = np.zeros(P, dtype=IDX) if phase.lat_group is None else np.asarray(phase.lat_group, dtype=IDX)
+        stage = np.zeros(P, dtype=IDX) if phase.lat_stage is None else np.asarray(phase.lat_stage, dtype=IDX)
+    seg = group * (int(stage.max()) + 1) + stage
+    order = np.argsort(seg, kind="stable")
+    seg_sorted = seg[order]
+    starts = np.flatnonzero(np.r_[True, seg_sorted[1:] != seg_sorted[:-1]])
+    seg_group = group[order][starts]
+    seg_id = np.cumsum(np.r_[True, seg_sorted[1:] != seg_sorted[:-1]]) - 1
+    out = []
+    for extra, nvl in costs:
+        v = (sums[:, 0] + extra * sums[:, 1] + nvl * sums[:, 2])[order]
+        best = np.maximum.reduceat(v, starts)
+        first = np.minimum.reduceat(np.where(v >= best[seg_id], np.arange(P), P), starts)
+        hops = sums[order][first, 1:]
+        per_group = np.zeros((int(seg_group.max()) + 1, 3))
+        np.add.at(per_group, seg_group, np.column_stack([best, hops]))
+        g = int(np.argmax(per_group[:, 0]))
+        out.append((float(per_group[g, 0]), int(round(per_group[g, 1])), int(round(per_group[g, 2]))))
+    return out
+
+
+def critical_path(phase: Phase, hop: np.ndarray, network: np.ndarray) -> tuple[float, int, int]:
+    """:func:`critical_paths` for one set of per-transfer latencies ``hop`` (seconds, any transfer)."""
+    return critical_paths(phase, np.asarray(hop, dtype=np.float64), network, [(0.0, 0.0)])[0]
 
 
 # ---------------------------------------------------------------------------------------------- flows
@@ -320,22 +446,29 @@ def _next_event(rates, remaining, next_start: float, rtol: float, merge: float):
 @dataclass
 class PhaseResult:
     """A solved phase. ``rates`` (F,) bytes/s of its flows at the start of a step; ``unit_time``: seconds per byte
-    of message size for the whole phase (all steps); ``latency``: seconds; ``alpha``: seconds per network hop;
-    ``finish_unit`` (F,): for event-driven phases, each flow's finish time per byte of message size."""
+    of message size for the whole phase (all steps); ``hop_latency`` (P,): one-way latency of each transfer between
+    hosts (0 on NVLink), ``hop_network`` (P,): which transfers cross the network (:func:`transfer_latency`);
+    ``latency``: per protocol, the seconds of the phase's critical path and ``critical_hops`` its (network, NVLink)
+    hops (filled by :func:`run_collective`); ``finish_unit`` (F,): for event-driven phases, each flow's finish time
+    per byte of message size."""
 
     phase: Phase
     flows: FlowSet
     rates: np.ndarray
     unit_time: float
-    latency: float
-    alpha: float
+    hop_latency: np.ndarray
+    hop_network: np.ndarray
     finish_unit: np.ndarray | None = None
     solve_seconds: float = 0.0
+    latency: dict = field(default_factory=dict)
+    critical_hops: dict = field(default_factory=dict)
 
 
 @dataclass
 class SizeResult:
-    """One row of the nccl-tests table. ``size`` bytes, ``time`` seconds, bandwidths bytes/s, ``norm`` in 0..1."""
+    """One row of the nccl-tests table. ``size`` bytes, ``time`` seconds, bandwidths bytes/s, ``norm`` in 0..1;
+    ``protocol``: the NCCL protocol it ran with (NCCL's choice, or forced); ``predicted``: NCCL's own prediction of
+    its time with that protocol, seconds (``nan`` where NCCL's tuning model does not apply: AllToAll)."""
 
     size: int
     count: int
@@ -343,6 +476,8 @@ class SizeResult:
     algbw: float
     busbw: float
     norm: float
+    protocol: str = "Simple"
+    predicted: float = float("nan")
 
 
 @dataclass
@@ -377,10 +512,14 @@ class CollectiveResult:
     n_fabric: int
     hottest: list[HotLink] = field(default_factory=list)
     seconds: dict = field(default_factory=dict)
+    protocol: str = "auto"             # "auto" (NCCL's choice per size) or the forced protocol
+    latencies: dict = field(default_factory=dict)      # protocol -> seconds (base + critical path)
+    critical_hops: dict = field(default_factory=dict)  # protocol -> (network hops, NVLink hops) on it
 
     @property
     def latency(self) -> float:
-        return sum(p.latency for p in self.phases)
+        """Latency (seconds) of the protocol of the largest size run."""
+        return self.latencies[self.rows[-1].protocol if self.rows else SIMPLE]
 
     @property
     def unit_time(self) -> float:
@@ -390,8 +529,28 @@ class CollectiveResult:
     def n_flows(self) -> int:
         return sum(p.flows.n_flows for p in self.phases)
 
-    def time(self, size: float) -> float:
-        return self.latency + size * self.unit_time
+    def protocol_for(self, size: float) -> str:
+        """The protocol a collective of ``size`` bytes runs with: the forced one, or NCCL's choice by its own
+        tuning model (:func:`sim.nccl_tuning.choose`, NCCL's topology bandwidth taken as the roofline)."""
+        if self.protocol != "auto":
+            return self.protocol
+        p = self.plan
+        return choose(p.collective, p.algorithm, int(size), p.n_ranks, p.n_hosts, p.channels, self.roofline)
+
+    def predicted(self, size: float, protocol: str) -> float:
+        """NCCL's own predicted time (seconds) of ``size`` bytes with ``protocol``."""
+        p = self.plan
+        return predict(p.collective, p.algorithm, protocol, int(size), p.n_ranks, p.n_hosts, p.channels,
+                       self.roofline)
+
+    def time(self, size: float, protocol: str | None = None) -> float:
+        """Simulated seconds for ``size`` bytes with ``protocol`` (default :meth:`protocol_for`): the protocol's
+        latency + the bytes over the simulated bandwidth times the protocol's factor and cap."""
+        proto = protocol or self.protocol_for(size)
+        if size == 0 or self.unit_time <= 0:
+            return self.latencies[proto]
+        bw = sim_busbw(self.plan.algorithm, proto, self.limit_busbw, self.plan.n_hosts, self.plan.channels)
+        return self.latencies[proto] + size * self.plan.busbw_factor / bw
 
     @property
     def limit_busbw(self) -> float:
@@ -424,14 +583,20 @@ class CollectiveResult:
             "channels": p.channels, "fabric": self.kind, "routing": self.routing, "qps": self.qps, "seed": self.seed,
             "type": self.dtype, "busbw_factor": p.busbw_factor, "roofline_GBps": self.roofline / GB,
             "latency_us": self.latency * 1e6, "limit_busbw_GBps": self.limit_busbw / GB,
-            "limit_norm_busbw": self.limit_norm,
+            "limit_norm_busbw": self.limit_norm, "protocol": self.protocol,
+            "latency_us_by_protocol": {k: v * 1e6 for k, v in self.latencies.items()},
+            "critical_path_hops": {k: {"network": v[0], "nvlink": v[1]} for k, v in self.critical_hops.items()},
             "rows": [{"size": r.size, "count": r.count, "type": self.dtype, "time_us": r.time * 1e6,
-                      "algbw_GBps": r.algbw / GB, "busbw_GBps": r.busbw / GB, "norm_busbw": r.norm}
+                      "algbw_GBps": r.algbw / GB, "busbw_GBps": r.busbw / GB, "norm_busbw": r.norm,
+                      "protocol": r.protocol,
+                      "nccl_predicted_us": None if np.isnan(r.predicted) else r.predicted * 1e6}
                      for r in self.rows],
             "phases": [{"name": ph.phase.name, "steps": ph.phase.steps, "mode": ph.phase.mode,
                         "flows": ph.flows.n_flows, "network_flows": int(ph.flows.network.sum()),
-                        "unit_time_s_per_byte": ph.unit_time, "latency_us": ph.latency * 1e6,
-                        "alpha_us": ph.alpha * 1e6} for ph in self.phases],
+                        "unit_time_s_per_byte": ph.unit_time,
+                        "latency_us": {k: v * 1e6 for k, v in ph.latency.items()},
+                        "max_hop_latency_us": float(ph.hop_latency.max()) * 1e6 if ph.hop_latency.size else 0.0}
+                       for ph in self.phases],
             "flow_rates_GBps": _stats(rates[net] / GB) if net.any() else None,
             "nvlink_flow_rates_GBps": _stats(rates[~net] / GB) if (~net).any() else None,
             "hottest_links": [{"link": h.link, "name": h.name, "capacity_GBps": h.capacity / GB,
@@ -513,16 +678,31 @@ def solve_phase(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
         with np.errstate(divide="ignore", invalid="ignore"):
             per = np.where(rates > 0, flows.share / rates, np.inf)
         unit = phase.steps * float(per.max()) if per.size else 0.0
-    # alpha: base RTT + the switch latency of the longest routed path of the phase.
-    lat = np.concatenate([np.asarray(topo.link_latency, dtype=np.float64), np.zeros(2 * topo.n_gpus)])
-    path_lat = np.add.reduceat(lat[flows.links], flows.ptr[:-1]) if flows.links.size else np.zeros(0)
-    path_lat = np.where(np.diff(flows.ptr) > 0, path_lat, 0.0)
-    alpha = latency.network(topo.kind) + (float(path_lat[flows.network].max()) if flows.network.any() else 0.0)
-    phase_latency = phase.net_hops * alpha + phase.nvl_hops * latency.nvlink
+    hop, network = transfer_latency(topo, phase, flows, latency)
     say(1.0, f"phase {phase.name}: {everything.n_flows:,} flows routed ({routing}, {qps} QP) and solved in "
         f"{time.perf_counter() - t0:.2f} s")
-    return PhaseResult(phase=phase, flows=flows, rates=rates, unit_time=unit, latency=phase_latency, alpha=alpha,
+    return PhaseResult(phase=phase, flows=flows, rates=rates, unit_time=unit, hop_latency=hop, hop_network=network,
                        finish_unit=finish_unit, solve_seconds=time.perf_counter() - t0)
+
+
+def transfer_latency(topo, phase: Phase, flows: FlowSet, latency: LatencyModel | None = None):
+    """``(hop, network)``, both (P,) over the phase's transfers: the one-way latency (seconds) of each transfer
+    between hosts, its own routed path's (the host/NIC part of :class:`LatencyModel` + the latency of every switch
+    it enters, ``topo.link_latency``; the slowest of its QPs, since a step needs all of them), 0 for NVLink
+    transfers (their latency is the protocol's); and whether it crosses the network."""
+    latency = latency or LatencyModel()
+    P = len(phase.src)
+    net_f = flows.network
+    hop = np.zeros(P)
+    network = np.zeros(P, dtype=bool)
+    if net_f.any():
+        lat = np.concatenate([np.asarray(topo.link_latency, dtype=np.float64), np.zeros(2 * topo.n_gpus)])
+        path = np.add.reduceat(lat[flows.links], flows.ptr[:-1]) if flows.links.size else np.zeros(flows.n_flows)
+        path = np.where(np.diff(flows.ptr) > 0, path, 0.0)
+        np.maximum.at(hop, flows.transfer[net_f], path[net_f])
+        network[flows.transfer[net_f]] = True
+        hop[network] += latency.host(topo.kind, float(topo.hop_latency))
+    return hop, network
 
 
 def roofline_busbw(collective: str, n: int, gpus_per_host: int, nic_bandwidth: float, nvlink_bandwidth: float,
@@ -560,12 +740,14 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
                    qps: int = 1, seed: int = 0, dtype: str = "float", latency: LatencyModel | None = None,
                    channels: int | None = None, root: int = 0, weights=None, max_flows: int | None = None,
                    hottest: int = 10, flows_per_link: int = 5, background=None, progress=None,
-                   router=None, intra_order: str = "gpu") -> CollectiveResult:
+                   router=None, intra_order: str = "gpu", protocol: str = "auto") -> CollectiveResult:
     """Simulate ``collective`` over the ranks ``gpus`` (rank -> GPU) of ``topo`` for each message size in
     ``sizes`` (bytes); see the module docstring for the model and :class:`CollectiveResult` for the outputs.
 
     ``routing``: one of :data:`sim.routing.ROUTINGS` (default: the fabric's, :func:`sim.routing.default_routing`);
-    ``qps``: queue pairs per GPU pair; ``seed``: the routing hash seed; ``progress``: a :mod:`sim.progress` callback
+    ``qps``: queue pairs per GPU pair; ``seed``: the routing hash seed; ``protocol``: ``"auto"`` (NCCL's choice per
+    size) or one of :data:`sim.nccl_tuning.PROTOCOLS` (forced, as ``NCCL_PROTO``); ``progress``: a
+    :mod:`sim.progress` callback
     ``(fraction, message)``: each phase's share is its flows (background jobs' included), within it routing them
     then fixing their rates (:func:`solve_phase`), so the fraction grows with the work done and ends at 1.0.
     ``background``: placements (rank -> GPU arrays) of other jobs running the same collective at the same time on
@@ -592,6 +774,8 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
         raise CollectiveError("message sizes must be non-negative byte counts")
     routing = routing or default_routing(topo.kind)
     latency = latency or LatencyModel()
+    if protocol not in PROTOCOL_CHOICES:
+        raise CollectiveError(f"unknown protocol {protocol!r}: choose one of {', '.join(PROTOCOL_CHOICES)}")
     plan = plan_collective(collective, gpus, topo.gpu_host, algorithm, channels=channels, root=root,
                            weights=weights, max_flows=max_flows or MAX_ALLTOALL_TRANSFERS, intra_order=intra_order)
     say(0.0, f"planned {plan.collective} ({plan.algorithm}) over {plan.n_ranks} ranks on {plan.n_hosts} hosts, "
@@ -620,20 +804,42 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
     roof = roofline_busbw(plan.collective, plan.n_ranks, gph, topo.nic_bandwidth, topo.nvlink_bandwidth,
                           plan.algorithm, channels)
     factor = plan.busbw_factor
-    lat, unit = sum(p.latency for p in phases), sum(p.unit_time for p in phases)
-    rows = []
-    for s in sizes:
-        t = lat + s * unit
-        algbw = s / t if t > 0 else 0.0
-        rows.append(SizeResult(size=s, count=element_count(plan.collective, s, plan.n_ranks, dtype), time=t,
-                               algbw=algbw, busbw=algbw * factor, norm=algbw * factor / roof))
+    latencies, hops = protocol_latencies(plan, phases, latency)
     result = CollectiveResult(plan=plan, kind=topo.kind, routing=routing, qps=qps, seed=seed, dtype=dtype,
-                              roofline=roof, rows=rows, phases=phases, link_unit_bytes=link_bytes,
-                              link_capacity=capacity, n_fabric=topo.n_links)
+                              roofline=roof, rows=[], phases=phases, link_unit_bytes=link_bytes,
+                              link_capacity=capacity, n_fabric=topo.n_links, protocol=protocol,
+                              latencies=latencies, critical_hops=hops)
+    for s in sizes:
+        proto = result.protocol_for(s)
+        t = result.time(s, proto)
+        algbw = s / t if t > 0 else 0.0
+        result.rows.append(SizeResult(size=s, count=element_count(plan.collective, s, plan.n_ranks, dtype), time=t,
+                                      algbw=algbw, busbw=algbw * factor, norm=algbw * factor / roof,
+                                      protocol=proto, predicted=result.predicted(s, proto)))
     result.hottest = hottest_links(topo, result, hottest, flows_per_link)
     result.seconds = {"total": time.perf_counter() - t_start,
                       "phases": [round(p.solve_seconds, 4) for p in phases]}
     return result
+
+
+def protocol_latencies(plan: CollectivePlan, phases: list[PhaseResult], latency: LatencyModel | None = None):
+    """Per protocol: the collective's latency (seconds) = NCCL's base latency + the sum over phases of the critical
+    path, each network hop at its one-way latency + the protocol's per-hop cost, each NVLink hop at the protocol's
+    NVLink latency (:func:`sim.nccl_tuning.sim_hop`; ``latency.nvlink`` overrides it); and the (network, NVLink)
+    hops on it. Fills each phase's ``latency`` and ``critical_hops``."""
+    latency = latency or LatencyModel()
+    costs = []
+    for proto in PROTOCOLS:
+        extra, nvl = sim_hop(plan.algorithm, proto, plan.n_ranks, plan.n_hosts)
+        costs.append((extra, nvl if latency.nvlink is None else float(latency.nvlink)))
+    out = {p: base_latency(plan.algorithm, p) for p in PROTOCOLS}
+    hops = {p: (0, 0) for p in PROTOCOLS}
+    for ph in phases:
+        for proto, (sec, a, b) in zip(PROTOCOLS, critical_paths(ph.phase, ph.hop_latency, ph.hop_network, costs)):
+            ph.latency[proto], ph.critical_hops[proto] = sec, (a, b)
+            out[proto] += sec
+            hops[proto] = (hops[proto][0] + a, hops[proto][1] + b)
+    return out, hops
 
 
 def hottest_links(topo, result: CollectiveResult, k: int = 10, flows_per_link: int = 5) -> list[HotLink]:

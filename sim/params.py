@@ -21,6 +21,7 @@ from sim.collectives import ALGORITHMS, COLLECTIVES, DTYPES, INTRA_ORDERS, Colle
 from sim.errors import ParamError, UsageError
 from sim.figures import DEFAULT_SEEDS
 from sim.hostlist import MAX_LIST_BYTES
+from sim.nccl_tuning import PROTOCOL_CHOICES
 from sim.placement import PLACEMENTS
 from sim.routing import ROUTINGS
 from sim.units import parse_size, parse_sizes
@@ -247,6 +248,11 @@ def _canonical_collective(name: str) -> str:
         return name
 
 
+def _canonical_protocol(name: str) -> str:
+    """NCCL_PROTO's spelling, case-insensitive as NCCL reads it (``ll128`` -> ``LL128``, ``simple`` -> ``Simple``)."""
+    return {p.lower(): p for p in PROTOCOL_CHOICES}.get(name.strip().lower(), name)
+
+
 def _check_collective(v: dict) -> None:
     """Rules across parameters. A host or GPU list places the job (``placement`` becomes ``given``; ``gpus`` stays
     null until the list is read against the cluster, :func:`sim.hostlist.placement_of`); without one, a null
@@ -265,6 +271,9 @@ def _check_collective(v: dict) -> None:
         raise ParamError("placement", "given needs a host list (hosts) or a GPU list (gpu_list)")
     if v["gpus"] is None and not listed:
         v["gpus"] = DEFAULT_GPUS
+    if v["collective"] == "alltoall" and v["protocol"] == "LL128":
+        raise ParamError("protocol", "alltoall runs on NCCL's point-to-point path, which has no LL128: choose auto, "
+                                     "LL or Simple")
     if v["gpus"] is not None and v["root"] >= v["gpus"]:
         raise ParamError("root", f"must be a rank of the job (below gpus, {v['gpus']:,})")
 
@@ -301,8 +310,12 @@ COLLECTIVE = ParamSet("collective", (
     Param("type", "choice", "float", "element type", choices=DTYPES),
     Param("channels", "int", None, "NCCL channels; null: the GPUs per host", min=1, max=MAX_CHANNELS, nullable=True),
     Param("root", "int", 0, "root rank of broadcast and reduce", min=0, max=MAX_GPUS),
-    Param("base_rtt_us", "float", None, "network hop latency in microseconds; null: 22 on RoCE, 5 on InfiniBand",
-          min=0.0, max=10_000.0, nullable=True),
+    Param("base_rtt_us", "float", None, "NIC-to-NIC base RTT in microseconds, over the fabric's longest path on "
+                                       "RoCE (5 switches) and through one switch on InfiniBand; null: 22 on RoCE, "
+                                       "5 on InfiniBand", min=0.0, max=10_000.0, nullable=True),
+    Param("protocol", "choice", "auto", "NCCL protocol: auto (NCCL's choice per size by its tuning model) or LL, "
+                                        "LL128, Simple (forced, as NCCL_PROTO)", choices=PROTOCOL_CHOICES,
+          normalize=_canonical_protocol),
     HOTTEST,
 ), check=_check_collective, doc="A collective over the backend fabric, as nccl-tests measures it.")
 

@@ -92,7 +92,8 @@ def run_collective_seeds(topo, params: dict, progress: Progress | None = None, h
                                 routing=routing, qps=params["qps"], seed=seed, dtype=params["type"],
                                 latency=latency, channels=params["channels"], root=params["root"],
                                 intra_order=params.get("intra_order", "gpu"),
-                                hottest=params["hottest"] if hottest is None else hottest, progress=shares[i])
+                                hottest=params["hottest"] if hottest is None else hottest, progress=shares[i],
+                                protocol=params.get("protocol", "auto"))
         runs.append(SeededRun(seed, gpus, result))
         shares[i](1.0, f"seed {seed}: normalized busbw {100 * result.rows[-1].norm:.1f} %")
         if on_seed is not None:

@@ -203,6 +203,8 @@ REFUSED = [
     (["collective", "--base-rtt-us", "-5"], "base_rtt_us: must be at least 0"),
     (["collective", "--base-rtt-us", "nan"], "base_rtt_us: must be a finite number, got 'nan'"),
     (["collective", "--base-rtt-us", "inf"], "base_rtt_us: must be a finite number, got 'inf'"),
+    (["collective", "--protocol", "LL64"], "protocol: unknown value 'LL64': choose one of auto, LL, LL128, Simple"),
+    (["collective", "-c", "alltoall", "--protocol", "ll128"], "protocol: alltoall runs on NCCL's point-to-point"),
     (["collective", "--hottest", "-1"], "hottest: must be at least 0"),
     (["collective", "--seeds", "0"], "seeds: must be at least 1"),
     (["collective", "--preset", "nope"], "spec: 'nope' is neither a preset"),

@@ -11,6 +11,7 @@ import pytest
 import sim.collectives
 from sim.collectives import (COLLECTIVES, CollectiveError, btree_parents, busbw_factor, canonical, dtree_parents,
                              element_count, host_groups, plan_collective, tree_depth)
+from sim.netsim import critical_path
 
 
 def packed(n, per_host=8):
@@ -177,7 +178,10 @@ def test_tree_allreduce_loads_each_nic_like_a_ring():
     inter = host[ph.src] != host[ph.dst]
     nic_out = np.bincount(ph.src[inter], weights=ph.share[inter], minlength=128)
     assert nic_out.max() == pytest.approx(2 / 8)
-    assert ph.steps == 1 and ph.net_hops == 2 * tree_depth(dtree_parents(16)[0])
+    # Its latency path: up the deepest tree's chain and hosts to the root, then down (7 NVLink hops per host chain).
+    sec, net_hops, nvl_hops = critical_path(ph, np.where(inter, 10.0, 1.0), inter)
+    depth = max(tree_depth(t) for t in dtree_parents(16))
+    assert ph.steps == 1 and (net_hops, nvl_hops) == (2 * depth, 2 * 7) and sec == 2 * (10 * depth + 7)
 
 
 def test_tree_reduces_every_rank_once_up_and_broadcasts_once_down():

@@ -33,6 +33,10 @@ def test_allgather_scale_writes_chart_and_data(scale):
     for r in rows:
         assert 0 < float(r["norm_busbw_limit"]) <= 1 + 1e-9
         assert float(r["norm_busbw_at_size"]) <= float(r["norm_busbw_limit"]) + 1e-9   # latency only lowers it
+        assert r["protocol_at_size"] in ("LL", "LL128", "Simple")
+    for s in doc["summary"]:                  # the summary gives both: the limit and the value at the size
+        assert s["at_size_min"] <= s["at_size_median"] <= s["at_size_max"] <= s["max"] + 1e-9
+        assert s["at_size_median"] <= s["median"] + 1e-9
 
 
 def test_allgather_scale_has_the_published_contrasts_on_the_small_cluster(scale):

@@ -15,6 +15,7 @@ from sim.catalog import load_catalog, parse_catalog
 from sim.collectives import CollectiveError
 from sim.layout import STATUS_FAILED, expand
 from sim.maxmin import csr_from_lists, link_loads
+from sim.nccl_tuning import base_latency, sim_hop
 from sim.netsim import (LatencyModel, link_capacity, roofline_busbw, run_collective, simulate_flows)
 from sim.placement import place
 from sim.routing import NoPathError
@@ -161,19 +162,23 @@ def test_no_link_over_capacity_and_qps_conserve_bytes(collective, algorithm):
 
 
 def test_time_is_latency_plus_bytes_over_the_bottleneck_rate():
-    # Given 2 hosts in 2 racks on one non-blocking leaf-spine: a 16-rank ring AllGather.
+    # Given 2 hosts in 2 racks on one non-blocking leaf-spine: a 16-rank ring AllGather with NCCL's Simple protocol.
     topo = topo_of(spec_data(racks=2, leaf_uplinks=8, spines=8))
-    r = run_collective(topo, host_gpus([0, 1]), "allgather", [0, GIB], routing="pinned")
-    # Latency: a chunk crosses N - 1 = 15 hops, 2 of them between hosts, each (22 us RTT + 3 switches of 1 us:
-    # leaf, spine, leaf), and 13 NVLink hops of 1 us.
-    assert r.latency == pytest.approx(2 * 25e-6 + 13 * 1e-6)
+    r = run_collective(topo, host_gpus([0, 1]), "allgather", [0, GIB], routing="pinned", protocol="Simple")
+    # Latency: a chunk crosses N - 1 = 15 hops, 2 of them between hosts, each one way over 3 switches (leaf, spine,
+    # leaf): host part (22 us / 2 - 5 switches x 1 us) + 3 x 1 us, plus Simple's network cost over LL's; 13 NVLink
+    # hops at Simple's NVLink latency in a multi-node ring; NCCL's Simple base latency once.
+    extra, nvl = sim_hop("ring", "Simple", 16, 2)
+    one_way = (22e-6 / 2 - 5e-6) + 3e-6
+    assert r.latency == pytest.approx(base_latency("ring", "Simple") + 2 * (one_way + extra) + 13 * nvl)
     assert r.rows[0].time == pytest.approx(r.latency)
     # Bandwidth: 15 steps, each moving S / (16 x 8) per NIC at 50e9 bytes/s.
     assert r.rows[1].time == pytest.approx(r.latency + 15 * GIB / (16 * 8) / LINK)
     assert r.rows[1].busbw == pytest.approx(r.rows[1].algbw * 15 / 16)
     slow = LatencyModel(base_rtt=100e-6)
-    r2 = run_collective(topo, host_gpus([0, 1]), "allgather", [GIB], routing="pinned", latency=slow)
-    assert r2.latency == pytest.approx(2 * 103e-6 + 13e-6)
+    r2 = run_collective(topo, host_gpus([0, 1]), "allgather", [GIB], routing="pinned", latency=slow,
+                        protocol="Simple")
+    assert r2.latency - r.latency == pytest.approx(2 * (100e-6 - 22e-6) / 2)
 
 
 def test_background_jobs_share_the_links_but_only_the_job_is_timed():

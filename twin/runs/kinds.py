@@ -83,6 +83,7 @@ def seeded_summary(res: SeededResult) -> dict:
         "collective": doc["collective"], "algorithm": doc["algorithm"], "ranks": doc["ranks"], "hosts": doc["hosts"],
         "fabric": doc["fabric"], "routing": doc["routing"], "qps": doc["qps"], "roofline_GBps": doc["roofline_GBps"],
         "seeds": len(res.runs), **res.stats(),
+        "protocol": doc["protocol"], "latency_us_by_protocol": doc["latency_us_by_protocol"],
         "table_of": f"{which} (seed {m.seed})", "median_seed": m.seed,
         "rows": doc["rows"], "hottest_links": _hottest(m.result), "per_seed": res.per_seed(),
     }
