@@ -87,7 +87,7 @@ def test_spec_file_and_links_array(capsys, tmp_path):
     doc = json.loads(out)
     assert code == 0 and doc["cluster"] == "tiny" and len(doc["link_utilization"]) == 1152
     network = [f for f in doc["flows"] if f["src_gpu"] // 8 != f["dst_gpu"] // 8]
-    assert len(network) == 16 and all(f["rate_GBps"] == pytest.approx(50.0) for f in network)
+    assert len(network) == 32 and all(f["rate_GBps"] == pytest.approx(25.0) for f in network)   # 16 channels
     assert all(len(f["links"]) == 2 for f in network)      # both hosts in one rack: NIC -> rtsw -> NIC
 
 
