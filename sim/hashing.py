@@ -108,7 +108,8 @@ def crc16(data: np.ndarray) -> np.ndarray:
     data = np.asarray(data, dtype=np.uint8)
     c = np.full(data.shape[0], 0xFFFF, dtype=np.uint32)
     for j in range(data.shape[1]):
-        c = ((c << np.uint32(8)) & np.uint32(0xFFFF)) ^ CRC16_TABLE[((c >> np.uint32(8)) ^ data[:, j]) & np.uint32(0xFF)]
+        idx = ((c >> np.uint32(8)) ^ data[:, j]) & np.uint32(0xFF)
+        c = ((c << np.uint32(8)) & np.uint32(0xFFFF)) ^ CRC16_TABLE[idx]
     return c
 
 
@@ -140,7 +141,8 @@ def nic_ips(topo, gpus) -> np.ndarray:
     gpus = np.asarray(gpus, dtype=np.int64)
     leaf = np.asarray(topo.switch_rank)[np.asarray(topo.gpu_leaf)[gpus]].astype(np.uint64)
     port = np.asarray(topo.gpu_leaf_port)[gpus].astype(np.uint64)
-    return (np.uint64(10 << 24) | ((leaf & np.uint64(0xFFFF)) << np.uint64(8)) | ((port + np.uint64(1)) & np.uint64(0xFF)))
+    host_byte = (port + np.uint64(1)) & np.uint64(0xFF)
+    return np.uint64(10 << 24) | ((leaf & np.uint64(0xFFFF)) << np.uint64(8)) | host_byte
 
 
 def switch_seeds(seed: int, nodes) -> np.ndarray:

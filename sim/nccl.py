@@ -90,8 +90,8 @@ def ring_channel_steps(nics: int, nodes: int = 2, nic_gbps: float = 50.0, pci_gb
     NICs of ``nic_gbps`` GB/s on PCIe links of ``pci_gbps`` GB/s, GPUs of compute capability ``cc`` (90: H100),
     under ``NCCL_MIN_NCHANNELS`` / ``NCCL_MAX_NCHANNELS`` (``None``: unset). Only sm90-class speeds are modelled.
 
-    >>> ring_channel_steps(8).final, ring_channel_steps(8, max_channels=4).final, ring_channel_steps(8, min_channels=32).final
-    (16, 4, 32)
+    >>> [ring_channel_steps(8, **kw).final for kw in ({}, {"max_channels": 4}, {"min_channels": 32})]
+    [16, 4, 32]
     """
     if nics < 1:
         raise ValueError(f"a host needs at least one NIC in use, got {nics}")

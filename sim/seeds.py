@@ -86,6 +86,8 @@ def run_collective_seeds(topo, params: dict, progress: Progress | None = None, h
         result = run_collective(topo, gpus, params["collective"], sizes, algorithm=params["algorithm"],
                                 routing=routing, qps=params["qps"], seed=seed, dtype=params["type"],
                                 latency=latency, channels=params["channels"], root=params["root"],
+                                hash=params["hash"], udp_sport=params["udp_sport"],
+                                min_channels=params["min_channels"], max_channels=params["max_channels"],
                                 hottest=params["hottest"] if hottest is None else hottest, progress=shares[i])
         runs.append(SeededRun(seed, gpus, result))
         shares[i](1.0, f"seed {seed}: normalized busbw {100 * result.rows[-1].norm:.1f} %")
