@@ -126,7 +126,7 @@ def _be(values, nbytes: int) -> np.ndarray:
 def header_bytes(seed, src_ip, dst_ip, sport, dport=ROCE_UDP_DPORT, dqpn=None) -> np.ndarray:
     """The (F, 17) or, with ``dqpn``, (F, 20) bytes a switch hashes (module docstring: seed, source IP, destination
     IP, protocol, UDP source port, UDP destination port, destination QP). Scalars broadcast over the flows."""
-    n = max(np.size(x) for x in (seed, src_ip, dst_ip, sport, dport) if x is not None)
+    n = max(np.size(x) for x in (seed, src_ip, dst_ip, sport, dport, dqpn) if x is not None)
     col = lambda x: np.broadcast_to(np.asarray(x, dtype=np.uint64), (n,))  # noqa: E731
     parts = [_be(col(seed), 4), _be(col(src_ip), 4), _be(col(dst_ip), 4), _be(col(IP_PROTO_UDP), 1),
              _be(col(sport), 2), _be(col(dport), 2)]

@@ -141,6 +141,11 @@ REFUSED = [
     (["collective", "--seed", "1180591620717411303424"], "seed: must be at most 4,294,967,295"),
     (["collective", "--sizes", "0"], "sizes: bad size '0': must be from 1 byte to 1T"),
     (["collective", "--channels", "0"], "channels: must be at least 1"),
+    (["collective", "--min-channels", "65"], "min_channels: must be at most 64"),
+    (["collective", "--max-channels", "0"], "max_channels: must be at least 1"),
+    (["collective", "--channels", "8", "--max-channels", "4"], "channels: give channels, or min_channels"),
+    (["collective", "--hash", "md5"], "hash: unknown value 'md5': choose one of uniform, crc32, crc16"),
+    (["collective", "--udp-sport", "random"], "udp_sport: unknown value 'random': choose one of per_qp"),
     (["collective", "--base-rtt-us", "-5"], "base_rtt_us: must be at least 0"),
     (["collective", "--base-rtt-us", "nan"], "base_rtt_us: must be a finite number, got 'nan'"),
     (["collective", "--base-rtt-us", "inf"], "base_rtt_us: must be a finite number, got 'inf'"),
@@ -154,6 +159,7 @@ REFUSED = [
     (["figure", "allgather-scale", "--out", "{tmp}", "--seeds", "17"], "seeds: must be at most 16"),
     (["figure", "allgather-scale", "--out", "{tmp}", "--jobs", "1,64"], "jobs: must be at least 2"),
     (["figure", "allgather-scale", "--out", "{tmp}", "--size", "0"], "size: bad size '0'"),
+    (["figure", "allgather-scale", "--out", "{tmp}", "--hash", "xor"], "hash: unknown value 'xor'"),
     (["figure", "nope", "--out", "{tmp}"], "unknown figure 'nope'"),
 ]
 
