@@ -171,8 +171,8 @@ def format_table(result, cluster: str, placement: str) -> str:
     lines = [
         f"# Collective {p.collective} ({p.algorithm}) on {cluster} ({result.kind}): {p.n_ranks:,} GPUs on "
         f"{p.n_hosts:,} hosts, {p.channels} channels",
-        f"# placement {placement}, routing {result.routing}, {result.qps} QP per GPU pair, seed {result.seed}; "
-        f"{result.n_flows:,} flows",
+        f"# placement {placement}, routing {result.routing} ({result.hash} hash), {result.qps} QP per connection, "
+        f"UDP source port {result.udp_sport}, seed {result.seed}; {result.n_flows:,} flows",
         f"# roofline busbw {result.roofline / 1e9:.1f} GB/s (same algorithm, packed hosts, only NIC and NVLink "
         f"limits)",
         f"# latency (critical path, {_hops(result)}): "
@@ -226,7 +226,8 @@ def _figure(args, bar: Bar) -> int:
     params = FIGURE.validate(given)
     seeds = params["seeds"] if "seeds" in given or not args.quick else QUICK_SEEDS
     paths = make_figure(args.name, args.out, preset=args.preset, jobs=params["jobs"], seeds=seeds,
-                        size=params["size"], quick=args.quick, background=params["background"], progress=bar)
+                        size=params["size"], quick=args.quick, background=params["background"], progress=bar,
+                        hash=params["hash"])
     for path in paths:
         print(path)
     return 0

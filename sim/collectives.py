@@ -15,11 +15,13 @@ Channels and hosts (NCCL's rings over a host's NIC rails)
     search, not from the rank numbering; on an NVSwitch host the search tries the next GPU index first
     (``ncclTopoSearchNextGpuSort`` in NCCL's ``src/graph/search.cc``, docs/sources.md [S6]).
     ``intra_order="rank"`` keeps the ranks' own order inside each host instead (what an ``NCCL_GRAPH_FILE`` that
-    lists the ranks in that order forces). The data is split over ``C`` channels (default: the largest number of job GPUs on one host, i.e.
-    one channel per NIC rail, 8 on an H100 host). Channel ``c`` visits the GPUs of every host rotated by ``c``
-    (``L[(c + j) mod m]``, ``j = 0..m-1`` for a host holding ``m`` job GPUs), so it enters each host at GPU
-    ``c mod m`` and leaves it from the GPU before that: with full hosts each NIC sends one channel and receives one,
-    which is how NCCL puts one ring per rail. Hops inside a host go over NVLink; the hop to the next host leaves the
+    lists the ranks in that order forces). The data is split over ``C`` channels (default: NCCL's own count,
+    :func:`sim.nccl.ring_channels`: 16 on hosts of 8 H100s with a 400G NIC each, i.e. 2 per NIC). Channel ``c``
+    visits the GPUs of every host rotated by ``c`` (``L[(c + j) mod m]``, ``j = 0..m-1`` for a host holding ``m``
+    job GPUs), so it enters each host at GPU ``c mod m`` and leaves it from the GPU before that: with full hosts each
+    NIC sends ``C / m`` channels and receives as many, and channels ``c`` and ``c + m`` run the same ring (NCCL's
+    duplicated channels), each with its own connection. Hops inside a host go over NVLink; the hop to the next host
+    leaves the
     sending GPU's own NIC. Each channel carries ``S / C`` of the data.
 
 Algorithms (per channel; ``N`` ranks, ``H`` hosts)
@@ -59,6 +61,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from sim.nccl import ring_channels
 
 IDX = np.int64
 COLLECTIVES = ("allgather", "reducescatter", "allreduce", "alltoall", "broadcast", "reduce")
@@ -273,11 +277,14 @@ def tree_depth(parent: np.ndarray) -> int:
 # ----------------------------------------------------------------------------------------------- planning
 def plan_collective(collective: str, gpus, gpu_host, algorithm: str = "ring", *, channels: int | None = None,
                     root: int = 0, weights=None, max_flows: int = MAX_ALLTOALL_TRANSFERS,
-                    intra_order: str = "gpu") -> CollectivePlan:
+                    intra_order: str = "gpu", min_channels: int | None = None, max_channels: int | None = None,
+                    nic_bandwidth: float = 50e9) -> CollectivePlan:
     """The phases of ``collective`` over the ranks ``gpus`` (rank -> GPU) on hosts ``gpu_host`` (GPU -> host).
 
     ``algorithm``: ``"ring"`` for every collective, or ``"tree"`` for AllReduce. ``channels``: NCCL channels
-    (default: the most job GPUs on one host, one per NIC rail). ``root``: rank of Broadcast / Reduce. ``weights``
+    (default: NCCL's own count, :func:`sim.nccl.ring_channels`, for hosts using as many NICs as the job has GPUs on
+    its fullest host, of ``nic_bandwidth`` bytes/s each, under ``min_channels`` / ``max_channels``: 16 on
+    8-GPU H100 hosts, 2 per NIC). ``root``: rank of Broadcast / Reduce. ``weights``
     (N, N): relative sizes of AllToAll's pair transfers (default all 1; pair ``(i, j)`` sends ``weights[i, j] S / N``
     bytes). ``max_flows``: refuse an AllToAll with more pair transfers than this. ``intra_order``: a host's GPUs
     in the rings and chains in GPU order (``"gpu"``, NCCL's topology search) or in rank order (``"rank"``).
@@ -292,7 +299,8 @@ def plan_collective(collective: str, gpus, gpu_host, algorithm: str = "ring", *,
     g = host_groups(gpus, gpu_host, intra_order)
     gpus = np.asarray(gpus, dtype=IDX)
     n, h = gpus.size, g.n_hosts
-    C = int(channels) if channels else int(g.size.max())
+    C = int(channels) if channels else ring_channels(int(g.size.max()), h, nic_gbps=nic_bandwidth / 1e9,
+                                                     min_channels=min_channels, max_channels=max_channels)
     if C < 1:
         raise CollectiveError(f"channels must be at least 1, got {channels}")
     plan = CollectivePlan(collective=name, algorithm=algorithm, n_ranks=n, gpus=gpus, n_hosts=h, channels=C,

@@ -46,7 +46,7 @@ QUICK_PRESET = "demo-256"
 QUICK_JOBS = (32, 64, 128)
 QUICK_SEEDS = 2
 OPTIMIZED_QPS = 16                      # QPs per GPU pair for LLM training (Gangidi et al., SIGCOMM 2024,
-                                        # docs/sources.md [S2])
+                                        # docs/sources.md [S2]); spread over the pair's NCCL connections
 
 
 @dataclass(frozen=True)
@@ -58,9 +58,10 @@ class Series:
     group: str                           # "a", "b", "c", "d"
     placement: str                       # a sim.placement policy
     routing: str                         # a sim.routing routing, or "default" / "static"
-    qps: int = 1
+    qps: int = 1                         # QPs per GPU pair (the paper's unit): qps / connections per pair each
     one_zone: bool = False               # only job sizes that fit in one zone
     background: str = ""                 # "", or the placement of the other jobs filling the cluster
+    udp_sport: str = ""                  # "": the real stack's (sim.nccl.DEFAULT_UDP_SPORT; "fixed" on InfiniBand)
 
 
 def allgather_series(kind: str) -> list[Series]:
@@ -77,6 +78,8 @@ def allgather_series(kind: str) -> list[Series]:
         Series("a-static", f"(a) one zone, {static}", "a", "topology", "static", one_zone=True),
         Series("b-static", f"(b) fragmented, {static}", "b", "fragmented", "static"),
         Series("b-ecmp", f"(b) fragmented, {ecmp}", "b", "fragmented", "ecmp"),
+        *([Series("b-ecmp-fixed", f"(b) fragmented, {ecmp}, one UDP port per NIC pair", "b", "fragmented", "ecmp",
+                  udp_sport="fixed")] if kind == "roce" else []),
         Series("b-static-random", f"(b) fragmented, ranks in random order, {static}", "b", "random", "static"),
         Series("b-ecmp-random", f"(b) fragmented, ranks in random order, {ecmp}", "b", "random", "ecmp"),
         Series("b-static-busy", f"(b) fragmented, {static}, busy cluster", "b", "fragmented", "static",
@@ -97,7 +100,8 @@ def allgather_series(kind: str) -> list[Series]:
 
 # Panels of allgather-scale: (title, series keys).
 SCALE_PANELS = [
-    ("(a) one zone vs (b) whole cluster, out of the box", ["a-default", "a-static", "b-ecmp", "b-static"]),
+    ("(a) one zone vs (b) whole cluster, out of the box",
+     ["a-default", "a-static", "b-ecmp", "b-ecmp-fixed", "b-static"]),
     ("(b) out of the box: ranks in random order, busy cluster",
      ["b-ecmp-random", "b-static-random", "b-ecmp-busy", "b-static-busy"]),
     ("(c) optimized, (d) each fix alone",
@@ -106,7 +110,7 @@ SCALE_PANELS = [
 # (color, line style, marker) of each series key.
 STYLE = {
     "a-default": ("#2ca02c", "--", "s"), "a-static": ("#2ca02c", "-", "^"),
-    "b-ecmp": ("#d62728", "--", "o"), "b-static": ("#9467bd", "-", "v"),
+    "b-ecmp": ("#d62728", "--", "o"), "b-static": ("#9467bd", "-", "v"), "b-ecmp-fixed": ("#8b0000", "--", "d"),
     "b-ecmp-random": ("#d62728", ":", "o"), "b-static-random": ("#9467bd", ":", "v"),
     "b-ecmp-busy": ("#d62728", "-.", "x"), "b-static-busy": ("#9467bd", "-.", "x"),
     "c": ("#1f77b4", "-", "o"), "c-busy": ("#1f77b4", "--", "x"),
@@ -174,17 +178,28 @@ def series_jobs(s: Series, jobs, usable: int, zone_gpus: int) -> list[int]:
     return [n for n in sizes if 2 <= n <= usable and not (s.one_zone and n > zone_gpus)]
 
 
+def connections_per_pair(topo) -> int:
+    """NCCL connections between the two GPUs of a ring hop on full hosts of ``topo``: its channels per NIC
+    (:func:`sim.nccl.ring_channels`; 2 on 8-NIC H100 hosts)."""
+    from sim.nccl import ring_channels
+    gph = int(np.bincount(np.asarray(topo.gpu_host)).max())
+    return max(ring_channels(gph, nic_gbps=topo.nic_bandwidth / 1e9) // gph, 1)
+
+
 def run_series(topo, cluster: str, series: list[Series], jobs, seeds: int, size: int,
-               progress: Progress | None = None, on_run=None) -> list[dict]:
-    """Run every series for every job size and seed; one dict per run (the CSV rows).
+               progress: Progress | None = None, on_run=None, hash: str = "uniform") -> list[dict]:
+    """Run every series for every job size and seed under the switch hash ``hash``; one dict per run (the CSV
+    rows). A series' QPs per GPU pair are spread over the pair's NCCL connections (:func:`connections_per_pair`).
 
     ``progress(fraction, message)`` (:mod:`sim.progress`): each simulated run is an equal share of the work, and
     inside it the fractions of :func:`sim.netsim.run_collective` (routing, solver rounds) move the bar; the message
     names the series being run, then summarizes it. ``on_run(done, total)``, if given, is called after each
     simulated run (the ``figure`` run kind counts runs with it; it may raise to stop the figure)."""
+    from sim.nccl import DEFAULT_UDP_SPORT
     from sim.netsim import run_collective
     from sim.placement import place
     say = progress or silent
+    conns = connections_per_pair(topo)
     usable = int(topo.gpu_usable.sum())
     zone_gpus = int(np.bincount(topo.switch_zone[topo.gpu_leaf][topo.gpu_usable]).max())
     plan = [(s, series_jobs(s, jobs, usable, zone_gpus)) for s in series]
@@ -193,20 +208,23 @@ def run_series(topo, cluster: str, series: list[Series], jobs, seeds: int, size:
     for s, sizes in plan:
         t0 = time.perf_counter()
         routing = _resolve_routing(s.routing, topo.kind)
+        sport = s.udp_sport or (DEFAULT_UDP_SPORT if topo.kind == "roce" else "fixed")
+        qps = max(s.qps // conns, 1)
         if sizes:
             say(len(rows) / total, f"{cluster} {s.key}: {len(sizes) * seeds} runs")
         for n in sizes:
             for seed in range(seeds):
                 gpus = place(topo, n, s.placement, seed)
                 bg = background_jobs(topo, gpus, n, s.background, seed) if s.background else None
-                r = run_collective(topo, gpus, "allgather", [size], routing=routing, qps=s.qps, seed=seed,
-                                   hottest=1, flows_per_link=1, background=bg,
+                r = run_collective(topo, gpus, "allgather", [size], routing=routing, qps=qps, seed=seed,
+                                   hottest=1, flows_per_link=1, background=bg, hash=hash, udp_sport=sport,
                                    progress=span(fractions_only(progress), len(rows) / total,
                                                  (len(rows) + 1) / total))
                 hot = r.hottest[0] if r.hottest else None
                 rows.append({
                     "cluster": cluster, "fabric": topo.kind, "series": s.key, "label": s.label, "group": s.group,
-                    "gpus": n, "seed": seed, "placement": s.placement, "routing": routing, "qps": s.qps,
+                    "gpus": n, "seed": seed, "placement": s.placement, "routing": routing, "hash": hash,
+                    "udp_sport": sport, "channels": r.plan.channels, "qps_per_pair": s.qps, "qps": qps,
                     "background_jobs": len(bg) if bg else 0,
                     "norm_busbw_limit": round(r.limit_norm, 6), "busbw_limit_GBps": round(r.limit_busbw / 1e9, 4),
                     "roofline_GBps": round(r.roofline / 1e9, 4), "size": size,
@@ -327,7 +345,7 @@ def _infiniband_twin(preset: str, say):
 # ----------------------------------------------------------------------------------------------- entry point
 def make_figure(name: str, out_dir, preset: str | None = None, jobs=None, seeds: int | None = None,
                 size: int = GIB, quick: bool = False, background: bool = True,
-                progress: Progress | None = None) -> list[Path]:
+                progress: Progress | None = None, hash: str = "uniform") -> list[Path]:
     """Run the simulations of figure ``name`` and write its PNG, SVG, CSV and JSON into ``out_dir``; return the
     paths. ``quick``: a small cluster, few job sizes and seeds (seconds). ``background=False`` leaves out the
     busy-cluster series. ``progress(fraction, message)``: the clusters' runs (:func:`run_series`), then writing the
@@ -341,7 +359,8 @@ def make_figure(name: str, out_dir, preset: str | None = None, jobs=None, seeds:
     t0 = time.perf_counter()
     jobs = tuple(jobs or (QUICK_JOBS if quick else DEFAULT_JOBS))
     seeds = seeds or (QUICK_SEEDS if quick else DEFAULT_SEEDS)
-    meta = {"figure": name, "jobs": list(jobs), "seeds": seeds, "size": size, "collective": "allgather",
+    meta = {"figure": name, "jobs": list(jobs), "seeds": seeds, "size": size, "hash": hash,
+            "collective": "allgather",
             "algorithm": "ring", "metric": "norm_busbw_limit: busbw / roofline as the message size grows "
                                           "(bandwidth term); norm_busbw_at_size includes latency, with the protocol "
                                           "NCCL's tuning model picks for that size (protocol_at_size)"}
@@ -352,12 +371,12 @@ def make_figure(name: str, out_dir, preset: str | None = None, jobs=None, seeds:
         series = [s for s in allgather_series(topo.kind) if background or not s.background]
         n_runs = seeds * len(jobs) * len(series)
         running, writing = weighted(progress, [n_runs, 1])
-        rows = run_series(topo, cluster.name, series, jobs, seeds, size, running)
+        rows = run_series(topo, cluster.name, series, jobs, seeds, size, running, hash=hash)
         summary = summarize(rows)
         meta.update(cluster=cluster.name, fabric=topo.kind, series=[asdict(s) for s in series])
         panels = SCALE_PANELS
-        title = (f"AllGather (ring) on {cluster.name}: normalized busbw, large-message limit (median and range over "
-                 f"{seeds} seeds; dotted: median at {size:,} B, latency included)")
+        title = (f"AllGather (ring) on {cluster.name}, {hash} switch hash: normalized busbw, large-message limit "
+                 f"(median and range over {seeds} seeds; dotted: median at {size:,} B, latency included)")
     else:
         rows = []
         presets = ("demo-256", "demo-256 as infiniband") if quick else ("meta-roce-24k", "meta-ib-24k")
@@ -367,7 +386,7 @@ def make_figure(name: str, out_dir, preset: str | None = None, jobs=None, seeds:
             tell = lambda message, share=share: share(0.0, message)  # noqa: E731
             cluster, topo = _infiniband_twin(p[:-len(" as infiniband")], tell) if p.endswith(" as infiniband") \
                 else load_topology(p, None, tell)
-            part = run_series(topo, cluster.name, series, jobs, seeds, size, share)
+            part = run_series(topo, cluster.name, series, jobs, seeds, size, share, hash=hash)
             for r in part:
                 r["series"] = f"{r['series']}-{topo.kind}"
                 r["label"] = f"{topo.kind}: {r['label']}"
@@ -375,7 +394,8 @@ def make_figure(name: str, out_dir, preset: str | None = None, jobs=None, seeds:
         summary = summarize(rows)
         meta.update(clusters=list(presets), series=[asdict(s) for s in series])
         panels = [(f"{s.label}", [f"{s.key}-roce", f"{s.key}-infiniband"]) for s in series]
-        title = f"AllGather (ring, large messages): {' vs '.join(presets)}, median and range over {seeds} seeds"
+        title = (f"AllGather (ring, large messages): {' vs '.join(presets)}, {hash} switch hash, median and range "
+                 f"over {seeds} seeds")
     if not rows:
         raise ValueError("no job size fits the cluster: nothing to draw")
     meta["seconds"] = round(time.perf_counter() - t0, 2)

@@ -62,6 +62,7 @@ from sim.collectives import (DTYPES, MAX_ALLTOALL_TRANSFERS, CollectiveError, Co
                              plan_collective)
 from sim.maxmin import link_loads, max_min_rates
 from sim.nccl_tuning import PROTOCOL_CHOICES, PROTOCOLS, SIMPLE, base_latency, choose, predict, sim_busbw, sim_hop
+from sim.nccl import DEFAULT_UDP_SPORT, connection_flows
 from sim.progress import silent, span, weighted
 
 IDX = np.int64
@@ -203,8 +204,9 @@ def critical_path(phase: Phase, hop: np.ndarray, network: np.ndarray) -> tuple[f
 # ---------------------------------------------------------------------------------------------- flows
 @dataclass
 class FlowSet:
-    """Flows of one phase: per flow its GPUs, QP, channel, the transfer it belongs to, its bytes per byte of
-    message size (``share``) and its links (CSR ``ptr``, ``links``; NVLink links are ``>= n_fabric``)."""
+    """Flows of one phase: per flow its GPUs, QP (index in its connection), channel, the transfer (connection) it
+    belongs to, its bytes per byte of message size (``share``), its links (CSR ``ptr``, ``links``; NVLink links are
+    ``>= n_fabric``) and its header: QP numbers and UDP source port (:mod:`sim.nccl`)."""
 
     src: np.ndarray
     dst: np.ndarray
@@ -216,6 +218,9 @@ class FlowSet:
     links: np.ndarray
     n_fabric: int
     n_gpus: int
+    sqpn: np.ndarray | None = None     # sender's QP number (network flows; -1 for NVLink)
+    dqpn: np.ndarray | None = None     # receiver's QP number: the transport header's destination QP
+    sport: np.ndarray | None = None    # RoCEv2 UDP source port
 
     @property
     def n_flows(self) -> int:
@@ -263,24 +268,33 @@ def link_names(topo, ids) -> list[str]:
     return names.tolist()
 
 
-def build_flows(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: int = 0, router=None) -> FlowSet:
-    """The flows of ``phase``: inter-host transfers split over ``qps`` QPs and routed, NVLink transfers as one
-    flow over the two GPUs' virtual NVLink links. Flows are ordered: network flows (transfer-major, QP-minor), then
-    NVLink flows."""
-    if router is None:
-        from sim.routing import route as router
+def build_flows(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: int = 0, router=None, *,
+                hash: str = "uniform", udp_sport: str = DEFAULT_UDP_SPORT, qpn_base: int | None = None) -> FlowSet:
+    """The flows of ``phase``: each transfer between hosts is one NCCL connection of ``qps`` QPs
+    (:func:`sim.nccl.connection_flows`: QP numbers, UDP source port by ``udp_sport``), each QP a flow of
+    ``bytes / qps`` routed with switch hash ``hash``; NVLink transfers are one flow over the two GPUs' virtual
+    NVLink links. Flows are ordered: network flows (transfer-major, QP-minor), then NVLink flows. ``router``: a
+    replacement for :func:`sim.routing.route` called as ``router(topo, src, dst, qp, routing, seed)``."""
     qps = int(qps)
     if qps < 1:
         raise ValueError(f"qps must be at least 1, got {qps}")
     E, G = topo.n_links, topo.n_gpus
     src, dst = np.asarray(phase.src, dtype=IDX), np.asarray(phase.dst, dtype=IDX)
+    chan = np.asarray(phase.channel, dtype=IDX)
     inter = np.asarray(topo.gpu_host)[src] != np.asarray(topo.gpu_host)[dst]
     net_t = np.flatnonzero(inter)
     nvl_t = np.flatnonzero(~inter)
-    t_net = np.repeat(net_t, qps)
-    qp_net = np.tile(np.arange(qps, dtype=IDX), net_t.size)
+    nic = np.asarray(topo.gpu_nic)
+    conn = connection_flows(nic[src[net_t]], nic[dst[net_t]], chan[net_t], qps, udp_sport, seed, qpn_base)
+    t_net = net_t[conn.transfer]
+    qp_net = conn.qp
     if t_net.size:
-        ptr_net, links_net = router(topo, src[t_net], dst[t_net], qp_net, routing, seed)
+        if router is None:
+            from sim.routing import route
+            ptr_net, links_net = route(topo, src[t_net], dst[t_net], qp_net, routing, seed, hash=hash,
+                                       sport=conn.sport, dqpn=conn.dqpn)
+        else:
+            ptr_net, links_net = router(topo, src[t_net], dst[t_net], qp_net, routing, seed)
         ptr_net = np.asarray(ptr_net, dtype=IDX)
         links_net = np.asarray(links_net, dtype=IDX)
         if np.any(np.diff(ptr_net) == 0):
@@ -291,10 +305,14 @@ def build_flows(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
     ptr = np.concatenate([ptr_net, ptr_net[-1] + 2 * np.arange(1, nvl_t.size + 1, dtype=IDX)])
     transfer = np.concatenate([t_net, nvl_t])
     share = np.asarray(phase.share, dtype=np.float64)
+    none = np.full(nvl_t.size, -1, IDX)
     return FlowSet(src=src[transfer], dst=dst[transfer], qp=np.concatenate([qp_net, np.zeros(nvl_t.size, IDX)]),
-                   channel=np.asarray(phase.channel, dtype=IDX)[transfer], transfer=transfer,
+                   channel=chan[transfer], transfer=transfer,
                    share=np.concatenate([share[t_net] / qps, share[nvl_t]]), ptr=ptr,
-                   links=np.concatenate([links_net, nvl_links]), n_fabric=E, n_gpus=G)
+                   links=np.concatenate([links_net, nvl_links]), n_fabric=E, n_gpus=G,
+                   sqpn=np.concatenate([conn.sqpn.astype(IDX), none]),
+                   dqpn=np.concatenate([conn.dqpn.astype(IDX), none]),
+                   sport=np.concatenate([conn.sport.astype(IDX), none]))
 
 
 # ---------------------------------------------------------------------------------------------- event-driven
@@ -515,6 +533,8 @@ class CollectiveResult:
     protocol: str = "auto"             # "auto" (NCCL's choice per size) or the forced protocol
     latencies: dict = field(default_factory=dict)      # protocol -> seconds (base + critical path)
     critical_hops: dict = field(default_factory=dict)  # protocol -> (network hops, NVLink hops) on it
+    hash: str = "uniform"              # the switches' hash function (sim.hashing)
+    udp_sport: str = DEFAULT_UDP_SPORT  # how QPs got their UDP source port (sim.nccl)
 
     @property
     def latency(self) -> float:
@@ -580,7 +600,8 @@ class CollectiveResult:
         net = np.concatenate([ph.flows.network for ph in self.phases]) if self.phases else np.zeros(0, bool)
         out = {
             "collective": p.collective, "algorithm": p.algorithm, "ranks": p.n_ranks, "hosts": p.n_hosts,
-            "channels": p.channels, "fabric": self.kind, "routing": self.routing, "qps": self.qps, "seed": self.seed,
+            "channels": p.channels, "fabric": self.kind, "routing": self.routing, "hash": self.hash,
+            "udp_sport": self.udp_sport, "qps": self.qps, "seed": self.seed,
             "type": self.dtype, "busbw_factor": p.busbw_factor, "roofline_GBps": self.roofline / GB,
             "latency_us": self.latency * 1e6, "limit_busbw_GBps": self.limit_busbw / GB,
             "limit_norm_busbw": self.limit_norm, "protocol": self.protocol,
@@ -611,7 +632,8 @@ class CollectiveResult:
             out["flows"] = [
                 {"phase": ph.phase.name, "src_rank": rank_of[int(fl.src[i])], "dst_rank": rank_of[int(fl.dst[i])],
                  "src_gpu": int(fl.src[i]), "dst_gpu": int(fl.dst[i]), "qp": int(fl.qp[i]),
-                 "channel": int(fl.channel[i]), "rate_GBps": float(ph.rates[i]) / GB,
+                 "channel": int(fl.channel[i]), "dst_qpn": int(fl.dqpn[i]), "udp_sport": int(fl.sport[i]),
+                 "rate_GBps": float(ph.rates[i]) / GB,
                  "links": fl.links[fl.ptr[i]:fl.ptr[i + 1]].tolist()}
                 for ph in self.phases for fl in [ph.flows] for i in range(fl.n_flows)]
         return out
@@ -640,13 +662,15 @@ def _concat_flows(sets: list[FlowSet]) -> FlowSet:
     cat = lambda name: np.concatenate([getattr(fs, name) for fs in sets])  # noqa: E731
     return FlowSet(src=cat("src"), dst=cat("dst"), qp=cat("qp"), channel=cat("channel"), transfer=cat("transfer"),
                    share=cat("share"), ptr=np.concatenate(ptrs), links=cat("links"), n_fabric=sets[0].n_fabric,
-                   n_gpus=sets[0].n_gpus)
+                   n_gpus=sets[0].n_gpus, sqpn=cat("sqpn"), dqpn=cat("dqpn"), sport=cat("sport"))
 
 
 def solve_phase(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: int = 0,
                 latency: LatencyModel | None = None, router=None, capacity=None,
-                background: list[Phase] | None = None, progress=None) -> PhaseResult:
-    """Build, route and solve one phase (see the module docstring for the model).
+                background: list[Phase] | None = None, progress=None, *, hash: str = "uniform",
+                udp_sport: str = DEFAULT_UDP_SPORT, qpn_base: int | None = None) -> PhaseResult:
+    """Build, route and solve one phase (see the module docstring for the model; ``hash``, ``udp_sport`` and
+    ``qpn_base`` as :func:`build_flows` takes them).
 
     ``background``: phases of other jobs that run at the same time (same routing and QPs); their flows share the
     links in the same max-min solve (and, for an event-driven phase, the same event simulation), but only this
@@ -656,8 +680,9 @@ def solve_phase(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
     latency = latency or LatencyModel()
     say = progress or silent
     t0 = time.perf_counter()
-    flows = build_flows(topo, phase, qps, routing, seed, router)
-    others = [build_flows(topo, b, qps, routing, seed, router) for b in (background or [])]
+    header = {"hash": hash, "udp_sport": udp_sport, "qpn_base": qpn_base}
+    flows = build_flows(topo, phase, qps, routing, seed, router, **header)
+    others = [build_flows(topo, b, qps, routing, seed, router, **header) for b in (background or [])]
     everything = _concat_flows([flows] + others)
     mine = flows.n_flows
     say(0.5, f"phase {phase.name}: {everything.n_flows:,} flows routed ({routing}, {qps} QP), solving their rates")
@@ -740,12 +765,19 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
                    qps: int = 1, seed: int = 0, dtype: str = "float", latency: LatencyModel | None = None,
                    channels: int | None = None, root: int = 0, weights=None, max_flows: int | None = None,
                    hottest: int = 10, flows_per_link: int = 5, background=None, progress=None,
-                   router=None, intra_order: str = "gpu", protocol: str = "auto") -> CollectiveResult:
+                   router=None, intra_order: str = "gpu", protocol: str = "auto", hash: str = "uniform",
+                   udp_sport: str = DEFAULT_UDP_SPORT, qpn_base: int | None = None, min_channels: int | None = None,
+                   max_channels: int | None = None) -> CollectiveResult:
     """Simulate ``collective`` over the ranks ``gpus`` (rank -> GPU) of ``topo`` for each message size in
     ``sizes`` (bytes); see the module docstring for the model and :class:`CollectiveResult` for the outputs.
 
     ``routing``: one of :data:`sim.routing.ROUTINGS` (default: the fabric's, :func:`sim.routing.default_routing`);
-    ``qps``: queue pairs per GPU pair; ``seed``: the routing hash seed; ``protocol``: ``"auto"`` (NCCL's choice per
+    ``qps``: queue pairs per NCCL connection (``NCCL_IB_QPS_PER_CONNECTION``; a channel's hop between hosts is one
+    connection); ``channels``: NCCL channels (default: NCCL's own count for the job's hosts,
+    :func:`sim.nccl.ring_channels`, under ``min_channels`` / ``max_channels``, ``NCCL_MIN/MAX_NCHANNELS``);
+    ``hash``: the switches' hash (:data:`sim.hashing.HASHES`); ``udp_sport``: how QPs get their UDP source port
+    (:data:`sim.nccl.UDP_SPORT_MODES`); ``qpn_base``: one first QP number for every NIC (default: per NIC from the
+    seed); ``seed``: the routing hash seed; ``protocol``: ``"auto"`` (NCCL's choice per
     size) or one of :data:`sim.nccl_tuning.PROTOCOLS` (forced, as ``NCCL_PROTO``); ``progress``: a
     :mod:`sim.progress` callback
     ``(fraction, message)``: each phase's share is its flows (background jobs' included), within it routing them
@@ -776,8 +808,10 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
     latency = latency or LatencyModel()
     if protocol not in PROTOCOL_CHOICES:
         raise CollectiveError(f"unknown protocol {protocol!r}: choose one of {', '.join(PROTOCOL_CHOICES)}")
+    nccl = {"min_channels": min_channels, "max_channels": max_channels, "nic_bandwidth": topo.nic_bandwidth}
     plan = plan_collective(collective, gpus, topo.gpu_host, algorithm, channels=channels, root=root,
-                           weights=weights, max_flows=max_flows or MAX_ALLTOALL_TRANSFERS, intra_order=intra_order)
+                           weights=weights, max_flows=max_flows or MAX_ALLTOALL_TRANSFERS, intra_order=intra_order,
+                           **nccl)
     say(0.0, f"planned {plan.collective} ({plan.algorithm}) over {plan.n_ranks} ranks on {plan.n_hosts} hosts, "
         f"{plan.channels} channels, {plan.n_transfers:,} transfers")
     capacity = link_capacity(topo)
@@ -786,7 +820,7 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
         bg = np.asarray(bg, dtype=IDX)
         if bg.size >= 2:
             others.append(plan_collective(collective, bg, topo.gpu_host, algorithm, channels=channels,
-                                          max_flows=max_flows or MAX_ALLTOALL_TRANSFERS).phases)
+                                          max_flows=max_flows or MAX_ALLTOALL_TRANSFERS, **nccl).phases)
     if others:
         taken = np.concatenate([gpus] + [np.asarray(b, dtype=IDX) for b in background])
         if np.unique(taken).size != taken.size:
@@ -796,19 +830,21 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
     with_bg = [[ph] + [o[i] for o in others if i < len(o)] for i, ph in enumerate(plan.phases)]
     shares = weighted(progress, [sum(flow_count(topo, p, qps) for p in group) for group in with_bg])
     for i, (ph, *bg_phases) in enumerate(with_bg):
-        phases.append(solve_phase(topo, ph, qps, routing, seed, latency, router, capacity, bg_phases, shares[i]))
+        phases.append(solve_phase(topo, ph, qps, routing, seed, latency, router, capacity, bg_phases, shares[i],
+                                  hash=hash, udp_sport=udp_sport, qpn_base=qpn_base))
     link_bytes = np.zeros(capacity.size)
     for res in phases:
         link_bytes += link_loads(res.flows.ptr, res.flows.links, res.flows.share * res.phase.steps, capacity.size)
     gph = int(np.bincount(np.asarray(topo.gpu_host)).max())
     roof = roofline_busbw(plan.collective, plan.n_ranks, gph, topo.nic_bandwidth, topo.nvlink_bandwidth,
-                          plan.algorithm, channels)
+                          plan.algorithm, plan.channels)
     factor = plan.busbw_factor
     latencies, hops = protocol_latencies(plan, phases, latency)
     result = CollectiveResult(plan=plan, kind=topo.kind, routing=routing, qps=qps, seed=seed, dtype=dtype,
                               roofline=roof, rows=[], phases=phases, link_unit_bytes=link_bytes,
                               link_capacity=capacity, n_fabric=topo.n_links, protocol=protocol,
-                              latencies=latencies, critical_hops=hops)
+                              latencies=latencies, critical_hops=hops, hash=hash,
+                              udp_sport=udp_sport)
     for s in sizes:
         proto = result.protocol_for(s)
         t = result.time(s, proto)

@@ -22,6 +22,8 @@ from sim.errors import ParamError, UsageError
 from sim.figures import DEFAULT_SEEDS
 from sim.hostlist import MAX_LIST_BYTES
 from sim.nccl_tuning import PROTOCOL_CHOICES
+from sim.hashing import HASHES
+from sim.nccl import DEFAULT_UDP_SPORT, MAX_QPS_PER_CONNECTION, MAXCHANNELS, UDP_SPORT_MODES
 from sim.placement import PLACEMENTS
 from sim.routing import ROUTINGS
 from sim.units import parse_size, parse_sizes
@@ -29,8 +31,8 @@ from sim.units import parse_size, parse_sizes
 TYPES = ("int", "float", "bool", "choice", "text", "size", "sizes", "int_list")
 MAX_SEED = 2**32 - 1              # numpy's legacy seeding range; every seed the engine takes fits it
 MAX_GPUS = 1 << 20                # more ranks than any cluster the twin models (roadmap: 600k GPUs)
-MAX_QPS = 128                     # NCCL's NCCL_IB_QPS_PER_CONNECTION upper bound (docs/sources.md)
-MAX_CHANNELS = 64                 # NCCL's MAXCHANNELS (docs/sources.md)
+MAX_QPS = MAX_QPS_PER_CONNECTION  # NCCL's NCCL_IB_QPS_PER_CONNECTION upper bound (docs/sources.md [S6])
+MAX_CHANNELS = MAXCHANNELS        # NCCL's MAXCHANNELS (docs/sources.md [S6])
 DEFAULT_GPUS = 64                 # a collective's job size when neither gpus nor a host or GPU list is given
 GIVEN = "given"                   # the placement of a job whose host or GPU list was given (sim.hostlist)
 
@@ -259,6 +261,9 @@ def _check_collective(v: dict) -> None:
     ``gpus`` is :data:`DEFAULT_GPUS`."""
     if v["algorithm"] == "tree" and v["collective"] != "allreduce":
         raise ParamError("algorithm", "tree is for allreduce only")
+    if v["channels"] is not None and (v["min_channels"] is not None or v["max_channels"] is not None):
+        raise ParamError("channels", "give channels, or min_channels / max_channels (NCCL's bounds on its own "
+                                     "count), not both")
     listed = [k for k in ("hosts", "gpu_list") if v.get(k) and v[k].strip()]
     if len(listed) > 1:
         raise ParamError("gpu_list", "give a host list (hosts) or a GPU list (gpu_list), not both")
@@ -281,7 +286,13 @@ def _check_collective(v: dict) -> None:
 SEED = Param("seed", "int", 0, "seed of the placement and of the routing hash", min=0, max=MAX_SEED)
 ROUTING = Param("routing", "choice", None, "routing; null: the fabric's default (ecmp on RoCE, dmodk on InfiniBand)",
                 choices=ROUTINGS, nullable=True)
-QPS = Param("qps", "int", 1, "queue pairs per GPU pair", min=1, max=MAX_QPS)
+QPS = Param("qps", "int", 1, "queue pairs per NCCL connection (NCCL_IB_QPS_PER_CONNECTION); a GPU pair joined by "
+                             "several channels has one connection per channel", min=1, max=MAX_QPS)
+HASH = Param("hash", "choice", "uniform", "the switches' ECMP hash: uniform (ideal random), crc32 or crc16 (CRC over "
+                                          "the RoCEv2 header, per-switch seed)", choices=HASHES)
+UDP_SPORT = Param("udp_sport", "choice", DEFAULT_UDP_SPORT, "RoCEv2 UDP source port of each QP: per_qp (the Linux "
+                  "stack's, from the QP numbers), per_connection, or fixed (one port: 5-tuple ECMP sees one flow "
+                  "per NIC pair)", choices=UDP_SPORT_MODES)
 HOTTEST = Param("hottest", "int", 5, "hottest links to list", min=0, max=100)
 
 COLLECTIVE = ParamSet("collective", (
@@ -302,13 +313,20 @@ COLLECTIVE = ParamSet("collective", (
           choices=INTRA_ORDERS),
     ROUTING,
     QPS,
+    HASH,
+    UDP_SPORT,
     Param("sizes", "sizes", "1M:1G", "message sizes: 1M:1G (doubling), 1K:1G:4, or 8M,64M,1G"),
     Param("algorithm", "choice", "ring", "algorithm (tree: allreduce only)", choices=ALGORITHMS),
     SEED,
     Param("seeds", "int", 1, "run with the seeds seed .. seed+seeds-1 and report the median run and the spread "
                              "(ECMP's outcome depends on the hash seed)", min=1, max=100),
     Param("type", "choice", "float", "element type", choices=DTYPES),
-    Param("channels", "int", None, "NCCL channels; null: the GPUs per host", min=1, max=MAX_CHANNELS, nullable=True),
+    Param("channels", "int", None, "NCCL channels; null: NCCL's own count (16 on 8-NIC H100 hosts)", min=1,
+          max=MAX_CHANNELS, nullable=True),
+    Param("min_channels", "int", None, "NCCL_MIN_NCHANNELS: at least this many channels (NCCL copies channels); "
+                                       "null: unset", min=1, max=MAX_CHANNELS, nullable=True),
+    Param("max_channels", "int", None, "NCCL_MAX_NCHANNELS: at most this many channels; null: unset", min=1,
+          max=MAX_CHANNELS, nullable=True),
     Param("root", "int", 0, "root rank of broadcast and reduce", min=0, max=MAX_GPUS),
     Param("base_rtt_us", "float", None, "NIC-to-NIC base RTT in microseconds, over the fabric's longest path on "
                                        "RoCE (5 switches) and through one switch on InfiniBand; null: 22 on RoCE, "
@@ -325,6 +343,8 @@ FABRIC_HEALTH = ParamSet("fabric_health", (
     Param("sizes", "sizes", "1G", "message sizes"),
     ROUTING,
     QPS,
+    HASH,
+    UDP_SPORT,
     SEED,
     Param("hottest", "int", 10, HOTTEST.help, min=0, max=100),
     Param("threshold", "float", 0.8, "normalized busbw under which the fabric is reported unhealthy", min=0.0,
@@ -342,4 +362,5 @@ FIGURE = ParamSet("figure", (
     Param("size", "size", "1G", "message size reported beside the large-message limit"),
     Param("background", "bool", True, "include the busy-cluster series (other jobs filling the rest of the "
                                       "cluster)"),
+    HASH,
 ), doc="The published AllGather figure: normalized busbw against job size, per routing and placement series.")

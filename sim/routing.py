@@ -19,13 +19,15 @@ zone's spine are never chosen); a downlink is valid when its cable is active. Wh
 
 How each switch picks among its ``n`` valid choices (``W`` = all of them when nothing failed):
 
-- ``"ecmp"``: RoCE 5-tuple ECMP. A flow's key is (seed, source NIC, destination NIC): RoCEv2's UDP source port
-  does not vary with the queue pair here, so all QPs of a GPU pair hash alike and share one path ("low entropy":
-  few large flows collide). Each switch hashes the key with its own node id (``splitmix64``), so choices at
-  different switches are independent, as in real switches with per-switch hash seeds; the choice is the
-  ``hash mod n``-th valid next hop.
-- ``"eecmp"``: Enhanced ECMP: the key also covers the destination QP number, so QP scaling spreads the QPs of one
-  GPU pair over the equal-cost paths.
+- ``"ecmp"``: RoCE 5-tuple ECMP. Each switch hashes a flow's header, source and destination IP (the NICs'), IP
+  protocol and UDP ports, with its own seed (:mod:`sim.hashing`: ``hash="uniform"`` an ideal random hash,
+  ``"crc32"``/``"crc16"`` the CRCs switch ASICs use), and takes the ``hash mod n``-th valid next hop. Choices at
+  different switches are independent, as with per-switch hash seeds. Whether the QPs of a GPU pair hash alike is
+  the UDP source port's business: one fixed port (the default of :func:`route`) gives them one path ("low
+  entropy"); the port the Linux stack derives per QP (:mod:`sim.nccl`, what :mod:`sim.netsim` passes by default)
+  spreads them.
+- ``"eecmp"``: Enhanced ECMP: the hashed header also covers the destination QP number of the transport header, so
+  QP scaling spreads the QPs of one GPU pair over the equal-cost paths whatever their UDP ports.
 - ``"dmodk"``: InfiniBand's static destination-based routing as a subnet manager computes it (ftree / D-mod-k,
   Zahavi et al.): with ``d`` the destination's global index (leaf-major, ``leaf * D + leaf port``), the leaf takes
   uplink ``d mod W1`` and the spine uplink ``(d div W1) mod W2``; going down each switch takes the parallel link
@@ -53,6 +55,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim.hashing import HASHES, SwitchHash, nic_ips, splitmix64  # noqa: F401  (splitmix64 re-exported)
+from sim.nccl import FIXED_UDP_SPORT
 from sim.topology import IDX, Topology
 
 ROUTINGS = ("ecmp", "eecmp", "pinned", "dmodk")
@@ -72,31 +76,7 @@ def default_routing(kind: str) -> str:
 
 
 # --------------------------------------------------------------------------------------------------- hashing
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
-_S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
-
-
-def splitmix64(x: np.ndarray) -> np.ndarray:
-    """The splitmix64 finalizer (Steele, Lea & Flood 2014) over a uint64 array: a bijective, well-mixed hash.
-
-    >>> int(splitmix64(np.array([0], dtype=np.uint64))[0]) == 0xE220A8397B1DCDAF
-    True
-    """
-    z = np.asarray(x, dtype=np.uint64) + _GOLDEN
-    z ^= z >> _S30
-    z *= _MIX1
-    z ^= z >> _S27
-    z *= _MIX2
-    z ^= z >> _S31
-    return z
-
-
-def _combine(h: np.ndarray, v) -> np.ndarray:
-    return splitmix64(h ^ np.asarray(v).astype(np.uint64))
-
-
+# The hash functions and header fields live in sim.hashing; splitmix64 stays importable from here.
 # --------------------------------------------------------------------------------------------------- tables
 @dataclass
 class RoutingTables:
@@ -206,19 +186,29 @@ def _no_path(topo: Topology, src, dst, bad: np.ndarray, n_flows: int, reason: st
                       f"GPU {s} (host {int(topo.gpu_host[s])}) -> GPU {d} (host {int(topo.gpu_host[d])}): {reason}")
 
 
-def route(topo: Topology, src_gpu, dst_gpu, qp=None, routing: str = "ecmp", seed: int = 0):
+def route(topo: Topology, src_gpu, dst_gpu, qp=None, routing: str = "ecmp", seed: int = 0, *,
+          hash: str = "uniform", sport=None, dqpn=None):
     """Route flows; return CSR ``(flow_ptr (F+1,), flow_links)`` of the directed link ids each flow crosses.
 
     Links are in path order: the source NIC's uplink first, the destination NIC's downlink last. Flows between two
     GPUs of one host get an empty path (NVLink; the caller models it). ``src_gpu``, ``dst_gpu``, ``qp``: int arrays
-    (F,) (``qp=None`` means QP 0 for all). Deterministic for a given ``seed``; raises :class:`NoPathError` when a
-    flow has no active path and ``ValueError`` for an unknown routing or GPU ids out of range.
+    (F,) (``qp=None`` means QP 0 for all). The hashed routings hash each flow's header (:mod:`sim.hashing`) with the
+    switch hash ``hash``: the NICs' IP addresses, the UDP source port ``sport`` (F,) (default: one fixed port,
+    :data:`sim.nccl.FIXED_UDP_SPORT`, for every flow) and, for E-ECMP, the destination QP number ``dqpn`` (F,)
+    (default: ``qp``). Deterministic for a given ``seed``; raises :class:`NoPathError` when a flow has no active
+    path and ``ValueError`` for an unknown routing or hash or GPU ids out of range.
     """
     src, dst, qp = _flow_arrays(topo, src_gpu, dst_gpu, qp, routing)
+    if hash not in HASHES:
+        raise ValueError(f"hash {hash!r} is not one of {', '.join(HASHES)}")
+    F = src.size
+    sport = np.full(F, FIXED_UDP_SPORT, np.uint64) if sport is None else np.broadcast_to(
+        np.asarray(sport, dtype=np.uint64), (F,))
+    dqpn = qp.astype(np.uint64) if dqpn is None else np.broadcast_to(np.asarray(dqpn, dtype=np.uint64), (F,))
     paths = np.full((src.size, max_path_links(topo)), -1, dtype=IDX)
     hops = _nic_links(topo, src, dst, paths)
     if hops is not None:
-        hops.start(routing_tables(topo), routing, seed, qp)
+        hops.start(routing_tables(topo), routing, seed, hash, sport, dqpn)
         plane, spine = _up_to_spine(hops, paths)
         _down_in_zone(hops, paths, plane, spine)
         _over_the_core(hops, paths, plane, spine)
@@ -273,21 +263,19 @@ class _Hops:
     zb: np.ndarray | None = None
     routing: str = "ecmp"
     hashed: bool = True
-    key: np.ndarray | None = None
+    hash: SwitchHash | None = None
     dig1: np.ndarray | None = None
     dig2: np.ndarray | None = None
 
-    def start(self, t: RoutingTables, routing: str, seed: int, qp: np.ndarray) -> None:
-        topo, n = self.topo, self.fl.size
+    def start(self, t: RoutingTables, routing: str, seed: int, hash: str, sport: np.ndarray,
+              dqpn: np.ndarray) -> None:
+        topo = self.topo
         self.t, self.routing = t, routing
         self.za, self.zb = t.leaf_zone[self.a], t.leaf_zone[self.b]
         self.hashed = routing in ("ecmp", "eecmp", "pinned")
         if self.hashed:
-            key = _combine(splitmix64(np.full(n, seed, dtype=np.uint64)), topo.gpu_nic[self.s])
-            key = _combine(key, topo.gpu_nic[self.d])
-            if routing == "eecmp":
-                key = _combine(key, qp[self.fl])
-            self.key = key
+            self.hash = SwitchHash(hash, seed, nic_ips(topo, self.s), nic_ips(topo, self.d), sport[self.fl],
+                                   dqpn[self.fl] if routing == "eecmp" else None)
         if routing in ("dmodk", "pinned"):
             W1, D = t.leaf_up.shape[1], max(topo.leaf_downlinks, 1)
             dglob = (self.b * D + topo.gpu_leaf_port[self.d]).astype(np.uint64)
@@ -297,7 +285,7 @@ class _Hops:
     def choose(self, full, rows, nodes, digit, width, valid):
         """One hop's pick among ``width`` equal-cost choices: the switch's hash (ECMP, E-ECMP), or the
         destination digit (static routing; pinning falls back to the hash where its pinned choice is dead)."""
-        h = splitmix64(self.key[rows] ^ splitmix64(nodes.astype(np.uint64))) if self.hashed else None
+        h = self.hash.at(rows, nodes) if self.hashed else None
         if self.routing in ("ecmp", "eecmp"):
             return _pick(full, h, width, valid)
         return _pick(full, digit[rows], width, valid, h if self.routing == "pinned" else None)

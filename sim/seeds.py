@@ -92,6 +92,8 @@ def run_collective_seeds(topo, params: dict, progress: Progress | None = None, h
                                 routing=routing, qps=params["qps"], seed=seed, dtype=params["type"],
                                 latency=latency, channels=params["channels"], root=params["root"],
                                 intra_order=params.get("intra_order", "gpu"),
+                                hash=params["hash"], udp_sport=params["udp_sport"],
+                                min_channels=params["min_channels"], max_channels=params["max_channels"],
                                 hottest=params["hottest"] if hottest is None else hottest, progress=shares[i],
                                 protocol=params.get("protocol", "auto"))
         runs.append(SeededRun(seed, gpus, result))

@@ -50,6 +50,12 @@ ROWS = [
     ("post", RUN, collective(collective="alltoall", gpus=16, protocol="LL128"), "protocol"),
     ("post", RUN, collective(collective="alltoall", gpus=256, qps=16), "gpus"),
     ("post", RUN, collective(gpus=256, channels=64, qps=128, seeds=100), "cost"),
+    ("post", RUN, collective(hash="md5"), "hash"),
+    ("post", RUN, collective(udp_sport=3), "udp_sport"),
+    ("post", RUN, collective(max_channels=65), "max_channels"),
+    ("post", RUN, collective(channels=8, min_channels=4), "channels"),
+    ("post", RUN, {"kind": "fabric_health", "cluster": "demo-256", "params": {"udp_sport": "random"}}, "udp_sport"),
+    ("post", RUN, {"kind": "figure", "cluster": "demo-256", "params": {"hash": "xor"}}, "hash"),
     ("post", RUN, {"kind": "fabric_health", "cluster": "demo-256", "params": {"gpus": 257}}, "gpus"),
     # host and GPU lists, read against the inventory (an unusable GPU: test_a_list_with_an_unusable_gpu...)
     ("post", RUN, collective(hosts="demo-256.z00.r000.h0\nnot-a-host\n"), "hosts"),

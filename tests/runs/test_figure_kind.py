@@ -105,7 +105,7 @@ def test_figure_jobs_default_to_the_published_sizes_that_fit_the_cluster(demo):
     # and a run asked without jobs records the sizes it will use
     assert validate_params("figure", {}, demo) == {"figure": "allgather-scale", "jobs": [32, 64, 128],
                                                    "seeds": figures.DEFAULT_SEEDS, "size": 1 << 30,
-                                                   "background": True}
+                                                   "background": True, "hash": "uniform"}
     assert validate_params("figure", {"jobs": [128, 32, 32]}, demo)["jobs"] == [32, 128]
 
 

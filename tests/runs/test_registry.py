@@ -104,9 +104,10 @@ def test_a_single_seed_collective_reports_the_engines_progress_as_the_cli_does(d
 def test_fabric_health_reports_its_allgather_s_progress(demo):
     from twin.inventory.adapter import layout_from_db
     seen, progress = _record()
-    summary, _ = kinds.fabric_health(layout_from_db(demo), {"gpus": 64, "sizes": "1M:16M", "routing": None,
-                                                            "qps": 1, "seed": 0, "hottest": 3, "threshold": 0.5},
-                                     progress)
+    from sim.params import FABRIC_HEALTH
+    params = FABRIC_HEALTH.validate({"gpus": 64, "sizes": "1M:16M", "routing": None, "qps": 1, "seed": 0,
+                                     "hottest": 3, "threshold": 0.5})
+    summary, _ = kinds.fabric_health(layout_from_db(demo), params, progress)
     assert any(0 < f < 1 for f in seen), seen
     assert seen == sorted(seen) and seen[-1] == 1.0
     # and its figures have the collective's shape (one seed: median = min = max)

@@ -87,7 +87,7 @@ def test_spec_file_and_links_array(capsys, tmp_path):
     doc = json.loads(out)
     assert code == 0 and doc["cluster"] == "tiny" and len(doc["link_utilization"]) == 1152
     network = [f for f in doc["flows"] if f["src_gpu"] // 8 != f["dst_gpu"] // 8]
-    assert len(network) == 16 and all(f["rate_GBps"] == pytest.approx(50.0) for f in network)
+    assert len(network) == 32 and all(f["rate_GBps"] == pytest.approx(25.0) for f in network)   # 16 channels
     assert all(len(f["links"]) == 2 for f in network)      # both hosts in one rack: NIC -> rtsw -> NIC
 
 
@@ -200,6 +200,11 @@ REFUSED = [
     (["collective", "--seed", "1180591620717411303424"], "seed: must be at most 4,294,967,295"),
     (["collective", "--sizes", "0"], "sizes: bad size '0': must be from 1 byte to 1T"),
     (["collective", "--channels", "0"], "channels: must be at least 1"),
+    (["collective", "--min-channels", "65"], "min_channels: must be at most 64"),
+    (["collective", "--max-channels", "0"], "max_channels: must be at least 1"),
+    (["collective", "--channels", "8", "--max-channels", "4"], "channels: give channels, or min_channels"),
+    (["collective", "--hash", "md5"], "hash: unknown value 'md5': choose one of uniform, crc32, crc16"),
+    (["collective", "--udp-sport", "random"], "udp_sport: unknown value 'random': choose one of per_qp"),
     (["collective", "--base-rtt-us", "-5"], "base_rtt_us: must be at least 0"),
     (["collective", "--base-rtt-us", "nan"], "base_rtt_us: must be a finite number, got 'nan'"),
     (["collective", "--base-rtt-us", "inf"], "base_rtt_us: must be a finite number, got 'inf'"),
@@ -215,6 +220,7 @@ REFUSED = [
     (["figure", "allgather-scale", "--out", "{tmp}", "--seeds", "17"], "seeds: must be at most 16"),
     (["figure", "allgather-scale", "--out", "{tmp}", "--jobs", "1,64"], "jobs: must be at least 2"),
     (["figure", "allgather-scale", "--out", "{tmp}", "--size", "0"], "size: bad size '0'"),
+    (["figure", "allgather-scale", "--out", "{tmp}", "--hash", "xor"], "hash: unknown value 'xor'"),
     (["figure", "nope", "--out", "{tmp}"], "unknown figure 'nope'"),
 ]
 

@@ -74,7 +74,7 @@ def test_each_ring_channel_is_one_cycle_through_every_rank(n):
     gpus, host = packed(n)
     plan = plan_collective("allgather", gpus, host)
     ph, = plan.phases
-    assert plan.channels == 8 and ph.steps == n - 1
+    assert plan.channels == 16 and ph.steps == n - 1                 # NCCL's 2 channels per NIC (sim.nccl)
     for c in range(plan.channels):
         sel = ph.channel == c
         nxt = dict(zip(ph.src[sel].tolist(), ph.dst[sel].tolist()))
@@ -86,24 +86,27 @@ def test_each_ring_channel_is_one_cycle_through_every_rank(n):
         assert g == 0 and sorted(seen) == list(range(n))          # a single cycle, not several
 
 
-def test_every_nic_rail_carries_exactly_one_channel_each_way():
-    # Given 8 full hosts: the channel rotation makes each GPU's NIC send once and receive once per step.
+@pytest.mark.parametrize("channels, per_nic", [(None, 2), (8, 1)])
+def test_every_nic_rail_carries_the_same_channels_each_way(channels, per_nic):
+    # Given 8 full hosts: the channel rotation makes each GPU's NIC send and receive C / 8 times per step (NCCL's
+    # default 16 channels: twice, channels c and c + 8 running the same ring).
     gpus, host = packed(64)
-    ph, = plan_collective("allgather", gpus, host).phases
+    ph, = plan_collective("allgather", gpus, host, channels=channels).phases
     inter = host[ph.src] != host[ph.dst]
-    assert inter.sum() == 8 * 8                                   # 8 hosts x 8 channels
-    assert np.bincount(ph.src[inter], minlength=64).tolist() == [1] * 64
-    assert np.bincount(ph.dst[inter], minlength=64).tolist() == [1] * 64
+    assert inter.sum() == 8 * 8 * per_nic                         # 8 hosts x C channels
+    assert np.bincount(ph.src[inter], minlength=64).tolist() == [per_nic] * 64
+    assert np.bincount(ph.dst[inter], minlength=64).tolist() == [per_nic] * 64
 
 
 def test_partial_hosts_rotate_over_the_gpus_they_have():
-    # Given 3 GPUs on host 0 and 8 on host 1: 8 channels; host 0's NICs carry 3, 3 and 2 channels
+    # Given 3 GPUs on host 0 and 8 on host 1: 16 channels (8 NICs on the fullest host); host 0's 3 NICs carry
+    # 6, 5 and 5 of them
     gpu_host = np.repeat(np.arange(4), 8)
     gpus = np.r_[0, 1, 2, 8:16]
     ph, = plan_collective("allgather", gpus, gpu_host).phases
     inter = gpu_host[ph.src] != gpu_host[ph.dst]
     out_of_host0 = np.bincount(ph.src[inter & (gpu_host[ph.src] == 0)], minlength=3)
-    assert sorted(out_of_host0.tolist()) == [2, 3, 3]
+    assert sorted(out_of_host0.tolist()) == [5, 5, 6]
 
 
 @pytest.mark.parametrize("collective, algorithm, n, each_sends, each_receives", [

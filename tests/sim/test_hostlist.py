@@ -89,7 +89,7 @@ def test_a_run_with_a_host_list_is_placed_as_listed_and_reports_given(capsys, tm
     out, err = capsys.readouterr()
     assert code == 0, err
     doc = json.loads(out)
-    assert doc["placement"] == "given" and doc["ranks"] == 12 and doc["hosts"] == 2 and doc["channels"] == 8
+    assert doc["placement"] == "given" and doc["ranks"] == 12 and doc["hosts"] == 2 and doc["channels"] == 16  # NCCL: 2 per NIC
     assert doc["ranks_from"] == str(hosts) and doc["order_note"] is None
     # Ranks 0-7 are the first listed host's 8 GPUs in slot order, ranks 8-11 the second's first 4.
     gpu_of = {f[f"{end}_rank"]: f[f"{end}_gpu"] for f in doc["flows"] for end in ("src", "dst")}

@@ -12,6 +12,7 @@ import pytest
 
 import sim.nccl_tuning as nt
 from sim.collectives import plan_collective, ring_next
+from sim.nccl import ring_channels
 from sim.netsim import BASE_RTT, RTT_SWITCHES, LatencyModel, chain_sums, run_collective
 from sim.topology import DEFAULT_HOP_LATENCY
 from tests.sim.test_netsim import host_gpus, spec_data, topo_of
@@ -141,7 +142,8 @@ def ring_allgather_times(size, n, nodes, channels, busbw):
 def test_nccl_picks_ll_for_small_sizes_then_the_crossovers_of_its_own_formula(two_zones):
     topo = two_zones
     gpus = host_gpus([0, 1, 2, 4])
-    model = ring_allgather_times(1, 32, 4, 8, 400e9)
+    channels = ring_channels(8, 4, nic_gbps=topo.nic_bandwidth / 1e9)   # NCCL's count (tests/sim/test_nccl.py)
+    model = ring_allgather_times(1, 32, 4, channels, 400e9)
     # Crossover of protocols a and b: lat_a + S / bw_a = lat_b + S / bw_b.
     cross = {(a, b): (model[b][0] - model[a][0]) / (1 / model[a][1] - 1 / model[b][1])
              for a, b in (("LL", "LL128"), ("LL128", "Simple"), ("LL", "Simple"))}

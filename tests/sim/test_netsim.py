@@ -71,13 +71,13 @@ def test_doctests():
 # ------------------------------------------------------------------------------------------------ analytic cases
 @pytest.mark.parametrize("qps", [1, 2, 16])
 def test_one_shared_link_is_split_evenly_between_its_flows(qps):
-    # Given two hosts in two racks whose leaves have a single uplink: the ring's 8 channels x qps QPs each way
-    # cross that one cable.
+    # Given two hosts in two racks whose leaves have a single uplink: the ring's 16 channels (NCCL's default on
+    # 8-NIC hosts) x qps QPs each way cross that one cable.
     topo = topo_of(spec_data(racks=2, leaf_uplinks=1))
     r = run_collective(topo, host_gpus([0, 1]), "allgather", [GIB], routing="eecmp", qps=qps)
     rates = network_rates(r)
-    assert rates.size == 2 * 8 * qps
-    assert rates == pytest.approx(np.full(rates.size, LINK / (8 * qps)), rel=1e-9)
+    assert r.plan.channels == 16 and rates.size == 2 * 16 * qps
+    assert rates == pytest.approx(np.full(rates.size, LINK / (16 * qps)), rel=1e-9)
     assert r.limit_norm == pytest.approx(1 / 8, rel=1e-9)          # the roofline is 8 rails of LINK
 
 
@@ -88,11 +88,13 @@ def test_ring_forced_across_a_1_to_7_layer_gets_one_seventh(routing):
     topo = topo_of(spec_data(zones=2, racks=7, leaf_uplinks=8, spines=8, spine={"oversubscription": 7}, cores=1))
     alternate = np.ravel(np.column_stack([np.arange(7), 7 + np.arange(7)]))
     r = run_collective(topo, host_gpus(alternate), "allgather", [GIB], routing=routing)
-    # Then per plane 7 flows (one per host of the zone) share each spine's single uplink: 1/7 of the roofline.
-    assert network_rates(r) == pytest.approx(LINK / 7, rel=1e-9)
+    # Then per plane 7 x 2 flows (two channels per host of the zone) share each spine's single uplink: 1/7 of the
+    # roofline.
+    assert r.plan.channels == 16
+    assert network_rates(r) == pytest.approx(LINK / 14, rel=1e-9)
     assert r.limit_norm == pytest.approx(1 / 7, rel=1e-9)
     hot = r.hottest[0]
-    assert hot.name.startswith("ctsw") and "atsw" in hot.name and hot.n_flows == 7
+    assert hot.name.startswith("ctsw") and "atsw" in hot.name and hot.n_flows == 14
     # And the same ranks packed zone by zone cross the layer only twice per channel: full speed.
     packed = run_collective(topo, host_gpus(np.arange(14)), "allgather", [GIB], routing=routing)
     assert packed.limit_norm == pytest.approx(1.0, rel=1e-9)

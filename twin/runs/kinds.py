@@ -31,6 +31,7 @@ from sim.collectives import MAX_ALLTOALL_TRANSFERS, CollectiveError
 from sim.errors import ParamError
 from sim.hostlist import HostIndex, ListError, given_placement, order_note
 from sim.layout import FABRIC_BACKEND, STATUS_ACTIVE
+from sim.nccl import ring_channels
 from sim.params import COLLECTIVE, FABRIC_HEALTH, FIGURE, GIVEN
 from sim.routing import NoPathError, default_routing
 from sim.seeds import SeededResult, run_collective_seeds
@@ -136,7 +137,8 @@ def fabric_health(layout, params: dict, progress: Callable) -> tuple[dict, dict]
         "job_gpus": n,
         "non_active_links": int(np.sum(backend_links & (np.asarray(layout.link_status) != STATUS_ACTIVE))),
         "non_active_switches": int(np.sum(backend_switches & (np.asarray(layout.switch_status) != STATUS_ACTIVE))),
-        "routing": routing, "qps": params["qps"], "threshold": params["threshold"],
+        "routing": routing, "qps": params["qps"], "hash": params["hash"], "udp_sport": params["udp_sport"],
+        "threshold": params["threshold"],
     }
     nothing = {"median": 0.0, "min": 0.0, "max": 0.0}
     progress(0.0, "placing the AllGather", gpu_state=gpu_states(topo))
@@ -144,7 +146,8 @@ def fabric_health(layout, params: dict, progress: Callable) -> tuple[dict, dict]
         return {**summary, "healthy": False, "norm_busbw": nothing, "problem": f"only {n} usable GPUs"}, \
             {"gpu_state": gpu_states(topo)}
     job = COLLECTIVE.validate({"collective": "allgather", "gpus": n, "placement": "topology", "routing": routing,
-                               "qps": params["qps"], "sizes": params["sizes"], "seed": params["seed"],
+                               "qps": params["qps"], "hash": params["hash"], "udp_sport": params["udp_sport"],
+                               "sizes": params["sizes"], "seed": params["seed"],
                                "hottest": params["hottest"]})
     try:
         res = run_collective_seeds(topo, job, progress)
@@ -183,13 +186,15 @@ def figure(layout, params: dict, progress: Callable) -> tuple[dict, dict]:
     series = [s for s in figures.allgather_series(topo.kind) if params["background"] or not s.background]
     progress(0.0, "placing the first job")
     rows = figures.run_series(topo, layout.spec.name, series, jobs, params["seeds"], params["size"],
-                              on_run=lambda done, total: progress(done / total, f"{done} of {total} runs"))
+                              on_run=lambda done, total: progress(done / total, f"{done} of {total} runs"),
+                              hash=params["hash"])
     if not rows:
         raise CollectiveError(f"no job size of {jobs} fits the cluster's usable GPUs")
     points = figures.summarize(rows)
     summary = {
         "figure": params["figure"], "fabric": topo.kind, "jobs": sorted(set(jobs) & {r["gpus"] for r in rows}),
-        "seeds": params["seeds"], "size": params["size"], "background": params["background"], "runs": len(rows),
+        "seeds": params["seeds"], "size": params["size"], "background": params["background"], "hash": params["hash"],
+        "runs": len(rows),
         "metric": "norm_busbw_limit: AllGather (ring) busbw / roofline as the message size grows",
         "series": [{**asdict(s), "color": figures.STYLE[s.key][0], "dash": figures.STYLE[s.key][1]}
                    for s in series],
@@ -265,24 +270,31 @@ def _check_figure(values: dict, cluster) -> None:
 
 def _collective_cost(values: dict, cluster) -> int:
     """Flows of a collective over its seeds: per seed, N (N - 1) x qps for AllToAll, else N x channels x qps (a
-    ring or chain per channel; channels default to the GPUs per host, as NCCL's)."""
+    ring or chain per channel; channels default to NCCL's own count for the hosts, :func:`sim.nccl.ring_channels`)."""
     n, qps = values["gpus"], values["qps"]
     per_seed = n * (n - 1) if values["collective"] == "alltoall" else \
-        n * (values["channels"] or limits.gpus_per_host(cluster))
+        n * (values["channels"] or _nccl_channels(cluster, values))
     return per_seed * qps * values["seeds"]
+
+
+def _nccl_channels(cluster, values: dict | None = None) -> int:
+    """NCCL's channel count for jobs filling the cluster's hosts (under the run's NCCL_MIN/MAX_NCHANNELS)."""
+    values = values or {}
+    return ring_channels(limits.gpus_per_host(cluster), min_channels=values.get("min_channels"),
+                         max_channels=values.get("max_channels"))
 
 
 def _fabric_health_cost(values: dict, cluster) -> int:
     """Flows of its one ring AllGather over ``gpus`` (default: every usable GPU)."""
     n = values["gpus"] or limits.usable_gpus(cluster)
-    return n * limits.gpus_per_host(cluster) * values["qps"]
+    return n * _nccl_channels(cluster) * values["qps"]
 
 
 def _figure_cost(values: dict, cluster) -> int:
-    """Flows of every series' ring AllGather at every job size and seed (one channel per GPU of a host; the
-    series are the same on either fabric)."""
+    """Flows of every series' ring AllGather at every job size and seed (NCCL's channels on the cluster's hosts;
+    the series are the same on either fabric)."""
     series = len(figures.allgather_series("roce"))
-    return sum(values["jobs"]) * values["seeds"] * series * limits.gpus_per_host(cluster)
+    return sum(values["jobs"]) * values["seeds"] * series * _nccl_channels(cluster)
 
 
 # ------------------------------------------------------------------------------------------------------ sweeps

@@ -40,7 +40,8 @@ def usable_gpus(cluster) -> int:
 
 
 def gpus_per_host(cluster) -> int:
-    """The most GPUs one host of ``cluster`` holds: NCCL's default channel count (one per NIC rail)."""
+    """The most GPUs one host of ``cluster`` holds (one backend NIC each: the NICs NCCL's channel count starts
+    from, :func:`sim.nccl.ring_channels`)."""
     from twin.inventory.models import GPU
     counts = GPU.objects.filter(cluster=cluster).values("host").annotate(n=Count("id")).values_list("n", flat=True)
     return max(counts, default=1)
