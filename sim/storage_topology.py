@@ -229,24 +229,37 @@ class StorageSystem:
         return out
 
     def resource_tier(self, ids) -> list[str]:
-        """The tier of each resource: the link tier for fabric links (``nic-frtsw``, ``frtsw-fcsw`` ... with
-        ``up``/``down``; the storage NICs' links as ``storage-nic``), else the resource kind."""
-        lay = self.layout
-        names = lay.link_tier_names()
-        out = []
-        for r in np.atleast_1d(np.asarray(ids, dtype=IDX)).tolist():
-            k = int(self.kind[r])
-            if k != RES_LINK:
-                out.append(RES_NAMES[k])
-                continue
-            t = int(self.topo.link_tier[r])
-            way = "up" if self.topo.link_is_up[r] else "down"
-            tier = names.get((FABRIC_FRONTEND, t), str(t))
-            if t == LINK_NIC_LEAF:
-                tail = int(self.topo.link_tail[r] if way == "up" else self.topo.link_head[r]) - self.topo.n_switches
-                tier = "storage-nic" if self.topo.gpu_host[tail] >= len(lay.host_rack) else "host-nic"
-            out.append(f"{tier} {way}")
-        return out
+        """The tier of each resource: for fabric links the link tier and direction (``host-nic up``,
+        ``frtsw-fcsw down``, ``fcsw-fatsw up``, ``storage-nic down`` ...), else the resource kind (``pcie``,
+        ``host-memory``, ``server-cpu``, ``ssd-write``, ``ssd-read``, ``metadata``)."""
+        codes, names = self.tier_codes()
+        return [names[c] for c in codes[np.atleast_1d(np.asarray(ids, dtype=IDX))].tolist()]
+
+    def tier_codes(self) -> tuple[np.ndarray, list[str]]:
+        """``(codes (R,), names)``: each resource's tier as an index into ``names`` (cached)."""
+        if "tiers" in self.cache:
+            return self.cache["tiers"]
+        lay, topo = self.layout, self.topo
+        link_names = lay.link_tier_names()
+        names = list(RES_NAMES[1:])                        # kinds other than links: codes 0..5
+        codes = (self.kind.astype(IDX) - 1)
+        E = topo.n_links
+        up = topo.link_is_up
+        end = np.where(up, topo.link_tail, topo.link_head) - topo.n_switches   # the NIC end of a NIC link
+        storage_nic = (topo.link_tier == LINK_NIC_LEAF) & (topo.gpu_host[np.maximum(end, 0)] >= len(lay.host_rack))
+        label = {}
+        link_code = np.empty(E, dtype=IDX)
+        keys = topo.link_tier * 4 + up * 2 + storage_nic
+        for key in np.unique(keys).tolist():
+            t, u, sn = key // 4, (key // 2) % 2, key % 2
+            tier = ("storage-nic" if sn else "host-nic") if t == LINK_NIC_LEAF else \
+                link_names.get((FABRIC_FRONTEND, t), str(t))
+            label[key] = len(names)
+            names.append(f"{tier} {'up' if u else 'down'}")
+            link_code[keys == key] = label[key]
+        codes[:E] = link_code
+        self.cache["tiers"] = (codes, names)
+        return codes, names
 
 
 def build_storage(lay: ClusterLayout, *, pcie: float | None = None, host_memcpy: float | None = None,
