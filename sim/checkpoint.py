@@ -367,6 +367,7 @@ class _Recorder:
         self.cat, self.server, self.host = F["cat"], F["server"], F["host"]
         self.S, self.H = n_servers, n_hosts
         self.t, self.dt, self.by_cat, self.by_server, self.by_host = [], [], [], [], []
+        self.in_window = np.zeros(len(self.cat))      # what each flow moved while data flows were moving
 
     def __call__(self, t, dt, act, rates):
         rates = np.where(np.isfinite(rates), rates, 0.0)
@@ -375,6 +376,8 @@ class _Recorder:
         self.dt.append(dt)
         self.by_cat.append(np.bincount(cat, rates, minlength=4))
         d = cat == CAT_DATA
+        if d.any():
+            self.in_window[act] += rates * dt
         self.by_server.append(np.bincount(self.server[act[d]], rates[d], minlength=self.S).astype(np.float32))
         self.by_host.append(np.bincount(self.host[act[d]], rates[d] * dt, minlength=self.H))
 
@@ -434,15 +437,17 @@ def _summarize(layout, st, F, sim, rec: _Recorder, *, model, store, mode, restor
     host_target = np.bincount(host[data], F["size"][data], minlength=H)
     host_progress = _progress_at(np.asarray(rec.t) + np.asarray(rec.dt), moved, edges[1:], host_target)
 
-    # Utilization over the data phase of every resource, all traffic included.
-    carried = link_loads(F["ptr"], F["links"], sim.delivered, st.capacity.size)
+    # Utilization over the data phase of every resource, all traffic moved meanwhile included.
+    carried = link_loads(F["ptr"], F["links"], rec.in_window, st.capacity.size)
     with np.errstate(divide="ignore", invalid="ignore"):
         util = np.where((st.capacity > 0) & (window > 0), carried / (st.capacity * max(window, 1e-300)), 0.0)
     util[~np.isfinite(util)] = 0.0
     # Metadata carries operations over its own phase.
     if meta and meta[1] > meta[0]:
         m = st.kind == RES_META
-        util[m] = carried[m] / (st.capacity[m] * (meta[1] - meta[0]))
+        ops = link_loads(F["ptr"], F["links"], np.where(cat == CAT_META, sim.delivered, 0.0), st.capacity.size)
+        util[m] = ops[m] / (st.capacity[m] * (meta[1] - meta[0]))
+        carried[m] = ops[m]
     order = np.argsort(-util, kind="stable")[:hottest]
     order = order[util[order] > 0]
     names, tiers = st.resource_names(order), st.resource_tier(order)
