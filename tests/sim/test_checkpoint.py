@@ -40,7 +40,7 @@ def test_one_client_one_server_runs_at_the_slowest_of_nic_server_nic_and_ssd(lay
     srv = _tectonic(lay)[0]
     B = 1 << 30
     r = run_checkpoint(lay, gpus=1, bytes_per_gpu=B, servers=1, spread=1, redundancy="none", **FAST_META)
-    host = int(lay.gpu_host[r.hosts[0] * 8]) if False else int(r.hosts[0])
+    host = int(r.hosts[0])
     client_nic = st.capacity[st.topo.gpu_uplink[st.host_ep[host, 0]]]
     server_nic = st.capacity[st.topo.gpu_downlink[st.server_ep[srv, 0]]]
     ssd = st.capacity[st.server_ssd_write[srv]]
