@@ -78,6 +78,8 @@ class ClusterLayout:
     switch_status: np.ndarray = None
     port_status: np.ndarray = None
     link_status: np.ndarray = None
+    server_status: np.ndarray = None   # storage servers and SSDs (sim.storage_topology reads them)
+    ssd_status: np.ndarray = None
     nic_models: list[str] = field(default_factory=list)
     switch_models: list[str] = field(default_factory=list)
     cable_models: list[str] = field(default_factory=list)
@@ -87,7 +89,8 @@ class ClusterLayout:
 
     def __post_init__(self):
         for kind, ref in (("gpu", self.gpu_host), ("nic", self.nic_fabric), ("switch", self.switch_tier),
-                          ("port", self.port_slot), ("link", self.link_a)):
+                          ("port", self.port_slot), ("link", self.link_a), ("server", self.server_rack),
+                          ("ssd", self.ssd_server)):
             if getattr(self, f"{kind}_status") is None:
                 setattr(self, f"{kind}_status", np.zeros(len(ref), dtype=np.int8))
 
