@@ -30,9 +30,10 @@ them in three stages:
 2. **Core member** (``M`` choices, flows leaving their zone): the same colouring between the source spine's
    uplink groups ``(s1, c)`` and the destination spine's core-downlink groups ``(s2, c)``.
 3. **Cables**: within one group of parallel cables (leaf ``(a, p)`` up, spine ``(b, p)`` down, spine ``(s1, c)``
-   up, core ``(s2, c)`` down) the choice touches no other group: the group's flows, heaviest first, are dealt
-   round-robin over its active cables (exact for equal flows: ``ceil(n / m)`` per cable; by ``ceil(ceil(d/P)/m) =
-   ceil(d/(P m))`` stages 1 and 3 together reach the per-leaf bound).
+   up, core ``(s2, c)`` down) the choice touches no other group: the group's flows, heaviest first, are dealt in
+   rounds to its active cables, least loaded first (longest processing time first, Graham 1969, docs/sources.md
+   [S11]); exact for equal flows: ``ceil(n / m)`` per cable, and by ``ceil(ceil(d/P)/m) = ceil(d/(P m))`` stages 1
+   and 3 together reach the per-leaf bound.
 
 After stages 1 and 2 a local search (:func:`improve`) works on the weighted loads of every group a choice touches
 (including the spine groups of stage 1): in rounds, each flow on the most utilized group moves to the choice that
@@ -390,19 +391,43 @@ def _initial(left, right, full, valid, k, seed):
 
 
 def _spread(group, cand, w, seed):
-    """Stage 3: deal each group's flows, heaviest first, round-robin over the group's active links ``cand`` (n, m)
-    (-1 inactive; the same row for every flow of a group). Returns the link of each flow."""
+    """Stage 3: spread each group's flows over the group's active links ``cand`` (n, m) (-1 inactive; the same row
+    for every flow of a group) by longest-processing-time rounds: the group's flows, heaviest first, are dealt
+    ``v`` at a time (``v`` active links) to its links in increasing order of the load they already carry (ties
+    rotated by ``seed`` and the group). Equal flows: ``ceil(n / v)`` per link, the least possible. Returns the link
+    of each flow."""
     n, m = cand.shape
-    if m == 1:
+    if m == 1 or n == 0:
         return cand[:, 0]
-    order = np.lexsort((np.arange(n), -w, group))
-    rank, _ = _rank_in_groups(group[order])
-    ok = cand[order] >= 0
-    cnt = ok.sum(axis=1)
-    kth = (rank + seed + group[order]) % np.maximum(cnt, 1)
-    col = np.argmax(np.cumsum(ok, axis=1) > kth[:, None], axis=1)
+    ug, g = np.unique(group, return_inverse=True)
+    first = np.zeros(ug.size, dtype=IDX)
+    first[g[::-1]] = np.arange(n)[::-1]
+    gok = cand[first] >= 0                                           # (G, m)
+    nv = np.maximum(gok.sum(axis=1), 1)
+    load = np.where(gok, 0.0, np.inf)
+    tie = (np.arange(m)[None, :] - (seed + ug)[:, None]) % m        # rotated tie-break per group
+    order = np.lexsort((np.arange(n), -w, g))
+    rank, _ = _rank_in_groups(g[order])
+    pos = rank % nv[g[order]]
+    if np.all(w == w[0]):                   # equal flows: the rounds are plain round-robin over the active links
+        kth = (pos + seed + ug[g[order]]) % nv[g[order]]
+        col = np.argmax(np.cumsum(gok[g[order]], axis=1) > kth[:, None], axis=1)
+        out = np.empty(n, dtype=IDX)
+        out[order] = cand[order, col]
+        return out
+    rnd = rank // nv[g[order]]
+    by_round = np.argsort(rnd, kind="stable")
+    bounds = np.searchsorted(rnd[by_round], np.arange(int(rnd.max()) + 2))
     out = np.empty(n, dtype=IDX)
-    out[order] = cand[order][np.arange(n), col]
+    for r in range(bounds.size - 1):
+        sel = by_round[bounds[r]:bounds[r + 1]]                      # positions in `order`
+        f, gs, ps = order[sel], g[order][sel], pos[sel]
+        touched = np.unique(gs)
+        rank_links = np.lexsort((tie[touched], load[touched]), axis=1)    # (T, m) links, least loaded first
+        row = np.searchsorted(touched, gs)
+        col = rank_links[row, ps]
+        out[f] = cand[f, col]
+        np.add.at(load, (gs, col), w[f])
     return out
 
 
