@@ -204,17 +204,17 @@ def improve(choice, weight, base, cap, k: int, valid=None, lower_bound: float = 
     choice = np.asarray(choice, dtype=IDX).copy()
     F, R = base.shape
     K = int(k)
-    cap = np.asarray(cap, dtype=np.float64)
+    inv = _inverse(cap)
+    wide = np.repeat(weight, R)
     for _ in range(rounds):
         res = base + choice[:, None]
-        load = np.bincount(res.ravel(), np.repeat(weight, R), minlength=cap.size)
-        util = _div(load, cap)
-        cost = util[res].max(axis=1)
+        load = np.bincount(res.ravel(), wide, minlength=inv.size)
+        cost = (load * inv)[res].max(axis=1)
         top = float(cost.max()) if F else 0.0
         if top <= lower_bound * (1 + _REL) or top == 0.0:
             break
         hot = np.flatnonzero(cost >= top * (1 - _REL))
-        best, new = _best_moves(hot, choice, weight, base, load, cap, valid, K)
+        best, new = _best_moves(hot, choice, weight, base, load, inv, valid, K)
         mv = new < cost[hot] * (1 - _REL)
         movers, to = hot[mv], best[mv]
         if movers.size == 0:
@@ -229,7 +229,7 @@ def improve(choice, weight, base, cap, k: int, valid=None, lower_bound: float = 
         cum = np.cumsum(w_s)
         start = np.flatnonzero(np.r_[True, r_s[1:] != r_s[:-1]])
         before = np.repeat(np.r_[0.0, cum][start], np.diff(np.r_[start, r_s.size]))
-        after = _div(load[r_s] + cum - before, cap[r_s])
+        after = (load[r_s] + cum - before) * inv[r_s]
         bad = after >= old[f_s] * (1 - _REL)
         refused = np.zeros(movers.size, dtype=bool)
         refused[f_s[bad]] = True
@@ -239,20 +239,29 @@ def improve(choice, weight, base, cap, k: int, valid=None, lower_bound: float = 
     return choice
 
 
+def _inverse(cap):
+    """1 / capacity: 0 for padding (``inf``), a huge finite number for a dead group (0), so that a flow there
+    costs more than anywhere alive and an empty dead group costs nothing."""
+    cap = np.asarray(cap, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        return np.where(cap > 0, 1.0 / cap, 1e300)
+
+
 def _div(a, b):
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(np.isinf(b), 0.0, a / b)
 
 
-def _best_moves(hot, choice, weight, base, load, cap, valid, K):
-    """For the flows ``hot``: the alternative choice with the lowest bottleneck after the move, and that bottleneck."""
+def _best_moves(hot, choice, weight, base, load, inv, valid, K):
+    """For the flows ``hot``: the alternative choice with the lowest bottleneck after the move, and that bottleneck
+    (``inv``: 1 / capacity of each resource)."""
     best = np.empty(hot.size, dtype=IDX)
     new = np.empty(hot.size)
     ks = np.arange(K)
     for lo in range(0, hot.size, CHUNK):
         f = hot[lo:lo + CHUNK]
         alt = base[f][:, :, None] + ks[None, None, :]      # (h, R, K)
-        c = _div(load[alt] + weight[f][:, None, None], cap[alt]).max(axis=1)
+        c = ((load[alt] + weight[f][:, None, None]) * inv[alt]).max(axis=1)
         c[np.arange(f.size), choice[f]] = np.inf
         if valid is not None:
             c[~valid[f]] = np.inf
