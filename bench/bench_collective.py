@@ -5,6 +5,9 @@ Cases (each in its own process, so its peak memory is its own; wall time measure
 - ``ag-24k``: ring AllGather over all 24,576 GPUs of meta-roce-24k, 16 QPs per GPU pair (NCCL's 16 channels, 2
   connections per pair, x 8 QPs per connection), E-ECMP, topology-aware placement (393,216 network flows + 344,064
   NVLink flows), 11 message sizes 1M..1G. Budget: 3 s per message size, 4 GB.
+- ``ag-24k-te``: the same AllGather (24,576 GPUs, 16 QPs, topology-aware) routed by centralized traffic
+  engineering (``routing="te"``, sim/te.py), one message size (route + solve). Budget: 5 s (issue 12). Also
+  reported: 16,384 GPUs with ranks in random order (most flows cross zones: the local search works hardest).
 - ``ag-131k``: ring AllGather over all 131,072 GPUs of roadmap-131k, 1 QP per connection (default ECMP) and 16 QPs
   per GPU pair (E-ECMP). Budget: 30 s.
 - ``figure``: the whole ``python -m sim figure allgather-scale`` (meta-roce-24k). Budget: 3 minutes.
@@ -31,8 +34,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-CASES = ("ag-24k", "ag-131k", "figure", "ar-4096")
-BUDGETS = {"ag-24k": "3 s per message size, 4 GB", "ag-131k": "30 s", "figure": "180 s",
+CASES = ("ag-24k", "ag-24k-te", "ag-131k", "figure", "ar-4096")
+BUDGETS = {"ag-24k": "3 s per message size, 4 GB", "ag-24k-te": "5 s", "ag-131k": "30 s", "figure": "180 s",
            "ar-4096": "(C++ simulator: ~600 s, 5.6 GB)"}
 
 
@@ -59,6 +62,19 @@ def case(name: str) -> dict:
         out.update(flows=r.n_flows, network_flows=int(r.phases[0].flows.network.sum()), sizes=len(sizes),
                    solve_s=r.seconds["phases"], norm_limit=round(r.limit_norm, 4),
                    busbw_1G_GBps=round(r.rows[-1].busbw / 1e9, 2))
+    elif name == "ag-24k-te":
+        _, topo = load_topology("meta-roce-24k")
+        gpus = place(topo, 24576, "topology")
+        t = time.perf_counter()
+        r = run_collective(topo, gpus, "allgather", [1 << 30], routing="te", qps=16)
+        out.update(run_s=round(time.perf_counter() - t, 2), flows=r.n_flows,
+                   network_flows=int(r.phases[0].flows.network.sum()), solve_s=r.seconds["phases"],
+                   norm_limit=round(r.limit_norm, 4), busbw_1G_GBps=round(r.rows[-1].busbw / 1e9, 2))
+        # the controller's hardest case here: ranks in random order (most flows cross zones), 16,384 GPUs
+        t = time.perf_counter()
+        r = run_collective(topo, place(topo, 16384, "random"), "allgather", [1 << 30], routing="te", qps=16)
+        out["random_16k"] = {"run_s": round(time.perf_counter() - t, 2), "flows": r.n_flows,
+                             "norm_limit": round(r.limit_norm, 4)}
     elif name == "ag-131k":
         _, topo = load_topology("roadmap-131k")
         gpus = place(topo, 131072, "topology")
@@ -107,7 +123,7 @@ def main() -> None:
             print(f"{name}: FAILED\n{proc.stderr}")
             continue
         res = json.loads(proc.stdout.strip().splitlines()[-1])
-        print(f"{name:8s} {res.pop('seconds'):8.2f} s  peak {res.pop('peak_rss_GB'):.2f} GB  "
+        print(f"{name:9s} {res.pop('seconds'):8.2f} s  peak {res.pop('peak_rss_GB'):.2f} GB  "
               f"budget {BUDGETS[name]}  {json.dumps({k: v for k, v in res.items() if k != 'case'})}")
 
 

@@ -12,7 +12,10 @@ Figures
         own, fragmented the same way);
     (c) optimized: topology-aware placement + E-ECMP + 16 QPs per GPU pair (also in a busy, topology-aware cluster);
     (d) each fix alone: topology-aware placement (default routing, 1 QP); E-ECMP (1 QP); QP scaling (16 QPs, 5-tuple
-        ECMP); E-ECMP + 16 QPs with fragmented placement.
+        ECMP); E-ECMP + 16 QPs with fragmented placement;
+    TE: centralized traffic engineering (:mod:`sim.te`) beside E-ECMP: topology-aware + TE + 16 QPs; TE alone
+        (fragmented, 1 QP; and ranks in random order); TE in the busy cluster (fragmented, 1 QP, the controller
+        routing every job's flows).
     Every configuration runs for every job size and seed (placement and routing hash). The plotted value is the
     large-message limit of the normalized busbw (the bandwidth term; :attr:`sim.netsim.CollectiveResult.limit_norm`)
     and the data files (and a dotted line per series) also hold the normalized busbw at ``--size`` (default 1 GiB),
@@ -95,6 +98,12 @@ def allgather_series(kind: str) -> list[Series]:
         Series("d-routing", f"(d) {eecmp} + {q} QPs, fragmented placement", "d", "fragmented", "eecmp", q),
         Series("d-routing-random", f"(d) {eecmp} + {q} QPs, fragmented, ranks in random order", "d", "random",
                "eecmp", q),
+        # centralized traffic engineering (sim/te.py) beside E-ECMP
+        Series("c-te", f"(c) topology-aware + TE + {q} QPs", "c", "topology", "te", q),
+        Series("d-te", "(d) TE alone, fragmented, 1 QP", "d", "fragmented", "te"),
+        Series("d-te-random", "(d) TE alone, fragmented, ranks in random order, 1 QP", "d", "random", "te"),
+        Series("b-te-busy", "(b) TE, fragmented, 1 QP, busy cluster", "b", "fragmented", "te",
+               background="fragmented"),
     ]
 
 
@@ -106,6 +115,8 @@ SCALE_PANELS = [
      ["b-ecmp-random", "b-static-random", "b-ecmp-busy", "b-static-busy"]),
     ("(c) optimized, (d) each fix alone",
      ["c", "c-busy", "d-placement", "d-eecmp", "d-qps", "d-routing", "d-routing-random"]),
+    ("centralized traffic engineering (TE) beside E-ECMP",
+     ["c", "c-te", "d-routing", "d-te", "d-routing-random", "d-te-random", "b-ecmp-busy", "b-te-busy"]),
 ]
 # (color, line style, marker) of each series key.
 STYLE = {
@@ -116,6 +127,8 @@ STYLE = {
     "c": ("#1f77b4", "-", "o"), "c-busy": ("#1f77b4", "--", "x"),
     "d-placement": ("#ff7f0e", "-", "s"), "d-eecmp": ("#8c564b", "-", "D"), "d-qps": ("#e377c2", "-", "P"),
     "d-routing": ("#bcbd22", "-", "^"), "d-routing-random": ("#7f7f7f", ":", "^"),
+    "c-te": ("#17becf", "-", "*"), "d-te": ("#17becf", "--", "D"), "d-te-random": ("#17becf", ":", "v"),
+    "b-te-busy": ("#17becf", "-.", "x"),
     "oob-roce": ("#d62728", "--", "o"), "oob-infiniband": ("#17becf", "--", "o"),
     "oob-random-roce": ("#d62728", ":", "v"), "oob-random-infiniband": ("#17becf", ":", "v"),
     "opt-roce": ("#d62728", "-", "s"), "opt-infiniband": ("#17becf", "-", "s"),

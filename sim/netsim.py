@@ -528,7 +528,8 @@ def solve_phase(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
     """Build, route and solve one phase (see the module docstring for the model; ``hash``, ``udp_sport`` and
     ``qpn_base`` as :func:`build_flows` takes them).
 
-    ``background``: phases of other jobs that run at the same time (same routing and QPs); their flows share the
+    ``background``: phases of other jobs that run at the same time (same routing and QPs; with ``routing="te"`` and
+    no ``router`` the controller routes them together with this phase's flows); their flows share the
     links in the same max-min solve (and, for an event-driven phase, the same event simulation), but only this
     phase's flows set its time and appear in the result. ``progress``: a :mod:`sim.progress` callback; each flow
     is one unit of work when it is routed and one when its rate is fixed (solver rounds, or events finishing it).
@@ -537,8 +538,15 @@ def solve_phase(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
     say = progress or silent
     t0 = time.perf_counter()
     header = {"hash": hash, "udp_sport": udp_sport, "qpn_base": qpn_base}
-    flows = build_flows(topo, phase, qps, routing, seed, router, **header)
-    others = [build_flows(topo, b, qps, routing, seed, router, **header) for b in (background or [])]
+    if routing == "te" and router is None:
+        # The TE controller sees the whole traffic matrix: this phase's and the background jobs' flows are routed
+        # in one decision, weighted by their bytes (sim/te.py).
+        from sim.te import route_together
+        flows, *others = route_together(topo, [phase] + list(background or []),
+                                        lambda ph, r: build_flows(topo, ph, qps, routing, seed, r, **header), seed)
+    else:
+        flows = build_flows(topo, phase, qps, routing, seed, router, **header)
+        others = [build_flows(topo, b, qps, routing, seed, router, **header) for b in (background or [])]
     everything = _concat_flows([flows] + others)
     mine = flows.n_flows
     say(0.5, f"phase {phase.name}: {everything.n_flows:,} flows routed ({routing}, {qps} QP), solving their rates")

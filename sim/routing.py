@@ -34,6 +34,9 @@ How each switch picks among its ``n`` valid choices (``W`` = all of them when no
   that mirrors the one the destination's own uplinks would use, so every destination has a single root and
   contiguous jobs (shifts, rings) load every uplink equally. After failures the subnet manager recomputes: the
   ``digit mod n``-th *valid* next hop, which re-spreads the destinations over the remaining ports.
+- ``"te"``: centralized traffic engineering (:mod:`sim.te`): a controller that sees all flows at once assigns each
+  flow (each QP) a path balancing the load on every tier; :func:`route` gives every flow equal weight,
+  :func:`sim.netsim.solve_phase` routes a phase's flows and its background jobs' together with their bytes.
 - ``"pinned"``: Meta's static path pinning on RoCE: the source leaf pins a flow to uplink ``slice mod W1``, where
   the slice is the destination NIC's downlink index on its own leaf; the upper tiers use the same destination digit
   as D-mod-k. It differs from ``"dmodk"`` in two ways: (1) it keys on the slice, not the global index, so with more
@@ -59,7 +62,7 @@ from sim.hashing import HASHES, SwitchHash, nic_ips, splitmix64  # noqa: F401  (
 from sim.nccl import FIXED_UDP_SPORT
 from sim.topology import IDX, Topology
 
-ROUTINGS = ("ecmp", "eecmp", "pinned", "dmodk")
+ROUTINGS = ("ecmp", "eecmp", "pinned", "dmodk", "te")
 
 
 class NoPathError(ValueError):
@@ -198,6 +201,9 @@ def route(topo: Topology, src_gpu, dst_gpu, qp=None, routing: str = "ecmp", seed
     (default: ``qp``). Deterministic for a given ``seed``; raises :class:`NoPathError` when a flow has no active
     path and ``ValueError`` for an unknown routing or hash or GPU ids out of range.
     """
+    if routing == "te":                      # centralized traffic engineering: sim/te.py (all flows at once)
+        from sim.te import te_route
+        return te_route(topo, src_gpu, dst_gpu, qp, seed=seed)
     src, dst, qp = _flow_arrays(topo, src_gpu, dst_gpu, qp, routing)
     if hash not in HASHES:
         raise ValueError(f"hash {hash!r} is not one of {', '.join(HASHES)}")

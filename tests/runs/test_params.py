@@ -6,6 +6,7 @@ import pytest
 
 from sim.cli import build_parser, main
 from sim.params import COLLECTIVE, FABRIC_HEALTH, FIGURE
+from sim.routing import ROUTINGS
 from twin.runs.params import serializer_for, validate_params
 from twin.web.views.experiments import param_fields
 
@@ -108,3 +109,10 @@ def test_the_cli_refuses_max_plus_one_with_exit_2_in_the_same_words(command, p, 
     assert code == 2
     err = capsys.readouterr().err
     assert f"{name}: must be at most" in err, err
+
+
+@pytest.mark.parametrize("routing", ROUTINGS)
+def test_every_routing_is_a_parameter_of_the_collective_run_kind(routing):
+    # the run kind takes each routing the engine has (centralized traffic engineering "te" included), as declared
+    assert validate_params("collective", {"routing": routing})["routing"] == routing
+    assert routing in serializer_for("collective")().fields["routing"].choices
