@@ -144,8 +144,9 @@ class Job(models.Model):
     results. Jobs are written by runs (``job`` and ``schedule`` kinds, :mod:`twin.runs.job_kinds`) through
     :mod:`twin.runs.job_actions`, never by the API.
 
-    The placement is rank -> ``GPU.index`` (cluster order) as little-endian int32 bytes, zlib-compressed
-    (``placement``: 16,384 ranks are 64 KB raw, far less compressed when ranks follow hosts); ``gpu_min`` and
+    The placement is rank -> ``GPU.index`` (cluster order), stored as int32 differences between consecutive ranks,
+    zlib-compressed (:meth:`pack_gpus`: 16,384 ranks are 64 KB raw, a few hundred bytes when ranks follow hosts);
+    ``gpu_min`` and
     ``gpu_max`` bound the indexes so a GPU -> job lookup reads only the jobs whose range holds the GPU."""
 
     name = models.CharField(max_length=100)
@@ -158,7 +159,7 @@ class Job(models.Model):
     n_gpus = models.PositiveIntegerField(default=0, help_text="ranks (GPUs) of the job")
     gpu_min = models.IntegerField(null=True, blank=True, help_text="lowest GPU index it holds")
     gpu_max = models.IntegerField(null=True, blank=True, help_text="highest GPU index it holds")
-    placement = models.BinaryField(blank=True, default=b"", help_text="rank -> GPU index, zlib int32 LE")
+    placement = models.BinaryField(blank=True, default=b"", help_text="rank -> GPU index: zlib of int32 LE deltas")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -176,7 +177,10 @@ class Job(models.Model):
 
     @staticmethod
     def pack_gpus(gpus) -> bytes:
-        return zlib.compress(np.ascontiguousarray(np.asarray(gpus, dtype="<i4")).tobytes(), 6)
+        """Rank -> GPU as int32 differences from the previous rank (the first from 0), zlib-compressed: ranks laid
+        along hosts are runs of 1s (16,384 of them fit in a few hundred bytes)."""
+        g = np.asarray(gpus, dtype=np.int64).ravel()
+        return zlib.compress(np.diff(g, prepend=0).astype("<i4").tobytes(), 6)
 
     def set_gpus(self, gpus) -> None:
         g = np.asarray(gpus, dtype=np.int64).ravel()
@@ -188,4 +192,6 @@ class Job(models.Model):
     def gpus(self) -> np.ndarray:
         """Rank -> GPU index (int32)."""
         raw = bytes(self.placement or b"")
-        return np.frombuffer(zlib.decompress(raw), dtype="<i4") if raw else np.zeros(0, dtype="<i4")
+        if not raw:
+            return np.zeros(0, dtype=np.int32)
+        return np.cumsum(np.frombuffer(zlib.decompress(raw), dtype="<i4"), dtype=np.int64).astype(np.int32)

@@ -101,7 +101,8 @@ def execute_run(self, run_id: int):
         from twin.inventory.adapter import layout_from_db
         layout = layout_from_db(run.cluster)
         actions.record_inventory_state(run, actions.inventory_state(run.cluster, layout))
-        summary, arrays = kind.run(layout, run.params, Reporter(run))
+        extra = {"run": run} if kind.wants_run else {}
+        summary, arrays = kind.run(layout, run.params, Reporter(run), **extra)
         heartbeat.stop()
         actions.succeed_run(run, summary, arrays)
     except RunCancelled:
