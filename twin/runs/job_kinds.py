@@ -18,16 +18,28 @@ import numpy as np
 from sim.errors import ParamError
 from sim.topology import topology_from_layout
 from twin.runs import job_actions, limits
-from twin.runs.kinds import LINK_ARRAYS, backend_cable_utilization, gpu_states
+from twin.runs.kinds import gpu_states
 from twin.runs.models import Job
 from twin.runs.registry import Headline, Kind, register
 
 JOB_HEADLINE = (Headline("mfu", "MFU", "pct"), Headline("tokens_per_s", "tokens/s", "int"),
-                Headline("step_time_s", "step time (s)", "text"))
+                Headline("step_time", "step time (s)", "text"))
 SCHEDULE_HEADLINE = (Headline("utilization", "GPU utilization", "pct"),)
-# The figures a Job keeps of its run's summary (what the queue, the live frames and the what-if table show).
-JOB_FIGURES = ("step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "breakdown", "compute_s", "bubble_s",
-               "exposed_s", "throughput", "memory_gb", "recompute", "hottest_links")
+# The figures a Job keeps of its run's summary (sim.job.JobResult.to_dict(): what the queue, the live frames and
+# the what-if table show); ``step_time`` is kept as ``step_time_s``, the breakdown without its total.
+JOB_FIGURES = ("tokens_per_s", "tflops_per_gpu", "mfu", "memory_gb", "hottest", "routing", "placement")
+
+
+def job_results(doc: dict) -> dict:
+    """What a Job keeps of :meth:`sim.job.JobResult.to_dict`: step time (s), tokens/s, TFLOPs per GPU, MFU, the
+    step's parts in seconds (compute, exposed tp/cp/pp/dp, bubble), each dimension's exposed and total
+    communication, memory and the hottest links."""
+    out = {k: doc[k] for k in JOB_FIGURES if k in doc}
+    out["step_time_s"] = doc["step_time"]
+    out["breakdown"] = {k: v for k, v in doc["breakdown"].items() if k != "step"}
+    out["comm"] = {d: {"ranks": c["ranks"], "time": c["time"], "exposed": c["exposed"]}
+                   for d, c in doc.get("comm", {}).items()}
+    return out
 
 
 def job_name(params: dict) -> str:
@@ -54,19 +66,14 @@ def _job_of(run) -> Job:
 
 
 # ----------------------------------------------------------------------------------------- engine (sim.job)
-def simulate_job(topo, params: dict, progress: Callable, on_placed: Callable) -> tuple[dict, np.ndarray, object]:
-    """Run :mod:`sim.job` on ``topo``: ``on_placed(gpus)`` once the job is placed; returns the result as a dict,
-    the rank -> GPU placement and the result object (for its link utilization)."""
-    from sim import job as engine
-    result = engine.run_job(topo, params, progress=progress, on_placed=on_placed)
-    doc = result.to_dict()
-    return doc, np.asarray(result.gpus), result
-
-
-def simulate_schedule(topo, params: dict, progress: Callable) -> tuple[dict, object]:
-    from sim import scheduler as engine
-    result = engine.run_schedule(topo, params, progress=progress)
-    return result.to_dict(), result
+def place(topo, params: dict) -> np.ndarray:
+    """The job's GPUs (rank -> GPU) as :func:`sim.job.run_job` places them on its own (:func:`sim.placement.place`
+    with the job's policy and seed), so the twin can record and publish the placement before the step is solved."""
+    from sim.placement import place as engine_place
+    try:
+        return np.asarray(engine_place(topo, params["gpus"], params["placement"], params["seed"]))
+    except ValueError as e:
+        raise ParamError("gpus", str(e)) from None
 
 
 # ----------------------------------------------------------------------------------------------------- kinds
@@ -78,23 +85,17 @@ def job(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]:
     cluster, n = run.cluster, int(topo.n_gpus)
     the_job = _job_of(run)
     job_actions.publish_jobs(progress, cluster, n, the_job, "placing", 0.0)
-
-    def on_placed(gpus):
-        job_actions.place_job(the_job, gpus)
-        job_actions.publish_jobs(progress, cluster, n, the_job, "simulating")
-        progress(None, gpu_state=gpu_states(topo, gpus))
-
-    doc, gpus, result = simulate_job(topo, params, progress, on_placed)
-    if the_job.n_gpus == 0:                     # the engine placed without telling: record it now
-        on_placed(gpus)
-    results = {k: doc[k] for k in JOB_FIGURES if k in doc}
-    job_actions.finish_job(the_job, results)
+    gpus = place(topo, params)
+    job_actions.place_job(the_job, gpus)
+    job_actions.publish_jobs(progress, cluster, n, the_job, "simulating", 0.01)
+    progress(None, gpu_state=gpu_states(topo, gpus))
+    from sim.job import run_job
+    doc = run_job(topo, params, progress=progress, gpus=gpus).to_dict()
+    job_actions.finish_job(the_job, job_results(doc))
     arrays = {"gpu_state": gpu_states(topo, gpus)}
-    util = getattr(result, "link_utilization", None)
-    if callable(util):
-        arrays["link_utilization"] = backend_cable_utilization(topo, util())
     job_actions.publish_jobs(progress, cluster, n, None, None, 1.0)
-    progress(1.0, link_util=arrays.get("link_utilization"), gpu_state=arrays["gpu_state"])
+    progress(1.0, gpu_state=arrays["gpu_state"])
+    doc["step_time_s"] = doc["step_time"]
     return {**doc, "job": the_job.pk, "job_name": the_job.name}, arrays
 
 
@@ -103,8 +104,8 @@ def schedule(layout, params: dict, progress: Callable, *, run) -> tuple[dict, di
     fragmentation, waits and each job's throughput under the policy."""
     topo = topology_from_layout(layout)
     progress(0.0, "scheduling", gpu_state=gpu_states(topo))
-    doc, _ = simulate_schedule(topo, params, progress)
-    return doc, {}
+    from sim.scheduler import run_schedule
+    return run_schedule(topo, params, progress=progress).to_dict(), {}
 
 
 # ------------------------------------------------------------------------------------- checks and cost
@@ -139,15 +140,19 @@ def _schedule_cost(values: dict, cluster) -> int:
 
 
 def register_kinds() -> bool:
-    """Register ``job`` and ``schedule`` when the engine declares them (``sim.params.JOB`` and ``SCHEDULE``)."""
+    """Register ``job`` and ``schedule`` when the engine declares them (``sim.params.JOB`` and ``SCHEDULE``, and
+    ``sim.scheduler`` for the latter)."""
     try:
         from sim.params import JOB, SCHEDULE
     except ImportError:
         return False
+    import importlib.util
     register(Kind("job", "Training job (one step of a 4D-parallel job on the fabric)", JOB, job,
-                  headline=JOB_HEADLINE, best="mfu", arrays=LINK_ARRAYS, view="job", form=False,
+                  headline=JOB_HEADLINE, best="mfu", arrays={"gpu_state": "uint8"}, view="job", form=False,
                   brief=("model", "gpus", "tp", "cp", "pp", "dp", "placement", "routing"), check=_check_job,
                   cost=_job_cost, on_create=_create_job, wants_run=True))
+    if importlib.util.find_spec("sim.scheduler") is None:
+        return True
     register(Kind("schedule", "Scheduler (a job queue over simulated time under a placement policy)", SCHEDULE,
                   schedule, headline=SCHEDULE_HEADLINE, view="schedule", brief=("policy", "arrivals", "days"),
                   cost=_schedule_cost, wants_run=True))
