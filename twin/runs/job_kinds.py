@@ -154,7 +154,7 @@ def register_kinds() -> bool:
     if importlib.util.find_spec("sim.scheduler") is None:
         return True
     register(Kind("schedule", "Scheduler (a job queue over simulated time under a placement policy)", SCHEDULE,
-                  schedule, headline=SCHEDULE_HEADLINE, view="schedule", brief=("policy", "arrivals", "days"),
+                  schedule, headline=SCHEDULE_HEADLINE, view="summary", brief=("policy", "arrivals", "days"),
                   cost=_schedule_cost, wants_run=True))
     return True
 
