@@ -74,8 +74,21 @@ def parse_order(text: str) -> tuple[str, ...]:
 
 
 def check_job(v: dict) -> None:
-    """Rules across a job's parameters (called by ``sim.params.JOB.validate``): fills ``dp``/``gpus``,
-    ``micro_batches`` and ``recompute_on``; raises :class:`ParamError` naming the field and why."""
+    """Rules across a job's parameters (called by ``sim.params.JOB.validate``): fills ``dp`` or ``gpus`` and
+    normalizes ``order``; raises :class:`ParamError` naming the field and why."""
+    derive_job(v)
+
+
+def resolve_job(params: dict) -> dict:
+    """A validated job's parameters plus what follows from them: ``micro_batches``, ``recompute_on`` (bool) and
+    ``memory`` (bytes on the busiest GPU, by part)."""
+    p = dict(params)
+    p.update(derive_job(p))
+    return p
+
+
+def derive_job(v: dict) -> dict:
+    """Checks ``v`` (filling ``dp``/``gpus``, ``order``) and returns the derived values (:func:`resolve_job`)."""
     model = model_of(v)
     tp, cp, pp = v["tp"], v["cp"], v["pp"]
     inner = tp * cp * pp
@@ -126,7 +139,7 @@ def check_job(v: dict) -> None:
                                    f"optimizer {mm['optimizer'] / 1e9:.1f}, activations "
                                    f"{mm['activations'] / 1e9:.1f}), more than {hbm / 1e9:g} GB"
                                    + ("" if on else ": recompute, or more tp / pp / dp"))
-    v["micro_batches"], v["recompute_on"], v["memory"] = m, on, mem[on]
+    return {"micro_batches": m, "recompute_on": on, "memory": mem[on]}
 
 
 def validate_job(values: dict) -> dict:
@@ -497,7 +510,7 @@ def run_job(topo, params: dict, progress=None, gpus=None) -> JobResult:
     placement (rank -> GPU) instead of ``params['placement']``."""
     t0 = time.perf_counter()
     say = progress or silent
-    p = dict(params)
+    p = resolve_job(params)
     model = model_of(p)
     gpus = _place(topo, p, gpus=gpus)
     _check_usable(topo, gpus, p["gpus"])
@@ -524,6 +537,7 @@ def run_jobs(topo, jobs: list[dict], progress=None, placements=None) -> JobsResu
         raise UsageError("run_jobs needs at least one job")
     taken = np.zeros(topo.n_gpus, bool)
     placed, traffics, models = [], [], []
+    jobs = [resolve_job(p) for p in jobs]
     for i, p in enumerate(jobs):
         g = _place(topo, p, taken, None if placements is None else placements[i])
         _check_usable(topo, g, p["gpus"])
