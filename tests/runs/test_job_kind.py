@@ -61,3 +61,21 @@ def test_a_cancelled_job_run_fails_its_job(demo):
     actions.cancel_run(run)
     job.refresh_from_db()
     assert job.state == "failed" and "cancelled" in job.error
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_schedule_run_reports_each_policy_figure_through_a_worker(workers, runner, demo):
+    # given demo-256 with one failed GPU: its host takes no job
+    GPU.objects.filter(cluster=demo, index=9).update(status="failed")
+    # when a small synthetic queue is scheduled topology-aware over REST
+    params = {"policy": "topology", "arrivals": 12, "days": 1, "max_gpus": 64}
+    r = runner.post("/api/runs/", {"kind": "schedule", "cluster": "demo-256", "params": params}, format="json")
+    assert r.status_code == 201, r.json()
+    run = finished(runner, r.json()["id"], timeout=120)
+    # then the worker reports utilization, fragmentation, waits and every job's figures
+    assert run["status"] == "succeeded", run["error"]
+    s = run["summary"]
+    assert s["policy"] == "topology" and len(s["jobs"]) == 12 and 0 < s["utilization"] <= 1
+    assert s["usable_gpus"] <= 248                   # the failed GPU's host (8 GPUs) is not offered
+    assert s["jobs_run"] + s["jobs_never_started"] == 12
+    assert run["headline"][0]["key"] == "utilization" and run["headline"][0]["value"] == s["utilization"]
