@@ -22,6 +22,7 @@ const el = {
 };
 const jobs = new Map();          // job id -> the API's row, live figures merged in
 const series = new Map();        // job id -> [{x: seconds since the page opened, y: tokens/s}] from live frames
+const placements = new Map();    // job id -> its rank -> GPU list (null while asked)
 const t0 = performance.now();
 let selected = null, charts = [];
 
@@ -81,15 +82,23 @@ async function load() {
 }
 
 // ----------------------------------------------------------------------------------------------- one job
-async function select(id) {
+function select(id) {
   selected = id;
   renderTable();
   renderDetail();
-  const job = jobs.get(id);
-  if (job && job.n_gpus && !job.gpus) {
-    try { job.gpus = (await api(`/api/runs/jobs/${id}/gpus/`)).gpus; } catch { job.gpus = []; }
-    if (selected === id) drawPlacement(job);
+}
+
+/** The job's GPUs, asked once it is placed; the placement is drawn again when they arrive. */
+function gpusOf(job) {
+  if (!job.n_gpus) return [];
+  if (!placements.has(job.id)) {
+    placements.set(job.id, null);
+    api(`/api/runs/jobs/${job.id}/gpus/`).then((doc) => {
+      placements.set(job.id, doc.gpus);
+      if (selected === job.id) drawPlacement(jobs.get(job.id));
+    }).catch(() => placements.delete(job.id));
   }
+  return placements.get(job.id) ?? [];
 }
 
 /** The cluster's GPUs, one pixel each (rows of `cols` in GPU index order: hosts, racks, zones as built), the job's
@@ -102,7 +111,7 @@ function drawPlacement(job) {
   const rgb = (hex) => { const v = parseInt(hex.slice(1), 16);
                          return ((255 << 24) | ((v & 0xff) << 16) | (v & 0xff00) | (v >>> 16)) >>> 0; };
   px.fill(rgb(COLORS.none), 0, n);
-  const gpus = job.gpus ?? [], p = job.params ?? {}, inner = (p.tp ?? 1) * (p.cp ?? 1), stages = p.pp ?? 1;
+  const gpus = gpusOf(job), p = job.params ?? {}, inner = (p.tp ?? 1) * (p.cp ?? 1), stages = p.pp ?? 1;
   const palette = PALETTE.map(rgb);
   for (let r = 0; r < gpus.length; r++) {
     const stage = stages > 1 && (p.order ?? "tp,cp,pp,dp") === "tp,cp,pp,dp" ? Math.floor(r / inner) % stages : 0;
@@ -150,8 +159,10 @@ function renderDetail() {
   const use = pts.length ? { pts, x: "simulated time (s)" } : { pts: livePts, x: "seconds since this page opened" };
   el.throughput.dataset.points = String(use.pts.length);
   if (use.pts.length) {
-    charts.push(lineChart(el.throughput, { label: "throughput", xLabel: use.x, yLabel: "tokens/s", height: 220,
-                                           series: [{ name: job.name, points: use.pts }], legend: false }));
+    charts.push(lineChart(el.throughput, {
+      label: "throughput", height: 220, legend: false, series: [{ name: job.name, points: use.pts }],
+      x: { scale: "linear", label: use.x, name: "t", format: (v) => num(v, 1) },
+      y: { scale: "linear", min: 0, label: "tokens/s", format: big } }));
   } else el.throughput.innerHTML = '<p class="muted">no throughput reported yet</p>';
 }
 
