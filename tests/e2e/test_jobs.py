@@ -2,6 +2,7 @@
 (queued or placing or simulating, then finished) without a reload; its placement, step breakdown and throughput are
 drawn; the GPU page coloured by training job shows it on its GPUs; a what-if runs the same job with another
 placement side by side."""
+from tests.e2e.browser import screenshot
 from tests.e2e.conftest import RUN_SECONDS
 from tests.e2e.test_live import fill_form
 
@@ -44,12 +45,14 @@ def test_a_job_submitted_from_the_jobs_page_shows_its_live_state(admin, twin):
     assert page.locator("#job-placement").get_attribute("data-gpus") == "64"
     assert detail.locator("#job-breakdown svg .bar").count() >= 5           # compute, tp, cp, pp, dp, bubble
     assert int(page.locator("#job-throughput").get_attribute("data-points")) >= 1
+    screenshot(page, "jobs-finished")
     # and the GPU page coloured by training job shows the job on its GPUs
     gpus = admin.page.request.get(f"{twin.url}/api/runs/jobs/{job_id}/gpus/").json()["gpus"]
     admin.visit("/clusters/demo-256/gpus/?color=training")
     assert admin.twin_js("window.twin.gpuGrid.mode") == "training"
     assert admin.twin_js(f"window.twin.gpuGrid.jobOf({gpus[0]})") == int(job_id)
     assert "job #" in admin.page.locator("#gpu-legend").inner_text()
+    screenshot(admin.page, "gpus-training-jobs")
 
 
 def test_a_what_if_runs_the_same_job_with_another_placement_side_by_side(admin, twin):
