@@ -289,8 +289,8 @@ def message_sizes(model: ModelShape, p: dict) -> dict:
 
 def _stage_params(model: ModelShape, pp: int, v: int) -> list[float]:
     layers = stage_layers(model.layers, pp, v)
-    return [n * model.layer_params + (model.vocab * model.dim if s in (0, pp - 1) else 0)
-            for s, n in enumerate(layers)]
+    return [n * model.layer_params + (model.vocab * model.dim if s == 0 else 0)
+            + ((model.vocab + 1) * model.dim if s == pp - 1 else 0) for s, n in enumerate(layers)]
 
 
 def collective_time(kind: str, size: float, ranks: int, unit: float, alpha: float) -> float:
