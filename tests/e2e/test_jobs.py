@@ -42,7 +42,7 @@ def test_a_job_submitted_from_the_jobs_page_shows_its_live_state(admin, twin):
     # and the job is selected: its 64 GPUs drawn, its step's parts and its throughput charted
     detail = page.locator("#job-detail")
     page.wait_for_function("document.getElementById('job-detail').dataset.phase === 'finished'")
-    assert page.locator("#job-placement").get_attribute("data-gpus") == "64"
+    page.wait_for_function("document.getElementById('job-placement').dataset.gpus === '64'")   # fetched once placed
     assert detail.locator("#job-breakdown svg .bar").count() >= 5           # compute, tp, cp, pp, dp, bubble
     assert int(page.locator("#job-throughput").get_attribute("data-points")) >= 1
     screenshot(page, "jobs-finished")
