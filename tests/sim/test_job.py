@@ -77,6 +77,9 @@ def test_tp_inside_one_host_never_touches_the_fabric():
     assert tp.sum() > 0
     host = np.asarray(topo.gpu_host)
     assert (host[t.src[tp]] == host[t.dst[tp]]).all()
+    for k, d in enumerate(DIMS):                                   # every GPU sends in each dimension of size > 1
+        if p[d] > 1:
+            assert set(t.src[t.tag == k].tolist()) == set(gpus.tolist())
     r = run_job(topo, p, gpus=gpus)
     for h in r.hottest:
         if "tp" in h.flows:
