@@ -31,7 +31,7 @@ from sim.collectives import CollectiveError
 from sim.errors import ParamError, SpecError, UsageError
 from sim.params import COLLECTIVE, FIGURE, add_arguments, values_from_args
 from sim.progress import Bar
-from sim import storage_cli
+from sim import job_cli, storage_cli
 
 EXIT_USAGE = 2
 
@@ -77,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--quick", action="store_true", help="a small, fast configuration (tests, smoke runs)")
     f.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     storage_cli.add_parsers(sub)
+    job_cli.add_parsers(sub)
     return p
 
 
@@ -89,6 +90,8 @@ def main(argv=None) -> int:
             return _collective(args, bar)
         if args.command in storage_cli.COMMANDS:
             return storage_cli.run(args, bar)
+        if args.command in job_cli.COMMANDS:
+            return job_cli.run(args, bar)
         return _figure(args, bar)
     except ParamError as e:
         return _refuse(args, bar, [f"{field}: {reason}" for field, reasons in e.errors.items() for reason in reasons])

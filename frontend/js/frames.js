@@ -14,7 +14,8 @@
 // Every code (magic, version, frame types, flags, sections, dtypes and their item sizes, statuses, GPU states, the
 // link_util scale) comes from the server's tables (twin/live/frames.py tables()): embedded in each page
 // (#live-protocol, web/base.html) and sent again in every stream's meta message. Nothing here repeats them.
-// link_util as Uint8 is utilization * link_util_scale; as Float16 it is 0..1.
+// link_util as Uint8 is utilization * link_util_scale; as Float16 it is 0..1. gpu_job (Uint16 per GPU) is 0 or the
+// 1-based row of job_stats (Float32, rows of job_fields per training job: jobRows()).
 // A section missing from a frame means "unchanged". seq jumping by more than 1 means frames were lost: fetch the
 // REST snapshot (JSON with `frame_b64`, or `?binary=1`) and decode it with this same function.
 
@@ -32,6 +33,7 @@ export function useProtocol(info) {
     dtype: byCode(info.dtypes), itemSize: byCode(info.dtype_sizes),
     status: new Map(Object.entries(info.status_codes).map(([name, code]) => [code, name])),
     gpuState: byName(info.gpu_states),                  // name -> code: {idle, in_job, unusable}
+    jobFields: info.job_fields ?? [], jobPhase: byCode(info.job_phases ?? {}),   // job_stats rows (training jobs)
     utilScale: info.link_util_scale,
   };
   return tables;
@@ -66,7 +68,23 @@ const READ = {
     for (let j = 0; j < count; j++) data[j] = float16(v.getUint16(off + 2 * j, true));
     return data;
   },
+  // sections start 4-aligned, so typed-array views on the buffer are aligned (hosts are little-endian)
+  uint16(buffer, v, off, count) { return new Uint16Array(buffer.slice(off, off + 2 * count)); },
+  float32(buffer, v, off, count) { return new Float32Array(buffer.slice(off, off + 4 * count)); },
 };
+
+/** The rows of a job_stats section (Float32Array, one row of p.jobFields per job) as objects: job id, phase (its
+ *  name), step_time_s, tokens_per_s, tflops_per_gpu, mfu, gpus; NaN becomes null. */
+export function jobRows(stats, p = protocol()) {
+  const f = p.jobFields, n = f.length, rows = [];
+  for (let i = 0; i + n <= (stats?.length ?? 0); i += n) {
+    const r = {};
+    f.forEach((name, j) => { const x = stats[i + j]; r[name] = Number.isNaN(x) ? null : x; });
+    if (r.phase != null) r.phase = p.jobPhase.get(r.phase) ?? "unknown";
+    rows.push(r);
+  }
+  return rows;
+}
 
 /** Decode one frame (ArrayBuffer) into {type, seq, runId, clusterId, progress, status, final, timeMs, sections}
  *  with the protocol tables `p` (default: protocol()). sections.link_util is a Float32Array in 0..1 whatever the

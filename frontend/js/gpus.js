@@ -6,14 +6,16 @@
 // the page re-read the statuses.
 //
 // The pieces: Grid (the structure and its lookups), Inventory (statuses from the page data / status.json),
-// LiveRuns (what the frames say: each GPU's run, unusable marks, link utilization), colorize() (a mode's colour per
-// GPU and its figures), GridView (layout, drawing, legend, tooltip), then start() wires them to the page.
+// LiveRuns (what the frames say: each GPU's run, unusable marks, link utilization), TrainingJobs (which training job
+// each GPU runs: the Job placements of /clusters/<name>/jobs/gpus.json, then the frames' gpu_job and job_stats
+// sections), colorize() (a mode's colour per GPU and its figures), GridView (layout, drawing, legend, tooltip),
+// then start() wires them to the page.
 import {
   COLORS, UTIL_GRADIENT, UTIL_PIXEL, api, cssPixel, esc, fmt, live, markReady, timeFrame, toast, twin, utilCss,
 } from "./twin.js";
-import { fetchSnapshot, protocol } from "./frames.js";
+import { fetchSnapshot, jobRows, protocol } from "./frames.js";
 
-const MODES = ["job", "health", "utilization"];
+const MODES = ["job", "training", "health", "utilization"];
 const LEGEND_RUNS = 4;                           // runs named in the legend, the largest first
 
 // Jobs get distinct colours, none of them red (unusable) or grey (idle); a run keeps its colour while it runs.
@@ -194,6 +196,63 @@ class LiveRuns {
   }
 }
 
+// -------------------------------------------------------------------------------------------- training jobs
+/** Which training job each GPU runs (twin.runs.job_actions.gpu_jobs): `rowOf` per GPU, 0 or the 1-based row of
+ *  `rows` (job id, phase, figures); names come from the page's jobs data and, for a job first seen in a frame,
+ *  from the jobs API. Each job keeps its colour while the page is open. */
+class TrainingJobs {
+  constructor(grid, onInfo) {
+    this.grid = grid; this.onInfo = onInfo;
+    this.rowOf = new Uint16Array(grid.n);
+    this.rows = [];
+    this.names = new Map();          // job id -> {name, model, run}
+    this.colors = new Map();         // job id -> colour index
+  }
+
+  /** The page data: {gpus, gpu_job (base64 of uint16 per GPU), jobs}. */
+  setData(doc) {
+    if (doc.gpus !== this.grid.n) return false;
+    const bytes = Uint8Array.from(atob(doc.gpu_job), (c) => c.charCodeAt(0));
+    this.rowOf.set(new Uint16Array(bytes.buffer, 0, this.grid.n));
+    this.rows = doc.jobs;
+    for (const j of doc.jobs) this.names.set(j.job, { name: j.name, model: j.model, run: j.run });
+    return true;
+  }
+
+  /** A live frame's gpu_job and job_stats sections (both come together); false when it has none. */
+  apply(f) {
+    const g = f.sections.gpu_job, stats = f.sections.job_stats;
+    if (!g || !stats || g.length !== this.grid.n) return false;
+    this.rowOf.set(g);
+    this.rows = jobRows(stats);
+    const unknown = this.rows.map((r) => r.job).filter((id) => !this.names.has(id));
+    if (unknown.length) {
+      unknown.forEach((id) => this.names.set(id, { name: `job #${id}` }));
+      api(`/api/runs/jobs/?id__in=${unknown.join(",")}&limit=${unknown.length}`).then((page) => {
+        for (const j of page.results ?? []) this.names.set(j.id, { name: j.name, model: j.model, run: j.run?.id });
+        this.onInfo();
+      }).catch(() => { /* the label stays "job #<id>" */ });
+    }
+    return true;
+  }
+
+  job(row) { return this.rows[row - 1]; }
+
+  color(id) {
+    if (!this.colors.has(id)) {
+      const used = new Set(this.rows.map((r) => this.colors.get(r.job)).filter((c) => c != null));
+      const k = JOB_COLORS.findIndex((_, c) => !used.has(c));
+      this.colors.set(id, k < 0 ? id % JOB_COLORS.length : k);
+    }
+    return JOB_COLORS[this.colors.get(id)];
+  }
+
+  label(id) {
+    const row = this.rows.find((r) => r.job === id), n = this.names.get(id);
+    return `job #${id}${n?.name ? ` ${n.name}` : ""}${row?.phase ? ` (${row.phase})` : ""}`;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------------- colours
 /** The health mode's categories: the inventory statuses in code order, then PART_DOWN. */
 function healthCategories(statusNames) {
@@ -203,9 +262,22 @@ function healthCategories(statusNames) {
 }
 
 /** Colour every GPU for `mode` into `colors`; returns the legend's figures and one figure per zone. */
-function colorize(mode, grid, inv, liveRuns, health, colors) {
+function colorize(mode, grid, inv, liveRuns, health, colors, training) {
   const { n, gpuZone } = grid, perZone = new Float64Array(grid.dims.zones);
   const { status, reasons, blocked } = inv, { runOf, unusable: liveUnusable, util } = liveRuns;
+  if (mode === "training") {
+    const byJob = new Map(), px = training.rows.map((r) => cssPixel(training.color(r.job)));
+    let idle = 0, unusable = 0;
+    for (let i = 0; i < n; i++) {
+      const row = training.rowOf[i];
+      if (blocked[i] | liveUnusable[i]) { colors[i] = PX.unusable; unusable += 1; continue; }
+      if (!row || row > px.length) { colors[i] = PX.idle; idle += 1; continue; }
+      colors[i] = px[row - 1]; perZone[gpuZone[i]] += 1;
+      const id = training.rows[row - 1].job;
+      byJob.set(id, (byJob.get(id) ?? 0) + 1);
+    }
+    return { byJob, idle, unusable, perZone };
+  }
   if (mode === "job") {
     const byRun = new Map();
     let idle = 0, unusable = 0, lastRun = 0, lastColor = 0, lastCount = null;
@@ -376,7 +448,7 @@ class GridView {
    *  than the colouring loop. */
   draw() {
     const { grid, colors, drawn, cellOff, buf, G } = this, n = grid.n, gpuZone = grid.gpuZone;
-    this.counts = colorize(this.mode, grid, this.inv, this.live, this.health, colors);
+    this.counts = colorize(this.mode, grid, this.inv, this.live, this.health, colors, this.training);
     const c = G.fill, W = G.width, box = this.dirty.fill(-1);   // per zone: x0, y0, x1, y1 of the changed cells
     for (let i = 0; i < n; i++) {
       const col = colors[i], o = cellOff[i];
@@ -401,6 +473,7 @@ class GridView {
   zoneFigure(z) {
     const v = this.counts.perZone[z], total = this.grid.zoneGpus[z];
     if (this.mode === "job") return `${fmt.int(v)} in jobs`;
+    if (this.mode === "training") return `${fmt.int(v)} in training jobs`;
     if (this.mode === "health") return v ? `${fmt.int(v)} not usable` : "all usable";
     return `mean ${fmt.pct(v / Math.max(1, total))}`;
   }
@@ -429,7 +502,17 @@ class GridView {
   renderLegend() {
     const { counts, live: lr } = this;
     let html = "";
-    if (this.mode === "job") {
+    if (this.mode === "training") {
+      const tj = this.training, byJob = [...counts.byJob].sort((a, b) => b[1] - a[1]);
+      const named = byJob.slice(0, LEGEND_RUNS).sort((a, b) => a[0] - b[0]);
+      for (const [id, c] of named) html += legendItem(tj.color(id), tj.label(id), c, ` data-job="${id}"`);
+      if (byJob.length > LEGEND_RUNS) {
+        const rest = byJob.slice(LEGEND_RUNS);
+        html += `<span class="item">${rest.length} more jobs <b>${fmt.int(rest.reduce((m, [, c]) => m + c, 0))}</b></span>`;
+      }
+      if (!byJob.length) html += `<span class="muted">no training job placed on the cluster</span>`;
+      html += legendItem(COLORS.idle, "idle", counts.idle) + legendItem(COLORS.unusable, "unusable", counts.unusable);
+    } else if (this.mode === "job") {
       // the legend stays one line (the grid must not move under the pointer): the largest jobs, then the rest
       const byRun = [...counts.byRun].sort((a, b) => b[1].n - a[1].n);
       const named = byRun.slice(0, LEGEND_RUNS).sort((a, b) => a[0] - b[0]);   // in run order, so items do not swap
@@ -476,7 +559,9 @@ class GridView {
       + `<tr><th>zone</th><td>${esc(grid.short(D.zones.name[z]))}</td></tr>`
       + `<tr><th>status</th><td><span class="badge ${st}">${st}</span>`
       + `${why.length ? ` <span class="bad">unusable: ${esc(why.join("; "))}</span>` : ""}</td></tr>`
-      + `<tr><th>job</th><td>${run ? esc(lr.label(run)) : '<span class="muted">idle</span>'}</td></tr>`
+      + `<tr><th>run</th><td>${run ? esc(lr.label(run)) : '<span class="muted">idle</span>'}</td></tr>`
+      + `<tr><th>training job</th><td>${this.training.rowOf[i] ? esc(this.training.label(
+        this.training.job(this.training.rowOf[i]).job)) : '<span class="muted">none</span>'}</td></tr>`
       + `<tr><th>NIC link</th><td>${l < 0 ? '<span class="muted">no cable</span>'
         : lr.hasUtil() ? `${fmt.pct(lr.util[l], 1)} utilization`
           : '<span class="muted">no utilization published yet</span>'}`
@@ -585,6 +670,9 @@ async function start() {
   });
   inv.set(data);
   view = new GridView(el, grid, inv, liveRuns, mode);
+  const training = view.training = new TrainingJobs(grid, () => { if (view.mode === "training") view.renderLegend(); });
+  const jobsDoc = await api(canvas.dataset.jobsUrl).catch((e) => { toast(`training jobs: ${e.message}`); return null; });
+  if (jobsDoc) training.setData(jobsDoc);
   document.getElementById("gpu-summary").textContent = grid.summary();
   if (!grid.n) {
     wrap.insertAdjacentHTML("afterbegin", '<p class="muted">This cluster has no GPU.</p>');
@@ -599,6 +687,7 @@ async function start() {
     get mode() { return view.mode; },
     cellCenter: (i) => view.cellCenter(i),
     runOf: (i) => liveRuns.runOf[i],
+    jobOf: (i) => { const row = view.training.rowOf[i]; return row ? view.training.job(row).job : 0; },
     statusReads: 0,
   };
 
@@ -619,7 +708,10 @@ async function start() {
       connected = true;
     },
     onEvent: (msg) => { if (msg.type === "inventory") readStatuses(); },
-    onFrame: (f) => timeFrame(() => { if (liveRuns.apply(f)) view.draw(); }),
+    onFrame: (f) => timeFrame(() => {
+      const jobs = training.apply(f), runs = liveRuns.apply(f);
+      if (runs || jobs) view.draw();
+    }),
   });
   loadRunningRuns(clusterName, liveRuns, view).catch((e) => toast(`running runs: ${e.message}`));
 

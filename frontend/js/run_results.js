@@ -318,6 +318,23 @@ export function renderSummary(el, s, { run }) {
     <section class="panel"><h3>Summary</h3><pre class="mono">${esc(JSON.stringify(s, null, 1))}</pre></section>`;
 }
 
+/** job: a training job's step (sim.job JobResult.to_dict()): headline figures, the step's parts as bars (compute,
+ *  exposed communication per dimension, bubble), a link to the job on its cluster's Jobs page, then the JSON. */
+export function renderJob(el, s, { cluster, run }) {
+  const jobLink = s.job && cluster ? `<a href="/clusters/${encodeURIComponent(cluster)}/jobs/?job=${s.job}">job #${s.job}
+    on the Jobs page</a>` : "";
+  el.innerHTML = `${headlineCards(run.headline ?? [])}
+    <section class="panel"><h3>Step breakdown (s) ${jobLink}</h3><div class="job-breakdown-chart"></div></section>
+    <section class="panel"><h3>Summary</h3><pre class="mono">${esc(JSON.stringify(s, null, 1))}</pre></section>`;
+  const parts = Object.entries(s.breakdown ?? {}).filter(([k]) => k !== "step");
+  if (parts.length) {
+    barChart(el.querySelector(".job-breakdown-chart"), {
+      bars: parts.map(([k, v], i) => ({ label: k === "compute" || k === "bubble" ? k : `exposed ${k}`, value: v,
+                                         color: PALETTE[i % PALETTE.length] })),
+      format: (v) => `${Number(v).toFixed(3)} s` });
+  }
+}
+
 /** The result views by the name a kind declares (`run.view`): f(el, summary, {cluster, run, published}). */
 export const VIEWS = { collective: renderCollective, fabric_health: renderFabricHealth, figure: renderFigure,
-                       summary: renderSummary };
+                       job: renderJob, summary: renderSummary };

@@ -188,3 +188,38 @@ def test_every_page_embeds_the_protocol_tables(client):
     m = re.search(r'<script id="live-protocol" type="application/json">(.*?)</script>', html, re.S)
     assert m, "no #live-protocol in the page"
     assert json.loads(m.group(1)) == json.loads(json.dumps(protocol_info()))
+
+
+def _job_frame():
+    rows = [{"job": 12, "phase": "simulating", "step_time_s": 6.5, "tokens_per_s": 2.5e6, "tflops_per_gpu": 400.0,
+             "mfu": 0.4, "gpus": 3},
+            {"job": 13, "phase": "queued", "gpus": 2}]
+    gpu_job = np.array([0, 1, 1, 1, 2, 2, 0], np.uint16)
+    return rows, gpu_job, frames.Frame(type=frames.FRAME_CLUSTER, seq=4, cluster_id=1,
+                                       sections=frames.build_sections(gpu_job=gpu_job, jobs=rows))
+
+
+def test_job_sections_round_trip():
+    """gpu_job (uint16 per GPU) and job_stats (float32 rows of JOB_FIELDS) come back as they went, NaN as None."""
+    rows, gpu_job, frame = _job_frame()
+    back = frames.decode(frames.encode(frame))
+    assert back.gpu_job.dtype == np.dtype("<u2") and back.gpu_job.tolist() == gpu_job.tolist()
+    got = back.jobs
+    assert [r["job"] for r in got] == [12, 13] and [r["phase"] for r in got] == ["simulating", "queued"]
+    assert got[0]["step_time_s"] == 6.5 and got[0]["tokens_per_s"] == 2.5e6 and abs(got[0]["mfu"] - 0.4) < 1e-7
+    assert got[1]["step_time_s"] is None and got[1]["gpus"] == 2
+    with pytest.raises(frames.FrameError):
+        frames.encode(frames.Frame(sections={1: np.zeros(3, np.int64)}))
+
+
+def test_the_browser_decoder_reads_job_sections(tmp_path):
+    """frames.js reads the uint16 and float32 sections and names the job rows with the server's tables."""
+    rows, gpu_job, frame = _job_frame()
+    raw = frames.encode(frame)
+    out = run_node(tmp_path, (
+        f"const p = frames.useProtocol({json.dumps(frames.tables())});\n"
+        f"const f = frames.decodeFrame(bytes({json.dumps(base64.b64encode(raw).decode())}), p);\n"
+        "console.log(JSON.stringify({gpu: Array.from(f.sections.gpu_job), rows: frames.jobRows(f.sections.job_stats, p)}));\n"))
+    assert out["gpu"] == gpu_job.tolist()
+    assert out["rows"][0]["job"] == 12 and out["rows"][0]["phase"] == "simulating"
+    assert out["rows"][1]["phase"] == "queued" and out["rows"][1]["tflops_per_gpu"] is None

@@ -6,7 +6,7 @@ import json
 import pytest
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
 
-from twin.runs.models import RunArray, Scenario, SimulationRun
+from twin.runs.models import Job, RunArray, Scenario, SimulationRun
 
 BIG = "9" * 30                           # past any database integer (an OverflowError, a 500, before)
 RUN = "/api/runs/"
@@ -15,6 +15,10 @@ SCHEDULES = "/api/runs/schedules/"
 
 def collective(**params):
     return {"kind": "collective", "cluster": "demo-256", "params": params}
+
+
+def job(**params):
+    return {"kind": "job", "cluster": "demo-256", "params": {"model": "llama3-8b", **params}}
 
 
 def sweep(**axes):
@@ -57,6 +61,19 @@ ROWS = [
     ("post", RUN, {"kind": "fabric_health", "cluster": "demo-256", "params": {"udp_sport": "random"}}, "udp_sport"),
     ("post", RUN, {"kind": "figure", "cluster": "demo-256", "params": {"hash": "xor"}}, "hash"),
     ("post", RUN, {"kind": "fabric_health", "cluster": "demo-256", "params": {"gpus": 257}}, "gpus"),
+    # training jobs: the engine's layout rules (sim.params.JOB) and the cluster's usable GPUs; job lookups
+    ("post", RUN, job(gpus=512, tp=8), "gpus"),
+    ("post", RUN, job(gpus=64, tp=8, pp=2, dp=3), "gpus"),
+    ("post", RUN, job(model="gpt-5"), "model"),
+    ("post", RUN, job(tp=0), "tp"),
+    ("post", RUN, job(seq="long"), "seq"),
+    ("post", RUN, job(placement="anywhere"), "placement"),
+    ("post", RUN, job(gpus=48, tp=3), "tp"),
+    ("post", RUN, {"kind": "schedule", "cluster": "demo-256", "params": {"policy": "lottery"}}, "policy"),
+    ("get", f"/api/runs/jobs/?cluster={BIG}", None, "cluster"),
+    ("get", "/api/runs/jobs/?state=lost", None, "state"),
+    ("get", "/api/runs/jobs/on-gpu/?cluster={cluster}&gpu=" + BIG, None, "gpu"),
+    ("get", "/api/runs/jobs/on-gpu/?cluster={cluster}", None, "gpu"),
     # host and GPU lists, read against the inventory (an unusable GPU: test_a_list_with_an_unusable_gpu...)
     ("post", RUN, collective(hosts="demo-256.z00.r000.h0\nnot-a-host\n"), "hosts"),
     ("post", RUN, collective(hosts="z00.r000.h0\nz00.r000.h0\n"), "hosts"),
@@ -98,7 +115,7 @@ def _fill(value, ids):
 
 def _counts():
     return {m.__name__: m.objects.count()
-            for m in (SimulationRun, RunArray, Scenario, PeriodicTask, CrontabSchedule, IntervalSchedule)}
+            for m in (SimulationRun, RunArray, Scenario, PeriodicTask, CrontabSchedule, IntervalSchedule, Job)}
 
 
 def _names(errors, field) -> bool:

@@ -110,6 +110,25 @@ def test_impossible_requests_give_one_line_and_exit_2(capsys, argv, message):
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
+def _jobs(tmp, name, jobs):
+    path = tmp / name
+    path.write_text(json.dumps(jobs))
+    return str(path)
+
+
+def _bad_jobs(tmp):
+    return _jobs(tmp, "bad.json", [{"model": "llama3-8b", "gpus": 8, "steps": 10},
+                                   {"model": "llama3-8b", "gpus": 24, "tp": 3, "steps": 10}])
+
+
+def _no_steps(tmp):
+    return _jobs(tmp, "nosteps.json", [{"model": "llama3-8b", "gpus": 8}])
+
+
+def _big_job(tmp):
+    return _jobs(tmp, "big.json", [{"model": "llama3-8b", "gpus": 512, "steps": 1}])
+
+
 def _deep_json(tmp):
     path = tmp / "deep.json"
     path.write_text('{"name": "deep", "layout": ' + "[" * 100_000 + "]" * 100_000 + "}")
@@ -236,6 +255,34 @@ REFUSED = [
     (["storage-fanout", "--preset", "demo-256", "--clients", "100000"], "clients: 100,000 clients at 8 per host"),
     (["storage-fanout", "--preset", "demo-256", "--store", "nfs"], "store: unknown value 'nfs'"),
     (["storage-fanout", "--preset", "demo-256", "--file-size", "0"], "file_size: bad size '0'"),
+    (["job", "--preset", "demo-256", "--model", "llama3-8b", "--gpus", "64", "--tp", "8", "--pp", "2", "--dp", "2"],
+     "gpus: tp x cp x pp x dp = 8 x 1 x 2 x 2 = 32, not gpus (64)"),
+    (["job", "--preset", "demo-256", "--model", "llama3-8b", "--gpus", "60", "--tp", "8"],
+     "gpus: 60 GPUs are not divisible by tp x cp x pp = 8"),
+    (["job", "--preset", "demo-256", "--model", "llama3-8b", "--gpus", "48", "--tp", "3", "--dp", "16"],
+     "tp: the model's 32 heads are not divisible by tp (3)"),
+    (["job", "--preset", "demo-256", "--model", "llama3-8b", "--gpus", "64", "--pp", "8", "--tp", "1",
+      "--schedule", "interleaved", "--virtual-stages", "5", "--dp", "8", "--batch-tokens", "512K"],
+     "pp: pp x virtual_stages = 40 chunks but the model has only 32 layers"),
+    (["job", "--preset", "demo-256", "--model", "llama3-8b", "--gpus", "64", "--batch-tokens", "100000"],
+     "batch_tokens: 100,000 tokens do not split into micro-batches"),
+    (["job", "--preset", "demo-256", "--model", "llama3-70b", "--gpus", "8", "--recompute", "none"],
+     "hbm_gb: the job needs"),
+    (["job", "--preset", "demo-256", "--model", "llama3-8b", "--gpus", "16", "--order", "tp,pp,dp"],
+     "order: must name each of tp, cp, pp, dp once"),
+    (["job", "--preset", "demo-256", "--model", "gpt5"], "model: unknown value 'gpt5'"),
+    (["job", "--preset", "demo-256", "--model", "custom", "--gpus", "8", "--layers", "2", "--dim", "64",
+      "--ffn-dim", "128", "--heads", "8"], "kv_heads: required for a custom model"),
+    (["job", "--preset", "demo-256", "--model", "llama3-8b", "--gpus", "16", "--cp", "2", "--seq", "8191",
+      "--dp", "1"], "cp: seq (8,191) must be divisible by 2 x cp (4)"),
+    (["job", "--preset", "demo-256", "--model", "llama3-8b", "--gpus", "512"], "asked for 512 GPUs but only 256"),
+    (["job", "--preset", "demo-256", "--model", "llama3-8b", "--gpus", "8", "--schedule", "1f1b",
+      "--virtual-stages", "2"], "virtual_stages: 1f1b has one model chunk per stage"),
+    (["schedule", "--preset", "demo-256", "--policy", "best"], "policy: unknown value 'best'"),
+    (["schedule", "--preset", "demo-256", "--jobs", "{tmp}/missing.json"], "is not a file"),
+    (["schedule", "--preset", "demo-256", "--jobs", _bad_jobs], "jobs[1].tp: the model's 32 heads"),
+    (["schedule", "--preset", "demo-256", "--jobs", _no_steps], "jobs[0].steps: give steps or hours"),
+    (["schedule", "--preset", "demo-256", "--jobs", _big_job], "asks for 512 GPUs but the cluster has 256"),
 ]
 
 

@@ -20,7 +20,7 @@ Header (32 bytes)::
 Section (8-byte header, then the data padded with zeros to a multiple of 4 bytes, so every section starts 4-aligned)::
 
     0      1    uint8    section id (SECTION_*)
-    1      1    uint8    dtype code (DTYPE_NAMES): 1 Uint8, 2 Float16
+    1      1    uint8    dtype code (DTYPE_NAMES): 1 Uint8, 2 Float16, 3 Uint16, 4 Float32
     2      2    uint16   reserved (0)
     4      4    uint32   element count
     8      n    data     count * itemsize bytes, then padding
@@ -28,6 +28,11 @@ Section (8-byte header, then the data padded with zeros to a multiple of 4 bytes
 Link utilization goes as Uint8 quantized over the link's capacity: byte = round(util * LINK_UTIL_SCALE),
 util = byte / LINK_UTIL_SCALE (255: resolution 0.4 %). 56,256 links of meta-roce-24k take 56,296 bytes per frame
 with the header; Float16 (also supported, SECTION_LINK_UTIL with dtype 2) would take 112 KB, over the 64 KB budget.
+
+Training jobs (:class:`twin.runs.models.Job`) go as two sections: ``gpu_job`` (Uint16 per GPU by GPU.index: 0 no
+job, k the k-th row of ``job_stats``) and ``job_stats`` (Float32, one row of len(JOB_FIELDS) values per job,
+row-major: the job's id, its phase code (JOB_PHASES), step time in seconds, tokens/s, TFLOPs per GPU, MFU 0..1 and
+its GPU count; NaN where not known yet). 24,576 GPUs take 49 KB.
 
 Every code table of the format is declared here once; :func:`tables` hands them to clients (the stream's metadata,
 and the copy embedded in every page), so the browser decodes with the server's own tables.
@@ -55,12 +60,18 @@ FLAG_NAMES = {FLAG_FINAL: "final"}   # bits of the flags byte
 
 DTYPE_UINT8 = 1
 DTYPE_FLOAT16 = 2
-DTYPES = {DTYPE_UINT8: np.dtype("<u1"), DTYPE_FLOAT16: np.dtype("<f2")}
-DTYPE_NAMES = {DTYPE_UINT8: "uint8", DTYPE_FLOAT16: "float16"}
+DTYPE_UINT16 = 3
+DTYPE_FLOAT32 = 4
+DTYPES = {DTYPE_UINT8: np.dtype("<u1"), DTYPE_FLOAT16: np.dtype("<f2"), DTYPE_UINT16: np.dtype("<u2"),
+          DTYPE_FLOAT32: np.dtype("<f4")}
+DTYPE_NAMES = {DTYPE_UINT8: "uint8", DTYPE_FLOAT16: "float16", DTYPE_UINT16: "uint16", DTYPE_FLOAT32: "float32"}
 
 SECTION_LINK_UTIL = 1   # per backend link (Link rows of the backend fabric by id), utilization of capacity
 SECTION_GPU_STATE = 2   # per GPU (by GPU.index), GPU_STATES codes
-SECTION_NAMES = {SECTION_LINK_UTIL: "link_util", SECTION_GPU_STATE: "gpu_state"}
+SECTION_GPU_JOB = 3     # per GPU (by GPU.index), uint16: 0 no job, k the job of row k-1 of SECTION_JOB_STATS
+SECTION_JOB_STATS = 4   # float32, one row of JOB_FIELDS per job
+SECTION_NAMES = {SECTION_LINK_UTIL: "link_util", SECTION_GPU_STATE: "gpu_state", SECTION_GPU_JOB: "gpu_job",
+                 SECTION_JOB_STATS: "job_stats"}
 
 STATUS_CODES = {"unknown": 0, "queued": 1, "running": 2, "succeeded": 3, "failed": 4, "cancelled": 5}
 STATUS_NAMES = {v: k for k, v in STATUS_CODES.items()}
@@ -71,6 +82,13 @@ LINK_UTIL_SCALE = 255   # a uint8 link_util byte is utilization * LINK_UTIL_SCAL
 # codes from here, and clients get the table in the stream's metadata (``gpu_states``, twin/live/meta.py).
 GPU_IDLE, GPU_IN_JOB, GPU_UNUSABLE = 0, 1, 2
 GPU_STATES = {GPU_IDLE: "idle", GPU_IN_JOB: "in_job", GPU_UNUSABLE: "unusable"}
+
+# A training job's row in SECTION_JOB_STATS (float32 each), and the codes of its ``phase``: where the job is in its
+# life as the twin simulates it (twin.runs.models.Job states, with ``placing`` and ``simulating`` inside running).
+JOB_FIELDS = ("job", "phase", "step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "gpus")
+JOB_QUEUED, JOB_PLACING, JOB_SIMULATING, JOB_FINISHED, JOB_FAILED = 0, 1, 2, 3, 4
+JOB_PHASES = {JOB_QUEUED: "queued", JOB_PLACING: "placing", JOB_SIMULATING: "simulating", JOB_FINISHED: "finished",
+              JOB_FAILED: "failed"}
 
 
 def tables() -> dict:
@@ -85,6 +103,7 @@ def tables() -> dict:
             "sections": by_code(SECTION_NAMES), "dtypes": by_code(DTYPE_NAMES),
             "dtype_sizes": {str(k): dt.itemsize for k, dt in DTYPES.items()},
             "status_codes": dict(STATUS_CODES), "gpu_states": by_code(GPU_STATES),
+            "job_fields": list(JOB_FIELDS), "job_phases": by_code(JOB_PHASES),
             "link_util_scale": LINK_UTIL_SCALE}
 
 
@@ -116,6 +135,16 @@ class Frame:
     def gpu_state(self) -> np.ndarray | None:
         return self.sections.get(SECTION_GPU_STATE)
 
+    @property
+    def gpu_job(self) -> np.ndarray | None:
+        return self.sections.get(SECTION_GPU_JOB)
+
+    @property
+    def jobs(self) -> list[dict] | None:
+        """The job_stats rows as dicts (JOB_FIELDS; ``job`` and ``gpus`` as ints, ``phase`` by name, NaN as None)."""
+        a = self.sections.get(SECTION_JOB_STATS)
+        return None if a is None else job_rows(a)
+
     def header_dict(self) -> dict:
         return {"type": self.type, "seq": self.seq, "run": self.run_id or None, "cluster": self.cluster_id or None,
                 "progress": round(float(self.progress), 3), "status": self.status, "final": self.final,
@@ -132,12 +161,39 @@ def dequantize_util(q: np.ndarray) -> np.ndarray:
     return q.astype(np.float32) / float(LINK_UTIL_SCALE)
 
 
+def job_stats(rows: list[dict]) -> np.ndarray:
+    """The SECTION_JOB_STATS array of ``rows`` (dicts with JOB_FIELDS keys; ``phase`` a name of JOB_PHASES or a
+    code; a missing or None value goes as NaN)."""
+    codes = {v: k for k, v in JOB_PHASES.items()}
+    out = np.full((len(rows), len(JOB_FIELDS)), np.nan, dtype=np.float32)
+    for i, r in enumerate(rows):
+        for j, f in enumerate(JOB_FIELDS):
+            v = r.get(f)
+            if f == "phase" and isinstance(v, str):
+                v = codes[v]
+            if v is not None:
+                out[i, j] = float(v)
+    return out.ravel()
+
+
+def job_rows(a: np.ndarray) -> list[dict]:
+    """The inverse of :func:`job_stats`."""
+    rows = []
+    for row in np.asarray(a, dtype=np.float32).reshape(-1, len(JOB_FIELDS)):
+        d = {f: (None if np.isnan(v) else float(v)) for f, v in zip(JOB_FIELDS, row)}
+        d["job"] = None if d["job"] is None else int(d["job"])
+        d["gpus"] = None if d["gpus"] is None else int(d["gpus"])
+        d["phase"] = JOB_PHASES.get(int(d["phase"]), "unknown") if d["phase"] is not None else None
+        rows.append(d)
+    return rows
+
+
 def _dtype_code(a: np.ndarray) -> int:
-    if a.dtype == np.uint8:
-        return DTYPE_UINT8
-    if a.dtype == np.float16:
-        return DTYPE_FLOAT16
-    raise FrameError(f"section dtype {a.dtype} is not uint8 or float16")
+    dt = a.dtype.newbyteorder("<") if a.dtype.byteorder == ">" else a.dtype
+    for code, wire in DTYPES.items():
+        if wire == dt:
+            return code
+    raise FrameError(f"section dtype {a.dtype} is not one of {', '.join(DTYPE_NAMES.values())}")
 
 
 def encode(frame: Frame) -> bytes:
@@ -182,9 +238,15 @@ def decode(buf: bytes) -> Frame:
                  sections=sections)
 
 
-def build_sections(link_util=None, gpu_state=None, *, link_dtype: str = "uint8") -> dict[int, np.ndarray]:
-    """The sections of a frame from the publisher's arrays (None: section omitted)."""
+def build_sections(link_util=None, gpu_state=None, *, gpu_job=None, jobs=None,
+                   link_dtype: str = "uint8") -> dict[int, np.ndarray]:
+    """The sections of a frame from the publisher's arrays (None: section omitted): ``gpu_job`` per GPU (0 or a
+    1-based row of ``jobs``), ``jobs`` the rows of :func:`job_stats` (dicts)."""
     sections = {}
+    if gpu_job is not None:
+        sections[SECTION_GPU_JOB] = np.asarray(gpu_job).astype("<u2", copy=False)
+    if jobs is not None:
+        sections[SECTION_JOB_STATS] = job_stats(jobs)
     if link_util is not None:
         sections[SECTION_LINK_UTIL] = (quantize_util(link_util) if link_dtype == "uint8"
                                        else np.asarray(link_util, dtype=np.float16))

@@ -58,6 +58,9 @@ def create_run(kind: str, params: dict, cluster, *, scenario: Scenario | None = 
             limits.check_active(user)
         run = SimulationRun.objects.create(kind=kind, params=params, cluster=cluster, scenario=scenario,
                                            parent=parent, created_by=user, celery_task_id=str(uuid.uuid4()))
+        hook = registry.get(kind).on_create
+        if hook is not None:
+            hook(run)
         if enqueue:
             transaction.on_commit(lambda: _enqueue(run.pk, run.celery_task_id))
     return run
@@ -81,6 +84,8 @@ def cancel_run(run: SimulationRun) -> SimulationRun:
         if run.status == RunStatus.QUEUED and run.kind != SWEEP:
             run.status, run.finished_at = RunStatus.CANCELLED, timezone.now()
             fields += ["status", "finished_at"]
+            from twin.runs.job_actions import fail_jobs_of_run
+            fail_jobs_of_run(run, "run cancelled before it started")
             transaction.on_commit(lambda: _publish_finished(run.pk))
         run.save(update_fields=fields)
         children = list(run.children.filter(status__in=ACTIVE))
@@ -164,6 +169,9 @@ def _note(notes: str, text: str) -> str:
 def _finish(run: SimulationRun, status: str, now=None, extra=()):
     run.status, run.finished_at = status, now or timezone.now()
     fields = ["status", "finished_at", *extra]
+    if status != RunStatus.SUCCEEDED:           # its training jobs (job runs) end with it
+        from twin.runs.job_actions import fail_jobs_of_run
+        fail_jobs_of_run(run, run.error or f"run {status}")
     if status == RunStatus.SUCCEEDED:
         run.progress = 100.0
         fields.append("progress")

@@ -24,3 +24,14 @@ def __getattr__(name):
         from twin.runs.registry import choices
         return choices()
     raise AttributeError(name)
+
+
+class JobState(models.TextChoices):
+    """Life of a training job in the twin (:class:`twin.runs.models.Job`): queued (its run waits for a worker) ->
+    running (placed; its step is being simulated) -> finished (placed, its step model's results recorded) | failed
+    (refused or unplaceable: the error says why)."""
+
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    FINISHED = "finished", "Finished"
+    FAILED = "failed", "Failed"

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from twin.runs.choices import RunStatus
+from twin.runs.choices import JobState, RunStatus
 from twin.runs.constants import setting
 from twin.runs.registry import SWEEP
 
@@ -137,3 +137,61 @@ def _holds(small: np.ndarray, array: np.ndarray) -> bool:
         return False
     a, b = array[finite], small[finite].astype(np.float64)
     return bool(np.all(np.abs(a - b) <= np.abs(a) * 2.0**-23))
+
+
+class Job(models.Model):
+    """A training job on a cluster: its model and 4D layout, the GPU of every rank, its state and its step model's
+    results. Jobs are written by runs (``job`` and ``schedule`` kinds, :mod:`twin.runs.job_kinds`) through
+    :mod:`twin.runs.job_actions`, never by the API.
+
+    The placement is rank -> ``GPU.index`` (cluster order), stored as int32 differences between consecutive ranks,
+    zlib-compressed (:meth:`pack_gpus`: 16,384 ranks are 64 KB raw, a few hundred bytes when ranks follow hosts);
+    ``gpu_min`` and
+    ``gpu_max`` bound the indexes so a GPU -> job lookup reads only the jobs whose range holds the GPU."""
+
+    name = models.CharField(max_length=100)
+    cluster = models.ForeignKey("inventory.Cluster", on_delete=models.CASCADE, related_name="jobs")
+    run = models.ForeignKey(SimulationRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs",
+                            help_text="the run that placed and simulated it")
+    model = models.CharField(max_length=64, blank=True, help_text="model preset (e.g. llama3-405b) or 'custom'")
+    params = models.JSONField(default=dict, blank=True, help_text="the job's layout and model parameters")
+    state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.QUEUED, db_index=True)
+    n_gpus = models.PositiveIntegerField(default=0, help_text="ranks (GPUs) of the job")
+    gpu_min = models.IntegerField(null=True, blank=True, help_text="lowest GPU index it holds")
+    gpu_max = models.IntegerField(null=True, blank=True, help_text="highest GPU index it holds")
+    placement = models.BinaryField(blank=True, default=b"", help_text="rank -> GPU index: zlib of int32 LE deltas")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    results = models.JSONField(null=True, blank=True, help_text="the step model's figures (sim.job result)")
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["cluster", "state"], name="runs_job_cluster_state")]
+
+    def __str__(self):
+        return f"job {self.name} ({self.state})"
+
+    @staticmethod
+    def pack_gpus(gpus) -> bytes:
+        """Rank -> GPU as int32 differences from the previous rank (the first from 0), zlib-compressed: ranks laid
+        along hosts are runs of 1s (16,384 of them fit in a few hundred bytes)."""
+        g = np.asarray(gpus, dtype=np.int64).ravel()
+        return zlib.compress(np.diff(g, prepend=0).astype("<i4").tobytes(), 6)
+
+    def set_gpus(self, gpus) -> None:
+        g = np.asarray(gpus, dtype=np.int64).ravel()
+        self.placement = self.pack_gpus(g)
+        self.n_gpus = int(g.size)
+        self.gpu_min, self.gpu_max = (int(g.min()), int(g.max())) if g.size else (None, None)
+
+    @property
+    def gpus(self) -> np.ndarray:
+        """Rank -> GPU index (int32)."""
+        raw = bytes(self.placement or b"")
+        if not raw:
+            return np.zeros(0, dtype=np.int32)
+        return np.cumsum(np.frombuffer(zlib.decompress(raw), dtype="<i4"), dtype=np.int64).astype(np.int32)

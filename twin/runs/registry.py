@@ -48,6 +48,8 @@ class Kind:
     - ``form``: whether the Experiments runs form offers it; ``brief``: the parameters its one-line description
       always shows (the others only when they differ from their default); ``describe(params)`` and
       ``headline_of(summary)`` replace the generic line and headline (sweep: its base kind's, of the best child).
+    - ``on_create(run)``: called in the transaction that queues a run of the kind (``job``: its queued Job row);
+      ``wants_run``: ``run`` is also called with the run itself (``run=``), for kinds that write rows of their own.
     """
 
     name: str
@@ -65,6 +67,8 @@ class Kind:
     validate: Callable[[Any, Any], dict] | None = None
     describe: Callable[[dict], str] | None = None
     headline_of: Callable[[dict], list[dict]] | None = None
+    on_create: Callable[[Any], None] | None = None
+    wants_run: bool = False
 
     def validated(self, values, cluster=None) -> dict:
         """``values`` parsed, checked and completed with the defaults; with the ``cluster``, also checked against it
@@ -138,6 +142,7 @@ def _load() -> None:
     _loaded = True
     from twin.runs.constants import setting
     importlib.import_module("twin.runs.kinds")
+    importlib.import_module("twin.runs.job_kinds")
     for module in setting("TWIN_RUN_KIND_MODULES"):
         importlib.import_module(module)
 

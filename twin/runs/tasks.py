@@ -64,7 +64,8 @@ class Reporter:
         self.run = run
         self.percent, self.last = 0.0, 0.0
 
-    def __call__(self, fraction=None, message="", *, link_util=None, gpu_state=None):
+    def __call__(self, fraction=None, message="", *, link_util=None, gpu_state=None, gpu_job=None, jobs=None,
+                 force=False):
         if fraction is not None:
             self.percent = max(self.percent, min(100.0, 100.0 * float(fraction)))
         now = time.monotonic()
@@ -74,7 +75,8 @@ class Reporter:
             rows.update(progress=self.percent, heartbeat_at=timezone.now())
             if rows.values_list("cancel_requested", flat=True).first():
                 raise RunCancelled()
-        publishing.progress(self.run, self.percent, link_util=link_util, gpu_state=gpu_state)
+        publishing.progress(self.run, self.percent, link_util=link_util, gpu_state=gpu_state, gpu_job=gpu_job,
+                            jobs=jobs, force=force)
 
 
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True,
@@ -99,7 +101,8 @@ def execute_run(self, run_id: int):
         from twin.inventory.adapter import layout_from_db
         layout = layout_from_db(run.cluster)
         actions.record_inventory_state(run, actions.inventory_state(run.cluster, layout))
-        summary, arrays = kind.run(layout, run.params, Reporter(run))
+        extra = {"run": run} if kind.wants_run else {}
+        summary, arrays = kind.run(layout, run.params, Reporter(run), **extra)
         heartbeat.stop()
         actions.succeed_run(run, summary, arrays)
     except RunCancelled:

@@ -14,7 +14,7 @@ from rest_framework import serializers
 from twin.api.base import InventorySerializer
 from twin.inventory.models import Cluster
 from twin.runs import registry
-from twin.runs.models import Scenario, SimulationRun
+from twin.runs.models import Job, Scenario, SimulationRun
 from twin.runs.params import serializer_for, validate_params
 from twin.runs.schedules import CRONTAB_FIELDS, MAX_INTERVAL_SECONDS, PERIOD_SECONDS
 
@@ -199,3 +199,17 @@ class ScheduleSerializer(serializers.Serializer):
             raise serializers.ValidationError({"crontab": ["give exactly one of crontab and interval"]})
         return attrs
 
+
+
+class JobSerializer(InventorySerializer):
+    """A training job: its model and layout (``params``), its cluster and run, state, times, GPU count and the step
+    model's ``results``. Its rank -> GPU list is at ``.../gpus/`` (16,384 numbers are not for every list row)."""
+
+    created_by = serializers.CharField(source="created_by.username", read_only=True, default=None)
+    brief_fields = ("id", "url", "display", "name", "state")
+
+    class Meta:
+        model = Job
+        fields = ("id", "url", "display", "name", "cluster", "run", "model", "params", "state", "n_gpus", "gpu_min",
+                  "gpu_max", "created_at", "started_at", "finished_at", "results", "error", "created_by")
+        read_only_fields = fields

@@ -1,8 +1,9 @@
 """Routes of the runs API, under /api/runs/."""
-from twin.runs.api.views import RunViewSet, ScenarioViewSet, ScheduleViewSet
+from twin.runs.api.views import JobViewSet, RunViewSet, ScenarioViewSet, ScheduleViewSet
 
 
 def register(router):
     router.register("runs/scenarios", ScenarioViewSet, basename="scenario")
+    router.register("runs/jobs", JobViewSet, basename="job")
     router.register("runs/schedules", ScheduleViewSet, basename="schedule")
     router.register("runs", RunViewSet, basename="simulationrun")  # after the others: /runs/<id>/

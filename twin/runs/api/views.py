@@ -14,10 +14,12 @@ from rest_framework.response import Response
 
 from twin.inventory.filtersets import IntegerFilter, NumberInFilter
 from twin.runs import actions, registry
-from twin.runs.api.serializers import RunCreateSerializer, RunSerializer, ScenarioSerializer, ScheduleSerializer
-from twin.runs.choices import RunStatus
+from twin.runs.api.serializers import (JobSerializer, RunCreateSerializer, RunSerializer, ScenarioSerializer,
+                                      ScheduleSerializer)
+from twin.runs import job_actions
+from twin.runs.choices import JobState, RunStatus
 from twin.runs.constants import SCHEDULE_TASK, TREND_LIMIT
-from twin.runs.models import Scenario, SimulationRun
+from twin.runs.models import Job, Scenario, SimulationRun
 from twin.runs.registry import median_of
 
 
@@ -177,3 +179,58 @@ class ScheduleViewSet(viewsets.ModelViewSet):
 
     def perform_destroy(self, instance):
         actions.delete_schedule(instance)
+
+
+class JobFilter(IdFilters):
+    state = filters.MultipleChoiceFilter(choices=JobState.choices)
+    run = IntegerFilter(field_name="run_id")
+
+    class Meta:
+        model = Job
+        fields = {"name": ["exact", "icontains"], "model": ["exact"], "cluster__name": ["exact"]}
+
+
+class JobViewSet(viewsets.ReadOnlyModelViewSet):
+    """Training jobs (written by ``job`` and ``schedule`` runs): list, filter by cluster and state, inspect; the
+    rank -> GPU list of one; the job a GPU runs."""
+
+    queryset = Job.objects.select_related("created_by")
+    serializer_class = JobSerializer
+    filterset_class = JobFilter
+    ordering_fields = ("id", "created_at", "finished_at", "state", "n_gpus")
+    lookup_value_regex = r"\d+"
+
+    @extend_schema(responses=OpenApiTypes.OBJECT, filters=False)
+    @action(detail=True, filter_backends=[], pagination_class=None)
+    def gpus(self, request, pk=None):
+        """Rank -> GPU index (cluster order) of the job: ``{"job", "cluster", "gpus": [...]}``."""
+        job = self.get_object()
+        return Response({"job": job.pk, "cluster": job.cluster_id, "gpus": job.gpus.tolist()})
+
+    @extend_schema(responses={200: JobSerializer, 404: OpenApiTypes.OBJECT}, filters=False, parameters=[
+        OpenApiParameter("cluster", int, required=True, description="cluster id"),
+        OpenApiParameter("gpu", int, required=True, description="GPU index in the cluster (GPU.index)")])
+    @action(detail=False, url_path="on-gpu", filter_backends=[], pagination_class=None)
+    def on_gpu(self, request):
+        """The job a GPU runs: the newest running or finished job of the cluster whose placement holds it."""
+        from twin.inventory.models import Cluster
+        errors, values = {}, {}
+        for name in ("cluster", "gpu"):
+            raw = request.query_params.get(name)
+            try:
+                values[name] = int(raw)
+                if not 0 <= values[name] < 2**31:
+                    raise ValueError
+            except (TypeError, ValueError):
+                errors[name] = ["required: a non-negative integer" if raw is None else f"not a GPU or cluster id: "
+                                                                                      f"{str(raw)[:32]!r}"]
+        if errors:
+            return Response(errors, status=status.HTTP_400_BAD_REQUEST)
+        cluster = Cluster.objects.filter(pk=values["cluster"]).first()
+        if cluster is None:
+            return Response({"cluster": [f"no cluster {values['cluster']}"]}, status=status.HTTP_400_BAD_REQUEST)
+        job = job_actions.gpu_job_lookup(cluster, values["gpu"])
+        if job is None:
+            return Response({"detail": f"GPU {values['gpu']} of {cluster.name} runs no job"},
+                            status=status.HTTP_404_NOT_FOUND)
+        return Response(JobSerializer(job, context={"request": request}).data)

@@ -1,0 +1,291 @@
+// The Jobs page (twin/web/views/jobs.py): a cluster's training-job queue from /api/runs/jobs/, kept live by the
+// cluster's stream (the gpu_job and job_stats sections: frames.js jobRows), one job's placement on the cluster (a
+// canvas, one pixel per GPU), its step breakdown and its throughput over time (chart.js), and the form that
+// submits a job (a `job` run) or a what-if: the same job once per value of one parameter (placement, routing,
+// qps) or on other clusters (RoCE against the InfiniBand twin), side by side as the runs end.
+// The form's fields come from the job kind's declaration (sim/params.py JOB, passed in #jobs-info).
+import { api, ApiError, errorText, esc, fmt, live, markReady, timeFrame, toast, COLORS } from "./twin.js";
+import { fieldHtml, fieldErrors, lockForm, pageData, parseValue, readFields, showErrors } from "./run_form.js";
+import { jobRows } from "./frames.js";
+import { barChart, lineChart, PALETTE } from "./chart.js";
+
+const info = pageData("jobs-info");
+const cluster = info.cluster;
+const el = {
+  tbody: document.querySelector("#jobs-table tbody"), none: document.getElementById("jobs-none"),
+  summary: document.getElementById("jobs-summary"), form: document.getElementById("job-form"),
+  detail: document.getElementById("job-detail"), title: document.getElementById("job-title"),
+  phase: document.getElementById("job-phase"), figures: document.getElementById("job-figures"),
+  canvas: document.getElementById("job-placement"), hint: document.getElementById("placement-hint"),
+  breakdown: document.getElementById("job-breakdown"), throughput: document.getElementById("job-throughput"),
+  whatif: document.getElementById("whatif"), whatifTable: document.getElementById("whatif-table"),
+};
+const jobs = new Map();          // job id -> the API's row, live figures merged in
+const series = new Map();        // job id -> [{x: seconds since the page opened, y: tokens/s}] from live frames
+const placements = new Map();    // job id -> its rank -> GPU list (null while asked)
+const t0 = performance.now();
+let selected = null, charts = [];
+
+// -------------------------------------------------------------------------------------------------- figures
+const secs = (s) => (s == null ? "–" : s >= 10 ? `${s.toFixed(1)} s` : s >= 0.01 ? `${s.toFixed(3)} s`
+  : `${(1000 * s).toFixed(2)} ms`);
+const big = (x) => (x == null ? "–" : x >= 1e6 ? `${(x / 1e6).toFixed(2)} M` : x >= 1e3 ? `${(x / 1e3).toFixed(1)} k`
+  : x.toFixed(0));
+const num = (x, d = 0) => (x == null ? "–" : Number(x).toFixed(d));
+const figure = (job, key) => job.live?.[key] ?? job.results?.[key] ?? null;
+const phaseOf = (job) => job.live?.phase ?? job.state;
+const layoutText = (p = {}) => ["tp", "cp", "pp", "dp"].filter((k) => p[k] != null).map((k) => `${k}${p[k]}`).join(" ");
+
+function rowHtml(job) {
+  return `<td>${job.id}</td><td>${esc(job.name)}</td><td>${esc(job.model)}</td>
+    <td class="num">${fmt.int(job.n_gpus || job.params?.gpus)}</td><td>${esc(layoutText(job.params))}</td>
+    <td><span class="badge ${esc(phaseOf(job))}" data-phase="${esc(phaseOf(job))}">${esc(phaseOf(job))}</span></td>
+    <td class="num">${secs(figure(job, "step_time_s"))}</td><td class="num">${big(figure(job, "tokens_per_s"))}</td>
+    <td class="num">${num(figure(job, "tflops_per_gpu"))}</td><td class="num">${fmt.pct(figure(job, "mfu"), 1)}</td>
+    <td>${job.run ? `<a href="/experiments/${job.run.id}/">#${job.run.id}</a>` : "–"}</td>`;
+}
+
+function renderTable() {
+  const rows = [...jobs.values()].sort((a, b) => b.id - a.id);
+  el.tbody.replaceChildren(...rows.map((job) => {
+    const tr = document.createElement("tr");
+    tr.dataset.job = job.id;
+    tr.dataset.state = phaseOf(job);
+    tr.innerHTML = rowHtml(job);
+    if (job.id === selected) tr.classList.add("selected");
+    tr.addEventListener("click", () => select(job.id));
+    return tr;
+  }));
+  el.none.hidden = rows.length > 0;
+  const placed = rows.filter((j) => ["running", "finished", "simulating"].includes(phaseOf(j)));
+  el.summary.textContent = `${fmt.int(rows.length)} jobs, ${fmt.int(placed.reduce((n, j) => n + j.n_gpus, 0))} GPUs `
+    + `held by placed jobs of ${fmt.int(cluster.gpus)}`;
+}
+
+let loading = null;
+/** (Re)read the cluster's newest jobs; a reload asked while one runs is done once after it. */
+async function load() {
+  if (loading) { loading.again = true; return loading.promise; }
+  loading = { again: false };
+  loading.promise = (async () => {
+    try {
+      const page = await api(`/api/runs/jobs/?cluster=${cluster.id}&limit=100&ordering=-id`);
+      for (const row of page.results) jobs.set(row.id, { ...row, live: jobs.get(row.id)?.live ?? null });
+      renderTable();
+      if (selected != null && jobs.has(selected)) renderDetail();
+    } catch (e) { toast(`jobs not loaded: ${e.message}`); }
+    const again = loading.again;
+    loading = null;
+    if (again) await load();
+  })();
+  return loading.promise;
+}
+
+// ----------------------------------------------------------------------------------------------- one job
+function select(id) {
+  selected = id;
+  renderTable();
+  renderDetail();
+}
+
+/** The job's GPUs, asked once it is placed; the placement is drawn again when they arrive. */
+function gpusOf(job) {
+  if (!job.n_gpus) return [];
+  if (!placements.has(job.id)) {
+    placements.set(job.id, null);
+    api(`/api/runs/jobs/${job.id}/gpus/`).then((doc) => {
+      placements.set(job.id, doc.gpus);
+      if (selected === job.id) drawPlacement(jobs.get(job.id));
+    }).catch(() => placements.delete(job.id));
+  }
+  return placements.get(job.id) ?? [];
+}
+
+/** The cluster's GPUs, one pixel each (rows of `cols` in GPU index order: hosts, racks, zones as built), the job's
+ *  GPUs coloured by pipeline stage when it has stages, the others dark. */
+function drawPlacement(job) {
+  const n = cluster.gpus, cols = Math.max(8, Math.ceil(Math.sqrt(n * 3) / 8) * 8), rows = Math.ceil(n / cols);
+  const c = el.canvas;
+  c.width = cols; c.height = rows;
+  const ctx = c.getContext("2d"), img = ctx.createImageData(cols, rows), px = new Uint32Array(img.data.buffer);
+  const rgb = (hex) => { const v = parseInt(hex.slice(1), 16);
+                         return ((255 << 24) | ((v & 0xff) << 16) | (v & 0xff00) | (v >>> 16)) >>> 0; };
+  px.fill(rgb(COLORS.none), 0, n);
+  const gpus = gpusOf(job), p = job.params ?? {}, inner = (p.tp ?? 1) * (p.cp ?? 1), stages = p.pp ?? 1;
+  const palette = PALETTE.map(rgb);
+  for (let r = 0; r < gpus.length; r++) {
+    const stage = stages > 1 && (p.order ?? "tp,cp,pp,dp") === "tp,cp,pp,dp" ? Math.floor(r / inner) % stages : 0;
+    px[gpus[r]] = palette[stage % palette.length];
+  }
+  ctx.putImageData(img, 0, 0);
+  c.dataset.gpus = String(gpus.length);
+  el.hint.textContent = gpus.length ? `${fmt.int(gpus.length)} GPUs of ${fmt.int(n)} (one pixel per GPU, index order`
+    + `${stages > 1 ? `; colour: pipeline stage mod ${PALETTE.length}` : ""})` : "not placed yet";
+}
+
+/** The step's parts in seconds from the job's results: compute, exposed communication per dimension, bubble. */
+function breakdownBars(results) {
+  const b = results?.breakdown;
+  if (!b || typeof b !== "object") return [];
+  const bars = [];
+  const add = (label, v) => { if (typeof v === "number") bars.push({ label, value: v }); };
+  for (const [k, v] of Object.entries(b)) {
+    if (v && typeof v === "object") for (const [k2, v2] of Object.entries(v)) add(`${k.replace(/_s$/, "")} ${k2}`, v2);
+    else add(k.replace(/_s$/, ""), v);
+  }
+  return bars.map((x, i) => ({ ...x, color: PALETTE[i % PALETTE.length] }));
+}
+
+function renderDetail() {
+  const job = jobs.get(selected);
+  el.detail.hidden = !job;
+  if (!job) return;
+  charts.forEach((c) => c.destroy());
+  charts = [];
+  el.title.textContent = `#${job.id} ${job.name} · ${job.model} · ${layoutText(job.params)}`;
+  el.phase.textContent = phaseOf(job);
+  el.phase.className = `badge ${phaseOf(job)}`;
+  el.detail.dataset.phase = phaseOf(job);
+  el.figures.textContent = job.error ? job.error : `step ${secs(figure(job, "step_time_s"))} · `
+    + `${big(figure(job, "tokens_per_s"))} tokens/s · ${num(figure(job, "tflops_per_gpu"))} TFLOPs/GPU · `
+    + `MFU ${fmt.pct(figure(job, "mfu"), 1)}`;
+  drawPlacement(job);
+  const bars = breakdownBars(job.results);
+  if (bars.length) charts.push(barChart(el.breakdown, { bars, format: secs }));
+  else el.breakdown.innerHTML = `<p class="muted">${job.state === "failed" ? "failed" : "no step simulated yet"}</p>`;
+  const pts = (job.results?.throughput ?? []).map((p) => ({ x: p.t ?? p.time_s, y: p.tokens_per_s }))
+    .filter((p) => p.x != null && p.y != null);
+  const livePts = series.get(job.id) ?? [];
+  const use = pts.length ? { pts, x: "simulated time (s)" } : { pts: livePts, x: "seconds since this page opened" };
+  el.throughput.dataset.points = String(use.pts.length);
+  if (use.pts.length) {
+    charts.push(lineChart(el.throughput, {
+      label: "throughput", height: 220, legend: false, series: [{ name: job.name, points: use.pts }],
+      x: { scale: "linear", label: use.x, name: "t", format: (v) => num(v, 1) },
+      y: { scale: "linear", min: 0, label: "tokens/s", format: big } }));
+  } else el.throughput.innerHTML = '<p class="muted">no throughput reported yet</p>';
+}
+
+// ------------------------------------------------------------------------------------------------------ live
+function onFrame(frame, merged) {
+  const rows = frame.sections.job_stats ? jobRows(frame.sections.job_stats) : null;
+  if (!rows && !frame.final) return;
+  timeFrame(() => {
+    let unknown = false;
+    for (const r of rows ?? []) {
+      const job = jobs.get(r.job);
+      if (!job) { if (r.phase !== "finished") unknown = true; continue; }
+      job.live = r;
+      if (r.tokens_per_s != null && ["simulating", "finished"].includes(r.phase)) {
+        const s = series.get(r.job) ?? [];
+        const x = (performance.now() - t0) / 1000;
+        if (!s.length || s[s.length - 1].y !== r.tokens_per_s || x - s[s.length - 1].x > 5) s.push({ x, y: r.tokens_per_s });
+        series.set(r.job, s);
+      }
+    }
+    renderTable();
+    if (selected != null) renderDetail();
+    if (unknown || frame.final) load();
+  });
+}
+
+// ------------------------------------------------------------------------------------------------------ form
+function formHtml(form) {
+  const main = form.fields.filter((f) => form.main.includes(f.name));
+  const more = form.fields.filter((f) => !form.main.includes(f.name));
+  const axes = form.whatif.map((a) => `<option>${esc(a)}</option>`).join("");
+  return `<div class="fields">${main.map(fieldHtml).join("")}</div>
+    <details class="more"><summary>more parameters</summary><div class="fields">${more.map(fieldHtml).join("")}</div></details>
+    <fieldset class="whatif-fields"><legend>what-if: also run the same job with</legend>
+      <label class="field"><span>vary</span><select name="whatif-axis"><option value="">nothing</option>${axes}</select></label>
+      <label class="field" data-field="whatif"><span>values (comma-separated; cluster: names)</span>
+        <input type="text" name="whatif-values" placeholder="e.g. random, first-fit"><span class="field-error"
+        data-error-for="whatif"></span></label></fieldset>
+    <div class="form-foot"><button type="submit" class="primary">Submit job</button>
+      <span class="field-error" data-error-for="general"></span><span class="field-error" data-error-for="cluster"></span></div>`;
+}
+
+/** The variants of one submission: [{label, cluster, params}], the first the job as given. */
+function variants(form, params) {
+  const axis = form.elements["whatif-axis"].value;
+  const base = { label: "as given", cluster: cluster.name, params };
+  if (!axis) return { list: [base] };
+  const values = form.elements["whatif-values"].value.split(",").map((s) => s.trim()).filter(Boolean);
+  if (!values.length) return { error: "give one or more values to compare" };
+  const list = [base];
+  for (const v of values) {
+    if (axis === "cluster") {
+      if (!info.clusters.some((c) => c.name === v)) return { error: `no cluster named ${v}` };
+      list.push({ label: `cluster ${v}`, cluster: v, params });
+      continue;
+    }
+    const f = info.form.fields.find((x) => x.name === axis);
+    try { list.push({ label: `${axis} ${v}`, cluster: cluster.name, params: { ...params, [axis]: parseValue(f, v) } }); }
+    catch (e) { return { error: `${axis}: ${e.message}` }; }
+  }
+  return { list };
+}
+
+const whatifRuns = [];   // [{label, run}] of the last what-if
+
+async function followWhatif() {
+  if (!whatifRuns.length) return;
+  const ids = whatifRuns.map((w) => w.run.id).join(",");
+  const runs = await api(`/api/runs/?id__in=${ids}&limit=50`);
+  const byRun = new Map(runs.results.map((r) => [r.id, r]));
+  const cols = [["step", "step_time_s", secs], ["tokens/s", "tokens_per_s", big], ["TFLOPs/GPU", "tflops_per_gpu", num],
+                ["MFU", "mfu", (x) => fmt.pct(x, 1)]];
+  el.whatif.hidden = false;
+  el.whatifTable.tHead.innerHTML = `<tr><th>variant</th><th>cluster</th><th>run</th><th>status</th>${
+    cols.map(([h]) => `<th class="num">${h}</th>`).join("")}<th>error</th></tr>`;
+  el.whatifTable.tBodies[0].innerHTML = whatifRuns.map((w) => {
+    const r = byRun.get(w.run.id) ?? w.run, s = r.summary ?? {};
+    return `<tr data-run="${r.id}" data-status="${esc(r.status)}"><td>${esc(w.label)}</td><td>${esc(w.cluster)}</td>
+      <td><a href="/experiments/${r.id}/">#${r.id}</a></td><td><span class="badge ${esc(r.status)}">${esc(r.status)}</span></td>
+      ${cols.map(([, k, f]) => `<td class="num">${f(s[k] ?? null)}</td>`).join("")}<td class="bad">${esc(r.error ?? "")}</td></tr>`;
+  }).join("");
+  if (runs.results.some((r) => ["queued", "running"].includes(r.status))) setTimeout(followWhatif, 1500);
+}
+
+function mountForm() {
+  const form = info.form;
+  if (!form) { el.form.innerHTML = '<p class="muted">No job kind is registered on this server.</p>'; return; }
+  el.form.innerHTML = formHtml(form);
+  if (form.fields.some((f) => f.name === "gpus") && el.form.elements.gpus) el.form.elements.gpus.max = cluster.gpus;
+  if (!info.user.can_start) { lockForm(el.form, { authenticated: info.user.authenticated, next: location.pathname }); return; }
+  el.form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const { params, errors } = readFields(el.form, form.fields);
+    const { list, error } = variants(el.form, params);
+    if (error) errors.whatif = error;
+    showErrors(el.form, errors);
+    if (Object.keys(errors).length) { toast(errorText(errors)); return; }
+    const submit = el.form.querySelector('button[type="submit"]');
+    submit.disabled = true;
+    const made = [];
+    try {
+      for (const v of list) {
+        const run = await api("/api/runs/", { method: "POST", body: { kind: form.kind, cluster: v.cluster, params: v.params } });
+        made.push({ ...v, run });
+      }
+      showErrors(el.form, {});
+      toast(`${made.length === 1 ? "job" : `${made.length} runs`} submitted`, { kind: "info", ms: 2000 });
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 400) showErrors(el.form, fieldErrors(e.body));
+      toast(`${made.length ? `${made.length} submitted, then ` : ""}not submitted: ${e.message}`);
+    } finally { submit.disabled = false; }
+    if (made.length > 1) { whatifRuns.splice(0, whatifRuns.length, ...made); followWhatif(); }
+    await load();
+    const mine = [...jobs.values()].find((j) => made.some((m) => m.run.id === j.run?.id && m.cluster === cluster.name));
+    if (mine) select(mine.id);
+  });
+}
+
+// ------------------------------------------------------------------------------------------------------ start
+mountForm();
+live(`/ws/clusters/${encodeURIComponent(cluster.name)}/`, { query: { index: "0" }, onFrame });
+await load();
+const asked = Number(new URLSearchParams(location.search).get("job"));
+if (asked && jobs.has(asked)) select(asked);
+markReady();
+window.twin.jobs = { jobs, select, series };

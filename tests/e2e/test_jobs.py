@@ -1,0 +1,66 @@
+"""The Jobs page in a real browser: a job submitted from its form appears in the queue and its state moves live
+(queued or placing or simulating, then finished) without a reload; its placement, step breakdown and throughput are
+drawn; the GPU page coloured by training job shows it on its GPUs; a what-if runs the same job with another
+placement side by side."""
+from tests.e2e.browser import screenshot
+from tests.e2e.conftest import RUN_SECONDS
+from tests.e2e.test_live import fill_form
+
+# Records every state each job row of the queue takes, from the page's first script on.
+RECORD_STATES = """
+window.__jobStates = {};
+document.addEventListener("DOMContentLoaded", () => {
+  const body = document.querySelector("#jobs-table tbody");
+  if (!body) return;
+  const record = () => body.querySelectorAll("tr[data-job]").forEach((tr) => {
+    const seen = (window.__jobStates[tr.dataset.job] ??= []);
+    if (seen[seen.length - 1] !== tr.dataset.state) seen.push(tr.dataset.state);
+  });
+  new MutationObserver(record).observe(body, { childList: true, subtree: true, attributes: true });
+});
+"""
+JOB = {"model": "llama3-8b", "gpus": 64, "tp": 8, "pp": 2, "batch_tokens": "1M"}
+
+
+def test_a_job_submitted_from_the_jobs_page_shows_its_live_state(admin, twin):
+    # given the superuser on demo-256's Jobs page, every state of the queue's rows recorded
+    admin.context.add_init_script(RECORD_STATES)
+    page = admin.visit("/clusters/demo-256/jobs/", shot="jobs")
+    origin = page.evaluate("performance.timeOrigin")
+    # when they submit a small Llama 3 8B job from the form
+    form = page.locator("form#job-form")
+    fill_form(form, JOB)
+    form.locator("[type=submit]").click()
+    # then its row appears and reaches "finished" by itself, on the same page
+    page.wait_for_function("document.querySelector('#jobs-table tr[data-state=finished]') !== null",
+                           timeout=RUN_SECONDS * 1000, polling=100)
+    assert page.evaluate("performance.timeOrigin") == origin, "the page reloaded"
+    states = page.evaluate("window.__jobStates")
+    job_id, seen = max(states.items(), key=lambda kv: int(kv[0]))
+    assert seen[-1] == "finished" and len(seen) >= 2, seen
+    assert set(seen[:-1]) <= {"queued", "running", "placing", "simulating"}, seen
+    # and the job is selected: its 64 GPUs drawn, its step's parts and its throughput charted
+    detail = page.locator("#job-detail")
+    page.wait_for_function("document.getElementById('job-detail').dataset.phase === 'finished'")
+    page.wait_for_function("document.getElementById('job-placement').dataset.gpus === '64'")   # fetched once placed
+    assert detail.locator("#job-breakdown svg .bar").count() >= 5           # compute, tp, cp, pp, dp, bubble
+    assert int(page.locator("#job-throughput").get_attribute("data-points")) >= 1
+    screenshot(page, "jobs-finished")
+    # and the GPU page coloured by training job shows the job on its GPUs
+    gpus = admin.page.request.get(f"{twin.url}/api/runs/jobs/{job_id}/gpus/").json()["gpus"]
+    admin.visit("/clusters/demo-256/gpus/?color=training")
+    assert admin.twin_js("window.twin.gpuGrid.mode") == "training"
+    assert admin.twin_js(f"window.twin.gpuGrid.jobOf({gpus[0]})") == int(job_id)
+    assert "job #" in admin.page.locator("#gpu-legend").inner_text()
+    screenshot(admin.page, "gpus-training-jobs")
+
+
+def test_a_what_if_runs_the_same_job_with_another_placement_side_by_side(admin, twin):
+    page = admin.visit("/clusters/demo-256/jobs/")
+    form = page.locator("form#job-form")
+    fill_form(form, {**JOB, "whatif-axis": "placement", "whatif-values": "random"})
+    form.locator("[type=submit]").click()
+    page.wait_for_function("document.querySelectorAll('#whatif-table tbody tr[data-status=succeeded]').length === 2",
+                           timeout=RUN_SECONDS * 1000, polling=200)
+    rows = page.locator("#whatif-table tbody tr")
+    assert [rows.nth(i).locator("td").first.inner_text() for i in range(2)] == ["as given", "placement random"]

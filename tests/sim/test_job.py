@@ -1,0 +1,157 @@
+"""The training-job step model (sim/job.py): analytic cases, the fabric's part, jobs sharing the fabric."""
+import numpy as np
+import pytest
+
+from sim.job import (DIMS, GEMM_EFFICIENCY, ATTENTION_EFFICIENCY, PEAK_FLOPS, job_traffic, rank_grid, groups_of,
+                     resolve_job, run_job, run_jobs, step_breakdown)
+from sim.models import MODELS, stage_layers
+from sim.nccl_tuning import base_latency, sim_hop
+from sim.netsim import LatencyModel
+from sim.params import JOB
+from sim.placement import place
+from sim.topology import load_topology
+from tests.sim.test_netsim import spec_data, topo_of
+
+SMALL = {"model": "custom", "layers": 4, "dim": 1024, "ffn_dim": 4096, "heads": 8, "kv_heads": 8, "vocab": 32000,
+         "seq": 2048}
+
+
+def nonblocking():
+    """A non-blocking two-tier fabric: 4 racks x 2 hosts (64 GPUs), 16 NICs and 16 uplinks per leaf."""
+    return topo_of(spec_data(racks=4, hosts_per_rack=2, hosts_per_leaf=2, leaf_uplinks=16, spines=4))
+
+
+def test_dp_only_step_is_compute_plus_the_alpha_beta_allreduce():
+    # Given a DP-only job (DDP, no overlap) over 64 GPUs of a non-blocking fabric, pinned routing
+    topo = nonblocking()
+    n, m = 64, 2
+    p = JOB.validate({**SMALL, "gpus": n, "tp": 1, "dp": n, "batch_tokens": 2048 * n * m, "fsdp": False,
+                      "overlap": False, "routing": "pinned"})
+    r = run_job(topo, p)
+    # Compute from the FLOPs: forward GEMMs 2 (2 d^2 + 2 d kv + 3 d F) per token per layer, output head 2 d V,
+    # attention 2 s d; backward twice the forward; m micro-batches of one sequence.
+    d, F, L, V, s = 1024, 4096, 4, 32000, 2048
+    gemm = L * 2 * (2 * d * d + 2 * d * d + 3 * d * F) + 2 * d * V
+    attn = L * 2 * s * d
+    compute = m * 3 * s * (gemm / (PEAK_FLOPS["bf16"] * GEMM_EFFICIENCY)
+                           + attn / (PEAK_FLOPS["bf16"] * ATTENTION_EFFICIENCY["bf16"]))
+    assert r.breakdown["compute"] == pytest.approx(compute, rel=1e-12)
+    # AllReduce of the FP32 gradients by a ring over 8 hosts: 2 (n - 1) steps of S / n, each NIC at 50 GB/s
+    # carrying 2 of NCCL's 16 channels: bandwidth term 2 (n - 1) / n x S / (8 x 50 GB/s). Latency: each step one
+    # hop at most 3 switches away (host part 22/2 - 5 us, 1 us per switch) plus Simple's network cost, and
+    # NCCL's Simple base latency once.
+    S = 4 * (L * (2 * d * d + 2 * d * d + 3 * d * F + 2 * d) + 2 * V * d + d)
+    extra, _ = sim_hop("ring", "Simple", n, 8)
+    alpha = LatencyModel().host("roce", 1e-6) + 3e-6 + extra
+    allreduce = 2 * (n - 1) / n * S / 400e9 + 2 * (n - 1) * alpha + base_latency("ring", "Simple")
+    assert r.breakdown["dp"] == pytest.approx(allreduce, rel=1e-9)
+    assert r.step_time == pytest.approx(compute + allreduce, rel=1e-12)
+    for k in ("tp", "cp", "pp", "bubble"):
+        assert r.breakdown[k] == 0
+
+
+@pytest.mark.parametrize("pp, m", [(4, 8), (2, 2), (8, 8)])
+def test_1f1b_bubble_is_pp_minus_1_over_m_plus_pp_minus_1(pp, m):
+    topo = nonblocking()
+    p = JOB.validate({**SMALL, "layers": 8, "gpus": 8 * pp, "tp": 8, "pp": pp, "dp": 1, "batch_tokens": 2048 * m})
+    b = run_job(topo, p).breakdown
+    pipelined = b["compute"] + b["tp"] + b["cp"] + b["bubble"]
+    assert b["bubble"] / pipelined == pytest.approx((pp - 1) / (m + pp - 1), rel=1e-12)
+
+
+def test_interleaving_divides_the_bubble_by_the_virtual_stages():
+    topo = nonblocking()
+    base = {**SMALL, "layers": 8, "gpus": 32, "tp": 8, "pp": 4, "dp": 1, "batch_tokens": 2048 * 8}
+    one = run_job(topo, JOB.validate(base)).breakdown
+    two = run_job(topo, JOB.validate({**base, "schedule": "interleaved", "virtual_stages": 2})).breakdown
+    assert two["bubble"] / (two["compute"] / 8 + two["tp"] / 8) == pytest.approx(3 / 2, rel=1e-12)
+    assert one["bubble"] / (one["compute"] / 8 + one["tp"] / 8) == pytest.approx(3, rel=1e-12)
+
+
+def test_tp_inside_one_host_never_touches_the_fabric():
+    topo = nonblocking()
+    p = resolve_job(JOB.validate({**SMALL, "gpus": 32, "tp": 8, "dp": 4, "batch_tokens": 2048 * 4, "hottest": 100}))
+    gpus = place(topo, 32, "fragmented", seed=2)
+    t = job_traffic(topo, gpus, p)
+    tp = t.tag == DIMS.index("tp")
+    assert tp.sum() > 0
+    host = np.asarray(topo.gpu_host)
+    assert (host[t.src[tp]] == host[t.dst[tp]]).all()
+    for k, d in enumerate(DIMS):                                   # every GPU sends in each dimension of size > 1
+        if p[d] > 1:
+            assert set(t.src[t.tag == k].tolist()) == set(gpus.tolist())
+    r = run_job(topo, p, gpus=gpus)
+    for h in r.hottest:
+        if "tp" in h.flows:
+            assert h.name.startswith("nvlink")
+    assert r.comm["tp"]["alpha_us"] == pytest.approx(sim_hop("ring", "Simple", 8, 1)[1] * 1e6)
+
+
+def test_rank_order_tp_innermost_puts_each_tp_group_on_consecutive_ranks():
+    grid = rank_grid({"tp": 8, "cp": 1, "pp": 4, "dp": 2}, ("tp", "cp", "pp", "dp"))
+    assert (groups_of(grid, "tp")[1] == np.arange(8, 16)).all()
+    assert (groups_of(grid, "pp")[0] == np.arange(0, 32, 8)).all()
+    assert (groups_of(grid, "dp")[0] == np.array([0, 32])).all()
+    swapped = rank_grid({"tp": 8, "cp": 1, "pp": 4, "dp": 2}, ("tp", "cp", "dp", "pp"))
+    assert (groups_of(swapped, "dp")[0] == np.array([0, 8])).all()
+
+
+def test_two_jobs_on_disjoint_racks_of_a_non_blocking_fabric_do_not_slow_each_other():
+    topo = nonblocking()
+    p = JOB.validate({**SMALL, "gpus": 32, "tp": 8, "dp": 4, "batch_tokens": 2048 * 4, "routing": "pinned"})
+    racks = [np.arange(0, 32), np.arange(32, 64)]                # racks 0-1 and 2-3
+    r = run_jobs(topo, [p, p], placements=racks)
+    assert r.slowdowns == pytest.approx([1.0, 1.0], rel=1e-12)
+    assert r.together[0].comm["dp"]["seconds_per_gib"] > 0
+
+
+def test_jobs_sharing_an_oversubscribed_layer_slow_each_other():
+    # demo-256: 1:4 at the CTSW layer; two jobs spread over both zones by host order share the zone exits.
+    _, topo = load_topology("demo-256")
+    p = JOB.validate({**SMALL, "gpus": 64, "tp": 8, "dp": 8, "batch_tokens": 2048 * 8, "placement": "fragmented",
+                      "fsdp": False, "overlap": False})
+    r = run_jobs(topo, [p, {**p, "seed": 1}])
+    assert max(r.slowdowns) > 1.0
+    assert min(r.slowdowns) >= 1.0 - 1e-9
+
+
+def test_fragmented_placement_is_slower_than_topology_aware_on_the_roce_twin():
+    _, topo = load_topology("demo-256")
+    base = {**SMALL, "gpus": 128, "tp": 8, "dp": 16, "batch_tokens": 2048 * 16, "overlap": False}
+    packed = run_job(topo, JOB.validate({**base, "placement": "topology"}))
+    spread = run_job(topo, JOB.validate({**base, "placement": "fragmented", "seed": 3}))
+    assert spread.breakdown["dp"] > packed.breakdown["dp"]
+    assert spread.step_time > packed.step_time
+
+
+def test_stage_layers_match_llama3s_uneven_split_and_sum_to_the_layers():
+    assert stage_layers(126, 16, 1) == [7] + [8] * 14 + [7]
+    for layers, pp, v in [(126, 16, 1), (80, 8, 2), (32, 4, 1), (33, 4, 1), (7, 7, 1)]:
+        assert sum(stage_layers(layers, pp, v)) == layers
+
+
+def test_model_presets_have_llama3s_parameter_counts():
+    assert MODELS["llama3-8b"].params / 1e9 == pytest.approx(8.03, abs=0.01)
+    assert MODELS["llama3-70b"].params / 1e9 == pytest.approx(70.6, abs=0.1)
+    assert MODELS["llama3-405b"].params / 1e9 == pytest.approx(405.9, abs=0.1)
+
+
+def test_mfu_counts_model_flops_only():
+    topo = nonblocking()
+    p = JOB.validate({**SMALL, "gpus": 8, "tp": 8, "batch_tokens": 2048, "recompute": "full"})
+    r = run_job(topo, p)
+    flops = MODELS["llama3-8b"].__class__("x", 4, 1024, 4096, 8, 8, 32000).model_flops_per_token(2048) * 2048
+    assert r.tflops_per_gpu * 1e12 * 8 * r.step_time == pytest.approx(flops, rel=1e-12)
+    assert r.breakdown["compute"] > 0 and r.to_dict()["layout"]["recompute"] == "full"
+
+
+def test_step_breakdown_exposes_dp_beyond_the_compute_window():
+    m = MODELS["llama3-8b"]
+    p = resolve_job(JOB.validate({"model": "llama3-8b", "gpus": 64, "tp": 8, "dp": 8, "batch_tokens": 8192 * 8}))
+    ranks = {"tp": 8, "cp": 1, "pp": 1, "dp": 8}
+    alpha = {d: 0.0 for d in DIMS}
+    fast = step_breakdown(m, p, {d: 0.0 for d in DIMS}, alpha, ranks)
+    slow = step_breakdown(m, p, {**{d: 0.0 for d in DIMS}, "dp": 1e-7}, alpha, ranks)
+    assert fast["dp"] == pytest.approx(fast["comm_total"]["dp"] / 32, rel=1e-12)   # first gather, last reduction
+    hidden = slow["comm_total"]["dp"] - slow["dp"]
+    assert slow["dp"] > 0 and hidden == pytest.approx(slow["compute"], rel=1e-9)

@@ -1,0 +1,81 @@
+"""The Jobs page of a cluster: its training-job queue (the Job rows the ``job`` and ``schedule`` runs write), each
+job's placement on the cluster, its step breakdown and throughput, and the form that submits a job or a what-if
+(the same job with another placement, routing or cluster side by side). The page is a shell: frontend/js/jobs.js
+reads the runs API (/api/runs/jobs/, /api/runs/) and the cluster's live stream; the form's fields come from the
+``job`` kind's parameter declaration (``sim.params.JOB`` through :func:`twin.runs.params.form_fields`).
+
+``clusters/<name>/jobs/gpus.json`` is what runs where (:func:`twin.runs.job_actions.gpu_jobs`): the GPU -> job
+index (base64 of the uint16 array, the live ``gpu_job`` section's layout) and the jobs of its rows; the GPU page
+colours by it too."""
+from __future__ import annotations
+
+import base64
+
+from django.http import JsonResponse
+from django.shortcuts import render
+from django.urls import path
+
+from twin.inventory.models import GPU, Cluster
+from twin.runs import job_actions, registry
+from twin.runs.params import form_fields
+from twin.web.access import readable
+from twin.web.nav import NavItem, Page
+from twin.web.views.experiments import ADD_RUN, clusters_info
+
+JOB_KIND = "job"
+# The job parameters the form shows first; the others go under "more parameters".
+MAIN_JOB_FIELDS = ("model", "gpus", "tp", "cp", "pp", "dp", "seq", "batch_tokens", "placement", "routing", "qps")
+# What a what-if may vary (each a parameter of the job kind; "cluster" runs the same job on another cluster, e.g.
+# the InfiniBand twin beside the RoCE one).
+WHATIF_AXES = ("placement", "routing", "qps", "cluster")
+
+
+def _missing(name: str) -> str:
+    built = ", ".join(Cluster.objects.order_by("name").values_list("name", flat=True)) or "none"
+    return f"no cluster named '{name}' (built: {built})"
+
+
+def job_form() -> dict | None:
+    """The job kind's fields (None while no ``job`` kind is registered)."""
+    kind = registry.kinds().get(JOB_KIND)
+    if kind is None or kind.params is None:
+        return None
+    return {"kind": JOB_KIND, "fields": form_fields(kind.params), "main": list(MAIN_JOB_FIELDS),
+            "whatif": list(WHATIF_AXES)}
+
+
+@readable
+def page(request, cluster):
+    found = Cluster.objects.filter(name=cluster).first()
+    if found is None:
+        return render(request, "web/jobs.html", {"nav": "jobs", "missing": _missing(cluster)}, status=404)
+    user = {"can_start": request.user.has_perm(ADD_RUN), "authenticated": request.user.is_authenticated}
+    info = {"cluster": {"id": found.id, "name": found.name,
+                        "gpus": GPU.objects.filter(cluster=found).count()},
+            "clusters": clusters_info(), "form": job_form(), "user": user}
+    return render(request, "web/jobs.html", {"nav": "jobs", "cluster": found, "jobs_info": info})
+
+
+def placement_data(cluster) -> dict:
+    n = GPU.objects.filter(cluster=cluster).count()
+    index, jobs, rows = job_actions.gpu_jobs(cluster, n)
+    return {"cluster": cluster.id, "gpus": n, "gpu_job": base64.b64encode(index.astype("<u2").tobytes()).decode(),
+            "jobs": [{**row, "name": j.name, "model": j.model, "state": j.state, "run": j.run_id}
+                     for j, row in zip(jobs, rows)]}
+
+
+@readable
+def placement(request, cluster):
+    """What runs where on ``cluster``: ``{"gpus", "gpu_job": base64 uint16, "jobs": [...]}``."""
+    found = Cluster.objects.filter(name=cluster).first()
+    if found is None:
+        return JsonResponse({"detail": _missing(cluster)}, status=404)
+    resp = JsonResponse(placement_data(found), json_dumps_params={"separators": (",", ":")})
+    resp["Cache-Control"] = "no-store"
+    return resp
+
+
+PAGE = Page(nav=NavItem("jobs", "Jobs", "jobs", order=35, cluster_scoped=True, group="operations"), urlpatterns=[
+    path("clusters/<str:cluster>/jobs/", page, name="jobs"),
+    path("clusters/<str:cluster>/jobs/gpus.json", placement, name="jobs-gpus"),
+])
