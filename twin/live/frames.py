@@ -60,7 +60,19 @@ DTYPE_NAMES = {DTYPE_UINT8: "uint8", DTYPE_FLOAT16: "float16"}
 
 SECTION_LINK_UTIL = 1   # per backend link (Link rows of the backend fabric by id), utilization of capacity
 SECTION_GPU_STATE = 2   # per GPU (by GPU.index), GPU_STATES codes
-SECTION_NAMES = {SECTION_LINK_UTIL: "link_util", SECTION_GPU_STATE: "gpu_state"}
+# Checkpoints and storage (the checkpoint and storage run kinds, twin/runs/kinds.py):
+SECTION_SERVER_WRITE = 3    # per storage server (StorageServer rows by id), float16 write rate in GB/s (10^9 B/s)
+SECTION_SERVER_READ = 4     # the same, read rate in GB/s
+SECTION_HOST_PROGRESS = 5   # per host (Host rows by id), uint8: share of its checkpoint bytes done x PROGRESS_SCALE;
+                            # HOST_NOT_IN_JOB for hosts outside the job
+SECTION_FRONTEND_UTIL = 6   # per frontend link (Link rows of the frontend fabric by id), as link_util
+SECTION_CHECKPOINT_PHASE = 7    # one uint8: the job's checkpoint phase, CHECKPOINT_PHASES codes
+SECTION_NAMES = {SECTION_LINK_UTIL: "link_util", SECTION_GPU_STATE: "gpu_state",
+                 SECTION_SERVER_WRITE: "server_write", SECTION_SERVER_READ: "server_read",
+                 SECTION_HOST_PROGRESS: "host_progress", SECTION_FRONTEND_UTIL: "frontend_util",
+                 SECTION_CHECKPOINT_PHASE: "checkpoint_phase"}
+# Sections quantized as link_util (uint8 = utilization x LINK_UTIL_SCALE); clients dequantize exactly these.
+UTIL_SECTIONS = (SECTION_LINK_UTIL, SECTION_FRONTEND_UTIL)
 
 STATUS_CODES = {"unknown": 0, "queued": 1, "running": 2, "succeeded": 3, "failed": 4, "cancelled": 5}
 STATUS_NAMES = {v: k for k, v in STATUS_CODES.items()}
@@ -71,6 +83,18 @@ LINK_UTIL_SCALE = 255   # a uint8 link_util byte is utilization * LINK_UTIL_SCAL
 # codes from here, and clients get the table in the stream's metadata (``gpu_states``, twin/live/meta.py).
 GPU_IDLE, GPU_IN_JOB, GPU_UNUSABLE = 0, 1, 2
 GPU_STATES = {GPU_IDLE: "idle", GPU_IN_JOB: "in_job", GPU_UNUSABLE: "unusable"}
+
+# A host's checkpoint progress (SECTION_HOST_PROGRESS): byte = round(share * PROGRESS_SCALE); HOST_NOT_IN_JOB: none.
+PROGRESS_SCALE = 250
+HOST_NOT_IN_JOB = 255
+
+# The job's checkpoint phase (SECTION_CHECKPOINT_PHASE): a checkpoint goes staging (GPU -> host memory, training
+# blocked), uploading (host memory -> storage; blocked too in sync mode), durable; a restore goes reading (storage
+# -> host memory), loading (host -> GPU), loaded. "planning": the job is being placed and its flows routed.
+PHASE_PLANNING, PHASE_STAGING, PHASE_UPLOADING, PHASE_DURABLE, PHASE_READING, PHASE_LOADING, PHASE_LOADED = range(7)
+CHECKPOINT_PHASES = {PHASE_PLANNING: "planning", PHASE_STAGING: "staging", PHASE_UPLOADING: "uploading",
+                     PHASE_DURABLE: "durable", PHASE_READING: "reading", PHASE_LOADING: "loading",
+                     PHASE_LOADED: "loaded"}
 
 
 def tables() -> dict:
@@ -85,7 +109,9 @@ def tables() -> dict:
             "sections": by_code(SECTION_NAMES), "dtypes": by_code(DTYPE_NAMES),
             "dtype_sizes": {str(k): dt.itemsize for k, dt in DTYPES.items()},
             "status_codes": dict(STATUS_CODES), "gpu_states": by_code(GPU_STATES),
-            "link_util_scale": LINK_UTIL_SCALE}
+            "link_util_scale": LINK_UTIL_SCALE, "util_sections": [SECTION_NAMES[s] for s in UTIL_SECTIONS],
+            "progress_scale": PROGRESS_SCALE, "host_not_in_job": HOST_NOT_IN_JOB,
+            "checkpoint_phases": by_code(CHECKPOINT_PHASES)}
 
 
 class FrameError(ValueError):
@@ -182,14 +208,38 @@ def decode(buf: bytes) -> Frame:
                  sections=sections)
 
 
-def build_sections(link_util=None, gpu_state=None, *, link_dtype: str = "uint8") -> dict[int, np.ndarray]:
-    """The sections of a frame from the publisher's arrays (None: section omitted)."""
+def quantize_progress(share, in_job=None) -> np.ndarray:
+    """Per host share done (0..1) -> uint8 0..PROGRESS_SCALE; hosts where ``in_job`` is False (or share is NaN)
+    -> HOST_NOT_IN_JOB."""
+    a = np.asarray(share, dtype=np.float32)
+    q = np.rint(np.clip(np.nan_to_num(a, nan=0.0), 0.0, 1.0) * float(PROGRESS_SCALE)).astype(np.uint8)
+    out = np.isnan(a) if in_job is None else ~np.asarray(in_job, bool) | np.isnan(a)
+    q[out] = HOST_NOT_IN_JOB
+    return q
+
+
+def build_sections(link_util=None, gpu_state=None, *, link_dtype: str = "uint8", server_write=None,
+                   server_read=None, host_progress=None, frontend_util=None,
+                   checkpoint_phase=None) -> dict[int, np.ndarray]:
+    """The sections of a frame from the publisher's arrays (None: section omitted). ``server_write`` and
+    ``server_read`` in GB/s per storage server, ``host_progress`` uint8 as :func:`quantize_progress` makes it,
+    ``frontend_util`` 0..1 per frontend link, ``checkpoint_phase`` a CHECKPOINT_PHASES code."""
     sections = {}
     if link_util is not None:
         sections[SECTION_LINK_UTIL] = (quantize_util(link_util) if link_dtype == "uint8"
                                        else np.asarray(link_util, dtype=np.float16))
     if gpu_state is not None:
         sections[SECTION_GPU_STATE] = np.asarray(gpu_state).astype(np.uint8, copy=False)
+    if server_write is not None:
+        sections[SECTION_SERVER_WRITE] = np.asarray(server_write, dtype=np.float16)
+    if server_read is not None:
+        sections[SECTION_SERVER_READ] = np.asarray(server_read, dtype=np.float16)
+    if host_progress is not None:
+        sections[SECTION_HOST_PROGRESS] = np.asarray(host_progress).astype(np.uint8, copy=False)
+    if frontend_util is not None:
+        sections[SECTION_FRONTEND_UTIL] = quantize_util(frontend_util)
+    if checkpoint_phase is not None:
+        sections[SECTION_CHECKPOINT_PHASE] = np.array([checkpoint_phase], dtype=np.uint8)
     return sections
 
 

@@ -74,12 +74,13 @@ class RunPublisher:
 
     # -- public API -------------------------------------------------------------------------------------------
 
-    def progress(self, percent: float, *, link_util=None, gpu_state=None, force: bool = False) -> None:
+    def progress(self, percent: float, *, link_util=None, gpu_state=None, force: bool = False, **arrays) -> None:
         """Report progress (0..100) and, optionally, link utilization (0..1 per backend link, Link ids of the
-        backend fabric in id order) and GPU states (uint8 per GPU, by GPU.index)."""
+        backend fabric in id order), GPU states (uint8 per GPU, by GPU.index) and the storage sections
+        (``arrays``: keyword arguments of :func:`twin.live.frames.build_sections`, e.g. ``server_write``)."""
         pending = self._pending or {"sections": {}}
         pending["percent"] = float(percent)
-        pending["sections"].update(frames.build_sections(link_util, gpu_state))
+        pending["sections"].update(frames.build_sections(link_util, gpu_state, **arrays))
         self._pending = pending
         now = time.monotonic()
         if force or now >= self._next_at:
