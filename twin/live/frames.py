@@ -71,8 +71,12 @@ SECTION_NAMES = {SECTION_LINK_UTIL: "link_util", SECTION_GPU_STATE: "gpu_state",
                  SECTION_SERVER_WRITE: "server_write", SECTION_SERVER_READ: "server_read",
                  SECTION_HOST_PROGRESS: "host_progress", SECTION_FRONTEND_UTIL: "frontend_util",
                  SECTION_CHECKPOINT_PHASE: "checkpoint_phase"}
-# Sections quantized as link_util (uint8 = utilization x LINK_UTIL_SCALE); clients dequantize exactly these.
-UTIL_SECTIONS = (SECTION_LINK_UTIL, SECTION_FRONTEND_UTIL)
+
+
+def util_sections() -> list[int]:
+    """Sections quantized as link_util (uint8 = utilization x LINK_UTIL_SCALE); clients dequantize exactly these."""
+    return [s for s in (SECTION_LINK_UTIL, SECTION_FRONTEND_UTIL) if s in SECTION_NAMES]
+
 
 STATUS_CODES = {"unknown": 0, "queued": 1, "running": 2, "succeeded": 3, "failed": 4, "cancelled": 5}
 STATUS_NAMES = {v: k for k, v in STATUS_CODES.items()}
@@ -109,7 +113,7 @@ def tables() -> dict:
             "sections": by_code(SECTION_NAMES), "dtypes": by_code(DTYPE_NAMES),
             "dtype_sizes": {str(k): dt.itemsize for k, dt in DTYPES.items()},
             "status_codes": dict(STATUS_CODES), "gpu_states": by_code(GPU_STATES),
-            "link_util_scale": LINK_UTIL_SCALE, "util_sections": [SECTION_NAMES[s] for s in UTIL_SECTIONS],
+            "link_util_scale": LINK_UTIL_SCALE, "util_sections": [SECTION_NAMES[s] for s in util_sections()],
             "progress_scale": PROGRESS_SCALE, "host_not_in_job": HOST_NOT_IN_JOB,
             "checkpoint_phases": by_code(CHECKPOINT_PHASES)}
 
@@ -141,6 +145,17 @@ class Frame:
     @property
     def gpu_state(self) -> np.ndarray | None:
         return self.sections.get(SECTION_GPU_STATE)
+
+    @property
+    def frontend_util(self) -> np.ndarray | None:
+        """Frontend link utilization as float32 in 0..1."""
+        a = self.sections.get(SECTION_FRONTEND_UTIL)
+        return None if a is None else dequantize_util(a)
+
+    @property
+    def checkpoint_phase(self) -> str | None:
+        a = self.sections.get(SECTION_CHECKPOINT_PHASE)
+        return None if a is None or not a.size else CHECKPOINT_PHASES.get(int(a[0]), str(int(a[0])))
 
     def header_dict(self) -> dict:
         return {"type": self.type, "seq": self.seq, "run": self.run_id or None, "cluster": self.cluster_id or None,

@@ -13,7 +13,7 @@ Arrays (orders are the live frames' sections, :mod:`twin.live.frames`):
 - ``host_progress`` (T, H) uint8: each host's share of its checkpoint bytes moved at each sample's end, quantized
   as the ``host_progress`` frame section (PROGRESS_SCALE; HOST_NOT_IN_JOB outside the job); H = Host rows by id.
 - ``host_blocked``, ``host_done`` (H,) float32: seconds until the host's GPUs train again and until its data is
-  durable (loaded, for a restore); NaN outside the job.
+  durable (loaded, for a restore); -1 outside the job (JSON has no NaN).
 - ``frontend_utilization`` (L,) float16: per frontend cable (Link rows of the frontend fabric by id) the busier
   direction's utilization over the data phase.
 
@@ -72,7 +72,7 @@ def _per_server(layout, servers, values) -> np.ndarray:
     return out
 
 
-def _per_host(layout, hosts, values, fill=np.nan) -> np.ndarray:
+def _per_host(layout, hosts, values, fill=-1.0) -> np.ndarray:
     values = np.asarray(values, dtype=np.float32)
     out = np.full(values.shape[:-1] + (len(layout.host_rack),), fill, dtype=np.float32)
     out[..., np.asarray(hosts, dtype=np.int64)] = values
@@ -121,8 +121,8 @@ def checkpoint(layout, params: dict, progress: Callable) -> tuple[dict, dict]:
         "rated": rated_bandwidth(),
     }
     arrays = {"server_rate": server_rate, "server_mean": server_mean, "host_progress": host_progress,
-              "host_blocked": _per_host(layout, r.hosts, r.host_blocked),
-              "host_done": _per_host(layout, r.hosts, r.host_done), "frontend_utilization": fe_util}
+              "host_blocked": _per_host(layout, r.hosts, np.nan_to_num(r.host_blocked, nan=0.0)),
+              "host_done": _per_host(layout, r.hosts, np.nan_to_num(r.host_done, nan=0.0)), "frontend_utilization": fe_util}
     return summary, arrays
 
 
