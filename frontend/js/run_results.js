@@ -38,7 +38,8 @@ export const paramsText = (run) => run.params_text
 
 /** The number a figure stands for: itself, or the median of {median, min, max}. */
 export const median = (v) => (v !== null && typeof v === "object" ? v.median : v);
-const FORMATS = { pct: (x) => pct(x), GBps: (x) => fmt.GBps(x), int: (x) => fmt.int(x), text: (x) => String(x ?? "–") };
+const FORMATS = { pct: (x) => pct(x), GBps: (x) => fmt.GBps(x), int: (x) => fmt.int(x), text: (x) => String(x ?? "–"),
+                  s: (x) => fmt.s(x), TBps: (x) => fmt.TBps(x) };
 /** A figure as text in its format: "41.2 %", or over seeds "41.2 % (38.0 – 45.1 %)" when they differ. */
 export function figureText(value, format = "pct") {
   const f = FORMATS[format] ?? FORMATS.text;
