@@ -41,6 +41,9 @@ def test_storage_json_lists_every_server_in_live_order_with_statuses(client, dem
     assert [doc["status_names"][c] for c in s["status"]] == expected
     assert s["ssds_active"][0] == s["ssds"][0] - 1 and s["ssds_active"][1] == s["ssds"][1]
     assert {st["nic_gbps"] for st in doc["stores"]} == {100}
+    # and the page can write each server's name from its rack's and its slot (storage.js serverNames)
+    names = [f"{doc['racks']['name'][r]}.s{slot:02d}" for r, slot in zip(s["rack"], s["slot"])]
+    assert names == [n.removeprefix("demo-256.") for n in servers.values_list("name", flat=True)]
     assert doc["rated"]["sustained"] == RATED_SUSTAINED_BPS and doc["rated"]["peak"] == RATED_PEAK_BPS
     assert STATUS_CODE["failed"] == doc["status_names"].index("failed")
 
