@@ -443,10 +443,11 @@ def _summarize(layout, st, F, sim, rec: _Recorder, *, model, store, mode, restor
         util = np.where((st.capacity > 0) & (window > 0), carried / (st.capacity * max(window, 1e-300)), 0.0)
     util[~np.isfinite(util)] = 0.0
     # Metadata carries operations over its own phase.
-    if meta and meta[1] > meta[0]:
+    # The metadata service counts operations, over the whole run (the share of the run it was busy).
+    if meta and end > 0:
         m = st.kind == RES_META
         ops = link_loads(F["ptr"], F["links"], np.where(cat == CAT_META, sim.delivered, 0.0), st.capacity.size)
-        util[m] = ops[m] / (st.capacity[m] * (meta[1] - meta[0]))
+        util[m] = ops[m] / (st.capacity[m] * end)
         carried[m] = ops[m]
     order = np.argsort(-util, kind="stable")[:hottest]
     order = order[util[order] > 0]

@@ -163,6 +163,7 @@ def simulate_flows(flow_ptr, flow_links, capacity, size, rate_cap=None, start=No
         n_done += int(ending.sum())
         if progress is not None:
             progress(min(n_done / max(n_fore, 1), 1.0))
+    finish[~done & ~forever] = np.inf                           # waiting for flows that never finish
     if forever.any():
         finish[forever] = t
     if deps.active:

@@ -14,7 +14,7 @@ Tectonic (Pan et al., FAST 2021, docs/sources.md [S10]; Meta 2024 [S1])
     and a block lookup per block while reading. The metadata
     service is one resource of ``metadata_kops`` thousand operations/s; each client's operations are serial, so a
     client issues at most one per ``metadata_latency_us`` (a rate cap on its metadata flow).
-Hammerspace (Meta 2024 [S1]; pNFS flexible files, RFC 8435)
+Hammerspace (Meta 2024 [S1]; pNFS flexible files, RFC 8435 and RFC 8881, docs/sources.md [S12])
     Clients get a layout from the metadata service, then move data directly to and from the data servers. Per file
     opened: ``OPEN``/``LOOKUP``, ``LAYOUTGET``, ``GETATTR``, ``CLOSE`` (4 operations, ours from the NFSv4.1/pNFS
     operation sequence). Data is not amplified by the client (protection inside the data servers: assumption).

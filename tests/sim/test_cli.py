@@ -155,6 +155,20 @@ REFUSED = [
     (["figure", "allgather-scale", "--out", "{tmp}", "--jobs", "1,64"], "jobs: must be at least 2"),
     (["figure", "allgather-scale", "--out", "{tmp}", "--size", "0"], "size: bad size '0'"),
     (["figure", "nope", "--out", "{tmp}"], "unknown figure 'nope'"),
+    (["checkpoint", "--preset", "demo-256", "--bytes-per-gpu=-4G"], "bytes_per_gpu: bad size '-4G'"),
+    (["checkpoint", "--preset", "demo-256", "--bytes-per-gpu", "2T"], "bytes_per_gpu: bad size '2T'"),
+    (["checkpoint", "--preset", "demo-256", "--servers", "0"], "servers: must be at least 1"),
+    (["checkpoint", "--preset", "demo-256", "--gpus", "8", "--servers", "9"],
+     "servers: asked for 9 servers but tectonic has only 8 usable"),
+    (["checkpoint", "--preset", "demo-256", "--store", "lustre"], "store: unknown value 'lustre'"),
+    (["checkpoint", "--preset", "demo-256", "--gpus", "257"], "gpus: asked for 257 GPUs but the cluster has only 256"),
+    (["checkpoint", "--preset", "demo-256", "--gpus", "8", "--writers", "9"], "writers: must be at most gpus (8)"),
+    (["checkpoint", "--preset", "demo-256", "--data-loading-gbps", "-1"], "data_loading_gbps: must be at least 0"),
+    (["checkpoint", "--preset", "demo-256", "--mode", "lazy"], "mode: unknown value 'lazy'"),
+    (["storage-fanout", "--preset", "demo-256", "--clients", "0"], "clients: must be at least 1"),
+    (["storage-fanout", "--preset", "demo-256", "--clients", "100000"], "clients: 100,000 clients at 8 per host"),
+    (["storage-fanout", "--preset", "demo-256", "--store", "nfs"], "store: unknown value 'nfs'"),
+    (["storage-fanout", "--preset", "demo-256", "--file-size", "0"], "file_size: bad size '0'"),
 ]
 
 
@@ -227,3 +241,25 @@ def test_the_cli_is_a_leaf_nothing_in_the_engine_imports():
                 importers.setdefault(name, set()).add(path.stem)
     assert importers.get("sim.cli", set()) <= {"__main__"}
     assert "figures" not in importers.get("sim.params", set())   # params imports figures, never the reverse
+
+
+def test_checkpoint_summary_and_json(capsys):
+    code, out, err = run(capsys, "checkpoint", "--preset", "demo-256", "--gpus", "64", "--bytes-per-gpu", "256M",
+                         "--store", "tectonic", "--mode", "sync")
+    assert code == 0
+    for word in ("blocked", "durable", "peak rate", "mean rate", "bottleneck", "TB/s"):
+        assert word in out
+    assert "100.0 %" in err
+    code, out, _ = run(capsys, "checkpoint", "--preset", "demo-256", "--gpus", "64", "--bytes-per-gpu", "256M",
+                       "--mode", "async", "--restore", "--json", "--series", "--quiet")
+    doc = json.loads(out)
+    assert code == 0 and doc["restore"] and doc["blocked_seconds"] == doc["durable_seconds"] > 0
+    assert doc["bytes"] == 64 * (256 << 20) and "series" in doc and "link_utilization" in doc
+
+
+def test_storage_fanout_table(capsys):
+    code, out, _ = run(capsys, "storage-fanout", "--preset", "demo-256", "--store", "hammerspace", "--clients",
+                       "256", "--quiet")
+    assert code == 0 and "metadata" in out and "256" in out
+    code, out, _ = run(capsys, "storage-fanout", "--preset", "demo-256", "--clients", "64", "--json", "--quiet")
+    assert json.loads(out)["clients"] == 64

@@ -1,0 +1,165 @@
+"""Checkpoints and restores (sim/checkpoint.py) on demo-256's frontend fabric and storage: analytic cases,
+conservation, write amplification, async vs sync, failed servers and SSDs. Expected times are computed from the
+resources' capacities (sim/storage_topology.py), never typed in."""
+import numpy as np
+import pytest
+
+import sim.checkpoint as ck
+from sim.checkpoint import run_checkpoint
+from sim.errors import ParamError
+from sim.layout import STATUS_FAILED, expand
+from sim.params import CHECKPOINT
+from sim.spec import load_spec
+from sim.storage_topology import build_storage
+
+FAST_META = {"metadata_kops": 1e6, "metadata_latency_us": 0.0}   # metadata out of the way for analytic cases
+
+
+@pytest.fixture
+def lay():
+    return expand(load_spec("demo-256"))
+
+
+@pytest.fixture(autouse=True)
+def exact(monkeypatch):
+    monkeypatch.setattr(ck, "EVENT_MERGE", 0.0)                     # exact events (merging tested separately)
+
+
+def _upload(r):
+    p = {ph["name"]: ph for ph in r.phases}
+    name = "reading" if r.restore else "uploading"
+    return p[name]["end"] - p[name]["start"]
+
+
+def _tectonic(lay):
+    return np.flatnonzero(lay.server_storage == 0)
+
+
+def test_one_client_one_server_runs_at_the_slowest_of_nic_server_nic_and_ssd(lay):
+    st = build_storage(lay)
+    srv = _tectonic(lay)[0]
+    B = 1 << 30
+    r = run_checkpoint(lay, gpus=1, bytes_per_gpu=B, servers=1, spread=1, redundancy="none", **FAST_META)
+    host = int(r.hosts[0])
+    client_nic = st.capacity[st.topo.gpu_uplink[st.host_ep[host, 0]]]
+    server_nic = st.capacity[st.topo.gpu_downlink[st.server_ep[srv, 0]]]
+    ssd = st.capacity[st.server_ssd_write[srv]]
+    assert _upload(r) == pytest.approx(B / min(client_nic, server_nic, ssd), rel=1e-9)
+    # Three of its four SSDs failed: the SSDs bind.
+    lay.ssd_status[lay.ssd_server == srv] = [STATUS_FAILED, STATUS_FAILED, STATUS_FAILED, 0]
+    ssd1 = build_storage(lay).capacity[st.server_ssd_write[srv]]
+    assert ssd1 == pytest.approx(ssd / 4)
+    r = run_checkpoint(lay, gpus=1, bytes_per_gpu=B, servers=1, spread=1, redundancy="none", **FAST_META)
+    assert _upload(r) == pytest.approx(B / min(client_nic, server_nic, ssd1), rel=1e-9)
+    assert r.bottlenecks[0].tier == "ssd-write"
+
+
+def test_restore_of_one_client_reads_at_the_slowest_of_ssd_read_and_nics(lay):
+    st = build_storage(lay)
+    srv = _tectonic(lay)[0]
+    B = 1 << 30
+    r = run_checkpoint(lay, gpus=1, bytes_per_gpu=B, servers=1, spread=1, restore=True, **FAST_META)
+    host = int(r.hosts[0])
+    rate = min(st.capacity[st.topo.gpu_downlink[st.host_ep[host, 0]]],
+               st.capacity[st.topo.gpu_uplink[st.server_ep[srv, 0]]], st.capacity[st.server_ssd_read[srv]])
+    assert r.amplification == 1.0 and r.stored_bytes == B                # RS reads the data chunks only
+    assert _upload(r) == pytest.approx(B / rate, rel=1e-9)
+    assert r.blocked_seconds == r.durable_seconds > _upload(r)           # then host -> GPU over PCIe
+
+
+def test_many_clients_over_few_servers_are_network_bound_then_ssd_bound(lay):
+    st = build_storage(lay)
+    srv = _tectonic(lay)[:2]
+    B = 1 << 30
+    kw = dict(gpus=32, bytes_per_gpu=B, servers=2, redundancy="none", **FAST_META)
+    nic = st.capacity[st.topo.gpu_downlink[st.server_ep[srv, 0]]]
+    assert (st.capacity[st.server_ssd_write[srv]] > nic).all()         # enough SSDs
+    r = run_checkpoint(lay, **kw)
+    assert _upload(r) == pytest.approx(32 * B / nic.sum(), rel=1e-6)
+    assert r.bottlenecks[0].tier == "storage-nic down"
+    lay.ssd_status[np.isin(lay.ssd_server, srv) & (lay.ssd_slot > 0)] = STATUS_FAILED
+    ssd = build_storage(lay).capacity[st.server_ssd_write[srv]]
+    assert (ssd < nic).all()                                             # few SSDs
+    r = run_checkpoint(lay, **kw)
+    assert _upload(r) == pytest.approx(32 * B / ssd.sum(), rel=1e-6)
+    assert r.bottlenecks[0].tier == "ssd-write"
+
+
+@pytest.mark.parametrize("redundancy, amp", [("rs-9-6", 1.5), ("replicate-3", 3.0), ("none", 1.0)])
+def test_write_amplification_multiplies_server_side_bytes_and_every_byte_arrives(lay, redundancy, amp):
+    r = run_checkpoint(lay, gpus=64, bytes_per_gpu=64 << 20, writers=40, redundancy=redundancy)
+    assert r.bytes == 40 * (64 << 20)
+    assert r.stored_bytes == pytest.approx(amp * r.bytes)
+    assert r.server_bytes.sum() == pytest.approx(amp * r.bytes)        # conservation at the servers
+    assert np.ptp(r.server_bytes) <= 1e-9 * r.server_bytes.max()       # placement spreads evenly
+    assert r.host_progress[-1] == pytest.approx(np.ones(len(r.hosts)))  # every host's bytes arrived
+    assert r.host_bytes.sum() == r.bytes
+    assert r.goodput.sum() == pytest.approx(r.rate.sum() / amp)
+
+
+def test_async_blocked_time_ignores_storage_bandwidth_but_durable_time_does_not(lay):
+    kw = dict(gpus=64, bytes_per_gpu=256 << 20, mode="async")
+    many = run_checkpoint(lay, **kw)
+    few = run_checkpoint(lay, **kw, servers=1)
+    assert few.blocked_seconds == pytest.approx(many.blocked_seconds, rel=1e-12)
+    assert few.durable_seconds > 2 * many.durable_seconds
+    sync = run_checkpoint(lay, **{**kw, "mode": "sync"}, servers=1)
+    assert sync.blocked_seconds == sync.durable_seconds == pytest.approx(few.durable_seconds)
+    # Blocked in async mode = staging: each host's GPUs copy over PCIe into the host's memory copy bandwidth.
+    st = build_storage(lay)
+    per_host = max(kw["bytes_per_gpu"] / st.capacity[st.gpu_pcie[0]],
+                   8 * kw["bytes_per_gpu"] / st.capacity[st.host_mem[0]])
+    assert many.blocked_seconds == pytest.approx(per_host, rel=1e-9)
+
+
+def test_a_failed_server_gets_nothing_and_lowers_capacity(lay):
+    kw = dict(gpus=64, bytes_per_gpu=1 << 30, redundancy="none", **FAST_META)
+    full = run_checkpoint(lay, **kw)
+    srv = _tectonic(lay)
+    lay.server_status[srv[:4]] = STATUS_FAILED
+    half = run_checkpoint(lay, **kw)
+    assert set(half.servers.tolist()) == set(srv[4:].tolist())
+    assert _upload(half) > 1.5 * _upload(full)
+    lay.server_status[srv] = STATUS_FAILED
+    with pytest.raises(ParamError, match="store"):
+        run_checkpoint(lay, **kw)
+
+
+def test_data_loading_competes_with_a_restore(lay):
+    kw = dict(gpus=32, bytes_per_gpu=1 << 30, restore=True, servers=2)
+    alone = run_checkpoint(lay, **kw)
+    busy = run_checkpoint(lay, **kw, data_loading_gbps=400)
+    assert busy.durable_seconds > alone.durable_seconds
+    assert 0 < busy.data_loading["kept"] < 1
+    assert busy.loading_rate.max() > 0 and alone.loading_rate.max() == 0
+
+
+def test_merging_events_stays_within_the_merge_window_of_the_exact_run(lay, monkeypatch):
+    kw = dict(gpus=128, bytes_per_gpu=512 << 20, writers=100)
+    exact = run_checkpoint(lay, **kw)
+    monkeypatch.setattr(ck, "EVENT_MERGE", 3e-2)
+    merged = run_checkpoint(lay, **kw)
+    assert merged.events <= exact.events
+    assert merged.durable_seconds == pytest.approx(exact.durable_seconds, rel=3e-2)
+    assert merged.durable_seconds >= exact.durable_seconds * (1 - 1e-9)
+
+
+def test_result_is_json_able_with_bounded_series(lay):
+    import json
+    r = run_checkpoint(lay, **CHECKPOINT.validate({"gpus": 64, "bytes_per_gpu": "64M", "samples": 20}))
+    doc = json.loads(json.dumps(r.to_dict()))
+    assert len(doc["series"]["rate"]) == 20 and len(doc["series"]["server_rate"][0]) == len(r.servers)
+    assert len(doc["link_utilization"]) == build_storage(lay).n_links
+    assert doc["per_server"]["name"][0].startswith("tectonic-z0.r000.s00")
+    assert [p["name"] for p in doc["phases"]] == ["staging", "metadata", "uploading", "durable"]
+    assert r.peak_rate >= r.mean_rate > 0
+
+
+@pytest.mark.parametrize("values, field", [
+    ({"gpus": 257}, "gpus"), ({"servers": 9, "gpus": 8}, "servers"), ({"store": "lustre"}, "store"),
+    ({"bytes_per_gpu": "-1"}, "bytes_per_gpu"), ({"bytes_per_gpu": 0}, "bytes_per_gpu"), ({"servers": 0}, "servers"),
+])
+def test_bad_input_names_the_field(lay, values, field):
+    with pytest.raises(ParamError) as e:
+        run_checkpoint(lay, **CHECKPOINT.validate(values))
+    assert field in e.value.errors
