@@ -29,8 +29,8 @@ def test_a_finished_checkpoint_draws_its_timeline_and_replays_its_servers(visito
     page.wait_for_selector(f'#checkpoint-runs tr[data-run="{run["id"]}"].selected', state="attached")
     page.wait_for_selector("#timeline svg", state="attached")
     assert int(page.locator("#timeline").get_attribute("data-series")) >= 2
-    # (demo-256's few servers stay far below the rated 2 TB/s: named, not drawn)
-    assert "rated 2.00 TB/s sustained, 7.00 TB/s peak" in page.locator("#timeline-note").inner_text()
+    # (its GPU -> host copies reach 1.6 TB/s, 8 hosts' memory copies: the rated lines are on the chart's scale)
+    assert "rated sustained 2.00 TB/s" in page.locator("#timeline").inner_text()
     assert "blocked" in page.locator("#phase-bar").inner_text()
     # and the grid shows the busiest sample: tectonic servers busy, hammerspace's idle
     page.wait_for_selector("#scrub-label:not([hidden])", state="attached")
