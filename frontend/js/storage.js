@@ -3,11 +3,11 @@
 // (aggregate rate against the storage's rated bandwidth, blocked vs durable), and the form that starts a checkpoint
 // or a restore. Live: the cluster stream's storage sections (frames.js; twin/live/frames.py is the reference).
 // Data: storage.json (twin/web/storage_data.py), the frontend fabric.json (twin/web/fabric_data.py), the runs API.
-import { lineChart, PALETTE } from "./chart.js";
 import { applyStatus, buildModel, rowBlocks } from "./fabric-model.js";
 import { fetchSnapshot, protocol } from "./frames.js";
 import { TierHeatmap } from "./heatmap.js";
 import { fieldHtml, lockForm, pageData, readFields, showErrors, startRun } from "./run_form.js";
+import { checkpointChart, phaseBar } from "./run_results.js";
 import { api, COLORS, cssPixel, esc, fmt, live, markReady, timeFrame, toast, twin, UTIL_GRADIENT, UTIL_PIXEL }
   from "./twin.js";
 
@@ -171,49 +171,10 @@ function drawHeatmaps() {
 
 // --- timeline ----------------------------------------------------------------------------------------------------
 
-function phaseBar(s) {
-  const end = s.durable_seconds || 0;
-  if (!end) return "";
-  const w = (a, b) => `${(100 * Math.max(0, b - a) / end).toFixed(2)}%`;
-  const blocked = s.blocked_seconds;
-  return `<div class="phase blocked" style="width:${w(0, blocked)}" title="training blocked ${fmt.s(blocked)}">
-      blocked ${fmt.s(blocked)}</div><div class="phase background" style="width:${w(blocked, end)}"
-      title="${s.restore ? "loading" : "uploading in the background"} until ${fmt.s(end)}">
-      ${s.restore ? "loaded" : "durable"} at ${fmt.s(end)}</div>`;
-}
-
 function drawTimeline(run, s) {
   $("timeline-run").textContent = `run #${run.id} · ${run.params_text ?? ""}`;
   $("phase-bar").innerHTML = phaseBar(s);
-  const t = s.series.times, mid = (i) => (t[i] + t[i + 1]) / 2;
-  const pts = (arr) => arr.map((v, i) => ({ x: mid(i), y: v / 1e12 }));
-  const series = [{ name: "at the servers (stored bytes)", color: PALETTE[0], points: pts(s.series.rate), markers: false },
-                  { name: "checkpoint bytes (goodput)", color: PALETTE[2], dash: "--", points: pts(s.series.goodput),
-                    markers: false }];
-  if (s.series.staging_rate.some((v) => v > 0)) {
-    series.push({ name: "GPU <-> host copies", color: PALETTE[1], dash: ":", points: pts(s.series.staging_rate),
-                  markers: false });
-  }
-  if (s.series.loading_rate.some((v) => v > 0)) {
-    series.push({ name: "training-data reads", color: PALETTE[4], dash: "-.", points: pts(s.series.loading_rate),
-                  markers: false });
-  }
-  const rated = s.rated ?? state.doc.rated;
-  // The rated lines are drawn when the run reaches a tenth of the sustained figure; below, they would flatten the
-  // curves to the axis, so they are only named.
-  const peak = Math.max(...s.series.rate, ...s.series.staging_rate);
-  const onScale = peak >= rated.sustained / 10;
-  $("timeline-note").textContent = onScale ? "" : `rated ${fmt.TBps(rated.sustained)} sustained, ${
-    fmt.TBps(rated.peak)} peak: off this scale (peak here ${fmt.TBps(peak)})`;
-  lineChart($("timeline"), {
-    label: "aggregate rate over simulated time", height: 260, series,
-    x: { scale: "linear", label: "simulated time (s)", name: "t", format: (v) => fmt.s(v) },
-    y: { scale: "linear", min: 0, label: "TB/s", format: (v) => v.toFixed(v >= 10 || v === 0 ? 0 : 1),
-         tipFormat: (v) => `${v.toFixed(2)} TB/s` },
-    refLines: onScale ? [{ y: rated.sustained / 1e12, label: `rated sustained ${fmt.TBps(rated.sustained)}` },
-                         { y: rated.peak / 1e12, label: `rated peak ${fmt.TBps(rated.peak)}`, dash: "--" }] : [],
-  });
-  $("timeline").title = rated.source;
+  $("timeline-note").textContent = checkpointChart($("timeline"), { ...s, rated: s.rated ?? state.doc.rated });
 }
 
 /** The stored arrays of a finished checkpoint: the grid replays its per-server rates at the chosen sample. */

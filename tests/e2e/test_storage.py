@@ -39,6 +39,12 @@ def test_a_finished_checkpoint_draws_its_timeline_and_replays_its_servers(visito
     assert page.evaluate(SERVER_COLOUR, tectonic[0]) != NONE_COLOUR
     assert page.evaluate(SERVER_COLOUR, other[0]) not in (NONE_COLOUR, page.evaluate(SERVER_COLOUR, tectonic[0]))
     screenshot(page, "storage-demo-256-finished")
+    # and the run's own page draws the same timeline, with its bottlenecks
+    run_page = visitor.visit(f"/experiments/{run['id']}/")
+    run_page.wait_for_selector("#results .timeline svg", state="attached")
+    assert "blocked" in run_page.locator("#results .phase-bar").inner_text()
+    assert run_page.locator("#results table.data tbody tr").count() >= 2
+    screenshot(run_page, "experiment-checkpoint")
 
 
 def test_a_running_checkpoint_is_shown_live_on_the_storage_and_gpu_pages(visitor, twin, orm):
