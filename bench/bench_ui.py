@@ -158,10 +158,10 @@ def run_checkpoint(cluster):
 
 
 def print_storage(paint: dict, run, wall: float, frame_bytes: int) -> None:
+    s = run.summary or {}
     print(f"\nStorage page after checkpoint #{run.pk} ({CHECKPOINT['gpus']:,} GPUs x {CHECKPOINT['bytes_per_gpu']}, "
           f"{CHECKPOINT['store']}, {CHECKPOINT['mode']}): {run.status} in {wall:.1f} s on the worker, blocked "
-          f"{(run.summary or {}).get('blocked_seconds', 0):.2f} s, durable {(run.summary or {}).get('durable_seconds', 0):.2f} s"
-          f" (simulated)")
+          f"{s.get('blocked_seconds', 0):.2f} s, durable {s.get('durable_seconds', 0):.2f} s (simulated)")
     print(f"  first paint (budget {STORAGE_PAINT_BUDGET_MS / 1000:g} s)")
     for name, (cold, warm, worst, size) in paint.items():
         ok = max(cold, worst) <= STORAGE_PAINT_BUDGET_MS

@@ -122,7 +122,8 @@ def checkpoint(layout, params: dict, progress: Callable) -> tuple[dict, dict]:
     }
     arrays = {"server_rate": server_rate, "server_mean": server_mean, "host_progress": host_progress,
               "host_blocked": _per_host(layout, r.hosts, np.nan_to_num(r.host_blocked, nan=0.0)),
-              "host_done": _per_host(layout, r.hosts, np.nan_to_num(r.host_done, nan=0.0)), "frontend_utilization": fe_util}
+              "host_done": _per_host(layout, r.hosts, np.nan_to_num(r.host_done, nan=0.0)),
+              "frontend_utilization": fe_util}
     return summary, arrays
 
 

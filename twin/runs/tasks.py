@@ -55,11 +55,11 @@ class Heartbeat(threading.Thread):
 class Reporter:
     """The progress callback handed to a kind, in the engine's terms (:mod:`sim.progress`):
     ``reporter(fraction, message="", *, link_util=None, gpu_state=None, force=False, **arrays)`` (``arrays``: the
-    storage sections of :func:`twin.live.frames.build_sections`; ``force``: past the publisher's throttle) with ``fraction`` the share of the work
-    done (0..1; None: arrays only; the message is for the CLI's bar, a run does not keep it). The run's percentage
-    is ``100 * fraction``, the number the CLI's bar shows for the same work. Writes progress and heartbeat at most
-    every PROGRESS_DB_INTERVAL seconds, raises RunCancelled once cancellation was requested, and passes every report
-    to the live publisher (which throttles itself)."""
+    storage sections of :func:`twin.live.frames.build_sections`; ``force``: past the publisher's throttle) with
+    ``fraction`` the share of the work done (0..1; None: arrays only; the message is for the CLI's bar, a run does
+    not keep it). The run's percentage is ``100 * fraction``, the number the CLI's bar shows for the same work.
+    Writes progress and heartbeat at most every PROGRESS_DB_INTERVAL seconds, raises RunCancelled once cancellation
+    was requested, and passes every report to the live publisher (which throttles itself)."""
 
     def __init__(self, run: SimulationRun):
         self.run = run

@@ -4,8 +4,8 @@ same structure as the Fabric page's, :mod:`twin.web.fabric_data`, whose link ord
 section's) and the storage's rated bandwidth (:func:`twin.runs.storage_kinds.rated_bandwidth`).
 
 Server names are not sent: the inventory names a server after its rack (``<rack>.s<slot:02>``, checked by
-tests/web/test_storage.py) and the page writes them so. A server counts as down when it or its rack is not active (as the engine's layout reads it,
-:mod:`twin.inventory.adapter`); ``ssds_active`` of a server lowers its SSD capacity in the engine by that share.
+tests/web/test_storage.py) and the page writes them so. A server counts as down when it or its rack is not active
+(as the engine's layout reads it, :mod:`twin.inventory.adapter`); ``ssds_active`` of a server lowers its SSD capacity in the engine by that share.
 """
 from __future__ import annotations
 

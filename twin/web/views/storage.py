@@ -37,7 +37,8 @@ def page(request, cluster):
     form = {"fields": form_fields(CHECKPOINT), "main": MAIN_FIELDS, "kind": "checkpoint",
             "can_start": request.user.has_perm(ADD_RUN), "authenticated": request.user.is_authenticated}
     return render(request, "web/storage.html", {
-        "nav": "storage", "cluster": found, "form": form, "has_frontend": storage_data.frontend_fabric(found) is not None,
+        "nav": "storage", "cluster": found, "form": form,
+        "has_frontend": storage_data.frontend_fabric(found) is not None,
         "snapshot_url": reverse("live:cluster-snapshot", kwargs={"name": found.name}) + "?binary=1"})
 
 
