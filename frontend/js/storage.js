@@ -180,7 +180,7 @@ function drawTimeline(run, s) {
 /** The stored arrays of a finished checkpoint: the grid replays its per-server rates at the chosen sample. */
 async function loadArrays(run) {
   try {
-    const res = await api(`/api/runs/${run.id}/results/?arrays=base64`);
+    const res = await api(`/api/runs/${run.id}/results/?arrays=base64&names=server_rate`);
     const a = res.arrays.server_rate;
     if (!a) return;
     const raw = Uint8Array.from(atob(a.data), (c) => c.charCodeAt(0));

@@ -49,6 +49,8 @@ def test_a_checkpoint_run_and_a_failed_storage_rack(workers, runner, demo):
     assert a["server_rate"].shape == (100, len(ids))
     # the per-server rates add up to the aggregate series (GB/s against bytes/s; float16 storage)
     assert np.allclose(a["server_rate"].astype(np.float64).sum(1) * 1e9, s["series"]["rate"], rtol=2e-3, atol=1e6)
+    only = runner.get(f"/api/runs/{run['id']}/results/?arrays=base64&names=server_mean,nope").json()["arrays"]
+    assert list(only) == ["server_mean"] and isinstance(only["server_mean"]["data"], str)
     n_front = Link.objects.filter(cluster=demo, fabric__role=1).count()
     assert a["frontend_utilization"].shape == (n_front,) and 0 < a["frontend_utilization"].max() <= 1.001
     hosts = Host.objects.filter(cluster=demo).count()
