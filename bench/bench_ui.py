@@ -14,7 +14,12 @@ Uses REDIS_URL when set, else starts the embedded Redis on a free port. Prints, 
      the GPU grid (coloured by job, and by utilization), each open on its own while a real collective run on
      meta-roce-24k publishes its frames (all 56,256 link utilizations and 24,576 GPU states in each):
      median, p95 and max, budget 50 ms; then the three open side by side during one more run (no budget: it shows
-     what sharing two CPUs among three renderers costs).
+     what sharing two CPUs among three renderers costs);
+  3. the Storage page (every storage server of meta-roce-24k: 3,790 in the grid, 18,798 frontend links in the
+     heatmaps) after a real checkpoint of 16,384 GPUs x 4 GiB to tectonic: its first paint, cold and warm, budget
+     1 s; the checkpoint's live frame size (the run stream's snapshot: every section the run published, so the
+     largest frame), budget 64 KB; and the checkpoint's wall time on the worker.
+``--storage-only`` measures 3 alone.
 The servers, the worker's simulation and Chromium share this machine's CPUs, as they do for a user of scripts/run.
 """
 import argparse
@@ -34,7 +39,10 @@ from tests.e2e.browser import CHROMIUM, READY, PageProbe, launch  # noqa: E402
 
 CLUSTER = "meta-roce-24k"
 PAGES = {"fabric": f"/clusters/{CLUSTER}/fabric/", "GPU grid": f"/clusters/{CLUSTER}/gpus/"}
+STORAGE_PAGE = {"storage": f"/clusters/{CLUSTER}/storage/"}
 PAINT_BUDGET_MS, FRAME_BUDGET_MS = 2000.0, 50.0
+STORAGE_PAINT_BUDGET_MS, STORAGE_FRAME_BUDGET = 1000.0, 64 * 1024
+CHECKPOINT = {"gpus": 16384, "bytes_per_gpu": "4G", "store": "tectonic", "mode": "async"}
 READY_TIMEOUT_MS = 60_000
 
 
@@ -83,10 +91,14 @@ class Browser:
         page.wait_for_selector(READY, state="attached", timeout=READY_TIMEOUT_MS)
         return context, page, probe
 
-    def first_paint(self, path: str) -> tuple[float, int]:
-        """(firstPaintMs, bytes of the page data fetched) of one load of ``path``."""
+    def first_paint(self, path: str, settle: bool = False) -> tuple[float, int]:
+        """(firstPaintMs, bytes of the page data fetched) of one load of ``path``; ``settle``: wait for the page's
+        requests after the paint to end before the next load (the Storage page loads its last checkpoint's
+        timeline and arrays after its first paint: left running, they would be served during the next load)."""
         context, page, probe = self.open(path)
         ms = page.evaluate("window.twin.firstPaintMs")
+        if settle:
+            page.wait_for_load_state("networkidle")
         data = page.evaluate("performance.getEntriesByType('resource').filter(r => /\\.json|snapshot/.test(r.name))"
                              ".reduce((n, r) => n + r.encodedBodySize, 0)")
         self.problems += probe.problems
@@ -98,14 +110,14 @@ class Browser:
         self.pw.stop()
 
 
-def first_paints(browser, daphne, loads: int) -> dict:
+def first_paints(browser, daphne, loads: int, pages=PAGES, settle: bool = False) -> dict:
     """Per page: (cold ms, warm median ms, warm max ms, page data bytes); cold on a server started just before."""
     out = {}
-    for name, path in PAGES.items():
+    for name, path in pages.items():
         daphne.stop()
         daphne.start()
-        cold, size = browser.first_paint(path)
-        warm = [browser.first_paint(path)[0] for _ in range(loads)]
+        cold, size = browser.first_paint(path, settle)
+        warm = [browser.first_paint(path, settle)[0] for _ in range(loads)]
         out[name] = (cold, statistics.median(warm), max(warm), size)
     return out
 
@@ -128,6 +140,39 @@ def run_collective(cluster, gpus: int, seeds: int):
     run.refresh_from_db()
     time.sleep(1.0)                     # the final frame on its way to the pages
     return run, wall
+
+
+def run_checkpoint(cluster):
+    """A real checkpoint run (CHECKPOINT) on the cluster, to its end: (the run, its wall time in s, the bytes of its
+    stream's snapshot frame)."""
+    from tests.processes import wait_for
+    from twin.live import store
+    from twin.runs.actions import create_run
+    from twin.runs.models import SimulationRun
+
+    run = create_run("checkpoint", dict(CHECKPOINT), cluster)
+    t0 = time.monotonic()
+    wait_for(lambda: not SimulationRun.objects.filter(pk=run.pk, status__in=("queued", "running")).exists(),
+             timeout=900, interval=0.25, what=f"run #{run.pk} to finish")
+    wall = time.monotonic() - t0
+    run.refresh_from_db()
+    time.sleep(1.0)
+    last = store.load_last(store.run_stream(run.pk))
+    return run, wall, len(last[1]) if last else 0
+
+
+def print_storage(paint: dict, run, wall: float, frame_bytes: int) -> None:
+    s = run.summary or {}
+    print(f"\nStorage page after checkpoint #{run.pk} ({CHECKPOINT['gpus']:,} GPUs x {CHECKPOINT['bytes_per_gpu']}, "
+          f"{CHECKPOINT['store']}, {CHECKPOINT['mode']}): {run.status} in {wall:.1f} s on the worker, blocked "
+          f"{s.get('blocked_seconds', 0):.2f} s, durable {s.get('durable_seconds', 0):.2f} s (simulated)")
+    print(f"  first paint (budget {STORAGE_PAINT_BUDGET_MS / 1000:g} s)")
+    for name, (cold, warm, worst, size) in paint.items():
+        ok = max(cold, worst) <= STORAGE_PAINT_BUDGET_MS
+        print(f"  {name:<10} cold {cold:>6.0f} ms, warm median {warm:>6.0f} ms, max {worst:>6.0f} ms, "
+              f"{size / 1024:>6.0f} KiB of page data  {'OK' if ok else 'OVER'}")
+    print(f"  live frame (the run's snapshot: every section) {frame_bytes:,} bytes (budget {STORAGE_FRAME_BUDGET:,})  "
+          f"{'OK' if 0 < frame_bytes <= STORAGE_FRAME_BUDGET else 'OVER'}")
 
 
 def live_frames(browser, cluster, gpus: int, seeds: int, views) -> tuple[dict, object, float]:
@@ -170,6 +215,7 @@ def main():
     ap.add_argument("--seeds", type=int, default=400,
                     help="hash seeds of that run: one progress report with all link and GPU states each "
                          "(the default lasts 10-20 s here: 40+ frames at the 4 Hz tick)")
+    ap.add_argument("--storage-only", action="store_true", help="only the Storage page and the checkpoint frames")
     args = ap.parse_args()
     if not CHROMIUM.exists():
         raise SystemExit(f"{CHROMIUM} is missing (Debian: apt-get install chromium)")
@@ -200,6 +246,15 @@ def main():
         servers += [daphne, workers]
         workers.ensure()
         browser = Browser(daphne.url)
+        ckpt, ckpt_wall, ckpt_frame = run_checkpoint(cluster)
+        storage_paint = first_paints(browser, daphne, args.loads, STORAGE_PAGE, settle=True)
+        if args.storage_only:
+            print(f"UI benchmark: {CLUSTER}, headless Chromium {browser.version}, {os.cpu_count()} CPUs, "
+                  f"{connection.vendor}")
+            print_storage(storage_paint, ckpt, ckpt_wall, ckpt_frame)
+            if browser.problems:
+                print("\npage problems seen:\n  " + "\n  ".join(browser.problems))
+            return
         paint = first_paints(browser, daphne, args.loads)
         alone = {}
         for view in VIEWS:                  # one page open, as a user looks at it
@@ -220,6 +275,7 @@ def main():
         print_frames(alone, verdicts=True)
         print("\nthe three views open at once (three renderers, the worker and daphne on the same CPUs; no budget)")
         print_frames(together, verdicts=False)
+        print_storage(storage_paint, ckpt, ckpt_wall, ckpt_frame)
         if browser.problems:
             print("\npage problems seen:\n  " + "\n  ".join(browser.problems))
     finally:

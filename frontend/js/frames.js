@@ -14,7 +14,10 @@
 // Every code (magic, version, frame types, flags, sections, dtypes and their item sizes, statuses, GPU states, the
 // link_util scale) comes from the server's tables (twin/live/frames.py tables()): embedded in each page
 // (#live-protocol, web/base.html) and sent again in every stream's meta message. Nothing here repeats them.
-// link_util as Uint8 is utilization * link_util_scale; as Float16 it is 0..1. gpu_job (Uint16 per GPU) is 0 or the
+// link_util as Uint8 is utilization * link_util_scale; as Float16 it is 0..1. The sections named in util_sections
+// (link_util, frontend_util) are decoded to Float32Array 0..1; host_progress stays Uint8 (share x progress_scale,
+// host_not_in_job outside the job); server_write/server_read are Float16 GB/s; checkpoint_phase is one code of
+// checkpoint_phases. gpu_job (Uint16 per GPU) is 0 or the
 // 1-based row of job_stats (Float32, rows of job_fields per training job: jobRows()).
 // A section missing from a frame means "unchanged". seq jumping by more than 1 means frames were lost: fetch the
 // REST snapshot (JSON with `frame_b64`, or `?binary=1`) and decode it with this same function.
@@ -34,7 +37,9 @@ export function useProtocol(info) {
     status: new Map(Object.entries(info.status_codes).map(([name, code]) => [code, name])),
     gpuState: byName(info.gpu_states),                  // name -> code: {idle, in_job, unusable}
     jobFields: info.job_fields ?? [], jobPhase: byCode(info.job_phases ?? {}),   // job_stats rows (training jobs)
-    utilScale: info.link_util_scale,
+    utilScale: info.link_util_scale, utilSections: new Set(info.util_sections),
+    progressScale: info.progress_scale, hostNotInJob: info.host_not_in_job,
+    checkpointPhase: byCode(info.checkpoint_phases),    // code -> name: staging, uploading, durable...
   };
   return tables;
 }
@@ -58,7 +63,7 @@ function float16(bits) {
 const READ = {
   uint8(buffer, v, off, count, name, p) {
     const data = new Uint8Array(buffer, off, count);
-    if (name !== "link_util") return data;
+    if (!p.utilSections.has(name)) return data;       // link_util, frontend_util: quantized utilization
     const u = new Float32Array(count);                 // a plain loop: Float32Array.from with a map is ~20x slower
     for (let j = 0; j < count; j++) u[j] = data[j] / p.utilScale;
     return u;

@@ -15,7 +15,7 @@ import {
 } from "./twin.js";
 import { fetchSnapshot, jobRows, protocol } from "./frames.js";
 
-const MODES = ["job", "training", "health", "utilization"];
+const MODES = ["job", "training", "health", "utilization", "checkpoint"];
 const LEGEND_RUNS = 4;                           // runs named in the legend, the largest first
 
 // Jobs get distinct colours, none of them red (unusable) or grey (idle); a run keeps its colour while it runs.
@@ -99,6 +99,8 @@ class LiveRuns {
     this.runOf = new Uint32Array(grid.n);
     this.unusable = new Uint8Array(grid.n);
     this.util = new Float32Array(grid.nLinks);
+    this.hostProgress = null;  // per host (Host rows by id): the last checkpoint's host_progress section, as sent
+    this.checkpointRun = 0;
     this.runs = new Map();   // run id -> {seen (by the cluster stream), final, status, progress, util, color, info}
     this.clusterSeq = 0;     // the last cluster-stream frame applied (initial snapshot included)
     this.mismatchShown = false;
@@ -153,6 +155,8 @@ class LiveRuns {
         if (markUnusable) marks[i] = s === unusable ? 1 : 0;
       }
     }
+    const hp = f.sections.host_progress;
+    if (hp && hp.length === this.grid.D.hosts.id.length) { this.hostProgress = hp; this.checkpointRun = r; }
     if (lu) {
       // a new run's utilization replaces the last values of finished runs; running runs combine (max per link)
       if (!run.final) for (const other of this.runs.values()) if (other.final) other.util = null;
@@ -301,6 +305,20 @@ function colorize(mode, grid, inv, liveRuns, health, colors, training) {
       if (k !== active) perZone[gpuZone[i]] += 1;
     }
     return { cat, perZone };
+  }
+  if (mode === "checkpoint") {
+    // each GPU coloured by its host's share of the checkpoint done (host_progress: share x progress_scale)
+    const hp = liveRuns.hostProgress, host = grid.D.gpus.host, { progressScale, hostNotInJob } = protocol();
+    let inJob = 0, done = 0;
+    for (let i = 0; i < n; i++) {
+      const v = hp && host[i] >= 0 ? hp[host[i]] : hostNotInJob;
+      if (v === hostNotInJob) { colors[i] = PX.idle; continue; }
+      colors[i] = UTIL_PIXEL[Math.round((255 * v) / progressScale)];
+      inJob += 1;
+      if (v === progressScale) done += 1;
+      perZone[gpuZone[i]] += v / progressScale;
+    }
+    return { inJob, done, perZone };
   }
   const buckets = new Uint32Array(UTIL_BUCKETS.length), link = grid.D.gpus.link;
   const [, from1, from2, from3] = UTIL_BUCKETS.map(([from]) => from);
@@ -475,6 +493,7 @@ class GridView {
     if (this.mode === "job") return `${fmt.int(v)} in jobs`;
     if (this.mode === "training") return `${fmt.int(v)} in training jobs`;
     if (this.mode === "health") return v ? `${fmt.int(v)} not usable` : "all usable";
+    if (this.mode === "checkpoint") return `${fmt.int(v)} GPU-equivalents done`;
     return `mean ${fmt.pct(v / Math.max(1, total))}`;
   }
 
@@ -527,6 +546,14 @@ class GridView {
       this.health.forEach((h, k) => {
         html += legendItem(h.color, h.label ?? h.key, counts.cat[k], ` data-health="${h.key}"`);
       });
+    } else if (this.mode === "checkpoint") {
+      html += `<span class="item"><span class="util-scale" style="background:${UTIL_GRADIENT}">`
+        + `</span> host's checkpoint done 0–100 %</span>`;
+      html += legendItem(COLORS.idle, "not in the checkpoint", this.grid.n - counts.inJob);
+      html += `<span class="item" data-checkpoint="${counts.inJob}">GPUs in it <b>${fmt.int(counts.inJob)}</b></span>`;
+      html += `<span class="item">done <b>${fmt.int(counts.done)}</b></span>`;
+      const from = lr.checkpointRun ? `from ${lr.label(lr.checkpointRun)}` : "no checkpoint has published yet";
+      html += `<span class="item muted source" title="${esc(from)}">${esc(from)}</span>`;
     } else {
       html += `<span class="item"><span class="util-scale" style="background:${UTIL_GRADIENT}">`
         + `</span> NIC link utilization 0–100 %</span>`;

@@ -106,15 +106,15 @@ export function fieldErrors(body) {
   return out;
 }
 
-/** POST the run; on success open its page, on a 400 show the errors by field. */
-export async function startRun(form, body) {
+/** POST the run; on success open its page (or call onStarted(run)), on a 400 show the errors by field. */
+export async function startRun(form, body, { onStarted = null } = {}) {
   const submit = form.querySelector('button[type="submit"]');
   submit.disabled = true;
   try {
     const run = await api("/api/runs/", { method: "POST", body });
     showErrors(form, {});
     toast(`run #${run.id} started`, { kind: "info", ms: 2000 });
-    location.href = `/experiments/${run.id}/`;
+    if (onStarted) { submit.disabled = false; onStarted(run); } else location.href = `/experiments/${run.id}/`;
   } catch (e) {
     submit.disabled = false;
     if (e instanceof ApiError && e.status === 400) showErrors(form, fieldErrors(e.body));

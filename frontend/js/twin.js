@@ -75,6 +75,9 @@ export const fmt = {
   int: (n) => (n == null ? "–" : INT_FORMAT.format(Number(n))),
   pct: (x, digits = 0) => (x == null ? "–" : `${(100 * x).toFixed(digits)} %`),
   GBps: (x) => (x == null ? "–" : `${Number(x).toFixed(x >= 100 ? 0 : 1)} GB/s`),
+  TBps: (bps) => (bps == null ? "–" : `${(Number(bps) / 1e12).toFixed(bps >= 1e13 ? 1 : 2)} TB/s`),   // bytes/s in
+  s: (x) => (x == null ? "–" : x >= 100 ? `${Number(x).toFixed(0)} s` : x >= 1 ? `${Number(x).toFixed(2)} s`
+    : `${(1000 * x).toFixed(x >= 0.01 ? 0 : 2)} ms`),
   bytes(n) {
     if (n == null) return "–";
     const units = ["B", "KiB", "MiB", "GiB", "TiB"];

@@ -61,6 +61,40 @@ def test_all_links_frame_of_meta_roce_24k_fits_the_budget():
     assert len(f16) > 64 * 1024
 
 
+def test_storage_sections_round_trip():
+    # given a checkpoint's state: server rates (GB/s), host progress, frontend utilization, the phase
+    rates = np.array([0.0, 1.5, 12.25, 100.0], np.float32)
+    progress = frames.quantize_progress([0.0, 0.5, 1.0, np.nan], in_job=[True, True, True, False])
+    f = frames.Frame(sections=frames.build_sections(server_write=rates, server_read=rates[::-1],
+                                                    host_progress=progress, frontend_util=[0.0, 0.5, 1.0],
+                                                    checkpoint_phase=frames.PHASE_UPLOADING))
+    g = frames.decode(frames.encode(f))
+    # then each comes back: float16 rates exactly (these values are float16 numbers), progress on its scale
+    assert np.array_equal(g.sections[frames.SECTION_SERVER_WRITE], rates)
+    assert np.array_equal(g.sections[frames.SECTION_SERVER_READ], rates[::-1])
+    assert g.sections[frames.SECTION_HOST_PROGRESS].tolist() == [0, frames.PROGRESS_SCALE // 2,
+                                                                 frames.PROGRESS_SCALE, frames.HOST_NOT_IN_JOB]
+    assert np.allclose(g.frontend_util, [0, 128 / 255, 1])
+    assert g.checkpoint_phase == "uploading"
+
+
+def test_a_checkpoint_frame_of_meta_roce_24k_s_full_storage_fits_the_budget():
+    # given meta-roce-24k with every storage server (both stores), host and frontend link in one frame
+    from sim.layout import FABRIC_FRONTEND, expand
+    from sim.spec import load_spec
+    lay = expand(load_spec("meta-roce-24k"))
+    V, H = len(lay.server_rack), len(lay.host_rack)
+    L = int(np.sum(lay.link_fabric == FABRIC_FRONTEND))
+    rng = np.random.default_rng(0)
+    raw = frames.encode(frames.Frame(sections=frames.build_sections(
+        server_write=rng.random(V) * 12, server_read=rng.random(V) * 12,
+        host_progress=frames.quantize_progress(rng.random(H)), frontend_util=rng.random(L),
+        checkpoint_phase=frames.PHASE_STAGING)))
+    # then it is within 64 KB: 2 B per server and direction, 1 B per host and per frontend link
+    assert len(raw) == 32 + 5 * 8 + 2 * (2 * V) + H + L + (-L % 4) + 4
+    assert len(raw) <= 64 * 1024
+
+
 @pytest.mark.parametrize("bad, message", [
     (b"XX" + bytes(30), "magic"),
     (b"TW\x09" + bytes(29), "version"),
@@ -108,14 +142,31 @@ def test_the_browser_decoder_reads_python_frames(tmp_path):
     raw = frames.encode(frames.Frame(type=frames.FRAME_CLUSTER, seq=9, run_id=4, cluster_id=2, progress=12.5,
                                      status="failed", final=True, time_ms=123.0,
                                      sections={**frames.build_sections(util, np.array([1, 2, 3, 4, 5], np.uint8)),
-                                               7: np.array([0.25, -2.0], np.float16)}))
+                                               99: np.array([0.25, -2.0], np.float16)}))
     out = decode_in_node(tmp_path, raw, protocol_info())
     assert {k: out[k] for k in ("type", "seq", "runId", "clusterId", "progress", "status", "final", "timeMs")} == {
         "type": "cluster", "seq": 9, "runId": 4, "clusterId": 2, "progress": 12.5, "status": "failed", "final": True,
         "timeMs": 123.0}
     assert np.allclose(out["sections"]["link_util"], [0, 128 / 255, 1])
     assert out["sections"]["gpu_state"] == [1, 2, 3, 4, 5]
-    assert out["sections"]["7"] == [0.25, -2.0]
+    assert out["sections"]["99"] == [0.25, -2.0]
+
+
+def test_the_browser_decoder_reads_the_storage_sections(tmp_path):
+    """frames.js decodes a checkpoint frame: frontend_util dequantized like link_util, rates as float16, progress
+    and the phase as their codes, with the tables of protocol_info()."""
+    raw = frames.encode(frames.Frame(sections=frames.build_sections(
+        server_write=np.array([2.5, 0.0], np.float32), host_progress=frames.quantize_progress([1.0, np.nan]),
+        frontend_util=[0.0, 1.0], checkpoint_phase=frames.PHASE_DURABLE)))
+    out = run_node(tmp_path, (
+        f"const p = frames.useProtocol({json.dumps(protocol_info())});\n"
+        f"const f = frames.decodeFrame(bytes({json.dumps(base64.b64encode(raw).decode())}));\n"
+        "for (const k in f.sections) f.sections[k] = Array.from(f.sections[k]);\n"
+        "console.log(JSON.stringify({ sections: f.sections,\n"
+        "  phase: p.checkpointPhase.get(f.sections.checkpoint_phase[0]), notInJob: p.hostNotInJob }));\n"))
+    s = out["sections"]
+    assert s["server_write"] == [2.5, 0.0] and s["frontend_util"] == [0.0, 1.0]
+    assert s["host_progress"] == [frames.PROGRESS_SCALE, out["notInJob"]] and out["phase"] == "durable"
 
 
 def test_the_browser_decoder_takes_every_code_from_the_server(tmp_path, monkeypatch):
@@ -126,8 +177,8 @@ def test_the_browser_decoder_takes_every_code_from_the_server(tmp_path, monkeypa
     renumbered = dict(
         MAGIC=b"QZ", VERSION=7, FRAME_RUN=5, FRAME_CLUSTER=3, FRAME_TYPES={5: "run", 3: "cluster"},
         FLAG_FINAL=8, FLAG_NAMES={8: "final"}, DTYPE_UINT8=6, DTYPE_FLOAT16=4, DTYPES={6: u1, 4: f2},
-        DTYPE_NAMES={6: "uint8", 4: "float16"}, SECTION_LINK_UTIL=9, SECTION_GPU_STATE=11,
-        SECTION_NAMES={9: "link_util", 11: "gpu_state"},
+        DTYPE_NAMES={6: "uint8", 4: "float16"}, SECTION_LINK_UTIL=9, SECTION_GPU_STATE=11, SECTION_FRONTEND_UTIL=13,
+        SECTION_NAMES={9: "link_util", 11: "gpu_state", 13: "frontend_util"},
         STATUS_CODES={name: 10 + k for k, name in enumerate(reversed(list(frames.STATUS_CODES)))},
         GPU_IDLE=3, GPU_IN_JOB=7, GPU_UNUSABLE=5, GPU_STATES={3: "idle", 7: "in_job", 5: "unusable"},
         LINK_UTIL_SCALE=200)
@@ -137,12 +188,14 @@ def test_the_browser_decoder_takes_every_code_from_the_server(tmp_path, monkeypa
     monkeypatch.setattr(frames, "STATUS_NAMES", {v: k for k, v in frames.STATUS_CODES.items()})
     util = np.array([0.0, 0.5, 1.0], np.float32)
     raw = frames.encode(frames.Frame(type=frames.FRAME_CLUSTER, seq=3, run_id=8, status="cancelled", final=True,
-                                     sections={**frames.build_sections(util, np.array([7, 3, 5], np.uint8)),
+                                     sections={**frames.build_sections(util, np.array([7, 3, 5], np.uint8),
+                                                                       frontend_util=util),
                                                12: np.array([0.5], np.float16)}))
     assert frames.decode(raw).status == "cancelled"
     out = decode_in_node(tmp_path, raw, frames.tables())
     assert (out["type"], out["status"], out["final"]) == ("cluster", "cancelled", True)
     assert np.allclose(out["sections"]["link_util"], [0, 100 / 200, 1])
+    assert np.allclose(out["sections"]["frontend_util"], [0, 100 / 200, 1])
     assert out["sections"]["gpu_state"] == [7, 3, 5] and out["sections"]["12"] == [0.5]
     assert out["gpuState"] == {"idle": 3, "in_job": 7, "unusable": 5}
 
@@ -158,6 +211,9 @@ def test_protocol_info_holds_every_table_of_the_frames():
     assert info["status_codes"] == frames.STATUS_CODES
     assert info["gpu_states"] == {str(k): v for k, v in frames.GPU_STATES.items()}
     assert info["link_util_scale"] == frames.LINK_UTIL_SCALE
+    assert info["util_sections"] == ["link_util", "frontend_util"]
+    assert info["checkpoint_phases"] == {str(k): v for k, v in frames.CHECKPOINT_PHASES.items()}
+    assert (info["progress_scale"], info["host_not_in_job"]) == (frames.PROGRESS_SCALE, frames.HOST_NOT_IN_JOB)
     assert frames.dequantize_util(frames.quantize_util([1.0]))[0] == 1.0
     json.dumps(info)
 

@@ -21,6 +21,10 @@ def job(**params):
     return {"kind": "job", "cluster": "demo-256", "params": {"model": "llama3-8b", **params}}
 
 
+def checkpoint(**params):
+    return {"kind": "checkpoint", "cluster": "demo-256", "params": {"gpus": 64, **params}}
+
+
 def sweep(**axes):
     return {"kind": "sweep", "cluster": "demo-256", "params": {"kind": "collective", "params": {}, "sweep": axes}}
 
@@ -90,6 +94,19 @@ ROWS = [
     ("post", RUN, collective(gpu_list="0\n1\n", collective="broadcast", root=2), "root"),
     ("post", RUN, collective(intra_order="pci"), "intra_order"),
     ("post", RUN, sweep(qps=list(range(1, 17)), seed=list(range(17))), "sweep"),
+    # checkpoints and storage: the engine's bounds, the cluster's GPUs, stores and servers
+    ("post", RUN, checkpoint(bytes_per_gpu=-1), "bytes_per_gpu"),
+    ("post", RUN, checkpoint(bytes_per_gpu="2T"), "bytes_per_gpu"),
+    ("post", RUN, checkpoint(gpus=257), "gpus"),
+    ("post", RUN, checkpoint(gpus=64, writers=65), "writers"),
+    ("post", RUN, checkpoint(store="lustre"), "store"),
+    ("post", RUN, checkpoint(servers=0), "servers"),
+    ("post", RUN, checkpoint(servers=9), "servers"),
+    ("post", RUN, checkpoint(mode="eventually"), "mode"),
+    ("post", RUN, {"kind": "storage", "cluster": "demo-256", "params": {"clients": 0}}, "clients"),
+    ("post", RUN, {"kind": "storage", "cluster": "demo-256", "params": {"clients": 2049, "clients_per_host": 8}},
+     "clients"),
+    ("post", RUN, {"kind": "storage", "cluster": "demo-256", "params": {"store": "nfs"}}, "store"),
     ("post", RUN, {"kind": "collective", "cluster_id": int(BIG)}, "cluster_id"),
     ("post", RUN, {"scenario": int(BIG)}, "scenario"),
     ("post", "/api/runs/scenarios/", {"name": "bad", "kind": "collective", "cluster": "{cluster}",

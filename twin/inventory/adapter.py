@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.layout import ClusterLayout
+from sim.layout import STATUS_ACTIVE, ClusterLayout
 from sim.spec import parse_spec
 from twin.inventory.choices import STATUS_CODE
 from twin.inventory.models import (
@@ -55,9 +55,10 @@ def layout_from_db(cluster) -> ClusterLayout:
     host_id, host_rack, host_slot = _columns(Host.objects.filter(**of), "id", "rack_id", "slot")
     gpu_id, gpu_host, gpu_slot, gpu_status = _columns(GPU.objects.filter(**of), "id", "host_id", "slot", "status",
                                                       order="index")
-    server_id, server_storage, server_rack, server_slot = _columns(
-        StorageServer.objects.filter(**of), "id", "storage_cluster_id", "rack_id", "slot")
-    _, ssd_server, ssd_slot = _columns(SSD.objects.filter(**of), "id", "server_id", "slot")
+    rack_status, = _columns(Rack.objects.filter(**of), "status")
+    server_id, server_storage, server_rack, server_slot, server_status = _columns(
+        StorageServer.objects.filter(**of), "id", "storage_cluster_id", "rack_id", "slot", "status")
+    _, ssd_server, ssd_slot, ssd_status = _columns(SSD.objects.filter(**of), "id", "server_id", "slot", "status")
     nic_id, nic_fabric, nic_host, nic_server, nic_slot, nic_gpu, nic_model, nic_status = _columns(
         NIC.objects.filter(**of), "id", "fabric_id", "host_id", "storage_server_id", "slot", "gpu_id", "model_id",
         "status")
@@ -103,10 +104,21 @@ def layout_from_db(cluster) -> ClusterLayout:
         link_fabric=roles(link_fabric), link_tier=link_tier, link_a=link_a, link_b=link_b,
         link_speed_gbps=link_speed, link_cable=link_cable,
         gpu_status=gpu_status, nic_status=nic_status, switch_status=sw_status, port_status=port_status,
-        link_status=link_status,
+        link_status=link_status, server_status=_with_rack(server_status, rack_status, _dense(rack_id, server_rack)),
+        ssd_status=ssd_status,
         nic_models=nic_models, switch_models=switch_models, cable_models=cable_models, tier_names=tier_names,
         host_names=list(Host.objects.filter(**of).order_by("id").values_list("name", flat=True)),
     )
+
+
+def _with_rack(status: np.ndarray, rack_status: np.ndarray, rack: np.ndarray) -> np.ndarray:
+    """A storage server's status as the engine sees it: its own, or its rack's when the rack is not active (a
+    failed or drained storage rack takes its servers out: sim.storage_topology leaves them out of placement)."""
+    out = status.copy()
+    down = rack_status[rack] != STATUS_ACTIVE
+    take = down & (out == STATUS_ACTIVE)
+    out[take] = rack_status[rack][take]
+    return out
 
 
 def _gpu_positions(gpu_ids_by_index: np.ndarray, refs: np.ndarray) -> np.ndarray:

@@ -68,10 +68,27 @@ DTYPE_NAMES = {DTYPE_UINT8: "uint8", DTYPE_FLOAT16: "float16", DTYPE_UINT16: "ui
 
 SECTION_LINK_UTIL = 1   # per backend link (Link rows of the backend fabric by id), utilization of capacity
 SECTION_GPU_STATE = 2   # per GPU (by GPU.index), GPU_STATES codes
-SECTION_GPU_JOB = 3     # per GPU (by GPU.index), uint16: 0 no job, k the job of row k-1 of SECTION_JOB_STATS
-SECTION_JOB_STATS = 4   # float32, one row of JOB_FIELDS per job
-SECTION_NAMES = {SECTION_LINK_UTIL: "link_util", SECTION_GPU_STATE: "gpu_state", SECTION_GPU_JOB: "gpu_job",
+# Checkpoints and storage (the checkpoint and storage run kinds, twin/runs/kinds.py):
+SECTION_SERVER_WRITE = 3    # per storage server (StorageServer rows by id), float16 write rate in GB/s (10^9 B/s)
+SECTION_SERVER_READ = 4     # the same, read rate in GB/s
+SECTION_HOST_PROGRESS = 5   # per host (Host rows by id), uint8: share of its checkpoint bytes done x PROGRESS_SCALE;
+                            # HOST_NOT_IN_JOB for hosts outside the job
+SECTION_FRONTEND_UTIL = 6   # per frontend link (Link rows of the frontend fabric by id), as link_util
+SECTION_CHECKPOINT_PHASE = 7    # one uint8: the job's checkpoint phase, CHECKPOINT_PHASES codes
+# Training jobs (the job run kind, twin/runs/job_kinds.py):
+SECTION_GPU_JOB = 8     # per GPU (by GPU.index), uint16: 0 no job, k the job of row k-1 of SECTION_JOB_STATS
+SECTION_JOB_STATS = 9   # float32, one row of JOB_FIELDS per job
+SECTION_NAMES = {SECTION_LINK_UTIL: "link_util", SECTION_GPU_STATE: "gpu_state",
+                 SECTION_SERVER_WRITE: "server_write", SECTION_SERVER_READ: "server_read",
+                 SECTION_HOST_PROGRESS: "host_progress", SECTION_FRONTEND_UTIL: "frontend_util",
+                 SECTION_CHECKPOINT_PHASE: "checkpoint_phase", SECTION_GPU_JOB: "gpu_job",
                  SECTION_JOB_STATS: "job_stats"}
+
+
+def util_sections() -> list[int]:
+    """Sections quantized as link_util (uint8 = utilization x LINK_UTIL_SCALE); clients dequantize exactly these."""
+    return [s for s in (SECTION_LINK_UTIL, SECTION_FRONTEND_UTIL) if s in SECTION_NAMES]
+
 
 STATUS_CODES = {"unknown": 0, "queued": 1, "running": 2, "succeeded": 3, "failed": 4, "cancelled": 5}
 STATUS_NAMES = {v: k for k, v in STATUS_CODES.items()}
@@ -90,6 +107,18 @@ JOB_QUEUED, JOB_PLACING, JOB_SIMULATING, JOB_FINISHED, JOB_FAILED = 0, 1, 2, 3, 
 JOB_PHASES = {JOB_QUEUED: "queued", JOB_PLACING: "placing", JOB_SIMULATING: "simulating", JOB_FINISHED: "finished",
               JOB_FAILED: "failed"}
 
+# A host's checkpoint progress (SECTION_HOST_PROGRESS): byte = round(share * PROGRESS_SCALE); HOST_NOT_IN_JOB: none.
+PROGRESS_SCALE = 250
+HOST_NOT_IN_JOB = 255
+
+# The job's checkpoint phase (SECTION_CHECKPOINT_PHASE): a checkpoint goes staging (GPU -> host memory, training
+# blocked), uploading (host memory -> storage; blocked too in sync mode), durable; a restore goes reading (storage
+# -> host memory), loading (host -> GPU), loaded. "planning": the job is being placed and its flows routed.
+PHASE_PLANNING, PHASE_STAGING, PHASE_UPLOADING, PHASE_DURABLE, PHASE_READING, PHASE_LOADING, PHASE_LOADED = range(7)
+CHECKPOINT_PHASES = {PHASE_PLANNING: "planning", PHASE_STAGING: "staging", PHASE_UPLOADING: "uploading",
+                     PHASE_DURABLE: "durable", PHASE_READING: "reading", PHASE_LOADING: "loading",
+                     PHASE_LOADED: "loaded"}
+
 
 def tables() -> dict:
     """Every code table of the format, JSON-friendly (codes as string keys, except ``status_codes``: name -> code).
@@ -104,7 +133,9 @@ def tables() -> dict:
             "dtype_sizes": {str(k): dt.itemsize for k, dt in DTYPES.items()},
             "status_codes": dict(STATUS_CODES), "gpu_states": by_code(GPU_STATES),
             "job_fields": list(JOB_FIELDS), "job_phases": by_code(JOB_PHASES),
-            "link_util_scale": LINK_UTIL_SCALE}
+            "link_util_scale": LINK_UTIL_SCALE, "util_sections": [SECTION_NAMES[s] for s in util_sections()],
+            "progress_scale": PROGRESS_SCALE, "host_not_in_job": HOST_NOT_IN_JOB,
+            "checkpoint_phases": by_code(CHECKPOINT_PHASES)}
 
 
 class FrameError(ValueError):
@@ -134,6 +165,17 @@ class Frame:
     @property
     def gpu_state(self) -> np.ndarray | None:
         return self.sections.get(SECTION_GPU_STATE)
+
+    @property
+    def frontend_util(self) -> np.ndarray | None:
+        """Frontend link utilization as float32 in 0..1."""
+        a = self.sections.get(SECTION_FRONTEND_UTIL)
+        return None if a is None else dequantize_util(a)
+
+    @property
+    def checkpoint_phase(self) -> str | None:
+        a = self.sections.get(SECTION_CHECKPOINT_PHASE)
+        return None if a is None or not a.size else CHECKPOINT_PHASES.get(int(a[0]), str(int(a[0])))
 
     @property
     def gpu_job(self) -> np.ndarray | None:
@@ -238,10 +280,13 @@ def decode(buf: bytes) -> Frame:
                  sections=sections)
 
 
-def build_sections(link_util=None, gpu_state=None, *, gpu_job=None, jobs=None,
-                   link_dtype: str = "uint8") -> dict[int, np.ndarray]:
-    """The sections of a frame from the publisher's arrays (None: section omitted): ``gpu_job`` per GPU (0 or a
-    1-based row of ``jobs``), ``jobs`` the rows of :func:`job_stats` (dicts)."""
+def build_sections(link_util=None, gpu_state=None, *, link_dtype: str = "uint8", server_write=None,
+                   server_read=None, host_progress=None, frontend_util=None, checkpoint_phase=None,
+                   gpu_job=None, jobs=None) -> dict[int, np.ndarray]:
+    """The sections of a frame from the publisher's arrays (None: section omitted). ``server_write`` and
+    ``server_read`` in GB/s per storage server, ``host_progress`` uint8 as :func:`quantize_progress` makes it,
+    ``frontend_util`` 0..1 per frontend link, ``checkpoint_phase`` a CHECKPOINT_PHASES code; ``gpu_job`` per GPU
+    (0 or a 1-based row of ``jobs``), ``jobs`` the rows of :func:`job_stats` (dicts)."""
     sections = {}
     if gpu_job is not None:
         sections[SECTION_GPU_JOB] = np.asarray(gpu_job).astype("<u2", copy=False)
@@ -252,6 +297,16 @@ def build_sections(link_util=None, gpu_state=None, *, gpu_job=None, jobs=None,
                                        else np.asarray(link_util, dtype=np.float16))
     if gpu_state is not None:
         sections[SECTION_GPU_STATE] = np.asarray(gpu_state).astype(np.uint8, copy=False)
+    if server_write is not None:
+        sections[SECTION_SERVER_WRITE] = np.asarray(server_write, dtype=np.float16)
+    if server_read is not None:
+        sections[SECTION_SERVER_READ] = np.asarray(server_read, dtype=np.float16)
+    if host_progress is not None:
+        sections[SECTION_HOST_PROGRESS] = np.asarray(host_progress).astype(np.uint8, copy=False)
+    if frontend_util is not None:
+        sections[SECTION_FRONTEND_UTIL] = quantize_util(frontend_util)
+    if checkpoint_phase is not None:
+        sections[SECTION_CHECKPOINT_PHASE] = np.array([checkpoint_phase], dtype=np.uint8)
     return sections
 
 

@@ -74,14 +74,14 @@ class RunPublisher:
 
     # -- public API -------------------------------------------------------------------------------------------
 
-    def progress(self, percent: float, *, link_util=None, gpu_state=None, gpu_job=None, jobs=None,
-                 force: bool = False) -> None:
+    def progress(self, percent: float, *, link_util=None, gpu_state=None, force: bool = False, **arrays) -> None:
         """Report progress (0..100) and, optionally, link utilization (0..1 per backend link, Link ids of the
-        backend fabric in id order), GPU states (uint8 per GPU, by GPU.index), and training jobs: ``gpu_job`` per
-        GPU (0, or the 1-based row of ``jobs``) and ``jobs`` (dicts of :data:`frames.JOB_FIELDS`)."""
+        backend fabric in id order), GPU states (uint8 per GPU, by GPU.index), the storage and training-job
+        sections (``arrays``: keyword arguments of :func:`twin.live.frames.build_sections`, e.g. ``server_write``,
+        ``gpu_job``, ``jobs``)."""
         pending = self._pending or {"sections": {}}
         pending["percent"] = float(percent)
-        pending["sections"].update(frames.build_sections(link_util, gpu_state, gpu_job=gpu_job, jobs=jobs))
+        pending["sections"].update(frames.build_sections(link_util, gpu_state, **arrays))
         self._pending = pending
         now = time.monotonic()
         if force or now >= self._next_at:

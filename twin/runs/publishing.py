@@ -22,12 +22,11 @@ def _publisher(run) -> RunPublisher:
     return p
 
 
-def progress(run, percent: float, *, link_util=None, gpu_state=None, gpu_job=None, jobs=None,
-             force: bool = False) -> None:
-    """Publish ``run``'s progress (percent) and arrays (throttled by the publisher; ``force``: at once)."""
+def progress(run, percent: float, *, link_util=None, gpu_state=None, force: bool = False, **arrays) -> None:
+    """Publish ``run``'s progress (percent) and arrays (throttled by the publisher; ``arrays``: the storage
+    and training-job sections, keyword arguments of :func:`twin.live.frames.build_sections`)."""
     try:
-        _publisher(run).progress(percent, link_util=link_util, gpu_state=gpu_state, gpu_job=gpu_job, jobs=jobs,
-                                 force=force)
+        _publisher(run).progress(percent, link_util=link_util, gpu_state=gpu_state, force=force, **arrays)
     except Exception:  # noqa: BLE001
         log.exception("live publisher of run %s failed", run.pk)
 

@@ -34,8 +34,9 @@ class Kind:
     """What a run kind is.
 
     - ``run(layout, params, progress) -> (summary, arrays)``: ``progress(fraction, message="", *, link_util=None,
-      gpu_state=None)`` with ``fraction`` the share of the work done (0..1, the engine's own numbers); it raises
-      :class:`RunCancelled` once the run was cancelled. ``None`` for a kind that computes nothing itself (sweep).
+      gpu_state=None, force=False, **arrays)`` (``arrays``: the storage sections of
+      :func:`twin.live.frames.build_sections`) with ``fraction`` the share of the work done (0..1, the engine's own
+      numbers); it raises :class:`RunCancelled` once the run was cancelled. ``None`` for a kind that computes nothing itself (sweep).
     - ``params``: the :class:`sim.params.ParamSet` its parameters are declared by (the API's serializer and the
       form are built from it); ``check(values, cluster)`` adds the checks that need the cluster (raises
       :class:`ParamError`); ``validate`` replaces both for a kind whose parameters are not a ParamSet (sweep).
@@ -143,6 +144,7 @@ def _load() -> None:
     from twin.runs.constants import setting
     importlib.import_module("twin.runs.kinds")
     importlib.import_module("twin.runs.job_kinds")
+    importlib.import_module("twin.runs.storage_kinds")
     for module in setting("TWIN_RUN_KIND_MODULES"):
         importlib.import_module(module)
 

@@ -140,7 +140,8 @@ class RunViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
     @extend_schema(responses=OpenApiTypes.OBJECT, filters=False, parameters=[
         OpenApiParameter("arrays", str, enum=["list", "base64", "none"],
                          description="arrays as JSON lists (default), as base64 of the raw little-endian bytes, "
-                                     "or left out")])
+                                     "or left out"),
+        OpenApiParameter("names", str, description="only these arrays (comma-separated names; default: all)")])
     @action(detail=True, filter_backends=[], pagination_class=None)
     def results(self, request, pk=None):
         """Summary and arrays of a run (arrays: name -> {dtype, shape, data})."""
@@ -148,7 +149,8 @@ class RunViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         mode = request.query_params.get("arrays", "list")
         arrays = {}
         if mode != "none":
-            for a in run.arrays.all():
+            names = [n.strip() for n in request.query_params.get("names", "").split(",") if n.strip()]
+            for a in (run.arrays.filter(name__in=names) if names else run.arrays.all()):
                 data = a.unpack()
                 arrays[a.name] = {"dtype": a.dtype, "shape": a.shape,
                                   "data": base64.b64encode(data.tobytes()).decode() if mode == "base64"

@@ -13,7 +13,7 @@ from twin.api.base import ROUTE_BY_MODEL
 from twin.inventory import models as m
 
 # Kinds whose status the simulations read (twin/inventory/adapter.py): changing one changes the next run.
-SIMULATED = {"gpu", "nic", "switch", "port", "link"}
+SIMULATED = {"gpu", "nic", "switch", "port", "link", "storageserver", "ssd", "rack"}
 
 
 @dataclass(frozen=True)
