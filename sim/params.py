@@ -35,6 +35,7 @@ MAX_QPS = MAX_QPS_PER_CONNECTION  # NCCL's NCCL_IB_QPS_PER_CONNECTION upper boun
 MAX_CHANNELS = MAXCHANNELS        # NCCL's MAXCHANNELS (docs/sources.md [S6])
 DEFAULT_GPUS = 64                 # a collective's job size when neither gpus nor a host or GPU list is given
 GIVEN = "given"                   # the placement of a job whose host or GPU list was given (sim.hostlist)
+LISTED_PLACEMENTS = PLACEMENTS + (GIVEN,)   # a collective's placements: a policy, or the list it was given
 
 
 @dataclass(frozen=True)
@@ -304,7 +305,7 @@ COLLECTIVE = ParamSet("collective", (
                                f"GPU list (with a list: its first gpus ranks)", min=2, max=MAX_GPUS, nullable=True,
           short="-n"),
     Param("placement", "choice", "topology", f"how the job's GPUs are chosen ({GIVEN}: by the host or GPU list, "
-                                             f"which sets it)", choices=PLACEMENTS + (GIVEN,)),
+                                             f"which sets it)", choices=LISTED_PLACEMENTS),
     Param("hosts", "text", None, "host list, one host per line as mpirun and torchrun take it ('host', "
                                  "'host slots=N' or 'host:N'; # comments): ranks in its order, a host's GPUs in slot "
                                  "order", max=MAX_LIST_BYTES, nullable=True),

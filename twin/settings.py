@@ -214,7 +214,10 @@ SPECTACULAR_SETTINGS = {
 }
 
 SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"].update({"RunKindEnum": "twin.runs.choices.RunKind",
-                                                   "RunStatusEnum": "twin.runs.choices.RunStatus"})
+                                                   "RunStatusEnum": "twin.runs.choices.RunStatus",
+                                                   # the placement policies, and a collective's (a list too)
+                                                   "PlacementEnum": "sim.placement.PLACEMENTS",
+                                                   "ListedPlacementEnum": "sim.params.LISTED_PLACEMENTS"})
 
 # The clusters the run command builds when they are absent.
 TWIN_DEFAULT_CLUSTERS = env.env_list("TWIN_DEFAULT_CLUSTERS", "meta-roce-24k,meta-ib-24k")
