@@ -505,10 +505,11 @@ def _hottest(topo, res, job, tag, k: int, label) -> list[HotLink]:
     top = top[util[top] > 0]
     names = link_names(topo, top)
     out = []
-    flow_of_link = np.repeat(np.arange(fl.n_flows), np.diff(fl.ptr))
+    pos = np.flatnonzero(np.isin(fl.links, top))                 # entries of the CSR on the hottest links
+    flow_at = np.searchsorted(fl.ptr, pos, side="right") - 1
+    link_at = fl.links[pos]
     for i, name in zip(top.tolist(), names):
-        on = flow_of_link[fl.links == i]
-        t = fl.transfer[on]
+        t = fl.transfer[flow_at[link_at == i]]
         labels, counts = np.unique(job[t] * len(DIMS) + tag[t], return_counts=True)
         out.append(HotLink(i, name, float(util[i]), {label(int(x)): int(c) for x, c in zip(labels, counts)}))
     return out
