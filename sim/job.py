@@ -18,7 +18,8 @@ principles (docs/jobs.md).
   layer's all-gather and the last layer's reduce-scatter, and whatever exceeds the compute time.
 
 ``run_job`` times one job; ``run_jobs`` several jobs sharing the fabric (their traffic in one solve) and each one's
-slowdown against running alone.
+slowdown against running alone (a job none of whose links carries another job's flow is its own component of the
+max-min problem: its rates alone are its rates together, exactly, and it is not solved again).
 """
 from __future__ import annotations
 
@@ -450,14 +451,11 @@ def _solve(topo, traffics: list[JobTraffic], p0: dict, progress):
     fl = res.flows
     with np.errstate(divide="ignore", invalid="ignore"):
         per = np.where(res.rates > 0, fl.share / res.rates, np.inf)
-    key = job[fl.transfer] * len(DIMS) + tag[fl.transfer]
-    worst = np.zeros(len(traffics) * len(DIMS))
-    np.maximum.at(worst, key, per)
-    hop = np.zeros(len(traffics) * len(DIMS))
+    K = len(traffics) * len(DIMS)
+    worst = _max_by_key(job[fl.transfer] * len(DIMS) + tag[fl.transfer], per, K)
     tkey = job * len(DIMS) + tag
-    np.maximum.at(hop, tkey, np.where(res.hop_network, res.hop_latency, 0.0))
-    net = np.zeros(len(traffics) * len(DIMS), bool)
-    np.logical_or.at(net, tkey, res.hop_network)
+    hop = _max_by_key(tkey, np.where(res.hop_network, res.hop_latency, 0.0), K)
+    net = _max_by_key(tkey, res.hop_network.astype(np.float64), K) > 0
     units, alphas = [], []
     for j, t in enumerate(traffics):
         u, a = {}, {}
@@ -471,6 +469,31 @@ def _solve(topo, traffics: list[JobTraffic], p0: dict, progress):
     return res, job, tag, units, alphas, routing
 
 
+def _max_by_key(key: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """(n,) the largest of ``values`` per ``key`` (0 where none): sorted segments, no ``ufunc.at``."""
+    out = np.zeros(n)
+    if key.size == 0:
+        return out
+    order = np.argsort(key, kind="stable")
+    k, v = key[order], values[order]
+    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+    out[k[starts]] = np.maximum.reduceat(v, starts)
+    return np.maximum(out, 0.0)
+
+
+def _shared_jobs(res, job: np.ndarray, n_jobs: int) -> np.ndarray:
+    """(n_jobs,) bool: the job has a flow on a link that another job's flow also crosses. A job sharing no link is
+    its own component of the max-min problem, so its rates together are exactly its rates alone."""
+    fl = res.flows
+    per_link_job = np.repeat(job[fl.transfer], np.diff(fl.ptr))
+    pairs = np.unique(fl.links * n_jobs + per_link_job)
+    links, jobs = pairs // n_jobs, pairs % n_jobs
+    shared = np.bincount(links)[links] > 1
+    out = np.zeros(n_jobs, bool)
+    out[jobs[shared]] = True
+    return out
+
+
 def _hottest(topo, res, job, tag, k: int, label) -> list[HotLink]:
     if k <= 0:
         return []
@@ -482,10 +505,11 @@ def _hottest(topo, res, job, tag, k: int, label) -> list[HotLink]:
     top = top[util[top] > 0]
     names = link_names(topo, top)
     out = []
-    flow_of_link = np.repeat(np.arange(fl.n_flows), np.diff(fl.ptr))
+    pos = np.flatnonzero(np.isin(fl.links, top))                 # entries of the CSR on the hottest links
+    flow_at = np.searchsorted(fl.ptr, pos, side="right") - 1
+    link_at = fl.links[pos]
     for i, name in zip(top.tolist(), names):
-        on = flow_of_link[fl.links == i]
-        t = fl.transfer[on]
+        t = fl.transfer[flow_at[link_at == i]]
         labels, counts = np.unique(job[t] * len(DIMS) + tag[t], return_counts=True)
         out.append(HotLink(i, name, float(util[i]), {label(int(x)): int(c) for x, c in zip(labels, counts)}))
     return out
@@ -556,7 +580,11 @@ def run_jobs(topo, jobs: list[dict], progress=None, placements=None) -> JobsResu
     if together:
         together[0].hottest = hot
     alone = []
+    shared = _shared_jobs(res, job, len(jobs))
     for j, (p, mdl, g, t) in enumerate(zip(jobs, models, placed, traffics)):
+        if not shared[j]:                                       # its own max-min component: alone = together
+            alone.append(together[j])
+            continue
         r, jb, tg, u, a, _ = _solve(topo, [t], jobs[0], span(progress, 0.5 + 0.5 * j / len(jobs),
                                                               0.5 + 0.5 * (j + 1) / len(jobs)))
         alone.append(_result(topo, p, mdl, g, u[0], a[0], t, n_flows=r.flows.n_flows, routing=routing))

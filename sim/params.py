@@ -479,7 +479,7 @@ def _check_job(v: dict) -> None:
 
 
 JOB_PARAMS = (
-    Param("model", "choice", "llama3-405b", "model preset (Llama 3 shapes), or custom (give layers, dim, ffn_dim, "
+    Param("model", "choice", "llama3-8b", "model preset (Llama 3 shapes), or custom (give layers, dim, ffn_dim, "
                                             "heads, kv_heads)", choices=_model_choices()),
     Param("layers", "int", None, "transformer layers; null: the preset's", min=1, max=10_000, nullable=True),
     Param("dim", "int", None, "model dimension; null: the preset's", min=1, max=1 << 20, nullable=True),

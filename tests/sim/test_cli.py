@@ -378,3 +378,31 @@ def test_storage_fanout_table(capsys):
     assert code == 0 and "metadata" in out and "256" in out
     code, out, _ = run(capsys, "storage-fanout", "--preset", "demo-256", "--clients", "64", "--json", "--quiet")
     assert json.loads(out)["clients"] == 64
+
+
+def test_job_table_and_json(capsys):
+    argv = ["job", "--preset", "demo-256", "--model", "llama3-8b", "--gpus", "64", "--tp", "8", "--pp", "2",
+            "--dp", "4", "--seq", "4096", "--batch-tokens", "256K", "--routing", "eecmp", "--qps", "4", "--quiet"]
+    code, out, err = run(capsys, *argv)
+    assert code == 0 and err == ""
+    assert "TP 8 x CP 1 x PP 2 x DP 4" in out and "bubble" in out and "MFU" in out
+    code, out, _ = run(capsys, *argv, "--json")
+    d = json.loads(out)
+    b = d["breakdown"]
+    assert code == 0 and d["layout"]["micro_batches"] == 16 and d["routing"] == "eecmp"
+    assert b["step"] == pytest.approx(sum(b[k] for k in ("compute", "tp", "cp", "pp", "dp", "bubble")))
+    assert d["tokens_per_s"] == pytest.approx(256 * 1024 / b["step"])
+
+
+def test_schedule_table_and_json(capsys, tmp_path):
+    jobs = tmp_path / "jobs.toml"
+    jobs.write_text('[[job]]\nname = "a"\nmodel = "llama3-8b"\ngpus = 16\nsteps = 3\n'
+                    '[[job]]\nname = "b"\nmodel = "llama3-8b"\ngpus = 256\nhours = 1\n')
+    code, out, err = run(capsys, "schedule", "--preset", "demo-256", "--jobs", str(jobs), "--policy", "first-fit",
+                         "--quiet")
+    assert code == 0 and "policy first-fit" in out and "\n   a " in out
+    code, out, _ = run(capsys, "schedule", "--preset", "demo-256", "--jobs", str(jobs), "--json", "--gpu-ids",
+                       "--quiet")
+    d = json.loads(out)
+    a, b = d["jobs"]
+    assert d["jobs_run"] == 2 and len(a["gpu_ids"]) == 16 and b["start"] == pytest.approx(a["end"])

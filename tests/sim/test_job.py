@@ -102,6 +102,8 @@ def test_two_jobs_on_disjoint_racks_of_a_non_blocking_fabric_do_not_slow_each_ot
     racks = [np.arange(0, 32), np.arange(32, 64)]                # racks 0-1 and 2-3
     r = run_jobs(topo, [p, p], placements=racks)
     assert r.slowdowns == pytest.approx([1.0, 1.0], rel=1e-12)
+    for g, together in zip(racks, r.together):                     # each job solved on its own, independently
+        assert run_job(topo, p, gpus=g).step_time == pytest.approx(together.step_time, rel=1e-12)
     assert r.together[0].comm["dp"]["seconds_per_gib"] > 0
 
 
