@@ -406,15 +406,21 @@ class JobsResult:
     together: list
     alone: list
     seconds: float = 0.0
+    names: list = field(default_factory=list)
 
     @property
     def slowdowns(self) -> list[float]:
         return [t.step_time / a.step_time for t, a in zip(self.together, self.alone)]
 
     def to_dict(self) -> dict:
-        return {"jobs": [{**t.to_dict(), "alone_step_time": float(a.step_time), "slowdown": float(s)}
-                         for t, a, s in zip(self.together, self.alone, self.slowdowns)],
-                "seconds": round(self.seconds, 3)}
+        """Each job's result together (:meth:`JobResult.to_dict`) with its name, ``alone_step_time`` (s) and
+        ``slowdown`` (step together / step alone, 1 = unaffected); ``worst_slowdown``: the largest slowdown - 1
+        (a share: 0.05 = 5 % slower), ``gpus``: GPUs of all jobs."""
+        names = self.names or [f"job{i}" for i in range(len(self.together))]
+        jobs = [{"name": n, **t.to_dict(), "alone_step_time": float(a.step_time), "slowdown": float(s)}
+                for n, t, a, s in zip(names, self.together, self.alone, self.slowdowns)]
+        return {"jobs": jobs, "worst_slowdown": max((j["slowdown"] for j in jobs), default=1.0) - 1.0,
+                "gpus": int(sum(t.gpus.size for t in self.together)), "seconds": round(self.seconds, 3)}
 
 
 # ------------------------------------------------------------------------------------------------ running
@@ -590,6 +596,26 @@ def run_jobs(topo, jobs: list[dict], progress=None, placements=None) -> JobsResu
         alone.append(_result(topo, p, mdl, g, u[0], a[0], t, n_flows=r.flows.n_flows, routing=routing))
     say(1.0, f"{len(jobs)} jobs solved together and alone")
     return JobsResult(together=together, alone=alone, seconds=time.perf_counter() - t0)
+
+
+def shared_jobs(params: dict) -> tuple[list[str], list[dict]]:
+    """The jobs of a validated :data:`sim.params.JOBS` (names, JOB parameter dicts), each on the one fabric the
+    set declares: its ``routing``, ``qps``, ``hash`` and ``udp_sport`` replace the jobs' own (the first job's seed
+    seeds the routing hash, each job's its own placement)."""
+    from sim.scheduler import parse_jobs
+    fabric = {k: params[k] for k in ("routing", "qps", "hash", "udp_sport")}
+    queued = parse_jobs(params["jobs"], timed=False)
+    jobs = [{**q.params, **fabric, "hottest": 0} for q in queued]
+    jobs[0]["hottest"] = params["hottest"]
+    return [q.name for q in queued], jobs
+
+
+def run_shared(topo, params: dict, progress=None, placements=None) -> JobsResult:
+    """:func:`run_jobs` of a validated :data:`sim.params.JOBS` (its jobs file, on its fabric), the result named."""
+    names, jobs = shared_jobs(params)
+    out = run_jobs(topo, jobs, progress=progress, placements=placements)
+    out.names = names
+    return out
 
 
 def _check_usable(topo, gpus: np.ndarray, n: int) -> None:

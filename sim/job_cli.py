@@ -3,8 +3,10 @@
     python -m sim job --preset meta-roce-24k --model llama3-405b --gpus 16384 --tp 8 --cp 1 --pp 16 --dp 128 \\
         --seq 8192 --batch-tokens 16M --placement topology --routing eecmp --qps 16 [--json]
     python -m sim schedule --preset meta-roce-24k --jobs FILE --policy topology|first-fit|random [--json]
+    python -m sim jobs --preset meta-roce-24k --jobs FILE [--routing ecmp --qps 16] [--json]
 
-Options come from :data:`sim.params.JOB` and :data:`sim.params.SCHEDULE` (the declaration the REST API uses);
+Options come from :data:`sim.params.JOB`, :data:`sim.params.SCHEDULE` and :data:`sim.params.JOBS` (the
+declaration the REST API uses);
 ``--preset``/``--spec``, ``--jobs FILE`` (read into the ``jobs`` parameter), ``--json``, ``--gpu-ids`` and
 ``--quiet`` are the command line's own. Refused input is reported by :func:`sim.cli.main` (one line per field,
 exit status 2).
@@ -13,9 +15,9 @@ from __future__ import annotations
 
 import json
 
-from sim.params import JOB, SCHEDULE, add_arguments, values_from_args
+from sim.params import JOB, JOBS, SCHEDULE, add_arguments, values_from_args
 
-COMMANDS = ("job", "schedule")
+COMMANDS = ("job", "schedule", "jobs")
 
 
 def add_parsers(sub) -> None:
@@ -36,6 +38,15 @@ def add_parsers(sub) -> None:
     s.add_argument("--json", action="store_true", help="print one JSON document instead of the tables")
     s.add_argument("--gpu-ids", action="store_true", help="with --json: every job's GPU ids")
     s.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    m = sub.add_parser("jobs", help="several training jobs sharing the fabric: each one's step together and alone",
+                       description="Place several jobs one after the other, solve their traffic together, and "
+                                   "compare each job's step with its step alone (docs/jobs.md).")
+    _where(m)
+    add_arguments(m, JOBS, skip=("jobs",))
+    m.add_argument("--jobs", dest="jobs_file", required=True, metavar="FILE",
+                   help="jobs file: a JSON list or TOML [[job]] tables, each a job's parameters (docs/jobs.md)")
+    m.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
+    m.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
 
 
 def read_jobs_file(path: str) -> str:
@@ -65,6 +76,8 @@ def run(args, bar) -> int:
     from sim.topology import load_topology
     if args.command == "job":
         params = JOB.validate(values_from_args(args, JOB))
+    elif args.command == "jobs":
+        params = JOBS.validate({**values_from_args(args, JOBS), "jobs": read_jobs_file(args.jobs_file)})
     else:
         values = values_from_args(args, SCHEDULE)
         if args.jobs_file:
@@ -77,6 +90,13 @@ def run(args, bar) -> int:
         bar.close()
         print(json.dumps({"cluster": cluster.name, **result.to_dict()}) if args.json
               else format_job(result, cluster.name))
+        return 0
+    if args.command == "jobs":
+        from sim.job import run_shared
+        result = run_shared(topo, params, progress=bar)
+        bar.close()
+        print(json.dumps({"cluster": cluster.name, **result.to_dict()}) if args.json
+              else format_jobs(result, cluster.name))
         return 0
     from sim.scheduler import run_schedule
     result = run_schedule(topo, params, progress=bar)
@@ -144,4 +164,29 @@ def format_schedule(r, cluster: str) -> str:
                      f"{h(j['wait']):>7}  {run:>7}  {j['zones']:5d}  {j['racks']:5d}  {j['order']:<13} "
                      f"{(j['step_time'] or 0):7.3f}  {(j['tokens_per_s'] or 0):11,.0f}  "
                      f"{100 * (j['mfu'] or 0):5.1f}")
+    return "\n".join(lines)
+
+
+def format_jobs(r, cluster: str) -> str:
+    d = r.to_dict()
+    j0 = d["jobs"][0]
+    lines = [
+        f"# {len(d['jobs'])} jobs sharing {cluster}'s fabric: {d['gpus']:,} GPUs, routing {j0['routing']}, "
+        f"{j0['qps']} QPs per connection; solved together and alone in {d['seconds']:.2f} s",
+        f"# worst slowdown {100 * d['worst_slowdown']:.1f} % (step together / step alone - 1)",
+        "#",
+        "#  job            model           GPUs  layout (tp x cp x pp x dp)   alone(s)  together(s)  slowdown   "
+        "MFU together",
+    ]
+    for j in d["jobs"]:
+        lay = j["layout"]
+        shape = f"{lay['tp']} x {lay['cp']} x {lay['pp']} x {lay['dp']}"
+        lines.append(f"   {j['name'][:14]:<14} {j['model']['name'][:14]:<14} {lay['gpus']:6,d}  {shape:<27} "
+                     f"{j['alone_step_time']:9.4f}  {j['step_time']:11.4f}  {100 * (j['slowdown'] - 1):6.1f} %  "
+                     f"{100 * j['mfu']:9.1f} %")
+    if j0["hottest"]:
+        lines.append("# Hottest links (every job's flows at once; flows per job and dimension):")
+        for h in j0["hottest"]:
+            flows = ", ".join(f"{k} {v}" for k, v in h["flows"].items())
+            lines.append(f"#  {100 * h['utilization']:6.1f} %  {h['name']}  [{flows}]")
     return "\n".join(lines)

@@ -465,6 +465,7 @@ PRECISIONS = ("bf16", "fp8")
 RECOMPUTE = ("none", "full", "auto")
 MAX_DIM = 1 << 17                 # any parallel dimension: at most 131,072 ways
 MAX_JOBS_TEXT = 4 << 20           # a schedule's jobs file: at most 4 MiB
+MAX_SHARED_JOBS = 64              # jobs sharing the fabric in one ``jobs`` simulation (each may need a solve alone)
 
 
 def _canonical_order(text: str) -> str:
@@ -546,3 +547,24 @@ SCHEDULE = ParamSet("schedule", (
     Param("qps", "int", 16, QPS.help, min=1, max=MAX_QPS),
     HASH,
 ), doc="A job queue over simulated time on one cluster under a placement policy.")
+
+
+def _check_jobs(v: dict) -> None:
+    """The jobs file parses, each entry a valid JOB (errors name ``jobs[i].field``), and holds at most
+    :data:`MAX_SHARED_JOBS` jobs."""
+    from sim.scheduler import parse_jobs
+    jobs = parse_jobs(v["jobs"], timed=False)
+    if len(jobs) > MAX_SHARED_JOBS:
+        raise ParamError("jobs", f"{len(jobs):,} jobs, at most {MAX_SHARED_JOBS} share the fabric in one simulation")
+
+
+JOBS = ParamSet("jobs", (
+    Param("jobs", "text", None, "the jobs sharing the fabric: a JSON list or TOML [[job]] tables, each a job's "
+                                "parameters (docs/jobs.md); placed one after the other on what the previous left",
+          max=MAX_JOBS_TEXT),
+    ROUTING,
+    QPS,
+    HASH,
+    UDP_SPORT,
+    HOTTEST,
+), check=_check_jobs, doc="Several training jobs at once on one fabric: each one's step together and alone.")

@@ -51,11 +51,11 @@ class QueuedJob:
     hours: float | None = None
 
 
-def parse_jobs(text: str) -> list[QueuedJob]:
+def parse_jobs(text: str, timed: bool = True) -> list[QueuedJob]:
     """The jobs file: a JSON list of objects, or TOML ``[[job]]`` tables. Each job: ``name`` (optional),
-    ``arrival_hours`` (default 0), ``steps`` or ``hours`` (one of them), and any :data:`sim.params.JOB` parameter
-    (``gpus``, ``model``, ``tp``, ``pp``, ``dp``, ``batch_tokens``, ...). Refused with :class:`ParamError` naming
-    ``jobs[i].field``."""
+    ``arrival_hours`` (default 0), ``steps`` or ``hours`` (one of them; with ``timed`` False, for jobs sharing the
+    fabric at one instant, both optional), and any :data:`sim.params.JOB` parameter (``gpus``, ``model``, ``tp``,
+    ``pp``, ``dp``, ``batch_tokens``, ...). Refused with :class:`ParamError` naming ``jobs[i].field``."""
     from sim.params import JOB
     text = text or ""
     try:
@@ -86,7 +86,7 @@ def parse_jobs(text: str) -> list[QueuedJob]:
         if isinstance(arrival, bool) or not isinstance(arrival, (int, float)) or not 0 <= arrival < 1e6:
             raise ParamError(f"{where}.arrival_hours", "must be a number of hours from 0")
         steps, hours = own.get("steps"), own.get("hours")
-        if (steps is None) == (hours is None):
+        if (steps is None) == (hours is None) and (timed or steps is not None):
             raise ParamError(f"{where}.steps", "give steps or hours (one of them)")
         if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= 10**9):
             raise ParamError(f"{where}.steps", "must be a whole number from 1 to 1,000,000,000")
