@@ -602,9 +602,10 @@ def shared_jobs(params: dict) -> tuple[list[str], list[dict]]:
     """The jobs of a validated :data:`sim.params.JOBS` (names, JOB parameter dicts), each on the one fabric the
     set declares: its ``routing``, ``qps``, ``hash`` and ``udp_sport`` replace the jobs' own (the first job's seed
     seeds the routing hash, each job's its own placement)."""
+    from sim.params import MAX_SHARED_JOBS
     from sim.scheduler import parse_jobs
     fabric = {k: params[k] for k in ("routing", "qps", "hash", "udp_sport")}
-    queued = parse_jobs(params["jobs"], timed=False)
+    queued = parse_jobs(params["jobs"], timed=False, max_jobs=MAX_SHARED_JOBS)
     jobs = [{**q.params, **fabric, "hottest": 0} for q in queued]
     jobs[0]["hottest"] = params["hottest"]
     return [q.name for q in queued], jobs

@@ -553,9 +553,7 @@ def _check_jobs(v: dict) -> None:
     """The jobs file parses, each entry a valid JOB (errors name ``jobs[i].field``), and holds at most
     :data:`MAX_SHARED_JOBS` jobs."""
     from sim.scheduler import parse_jobs
-    jobs = parse_jobs(v["jobs"], timed=False)
-    if len(jobs) > MAX_SHARED_JOBS:
-        raise ParamError("jobs", f"{len(jobs):,} jobs, at most {MAX_SHARED_JOBS} share the fabric in one simulation")
+    parse_jobs(v["jobs"], timed=False, max_jobs=MAX_SHARED_JOBS)
 
 
 JOBS = ParamSet("jobs", (

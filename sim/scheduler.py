@@ -51,10 +51,10 @@ class QueuedJob:
     hours: float | None = None
 
 
-def parse_jobs(text: str, timed: bool = True) -> list[QueuedJob]:
+def parse_jobs(text: str, timed: bool = True, max_jobs: int = MAX_QUEUED) -> list[QueuedJob]:
     """The jobs file: a JSON list of objects, or TOML ``[[job]]`` tables. Each job: ``name`` (optional),
     ``arrival_hours`` (default 0), ``steps`` or ``hours`` (one of them; with ``timed`` False, for jobs sharing the
-    fabric at one instant, both optional), and any :data:`sim.params.JOB` parameter (``gpus``, ``model``, ``tp``,
+    fabric at one instant, both optional; at most ``max_jobs`` jobs), and any :data:`sim.params.JOB` parameter (``gpus``, ``model``, ``tp``,
     ``pp``, ``dp``, ``batch_tokens``, ...). Refused with :class:`ParamError` naming ``jobs[i].field``."""
     from sim.params import JOB
     text = text or ""
@@ -68,8 +68,8 @@ def parse_jobs(text: str, timed: bool = True) -> list[QueuedJob]:
             raise ParamError("jobs", f"neither a JSON list nor TOML [[job]] tables: {e}") from None
     if not isinstance(data, list) or not data:
         raise ParamError("jobs", "must be a non-empty list of jobs (JSON list, or TOML [[job]] tables)")
-    if len(data) > MAX_QUEUED:
-        raise ParamError("jobs", f"at most {MAX_QUEUED:,} jobs")
+    if len(data) > max_jobs:
+        raise ParamError("jobs", f"{len(data):,} jobs, at most {max_jobs:,}")
     out = []
     for i, item in enumerate(data):
         where = f"jobs[{i}]"

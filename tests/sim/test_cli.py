@@ -129,6 +129,14 @@ def _big_job(tmp):
     return _jobs(tmp, "big.json", [{"model": "llama3-8b", "gpus": 512, "steps": 1}])
 
 
+def _two_halves(tmp):
+    return _jobs(tmp, "halves.json", [{"model": "llama3-8b", "gpus": 192, "batch_tokens": "384K"}, {"model": "llama3-8b", "gpus": 128}])
+
+
+def _too_many(tmp):
+    return _jobs(tmp, "many.json", [{"model": "llama3-8b", "gpus": 1, "tp": 1}] * 65)
+
+
 def _deep_json(tmp):
     path = tmp / "deep.json"
     path.write_text('{"name": "deep", "layout": ' + "[" * 100_000 + "]" * 100_000 + "}")
@@ -283,6 +291,12 @@ REFUSED = [
     (["schedule", "--preset", "demo-256", "--jobs", _bad_jobs], "jobs[1].tp: the model's 32 heads"),
     (["schedule", "--preset", "demo-256", "--jobs", _no_steps], "jobs[0].steps: give steps or hours"),
     (["schedule", "--preset", "demo-256", "--jobs", _big_job], "asks for 512 GPUs but the cluster has 256"),
+    (["jobs", "--preset", "demo-256", "--jobs", "{tmp}/missing.json"], "is not a file"),
+    (["jobs", "--preset", "demo-256", "--jobs", _bad_jobs], "jobs[1].tp: the model's 32 heads"),
+    (["jobs", "--preset", "demo-256", "--jobs", _too_many], "jobs: 65 jobs, at most 64"),
+    (["jobs", "--preset", "demo-256", "--jobs", _two_halves], "job of 128 GPUs does not fit beside the others"),
+    (["jobs", "--preset", "demo-256", "--jobs", _big_job], "asked for 512 GPUs but only 256"),
+    (["jobs", "--preset", "demo-256", "--jobs", _no_steps, "--qps", "0"], "qps: must be at least 1"),
 ]
 
 
@@ -406,3 +420,22 @@ def test_schedule_table_and_json(capsys, tmp_path):
     d = json.loads(out)
     a, b = d["jobs"]
     assert d["jobs_run"] == 2 and len(a["gpu_ids"]) == 16 and b["start"] == pytest.approx(a["end"])
+
+
+def test_jobs_table_and_json(capsys, tmp_path):
+    # demo-256 is 1:4 oversubscribed at the zone layer: two fragmented DDP jobs cross it together.
+    job = {"model": "llama3-8b", "gpus": 64, "tp": 8, "batch_tokens": "512K", "placement": "fragmented",
+           "fsdp": False, "overlap": False}
+    path = _jobs(tmp_path, "two.json", [{**job, "name": "first"}, {**job, "name": "second", "seed": 1}])
+    argv = ["jobs", "--preset", "demo-256", "--jobs", path, "--routing", "ecmp", "--qps", "2", "--quiet"]
+    code, out, err = run(capsys, *argv)
+    assert code == 0 and err == ""
+    assert "2 jobs sharing demo-256's fabric: 128 GPUs, routing ecmp, 2 QPs" in out
+    assert "\n   first " in out and "\n   second " in out and "8 x 1 x 1 x 8" in out
+    code, out, _ = run(capsys, *argv, "--json")
+    d = json.loads(out)
+    assert code == 0 and [j["name"] for j in d["jobs"]] == ["first", "second"] and d["gpus"] == 128
+    for j in d["jobs"]:
+        assert j["qps"] == 2 and j["routing"] == "ecmp"                       # the one fabric's options
+        assert j["slowdown"] == pytest.approx(j["step_time"] / j["alone_step_time"])
+    assert d["worst_slowdown"] == pytest.approx(max(j["slowdown"] for j in d["jobs"]) - 1) and d["worst_slowdown"] > 0
