@@ -417,7 +417,31 @@ export function renderJob(el, s, { cluster, run }) {
   }
 }
 
+/** jobs: several jobs sharing the fabric (sim.job JobsResult.to_dict()): the worst slowdown, then per job its
+ *  model, GPUs, layout, step alone and together, slowdown and MFU together (each linked to its Job), then the JSON. */
+export function renderJobs(el, s, { cluster, run }) {
+  const link = (j) => (j.job && cluster
+    ? `<a href="/clusters/${encodeURIComponent(cluster)}/jobs/?job=${j.job}">${esc(j.name)}</a>` : esc(j.name));
+  const slow = (x) => x - 1;
+  const sec = (x) => (x == null ? "–" : `${Number(x).toFixed(4)} s`);      // slowdowns of a few % stay visible
+  const row = (j) => {
+    const l = j.layout ?? {};
+    return `<tr><td>${link(j)}</td><td>${esc(j.model?.name ?? "")}</td><td class="num">${fmt.int(l.gpus)}</td>
+      <td class="mono">${l.tp} x ${l.cp} x ${l.pp} x ${l.dp}</td><td class="num">${sec(j.alone_step_time)}</td>
+      <td class="num">${sec(j.step_time)}</td>
+      <td class="num ${slow(j.slowdown) > 0.05 ? "warn" : ""}">${pct(slow(j.slowdown))}</td>
+      <td class="num">${pct(j.mfu)}</td></tr>`;
+  };
+  el.innerHTML = `${headlineCards(run.headline ?? [], [[fmt.int(s.gpus), `GPUs in ${(s.jobs ?? []).length} jobs`]])}
+    <section class="panel"><h3>Jobs together and alone</h3>
+    <table class="data jobs-table"><thead><tr><th>job</th><th>model</th><th class="num">GPUs</th>
+    <th>tp x cp x pp x dp</th><th class="num">step alone</th><th class="num">step together</th>
+    <th class="num">slowdown</th><th class="num">MFU together</th></tr></thead>
+    <tbody>${(s.jobs ?? []).map(row).join("")}</tbody></table></section>
+    <section class="panel"><h3>Summary</h3><pre class="mono">${esc(JSON.stringify(s, null, 1))}</pre></section>`;
+}
+
 /** The result views by the name a kind declares (`run.view`): f(el, summary, {cluster, run, published}). */
 export const VIEWS = { collective: renderCollective, fabric_health: renderFabricHealth, figure: renderFigure,
-                       job: renderJob, checkpoint: renderCheckpoint, storage: renderFanout,
+                       job: renderJob, jobs: renderJobs, checkpoint: renderCheckpoint, storage: renderFanout,
                        summary: renderSummary };

@@ -21,6 +21,11 @@ def job(**params):
     return {"kind": "job", "cluster": "demo-256", "params": {"model": "llama3-8b", **params}}
 
 
+def jobs(entries, **params):
+    return {"kind": "jobs", "cluster": "demo-256",
+            "params": {"jobs": entries if isinstance(entries, str) else json.dumps(entries), **params}}
+
+
 def checkpoint(**params):
     return {"kind": "checkpoint", "cluster": "demo-256", "params": {"gpus": 64, **params}}
 
@@ -74,6 +79,15 @@ ROWS = [
     ("post", RUN, job(placement="anywhere"), "placement"),
     ("post", RUN, job(gpus=48, tp=3), "tp"),
     ("post", RUN, {"kind": "schedule", "cluster": "demo-256", "params": {"policy": "lottery"}}, "policy"),
+    # jobs sharing the fabric: the jobs file (each entry a JOB), the cluster's usable GPUs, the fabric's options
+    ("post", RUN, {"kind": "jobs", "cluster": "demo-256", "params": {}}, "jobs"),
+    ("post", RUN, jobs("[{not json or toml"), "jobs"),
+    ("post", RUN, jobs([]), "jobs"),
+    ("post", RUN, jobs([{"model": "llama3-8b", "gpus": 8}, {"model": "llama3-8b", "gpus": 24, "tp": 3}]),
+     "jobs[1].tp"),
+    ("post", RUN, jobs([{"model": "llama3-8b", "gpus": 512}]), "jobs[0].gpus"),
+    ("post", RUN, jobs([{"model": "llama3-8b", "gpus": 128}] * 2 + [{"model": "llama3-8b", "gpus": 64}]), "jobs"),
+    ("post", RUN, jobs([{"model": "llama3-8b", "gpus": 8}], qps=0), "qps"),
     ("get", f"/api/runs/jobs/?cluster={BIG}", None, "cluster"),
     ("get", "/api/runs/jobs/?state=lost", None, "state"),
     ("get", "/api/runs/jobs/on-gpu/?cluster={cluster}&gpu=" + BIG, None, "gpu"),

@@ -2,6 +2,7 @@
 placed, then finished with the step model's figures) -> the API and the cluster's live frames (gpu_job and
 job_stats: which GPU runs which job). Given / when / then."""
 import base64
+import json
 
 import numpy as np
 import pytest
@@ -79,3 +80,31 @@ def test_a_schedule_run_reports_each_policy_figure_through_a_worker(workers, run
     assert s["usable_gpus"] <= 248                   # the failed GPU's host (8 GPUs) is not offered
     assert s["jobs_run"] + s["jobs_never_started"] == 12
     assert run["headline"][0]["key"] == "utilization" and run["headline"][0]["value"] == s["utilization"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_jobs_run_solves_jobs_together_and_alone_and_records_each_job(workers, runner, demo):
+    # given demo-256 (1:4 at the zone layer) with one failed GPU, and two fragmented DDP jobs over both zones
+    GPU.objects.filter(cluster=demo, index=5).update(status="failed")
+    job = {"model": "llama3-8b", "gpus": 64, "tp": 8, "batch_tokens": "512K", "placement": "fragmented",
+           "fsdp": False, "overlap": False}
+    entries = [{**job, "name": "first"}, {**job, "name": "second", "seed": 1}]
+    # when they are submitted over REST as one jobs run
+    r = runner.post("/api/runs/", {"kind": "jobs", "cluster": "demo-256",
+                                   "params": {"jobs": json.dumps(entries), "qps": 2}}, format="json")
+    assert r.status_code == 201, r.json()
+    run = finished(runner, r.json()["id"], timeout=120)
+    # then the summary holds each job together and alone, the headline the worst slowdown
+    assert run["status"] == "succeeded", run["error"]
+    s = run["summary"]
+    assert [j["name"] for j in s["jobs"]] == ["first", "second"] and s["gpus"] == 128
+    assert s["worst_slowdown"] == pytest.approx(max(j["slowdown"] for j in s["jobs"]) - 1) and s["worst_slowdown"] > 0
+    assert run["headline"][0]["key"] == "worst_slowdown" and run["headline"][0]["value"] == s["worst_slowdown"]
+    # and each job is a finished Job on its own usable GPUs, none on the failed GPU, the two disjoint
+    placed = []
+    for j in s["jobs"]:
+        row = runner.get(f"/api/runs/jobs/{j['job']}/").json()
+        assert row["state"] == "finished" and row["n_gpus"] == 64 and row["name"].startswith(j["name"])
+        assert row["results"]["slowdown"] == j["slowdown"] and row["results"]["step_time_s"] == j["step_time"]
+        placed.append(set(runner.get(f"/api/runs/jobs/{j['job']}/gpus/").json()["gpus"]))
+    assert not placed[0] & placed[1] and 5 not in placed[0] | placed[1]

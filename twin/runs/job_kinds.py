@@ -1,6 +1,7 @@
-"""The training-job run kinds: ``job`` (one job's step model, :mod:`sim.job`, on the cluster's inventory as it is)
-and ``schedule`` (a job queue under a placement policy over simulated time, :mod:`sim.scheduler`). Their parameters
-are the engine's own declarations (:data:`sim.params.JOB`, :data:`sim.params.SCHEDULE`): the API, the CLI and the
+"""The training-job run kinds: ``job`` (one job's step model, :mod:`sim.job`, on the cluster's inventory as it is),
+``jobs`` (several jobs sharing the fabric: each one's step together and alone, :func:`sim.job.run_shared`) and
+``schedule`` (a job queue under a placement policy over simulated time, :mod:`sim.scheduler`). Their parameters
+are the engine's own declarations (:data:`sim.params.JOB`, :data:`sim.params.JOBS`, :data:`sim.params.SCHEDULE`): the API, the CLI and the
 form refuse the same inputs in the same words.
 
 A ``job`` run has a :class:`twin.runs.models.Job` from the moment it is queued (``Kind.on_create``); the run places
@@ -16,6 +17,7 @@ from typing import Callable
 import numpy as np
 
 from sim.errors import ParamError
+from sim.params import JOB_PARAMS
 from sim.topology import topology_from_layout
 from twin.runs import job_actions, limits
 from twin.runs.kinds import gpu_states
@@ -24,9 +26,11 @@ from twin.runs.registry import Headline, Kind, register
 
 JOB_HEADLINE = (Headline("mfu", "MFU", "pct"), Headline("tokens_per_s", "tokens/s", "int"),
                 Headline("step_time", "step time (s)", "text"))
+JOBS_HEADLINE = (Headline("worst_slowdown", "worst slowdown (together / alone - 1)", "pct"),)
 SCHEDULE_HEADLINE = (Headline("utilization", "GPU utilization", "pct"),)
 # The figures a Job keeps of its run's summary (sim.job.JobResult.to_dict(): what the queue, the live frames and
 # the what-if table show); ``step_time`` is kept as ``step_time_s``, the breakdown without its total.
+JOB_PARAM_NAMES = tuple(p.name for p in JOB_PARAMS)       # what a Job row keeps of a job's parameters
 JOB_FIGURES = ("tokens_per_s", "tflops_per_gpu", "mfu", "memory_gb", "hottest", "routing", "placement")
 
 
@@ -99,6 +103,31 @@ def job(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]:
     return {**doc, "job": the_job.pk, "job_name": the_job.name}, arrays
 
 
+def jobs(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]:
+    """Several jobs on the cluster as it is (failed and drained GPUs excluded), placed one after the other, their
+    traffic solved together and each alone; summary :meth:`sim.job.JobsResult.to_dict`. Each placed job is then
+    recorded as a finished Job (its placement, its figures together plus ``alone_step_time_s`` and ``slowdown``),
+    so the GPU page colours it."""
+    topo = topology_from_layout(layout)
+    cluster, n = run.cluster, int(topo.n_gpus)
+    progress(0.0, "placing the jobs", gpu_state=gpu_states(topo))
+    from sim.job import run_shared
+    result = run_shared(topo, params, progress=progress)
+    doc = result.to_dict()
+    for name, r, d in zip(result.names, result.together, doc["jobs"]):
+        row = job_actions.create_job(cluster=cluster, name=f"{name}: {job_name(r.params)}", model=d["model"]["name"],
+                                     params={k: r.params[k] for k in JOB_PARAM_NAMES}, run=run, user=run.created_by)
+        job_actions.place_job(row, r.gpus)
+        job_actions.finish_job(row, {**job_results(d), "alone_step_time_s": d["alone_step_time"],
+                                     "slowdown": d["slowdown"]})
+        d["job"] = row.pk
+    placed = np.concatenate([r.gpus for r in result.together])
+    arrays = {"gpu_state": gpu_states(topo, placed)}
+    job_actions.publish_jobs(progress, cluster, n, None, None, 1.0)
+    progress(1.0, gpu_state=arrays["gpu_state"])
+    return doc, arrays
+
+
 def schedule(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]:
     """A scheduler simulation on the cluster's inventory (jobs never land on failed or drained GPUs): utilization,
     fragmentation, waits and each job's throughput under the policy."""
@@ -133,6 +162,28 @@ def _job_cost(values: dict, cluster) -> int:
     return _job_gpus(values) * 4 * values.get("qps", 1)
 
 
+def _check_jobs(values: dict, cluster) -> None:
+    """Each job's GPUs, and all of them together, against the cluster's usable GPUs (the file itself was checked
+    by :data:`sim.params.JOBS`)."""
+    from sim.job import shared_jobs
+    usable = limits.usable_gpus(cluster)
+    _, specs = shared_jobs(values)
+    for i, p in enumerate(specs):
+        if p["gpus"] > usable:
+            raise ParamError(f"jobs[{i}].gpus", f"{p['gpus']:,} GPUs asked, {cluster.name} has {usable:,} usable")
+    total = sum(p["gpus"] for p in specs)
+    if total > usable:
+        raise ParamError("jobs", f"the jobs ask for {total:,} GPUs together, {cluster.name} has {usable:,} usable")
+
+
+def _jobs_cost(values: dict, cluster) -> int:
+    """Every job's flows (:func:`_job_cost` on the set's fabric), twice: once solved together, once alone (an upper
+    bound: a job that shares no link with another is not solved again)."""
+    from sim.job import shared_jobs
+    _, specs = shared_jobs(values)
+    return 2 * sum(_job_cost(p, cluster) for p in specs)
+
+
 def _schedule_cost(values: dict, cluster) -> int:
     """The scheduler simulates each job's step once per placement: arrivals x the cluster's usable GPUs bounds it
     loosely; counted as the usable GPUs times the queue pairs per arrival batch of 8 (jobs share solves)."""
@@ -140,10 +191,10 @@ def _schedule_cost(values: dict, cluster) -> int:
 
 
 def register_kinds() -> bool:
-    """Register ``job`` and ``schedule`` when the engine declares them (``sim.params.JOB`` and ``SCHEDULE``, and
-    ``sim.scheduler`` for the latter)."""
+    """Register ``job``, ``jobs`` and ``schedule`` when the engine declares them (``sim.params.JOB``, ``JOBS`` and
+    ``SCHEDULE``, and ``sim.scheduler`` for the latter two)."""
     try:
-        from sim.params import JOB, SCHEDULE
+        from sim.params import JOB, JOBS, SCHEDULE
     except ImportError:
         return False
     import importlib.util
@@ -153,6 +204,9 @@ def register_kinds() -> bool:
                   cost=_job_cost, on_create=_create_job, wants_run=True))
     if importlib.util.find_spec("sim.scheduler") is None:
         return True
+    register(Kind("jobs", "Jobs sharing the fabric (each one's step together and alone)", JOBS, jobs,
+                  headline=JOBS_HEADLINE, arrays={"gpu_state": "uint8"}, view="jobs", brief=("routing", "qps"),
+                  check=_check_jobs, cost=_jobs_cost, wants_run=True))
     register(Kind("schedule", "Scheduler (a job queue over simulated time under a placement policy)", SCHEDULE,
                   schedule, headline=SCHEDULE_HEADLINE, view="summary", brief=("policy", "arrivals", "days"),
                   cost=_schedule_cost, wants_run=True))
