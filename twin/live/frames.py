@@ -280,6 +280,16 @@ def decode(buf: bytes) -> Frame:
                  sections=sections)
 
 
+def quantize_progress(share, in_job=None) -> np.ndarray:
+    """Per host share done (0..1) -> uint8 0..PROGRESS_SCALE; hosts where ``in_job`` is False (or share is NaN)
+    -> HOST_NOT_IN_JOB."""
+    a = np.asarray(share, dtype=np.float32)
+    q = np.rint(np.clip(np.nan_to_num(a, nan=0.0), 0.0, 1.0) * float(PROGRESS_SCALE)).astype(np.uint8)
+    out = np.isnan(a) if in_job is None else ~np.asarray(in_job, bool) | np.isnan(a)
+    q[out] = HOST_NOT_IN_JOB
+    return q
+
+
 def build_sections(link_util=None, gpu_state=None, *, link_dtype: str = "uint8", server_write=None,
                    server_read=None, host_progress=None, frontend_util=None, checkpoint_phase=None,
                    gpu_job=None, jobs=None) -> dict[int, np.ndarray]:
