@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import math
 
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.signals import user_login_failed
@@ -56,21 +57,44 @@ def _count_failed_login(sender, credentials, request=None, **kwargs):
 
 class LoginThrottleMiddleware:
     """Refuses a login POST (the twin's login page, the admin's) from a locked name or address: 429, the login page
-    saying for how long, and ``Retry-After``."""
+    saying for how long, and ``Retry-After``.
+
+    Async-capable as well as sync: under ASGI a sync-only middleware turns the whole chain sync, so every request
+    would hop from the event loop to a thread, back to the loop for the view's resolution and to a thread again for
+    the view; here only a login POST leaves the loop (to read the form and the lockout counts)."""
+
+    sync_capable = True
+    async_capable = True
 
     def __init__(self, get_response):
         self.get_response = get_response
         self._paths = None
+        self._async = iscoroutinefunction(get_response)
+        if self._async:
+            markcoroutinefunction(self)
 
     def __call__(self, request):
+        if self._async:
+            return self._acall(request)
+        return (request.method == "POST" and self._refusal(request)) or self.get_response(request)
+
+    async def _acall(self, request):
         if request.method == "POST":
-            if self._paths is None:
-                self._paths = {reverse(settings.LOGIN_URL), reverse("admin:login")}
-            if request.path in self._paths:
-                wait = locked_for(client_address(request), request.POST.get("username"))
-                if wait:
-                    form = auth_views.AuthenticationForm(request)
-                    response = render(request, "web/login.html", {"form": form, "locked_seconds": wait}, status=429)
-                    response["Retry-After"] = str(wait)
-                    return response
-        return self.get_response(request)
+            refusal = await sync_to_async(self._refusal)(request)
+            if refusal:
+                return refusal
+        return await self.get_response(request)
+
+    def _refusal(self, request):
+        """The 429 page for a login POST from a locked name or address, else None."""
+        if self._paths is None:
+            self._paths = {reverse(settings.LOGIN_URL), reverse("admin:login")}
+        if request.path not in self._paths:
+            return None
+        wait = locked_for(client_address(request), request.POST.get("username"))
+        if not wait:
+            return None
+        form = auth_views.AuthenticationForm(request)
+        response = render(request, "web/login.html", {"form": form, "locked_seconds": wait}, status=429)
+        response["Retry-After"] = str(wait)
+        return response
