@@ -12,6 +12,12 @@ CLUSTER_COOKIE = "twin_cluster"
 PAGE_CLUSTER = "twin_page_cluster"
 
 
+def missing_cluster(name: str) -> str:
+    """What a cluster page says when the URL names no built cluster: the name, and the clusters that are built."""
+    built = ", ".join(Cluster.objects.order_by("name").values_list("name", flat=True)) or "none"
+    return f"no cluster named '{name}' (built: {built})"
+
+
 def about_cluster(request, name: str) -> None:
     """A view whose URL has no cluster (a run, an inventory item) says which cluster its page is about, for the
     header's cluster picker and the Fabric/GPUs links."""

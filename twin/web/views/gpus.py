@@ -9,19 +9,16 @@ from django.urls import path, reverse
 from twin.inventory.models import Cluster
 from twin.web import gpu_data
 from twin.web.access import readable
+from twin.web.context import missing_cluster
 from twin.web.nav import NavItem, Page
 
-
-def _missing(name: str) -> str:
-    built = ", ".join(Cluster.objects.order_by("name").values_list("name", flat=True)) or "none"
-    return f"no cluster named '{name}' (built: {built})"
 
 
 @readable
 def page(request, cluster):
     found = Cluster.objects.filter(name=cluster).first()
     if found is None:
-        return render(request, "web/gpus.html", {"nav": "gpus", "missing": _missing(cluster)}, status=404)
+        return render(request, "web/gpus.html", {"nav": "gpus", "missing": missing_cluster(cluster)}, status=404)
     snapshot_url = reverse("live:cluster-snapshot", kwargs={"name": found.name}) + "?binary=1"
     return render(request, "web/gpus.html", {"nav": "gpus", "cluster": found, "snapshot_url": snapshot_url})
 
@@ -33,7 +30,7 @@ def _json_view(build):
         t0 = time.perf_counter()
         found = Cluster.objects.filter(name=cluster).first()
         if found is None:
-            return JsonResponse({"detail": _missing(cluster)}, status=404)
+            return JsonResponse({"detail": missing_cluster(cluster)}, status=404)
         resp = HttpResponse(build(found), content_type="application/json")
         resp["Server-Timing"] = f"data;dur={1000 * (time.perf_counter() - t0):.1f}"
         resp["Cache-Control"] = "no-store"

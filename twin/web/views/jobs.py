@@ -19,6 +19,7 @@ from twin.inventory.models import GPU, Cluster
 from twin.runs import job_actions, registry
 from twin.runs.params import form_fields
 from twin.web.access import readable
+from twin.web.context import missing_cluster
 from twin.web.nav import NavItem, Page
 from twin.web.views.experiments import ADD_RUN, clusters_info
 
@@ -29,10 +30,6 @@ MAIN_JOB_FIELDS = ("model", "gpus", "tp", "cp", "pp", "dp", "seq", "batch_tokens
 # the InfiniBand twin beside the RoCE one).
 WHATIF_AXES = ("placement", "routing", "qps", "cluster")
 
-
-def _missing(name: str) -> str:
-    built = ", ".join(Cluster.objects.order_by("name").values_list("name", flat=True)) or "none"
-    return f"no cluster named '{name}' (built: {built})"
 
 
 def job_form() -> dict | None:
@@ -48,7 +45,7 @@ def job_form() -> dict | None:
 def page(request, cluster):
     found = Cluster.objects.filter(name=cluster).first()
     if found is None:
-        return render(request, "web/jobs.html", {"nav": "jobs", "missing": _missing(cluster)}, status=404)
+        return render(request, "web/jobs.html", {"nav": "jobs", "missing": missing_cluster(cluster)}, status=404)
     user = {"can_start": request.user.has_perm(ADD_RUN), "authenticated": request.user.is_authenticated}
     info = {"cluster": {"id": found.id, "name": found.name,
                         "gpus": GPU.objects.filter(cluster=found).count()},
@@ -69,7 +66,7 @@ def placement(request, cluster):
     """What runs where on ``cluster``: ``{"gpus", "gpu_job": base64 uint16, "jobs": [...]}``."""
     found = Cluster.objects.filter(name=cluster).first()
     if found is None:
-        return JsonResponse({"detail": _missing(cluster)}, status=404)
+        return JsonResponse({"detail": missing_cluster(cluster)}, status=404)
     resp = JsonResponse(placement_data(found), json_dumps_params={"separators": (",", ":")})
     resp["Cache-Control"] = "no-store"
     return resp

@@ -17,6 +17,7 @@ from twin.inventory.models import Cluster
 from twin.runs.params import form_fields
 from twin.web import fabric_data, storage_data
 from twin.web.access import readable
+from twin.web.context import missing_cluster
 from twin.web.nav import NavItem, Page
 from twin.web.views.experiments import ADD_RUN
 
@@ -24,16 +25,12 @@ from twin.web.views.experiments import ADD_RUN
 MAIN_FIELDS = ("gpus", "bytes_per_gpu", "store", "mode", "restore", "data_loading_gbps")
 
 
-def _missing(name: str) -> str:
-    built = ", ".join(Cluster.objects.order_by("name").values_list("name", flat=True)) or "none"
-    return f"no cluster named '{name}' (built: {built})"
-
 
 @readable
 def page(request, cluster):
     found = Cluster.objects.filter(name=cluster).first()
     if found is None:
-        return render(request, "web/storage.html", {"nav": "storage", "missing": _missing(cluster)}, status=404)
+        return render(request, "web/storage.html", {"nav": "storage", "missing": missing_cluster(cluster)}, status=404)
     form = {"fields": form_fields(CHECKPOINT), "main": MAIN_FIELDS, "kind": "checkpoint",
             "can_start": request.user.has_perm(ADD_RUN), "authenticated": request.user.is_authenticated}
     return render(request, "web/storage.html", {
@@ -50,7 +47,7 @@ def _json_view(build):
         t0 = time.perf_counter()
         found = Cluster.objects.filter(name=cluster).first()
         if found is None:
-            return JsonResponse({"detail": _missing(cluster)}, status=404)
+            return JsonResponse({"detail": missing_cluster(cluster)}, status=404)
         body = build(found)
         if body is None:
             return JsonResponse({"detail": f"cluster {cluster!r} has no frontend fabric"}, status=404)
