@@ -40,8 +40,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim.catalog import load_catalog
-from sim.layout import (FABRIC_FRONTEND, LINK_NIC_LEAF, STATUS_ACTIVE, TIER_LEAF, TIER_SPINE, ZONE_COMPUTE,
+from sim.layout import (FABRIC_FRONTEND, LINK_NIC_LEAF, STATUS_ACTIVE, TIER_LEAF, TIER_SPINE,
                         ClusterLayout)
+from sim.names import zone_labels
 from sim.topology import DEFAULT_HOP_LATENCY, GBPS, IDX, Topology, _parallel_index, _switch_tables
 
 PCIE_GEN5_X16 = 64e9        # bytes/s each way: H100 SXM host interface, PCIe Gen5 x16 = 128 GB/s both ways [S4]
@@ -61,7 +62,7 @@ class FrontendTopology(Topology):
     def node_names(self, nodes) -> list[str]:
         lay = self.layout
         names = []
-        labels = _zone_labels(lay)
+        labels = zone_labels(lay)
         for n in np.atleast_1d(np.asarray(nodes, dtype=IDX)).tolist():
             if n >= self.n_switches:
                 names.append(endpoint_name(lay, int(self.gpu_nic[n - self.n_switches])))
@@ -79,16 +80,9 @@ class FrontendTopology(Topology):
         return names
 
 
-def _zone_labels(lay: ClusterLayout) -> list[str]:
-    """Zone labels as the inventory names them: ``z03`` for compute, ``tectonic-z1`` for storage zones."""
-    names = [s.name for s in lay.spec.storage]
-    return [f"z{n:02d}" if k == ZONE_COMPUTE else f"{names[s]}-z{n}"
-            for k, s, n in zip(lay.zone_kind.tolist(), lay.zone_storage.tolist(), lay.zone_number.tolist())]
-
-
 def server_names(lay: ClusterLayout, servers) -> list[str]:
     """Inventory-style names of storage servers (layout ids): ``tectonic-z0.r003.s07``."""
-    labels = _zone_labels(lay)
+    labels = zone_labels(lay)
     out = []
     for v in np.atleast_1d(np.asarray(servers, dtype=IDX)).tolist():
         r = int(lay.server_rack[v])
@@ -98,7 +92,7 @@ def server_names(lay: ClusterLayout, servers) -> list[str]:
 
 def host_names(lay: ClusterLayout, hosts) -> list[str]:
     """Inventory-style names of hosts: ``z03.r045.h1``."""
-    labels = _zone_labels(lay)
+    labels = zone_labels(lay)
     out = []
     for h in np.atleast_1d(np.asarray(hosts, dtype=IDX)).tolist():
         r = int(lay.host_rack[h])
