@@ -84,25 +84,17 @@ def run(args, bar) -> int:
             values["jobs"] = read_jobs_file(args.jobs_file)
         params = SCHEDULE.validate(values)
     cluster, topo = load_topology(args.preset, args.spec, lambda message: bar(0.0, message))
-    if args.command == "job":
-        from sim.job import run_job
-        result = run_job(topo, params, progress=bar)
-        bar.close()
-        print(json.dumps({"cluster": cluster.name, **result.to_dict()}) if args.json
-              else format_job(result, cluster.name))
-        return 0
-    if args.command == "jobs":
-        from sim.job import run_shared
-        result = run_shared(topo, params, progress=bar)
-        bar.close()
-        print(json.dumps({"cluster": cluster.name, **result.to_dict()}) if args.json
-              else format_jobs(result, cluster.name))
-        return 0
+    from sim.job import run_job, run_shared
     from sim.scheduler import run_schedule
-    result = run_schedule(topo, params, progress=bar)
+    simulate, fmt = {"job": (run_job, format_job), "jobs": (run_shared, format_jobs),
+                     "schedule": (run_schedule, format_schedule)}[args.command]
+    result = simulate(topo, params, progress=bar)
     bar.close()
-    print(json.dumps({"cluster": cluster.name, **result.to_dict(gpus=args.gpu_ids)}) if args.json
-          else format_schedule(result, cluster.name))
+    if args.json:
+        doc = result.to_dict(gpus=args.gpu_ids) if args.command == "schedule" else result.to_dict()
+        print(json.dumps({"cluster": cluster.name, **doc}))
+    else:
+        print(fmt(result, cluster.name))
     return 0
 
 

@@ -42,7 +42,7 @@ import numpy as np
 from sim.catalog import load_catalog
 from sim.layout import (FABRIC_FRONTEND, LINK_NIC_LEAF, STATUS_ACTIVE, TIER_LEAF, TIER_SPINE,
                         ClusterLayout)
-from sim.names import zone_labels
+from sim.names import gpu_name, zone_labels
 from sim.topology import DEFAULT_HOP_LATENCY, GBPS, IDX, Topology, _parallel_index, _switch_tables
 
 PCIE_GEN5_X16 = 64e9        # bytes/s each way: H100 SXM host interface, PCIe Gen5 x16 = 128 GB/s both ways [S4]
@@ -65,7 +65,7 @@ class FrontendTopology(Topology):
         labels = zone_labels(lay)
         for n in np.atleast_1d(np.asarray(nodes, dtype=IDX)).tolist():
             if n >= self.n_switches:
-                names.append(endpoint_name(lay, int(self.gpu_nic[n - self.n_switches])))
+                names.append(endpoint_name(lay, int(self.gpu_nic[n - self.n_switches]), labels))
                 continue
             tier = int(self.switch_tier[n])
             name = lay.tier_names.get((FABRIC_FRONTEND, tier), ("leaf", "spine", "core")[tier])
@@ -80,30 +80,31 @@ class FrontendTopology(Topology):
         return names
 
 
-def server_names(lay: ClusterLayout, servers) -> list[str]:
+def _rack_item_names(lay: ClusterLayout, ids, item_rack, item_slot, slot_format: str, labels=None) -> list[str]:
+    """``<zone>.r<rack>.<slot>`` of the items ``ids`` (hosts or storage servers) from their racks and slots, in one
+    pass; ``labels``: the layout's zone labels when the caller has them already."""
+    labels = zone_labels(lay) if labels is None else labels
+    ids = np.atleast_1d(np.asarray(ids, dtype=IDX))
+    rack = item_rack[ids]
+    return [f"{labels[z]}.r{n:03d}.{slot_format.format(slot)}"
+            for z, n, slot in zip(lay.rack_zone[rack].tolist(), lay.rack_number[rack].tolist(),
+                                  item_slot[ids].tolist())]
+
+
+def server_names(lay: ClusterLayout, servers, labels=None) -> list[str]:
     """Inventory-style names of storage servers (layout ids): ``tectonic-z0.r003.s07``."""
-    labels = zone_labels(lay)
-    out = []
-    for v in np.atleast_1d(np.asarray(servers, dtype=IDX)).tolist():
-        r = int(lay.server_rack[v])
-        out.append(f"{labels[int(lay.rack_zone[r])]}.r{int(lay.rack_number[r]):03d}.s{int(lay.server_slot[v]):02d}")
-    return out
+    return _rack_item_names(lay, servers, lay.server_rack, lay.server_slot, "s{:02d}", labels)
 
 
-def host_names(lay: ClusterLayout, hosts) -> list[str]:
+def host_names(lay: ClusterLayout, hosts, labels=None) -> list[str]:
     """Inventory-style names of hosts: ``z03.r045.h1``."""
-    labels = zone_labels(lay)
-    out = []
-    for h in np.atleast_1d(np.asarray(hosts, dtype=IDX)).tolist():
-        r = int(lay.host_rack[h])
-        out.append(f"{labels[int(lay.rack_zone[r])]}.r{int(lay.rack_number[r]):03d}.h{int(lay.host_slot[h])}")
-    return out
+    return _rack_item_names(lay, hosts, lay.host_rack, lay.host_slot, "h{}", labels)
 
 
-def endpoint_name(lay: ClusterLayout, nic: int) -> str:
+def endpoint_name(lay: ClusterLayout, nic: int, labels=None) -> str:
     """A frontend NIC's name: ``z03.r045.h1.fe0`` or ``tectonic-z0.r003.s07.fe0``."""
     h, v = int(lay.nic_host[nic]), int(lay.nic_server[nic])
-    owner = host_names(lay, h)[0] if h >= 0 else server_names(lay, v)[0]
+    owner = host_names(lay, h, labels)[0] if h >= 0 else server_names(lay, v, labels)[0]
     return f"{owner}.fe{int(lay.nic_slot[nic])}"
 
 
@@ -205,6 +206,7 @@ class StorageSystem:
         """Readable names: fabric links as ``frtsw z03.045 -> fcsw z03.s02 #0``, others as ``pcie z03.r045.h1.gpu5``,
         ``host-memory z03.r045.h1``, ``ssd-write tectonic-z0.r003.s07``, ``metadata tectonic``."""
         lay = self.layout
+        labels = zone_labels(lay)
         ids = np.atleast_1d(np.asarray(ids, dtype=IDX))
         out = []
         for r in ids.tolist():
@@ -213,13 +215,13 @@ class StorageSystem:
                 out.append(self.topo.link_names([r])[0])
             elif k == RES_PCIE:
                 g = int(self.owner[r])
-                out.append(f"pcie {host_names(lay, lay.gpu_host[g])[0]}.gpu{int(lay.gpu_slot[g])}")
+                out.append(f"pcie {gpu_name(host_names(lay, lay.gpu_host[g], labels)[0], int(lay.gpu_slot[g]))}")
             elif k == RES_HOSTMEM:
-                out.append(f"host-memory {host_names(lay, self.owner[r])[0]}")
+                out.append(f"host-memory {host_names(lay, self.owner[r], labels)[0]}")
             elif k == RES_META:
                 out.append(f"metadata {lay.spec.storage[int(self.owner[r])].name}")
             else:
-                out.append(f"{RES_NAMES[k]} {server_names(lay, self.owner[r])[0]}")
+                out.append(f"{RES_NAMES[k]} {server_names(lay, self.owner[r], labels)[0]}")
         return out
 
     def resource_tier(self, ids) -> list[str]:
