@@ -1,11 +1,14 @@
 """Benchmark: the web tier under load, on loopback, run as the team set-up runs it but without Docker.
 
-    .venv/bin/python bench/bench_load.py [--web workers|daphne] [--workers N] [--quick] [--idle-seconds 300]
+    .venv/bin/python bench/bench_load.py [--web split|uvicorn|daphne] [--workers N] [--quick] [--idle-seconds 300]
 
 Starts PostgreSQL's database ``twin_bench_load`` (created when absent; ``--database-url``), the machine's Redis on
 database 9 (``--redis-url``; a Celery queue and live keys of its own), the web as docker-compose.yml runs it
-(``python -m twin.webserver``, TWIN_WEB_WORKERS processes; ``--web daphne``: one daphne process, as before) and a
-Celery worker; builds meta-roce-24k once (kept for the next run). Then, each loop bounded in time:
+(``--web split``: ``python -m twin.webserver --serve http``, gunicorn, for HTTP and ``--serve websockets``, uvicorn,
+for the WebSockets, each with TWIN_WEB_WORKERS processes, as the proxy splits them; ``--web uvicorn``: one uvicorn
+set for both, as ``scripts/run`` with TWIN_WEB_WORKERS above 1; ``--web daphne``: one daphne process, as
+``scripts/run``) and a Celery worker; builds meta-roce-24k once (kept for the next run). Then, each loop bounded in
+time:
 
 1. ``GET /api/inventory/gpus/?limit=100``, 32 connections for ``--seconds`` (wrk): requests/s, p50/p99, errors
    (budget: >= 120 req/s, p99 <= 300 ms, 0 errors);
@@ -72,14 +75,19 @@ def create_database(url: str) -> None:
 class Servers:
     """The web (as compose runs it, or daphne) and a Celery worker, each a child in its own session with a log."""
 
-    def __init__(self, env, tmp: Path, web: str, port: int):
+    def __init__(self, env, tmp: Path, web: str, http_port: int, ws_port: int):
         self.env, self.tmp, self.procs = env, tmp, []
+        from twin.webserver import command
         if web == "daphne":
-            web_cmd = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "twin.asgi:application"]
+            self.start("web", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(http_port),
+                               "twin.asgi:application"])
+        elif web == "uvicorn":
+            self.start("web", command("127.0.0.1", http_port))
         else:
-            web_cmd = [sys.executable, "-m", "twin.webserver", "--host", "127.0.0.1", "--port", str(port)]
-        self.start("web", web_cmd)
-        wait_port(port, self.procs[0][1], timeout=60)
+            self.start("web", command("127.0.0.1", http_port, serve="http"))
+            self.start("live", command("127.0.0.1", ws_port, serve="websockets"))
+        for (_, proc, _), port in zip(self.procs, (http_port, ws_port)):
+            wait_port(port, proc, timeout=60)
         self.start("worker", [sys.executable, "-m", "celery", "-A", "twin", "worker", "-l", "warning"])
 
     def start(self, name, cmd):
@@ -228,8 +236,9 @@ async def runs_reach_everyone(port, token, listeners, n_runs) -> dict:
             "complete": sum(set(ids) <= c.finals for c in listeners)}
 
 
-async def websockets(port, token, n_clients, n_runs, idle_seconds) -> dict:
-    listeners = [Listener(port) for _ in range(n_clients)]
+async def websockets(port, ws_port, token, n_clients, n_runs, idle_seconds) -> dict:
+    """The clients on ``ws_port``; the runs started and followed through the API on ``port``."""
+    listeners = [Listener(ws_port) for _ in range(n_clients)]
     for i in range(0, n_clients, 20):          # in waves, as browsers arrive
         await asyncio.gather(*(c.start() for c in listeners[i:i + 20]))
     during = await runs_reach_everyone(port, token, listeners, n_runs)
@@ -244,10 +253,11 @@ async def websockets(port, token, n_clients, n_runs, idle_seconds) -> dict:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--web", choices=("workers", "daphne"), default="workers",
-                    help="workers: python -m twin.webserver, as compose runs it; daphne: one daphne process")
+    ap.add_argument("--web", choices=("split", "uvicorn", "daphne"), default="split",
+                    help="split: HTTP on gunicorn and WebSockets on uvicorn, as compose runs them; uvicorn: both on "
+                         "uvicorn processes; daphne: one daphne process")
     ap.add_argument("--workers", type=int, default=None,
-                    help="TWIN_WEB_WORKERS for --web workers (default: the compose default, the CPU count)")
+                    help="TWIN_WEB_WORKERS (default: the compose default, the CPU count)")
     ap.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/twin_bench_load")
     ap.add_argument("--redis-url", default="redis://127.0.0.1:6379/9")
     ap.add_argument("--seconds", type=float, default=20.0, help="length of each HTTP phase")
@@ -300,8 +310,9 @@ def main():
         from twin.webserver import WORKERS_DEFAULT_MAX, cpu_count
         n_web = args.workers or min(cpu_count(), WORKERS_DEFAULT_MAX)
     port = free_port()
+    ws_port = free_port() if args.web == "split" else port
     base = f"http://127.0.0.1:{port}"
-    servers = Servers(env, tmp, args.web, port)
+    servers = Servers(env, tmp, args.web, port, ws_port)
     try:
         for path in (GPUS_URL, f"/api/inventory/fabrics/{fabric.id}/dot/"):   # each process's first render
             for _ in range(2 * n_web):
@@ -311,12 +322,16 @@ def main():
         dot_url = f"{base}/api/inventory/fabrics/{fabric.id}/dot/"
         dot_gz = health_under_downloads(port, dot_url, args.seconds, gzip=True)
         dot_plain = health_under_downloads(port, dot_url, args.seconds, gzip=False)
-        live = asyncio.run(websockets(port, token, args.clients, args.runs, args.idle_seconds))
+        live = asyncio.run(websockets(port, ws_port, token, args.clients, args.runs, args.idle_seconds))
     finally:
         servers.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
-    web = "one daphne process" if args.web == "daphne" else f"python -m twin.webserver, {n_web} uvicorn processes"
+    from twin.webserver import threads
+    web = {"daphne": "one daphne process",
+           "uvicorn": f"python -m twin.webserver, {n_web} uvicorn processes",
+           "split": f"python -m twin.webserver: HTTP {n_web} gunicorn processes of {threads()} thread(s), "
+                    f"WebSockets {n_web} uvicorn processes"}[args.web]
     print(f"\nweb: {web}; PostgreSQL {args.database_url.rsplit('/', 1)[-1]}; {len(os.sched_getaffinity(0))} CPUs; "
           f"HTTP phases {args.seconds:g} s; whole run {time.monotonic() - started:.0f} s")
     rows = [

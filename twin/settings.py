@@ -76,7 +76,7 @@ TEMPLATES = [
     },
 ]
 ASGI_APPLICATION = "twin.asgi.application"
-WSGI_APPLICATION = None
+WSGI_APPLICATION = "twin.wsgi.application"
 
 DATABASES = {"default": env.database()}
 # PostgreSQL connections from a pool of this many per process (Django's psycopg pool), instead of a new connection
@@ -140,8 +140,9 @@ TWIN_RUNS_MAX_ATTEMPTS = 2
 TWIN_RUNS_SOFT_TIME_LIMIT = 50 * 60
 TWIN_RUNS_TIME_LIMIT = 55 * 60
 
-# The web processes (twin/webserver.py): TWIN_WEB_WORKERS uvicorn processes (compose: the CPU count, at most 8;
-# scripts/run: 1, daphne), read from the environment by the server command, before Django starts.
+# The web processes (twin/webserver.py): TWIN_WEB_WORKERS processes per web service (compose: the CPU count, at most
+# 8; scripts/run: 1, daphne) and TWIN_WEB_THREADS threads per HTTP process, read from the environment by the server
+# command, before Django starts.
 # Whole-fabric exports (JSON graph, DOT; twin/inventory/exports.py) kept rendered per web process, for this many
 # fabrics per format, as is and gzipped (a 24k fabric: graph 12 MB + 0.8 MB, DOT 4.5 MB + 0.3 MB).
 TWIN_EXPORT_CACHE_FABRICS = 4
