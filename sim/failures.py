@@ -642,6 +642,7 @@ class _Timeline:
                 wait = max(wait, t + repair - (t + detect))
             spans = [("detection", detect), ("wait", wait), ("restart", ctx.params["restart_s"]),
                      ("restore", ctx.checkpoint["restore_s"])]
+        self._swap_throttled(t + spans[0][1] + spans[1][1] if len(spans) == 4 else t)
         at = t
         for ph, dur in spans:
             end = min(at + dur, W)
@@ -656,14 +657,27 @@ class _Timeline:
         self._event(event)
         return seq + 1
 
+    def _release_spares(self, at: float) -> None:
+        while self.spare_back and self.spare_back[0] <= at:
+            heapq.heappop(self.spare_back)
+            self.spare_free += 1
+
+    def _swap_throttled(self, at: float) -> None:
+        """A restart leaves throttled GPUs behind: each host with one moves to a free spare (back when repaired)."""
+        self._release_spares(at)
+        for item, repaired in list(self.throttled.items()):
+            if self.spare_free <= 0:
+                break
+            self.spare_free -= 1
+            heapq.heappush(self.spare_back, repaired)
+            del self.throttled[item]
+
     def _wait(self, at: float, failed_at: float, name: str, item: int) -> float:
         """Seconds from ``at`` until the job has healthy hosts for the failed ones: free spares at once (a used one
         comes back when the failed host is repaired), else the first spare back or the repair, whichever first."""
         need = int(self.ctx.net_hosts[item]) if name == "network" else 1
         repaired = failed_at + self.ctx.repair_s[name]
-        while self.spare_back and self.spare_back[0] <= at:
-            heapq.heappop(self.spare_back)
-            self.spare_free += 1
+        self._release_spares(at)
         if self.spare_free >= need:
             self.spare_free -= need
             for _ in range(need):
@@ -735,9 +749,11 @@ class _Timeline:
         }
         if self.record:
             cat = (lambda xs: np.concatenate(xs) if xs else np.zeros(0))
-            out["timeline"] = {"states": list(STATES), "start": cat(self.seg_start).tolist(),
-                               "end": cat(self.seg_end).tolist(),
-                               "state": cat(self.seg_state).astype(int).tolist()}
+            start = cat(self.seg_start)
+            order = np.argsort(start, kind="stable")
+            out["timeline"] = {"states": list(STATES), "start": start[order].tolist(),
+                               "end": cat(self.seg_end)[order].tolist(),
+                               "state": cat(self.seg_state)[order].astype(int).tolist()}
             out["events"] = self.events
         return out
 
