@@ -49,6 +49,7 @@ STORE_SUSTAINED_BPS = 2e12        # Tectonic's sustained 2 TB/s (docs/sources.md
 CHECKPOINT_BYTES_PER_PARAM = BF16 + 3 * FP32   # BF16 weights + FP32 master weights, Adam m and v [S22]
 ITEM_KINDS = ("gpu", "host", "link", "switch", "job")
 NET_CABLE, NET_SWITCH = 0, 1
+NET_CLASSES = ("nic cable", "leaf-spine cable", "spine-core cable", "leaf", "spine", "core")   # tier + kind
 WHILE_DOWN = "while_down"         # a failure that arrived while the job was already stopped
 
 
@@ -160,11 +161,13 @@ class Prepared:
     net_id: np.ndarray                # (K,) layout link or switch id
     net_crash: np.ndarray             # (K,) bool: no other path (NIC cable, the job's rack switch)
     net_hosts: np.ndarray             # (K,) job hosts cut off when the item fails (0 for fabric items)
+    net_class: np.ndarray             # (K,) NET_CLASSES index of a fabric item, -1 for one with no other path
     spares: int
     rates: dict                       # category -> per unit-hour
     repair_s: dict                    # category -> seconds
     injections: list                  # (time, category, item index) resolved against the job
     steps: dict = field(default_factory=dict)     # frozenset of failed (kind, id) -> step seconds, None = no path
+    traffic: object = None            # the job's transfers (sim.job.JobTraffic), built at the first re-solve
     solves: int = 0
     solve_seconds: float = 0.0
     _names: dict | None = None
@@ -199,6 +202,18 @@ class Prepared:
         if c.unit == "host":
             return self.names()["host"][int(self.hosts[item])]
         return "job"
+
+    def step_of(self, items) -> float | None:
+        """The job's step with the network items ``items`` (indices into ``net_*``) failed. ``fabric_states``
+        ``exact``: that very fabric state; ``by_class``: the state where as many items of each class (leaf-spine
+        cable, spine-core cable, spine, core) fail, the first ones of the class in the job's list, so every timeline
+        and seed shares a handful of solves (docs/reliability.md)."""
+        items = list(items)
+        if self.params["fabric_states"] == "by_class" and items:
+            classes, counts = np.unique(self.net_class[items], return_counts=True)
+            items = [int(i) for k, c in zip(classes.tolist(), counts.tolist())
+                     for i in np.flatnonzero(self.net_class == k)[:c]]
+        return self.step_with(frozenset((int(self.net_kind[i]), int(self.net_id[i])) for i in items))
 
     def step_with(self, failed: frozenset) -> float | None:
         """The job's step (s) on the fabric with the ``failed`` items (``(NET_CABLE|NET_SWITCH, layout id)``)
@@ -238,8 +253,11 @@ def _solve_step(ctx: Prepared, failed: frozenset) -> float | None:
     for kind, i in failed:
         (link_status if kind == NET_CABLE else switch_status)[i] = STATUS_FAILED
     topo = topology_from_layout(replace(lay, link_status=link_status, switch_status=switch_status))
+    if ctx.traffic is None:
+        from sim.job import job_traffic, resolve_job
+        ctx.traffic = job_traffic(ctx.topo, ctx.gpus, resolve_job(ctx.params))
     try:
-        return float(run_job(topo, ctx.params, gpus=ctx.gpus).step_time)
+        return float(run_job(topo, ctx.params, gpus=ctx.gpus, traffic=ctx.traffic).step_time)
     except (UsageError, ValueError):          # a GPU cut off, or a transfer with no path left (NoPathError)
         return None
 
@@ -288,9 +306,12 @@ def prepare(cluster_or_spec, values: dict, progress=None) -> Prepared:
     net = _network_items(topo, gpus)
     free_hosts = np.unique(np.asarray(topo.gpu_host)[np.asarray(topo.gpu_usable)])
     spares = p["spares"] if p["spares"] is not None else int(free_hosts.size - hosts.size)
+    tier = np.where(net[0] == NET_CABLE, np.asarray(layout.link_tier)[np.where(net[0] == NET_CABLE, net[1], 0)],
+                    3 + np.asarray(layout.switch_tier)[np.where(net[0] == NET_SWITCH, net[1], 0)])
     ctx = Prepared(cluster=name, layout=layout, topo=topo, params={**job_p}, gpus=gpus, hosts=hosts,
                    step_s=float(healthy.step_time), compute_s=float(healthy.breakdown["compute"]), checkpoint=ckpt,
-                   net_kind=net[0], net_id=net[1], net_crash=net[2], net_hosts=net[3], spares=spares,
+                   net_kind=net[0], net_id=net[1], net_crash=net[2], net_hosts=net[3],
+                   net_class=np.where(net[2], -1, tier).astype(np.int64), spares=spares,
                    rates=fr.rates(fr.parse_overrides(p["rates"], "rates"), p["rate_scale"]),
                    repair_s={k: 3600.0 * v for k, v in fr.repair_hours(fr.parse_overrides(p["repair_h"],
                                                                                             "repair_h")).items()},
@@ -547,8 +568,7 @@ class _Timeline:
 
     def _set_rate(self) -> bool:
         """The rate for the current failed items; False when the fabric leaves no path (the job cannot run)."""
-        step = self.ctx.step_with(frozenset((int(self.ctx.net_kind[i]), int(self.ctx.net_id[i]))
-                                            for i in self.failed_net))
+        step = self.ctx.step_of(self.failed_net)
         if step is None:
             return False
         if self.throttled:

@@ -628,6 +628,11 @@ FAILURES = ParamSet("failures", tuple(_failure_job_param(p) for p in JOB_PARAMS 
                                          "the slowest rank paces the synchronous job", min=0.01, max=1.0),
     Param("reroute", "bool", True, "a failed fabric cable or switch with other paths is routed around (the job "
                                    "slows for the repair time); off: every network failure crashes the job"),
+    Param("fabric_states", "choice", "by_class", "the step under failed fabric items: exact (re-solved for each "
+                                                 "set of failed cables and switches), or by_class (for as many "
+                                                 "failed items of each class: leaf-spine cable, spine-core cable, "
+                                                 "spine, core; a few solves shared by every seed)",
+          choices=("by_class", "exact")),
     Param("rates", "text", None, "failure rates per unit-hour replacing the table's, e.g. gpu=2e-6,hbm=1e-6 "
                                  "(categories: docs/reliability.md; 0 switches one off); null: Meta's table",
           max=4096, nullable=True),

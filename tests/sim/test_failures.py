@@ -135,7 +135,7 @@ def test_simulated_optimal_interval_is_near_young_daly(topo):
 
 def test_a_failed_fabric_switch_slows_the_job_and_does_not_kill_it(topo):
     # Given the job's spines (CTSWs) above its racks: three of a zone's four fail at 1 h for 2 h
-    values = {**JOB, **QUIET, "days": 0.25, "repair_h": "network=2"}
+    values = {**JOB, **QUIET, "days": 0.25, "repair_h": "network=2", "fabric_states": "exact"}
     ctx = prepare(topo, values)
     spines = [ctx.names()["switch"][int(i)]
               for i in ctx.net_id[(ctx.net_kind == NET_SWITCH) & ~ctx.net_crash]]
