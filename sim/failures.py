@@ -45,12 +45,13 @@ from sim.units import parse_duration, parse_durations
 STATES = ("training", "checkpointing", "down", "restarting", "degraded")
 TRAINING, CHECKPOINTING, DOWN, RESTARTING, DEGRADED = range(len(STATES))
 PHASES = ("recompute", "checkpoint", "degradation", "detection", "wait", "restart", "restore", "planned")
-STORE_SUSTAINED_BPS = 2e12        # Tectonic's sustained 2 TB/s (docs/sources.md [S1]): store "none" defaults
+STORE_SUSTAINED_BPS = 2e12        # Tectonic's sustained 2 TB/s (docs/sources.md [S1]): store "off" defaults
 CHECKPOINT_BYTES_PER_PARAM = BF16 + 3 * FP32   # BF16 weights + FP32 master weights, Adam m and v [S22]
 ITEM_KINDS = ("gpu", "host", "link", "switch", "job")
 NET_CABLE, NET_SWITCH = 0, 1
 NET_CLASSES = ("nic cable", "leaf-spine cable", "spine-core cable", "leaf", "spine", "core")   # tier + kind
-WHILE_DOWN = "while_down"         # a failure that arrived while the job was already stopped
+WHILE_DOWN = "while_down"
+NO_STORE = "off"                  # the store parameter's "no storage simulation": the checkpoint_* parameters         # a failure that arrived while the job was already stopped
 
 
 # ------------------------------------------------------------------------------------------------ validation
@@ -331,11 +332,11 @@ def _checkpoint_costs(layout, topo, p: dict, job: dict, model, progress) -> dict
     store = p["store"]
     kinds = [s.kind for s in layout.spec.storage]
     if store is None:
-        store = "tectonic" if "tectonic" in kinds else "none"
-    elif store != "none" and store not in kinds:
+        store = "tectonic" if "tectonic" in kinds else NO_STORE
+    elif store != NO_STORE and store not in kinds:
         raise ParamError("store", f"{layout.spec.name} has no {store} storage cluster "
                                   f"({', '.join(kinds) or 'none'})")
-    if store == "none":
+    if store == NO_STORE:
         plain = per_gpu * gpus / STORE_SUSTAINED_BPS
         blocked, durable, restore, source = plain, plain, plain, "parameters (bytes at 2 TB/s)"
     else:

@@ -14,7 +14,7 @@ from sim.params import FAILURES
 from sim.topology import load_topology
 
 # A small job on demo-256 (Llama 3 8B, TP 8, DP 16 over 16 hosts of 8 racks); stores and rates set per test.
-JOB = {"model": "llama3-8b", "gpus": 128, "pp": 1, "store": "none"}
+JOB = {"model": "llama3-8b", "gpus": 128, "pp": 1, "store": "off"}
 QUIET = {"rates": "planned=0", "rate_scale": 0.0}          # no failure at all unless injected
 
 
@@ -100,8 +100,8 @@ def test_without_spares_the_job_waits_for_the_repair(topo):
 
 
 def test_poisson_rates_are_recovered_from_a_long_run(topo):
-    # Given GPU failures at 1e-3 per GPU-hour and host ones at 2e-3 per host-hour over ten years of 128 GPUs
-    days = 3650.0
+    # Given GPU failures at 1e-3 per GPU-hour and host ones at 2e-3 per host-hour over four years of 128 GPUs
+    days = 1500.0
     r = simulate(topo, {**JOB, "days": days, "rates": "gpu=1e-3,host_maintenance=2e-3,planned=0",
                         "rate_scale": 1.0, "checkpoint_interval": "1h"}, seed=11)
     counts = r["failures_by_category"]
