@@ -43,7 +43,8 @@ def case_timeline() -> dict:
     tl = _Timeline(ctx, 0, ctx.checkpoint["interval_s"]).run()
     r = tl.to_dict()
     t2 = time.perf_counter()
-    return {"wall": t2 - t0, "prepare": t1 - t0, "timeline": t2 - t1, "failures": sum(r["failures_by_category"].values()),
+    return {"wall": t2 - t0, "prepare": t1 - t0, "timeline": t2 - t1,
+            "failures": sum(r["failures_by_category"].values()),
             "interruptions": r["interruptions"], "degradations": r["degradations"],
             "fabric_states": r["solves"]["fabric_states"], "solve_seconds": r["solves"]["seconds"],
             "effective_ratio": r["effective_ratio"], "segments": len(r["timeline"]["start"])}

@@ -50,8 +50,8 @@ CHECKPOINT_BYTES_PER_PARAM = BF16 + 3 * FP32   # BF16 weights + FP32 master weig
 ITEM_KINDS = ("gpu", "host", "link", "switch", "job")
 NET_CABLE, NET_SWITCH = 0, 1
 NET_CLASSES = ("nic cable", "leaf-spine cable", "spine-core cable", "leaf", "spine", "core")   # tier + kind
-WHILE_DOWN = "while_down"
-NO_STORE = "off"                  # the store parameter's "no storage simulation": the checkpoint_* parameters         # a failure that arrived while the job was already stopped
+WHILE_DOWN = "while_down"         # a failure that arrived while the job was already stopped
+NO_STORE = "off"                  # store: no storage simulation, the checkpoint_* parameters
 
 
 # ------------------------------------------------------------------------------------------------ validation

@@ -604,7 +604,8 @@ FAILURES = ParamSet("failures", tuple(_failure_job_param(p) for p in JOB_PARAMS 
           max=MAX_GPUS, nullable=True),
     Param("store", "choice", None, "storage cluster whose simulated checkpoint and restore times the timeline uses "
                                    "(sim.checkpoint, run once each); off: no storage simulation, the "
-                                   "checkpoint_* and restore_s parameters; null: tectonic if the cluster has it, else off",
+                                   "checkpoint_* and restore_s parameters; null: tectonic if the cluster has it, "
+                                   "else off",
           choices=_failure_store_choices(), nullable=True),
     Param("checkpoint_mode", "choice", "async", "sync: training waits until the checkpoint is durable; async: it "
                                                 "waits for the copy to host memory", choices=("sync", "async")),
