@@ -11,9 +11,10 @@ discrete-event simulation (docs/reliability.md has the model, its parameters and
   that checkpoint's snapshot.
 * **Degradation**: a failed fabric cable or switch the routing can go around (``reroute``) slows the job for its
   repair time: the step is re-solved by :func:`sim.job.run_job` on the fabric with every failed item removed (cached
-  by the set of failed items); a thermally throttled GPU keeps ``thermal_speed`` of its compute speed, and the
-  slowest rank paces the synchronous job (the step's compute part divided by it). A NIC cable or the job's rack
-  switch has no other path: its failure crashes the job.
+  by the set of failed items, or by how many items of each class failed: ``fabric_states``); a thermally throttled
+  GPU keeps ``thermal_speed`` of its compute speed, and the slowest rank paces the synchronous job (the step's
+  compute part divided by it) until the job's next restart leaves its host for a spare. A NIC cable or the job's
+  rack switch has no other path: its failure crashes the job.
 * **Planned maintenance** stops the job cleanly: a last durable checkpoint, ``planned_down_s``, restart, restore.
 * **Checkpoints** every ``checkpoint_interval`` of training progress: training waits ``blocked`` seconds; the
   checkpoint is durable ``durable`` seconds after its start (:func:`sim.checkpoint.run_checkpoint` run once for the
