@@ -218,3 +218,8 @@ def test_cli_prints_the_timeline_summary_and_sweep(capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["summary"]["count"] == 3 and len(doc["sweep"]["rows"]) == 3
     assert doc["result"]["timeline"]["states"] == list(STATES)
+
+
+def test_doctests():
+    import doctest
+    assert doctest.testmod(fr).failed == 0
