@@ -31,7 +31,7 @@ from sim.collectives import CollectiveError
 from sim.errors import ParamError, SpecError, UsageError
 from sim.params import COLLECTIVE, FIGURE, add_arguments, values_from_args
 from sim.progress import Bar
-from sim import job_cli, storage_cli
+from sim import failures_cli, job_cli, storage_cli
 
 EXIT_USAGE = 2
 
@@ -78,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     storage_cli.add_parsers(sub)
     job_cli.add_parsers(sub)
+    failures_cli.add_parsers(sub)
     return p
 
 
@@ -92,6 +93,8 @@ def main(argv=None) -> int:
             return storage_cli.run(args, bar)
         if args.command in job_cli.COMMANDS:
             return job_cli.run(args, bar)
+        if args.command in failures_cli.COMMANDS:
+            return failures_cli.run(args, bar)
         return _figure(args, bar)
     except ParamError as e:
         return _refuse(args, bar, [f"{field}: {reason}" for field, reasons in e.errors.items() for reason in reasons])

@@ -60,3 +60,55 @@ def parse_sizes(text: str) -> list[int]:
     if len(sizes) > MAX_SIZES:
         raise UsageError(f"bad sizes {text[:40]!r}: {len(sizes)} sizes, at most {MAX_SIZES}")
     return sizes
+
+
+DURATION_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?(?:e[+-]?\d+)?)\s*(s|m|min|h|d)?\s*$", re.IGNORECASE)
+MAX_DURATION_POINTS = 64          # intervals one sweep may ask for
+
+
+def parse_duration(text) -> float:
+    """Seconds in ``text``: a number with an optional s, m (min), h or d suffix (plain numbers are seconds).
+
+    >>> parse_duration("30m"), parse_duration("4h"), parse_duration("90"), parse_duration("1.5d")
+    (1800.0, 14400.0, 90.0, 129600.0)
+    """
+    m = _DURATION.match(str(text))
+    if not m:
+        raise UsageError(f"bad duration {text!r}: use a number with an optional s, m, h or d suffix, e.g. 30m or 4h")
+    value = float(m.group(1)) * DURATION_UNITS[(m.group(2) or "").lower()]
+    if not value > 0:
+        raise UsageError(f"bad duration {text!r}: must be more than 0")
+    return value
+
+
+def parse_durations(text: str, points: int = 12) -> list[float]:
+    """Durations: a list ``10m,30m,1h``, or a range ``MIN:MAX`` of ``points`` values spaced evenly on a log scale
+    (both ends included), or ``MIN:MAX:N`` with N values.
+
+    >>> parse_durations("1h:4h:3")
+    [3600.0, 7200.0, 14400.0]
+    """
+    text = str(text).strip()
+    if ":" in text:
+        parts = text.split(":")
+        if len(parts) not in (2, 3):
+            raise UsageError(f"bad duration range {text!r}: use MIN:MAX or MIN:MAX:N, e.g. 5m:4h")
+        lo, hi = parse_duration(parts[0]), parse_duration(parts[1])
+        if len(parts) == 3:
+            if not parts[2].strip().isdigit() or not 2 <= int(parts[2]) <= MAX_DURATION_POINTS:
+                raise UsageError(f"bad duration range {text!r}: N must be a whole number from 2 to "
+                                 f"{MAX_DURATION_POINTS}")
+            points = int(parts[2])
+        if hi <= lo:
+            raise UsageError(f"bad duration range {text!r}: need MIN < MAX")
+        ratio = (hi / lo) ** (1.0 / (points - 1))
+        out = [lo * ratio ** i for i in range(points)]
+        out[-1] = hi
+        return [round(x, 6) for x in out]
+    out = [parse_duration(p) for p in text.split(",") if p.strip()]
+    if not out:
+        raise UsageError("bad durations '': give a list like 10m,30m,1h or a range like 5m:4h")
+    if len(out) > MAX_DURATION_POINTS:
+        raise UsageError(f"bad durations: {len(out)} values, at most {MAX_DURATION_POINTS}")
+    return sorted(set(out))
