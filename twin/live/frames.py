@@ -112,25 +112,44 @@ JOB_QUEUED, JOB_PLACING, JOB_SIMULATING, JOB_FINISHED, JOB_FAILED = 0, 1, 2, 3, 
 JOB_PHASES = {JOB_QUEUED: "queued", JOB_PLACING: "placing", JOB_SIMULATING: "simulating", JOB_FINISHED: "finished",
               JOB_FAILED: "failed"}
 
-# A long job's timeline under failures (SECTION_FAILURE_STATE, one row): its state (FAILURE_STATES, the engine's
-# segment states, sim.failures), the simulated time reached and the run's length (hours), productive training so
-# far (hours) and its share of the time reached, interruptions and lost hours so far, the seed simulated, seeds done
-# and seeds of this run.
+# A long job's timeline under failures (SECTION_FAILURE_STATE, one row): its state (failure_states(), the engine's
+# segment states), the simulated time reached and the run's length (hours), productive training so far (hours) and
+# its share of the time reached, interruptions and lost hours so far, the seed simulated, seeds done and seeds of
+# this run.
 FAILURE_FIELDS = ("state", "t_hours", "hours", "productive_hours", "effective_ratio", "interruptions",
                   "lost_hours", "seed", "seeds_done", "seeds")
-# One failure (SECTION_FAILURE_EVENTS row): when (hours), its category (FAILURE_CATEGORIES, sim.failure_rates), the
-# kind of item it hit (ITEM_KINDS) and that item's position (GPU: GPU.index; host: Host rows by id; link: backend
-# Link rows by id, the link_util order; switch: Switch rows by id; -1 none), its consequence (FAILURE_CONSEQUENCES)
-# and the work it cost (hours).
+# One failure (SECTION_FAILURE_EVENTS row): when (hours), its category (failure_categories()), the kind of item
+# it hit (item_kinds()) and that item's position (GPU: GPU.index; host: Host rows by id; link: backend Link rows
+# by id, the link_util order; switch: Switch rows by id; -1 for the job itself), its consequence
+# (failure_consequences()) and the work it cost (hours of training progress to recompute).
 FAILURE_EVENT_FIELDS = ("t_hours", "category", "item_kind", "item", "consequence", "lost_hours")
 FAILURE_EVENTS_SENT = 1024     # rows at most in one frame (24 KB): the newest
-ITEM_KINDS = {0: "none", 1: "gpu", 2: "host", 3: "link", 4: "switch", 5: "nic"}
 
 
-def _failure_table(name: str) -> dict[int, str]:
-    """A code table of the failures model, declared once in the engine (:mod:`sim.failures`): code -> name."""
-    from sim import failures
-    return dict(enumerate(getattr(failures, name)))
+def failure_states() -> dict[int, str]:
+    """The timeline's states (code -> name), declared once in the engine: :data:`sim.failures.STATES`."""
+    from sim.failures import STATES
+    return dict(enumerate(STATES))
+
+
+def failure_categories() -> dict[int, str]:
+    """The failure categories of Meta's table, in its order: :data:`sim.failure_rates.NAMES`."""
+    from sim.failure_rates import NAMES
+    return dict(enumerate(NAMES))
+
+
+def failure_consequences() -> dict[int, str]:
+    """What a failure does (:data:`sim.failure_rates.CONSEQUENCES`), and one that arrived while the job was
+    already down (:data:`sim.failures.WHILE_DOWN`)."""
+    from sim.failure_rates import CONSEQUENCES
+    from sim.failures import WHILE_DOWN
+    return dict(enumerate(CONSEQUENCES + (WHILE_DOWN,)))
+
+
+def item_kinds() -> dict[int, str]:
+    """The kinds of item a failure hits: :data:`sim.failures.ITEM_KINDS`."""
+    from sim.failures import ITEM_KINDS
+    return dict(enumerate(ITEM_KINDS))
 
 
 # A host's checkpoint progress (SECTION_HOST_PROGRESS): byte = round(share * PROGRESS_SCALE); HOST_NOT_IN_JOB: none.
@@ -164,19 +183,7 @@ def tables() -> dict:
             "checkpoint_phases": by_code(CHECKPOINT_PHASES),
             "failure_fields": list(FAILURE_FIELDS), "failure_event_fields": list(FAILURE_EVENT_FIELDS),
             "failure_states": by_code(failure_states()), "failure_categories": by_code(failure_categories()),
-            "failure_consequences": by_code(failure_consequences()), "item_kinds": by_code(ITEM_KINDS)}
-
-
-def failure_states() -> dict[int, str]:
-    return _failure_table("STATES")
-
-
-def failure_categories() -> dict[int, str]:
-    return _failure_table("CATEGORIES")
-
-
-def failure_consequences() -> dict[int, str]:
-    return _failure_table("CONSEQUENCES")
+            "failure_consequences": by_code(failure_consequences()), "item_kinds": by_code(item_kinds())}
 
 
 class FrameError(ValueError):
@@ -310,7 +317,7 @@ def failure_events(rows: list[dict]) -> np.ndarray:
 
 
 def _event_codes() -> dict[str, dict[int, str]]:
-    return {"category": failure_categories(), "item_kind": ITEM_KINDS, "consequence": failure_consequences()}
+    return {"category": failure_categories(), "item_kind": item_kinds(), "consequence": failure_consequences()}
 
 
 def _dtype_code(a: np.ndarray) -> int:

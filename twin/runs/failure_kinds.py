@@ -25,9 +25,12 @@ from typing import Callable
 import numpy as np
 
 from sim.errors import ParamError
+from sim.failure_rates import CATEGORIES
+from sim.failures import STATES
 from sim.layout import FABRIC_BACKEND
 from sim.params import FAILURES
-from sim.progress import span
+from sim.progress import weighted
+from sim.units import parse_duration, parse_durations
 from twin.live import frames
 from twin.runs import limits
 from twin.runs.constants import setting
@@ -37,112 +40,127 @@ KIND = "failures"
 HEADLINE = (Headline("effective_ratio", "effective training time (productive / wall)", "pct"),
             Headline("interruptions_per_day", "interruptions per day", "text"),
             Headline("optimal_interval_s", "simulated optimal checkpoint interval (s)", "text"))
-# What a child keeps of every seed's result besides the first (whose timeline the page replays): the engine's
-# figures without the per-event and per-segment lists, which summarize() does not need.
-TIMELINE_KEYS = ("segments", "events")
+# What a run keeps of every seed's result but the first (whose timeline the page replays): the engine's figures
+# without the timeline's segments and its events, which summarize() does not need.
+TIMELINE_KEYS = ("timeline", "events")
 
 
 # ------------------------------------------------------------------------------------------------ fan-out
 def intervals_of(params: dict) -> list[float]:
-    """The checkpoint intervals (seconds) a run simulates: the sweep's, else its one interval."""
-    from sim.failures import sweep_intervals
-    return sweep_intervals(params)
+    """The checkpoint intervals (seconds) a run simulates: its sweep's (``sweep_interval``), else its one."""
+    if params.get("sweep_interval"):
+        return parse_durations(params["sweep_interval"])
+    return [parse_duration(params["checkpoint_interval"])]
+
+
+# A child run's first failure seed (its parameters are the parent's, so the job is placed by the same ``seed``, as
+# the CLI places it once for all its seeds). The twin's own key: never passed to the engine.
+FIRST_SEED = "first_failure_seed"
+
+
+def first_seed(params: dict) -> int:
+    return params.get(FIRST_SEED, params["seed"])
+
+
+def engine_params(params: dict) -> dict:
+    return {k: v for k, v in params.items() if k != FIRST_SEED}
 
 
 def fan_out(params: dict) -> list[dict]:
-    """One child per checkpoint interval and chunk of at most TWIN_FAILURES_SEEDS_PER_CHILD seeds (seeds
+    """One child per checkpoint interval and chunk of at most TWIN_FAILURES_SEEDS_PER_CHILD failure seeds (seeds
     ``seed .. seed + seeds - 1``, as the CLI numbers them), each with one interval and no sweep; none when that is
     one child (the run computes in its own worker)."""
     chunk = setting("TWIN_FAILURES_SEEDS_PER_CHILD")
     seeds, first = params["seeds"], params["seed"]
-    swept = params.get("sweep_interval") is not None
+    swept = bool(params.get("sweep_interval"))
     children = []
     for interval in intervals_of(params):
         for start in range(0, seeds, chunk):
-            children.append({**params, "seed": first + start, "seeds": min(chunk, seeds - start),
+            children.append({**params, FIRST_SEED: first + start, "seeds": min(chunk, seeds - start),
                              "sweep_interval": None,
-                             "checkpoint_interval": f"{interval:g}" if swept else params["checkpoint_interval"]})
+                             "checkpoint_interval": repr(interval) if swept else params["checkpoint_interval"]})
     return children if len(children) > 1 else []
 
 
 # ------------------------------------------------------------------------------------------------ live frames
-class LiveTimeline:
-    """Turns the engine's progress into the run's live frames: the run's percentage over all its seeds, and the
-    ``failure_state`` / ``failure_events`` sections of the seed being simulated."""
-
-    def __init__(self, progress: Callable, items: "ItemIndex", seeds: list[int], hours: float):
-        self.progress, self.items, self.seeds, self.hours = progress, items, seeds, hours
-
-    def seed_progress(self, k: int) -> Callable:
-        """The engine's progress callback for the k-th seed: its share of the run, and the timeline's state."""
-        report = span(self.progress, k / len(self.seeds), (k + 1) / len(self.seeds))
-        seed = self.seeds[k]
-
-        def on_progress(fraction, message="", state=None):
-            report(fraction, message)
-            if state is not None:
-                self.publish(state, seed, k, force=False)
-        return on_progress
-
-    def publish(self, state: dict, seed: int, done: int, *, force: bool, fraction=None) -> None:
-        """A ``failure_state`` row and the ``failure_events`` rows of ``state`` (the engine's state so far)."""
-        row = {"state": state["state"], "t_hours": state["t_hours"], "hours": self.hours,
-               "productive_hours": state["productive_hours"], "effective_ratio": state.get("effective_ratio"),
-               "interruptions": state["interruptions"], "lost_hours": state["lost_hours"], "seed": seed,
-               "seeds_done": done, "seeds": len(self.seeds)}
-        events = [self.items.event_row(e) for e in state.get("events", [])]
-        self.progress(fraction, failure=row, failures=events, force=force)
+def item_kind(event: dict) -> str:
+    """The kind of item (:data:`sim.failures.ITEM_KINDS`) an engine event names: its category's unit (a GPU, a
+    host, the job), or for a network failure a link (a cable's name joins its two ports with "~") or a switch."""
+    c = CATEGORIES[event["category"]]
+    if event["category"] == "network":
+        return "link" if "~" in event["item"] else "switch"
+    return c.unit
 
 
 class ItemIndex:
-    """Positions of the layout's items in the live frames' orders (GPU: GPU.index; host: Host rows by id; link:
-    backend Link rows by id; switch: Switch rows by id), from the layout the run read (:func:`layout_from_db`
-    keeps those orders), by name."""
+    """Positions of named items in the live frames' orders (GPU: GPU.index; host: Host rows by id; link: backend
+    Link rows by id, the link_util order; switch: Switch rows by id), from the names of the layout the run read
+    (:func:`twin.inventory.adapter.layout_from_db` keeps those orders; the engine names items the same way,
+    :meth:`sim.failures.Prepared.names`)."""
 
-    def __init__(self, layout):
-        from sim.names import item_names
-        names = item_names(layout)
+    def __init__(self, names: dict, layout):
         backend = np.flatnonzero(np.asarray(layout.link_fabric) == FABRIC_BACKEND)
-        self.position = {
-            "gpu": {n: i for i, n in enumerate(names["gpu"])},
-            "host": {n: i for i, n in enumerate(names["host"])},
-            "link": {names["link"][j]: i for i, j in enumerate(backend.tolist())},
-            "switch": {n: i for i, n in enumerate(names["switch"])},
-            "nic": {n: i for i, n in enumerate(names["nic"])},
-        }
+        self.position = {"gpu": {n: i for i, n in enumerate(names["gpu"])},
+                         "host": {n: i for i, n in enumerate(names["host"])},
+                         "link": {names["link"][j]: i for i, j in enumerate(backend.tolist())},
+                         "switch": {n: i for i, n in enumerate(names["switch"])}}
 
     def event_row(self, e: dict) -> dict:
-        kind = e.get("item_kind") or "none"
-        pos = self.position.get(kind, {}).get(e.get("item"), -1)
-        return {"t_hours": e["t_hours"], "category": e["category"], "item_kind": kind if pos >= 0 else "none",
-                "item": pos, "consequence": e["consequence"], "lost_hours": e.get("lost_hours")}
+        """An engine event as a ``failure_events`` row (hours; the item as its position, -1 for the job)."""
+        kind = item_kind(e)
+        return {"t_hours": e["time"] / 3600.0, "category": e["category"], "item_kind": kind,
+                "item": self.position.get(kind, {}).get(e["item"], -1), "consequence": e["consequence"],
+                "lost_hours": e["lost_work"] / 3600.0}
+
+
+def state_row(res: dict, done: int, seeds: int) -> dict:
+    """The ``failure_state`` row of a finished timeline: its last state, the figures at its end."""
+    tl = res.get("timeline") or {}
+    last = tl["states"][tl["state"][-1]] if tl.get("state") else STATES[0]
+    return {"state": last, "t_hours": res["wall_s"] / 3600.0, "hours": res["wall_s"] / 3600.0,
+            "productive_hours": res["productive_s"] / 3600.0, "effective_ratio": res["effective_ratio"],
+            "interruptions": res["interruptions"], "lost_hours": (res["wall_s"] - res["productive_s"]) / 3600.0,
+            "seed": res["seed"], "seeds_done": done, "seeds": seeds}
 
 
 # ----------------------------------------------------------------------------------------------------- kind
 def failures(layout, params: dict, progress: Callable, *, run=None) -> tuple[dict, dict]:
-    """The run's seeds at its one checkpoint interval, one timeline after the other in this worker (a run the
-    parent fanned out, or one small enough not to fan out): each seed's figures, the first seed's whole timeline
-    (the page's replay), and their distribution (:func:`sim.failures.summarize`)."""
-    from sim.failures import simulate
-    from sim.topology import topology_from_layout
-    topo = topology_from_layout(layout)
-    seeds = list(range(params["seed"], params["seed"] + params["seeds"]))
-    live = LiveTimeline(progress, ItemIndex(layout), seeds, params["days"] * 24.0)
-    progress(0.0, "placing the job")
+    """The run's seeds at its one checkpoint interval, one timeline after the other in this worker on one
+    preparation (:func:`sim.failures.prepare`: the job placed, its healthy step and checkpoint solved once; step
+    re-solves cached by fabric state): each seed's figures, the first seed's whole timeline (the page's replay),
+    and their distribution (:func:`sim.failures.summarize`). Each seed's end goes out as a live frame: its state
+    and figures, and its failures."""
+    from sim.failures import prepare, simulate
+    seeds = list(range(first_seed(params), first_seed(params) + params["seeds"]))
+    values = engine_params(params)
+    progress(0.0, "placing the job, solving its step and its checkpoint")
+    reports = weighted(progress, [PREPARE_WEIGHT] + [1.0] * len(seeds))
+    ctx = prepare(layout, values, reports[0])
+    items = ItemIndex(ctx.names(), layout)
     results = []
     for k, seed in enumerate(seeds):
-        res = simulate(topo, params, seed, progress=live.seed_progress(k))
-        live.publish(final_state(res), seed, k + 1, force=True, fraction=(k + 1) / len(seeds))
+        res = simulate(ctx, values, seed, progress=reports[k + 1])
+        progress(None, failure=state_row(res, k + 1, len(seeds)),
+                 failures=[items.event_row(e) for e in res["events"]], force=True)
         results.append(res if k == 0 else strip_timeline(res))
-    return chunk_summary(params, results), {}
+    return json_safe(chunk_summary(params, results)), {}
 
 
-def final_state(res: dict) -> dict:
-    """The engine's state at the end of a timeline, in the shape of its progress states."""
-    last = res["segments"][-1]["state"] if res.get("segments") else "training"
-    return {"state": last, "t_hours": res["wall_hours"], "productive_hours": res["productive_hours"],
-            "effective_ratio": res["effective_ratio"], "interruptions": res["interruptions"],
-            "lost_hours": res["lost_hours"], "events": res.get("events", [])}
+# The preparation's share of a run's work, in timelines: placing the job and solving its step and its checkpoint
+# take about as long as a few timelines on a 16k-GPU job (bench/bench_failures.py).
+PREPARE_WEIGHT = 2.0
+
+
+def json_safe(obj):
+    """``obj`` with every non-finite float as None: the engine says ``inf`` for the MTBF (and Young/Daly) of a job
+    with no crash rate, which JSON, and the database's JSON column, cannot hold."""
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    if isinstance(obj, float) and not np.isfinite(obj):
+        return None
+    return obj
 
 
 def strip_timeline(res: dict) -> dict:
@@ -150,43 +168,69 @@ def strip_timeline(res: dict) -> dict:
 
 
 def chunk_summary(params: dict, results: list[dict]) -> dict:
-    """What a run of one interval says about its seeds: the distribution, each seed's figures, the first
-    seed's timeline, and the headline figures."""
+    """What a run of one interval says about its seeds: their distribution, each seed's figures, the first
+    seed's timeline (``replay``), and the headline figures."""
     from sim.failures import summarize
     dist = summarize(results)
     return {"checkpoint_interval": params["checkpoint_interval"], "seeds": len(results),
             "first_seed": results[0]["seed"], "replay": results[0],
-            "per_seed": [strip_timeline(r) for r in results], "distribution": dist,
-            **headline_figures(dist)}
+            "per_seed": [strip_timeline(r) for r in results], "distribution": dist, **headline_figures(dist)}
 
 
 def headline_figures(dist: dict) -> dict:
-    return {"effective_ratio": dist["effective_ratio"], "interruptions_per_day": dist["interruptions_per_day"]}
+    return {"effective_ratio": dist["effective_ratio"]["mean"],
+            "interruptions_per_day": dist["interruptions_per_day"]["mean"]}
+
+
+def sweep_of(by_interval: dict[float, list[dict]]) -> dict:
+    """:func:`sim.failures.sweep`'s result from the timelines of each interval (the children's, the same seeds at
+    every interval): per interval the effective ratio's distribution (:func:`sim.failures.summarize`), the interval
+    of the best mean, and Young/Daly from the same preparation."""
+    from sim.failures import summarize
+    intervals = sorted(by_interval)
+    dists = [summarize(by_interval[i]) for i in intervals]
+    means = np.array([d["effective_ratio"]["mean"] for d in dists])
+    best = int(np.argmax(means))
+    first = by_interval[intervals[0]][0]
+    return {"intervals_s": intervals, "rows": [{"interval_s": i, "effective_ratio": d["effective_ratio"]}
+                                               for i, d in zip(intervals, dists)],
+            "seeds": dists[0]["seeds"], "best_interval_s": intervals[best],
+            "best_effective_ratio": float(means[best]), "young_daly_s": first["young_daly_s"],
+            "checkpoint_cost_s": first["checkpoint"]["blocked_s"], "mtbf_s": first["mtbf_s"],
+            "best": dists[best]}
 
 
 def merge(params: dict, children: list[dict]) -> dict:
-    """The parent's summary from its children (each one interval and chunk of seeds): per interval the
-    distribution over all its seeds; with a sweep, the simulated optimum beside Young/Daly
-    (:func:`sim.failures.sweep_result`); the replayed timeline is the first seed's at the run's own interval."""
-    from sim.failures import summarize, sweep_result
-    by_interval: dict[str, list[dict]] = {}
+    return json_safe(_merge(params, children))
+
+
+def _merge(params: dict, children: list[dict]) -> dict:
+    """The parent's summary from its children (each one interval and chunk of seeds): the distribution over all
+    its seeds (at the best interval, with a sweep), each seed's figures, the first seed's timeline at the run's
+    own interval (``replay``), the workers that ran them; with a sweep, :func:`sim.failures.sweep`'s result."""
+    from sim.failures import summarize
+    by_interval: dict[float, list[dict]] = {}
     replay = None
-    for c in children:
-        s = c["summary"]
-        by_interval.setdefault(c["params"]["checkpoint_interval"], []).extend(s["per_seed"])
-        if replay is None or (s["first_seed"] == params["seed"] and replay["seed"] != params["seed"]):
+    own = parse_duration(params["checkpoint_interval"])
+    for c in sorted(children, key=lambda c: first_seed(c["params"])):
+        s, interval = c["summary"], parse_duration(c["params"]["checkpoint_interval"])
+        by_interval.setdefault(interval, []).extend(s["per_seed"])
+        if replay is None or (interval == own and replay["checkpoint"]["interval_s"] != own):
             replay = s["replay"]
     workers = sorted({c["worker"] for c in children if c["worker"]})
-    if params.get("sweep_interval") is None:
-        results = next(iter(by_interval.values()))
+    out = {"seeds": params["seeds"], "first_seed": params["seed"], "replay": replay, "children": len(children),
+           "workers": workers}
+    if not params.get("sweep_interval"):
+        results = by_interval[own]
         dist = summarize(results)
-        return {"checkpoint_interval": params["checkpoint_interval"], "seeds": len(results),
-                "first_seed": params["seed"], "replay": replay, "per_seed": results, "distribution": dist,
-                "children": len(children), "workers": workers, **headline_figures(dist)}
-    sweep = sweep_result(params, {float(k): v for k, v in by_interval.items()})
-    return {"seeds": params["seeds"], "first_seed": params["seed"], "replay": replay, "sweep": sweep,
-            "children": len(children), "workers": workers, "optimal_interval_s": sweep["optimal_interval_s"],
-            **headline_figures(sweep["best"])}
+        return {**out, "checkpoint_interval": params["checkpoint_interval"], "per_seed": results,
+                "distribution": dist, **headline_figures(dist)}
+    sweep = sweep_of(by_interval)
+    best = by_interval[sweep["best_interval_s"]]
+    return {**out, "checkpoint_interval": params["checkpoint_interval"], "per_seed": best,
+            "distribution": sweep.pop("best"), "sweep": sweep, "optimal_interval_s": sweep["best_interval_s"],
+            "effective_ratio": sweep["best_effective_ratio"],
+            "interruptions_per_day": summarize(best)["interruptions_per_day"]["mean"]}
 
 
 # ------------------------------------------------------------------------------------- checks on the cluster
@@ -202,25 +246,25 @@ def _check_failures(values: dict, cluster) -> None:
 
 # The inventory model holding each kind of injected item, by the name the inventory and sim.names give it.
 def _inventory_models() -> dict:
-    from twin.inventory.models import GPU, NIC, Host, Link, Switch
-    return {"gpu": GPU, "host": Host, "link": Link, "switch": Switch, "nic": NIC}
+    from twin.inventory.models import GPU, Host, Link, Switch
+    return {"gpu": GPU, "host": Host, "link": Link, "switch": Switch}
 
 
 def _check_injected(values: dict, cluster) -> None:
     """Each injected failure's item must be an item of ``cluster`` of the kind it names (a 400 on ``inject``
-    naming the item and the cluster)."""
+    naming the item and the cluster); whether the job uses it is the engine's check once the job is placed."""
     from sim.failures import parse_injections
     models = _inventory_models()
     wanted: dict[str, set[str]] = {}
-    for inj in parse_injections(values.get("inject")):
-        if inj.item is not None:
-            wanted.setdefault(inj.item_kind, set()).add(inj.item)
+    for inj in parse_injections(values.get("inject"), values["days"] * 86400.0):
+        if inj.kind in models:
+            wanted.setdefault(inj.kind, set()).add(inj.name)
     for kind, names in wanted.items():
         found = set(models[kind].objects.filter(cluster=cluster, name__in=names).values_list("name", flat=True))
         missing = sorted(names - found)
         if missing:
-            raise ParamError("inject", f"{cluster.name} has no {kind} named {missing[0]!r}"
-                                       f"{f' (and {len(missing) - 1} more)' if len(missing) > 1 else ''}")
+            more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+            raise ParamError("inject", f"{cluster.name} has no {kind} named {missing[0]!r}{more}")
 
 
 # ------------------------------------------------------------------------------------------------ the page
@@ -237,56 +281,59 @@ def example_items(cluster) -> dict:
 
 
 def client_tables() -> dict:
-    """What the page draws with, from the engine's declarations: categories (label, consequence) and states."""
-    from sim.failure_rates import CATEGORIES
+    """What the page draws with, from the engine's declarations: each category's label and consequence, the
+    timeline's states and the phases of lost time."""
+    from sim.failures import PHASES
     return {"categories": {n: {"label": c.label, "consequence": c.consequence} for n, c in CATEGORIES.items()},
-            "states": list(frames.failure_states().values())}
+            "states": list(STATES), "phases": list(PHASES)}
 
 
 def failed_parts(cluster, run) -> dict:
     """The failures of ``run``'s replayed timeline with the GPUs each takes down, resolved in the inventory by
-    the item's name: a GPU; a host's GPUs; a NIC's or backend NIC cable's GPU; a leaf switch's GPUs (a failure
-    deeper in the fabric takes down no GPU: the job is re-routed)."""
+    the item's name (hours): a GPU; a host's GPUs; a backend NIC cable's GPU; a leaf switch's GPUs. A failure
+    deeper in the fabric takes down no GPU (the job is re-routed, slower), nor does a job-wide one (software)."""
+    from twin.inventory.models import GPU, Host, Link, Switch
     from twin.web import gpu_data
-    from twin.inventory.models import GPU, NIC, Host, Link, Switch
     replay = (run.summary or {}).get("replay") or {}
     events = replay.get("events", [])
     st = gpu_data.structure(cluster)
     names: dict[str, set] = {}
     for e in events:
-        if e.get("item"):
-            names.setdefault(e.get("item_kind"), set()).add(e["item"])
+        names.setdefault(item_kind(e), set()).add(e["item"])
 
     def ids(model, kind):
         return dict(model.objects.filter(cluster=cluster, name__in=names.get(kind, ())).values_list("name", "id"))
 
-    gpu_ids, host_ids, link_ids = ids(GPU, "gpu"), ids(Host, "host"), ids(Link, "link")
-    switch_ids, nic_ids = ids(Switch, "switch"), ids(NIC, "nic")
-    host_gpus = {}
-    if host_ids:
-        for host, gpu in GPU.objects.filter(host_id__in=host_ids.values()).values_list("host_id", "id"):
-            host_gpus.setdefault(host, []).append(gpu)
+    gpu_ids, host_ids, link_ids, switch_ids = ids(GPU, "gpu"), ids(Host, "host"), ids(Link, "link"), \
+        ids(Switch, "switch")
+    host_gpus: dict[int, list[int]] = {}
+    for host, gpu in GPU.objects.filter(host_id__in=host_ids.values()).values_list("host_id", "id"):
+        host_gpus.setdefault(host, []).append(gpu)
 
-    def gpus_of(e) -> list[int]:
-        kind, name = e.get("item_kind"), e.get("item")
+    def gpus_of(kind: str, name: str) -> list[int]:
         if kind == "gpu" and name in gpu_ids:
             pos = st.gpus([gpu_ids[name]])
         elif kind == "host" and name in host_ids:
             pos = st.gpus(host_gpus.get(host_ids[name], []))
         elif kind == "link" and name in link_ids:
             pos = st.cable_gpu[st.cable_id == link_ids[name]]
-        elif kind == "nic" and name in nic_ids:
-            pos = st.cable_gpu[st.nic_id == nic_ids[name]]
         elif kind == "switch" and name in switch_ids:
             pos = st.cable_gpu[st.leaf_id == switch_ids[name]]
         else:
             return []
         return sorted(int(p) for p in np.asarray(pos) if p >= 0)
 
-    out = [{**{k: e.get(k) for k in ("t_hours", "category", "item_kind", "item", "consequence", "lost_hours",
-                                     "repair_hours")}, "gpus": gpus_of(e)} for e in events]
-    return {"run": run.pk, "status": run.status, "hours": replay.get("wall_hours"), "gpus": len(st.gpus.ids),
-            "events": out}
+    from sim.failure_rates import parse_overrides, repair_hours
+    repair = repair_hours(parse_overrides(run.params.get("repair_h"), "repair_h"))
+    out = []
+    for e in events:
+        kind, t = item_kind(e), e["time"] / 3600.0
+        until = e["until"] / 3600.0 if e.get("until") is not None else t + repair[e["category"]]
+        out.append({"t_hours": t, "until_hours": until, "category": e["category"], "item_kind": kind,
+                    "item": e["item"], "consequence": e["consequence"], "lost_hours": e["lost_work"] / 3600.0,
+                    "gpus": gpus_of(kind, e["item"])})
+    return {"run": run.pk, "status": run.status, "hours": (replay.get("wall_s") or 0) / 3600.0,
+            "gpus": len(st.gpus.ids), "events": out}
 
 
 register(Kind(KIND, "Failures over time (a long job's interruptions, restarts and effective training time)",
