@@ -36,8 +36,9 @@ const secs = (s) => (s == null ? "–" : s >= 3600 ? `${(s / 3600).toFixed(2)} h
   : `${Number(s).toFixed(0)} s`);
 const mean = (v) => (v != null && typeof v === "object" ? v.mean ?? v.median ?? v.p50 : v);
 const catLabel = (c) => CATS[c]?.label ?? c;
-const itemText = (e) => (e.item ? `${e.item_kind ?? ""} ${e.item}`.trim() : e.item_kind && e.item_kind !== "none"
-  ? `${e.item_kind} #${e.item}` : "–");
+// an event's item: its inventory name (a finished run), or its kind and position (a live frame: GPU.index...)
+const itemText = (e) => (typeof e.item === "string" ? e.item : e.item_kind === "job" || e.item == null ? "job"
+  : `${e.item_kind} #${e.item}`);
 
 // ---------------------------------------------------------------------------------------------- runs list
 function rowHtml(run) {
@@ -93,10 +94,19 @@ function select(id) {
   renderDetail();
 }
 
+/** A finished timeline of the engine (sim/failures.py simulate: seconds; timeline as parallel arrays of start,
+ *  end and state index) in the page's terms: hours, segments [{state, start_h, end_h}], events in hours. */
+function replayed(r) {
+  const tl = r.timeline ?? { states: [], start: [], end: [], state: [] };
+  const segments = tl.start.map((s, k) => ({ state: tl.states[tl.state[k]], start_h: s / 3600, end_h: tl.end[k] / 3600 }));
+  const events = (r.events ?? []).map((e) => ({ ...e, t_hours: e.time / 3600, lost_hours: e.lost_work / 3600 }));
+  return { hours: r.wall_s / 3600, segments, events, seed: r.seed, done: true };
+}
+
 /** The replayed timeline of a run: its summary's (finished), else what the live frames said so far. */
 function timelineOf(run) {
   const r = run.summary?.replay;
-  if (r) return { hours: r.wall_hours, segments: r.segments ?? [], events: r.events ?? [], seed: r.seed, done: true };
+  if (r) return replayed(r);
   const lv = liveRows.get(run.id);
   if (!lv?.state) return null;
   return { hours: lv.state.hours, segments: lv.segments, events: lv.events ?? [], seed: lv.state.seed, done: false,
@@ -171,9 +181,10 @@ function drawTimeline(tl) {
   }
   const lost = svgEl("g", { class: "lost" }), marks = svgEl("g", { class: "marks" });
   for (const e of tl.events) {
-    if (e.lost_hours > 0 && e.consequence === "crash") {
-      lost.append(svgEl("rect", { x: fx(e.t_hours - e.lost_hours), y: top, height: band, fill: LOST_COLOR,
-                                  width: Math.max(1, fx(e.t_hours) - fx(e.t_hours - e.lost_hours)) }));
+    if (e.lost_hours > 0 && e.consequence === "crash") {       // from the checkpoint it restarts from
+      const from = e.restored_from != null ? e.restored_from / 3600 : e.t_hours - e.lost_hours;
+      lost.append(svgEl("rect", { x: fx(from), y: top, height: band, fill: LOST_COLOR,
+                                  width: Math.max(1, fx(e.t_hours) - fx(from)) }));
     }
     const x = fx(e.t_hours), m = svgEl("line", { x1: x, x2: x, y1: 8, y2: top - 2, class: "mark", "stroke-width": 2,
                                                  stroke: CONSEQUENCE_COLORS[e.consequence] ?? "#ccc" });
@@ -253,10 +264,11 @@ function lossBars(byKey, label = (k) => k) {
     .map((b, i) => ({ ...b, color: PALETTE[i % PALETTE.length] }));
 }
 
+/** Mean hours lost per cause and per phase over the run's seeds (summarize's lost_mean, seconds). */
 function lossesOf(s) {
-  const d = s.distribution ?? s.sweep?.best ?? {};
-  return { cause: d.lost_hours_by_cause ?? s.replay?.lost_hours_by_cause,
-           phase: d.lost_hours_by_phase ?? s.replay?.lost_hours_by_phase };
+  const lost = s.distribution?.lost_mean ?? s.replay?.lost ?? {};
+  const h = (by) => Object.fromEntries(Object.entries(by ?? {}).map(([k, v]) => [k, v / 3600]));
+  return { cause: h(lost.by_cause), phase: h(lost.by_phase) };
 }
 
 function renderLosses(s) {
@@ -297,7 +309,7 @@ function renderSweep(s) {
   const sw = s.sweep;
   el.relSweepPanel.hidden = !sw;
   if (!sw) return;
-  const pts = sw.points.map((p) => ({ x: p.interval_s / 60, y: 100 * mean(p.effective_ratio),
+  const pts = sw.rows.map((p) => ({ x: p.interval_s / 60, y: 100 * mean(p.effective_ratio),
                                       lo: 100 * (p.effective_ratio.p5 ?? mean(p.effective_ratio)),
                                       hi: 100 * (p.effective_ratio.p95 ?? mean(p.effective_ratio)) }));
   const ys = pts.flatMap((p) => [p.lo, p.hi]), y0 = Math.min(...ys), y1 = Math.max(...ys);
@@ -306,41 +318,59 @@ function renderSweep(s) {
   charts.push(lineChart(el.relSweep, {
     label: "effective time against the checkpoint interval", height: 260,
     series: [{ name: "simulated (mean, p5–p95)", points: pts, band: true },
-             vline(`simulated optimum ${secs(sw.optimal_interval_s)}`, sw.optimal_interval_s / 60, "#3fb950", "-"),
+             vline(`simulated optimum ${secs(sw.best_interval_s)}`, sw.best_interval_s / 60, "#3fb950", "-"),
              vline(`Young/Daly √(2·C·MTBF) ${secs(sw.young_daly_s)}`, sw.young_daly_s / 60, "#f5a524", "--")],
     x: { scale: "log", label: "checkpoint interval (minutes)", name: "interval", format: (v) => `${+v.toPrecision(3)}` },
     y: { scale: "linear", label: "effective training time (%)", format: (v) => `${v.toFixed(1)}` } }));
-  el.relSweep.dataset.optimum = String(sw.optimal_interval_s);
+  el.relSweep.dataset.optimum = String(sw.best_interval_s);
   el.relSweep.dataset.youngDaly = String(sw.young_daly_s);
-  el.sweepNote.textContent = `optimum ${secs(sw.optimal_interval_s)} simulated, ${secs(sw.young_daly_s)} by Young/Daly`;
+  el.sweepNote.textContent = `optimum ${secs(sw.best_interval_s)} simulated, ${secs(sw.young_daly_s)} by Young/Daly`
+    + ` (checkpoint cost ${secs(sw.checkpoint_cost_s)}, MTBF ${secs(sw.mtbf_s)})`;
 }
 
 // ------------------------------------------------------------------------------------------------------ live
+const parentOf = new Map();      // run id seen in a frame -> the failures run the page lists it under (null: none)
+
+/** The listed run a frame's run belongs to: itself, or the parent a fanned-out child was made by (asked once). */
+async function ownerOf(id) {
+  if (runs.has(id)) return id;
+  if (!parentOf.has(id)) {
+    parentOf.set(id, api(`/api/runs/?id__in=${id}`).then((page) => {
+      const r = page.results?.[0];
+      if (!r || r.kind !== "failures") return null;
+      const p = r.parent?.id ?? r.parent ?? null;
+      return p ?? r.id;
+    }).catch(() => null));
+  }
+  return parentOf.get(id);
+}
+
+/** A frame of a failures run (or of a child of one): its timeline's state and failures so far, under the run the
+ *  page lists; the run's segments are built from the successive states (each frame ends a seed or a stretch). */
 function onFrame(frame) {
   const st = frame.sections.failure_state, ev = frame.sections.failure_events;
-  if (!frame.runId || (!st && !ev && !frame.final)) return;
-  timeFrame(() => {
-    const id = frame.runId, known = runs.get(id);
-    const row = liveRows.get(id) ?? { state: null, events: [], segments: [] };
+  if (!frame.runId || (!st && !ev)) {
+    if (frame.final && frame.runId && runs.has(frame.runId)) load();
+    return;
+  }
+  twin.reliabilityFrames = (twin.reliabilityFrames ?? 0) + 1;
+  ownerOf(frame.runId).then((owner) => timeFrame(() => {
+    if (owner == null) return;
+    if (!runs.has(owner)) { load(); return; }
+    const row = liveRows.get(owner) ?? { state: null, events: [], segments: [] };
     if (st) {
       const s = failureState(st);
-      if (row.state && s.seed !== row.state.seed) row.segments = [];
+      if (!row.state || s.seed !== row.state.seed) row.segments = [];
       const last = row.segments.at(-1);
       if (last && last.state === s.state) last.end_h = s.t_hours;
       else row.segments.push({ state: s.state, start_h: last?.end_h ?? 0, end_h: s.t_hours });
       row.state = s;
     }
     if (ev) row.events = failureEvents(ev);
-    liveRows.set(id, row);
-    twin.reliabilityFrames = (twin.reliabilityFrames ?? 0) + 1;
-    // a fanned-out run's children publish the timelines: they show under their parent
-    const parent = known ? id : [...runs.values()].find((r) => r.status === "running" && r.id < id)?.id;
-    if (parent != null && parent !== id && st) liveRows.set(parent, row);
-    if (!known && parent == null) { load(); return; }
-    if (frame.final && known) load();
-    if (selected === id || selected === parent) renderDetail();
+    liveRows.set(owner, row);
+    if (selected === owner) renderDetail();
     renderRuns();
-  });
+  }));
 }
 
 // ------------------------------------------------------------------------------------------------------ form

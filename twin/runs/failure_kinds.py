@@ -130,12 +130,12 @@ def failures(layout, params: dict, progress: Callable, *, run=None) -> tuple[dic
     re-solves cached by fabric state): each seed's figures, the first seed's whole timeline (the page's replay),
     and their distribution (:func:`sim.failures.summarize`). Each seed's end goes out as a live frame: its state
     and figures, and its failures."""
-    from sim.failures import prepare, simulate
+    from sim.failures import simulate
     seeds = list(range(first_seed(params), first_seed(params) + params["seeds"]))
     values = engine_params(params)
     progress(0.0, "placing the job, solving its step and its checkpoint")
     reports = weighted(progress, [PREPARE_WEIGHT] + [1.0] * len(seeds))
-    ctx = prepare(layout, values, reports[0])
+    ctx = prepared(layout, values, run, reports[0])
     items = ItemIndex(ctx.names(), layout)
     results = []
     for k, seed in enumerate(seeds):
@@ -146,9 +146,34 @@ def failures(layout, params: dict, progress: Callable, *, run=None) -> tuple[dic
     return json_safe(chunk_summary(params, results)), {}
 
 
-# The preparation's share of a run's work, in timelines: placing the job and solving its step and its checkpoint
-# take about as long as a few timelines on a 16k-GPU job (bench/bench_failures.py).
-PREPARE_WEIGHT = 2.0
+# The preparation's share of a run's work, in timelines: placing a 16k-GPU job and solving its step and its
+# checkpoint take about a tenth of one 54-day timeline (bench/bench_failures_runs.py).
+PREPARE_WEIGHT = 0.2
+# The last preparations of this worker process, by what they depend on: the children of one fanned-out run that
+# land on the same process share one (its placement, healthy step, checkpoint costs, and the step times of the
+# fabric states solved so far).
+_PREPARED: dict[tuple, object] = {}
+PREPARED_KEPT = 2
+
+
+def prepared(layout, values: dict, run, progress):
+    """:func:`sim.failures.prepare` of ``values`` on ``layout``, or this process's earlier one for the same
+    cluster, inventory state (the run's status hash) and parameters but the seed count."""
+    import json
+
+    from sim.failures import prepare
+    state = (getattr(run, "inventory_state", None) or {}).get("status_hash")
+    if run is None or state is None:
+        return prepare(layout, values, progress)
+    key = (run.cluster_id, str(run.cluster.built_at), state,
+           json.dumps({k: v for k, v in values.items() if k != "seeds"}, sort_keys=True, default=str))
+    if key not in _PREPARED:
+        ctx = prepare(layout, values, progress)
+        while len(_PREPARED) >= PREPARED_KEPT:
+            _PREPARED.pop(next(iter(_PREPARED)))
+        _PREPARED[key] = ctx
+    progress(1.0, "prepared")
+    return _PREPARED[key]
 
 
 def json_safe(obj):
