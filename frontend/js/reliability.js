@@ -388,6 +388,10 @@ function mountForm() {
     <div class="form-foot"><button type="submit" class="primary">Start run</button>
       <span class="field-error" data-error-for="general"></span></div>`;
   if (box.elements.gpus) box.elements.gpus.max = cluster.gpus;
+  for (const f of form.fields) {            // long text parameters (a list of failures, of rates): their own syntax
+    const input = box.elements[f.name];
+    if (input?.tagName === "TEXTAREA") input.placeholder = f.help;
+  }
   if (!info.user.can_start) { lockForm(box, { authenticated: info.user.authenticated, next: location.pathname }); return; }
   box.addEventListener("submit", async (ev) => {
     ev.preventDefault();

@@ -33,19 +33,18 @@ def test_a_failures_run_from_the_form_draws_its_timeline_and_replays_on_the_gpu_
     assert page.locator("#rel-events tbody tr").count() == len(run["summary"]["replay"]["events"])
     assert admin.twin_js("window.twin.reliabilityFrames ?? 0") > 0, "no live frame of the run reached the page"
     screenshot(page, "reliability-finished")
-    # when the replay goes to the hour of the first crash
-    first = next(e for e in run["summary"]["replay"]["events"] if e["consequence"] == "crash")
+    # when the replay goes to the hour of the first failure that took a GPU down
+    doc = twin.api(f"/clusters/demo-256/reliability/failed.json?run={run_id}")
+    hit = next(e for e in doc["events"] if e["gpus"] and e["consequence"] in ("crash", "degrade"))
     hours = run["summary"]["replay"]["wall_s"] / 3600
     page.eval_on_selector("#replay-time", "(e, v) => { e.value = v; e.dispatchEvent(new Event('input')); }",
-                          str(round(1000 * (first["time"] / 3600 + 0.01) / hours)))
-    assert page.locator("#replay-at").get_attribute("data-state") in ("down", "restarting")
-    # then the GPU page, opened from it, shows the failed part down at that hour
-    href = page.locator("#replay-gpus").get_attribute("href")
-    admin.visit(href)
+                          str(round(1000 * (hit["t_hours"] + 0.01) / hours)))
+    assert page.locator("#replay-at").get_attribute("data-state") in ("down", "restarting", "degraded")
+    # then the GPU page, opened from it, shows that GPU down at that hour, and none at the run's start
+    admin.visit(page.locator("#replay-gpus").get_attribute("href"))
     assert admin.twin_js("window.twin.gpuGrid.mode") == "failures"
-    doc = twin.api(f"/clusters/demo-256/reliability/failed.json?run={run_id}")
-    hit = next(e for e in doc["events"] if e["t_hours"] == first["time"] / 3600)
-    if hit["gpus"]:
-        assert admin.twin_js(f"window.twin.failureReplay.downOf({hit['gpus'][0]})") == 1
+    assert admin.twin_js(f"window.twin.failureReplay.downOf({hit['gpus'][0]})") == 1
     assert "failures so far" in admin.page.locator("#gpu-legend").inner_text()
     screenshot(admin.page, "gpus-failures-replay")
+    admin.twin_js("window.twin.failureReplay.at(0)")
+    assert admin.twin_js(f"window.twin.failureReplay.downOf({hit['gpus'][0]})") == 0
