@@ -361,6 +361,16 @@ def failed_parts(cluster, run) -> dict:
             "gpus": len(st.gpus.ids), "events": out}
 
 
+# The API schema's names of the failures parameters' choice sets that another kind's parameter shares (settings'
+# ENUM_NAME_OVERRIDES): a checkpoint's sync / async (the checkpoint kind's ``mode`` too), and the stores with none.
+def checkpoint_modes() -> tuple:
+    return FAILURES.by_name["checkpoint_mode"].choices
+
+
+def failure_stores() -> tuple:
+    return FAILURES.by_name["store"].choices
+
+
 register(Kind(KIND, "Failures over time (a long job's interruptions, restarts and effective training time)",
               FAILURES, failures, headline=HEADLINE, best="effective_ratio", view="failures", form=False,
               brief=("gpus", "days", "checkpoint_interval", "seeds", "sweep_interval", "inject"),
