@@ -37,9 +37,9 @@ from twin.runs.constants import setting
 from twin.runs.registry import Headline, Kind, register
 
 KIND = "failures"
-HEADLINE = (Headline("effective_ratio", "effective training time (productive / wall)", "pct"),
-            Headline("interruptions_per_day", "interruptions per day", "text"),
-            Headline("optimal_interval_s", "simulated optimal checkpoint interval (s)", "text"))
+HEADLINE = (Headline("effective_ratio", "effective training time (productive / wall), mean over seeds", "pct"),
+            Headline("interruptions_per_day", "interruptions per day, mean over seeds", "num"),
+            Headline("optimal_interval_s", "simulated optimal checkpoint interval", "s"))
 # What a run keeps of every seed's result but the first (whose timeline the page replays): the engine's figures
 # without the timeline's segments and its events, which summarize() does not need.
 TIMELINE_KEYS = ("timeline", "events")

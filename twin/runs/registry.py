@@ -22,7 +22,7 @@ SWEEP = "sweep"                     # the kind that fans out into child runs of 
 class Headline:
     """One headline figure of a kind's summary: ``summary[key]`` is a number or, over several seeds,
     ``{"median", "min", "max"}``. ``format`` tells the browser how to print it: ``pct`` (a 0..1 share as %),
-    ``GBps``, ``int`` or ``text``."""
+    ``GBps``, ``int``, ``num`` (two decimals), ``s`` (seconds) or ``text``."""
 
     key: str
     label: str
