@@ -130,6 +130,8 @@ def main() -> None:
         ("longest time without progress", f"{max(gaps, default=0):.1f} s", "", None),
         ("children running at once, at most", f"{most}", "2", None),
         ("children's summed compute / wall", f"{busy / wall:.2f}", "~2 with two processes", None),
+        ("seconds per timeline in a child (compute / seeds)", f"{busy / args.seeds:.1f} s",
+         f"<= {2 * BUDGET_S / args.seeds:.1f} s for the budget", None),
         ("effective training time: mean (p5, p95)",
          f"{100 * eff['mean']:.1f} % ({100 * eff['p5']:.1f}, {100 * eff['p95']:.1f})", "", None),
         ("interruptions per day, mean", f"{s['distribution']['interruptions_per_day']['mean']:.2f}", "", None),
