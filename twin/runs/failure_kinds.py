@@ -3,20 +3,20 @@ as the inventory holds it (failed links and switches as they are, as the ``job``
 engine's own declaration (:data:`sim.params.FAILURES`), so the API, the form and ``python -m sim failures`` refuse
 the same inputs in the same words.
 
-One timeline takes seconds, so a Monte Carlo over many seeds, and the checkpoint-interval sweep, fan out over the
-workers (``Kind.fan_out``): one child run per checkpoint interval and chunk of at most TWIN_FAILURES_SEEDS_PER_CHILD
-seeds, each a ``failures`` run of its own that simulates its seeds in one process; the parent merges them with
-:func:`sim.failures.summarize` (and, for a sweep, :func:`sim.failures.sweep_result`), its progress the mean of its
-children's. A run with one interval and one chunk computes in its own worker.
+One 54-day timeline of a 16k-GPU job takes seconds, so a Monte Carlo over many seeds, and the checkpoint-interval
+sweep, fan out over the workers (``Kind.fan_out``): one child run per checkpoint interval and chunk of at most
+TWIN_FAILURES_SEEDS_PER_CHILD seeds, each a ``failures`` run of its own that simulates its seeds in one process on
+one preparation; the parent merges them (:func:`merge`: :func:`sim.failures.summarize`, and for a sweep the shape of
+:func:`sim.failures.sweep`), its progress the mean of its children's. A run with one interval and one chunk
+computes in its own worker.
 
 Injected failures (``inject``: ``gpu:<GPU name>@10h``...) name the inventory's real items; the API refuses an unknown
 name (a 400 naming ``inject``) and nothing in the inventory changes: a what-if is simulated, never applied.
 
-Live frames (:mod:`twin.live.frames`): ``failure_state`` (the timeline's state, the simulated time reached, the
-productive hours and the effective ratio so far, interruptions, lost hours, the seed) and ``failure_events`` (each
-failure so far: time, category, the item it hit as its inventory position, consequence, lost work), published as the
-engine advances (its progress callback) and once each seed ends; the Reliability page replays a finished run from
-its summary.
+Live frames (:mod:`twin.live.frames`): at each seed's end, ``failure_state`` (the timeline's last state, its
+productive hours and effective ratio, interruptions, lost hours, the seed) and ``failure_events`` (each failure:
+time, category, the item it hit as its inventory position, consequence, lost work); between them the run's progress
+moves with the engine's. The Reliability page replays a finished run from its summary.
 """
 from __future__ import annotations
 
