@@ -645,7 +645,8 @@ class GridView {
       + `<tr><th>run</th><td>${run ? esc(lr.label(run)) : '<span class="muted">idle</span>'}</td></tr>`
       + (this.mode === "failures" && this.replay?.cause.has(i) ? `<tr><th>failure</th><td>${esc((() => {
         const e = this.replay.cause.get(i);
-        return `${e.category} at hour ${e.t_hours.toFixed(1)} (${e.consequence}, ${e.item_kind} ${grid.short(e.item)}), `
+        return `${e.category} at hour ${e.t_hours.toFixed(1)} (${e.consequence}, ${e.item_kind} `
+          + `${grid.short(e.item)}), `
           + `back at hour ${e.until_hours.toFixed(1)}`; })())}</td></tr>` : "")
       + `<tr><th>training job</th><td>${this.training.rowOf[i] ? esc(this.training.label(
         this.training.job(this.training.rowOf[i]).job)) : '<span class="muted">none</span>'}</td></tr>`

@@ -98,7 +98,8 @@ function select(id) {
  *  end and state index) in the page's terms: hours, segments [{state, start_h, end_h}], events in hours. */
 function replayed(r) {
   const tl = r.timeline ?? { states: [], start: [], end: [], state: [] };
-  const segments = tl.start.map((s, k) => ({ state: tl.states[tl.state[k]], start_h: s / 3600, end_h: tl.end[k] / 3600 }));
+  const segments = tl.start.map((s, k) => ({ state: tl.states[tl.state[k]], start_h: s / 3600,
+                                              end_h: tl.end[k] / 3600 }));
   const events = (r.events ?? []).map((e) => ({ ...e, t_hours: e.time / 3600, lost_hours: e.lost_work / 3600 }));
   return { hours: r.wall_s / 3600, segments, events, seed: r.seed, done: true };
 }
@@ -195,7 +196,8 @@ function drawTimeline(tl) {
   const axis = svgEl("g", { class: "axis" });
   const days = tl.hours / 24, step = days > 30 ? 7 : days > 7 ? 2 : days > 2 ? 1 : 0.25;
   for (let d = 0; d <= days + 1e-9; d += step) {
-    axis.append(svgEl("line", { x1: fx(d * 24), x2: fx(d * 24), y1: top + band, y2: top + band + 4, stroke: "#8b94a7" }),
+    axis.append(svgEl("line", { x1: fx(d * 24), x2: fx(d * 24), y1: top + band, y2: top + band + 4,
+                                stroke: "#8b94a7" }),
                 svgEl("text", { x: fx(d * 24), y: top + band + 16, "text-anchor": "middle" }, `${+d.toFixed(2)} d`));
   }
   axis.append(svgEl("text", { x: 4, y: top + band / 2 + 4 }, "state"), svgEl("text", { x: 4, y: 22 }, "failures"));
@@ -320,7 +322,8 @@ function renderSweep(s) {
     series: [{ name: "simulated (mean, p5–p95)", points: pts, band: true },
              vline(`simulated optimum ${secs(sw.best_interval_s)}`, sw.best_interval_s / 60, "#3fb950", "-"),
              vline(`Young/Daly √(2·C·MTBF) ${secs(sw.young_daly_s)}`, sw.young_daly_s / 60, "#f5a524", "--")],
-    x: { scale: "log", label: "checkpoint interval (minutes)", name: "interval", format: (v) => `${+v.toPrecision(3)}` },
+    x: { scale: "log", label: "checkpoint interval (minutes)", name: "interval",
+         format: (v) => `${+v.toPrecision(3)}` },
     y: { scale: "linear", label: "effective training time (%)", format: (v) => `${v.toFixed(1)}` } }));
   el.relSweep.dataset.optimum = String(sw.best_interval_s);
   el.relSweep.dataset.youngDaly = String(sw.young_daly_s);
@@ -384,7 +387,8 @@ function mountForm() {
     <p class="hint">inject: e.g. <code>gpu:${esc(ex.gpu ?? "<GPU name>")}@10h</code>${ex.switch
       ? `, <code>switch:${esc(ex.switch)}@20h</code>` : ""}${ex.link ? `, <code>link:${esc(ex.link)}@30h</code>` : ""}
       (the inventory is not changed)</p>
-    <details class="more"><summary>more parameters</summary><div class="fields">${more.map(fieldHtml).join("")}</div></details>
+    <details class="more"><summary>more parameters</summary>
+      <div class="fields">${more.map(fieldHtml).join("")}</div></details>
     <div class="form-foot"><button type="submit" class="primary">Start run</button>
       <span class="field-error" data-error-for="general"></span></div>`;
   if (box.elements.gpus) box.elements.gpus.max = cluster.gpus;
@@ -392,7 +396,10 @@ function mountForm() {
     const input = box.elements[f.name];
     if (input?.tagName === "TEXTAREA") input.placeholder = f.help;
   }
-  if (!info.user.can_start) { lockForm(box, { authenticated: info.user.authenticated, next: location.pathname }); return; }
+  if (!info.user.can_start) {
+    lockForm(box, { authenticated: info.user.authenticated, next: location.pathname });
+    return;
+  }
   box.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     const { params, errors } = readFields(box, form.fields);

@@ -457,7 +457,8 @@ export function renderFailures(el, s, { cluster, run }) {
     <section class="panel"><h3>Mean time lost per phase ${link}</h3><table class="data"><tbody>${phases}</tbody></table>
     </section>
     <section class="panel"><h3>Summary <span class="muted">(${fmt.int(perSeed?.length)} seeds' figures and seed
-      ${replay?.seed ?? "–"}'s timeline left out)</span></h3><pre class="mono">${esc(JSON.stringify(rest, null, 1))}</pre>
+      ${replay?.seed ?? "–"}'s timeline left out)</span></h3>
+      <pre class="mono">${esc(JSON.stringify(rest, null, 1))}</pre>
     </section>`;
 }
 
