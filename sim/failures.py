@@ -11,9 +11,10 @@ discrete-event simulation (docs/reliability.md has the model, its parameters and
   that checkpoint's snapshot.
 * **Degradation**: a failed fabric cable or switch the routing can go around (``reroute``) slows the job for its
   repair time: the step is re-solved by :func:`sim.job.run_job` on the fabric with every failed item removed (cached
-  by the set of failed items); a thermally throttled GPU keeps ``thermal_speed`` of its compute speed, and the
-  slowest rank paces the synchronous job (the step's compute part divided by it). A NIC cable or the job's rack
-  switch has no other path: its failure crashes the job.
+  by the set of failed items, or by how many items of each class failed: ``fabric_states``); a thermally throttled
+  GPU keeps ``thermal_speed`` of its compute speed, and the slowest rank paces the synchronous job (the step's
+  compute part divided by it) until the job's next restart leaves its host for a spare. A NIC cable or the job's
+  rack switch has no other path: its failure crashes the job.
 * **Planned maintenance** stops the job cleanly: a last durable checkpoint, ``planned_down_s``, restart, restore.
 * **Checkpoints** every ``checkpoint_interval`` of training progress: training waits ``blocked`` seconds; the
   checkpoint is durable ``durable`` seconds after its start (:func:`sim.checkpoint.run_checkpoint` run once for the
@@ -45,11 +46,13 @@ from sim.units import parse_duration, parse_durations
 STATES = ("training", "checkpointing", "down", "restarting", "degraded")
 TRAINING, CHECKPOINTING, DOWN, RESTARTING, DEGRADED = range(len(STATES))
 PHASES = ("recompute", "checkpoint", "degradation", "detection", "wait", "restart", "restore", "planned")
-STORE_SUSTAINED_BPS = 2e12        # Tectonic's sustained 2 TB/s (docs/sources.md [S1]): store "none" defaults
+STORE_SUSTAINED_BPS = 2e12        # Tectonic's sustained 2 TB/s (docs/sources.md [S1]): store "off" defaults
 CHECKPOINT_BYTES_PER_PARAM = BF16 + 3 * FP32   # BF16 weights + FP32 master weights, Adam m and v [S22]
 ITEM_KINDS = ("gpu", "host", "link", "switch", "job")
 NET_CABLE, NET_SWITCH = 0, 1
+NET_CLASSES = ("nic cable", "leaf-spine cable", "spine-core cable", "leaf", "spine", "core")   # tier + kind
 WHILE_DOWN = "while_down"         # a failure that arrived while the job was already stopped
+NO_STORE = "off"                  # store: no storage simulation, the checkpoint_* parameters
 
 
 # ------------------------------------------------------------------------------------------------ validation
@@ -160,11 +163,13 @@ class Prepared:
     net_id: np.ndarray                # (K,) layout link or switch id
     net_crash: np.ndarray             # (K,) bool: no other path (NIC cable, the job's rack switch)
     net_hosts: np.ndarray             # (K,) job hosts cut off when the item fails (0 for fabric items)
+    net_class: np.ndarray             # (K,) NET_CLASSES index of a fabric item, -1 for one with no other path
     spares: int
     rates: dict                       # category -> per unit-hour
     repair_s: dict                    # category -> seconds
     injections: list                  # (time, category, item index) resolved against the job
     steps: dict = field(default_factory=dict)     # frozenset of failed (kind, id) -> step seconds, None = no path
+    traffic: object = None            # the job's transfers (sim.job.JobTraffic), built at the first re-solve
     solves: int = 0
     solve_seconds: float = 0.0
     _names: dict | None = None
@@ -199,6 +204,18 @@ class Prepared:
         if c.unit == "host":
             return self.names()["host"][int(self.hosts[item])]
         return "job"
+
+    def step_of(self, items) -> float | None:
+        """The job's step with the network items ``items`` (indices into ``net_*``) failed. ``fabric_states``
+        ``exact``: that very fabric state; ``by_class``: the state where as many items of each class (leaf-spine
+        cable, spine-core cable, spine, core) fail, the first ones of the class in the job's list, so every timeline
+        and seed shares a handful of solves (docs/reliability.md)."""
+        items = list(items)
+        if self.params["fabric_states"] == "by_class" and items:
+            classes, counts = np.unique(self.net_class[items], return_counts=True)
+            items = [int(i) for k, c in zip(classes.tolist(), counts.tolist())
+                     for i in np.flatnonzero(self.net_class == k)[:c]]
+        return self.step_with(frozenset((int(self.net_kind[i]), int(self.net_id[i])) for i in items))
 
     def step_with(self, failed: frozenset) -> float | None:
         """The job's step (s) on the fabric with the ``failed`` items (``(NET_CABLE|NET_SWITCH, layout id)``)
@@ -238,8 +255,11 @@ def _solve_step(ctx: Prepared, failed: frozenset) -> float | None:
     for kind, i in failed:
         (link_status if kind == NET_CABLE else switch_status)[i] = STATUS_FAILED
     topo = topology_from_layout(replace(lay, link_status=link_status, switch_status=switch_status))
+    if ctx.traffic is None:
+        from sim.job import job_traffic, resolve_job
+        ctx.traffic = job_traffic(ctx.topo, ctx.gpus, resolve_job(ctx.params))
     try:
-        return float(run_job(topo, ctx.params, gpus=ctx.gpus).step_time)
+        return float(run_job(topo, ctx.params, gpus=ctx.gpus, traffic=ctx.traffic).step_time)
     except (UsageError, ValueError):          # a GPU cut off, or a transfer with no path left (NoPathError)
         return None
 
@@ -288,9 +308,12 @@ def prepare(cluster_or_spec, values: dict, progress=None) -> Prepared:
     net = _network_items(topo, gpus)
     free_hosts = np.unique(np.asarray(topo.gpu_host)[np.asarray(topo.gpu_usable)])
     spares = p["spares"] if p["spares"] is not None else int(free_hosts.size - hosts.size)
+    tier = np.where(net[0] == NET_CABLE, np.asarray(layout.link_tier)[np.where(net[0] == NET_CABLE, net[1], 0)],
+                    3 + np.asarray(layout.switch_tier)[np.where(net[0] == NET_SWITCH, net[1], 0)])
     ctx = Prepared(cluster=name, layout=layout, topo=topo, params={**job_p}, gpus=gpus, hosts=hosts,
                    step_s=float(healthy.step_time), compute_s=float(healthy.breakdown["compute"]), checkpoint=ckpt,
-                   net_kind=net[0], net_id=net[1], net_crash=net[2], net_hosts=net[3], spares=spares,
+                   net_kind=net[0], net_id=net[1], net_crash=net[2], net_hosts=net[3],
+                   net_class=np.where(net[2], -1, tier).astype(np.int64), spares=spares,
                    rates=fr.rates(fr.parse_overrides(p["rates"], "rates"), p["rate_scale"]),
                    repair_s={k: 3600.0 * v for k, v in fr.repair_hours(fr.parse_overrides(p["repair_h"],
                                                                                             "repair_h")).items()},
@@ -310,11 +333,11 @@ def _checkpoint_costs(layout, topo, p: dict, job: dict, model, progress) -> dict
     store = p["store"]
     kinds = [s.kind for s in layout.spec.storage]
     if store is None:
-        store = "tectonic" if "tectonic" in kinds else "none"
-    elif store != "none" and store not in kinds:
+        store = "tectonic" if "tectonic" in kinds else NO_STORE
+    elif store != NO_STORE and store not in kinds:
         raise ParamError("store", f"{layout.spec.name} has no {store} storage cluster "
                                   f"({', '.join(kinds) or 'none'})")
-    if store == "none":
+    if store == NO_STORE:
         plain = per_gpu * gpus / STORE_SUSTAINED_BPS
         blocked, durable, restore, source = plain, plain, plain, "parameters (bytes at 2 TB/s)"
     else:
@@ -547,8 +570,7 @@ class _Timeline:
 
     def _set_rate(self) -> bool:
         """The rate for the current failed items; False when the fabric leaves no path (the job cannot run)."""
-        step = self.ctx.step_with(frozenset((int(self.ctx.net_kind[i]), int(self.ctx.net_id[i]))
-                                            for i in self.failed_net))
+        step = self.ctx.step_of(self.failed_net)
         if step is None:
             return False
         if self.throttled:
@@ -642,6 +664,7 @@ class _Timeline:
                 wait = max(wait, t + repair - (t + detect))
             spans = [("detection", detect), ("wait", wait), ("restart", ctx.params["restart_s"]),
                      ("restore", ctx.checkpoint["restore_s"])]
+        self._swap_throttled(t + spans[0][1] + spans[1][1] if len(spans) == 4 else t)
         at = t
         for ph, dur in spans:
             end = min(at + dur, W)
@@ -656,14 +679,27 @@ class _Timeline:
         self._event(event)
         return seq + 1
 
+    def _release_spares(self, at: float) -> None:
+        while self.spare_back and self.spare_back[0] <= at:
+            heapq.heappop(self.spare_back)
+            self.spare_free += 1
+
+    def _swap_throttled(self, at: float) -> None:
+        """A restart leaves throttled GPUs behind: each host with one moves to a free spare (back when repaired)."""
+        self._release_spares(at)
+        for item, repaired in list(self.throttled.items()):
+            if self.spare_free <= 0:
+                break
+            self.spare_free -= 1
+            heapq.heappush(self.spare_back, repaired)
+            del self.throttled[item]
+
     def _wait(self, at: float, failed_at: float, name: str, item: int) -> float:
         """Seconds from ``at`` until the job has healthy hosts for the failed ones: free spares at once (a used one
         comes back when the failed host is repaired), else the first spare back or the repair, whichever first."""
         need = int(self.ctx.net_hosts[item]) if name == "network" else 1
         repaired = failed_at + self.ctx.repair_s[name]
-        while self.spare_back and self.spare_back[0] <= at:
-            heapq.heappop(self.spare_back)
-            self.spare_free += 1
+        self._release_spares(at)
         if self.spare_free >= need:
             self.spare_free -= need
             for _ in range(need):
@@ -735,9 +771,11 @@ class _Timeline:
         }
         if self.record:
             cat = (lambda xs: np.concatenate(xs) if xs else np.zeros(0))
-            out["timeline"] = {"states": list(STATES), "start": cat(self.seg_start).tolist(),
-                               "end": cat(self.seg_end).tolist(),
-                               "state": cat(self.seg_state).astype(int).tolist()}
+            start = cat(self.seg_start)
+            order = np.argsort(start, kind="stable")
+            out["timeline"] = {"states": list(STATES), "start": start[order].tolist(),
+                               "end": cat(self.seg_end)[order].tolist(),
+                               "state": cat(self.seg_state)[order].astype(int).tolist()}
             out["events"] = self.events
         return out
 

@@ -535,9 +535,11 @@ def _result(topo, p, model, gpus, unit, alpha, traffic, **extra) -> JobResult:
     return JobResult(params=p, model=model, gpus=gpus, breakdown=br, comm=comm, memory=p["memory"], **extra)
 
 
-def run_job(topo, params: dict, progress=None, gpus=None) -> JobResult:
+def run_job(topo, params: dict, progress=None, gpus=None, traffic: JobTraffic | None = None) -> JobResult:
     """One step of the job ``params`` (validated by :data:`sim.params.JOB`) on ``topo``; ``gpus``: a given
-    placement (rank -> GPU) instead of ``params['placement']``."""
+    placement (rank -> GPU) instead of ``params['placement']``; ``traffic``: the job's transfers at that placement
+    when already built (:func:`job_traffic`: they depend on the placement and the hosts, not on the fabric's
+    state, so a re-solve after a link failure reuses them)."""
     t0 = time.perf_counter()
     say = progress or silent
     p = resolve_job(params)
@@ -545,7 +547,7 @@ def run_job(topo, params: dict, progress=None, gpus=None) -> JobResult:
     gpus = _place(topo, p, gpus=gpus)
     _check_usable(topo, gpus, p["gpus"])
     say(0.02, f"placed {gpus.size:,} GPUs ({p['placement']}); building every group's transfers")
-    traffic = job_traffic(topo, gpus, p)
+    traffic = traffic if traffic is not None else job_traffic(topo, gpus, p)
     say(0.1, f"{traffic.src.size:,} transfers (tp {traffic.ranks['tp']}, cp {traffic.ranks['cp']}, pp "
              f"{traffic.ranks['pp']}, dp {traffic.ranks['dp']}); solving them together")
     res, job, tag, units, alphas, routing = _solve(topo, [traffic], p, span(progress, 0.1, 0.95))

@@ -576,7 +576,8 @@ MAX_INJECT_TEXT = 64 << 10        # chosen failures: at most 64 KiB of text
 
 def _failure_store_choices():
     from sim.spec import STORAGE_KINDS
-    return STORAGE_KINDS + ("none",)
+    from sim.failures import NO_STORE
+    return STORAGE_KINDS + (NO_STORE,)
 
 
 def _check_failures(v: dict) -> None:
@@ -602,8 +603,9 @@ FAILURES = ParamSet("failures", tuple(_failure_job_param(p) for p in JOB_PARAMS 
                                  "failed host is repaired); null: every usable host the job does not use", min=0,
           max=MAX_GPUS, nullable=True),
     Param("store", "choice", None, "storage cluster whose simulated checkpoint and restore times the timeline uses "
-                                   "(sim.checkpoint, run once each); none: the checkpoint_* and restore_s "
-                                   "parameters; null: tectonic if the cluster has it, else none",
+                                   "(sim.checkpoint, run once each); off: no storage simulation, the "
+                                   "checkpoint_* and restore_s parameters; null: tectonic if the cluster has it, "
+                                   "else off",
           choices=_failure_store_choices(), nullable=True),
     Param("checkpoint_mode", "choice", "async", "sync: training waits until the checkpoint is durable; async: it "
                                                 "waits for the copy to host memory", choices=("sync", "async")),
@@ -611,13 +613,13 @@ FAILURES = ParamSet("failures", tuple(_failure_job_param(p) for p in JOB_PARAMS 
                                          "master weights and Adam moments, 14 bytes per parameter) over the GPUs",
           min=1, max=MAX_CHECKPOINT_BYTES, nullable=True),
     Param("checkpoint_blocked_s", "float", None, "seconds training waits per checkpoint; null: the storage "
-                                                 "model's (store none: the bytes at 2 TB/s)", min=0.0, max=1e6,
+                                                 "model's (store off: the bytes at 2 TB/s)", min=0.0, max=1e6,
           nullable=True),
     Param("checkpoint_durable_s", "float", None, "seconds from a checkpoint's start until it is durable; null: the "
-                                                 "storage model's (store none: as blocked)", min=0.0, max=1e6,
+                                                 "storage model's (store off: as blocked)", min=0.0, max=1e6,
           nullable=True),
     Param("restore_s", "float", None, "seconds to load the last checkpoint on restart; null: the storage model's "
-                                      "restore (store none: the bytes at 2 TB/s)", min=0.0, max=1e6, nullable=True),
+                                      "restore (store off: the bytes at 2 TB/s)", min=0.0, max=1e6, nullable=True),
     Param("detection_s", "float", 600.0, "seconds from a crash until it is detected (NCCL watchdog / heartbeat "
                                          "timeout; PyTorch's NCCL default is 10 min)", min=0.0, max=1e6),
     Param("restart_s", "float", 300.0, "seconds to relaunch the job and start its process groups (assumption: "
@@ -628,6 +630,11 @@ FAILURES = ParamSet("failures", tuple(_failure_job_param(p) for p in JOB_PARAMS 
                                          "the slowest rank paces the synchronous job", min=0.01, max=1.0),
     Param("reroute", "bool", True, "a failed fabric cable or switch with other paths is routed around (the job "
                                    "slows for the repair time); off: every network failure crashes the job"),
+    Param("fabric_states", "choice", "by_class", "the step under failed fabric items: exact (re-solved for each "
+                                                 "set of failed cables and switches), or by_class (for as many "
+                                                 "failed items of each class: leaf-spine cable, spine-core cable, "
+                                                 "spine, core; a few solves shared by every seed)",
+          choices=("by_class", "exact")),
     Param("rates", "text", None, "failure rates per unit-hour replacing the table's, e.g. gpu=2e-6,hbm=1e-6 "
                                  "(categories: docs/reliability.md; 0 switches one off); null: Meta's table",
           max=4096, nullable=True),

@@ -1,0 +1,225 @@
+"""Failures over time (sim/failures.py, sim/failure_rates.py): exact cases without and with one failure, Poisson
+rates recovered, the checkpoint interval against Young/Daly, re-routing around a failed fabric switch, refusals."""
+import math
+
+import numpy as np
+import pytest
+
+from sim import failure_rates as fr
+from sim.cli import main
+from sim.errors import ParamError
+from sim.failures import (NET_CABLE, NET_SWITCH, PHASES, STATES, _Timeline, prepare, simulate, summarize,
+                          sweep)
+from sim.params import FAILURES
+from sim.topology import load_topology
+
+# A small job on demo-256 (Llama 3 8B, TP 8, DP 16 over 16 hosts of 8 racks); stores and rates set per test.
+JOB = {"model": "llama3-8b", "gpus": 128, "pp": 1, "store": "off"}
+QUIET = {"rates": "planned=0", "rate_scale": 0.0}          # no failure at all unless injected
+
+
+@pytest.fixture(scope="module")
+def topo():
+    return load_topology("demo-256")[1]
+
+
+def _check_accounting(r):
+    """Wall time splits exactly into productive training and the losses; segments tile [0, wall]."""
+    assert r["productive_s"] + sum(r["lost"]["by_phase"].values()) == pytest.approx(r["wall_s"], rel=1e-12)
+    assert sum(r["lost"]["by_cause"].values()) == pytest.approx(sum(r["lost"]["by_phase"].values()), rel=1e-9)
+    tl = r["timeline"]
+    start, end = np.array(tl["start"]), np.array(tl["end"])
+    assert start[0] == 0.0 and end[-1] == pytest.approx(r["wall_s"])
+    np.testing.assert_allclose(start[1:], end[:-1], rtol=0, atol=1e-6)
+
+
+def test_calibration_is_the_table_count_over_units_and_hours():
+    gpu = fr.CATEGORIES["gpu"]
+    assert fr.rate_per_unit_hour(gpu) == 148 / (16384 * 54 * 24)
+    assert fr.rate_per_unit_hour(fr.CATEGORIES["ssd"]) == 3 / (2048 * 54 * 24)
+    assert fr.rate_per_unit_hour(fr.CATEGORIES["software"]) == 54 / (54 * 24)
+    # Over the table's job and span the expected counts are the table's counts
+    expected = {n: fr.rate_per_unit_hour(c) * fr.reference_units(c.unit) * fr.TABLE_HOURS
+                for n, c in fr.CATEGORIES.items()}
+    assert sum(v for n, v in expected.items() if n != "planned") == pytest.approx(419)
+    assert expected["planned"] == pytest.approx(47)
+
+
+def test_no_failures_effective_time_is_training_minus_checkpoint_overhead(topo):
+    # Given no failures, checkpoints every 30 min of training that block it 10 s
+    days, interval, blocked = 2.0, 1800.0, 10.0
+    r = simulate(topo, {**JOB, **QUIET, "days": days, "checkpoint_interval": "30m", "checkpoint_blocked_s": blocked,
+                        "checkpoint_durable_s": 25.0}, seed=3)
+    wall = days * 86400
+    # checkpoint k starts after (k+1) intervals of training and k blocks: I + k (I + b) < wall
+    n = math.floor((wall - interval) / (interval + blocked)) + 1
+    last_end = min(interval + (n - 1) * (interval + blocked) + blocked, wall)
+    overhead = (n - 1) * blocked + (last_end - (interval + (n - 1) * (interval + blocked)))
+    assert r["checkpoint"]["count"] == n
+    assert r["interruptions"] == 0 and r["events"] == []
+    assert r["effective_ratio"] == pytest.approx((wall - overhead) / wall, rel=1e-12)
+    assert r["lost"]["by_phase"]["checkpoint"] == pytest.approx(overhead, rel=1e-12)
+    _check_accounting(r)
+    assert set(r["timeline"]["state"]) == {STATES.index("training"), STATES.index("checkpointing")}
+
+
+def test_one_failure_loses_the_work_since_the_last_durable_checkpoint_plus_detection_restart_restore(topo):
+    # Given one GPU failure at 10 h, checkpoints every 30 min blocking 10 s and durable 20 s after their start
+    ctx = prepare(topo, {**JOB, **QUIET, "days": 1, "checkpoint_interval": "30m", "checkpoint_blocked_s": 10,
+                         "checkpoint_durable_s": 20, "restore_s": 45, "detection_s": 120, "restart_s": 240})
+    gpu = ctx.names()["gpu"][int(ctx.gpus[5])]
+    r = simulate(topo, {**JOB, **QUIET, "days": 1, "checkpoint_interval": "30m", "checkpoint_blocked_s": 10,
+                        "checkpoint_durable_s": 20, "restore_s": 45, "detection_s": 120, "restart_s": 240,
+                        "inject": f"gpu:{gpu}@10h"})
+    I, b, d, tf = 1800.0, 10.0, 20.0, 36000.0
+    # checkpoint k starts at I + k (I + b) with the progress (k + 1) I; the newest durable at tf: start + d <= tf
+    k = math.floor((tf - d - I) / (I + b))
+    started = math.floor((tf - I) / (I + b)) + 1                  # checkpoints begun before the failure
+    progress_at_failure = tf - started * b
+    lost = progress_at_failure - (k + 1) * I
+    (e,) = r["events"]
+    assert (e["category"], e["item"], e["consequence"], e["injected"]) == ("gpu", gpu, "crash", True)
+    assert e["lost_work"] == pytest.approx(lost, rel=1e-12)
+    assert e["restored_from"] == pytest.approx(I + k * (I + b))
+    assert (e["detection"], e["wait"], e["restart"], e["restore"]) == (120, 0.0, 240, 45)   # a spare host at once
+    ph = r["lost"]["by_phase"]
+    assert ph["recompute"] == pytest.approx(lost) and ph["detection"] == 120 and ph["restart"] == 240
+    assert ph["restore"] == 45
+    assert r["lost"]["by_cause"]["gpu"] == pytest.approx(lost + 120 + 240 + 45)
+    assert r["interruptions"] == 1
+    _check_accounting(r)
+
+
+def test_without_spares_the_job_waits_for_the_repair(topo):
+    ctx = prepare(topo, {**JOB, **QUIET, "days": 1, "spares": 0, "repair_h": "gpu=3"})
+    gpu = ctx.names()["gpu"][int(ctx.gpus[0])]
+    r = simulate(topo, {**JOB, **QUIET, "days": 1, "spares": 0, "repair_h": "gpu=3", "inject": f"gpu:{gpu}@2h"})
+    (e,) = r["events"]
+    assert e["wait"] == pytest.approx(3 * 3600 - e["detection"])
+    assert r["lost"]["by_phase"]["wait"] == pytest.approx(3 * 3600 - 600)
+
+
+def test_poisson_rates_are_recovered_from_a_long_run(topo):
+    # Given GPU failures at 1e-3 per GPU-hour and host ones at 2e-3 per host-hour over four years of 128 GPUs
+    days = 1500.0
+    r = simulate(topo, {**JOB, "days": days, "rates": "gpu=1e-3,host_maintenance=2e-3,planned=0",
+                        "rate_scale": 1.0, "checkpoint_interval": "1h"}, seed=11)
+    counts = r["failures_by_category"]
+    hours = days * 24
+    for name, rate, units in (("gpu", 1e-3, 128), ("host_maintenance", 2e-3, 16)):
+        expected = rate * units * hours
+        # Poisson: within 4 standard deviations
+        assert abs(counts[name] - expected) < 4 * math.sqrt(expected), (name, counts[name], expected)
+    # the other categories keep the table's rates: the software bug's is per job, 54 / 1,296 h
+    soft = fr.rate_per_unit_hour(fr.CATEGORIES["software"]) * hours
+    assert abs(counts["software"] - soft) < 4 * math.sqrt(soft)
+    _check_accounting(r)
+
+
+def test_simulated_optimal_interval_is_near_young_daly(topo):
+    # Given Young's assumptions: exponential crashes (one job-level category, MTBF 2 h), a checkpoint that blocks
+    # training C = 60 s and is durable when it ends, no detection, restart or restore time
+    values = {**JOB, "days": 10, "rates": "software=0.5", "rate_scale": 1.0, "checkpoint_mode": "sync",
+              "checkpoint_blocked_s": 60, "checkpoint_durable_s": 60, "restore_s": 0, "detection_s": 0,
+              "restart_s": 0, "planned_down_s": 0}
+    values["rates"] = ",".join(["software=0.5"] + [f"{n}=0" for n in fr.NAMES if n != "software"])
+    ctx = prepare(topo, values)
+    yd = math.sqrt(2 * 60 * 7200)                                 # 929 s
+    assert ctx.young_daly_s() == pytest.approx(yd)
+    s = sweep(ctx, values, [yd * f for f in (0.25, 0.4, 0.6, 0.8, 1.0, 1.25, 1.6, 2.5, 4.0)], seeds=24)
+    assert s["young_daly_s"] == pytest.approx(yd)
+    assert yd / 1.6 <= s["best_interval_s"] <= yd * 1.6
+    means = [row["effective_ratio"]["mean"] for row in s["rows"]]
+    assert means[0] < s["best_effective_ratio"] and means[-1] < s["best_effective_ratio"]
+
+
+def test_a_failed_fabric_switch_slows_the_job_and_does_not_kill_it(topo):
+    # Given the job's spines (CTSWs) above its racks: three of a zone's four fail at 1 h for 2 h
+    values = {**JOB, **QUIET, "days": 0.25, "repair_h": "network=2", "fabric_states": "exact"}
+    ctx = prepare(topo, values)
+    spines = [ctx.names()["switch"][int(i)]
+              for i in ctx.net_id[(ctx.net_kind == NET_SWITCH) & ~ctx.net_crash]]
+    zone0 = [n for n in spines if ".z00." in n][:3]
+    assert len(zone0) == 3
+    r = simulate(topo, {**values, "inject": ",".join(f"switch:{n}@1h" for n in zone0)})
+    assert [e["consequence"] for e in r["events"]] == ["degrade"] * 3
+    assert r["interruptions"] == 0
+    assert max(e["slowdown"] for e in r["events"]) > 1.0           # routed around, on fewer uplinks
+    assert r["lost"]["by_phase"]["degradation"] > 0
+    assert r["lost"]["by_cause"]["network"] == pytest.approx(r["lost"]["by_phase"]["degradation"])
+    assert STATES.index("degraded") in r["timeline"]["state"]
+    _check_accounting(r)
+    # while a NIC's only cable has no other path: the same kind of failure crashes the job
+    nic_cable = ctx.names()["link"][int(ctx.net_id[(ctx.net_kind == NET_CABLE) & ctx.net_crash][0])]
+    r = simulate(topo, {**values, "inject": f"link:{nic_cable}@1h"})
+    assert [e["consequence"] for e in r["events"]] == ["crash"] and r["interruptions"] == 1
+    # and with reroute off the fabric switch crashes it too
+    r = simulate(topo, {**values, "reroute": False, "inject": f"switch:{zone0[0]}@1h"})
+    assert [e["consequence"] for e in r["events"]] == ["crash"]
+
+
+def test_summary_over_seeds(topo):
+    ctx = prepare(topo, {**JOB, "days": 5, "rate_scale": 20.0})
+    results = [_Timeline(ctx, s, ctx.checkpoint["interval_s"]).run().to_dict() for s in range(8)]
+    s = summarize(results)
+    eff = [r["effective_ratio"] for r in results]
+    assert s["count"] == 8 and s["effective_ratio"]["mean"] == pytest.approx(np.mean(eff))
+    assert s["effective_ratio"]["p5"] <= s["effective_ratio"]["p50"] <= s["effective_ratio"]["p95"]
+    assert set(s["lost_mean"]["by_phase"]) == set(PHASES)
+    for r in results:
+        _check_accounting(r)
+
+
+@pytest.mark.parametrize("values, field", [
+    ({"days": -1}, "days"),
+    ({"days": 1, "checkpoint_interval": "2d"}, "checkpoint_interval"),
+    ({"checkpoint_interval": "soon"}, "checkpoint_interval"),
+    ({"rates": "gpu=1e-6,warp_drive=1"}, "rates"),
+    ({"rates": "gpu=-1"}, "rates"),
+    ({"repair_h": "nic"}, "repair_h"),
+    ({"inject": "flux:capacitor@1h"}, "inject"),
+    ({"days": 1, "inject": "software@30h"}, "inject"),
+    ({"sweep_interval": "4h:5m"}, "sweep_interval"),
+])
+def test_refused_inputs_name_the_field(values, field):
+    with pytest.raises(ParamError) as e:
+        FAILURES.validate({**JOB, **values})
+    assert field in e.value.errors
+
+
+def test_unknown_or_foreign_items_are_refused(topo):
+    with pytest.raises(ParamError) as e:
+        prepare(topo, {**JOB, "inject": "gpu:demo-256.z09.r000.h0.gpu0@1h"})
+    assert "unknown GPU" in e.value.errors["inject"][0]
+    unused = load_topology("demo-256")[1]
+    from sim.names import host_names
+    last_host = host_names(unused.layout)[-1]                      # the job (topology placement) uses the first
+    with pytest.raises(ParamError) as e:
+        prepare(topo, {**JOB, "inject": f"host:{last_host}@1h"})
+    assert "not one of the job's hosts" in e.value.errors["inject"][0]
+
+
+def test_cli_refuses_with_the_field_and_exit_2(capsys):
+    assert main(["failures", "--preset", "demo-256", "--days", "-3", "-q"]) == 2
+    assert "days:" in capsys.readouterr().err
+    assert main(["failures", "--preset", "demo-256", "--model", "llama3-8b", "--gpus", "128", "--pp", "1",
+                 "--days", "1", "--checkpoint-interval", "30h", "-q"]) == 2
+    assert "checkpoint_interval:" in capsys.readouterr().err
+    assert main(["failures", "--preset", "demo-256", "--model", "llama3-8b", "--gpus", "128", "--pp", "1",
+                 "--days", "1", "--inject", "switch:nope@1h", "-q"]) == 2
+    assert "inject:" in capsys.readouterr().err
+
+
+def test_cli_prints_the_timeline_summary_and_sweep(capsys):
+    import json
+    assert main(["failures", "--preset", "demo-256", "--model", "llama3-8b", "--gpus", "128", "--pp", "1",
+                 "--days", "3", "--seeds", "3", "--rate-scale", "10", "--sweep-interval", "10m:2h:3", "--json",
+                 "-q"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["summary"]["count"] == 3 and len(doc["sweep"]["rows"]) == 3
+    assert doc["result"]["timeline"]["states"] == list(STATES)
+
+
+def test_doctests():
+    import doctest
+    assert doctest.testmod(fr).failed == 0
