@@ -147,8 +147,9 @@ def failures(layout, params: dict, progress: Callable, *, run=None) -> tuple[dic
 
 
 # The preparation's share of a run's work, in timelines: placing a 16k-GPU job and solving its step and its
-# checkpoint take about a tenth of one 54-day timeline (bench/bench_failures_runs.py).
-PREPARE_WEIGHT = 0.2
+# checkpoint take about as long as four 54-day timelines (docs/reliability.md, Speed); nothing when this process
+# kept it from an earlier child.
+PREPARE_WEIGHT = 4.0
 # The last preparations of this worker process, by what they depend on: the children of one fanned-out run that
 # land on the same process share one (its placement, healthy step, checkpoint costs, and the step times of the
 # fabric states solved so far).
