@@ -333,6 +333,7 @@ function renderSweep(s) {
 
 // ------------------------------------------------------------------------------------------------------ live
 const parentOf = new Map();      // run id seen in a frame -> the failures run the page lists it under (null: none)
+const unlisted = new Set();       // runs not listed yet that a frame named: the list was read again for them
 
 /** The listed run a frame's run belongs to: itself, or the parent a fanned-out child was made by (asked once). */
 async function ownerOf(id) {
@@ -359,7 +360,10 @@ function onFrame(frame) {
   twin.reliabilityFrames = (twin.reliabilityFrames ?? 0) + 1;
   ownerOf(frame.runId).then((owner) => timeFrame(() => {
     if (owner == null) return;
-    if (!runs.has(owner)) { load(); return; }
+    if (!runs.has(owner)) {                 // a run started elsewhere: read the list once for it
+      if (!unlisted.has(owner)) { unlisted.add(owner); load(); }
+      return;
+    }
     const row = liveRows.get(owner) ?? { state: null, events: [], segments: [] };
     if (st) {
       const s = failureState(st);
