@@ -135,7 +135,10 @@ def is_parent(run) -> bool:
     if run.parent_id is not None:
         return False
     kind = kinds().get(run.kind)
-    return kind is not None and bool(kind.children_params(run.params))
+    try:
+        return kind is not None and bool(kind.children_params(run.params))
+    except (KeyError, TypeError, ValueError):    # parameters of an older declaration: the run is its own work
+        return False
 
 
 def median_of(value):
