@@ -18,7 +18,10 @@
 // (link_util, frontend_util) are decoded to Float32Array 0..1; host_progress stays Uint8 (share x progress_scale,
 // host_not_in_job outside the job); server_write/server_read are Float16 GB/s; checkpoint_phase is one code of
 // checkpoint_phases. gpu_job (Uint16 per GPU) is 0 or the
-// 1-based row of job_stats (Float32, rows of job_fields per training job: jobRows()).
+// 1-based row of job_stats (Float32, rows of job_fields per training job: jobRows()). failure_state (one Float32 row
+// of failure_fields: failureState()) and failure_events (rows of failure_event_fields: failureEvents()) follow a
+// long job's timeline under failures, their codes in failure_states, failure_categories, item_kinds and
+// failure_consequences.
 // A section missing from a frame means "unchanged". seq jumping by more than 1 means frames were lost: fetch the
 // REST snapshot (JSON with `frame_b64`, or `?binary=1`) and decode it with this same function.
 
@@ -40,6 +43,10 @@ export function useProtocol(info) {
     utilScale: info.link_util_scale, utilSections: new Set(info.util_sections),
     progressScale: info.progress_scale, hostNotInJob: info.host_not_in_job,
     checkpointPhase: byCode(info.checkpoint_phases),    // code -> name: staging, uploading, durable...
+    // a long job under failures: failure_state (one row) and failure_events (one row per failure)
+    failureFields: info.failure_fields ?? [], failureEventFields: info.failure_event_fields ?? [],
+    failureState: byCode(info.failure_states ?? {}), failureCategory: byCode(info.failure_categories ?? {}),
+    failureConsequence: byCode(info.failure_consequences ?? {}), itemKind: byCode(info.item_kinds ?? {}),
   };
   return tables;
 }
@@ -78,17 +85,36 @@ const READ = {
   float32(buffer, v, off, count) { return new Float32Array(buffer.slice(off, off + 4 * count)); },
 };
 
-/** The rows of a job_stats section (Float32Array, one row of p.jobFields per job) as objects: job id, phase (its
- *  name), step_time_s, tokens_per_s, tflops_per_gpu, mfu, gpus; NaN becomes null. */
-export function jobRows(stats, p = protocol()) {
-  const f = p.jobFields, n = f.length, rows = [];
-  for (let i = 0; i + n <= (stats?.length ?? 0); i += n) {
+/** The rows of a Float32 section of rows (`fields` per row) as objects; the fields of `codes` (field -> Map of
+ *  code -> name) by name ("unknown" for a code the table lacks); NaN becomes null. */
+export function rowsOf(data, fields, codes = {}) {
+  const n = fields.length, rows = [];
+  for (let i = 0; n && i + n <= (data?.length ?? 0); i += n) {
     const r = {};
-    f.forEach((name, j) => { const x = stats[i + j]; r[name] = Number.isNaN(x) ? null : x; });
-    if (r.phase != null) r.phase = p.jobPhase.get(r.phase) ?? "unknown";
+    fields.forEach((name, j) => { const x = data[i + j]; r[name] = Number.isNaN(x) ? null : x; });
+    for (const [name, table] of Object.entries(codes)) if (r[name] != null) r[name] = table.get(r[name]) ?? "unknown";
     rows.push(r);
   }
   return rows;
+}
+
+/** The rows of a job_stats section (Float32Array, one row of p.jobFields per job) as objects: job id, phase (its
+ *  name), step_time_s, tokens_per_s, tflops_per_gpu, mfu, gpus; NaN becomes null. */
+export function jobRows(stats, p = protocol()) {
+  return rowsOf(stats, p.jobFields, { phase: p.jobPhase });
+}
+
+/** A failure_state section as one object of p.failureFields (state by name: training, checkpointing, down...),
+ *  or null. */
+export function failureState(data, p = protocol()) {
+  return rowsOf(data, p.failureFields, { state: p.failureState })[0] ?? null;
+}
+
+/** A failure_events section as objects of p.failureEventFields: t_hours, category, item_kind and consequence by
+ *  name, item (the item's position in its kind's order, -1: none), lost_hours. */
+export function failureEvents(data, p = protocol()) {
+  return rowsOf(data, p.failureEventFields,
+                { category: p.failureCategory, item_kind: p.itemKind, consequence: p.failureConsequence });
 }
 
 /** Decode one frame (ArrayBuffer) into {type, seq, runId, clusterId, progress, status, final, timeMs, sections}

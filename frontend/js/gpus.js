@@ -15,7 +15,7 @@ import {
 } from "./twin.js";
 import { fetchSnapshot, jobRows, protocol } from "./frames.js";
 
-const MODES = ["job", "training", "health", "utilization", "checkpoint"];
+const MODES = ["job", "training", "health", "utilization", "checkpoint", "failures"];
 const LEGEND_RUNS = 4;                           // runs named in the legend, the largest first
 
 // Jobs get distinct colours, none of them red (unusable) or grey (idle); a run keeps its colour while it runs.
@@ -30,6 +30,9 @@ const THEME = Object.fromEntries(Object.entries({ bg: "--bg", zone: "--panel", t
   .map(([key, name]) => [key, css.getPropertyValue(name).trim()]));
 const PX = { idle: cssPixel(COLORS.idle), unusable: cssPixel(COLORS.unusable), none: cssPixel(COLORS.none),
              bg: cssPixel(THEME.bg), zone: cssPixel(THEME.zone) };
+const FAILED_NOW = "#ff2e63", FAILED_BEFORE = "#f5a524";      // a replayed failure: down at the hour, repaired
+PX.failedNow = cssPixel(FAILED_NOW);
+PX.failedBefore = cssPixel(FAILED_BEFORE);
 const UTIL_BUCKETS = [[0, "< 1 %"], [0.01, "1–50 %"], [0.5, "50–90 %"], [0.9, "≥ 90 %"]];   // [from, label]
 
 // ------------------------------------------------------------------------------------------------------- grid
@@ -257,6 +260,38 @@ class TrainingJobs {
   }
 }
 
+// ---------------------------------------------------------------------------------------------- failure replay
+/** A failures run's replayed timeline on the grid (?color=failures&run=<id>&t=<hour>): which GPUs each of its
+ *  failures takes down (/clusters/<name>/reliability/failed.json: a GPU, a host's GPUs, a NIC cable's GPU, a leaf's
+ *  GPUs), and at the replay hour `t` which are down (failed, not repaired yet) and which failed earlier. */
+class FailureReplay {
+  constructor(grid) {
+    this.grid = grid; this.doc = null; this.t = 0;
+    this.down = new Uint8Array(grid.n);       // per GPU: 1 down at t, 2 failed earlier in the run (repaired)
+    this.cause = new Map();                   // GPU -> the last event that hit it by t
+  }
+
+  async load(url, run) {
+    this.doc = await api(`${url}?run=${encodeURIComponent(run)}`);
+    return this.doc;
+  }
+
+  at(t) {
+    this.t = t;
+    this.down.fill(0);
+    this.cause.clear();
+    for (const e of this.doc?.events ?? []) {
+      if (e.t_hours > t || e.consequence === "while_down") continue;
+      const now = t < e.until_hours ? 1 : 2;
+      for (const g of e.gpus) {
+        if (g >= this.grid.n) continue;
+        if (now === 1 || this.down[g] === 0) this.down[g] = now;
+        this.cause.set(g, e);
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------------- colours
 /** The health mode's categories: the inventory statuses in code order, then PART_DOWN. */
 function healthCategories(statusNames) {
@@ -266,7 +301,7 @@ function healthCategories(statusNames) {
 }
 
 /** Colour every GPU for `mode` into `colors`; returns the legend's figures and one figure per zone. */
-function colorize(mode, grid, inv, liveRuns, health, colors, training) {
+function colorize(mode, grid, inv, liveRuns, health, colors, training, replay) {
   const { n, gpuZone } = grid, perZone = new Float64Array(grid.dims.zones);
   const { status, reasons, blocked } = inv, { runOf, unusable: liveUnusable, util } = liveRuns;
   if (mode === "training") {
@@ -305,6 +340,18 @@ function colorize(mode, grid, inv, liveRuns, health, colors, training) {
       if (k !== active) perZone[gpuZone[i]] += 1;
     }
     return { cat, perZone };
+  }
+  if (mode === "failures") {
+    // the replayed run's failed parts at its replay hour: down now, failed earlier (repaired), the rest as health
+    let now = 0, before = 0, unusable = 0;
+    for (let i = 0; i < n; i++) {
+      const d = replay?.down[i] ?? 0;
+      if (d === 1) { colors[i] = PX.failedNow; now += 1; perZone[gpuZone[i]] += 1; continue; }
+      if (d === 2) { colors[i] = PX.failedBefore; before += 1; continue; }
+      if (blocked[i]) { colors[i] = PX.unusable; unusable += 1; continue; }
+      colors[i] = PX.idle;
+    }
+    return { now, before, unusable, perZone };
   }
   if (mode === "checkpoint") {
     // each GPU coloured by its host's share of the checkpoint done (host_progress: share x progress_scale)
@@ -466,7 +513,7 @@ class GridView {
    *  than the colouring loop. */
   draw() {
     const { grid, colors, drawn, cellOff, buf, G } = this, n = grid.n, gpuZone = grid.gpuZone;
-    this.counts = colorize(this.mode, grid, this.inv, this.live, this.health, colors, this.training);
+    this.counts = colorize(this.mode, grid, this.inv, this.live, this.health, colors, this.training, this.replay);
     const c = G.fill, W = G.width, box = this.dirty.fill(-1);   // per zone: x0, y0, x1, y1 of the changed cells
     for (let i = 0; i < n; i++) {
       const col = colors[i], o = cellOff[i];
@@ -494,6 +541,7 @@ class GridView {
     if (this.mode === "training") return `${fmt.int(v)} in training jobs`;
     if (this.mode === "health") return v ? `${fmt.int(v)} not usable` : "all usable";
     if (this.mode === "checkpoint") return `${fmt.int(v)} GPU-equivalents done`;
+    if (this.mode === "failures") return `${fmt.int(v)} down`;
     return `mean ${fmt.pct(v / Math.max(1, total))}`;
   }
 
@@ -546,6 +594,14 @@ class GridView {
       this.health.forEach((h, k) => {
         html += legendItem(h.color, h.label ?? h.key, counts.cat[k], ` data-health="${h.key}"`);
       });
+    } else if (this.mode === "failures") {
+      const rp = this.replay, doc = rp?.doc;
+      html += legendItem(FAILED_NOW, "down at this hour", counts.now, ' data-failed-now="1"');
+      html += legendItem(FAILED_BEFORE, "failed earlier, repaired", counts.before);
+      html += legendItem(COLORS.unusable, "unusable in the inventory", counts.unusable);
+      html += `<span class="item muted source">${doc ? `run #${doc.run}: hour ${rp.t.toFixed(1)} of `
+        + `${doc.hours.toFixed(0)}, ${doc.events.filter((e) => e.t_hours <= rp.t).length} failures so far`
+        : "no failures run chosen: open one from the Reliability page"}</span>`;
     } else if (this.mode === "checkpoint") {
       html += `<span class="item"><span class="util-scale" style="background:${UTIL_GRADIENT}">`
         + `</span> host's checkpoint done 0–100 %</span>`;
@@ -587,6 +643,11 @@ class GridView {
       + `<tr><th>status</th><td><span class="badge ${st}">${st}</span>`
       + `${why.length ? ` <span class="bad">unusable: ${esc(why.join("; "))}</span>` : ""}</td></tr>`
       + `<tr><th>run</th><td>${run ? esc(lr.label(run)) : '<span class="muted">idle</span>'}</td></tr>`
+      + (this.mode === "failures" && this.replay?.cause.has(i) ? `<tr><th>failure</th><td>${esc((() => {
+        const e = this.replay.cause.get(i);
+        return `${e.category} at hour ${e.t_hours.toFixed(1)} (${e.consequence}, ${e.item_kind} `
+          + `${grid.short(e.item)}), `
+          + `back at hour ${e.until_hours.toFixed(1)}`; })())}</td></tr>` : "")
       + `<tr><th>training job</th><td>${this.training.rowOf[i] ? esc(this.training.label(
         this.training.job(this.training.rowOf[i]).job)) : '<span class="muted">none</span>'}</td></tr>`
       + `<tr><th>NIC link</th><td>${l < 0 ? '<span class="muted">no cable</span>'
@@ -672,6 +733,33 @@ function statusReader(url, apply) {
   };
 }
 
+/** The failure replay of ?run=<id> (a failures run of this cluster), its hour from ?t= (default: the run's end) and
+ *  the page's replay slider (kept in the URL); null without ?run. */
+async function failureReplay(grid, url, redraw) {
+  const q = new URLSearchParams(location.search), run = q.get("run");
+  const box = document.getElementById("gpu-replay");
+  if (!run || !box) return null;
+  const replay = new FailureReplay(grid);
+  try { await replay.load(url, run); } catch (e) { toast(`failures run #${run}: ${e.message}`); return null; }
+  const hours = replay.doc.hours || 1, slider = document.getElementById("gpu-replay-time");
+  const asked = Number(q.get("t"));
+  replay.at(Number.isFinite(asked) && q.has("t") ? Math.min(asked, hours) : hours);
+  box.hidden = false;
+  const link = document.getElementById("gpu-replay-run");
+  link.textContent = `#${run}`;
+  link.href = `/clusters/${encodeURIComponent(grid.clusterName)}/reliability/?run=${encodeURIComponent(run)}`;
+  slider.value = String(Math.round((1000 * replay.t) / hours));
+  slider.addEventListener("input", () => {
+    replay.at((hours * slider.value) / 1000);
+    const u = new URLSearchParams(location.search);
+    u.set("t", replay.t.toFixed(2));
+    history.replaceState(null, "", `${location.pathname}?${u}`);
+    redraw();
+  });
+  twin.failureReplay = { at: (h) => { replay.at(h); redraw(); }, downOf: (i) => replay.down[i], replay };
+  return replay;
+}
+
 /** Runs that were already running when the page opened: their own last frames (the cluster snapshot holds only
  *  the last run's). Applied only where the cluster stream has not spoken for that run yet. */
 async function loadRunningRuns(clusterName, liveRuns, view) {
@@ -698,6 +786,7 @@ async function start() {
   inv.set(data);
   view = new GridView(el, grid, inv, liveRuns, mode);
   const training = view.training = new TrainingJobs(grid, () => { if (view.mode === "training") view.renderLegend(); });
+  view.replay = await failureReplay(grid, canvas.dataset.failedUrl, () => view?.draw());
   const jobsDoc = await api(canvas.dataset.jobsUrl).catch((e) => { toast(`training jobs: ${e.message}`); return null; });
   if (jobsDoc) training.setData(jobsDoc);
   document.getElementById("gpu-summary").textContent = grid.summary();

@@ -39,7 +39,8 @@ export const paramsText = (run) => run.params_text
 /** The number a figure stands for: itself, or the median of {median, min, max}. */
 export const median = (v) => (v !== null && typeof v === "object" ? v.median : v);
 const FORMATS = { pct: (x) => pct(x), GBps: (x) => fmt.GBps(x), int: (x) => fmt.int(x), text: (x) => String(x ?? "–"),
-                  s: (x) => fmt.s(x), TBps: (x) => fmt.TBps(x) };
+                  s: (x) => fmt.s(x), TBps: (x) => fmt.TBps(x),
+                  num: (x) => (x == null ? "–" : Number(x).toFixed(2)) };
 /** A figure as text in its format: "41.2 %", or over seeds "41.2 % (38.0 – 45.1 %)" when they differ. */
 export function figureText(value, format = "pct") {
   const f = FORMATS[format] ?? FORMATS.text;
@@ -441,7 +442,27 @@ export function renderJobs(el, s, { cluster, run }) {
     <section class="panel"><h3>Summary</h3><pre class="mono">${esc(JSON.stringify(s, null, 1))}</pre></section>`;
 }
 
+/** failures: a long job under failures (twin/runs/failure_kinds.py): headline figures, the effective time over
+ *  seeds, the mean time lost per phase, a link to the run on its cluster's Reliability page (its timeline, losses
+ *  and sweep drawn), then the summary without the replayed timeline and the per-seed list. */
+export function renderFailures(el, s, { cluster, run }) {
+  const d = s.distribution ?? {}, e = d.effective_ratio ?? {};
+  const link = cluster ? `<a href="/clusters/${encodeURIComponent(cluster)}/reliability/?run=${run.id}">its
+    timeline, losses${s.sweep ? " and interval sweep" : ""} on the Reliability page</a>` : "";
+  const phases = Object.entries(d.lost_mean?.by_phase ?? {}).filter(([, v]) => v > 0)
+    .map(([k, v]) => `<tr><td>${esc(k)}</td><td class="num">${(v / 3600).toFixed(2)} h</td></tr>`).join("");
+  const { replay, per_seed: perSeed, ...rest } = s;
+  el.innerHTML = `${headlineCards(run.headline ?? [], [[`${fmt.int(d.count)} seeds`,
+    `effective p5 ${pct(e.p5)} · p95 ${pct(e.p95)}`]])}
+    <section class="panel"><h3>Mean time lost per phase ${link}</h3><table class="data"><tbody>${phases}</tbody></table>
+    </section>
+    <section class="panel"><h3>Summary <span class="muted">(${fmt.int(perSeed?.length)} seeds' figures and seed
+      ${replay?.seed ?? "–"}'s timeline left out)</span></h3>
+      <pre class="mono">${esc(JSON.stringify(rest, null, 1))}</pre>
+    </section>`;
+}
+
 /** The result views by the name a kind declares (`run.view`): f(el, summary, {cluster, run, published}). */
 export const VIEWS = { collective: renderCollective, fabric_health: renderFabricHealth, figure: renderFigure,
                        job: renderJob, jobs: renderJobs, checkpoint: renderCheckpoint, storage: renderFanout,
-                       summary: renderSummary };
+                       failures: renderFailures, summary: renderSummary };

@@ -42,6 +42,7 @@ PAGES = {
     "login": "/accounts/login/",
     **{f"{view}-{name}": f"/clusters/{name}/{view}/" for name in ("meta-roce-24k", "demo-256")
        for view in ("fabric", "gpus")},
+    "reliability-meta-roce-24k": "/clusters/meta-roce-24k/reliability/",    # anonymous: the form locked
     "experiments": "/experiments/",
     "experiment-run": "/experiments/{runs[0]}/",
     "experiments-compare": "/experiments/compare/?runs={runs[0]},{runs[1]}",

@@ -213,6 +213,9 @@ def test_protocol_info_holds_every_table_of_the_frames():
     assert info["link_util_scale"] == frames.LINK_UTIL_SCALE
     assert info["util_sections"] == ["link_util", "frontend_util"]
     assert info["checkpoint_phases"] == {str(k): v for k, v in frames.CHECKPOINT_PHASES.items()}
+    assert info["failure_states"] == {str(k): v for k, v in frames.failure_states().items()}
+    assert info["failure_fields"] == list(frames.FAILURE_FIELDS)
+    assert info["failure_event_fields"] == list(frames.FAILURE_EVENT_FIELDS)
     assert (info["progress_scale"], info["host_not_in_job"]) == (frames.PROGRESS_SCALE, frames.HOST_NOT_IN_JOB)
     assert frames.dequantize_util(frames.quantize_util([1.0]))[0] == 1.0
     json.dumps(info)
@@ -279,3 +282,52 @@ def test_the_browser_decoder_reads_job_sections(tmp_path):
     assert out["gpu"] == gpu_job.tolist()
     assert out["rows"][0]["job"] == 12 and out["rows"][0]["phase"] == "simulating"
     assert out["rows"][1]["phase"] == "queued" and out["rows"][1]["tflops_per_gpu"] is None
+
+
+def _failure_frame():
+    state = {"state": "restarting", "t_hours": 30.5, "hours": 1296.0, "productive_hours": 27.25,
+             "effective_ratio": 27.25 / 30.5, "interruptions": 4, "lost_hours": 3.25, "seed": 17, "seeds_done": 3,
+             "seeds": 10}
+    events = [{"t_hours": 2.5, "category": "gpu", "item_kind": "gpu", "item": 24_575, "consequence": "crash",
+               "lost_hours": 0.5},
+              {"t_hours": 9.0, "category": "network", "item_kind": "link", "item": 56_255, "consequence": "degrade",
+               "lost_hours": 0.0},
+              {"t_hours": 12.0, "category": "software", "item_kind": "job", "item": -1, "consequence": "crash",
+               "lost_hours": 0.25}]
+    return state, events, frames.Frame(sections=frames.build_sections(failure=state, failures=events))
+
+
+def test_failure_sections_round_trip_with_the_engine_s_code_tables():
+    """failure_state (one float32 row) and failure_events (a row per failure) come back with their codes named by
+    the engine's tables (sim.failures STATES and ITEM_KINDS, sim.failure_rates NAMES and CONSEQUENCES)."""
+    from sim import failure_rates, failures
+    state, events, frame = _failure_frame()
+    back = frames.decode(frames.encode(frame))
+    got = back.failure_state
+    assert got["state"] == "restarting" and got["seed"] == 17 and got["interruptions"] == 4
+    assert got["effective_ratio"] == pytest.approx(state["effective_ratio"], rel=1e-6)
+    assert [(e["category"], e["item_kind"], e["item"], e["consequence"]) for e in back.failure_events] == \
+        [(e["category"], e["item_kind"], e["item"], e["consequence"]) for e in events]
+    assert frames.failure_states() == dict(enumerate(failures.STATES))
+    assert list(frames.failure_categories().values()) == list(failure_rates.NAMES)
+    assert list(frames.item_kinds().values()) == list(failures.ITEM_KINDS)
+    assert failures.WHILE_DOWN in frames.failure_consequences().values()
+    # and a frame keeps the newest FAILURE_EVENTS_SENT failures (24 KB), whatever the timeline holds
+    many = [{**events[0], "t_hours": float(k)} for k in range(frames.FAILURE_EVENTS_SENT + 500)]
+    rows = frames.decode(frames.encode(frames.Frame(sections=frames.build_sections(failures=many)))).failure_events
+    assert len(rows) == frames.FAILURE_EVENTS_SENT and rows[-1]["t_hours"] == many[-1]["t_hours"]
+
+
+def test_the_browser_decoder_reads_failure_sections(tmp_path):
+    """frames.js failureState / failureEvents name the codes with the server's tables only."""
+    state, events, frame = _failure_frame()
+    raw = frames.encode(frame)
+    out = run_node(tmp_path, (
+        f"const p = frames.useProtocol({json.dumps(frames.tables())});\n"
+        f"const f = frames.decodeFrame(bytes({json.dumps(base64.b64encode(raw).decode())}), p);\n"
+        "console.log(JSON.stringify({state: frames.failureState(f.sections.failure_state, p),\n"
+        "  events: frames.failureEvents(f.sections.failure_events, p)}));\n"))
+    assert out["state"]["state"] == "restarting" and out["state"]["seeds_done"] == 3
+    assert out["state"]["t_hours"] == 30.5 and out["state"]["productive_hours"] == 27.25
+    assert [(e["category"], e["item_kind"], e["item"], e["consequence"]) for e in out["events"]] == \
+        [(e["category"], e["item_kind"], e["item"], e["consequence"]) for e in events]

@@ -241,16 +241,17 @@ def test_the_runs_list_costs_the_same_queries_for_5_and_25_runs(runner, demo):
     assert counts[0] == counts[1], counts
 
 
-def test_a_running_sweep_s_progress_is_the_share_of_its_children_that_ended(demo):
-    # given a running sweep with four children, one succeeded and one failed
+def test_a_running_sweep_s_progress_is_the_mean_of_its_children_s_an_ended_one_counting_whole(demo):
+    # given a running sweep with four children, one succeeded, one failed half-way, one running at 40 %
     from twin.runs.actions import sweep_progress
     parent = SimulationRun.objects.create(kind="sweep", cluster=demo, params={}, status="running")
-    for status in ("succeeded", "failed", "running", "queued"):
-        SimulationRun.objects.create(kind="collective", cluster=demo, params={}, parent=parent, status=status)
-    # then its progress is half, saved for the API and the list pages
-    assert sweep_progress(parent.pk) == 50.0
+    for status, progress in (("succeeded", 100.0), ("failed", 50.0), ("running", 40.0), ("queued", 0.0)):
+        SimulationRun.objects.create(kind="collective", cluster=demo, params={}, parent=parent, status=status,
+                                     progress=progress)
+    # then its progress is (100 + 100 + 40 + 0) / 4, saved for the API and the list pages
+    assert sweep_progress(parent.pk) == 60.0
     parent.refresh_from_db()
-    assert parent.progress == 50.0
+    assert parent.progress == 60.0
     # and an ended sweep is left alone
     SimulationRun.objects.filter(pk=parent.pk).update(status="succeeded", progress=100.0)
     assert sweep_progress(parent.pk) is None

@@ -78,11 +78,16 @@ SECTION_CHECKPOINT_PHASE = 7    # one uint8: the job's checkpoint phase, CHECKPO
 # Training jobs (the job run kind, twin/runs/job_kinds.py):
 SECTION_GPU_JOB = 8     # per GPU (by GPU.index), uint16: 0 no job, k the job of row k-1 of SECTION_JOB_STATS
 SECTION_JOB_STATS = 9   # float32, one row of JOB_FIELDS per job
+# A long job under failures (the failures run kind, twin/runs/failure_kinds.py):
+SECTION_FAILURE_STATE = 10     # float32, one row of FAILURE_FIELDS: the timeline's state and figures so far
+SECTION_FAILURE_EVENTS = 11    # float32, one row of FAILURE_EVENT_FIELDS per failure so far (the newest
+                               # FAILURE_EVENTS_SENT)
 SECTION_NAMES = {SECTION_LINK_UTIL: "link_util", SECTION_GPU_STATE: "gpu_state",
                  SECTION_SERVER_WRITE: "server_write", SECTION_SERVER_READ: "server_read",
                  SECTION_HOST_PROGRESS: "host_progress", SECTION_FRONTEND_UTIL: "frontend_util",
                  SECTION_CHECKPOINT_PHASE: "checkpoint_phase", SECTION_GPU_JOB: "gpu_job",
-                 SECTION_JOB_STATS: "job_stats"}
+                 SECTION_JOB_STATS: "job_stats", SECTION_FAILURE_STATE: "failure_state",
+                 SECTION_FAILURE_EVENTS: "failure_events"}
 
 
 def util_sections() -> list[int]:
@@ -106,6 +111,46 @@ JOB_FIELDS = ("job", "phase", "step_time_s", "tokens_per_s", "tflops_per_gpu", "
 JOB_QUEUED, JOB_PLACING, JOB_SIMULATING, JOB_FINISHED, JOB_FAILED = 0, 1, 2, 3, 4
 JOB_PHASES = {JOB_QUEUED: "queued", JOB_PLACING: "placing", JOB_SIMULATING: "simulating", JOB_FINISHED: "finished",
               JOB_FAILED: "failed"}
+
+# A long job's timeline under failures (SECTION_FAILURE_STATE, one row): its state (failure_states(), the engine's
+# segment states), the simulated time reached and the run's length (hours), productive training so far (hours) and
+# its share of the time reached, interruptions and lost hours so far, the seed simulated, seeds done and seeds of
+# this run.
+FAILURE_FIELDS = ("state", "t_hours", "hours", "productive_hours", "effective_ratio", "interruptions",
+                  "lost_hours", "seed", "seeds_done", "seeds")
+# One failure (SECTION_FAILURE_EVENTS row): when (hours), its category (failure_categories()), the kind of item
+# it hit (item_kinds()) and that item's position (GPU: GPU.index; host: Host rows by id; link: backend Link rows
+# by id, the link_util order; switch: Switch rows by id; -1 for the job itself), its consequence
+# (failure_consequences()) and the work it cost (hours of training progress to recompute).
+FAILURE_EVENT_FIELDS = ("t_hours", "category", "item_kind", "item", "consequence", "lost_hours")
+FAILURE_EVENTS_SENT = 1024     # rows at most in one frame (24 KB): the newest
+
+
+def failure_states() -> dict[int, str]:
+    """The timeline's states (code -> name), declared once in the engine: :data:`sim.failures.STATES`."""
+    from sim.failures import STATES
+    return dict(enumerate(STATES))
+
+
+def failure_categories() -> dict[int, str]:
+    """The failure categories of Meta's table, in its order: :data:`sim.failure_rates.NAMES`."""
+    from sim.failure_rates import NAMES
+    return dict(enumerate(NAMES))
+
+
+def failure_consequences() -> dict[int, str]:
+    """What a failure does (:data:`sim.failure_rates.CONSEQUENCES`), and one that arrived while the job was
+    already down (:data:`sim.failures.WHILE_DOWN`)."""
+    from sim.failure_rates import CONSEQUENCES
+    from sim.failures import WHILE_DOWN
+    return dict(enumerate(CONSEQUENCES + (WHILE_DOWN,)))
+
+
+def item_kinds() -> dict[int, str]:
+    """The kinds of item a failure hits: :data:`sim.failures.ITEM_KINDS`."""
+    from sim.failures import ITEM_KINDS
+    return dict(enumerate(ITEM_KINDS))
+
 
 # A host's checkpoint progress (SECTION_HOST_PROGRESS): byte = round(share * PROGRESS_SCALE); HOST_NOT_IN_JOB: none.
 PROGRESS_SCALE = 250
@@ -135,7 +180,10 @@ def tables() -> dict:
             "job_fields": list(JOB_FIELDS), "job_phases": by_code(JOB_PHASES),
             "link_util_scale": LINK_UTIL_SCALE, "util_sections": [SECTION_NAMES[s] for s in util_sections()],
             "progress_scale": PROGRESS_SCALE, "host_not_in_job": HOST_NOT_IN_JOB,
-            "checkpoint_phases": by_code(CHECKPOINT_PHASES)}
+            "checkpoint_phases": by_code(CHECKPOINT_PHASES),
+            "failure_fields": list(FAILURE_FIELDS), "failure_event_fields": list(FAILURE_EVENT_FIELDS),
+            "failure_states": by_code(failure_states()), "failure_categories": by_code(failure_categories()),
+            "failure_consequences": by_code(failure_consequences()), "item_kinds": by_code(item_kinds())}
 
 
 class FrameError(ValueError):
@@ -187,6 +235,19 @@ class Frame:
         a = self.sections.get(SECTION_JOB_STATS)
         return None if a is None else job_rows(a)
 
+    @property
+    def failure_state(self) -> dict | None:
+        """The failure_state row (FAILURE_FIELDS; ``state`` by name)."""
+        a = self.sections.get(SECTION_FAILURE_STATE)
+        return None if a is None else rows_of(a, FAILURE_FIELDS, {"state": failure_states()},
+                                              ints=("interruptions", "seed", "seeds_done", "seeds"))[0]
+
+    @property
+    def failure_events(self) -> list[dict] | None:
+        """The failure_events rows (FAILURE_EVENT_FIELDS; codes by name, ``item`` an int, -1 for none)."""
+        a = self.sections.get(SECTION_FAILURE_EVENTS)
+        return None if a is None else rows_of(a, FAILURE_EVENT_FIELDS, _event_codes(), ints=("item",))
+
     def header_dict(self) -> dict:
         return {"type": self.type, "seq": self.seq, "run": self.run_id or None, "cluster": self.cluster_id or None,
                 "progress": round(float(self.progress), 3), "status": self.status, "final": self.final,
@@ -203,31 +264,60 @@ def dequantize_util(q: np.ndarray) -> np.ndarray:
     return q.astype(np.float32) / float(LINK_UTIL_SCALE)
 
 
-def job_stats(rows: list[dict]) -> np.ndarray:
-    """The SECTION_JOB_STATS array of ``rows`` (dicts with JOB_FIELDS keys; ``phase`` a name of JOB_PHASES or a
-    code; a missing or None value goes as NaN)."""
-    codes = {v: k for k, v in JOB_PHASES.items()}
-    out = np.full((len(rows), len(JOB_FIELDS)), np.nan, dtype=np.float32)
+def float_rows(rows: list[dict], fields: tuple[str, ...], codes: dict[str, dict[int, str]] | None = None) -> np.ndarray:
+    """A float32 section of ``rows`` (dicts keyed by ``fields``), row-major; a field of ``codes`` may be given by
+    its name in that code table; a missing or None value goes as NaN."""
+    by_name = {f: {v: k for k, v in table.items()} for f, table in (codes or {}).items()}
+    out = np.full((len(rows), len(fields)), np.nan, dtype=np.float32)
     for i, r in enumerate(rows):
-        for j, f in enumerate(JOB_FIELDS):
+        for j, f in enumerate(fields):
             v = r.get(f)
-            if f == "phase" and isinstance(v, str):
-                v = codes[v]
+            if isinstance(v, str) and f in by_name:
+                v = by_name[f][v]
             if v is not None:
                 out[i, j] = float(v)
     return out.ravel()
 
 
-def job_rows(a: np.ndarray) -> list[dict]:
-    """The inverse of :func:`job_stats`."""
+def rows_of(a: np.ndarray, fields: tuple[str, ...], codes: dict[str, dict[int, str]] | None = None,
+            ints: tuple[str, ...] = ()) -> list[dict]:
+    """The inverse of :func:`float_rows`: fields of ``codes`` by name ("unknown" for a code not in the table),
+    those of ``ints`` as ints, NaN as None."""
     rows = []
-    for row in np.asarray(a, dtype=np.float32).reshape(-1, len(JOB_FIELDS)):
-        d = {f: (None if np.isnan(v) else float(v)) for f, v in zip(JOB_FIELDS, row)}
-        d["job"] = None if d["job"] is None else int(d["job"])
-        d["gpus"] = None if d["gpus"] is None else int(d["gpus"])
-        d["phase"] = JOB_PHASES.get(int(d["phase"]), "unknown") if d["phase"] is not None else None
+    for row in np.asarray(a, dtype=np.float32).reshape(-1, len(fields)):
+        d = {f: (None if np.isnan(v) else float(v)) for f, v in zip(fields, row)}
+        for f in ints:
+            d[f] = None if d[f] is None else int(d[f])
+        for f, table in (codes or {}).items():
+            d[f] = None if d[f] is None else table.get(int(d[f]), "unknown")
         rows.append(d)
     return rows
+
+
+def job_stats(rows: list[dict]) -> np.ndarray:
+    """The SECTION_JOB_STATS array of ``rows`` (dicts with JOB_FIELDS keys; ``phase`` a name of JOB_PHASES or a
+    code; a missing or None value goes as NaN)."""
+    return float_rows(rows, JOB_FIELDS, {"phase": JOB_PHASES})
+
+
+def job_rows(a: np.ndarray) -> list[dict]:
+    """The inverse of :func:`job_stats`."""
+    return rows_of(a, JOB_FIELDS, {"phase": JOB_PHASES}, ints=("job", "gpus"))
+
+
+def failure_state(row: dict) -> np.ndarray:
+    """The SECTION_FAILURE_STATE array of one row of FAILURE_FIELDS (``state`` by name or code)."""
+    return float_rows([row], FAILURE_FIELDS, {"state": failure_states()})
+
+
+def failure_events(rows: list[dict]) -> np.ndarray:
+    """The SECTION_FAILURE_EVENTS array of ``rows`` (FAILURE_EVENT_FIELDS; codes by name or code), the newest
+    FAILURE_EVENTS_SENT."""
+    return float_rows(rows[-FAILURE_EVENTS_SENT:], FAILURE_EVENT_FIELDS, _event_codes())
+
+
+def _event_codes() -> dict[str, dict[int, str]]:
+    return {"category": failure_categories(), "item_kind": item_kinds(), "consequence": failure_consequences()}
 
 
 def _dtype_code(a: np.ndarray) -> int:
@@ -292,12 +382,17 @@ def quantize_progress(share, in_job=None) -> np.ndarray:
 
 def build_sections(link_util=None, gpu_state=None, *, link_dtype: str = "uint8", server_write=None,
                    server_read=None, host_progress=None, frontend_util=None, checkpoint_phase=None,
-                   gpu_job=None, jobs=None) -> dict[int, np.ndarray]:
+                   gpu_job=None, jobs=None, failure=None, failures=None) -> dict[int, np.ndarray]:
     """The sections of a frame from the publisher's arrays (None: section omitted). ``server_write`` and
     ``server_read`` in GB/s per storage server, ``host_progress`` uint8 as :func:`quantize_progress` makes it,
     ``frontend_util`` 0..1 per frontend link, ``checkpoint_phase`` a CHECKPOINT_PHASES code; ``gpu_job`` per GPU
-    (0 or a 1-based row of ``jobs``), ``jobs`` the rows of :func:`job_stats` (dicts)."""
+    (0 or a 1-based row of ``jobs``), ``jobs`` the rows of :func:`job_stats` (dicts); ``failure`` the row of
+    :func:`failure_state`, ``failures`` the rows of :func:`failure_events` (dicts)."""
     sections = {}
+    if failure is not None:
+        sections[SECTION_FAILURE_STATE] = failure_state(failure)
+    if failures is not None:
+        sections[SECTION_FAILURE_EVENTS] = failure_events(failures)
     if gpu_job is not None:
         sections[SECTION_GPU_JOB] = np.asarray(gpu_job).astype("<u2", copy=False)
     if jobs is not None:

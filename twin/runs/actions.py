@@ -11,12 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 import uuid
 from datetime import timedelta
 
 import numpy as np
 from django.db import transaction
-from django.db.models import Count, Q
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 from rest_framework import serializers
 
@@ -24,11 +25,11 @@ from sim.errors import ParamError
 from sim.layout import STATUS_ACTIVE
 from twin.runs import limits, publishing, registry, schedules
 from twin.runs.choices import ACTIVE, FINISHED, RunStatus
-from twin.runs.constants import EXECUTE_RUN_TASK, FINISH_SWEEP_TASK, SCHEDULE_TASK, setting
+from twin.runs.constants import EXECUTE_RUN_TASK, FINISH_SWEEP_TASK, PROGRESS_DB_INTERVAL, SCHEDULE_TASK, setting
 from twin.runs.kinds import combinations, merge_sweep
 from twin.runs.models import RunArray, Scenario, SimulationRun
 from twin.runs.params import validate_params
-from twin.runs.registry import SWEEP
+from twin.runs.registry import SWEEP, is_parent
 
 log = logging.getLogger("twin.runs")
 
@@ -182,18 +183,28 @@ def _finish(run: SimulationRun, status: str, now=None, extra=()):
         transaction.on_commit(lambda: sweep_progress(parent_id))
 
 
-def sweep_progress(parent_id: int) -> float | None:
-    """A running sweep's progress, the share of its children that ended, saved and published (a sweep computes
-    nothing itself: without this its progress stays 0 until its last child ends). None when it is not running."""
+def sweep_progress(parent_id: int, force: bool = True) -> float | None:
+    """A running parent's progress (a sweep, a fanned-out run), saved and published: the mean of its children's
+    own progress, an ended child counting whole (a parent computes nothing itself: without this its progress
+    stays 0 until its last child ends). Called when a child ends and, unforced, when a child reports progress
+    (:class:`twin.runs.tasks.Reporter`); an unforced call publishes at most once per PROGRESS_DB_INTERVAL in this
+    process. None when the parent is not running."""
     counts = SimulationRun.objects.filter(parent_id=parent_id).aggregate(
-        n=Count("id"), done=Count("id", filter=~Q(status__in=ACTIVE)))
+        n=Count("id"), done=Count("id", filter=~Q(status__in=ACTIVE)),
+        active=Sum("progress", filter=Q(status__in=ACTIVE)))
     parent = SimulationRun.objects.filter(pk=parent_id, status=RunStatus.RUNNING).first()
     if parent is None or not counts["n"]:
         return None
-    parent.progress = 100.0 * counts["done"] / counts["n"]
+    parent.progress = min(100.0, (100.0 * counts["done"] + (counts["active"] or 0.0)) / counts["n"])
     SimulationRun.objects.filter(pk=parent_id, status=RunStatus.RUNNING).update(progress=parent.progress)
-    publishing.progress(parent, parent.progress, force=True)
+    now = time.monotonic()
+    if force or now - _parent_published.get(parent_id, 0.0) >= PROGRESS_DB_INTERVAL:
+        _parent_published[parent_id] = now
+        publishing.progress_once(parent, parent.progress)
     return parent.progress
+
+
+_parent_published: dict[int, float] = {}     # parent run id -> when this process last published its progress
 
 
 def inventory_state(cluster, layout) -> dict:
@@ -249,11 +260,21 @@ def cancelled_run(run: SimulationRun) -> None:
 def fan_out_sweep(parent: SimulationRun) -> list[SimulationRun]:
     """One queued child run per combination of the sweep's ranges; after the commit they go out as a Celery chord
     (children on any worker) whose callback, :func:`finish_sweep`, merges their summaries."""
-    from celery import chord, signature
     p = parent.params
+    return _fan_out(parent, [(p["kind"], {**p["params"], **combo}, False) for combo in combinations(p["sweep"])])
+
+
+def fan_out(parent: SimulationRun, children: list[dict]) -> list[SimulationRun]:
+    """The child runs of a run whose kind fans out (``Kind.fan_out``: ``children`` are their validated
+    parameters, of the parent's kind), sent and merged as a sweep's are: a chord, then :func:`finish_sweep`."""
+    return _fan_out(parent, [(parent.kind, params, True) for params in children])
+
+
+def _fan_out(parent: SimulationRun, children: list[tuple[str, dict, bool]]) -> list[SimulationRun]:
+    from celery import chord, signature
     with transaction.atomic():
-        children = [create_run(p["kind"], {**p["params"], **combo}, parent.cluster, scenario=None, parent=parent,
-                               enqueue=False, user=parent.created_by) for combo in combinations(p["sweep"])]
+        children = [create_run(kind, params, parent.cluster, scenario=None, parent=parent, enqueue=False,
+                               user=parent.created_by, validated=validated) for kind, params, validated in children]
         sigs = [signature(EXECUTE_RUN_TASK, args=(c.pk,), immutable=True).set(task_id=c.celery_task_id)
                 for c in children]
         callback = signature(FINISH_SWEEP_TASK, args=(parent.pk,), immutable=True)
@@ -271,16 +292,43 @@ def finish_sweep(parent_id: int) -> SimulationRun | None:
         children = list(parent.children.order_by("id").values("id", "params", "status", "worker", "summary", "error"))
         if any(c["status"] in ACTIVE for c in children):
             return parent
-        parent.summary = merge_sweep(parent.params, children)
-        if parent.cancel_requested:
-            status = RunStatus.CANCELLED
-        elif parent.summary["succeeded"]:
-            status = RunStatus.SUCCEEDED
+        if parent.kind == SWEEP:
+            status = _merge_sweep(parent, children)
         else:
-            status = RunStatus.FAILED
-            parent.error = f"all {len(children)} child runs failed"
+            status = _merge_fan_out(parent, children)
         _finish(parent, status, extra=["summary", "error"])
     return parent
+
+
+def _merge_sweep(parent: SimulationRun, children: list[dict]) -> str:
+    """A sweep succeeds when any child did: its summary ranks those that did."""
+    parent.summary = merge_sweep(parent.params, children)
+    if parent.cancel_requested:
+        return RunStatus.CANCELLED
+    if parent.summary["succeeded"]:
+        return RunStatus.SUCCEEDED
+    parent.error = f"all {len(children)} child runs failed"
+    return RunStatus.FAILED
+
+
+def _merge_fan_out(parent: SimulationRun, children: list[dict]) -> str:
+    """A fanned-out run is one result: it succeeds only when every child did, its summary their merge by its kind
+    (``Kind.merge``); otherwise it fails naming the first child that did not succeed."""
+    if parent.cancel_requested:
+        return RunStatus.CANCELLED
+    bad = [c for c in children if c["status"] != RunStatus.SUCCEEDED]
+    if bad:
+        parent.error = (f"{len(bad)} of {len(children)} child runs did not succeed; run {bad[0]['id']} "
+                        f"{bad[0]['status']}: {bad[0]['error'] or 'no error text'}")
+        return RunStatus.FAILED
+    try:
+        parent.summary = json.loads(json.dumps(registry.get(parent.kind).merge(parent.params, children),
+                                               default=_json_default))
+    except Exception as e:  # noqa: BLE001 - the error text goes on the run
+        log.exception("run %s: merging its children failed", parent.pk)
+        parent.error = f"merging the child runs failed: {type(e).__name__}: {e}"
+        return RunStatus.FAILED
+    return RunStatus.SUCCEEDED
 
 
 # ----------------------------------------------------------------------------------------------------- sweeper
@@ -295,8 +343,8 @@ def sweep_stuck_runs(stale_after: float | None = None, max_attempts: int | None 
     cutoff = now - timedelta(seconds=stale_after)
     done = []
     stuck = (SimulationRun.objects.filter(status=RunStatus.RUNNING, heartbeat_at__lt=cutoff)
-             .exclude(kind=SWEEP).values_list("id", flat=True))
-    for run_id in list(stuck):
+             .exclude(kind=SWEEP).only("id", "kind", "params", "parent_id"))
+    for run_id in [r.pk for r in stuck if not is_parent(r)]:
         with transaction.atomic():
             run = SimulationRun.objects.select_for_update().get(pk=run_id)
             if run.status != RunStatus.RUNNING or run.heartbeat_at is None or run.heartbeat_at >= cutoff:
@@ -321,7 +369,8 @@ def sweep_stuck_runs(stale_after: float | None = None, max_attempts: int | None 
                 outcome = "failed"
         log.warning("run %s: %s: %s", run_id, reason, outcome)
         done.append({"run": run_id, "outcome": outcome, "reason": reason})
-    parents = SimulationRun.objects.filter(kind=SWEEP, status=RunStatus.RUNNING, started_at__lt=cutoff)
+    parents = (SimulationRun.objects.filter(status=RunStatus.RUNNING, started_at__lt=cutoff, children__isnull=False)
+               .distinct())
     for parent_id in list(parents.exclude(children__status__in=ACTIVE).values_list("id", flat=True)):
         parent = finish_sweep(parent_id)
         if parent is not None and parent.status in FINISHED:

@@ -33,6 +33,11 @@ DEFAULTS = {
     "TWIN_RUNS_MAX_RUN_FLOWS": env_int("TWIN_RUNS_MAX_RUN_FLOWS", 50_000_000, minimum=1),
     # A sweep's cost: the sum of its children's:
     "TWIN_RUNS_MAX_SWEEP_FLOWS": env_int("TWIN_RUNS_MAX_SWEEP_FLOWS", 200_000_000, minimum=1),
+    # A failures run (twin.runs.failure_kinds): the job's wall-clock days, its timelines (seeds x checkpoint
+    # intervals of a sweep), and the seeds one child of its fan-out simulates (a Monte Carlo of more fans out):
+    "TWIN_FAILURES_MAX_DAYS": env_int("TWIN_FAILURES_MAX_DAYS", 365, minimum=1),
+    "TWIN_FAILURES_MAX_TIMELINES": env_int("TWIN_FAILURES_MAX_TIMELINES", 1200, minimum=1),
+    "TWIN_FAILURES_SEEDS_PER_CHILD": env_int("TWIN_FAILURES_SEEDS_PER_CHILD", 10, minimum=1),
     # Active (queued or running) runs one user may have; a sweep counts once, its children not:
     "TWIN_RUNS_MAX_ACTIVE_PER_USER": env_int("TWIN_RUNS_MAX_ACTIVE_PER_USER", 10, minimum=1),
     # Schedules: two starts of one schedule at least this far apart (a crontab by its closest two firings).

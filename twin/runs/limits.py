@@ -6,7 +6,9 @@ checked before a run is queued, and every refusal names its field (a 400):
 - a sweep's children (``TWIN_RUNS_MAX_SWEEP_CHILDREN``) and their summed cost (``TWIN_RUNS_MAX_SWEEP_FLOWS``), by
   :func:`check_sweep_size` and :func:`check_sweep_cost`;
 - GPUs against the cluster's usable GPUs (:func:`usable_gpus`; each kind's ``check``);
-- active runs per user (``TWIN_RUNS_MAX_ACTIVE_PER_USER``), by :func:`check_active`.
+- active runs per user (``TWIN_RUNS_MAX_ACTIVE_PER_USER``), by :func:`check_active`;
+- a failures run's days (``TWIN_FAILURES_MAX_DAYS``) and timelines, seeds x checkpoint intervals
+  (``TWIN_FAILURES_MAX_TIMELINES``), by :func:`check_failures`.
 """
 from __future__ import annotations
 
@@ -88,3 +90,15 @@ def check_active(user) -> None:
         raise serializers.ValidationError({"active_runs": [
             f"you have {n} runs queued or running, at most {cap} (TWIN_RUNS_MAX_ACTIVE_PER_USER): wait for one to "
             f"end, or cancel one"]})
+
+
+def check_failures(days: float, seeds: int, intervals: int) -> None:
+    """A failures run of ``days`` wall-clock days, ``seeds`` seeds at each of ``intervals`` checkpoint intervals;
+    raises :class:`ParamError` naming ``days`` or ``seeds``."""
+    cap = setting("TWIN_FAILURES_MAX_DAYS")
+    if days > cap:
+        raise ParamError("days", f"{days:g} days, at most {cap:g} (TWIN_FAILURES_MAX_DAYS)")
+    timelines, cap = seeds * intervals, setting("TWIN_FAILURES_MAX_TIMELINES")
+    if timelines > cap:
+        raise ParamError("seeds", f"{timelines:,} timelines (seeds x checkpoint intervals), at most {cap:,} "
+                                  f"(TWIN_FAILURES_MAX_TIMELINES)")

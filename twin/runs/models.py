@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from twin.runs.choices import JobState, RunStatus
 from twin.runs.constants import setting
-from twin.runs.registry import SWEEP
+from twin.runs.registry import is_parent
 
 
 class Scenario(models.Model):
@@ -78,10 +78,10 @@ class SimulationRun(models.Model):
         return self.status in (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED)
 
     def stalled(self, now=None) -> str:
-        """Why this run looks stalled, or "": a running run (not a sweep, whose children work) whose worker has
-        sent no heartbeat for TWIN_RUNS_STALE_SECONDS. Derived when read, so every reader (API, runs list, run
-        page) shows it even while no worker and no sweeper is alive."""
-        if self.status != RunStatus.RUNNING or self.kind == SWEEP:
+        """Why this run looks stalled, or "": a running run (not a parent, a sweep or a fanned-out run, whose
+        children work) whose worker has sent no heartbeat for TWIN_RUNS_STALE_SECONDS. Derived when read, so every
+        reader (API, runs list, run page) shows it even while no worker and no sweeper is alive."""
+        if self.status != RunStatus.RUNNING or is_parent(self):
             return ""
         stale = setting("TWIN_RUNS_STALE_SECONDS")
         age = ((now or timezone.now()) - self.heartbeat_at).total_seconds() if self.heartbeat_at else None

@@ -31,6 +31,16 @@ def progress(run, percent: float, *, link_util=None, gpu_state=None, force: bool
         log.exception("live publisher of run %s failed", run.pk)
 
 
+def progress_once(run, percent: float) -> None:
+    """Publish a parent run's progress (a sweep, a fanned-out run: it has no arrays of its own) from whichever
+    process its child reports in, without keeping a publisher for it there (its final frame is sent where it
+    ends)."""
+    try:
+        RunPublisher(run).progress(percent, force=True)
+    except Exception:  # noqa: BLE001
+        log.exception("live publisher of run %s failed", run.pk)
+
+
 def finished(run) -> None:
     """Publish ``run``'s final frame (its status as saved) and forget its publisher."""
     try:

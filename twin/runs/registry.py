@@ -22,7 +22,7 @@ SWEEP = "sweep"                     # the kind that fans out into child runs of 
 class Headline:
     """One headline figure of a kind's summary: ``summary[key]`` is a number or, over several seeds,
     ``{"median", "min", "max"}``. ``format`` tells the browser how to print it: ``pct`` (a 0..1 share as %),
-    ``GBps``, ``int`` or ``text``."""
+    ``GBps``, ``int``, ``num`` (two decimals), ``s`` (seconds) or ``text``."""
 
     key: str
     label: str
@@ -51,6 +51,10 @@ class Kind:
       ``headline_of(summary)`` replace the generic line and headline (sweep: its base kind's, of the best child).
     - ``on_create(run)``: called in the transaction that queues a run of the kind (``job``: its queued Job row);
       ``wants_run``: ``run`` is also called with the run itself (``run=``), for kinds that write rows of their own.
+    - ``fan_out(params) -> list[dict]``: the validated parameters of the child runs (of this same kind) that do a
+      run's work over the workers, as a sweep's children do (``failures``: chunks of seeds, intervals); an empty
+      list when the run computes in one process. Only a run without a parent fans out; ``merge(params, children)``
+      then makes its summary from its children (dicts as :func:`twin.runs.kinds.merge_sweep` gets them).
     """
 
     name: str
@@ -70,6 +74,15 @@ class Kind:
     headline_of: Callable[[dict], list[dict]] | None = None
     on_create: Callable[[Any], None] | None = None
     wants_run: bool = False
+    fan_out: Callable[[dict], list[dict]] | None = None
+    merge: Callable[[dict, list[dict]], dict] | None = None
+
+    def children_params(self, params: dict | None) -> list[dict]:
+        """The parameters of the child runs a run of this kind with ``params`` (and no parent) fans out to: a
+        sweep's combinations are made by :func:`twin.runs.actions.fan_out_sweep`; ``fan_out``'s list otherwise."""
+        if self.fan_out is None or params is None:
+            return []
+        return self.fan_out(params)
 
     def validated(self, values, cluster=None) -> dict:
         """``values`` parsed, checked and completed with the defaults; with the ``cluster``, also checked against it
@@ -114,6 +127,20 @@ def _value(v) -> str:
     return str(v)
 
 
+def is_parent(run) -> bool:
+    """Whether ``run``'s work is done by child runs (so it sends no heartbeat of its own once they exist): a sweep,
+    or a run without a parent whose kind fans it out (``Kind.fan_out``). Read from the run's own fields: no query."""
+    if run.kind == SWEEP:
+        return True
+    if run.parent_id is not None:
+        return False
+    kind = kinds().get(run.kind)
+    try:
+        return kind is not None and bool(kind.children_params(run.params))
+    except (KeyError, TypeError, ValueError):    # parameters of an older declaration: the run is its own work
+        return False
+
+
 def median_of(value):
     """The number a figure stands for: itself, or the median of a ``{"median", "min", "max"}`` figure."""
     if isinstance(value, dict):
@@ -145,6 +172,7 @@ def _load() -> None:
     importlib.import_module("twin.runs.kinds")
     importlib.import_module("twin.runs.job_kinds")
     importlib.import_module("twin.runs.storage_kinds")
+    importlib.import_module("twin.runs.failure_kinds")
     for module in setting("TWIN_RUN_KIND_MODULES"):
         importlib.import_module(module)
 

@@ -73,6 +73,8 @@ class Reporter:
             self.last = now
             rows = SimulationRun.objects.filter(pk=self.run.pk)
             rows.update(progress=self.percent, heartbeat_at=timezone.now())
+            if self.run.parent_id is not None:     # a child's progress moves its parent's (sweep, fan-out)
+                actions.sweep_progress(self.run.parent_id, force=False)
             if rows.values_list("cancel_requested", flat=True).first():
                 raise RunCancelled()
         publishing.progress(self.run, self.percent, link_util=link_util, gpu_state=gpu_state, force=force, **arrays)
@@ -93,6 +95,9 @@ def execute_run(self, run_id: int):
         return run_id
     if kind.run is None:                       # a sweep: its children do the work
         actions.fan_out_sweep(run)
+        return run_id
+    if run.parent_id is None and (children := kind.children_params(run.params)):
+        actions.fan_out(run, children)         # e.g. a failures Monte Carlo: chunks of seeds over the workers
         return run_id
     heartbeat = Heartbeat(run.pk)
     heartbeat.start()
