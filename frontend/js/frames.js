@@ -18,7 +18,9 @@
 // (link_util, frontend_util) are decoded to Float32Array 0..1; host_progress stays Uint8 (share x progress_scale,
 // host_not_in_job outside the job); server_write/server_read are Float16 GB/s; checkpoint_phase is one code of
 // checkpoint_phases. gpu_job (Uint16 per GPU) is 0 or the
-// 1-based row of job_stats (Float32, rows of job_fields per training job: jobRows()).
+// 1-based row of job_stats (Float32, rows of job_fields per training job: jobRows()). debug_progress is one
+// Float32 row of debug_fields (debugRow()); debug_stop a Uint8 per GPU: lag 0..debug_lag_max, debug_culprit,
+// debug_not_in_job.
 // A section missing from a frame means "unchanged". seq jumping by more than 1 means frames were lost: fetch the
 // REST snapshot (JSON with `frame_b64`, or `?binary=1`) and decode it with this same function.
 
@@ -40,6 +42,8 @@ export function useProtocol(info) {
     utilScale: info.link_util_scale, utilSections: new Set(info.util_sections),
     progressScale: info.progress_scale, hostNotInJob: info.host_not_in_job,
     checkpointPhase: byCode(info.checkpoint_phases),    // code -> name: staging, uploading, durable...
+    debugFields: info.debug_fields ?? [], debugStage: byCode(info.debug_stages ?? {}),   // debug_progress row
+    debugLagMax: info.debug_lag_max, debugCulprit: info.debug_culprit, debugNotInJob: info.debug_not_in_job,
   };
   return tables;
 }
@@ -89,6 +93,15 @@ export function jobRows(stats, p = protocol()) {
     rows.push(r);
   }
   return rows;
+}
+
+/** The debug_progress section (Float32Array, one row of p.debugFields) as an object: stage (its name), the shares
+ *  done 0..1 of simulating, dumping and analyzing, ranks. null without the section. */
+export function debugRow(row, p = protocol()) {
+  if (!row || row.length < p.debugFields.length) return null;
+  const r = Object.fromEntries(p.debugFields.map((name, j) => [name, row[j]]));
+  r.stage = p.debugStage.get(r.stage) ?? "unknown";
+  return r;
 }
 
 /** Decode one frame (ArrayBuffer) into {type, seq, runId, clusterId, progress, status, final, timeMs, sections}

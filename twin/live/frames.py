@@ -78,11 +78,15 @@ SECTION_CHECKPOINT_PHASE = 7    # one uint8: the job's checkpoint phase, CHECKPO
 # Training jobs (the job run kind, twin/runs/job_kinds.py):
 SECTION_GPU_JOB = 8     # per GPU (by GPU.index), uint16: 0 no job, k the job of row k-1 of SECTION_JOB_STATS
 SECTION_JOB_STATS = 9   # float32, one row of JOB_FIELDS per job
+# Debug rehearsals (the debug run kind, twin/runs/debug_kinds.py); 10-11 belong to another capability:
+SECTION_DEBUG_PROGRESS = 12     # float32, one row of DEBUG_FIELDS: the rehearsal's stage and each stage's share done
+SECTION_DEBUG_STOP = 13         # per GPU (by GPU.index), uint8: where its rank stopped (DEBUG_* codes below)
 SECTION_NAMES = {SECTION_LINK_UTIL: "link_util", SECTION_GPU_STATE: "gpu_state",
                  SECTION_SERVER_WRITE: "server_write", SECTION_SERVER_READ: "server_read",
                  SECTION_HOST_PROGRESS: "host_progress", SECTION_FRONTEND_UTIL: "frontend_util",
                  SECTION_CHECKPOINT_PHASE: "checkpoint_phase", SECTION_GPU_JOB: "gpu_job",
-                 SECTION_JOB_STATS: "job_stats"}
+                 SECTION_JOB_STATS: "job_stats", SECTION_DEBUG_PROGRESS: "debug_progress",
+                 SECTION_DEBUG_STOP: "debug_stop"}
 
 
 def util_sections() -> list[int]:
@@ -119,6 +123,20 @@ CHECKPOINT_PHASES = {PHASE_PLANNING: "planning", PHASE_STAGING: "staging", PHASE
                      PHASE_DURABLE: "durable", PHASE_READING: "reading", PHASE_LOADING: "loading",
                      PHASE_LOADED: "loaded"}
 
+# A debug rehearsal's progress (SECTION_DEBUG_PROGRESS): its stage (DEBUG_STAGES) and the share done (0..1) of each
+# of its three stages, the engine's own fractions: simulating the job with the fault, writing the per-rank dumps,
+# analyzing them; ``ranks`` the job's ranks.
+DEBUG_FIELDS = ("stage", "simulating", "dumping", "analyzing", "ranks")
+DEBUG_SIMULATING, DEBUG_DUMPING, DEBUG_ANALYZING, DEBUG_DONE = 0, 1, 2, 3
+DEBUG_STAGES = {DEBUG_SIMULATING: "simulating", DEBUG_DUMPING: "dumping", DEBUG_ANALYZING: "analyzing",
+                DEBUG_DONE: "done"}
+# Where each GPU's rank stopped (SECTION_DEBUG_STOP): how many collectives (of its process groups' sequence) it is
+# behind the furthest rank, 0..DEBUG_LAG_MAX (clipped); DEBUG_CULPRIT for a rank the analyzer names, DEBUG_NOT_IN_JOB
+# for GPUs outside the rehearsed job.
+DEBUG_LAG_MAX = 250
+DEBUG_CULPRIT = 254
+DEBUG_NOT_IN_JOB = 255
+
 
 def tables() -> dict:
     """Every code table of the format, JSON-friendly (codes as string keys, except ``status_codes``: name -> code).
@@ -135,7 +153,9 @@ def tables() -> dict:
             "job_fields": list(JOB_FIELDS), "job_phases": by_code(JOB_PHASES),
             "link_util_scale": LINK_UTIL_SCALE, "util_sections": [SECTION_NAMES[s] for s in util_sections()],
             "progress_scale": PROGRESS_SCALE, "host_not_in_job": HOST_NOT_IN_JOB,
-            "checkpoint_phases": by_code(CHECKPOINT_PHASES)}
+            "checkpoint_phases": by_code(CHECKPOINT_PHASES),
+            "debug_fields": list(DEBUG_FIELDS), "debug_stages": by_code(DEBUG_STAGES),
+            "debug_lag_max": DEBUG_LAG_MAX, "debug_culprit": DEBUG_CULPRIT, "debug_not_in_job": DEBUG_NOT_IN_JOB}
 
 
 class FrameError(ValueError):
@@ -187,6 +207,16 @@ class Frame:
         a = self.sections.get(SECTION_JOB_STATS)
         return None if a is None else job_rows(a)
 
+    @property
+    def debug_progress(self) -> dict | None:
+        """The debug_progress row as a dict (DEBUG_FIELDS; ``stage`` by name, ``ranks`` an int)."""
+        a = self.sections.get(SECTION_DEBUG_PROGRESS)
+        return None if a is None else debug_row(a)
+
+    @property
+    def debug_stop(self) -> np.ndarray | None:
+        return self.sections.get(SECTION_DEBUG_STOP)
+
     def header_dict(self) -> dict:
         return {"type": self.type, "seq": self.seq, "run": self.run_id or None, "cluster": self.cluster_id or None,
                 "progress": round(float(self.progress), 3), "status": self.status, "final": self.final,
@@ -228,6 +258,33 @@ def job_rows(a: np.ndarray) -> list[dict]:
         d["phase"] = JOB_PHASES.get(int(d["phase"]), "unknown") if d["phase"] is not None else None
         rows.append(d)
     return rows
+
+
+def debug_progress(stage: str, *, simulating=0.0, dumping=0.0, analyzing=0.0, ranks=0) -> np.ndarray:
+    """The SECTION_DEBUG_PROGRESS row: ``stage`` a name of DEBUG_STAGES, the three shares done 0..1."""
+    code = {v: k for k, v in DEBUG_STAGES.items()}[stage]
+    values = {"stage": code, "simulating": simulating, "dumping": dumping, "analyzing": analyzing, "ranks": ranks}
+    return np.array([values[f] for f in DEBUG_FIELDS], dtype=np.float32)
+
+
+def debug_row(a: np.ndarray) -> dict:
+    """The inverse of :func:`debug_progress`."""
+    d = dict(zip(DEBUG_FIELDS, (float(v) for v in np.asarray(a, dtype=np.float32))))
+    d["stage"] = DEBUG_STAGES.get(int(d["stage"]), "unknown")
+    d["ranks"] = int(d["ranks"])
+    return d
+
+
+def debug_stop(lag, culprit=None, in_job=None) -> np.ndarray:
+    """Per GPU lag behind the furthest rank (collectives; NaN or ``in_job`` False: not in the job) -> uint8 codes of
+    SECTION_DEBUG_STOP; GPUs where ``culprit`` is True -> DEBUG_CULPRIT."""
+    a = np.asarray(lag, dtype=np.float64)
+    q = np.clip(np.nan_to_num(a, nan=0.0), 0, DEBUG_LAG_MAX).astype(np.uint8)
+    out = np.isnan(a) if in_job is None else ~np.asarray(in_job, bool) | np.isnan(a)
+    if culprit is not None:
+        q[np.asarray(culprit, bool)] = DEBUG_CULPRIT
+    q[out] = DEBUG_NOT_IN_JOB
+    return q
 
 
 def _dtype_code(a: np.ndarray) -> int:
@@ -292,11 +349,12 @@ def quantize_progress(share, in_job=None) -> np.ndarray:
 
 def build_sections(link_util=None, gpu_state=None, *, link_dtype: str = "uint8", server_write=None,
                    server_read=None, host_progress=None, frontend_util=None, checkpoint_phase=None,
-                   gpu_job=None, jobs=None) -> dict[int, np.ndarray]:
+                   gpu_job=None, jobs=None, debug_progress=None, debug_stop=None) -> dict[int, np.ndarray]:
     """The sections of a frame from the publisher's arrays (None: section omitted). ``server_write`` and
     ``server_read`` in GB/s per storage server, ``host_progress`` uint8 as :func:`quantize_progress` makes it,
     ``frontend_util`` 0..1 per frontend link, ``checkpoint_phase`` a CHECKPOINT_PHASES code; ``gpu_job`` per GPU
-    (0 or a 1-based row of ``jobs``), ``jobs`` the rows of :func:`job_stats` (dicts)."""
+    (0 or a 1-based row of ``jobs``), ``jobs`` the rows of :func:`job_stats` (dicts); ``debug_progress`` the row of
+    :func:`debug_progress`, ``debug_stop`` per GPU as :func:`debug_stop` makes it."""
     sections = {}
     if gpu_job is not None:
         sections[SECTION_GPU_JOB] = np.asarray(gpu_job).astype("<u2", copy=False)
@@ -317,6 +375,10 @@ def build_sections(link_util=None, gpu_state=None, *, link_dtype: str = "uint8",
         sections[SECTION_FRONTEND_UTIL] = quantize_util(frontend_util)
     if checkpoint_phase is not None:
         sections[SECTION_CHECKPOINT_PHASE] = np.array([checkpoint_phase], dtype=np.uint8)
+    if debug_progress is not None:
+        sections[SECTION_DEBUG_PROGRESS] = np.asarray(debug_progress, dtype=np.float32)
+    if debug_stop is not None:
+        sections[SECTION_DEBUG_STOP] = np.asarray(debug_stop).astype(np.uint8, copy=False)
     return sections
 
 
