@@ -12,7 +12,7 @@ import { lineChart, PALETTE } from "./chart.js";
 const info = pageData("debug-info");
 const cluster = info.cluster;
 const $ = (id) => document.getElementById(id);
-const CELL_COLORS = ["#3a4252", "#f5a524", "#3fb950"];          // by cell code: not started, started, completed
+const CELL_COLORS = ["#3a4252", "#4aa3ff", "#f5a524", "#3fb950"];   // by state: absent, scheduled, started, completed
 const CULPRIT_COLOR = "#e5484d", ROW_PX_MAX = 12, COL_PX = 18, SHOWN = 20;
 let heat = null, chart = null;
 
@@ -65,7 +65,9 @@ async function showDebug(id) {
 }
 
 function renderCulprit(el, doc) {
-  const s = doc.summary, c = s.culprit ?? {};
+  const s = doc.summary, c = s.culprit ?? { found: false, explanation: `verdict ${s.verdict ?? "clean"}: every rank `
+    + "completed the same collectives" };
+  c.found = s.culprit != null;
   el.className = `culprit${c.found ? " found" : ""}`;
   el.dataset.found = c.found ? "1" : "0";
   const links = (c.links ?? []).filter((l) => l.id != null);
@@ -91,7 +93,7 @@ function renderCulprit(el, doc) {
  *  rows marked red at the left edge. */
 function drawHeatmap(h) {
   const cells = Uint8Array.from(atob(h.cells), (ch) => ch.charCodeAt(0));
-  const rows = h.rows.length, cols = h.seqs.length, label = 6;
+  const rows = h.rows.length, cols = h.record_ids.length, label = 6;
   const rowPx = Math.max(1, Math.min(ROW_PX_MAX, Math.floor(600 / Math.max(rows, 1))));
   const c = $("stop-heatmap");
   c.width = label + cols * COL_PX; c.height = rows * rowPx;
@@ -107,8 +109,9 @@ function drawHeatmap(h) {
   c.dataset.rows = String(rows);
   c.dataset.culprit = h.culprit.join(",");
   heat = { h, rowPx, label };
-  $("heatmap-note").textContent = `${fmt.int(rows)} ${h.by === "host" ? "hosts (each its furthest-behind rank)"
-    : "ranks"} × the last ${cols} collectives (sequence ${h.seqs[0] ?? "–"}–${h.seqs[cols - 1] ?? "–"})`;
+  $("heatmap-note").textContent = `${fmt.int(rows)} ${h.level === "host" ? "hosts (each its least advanced rank)"
+    : "ranks"} × the last ${cols} recorded collectives (record ${h.record_ids[0] ?? "–"}–${h.record_ids[cols - 1]
+    ?? "–"})`;
   $("heatmap-legend").innerHTML = Object.entries(h.states).map(([code, name]) => `<span class="item"><span
     class="swatch" style="background:${CELL_COLORS[code]}"></span>${esc(name)}</span>`).join("")
     + `<span class="item"><span class="swatch" style="background:${CULPRIT_COLOR}"></span>culprit</span>`;
@@ -120,12 +123,12 @@ $("stop-heatmap").addEventListener("mousemove", (ev) => {
   const rect = ev.target.getBoundingClientRect();
   const r = Math.floor((ev.clientY - rect.top) / heat.rowPx), k = Math.floor((ev.clientX - rect.left - heat.label) / COL_PX);
   const { h } = heat;
-  if (r < 0 || r >= h.rows.length || k < 0 || k >= h.seqs.length) { tip.hidden = true; return; }
-  const cells = atob(h.cells).charCodeAt(r * h.seqs.length + k);
+  if (r < 0 || r >= h.rows.length || k < 0 || k >= h.record_ids.length) { tip.hidden = true; return; }
+  const cell = atob(h.cells).charCodeAt(r * h.record_ids.length + k);
   tip.hidden = false;
   tip.style.left = `${ev.pageX + 12}px`; tip.style.top = `${ev.pageY + 12}px`;
-  tip.textContent = `${h.rows[r]} · sequence ${h.seqs[k]}: ${h.states[cells]} · ${h.lag[r]} behind`
-    + `${h.culprit.includes(r) ? " · culprit" : ""}`;
+  tip.textContent = `${h.level} ${h.rows[r]} · record ${h.record_ids[k]}: ${h.states[cell]} · last started `
+    + `${h.last_started?.[r] ?? "–"}, completed ${h.last_completed?.[r] ?? "–"}${h.culprit.includes(r) ? " · culprit" : ""}`;
 });
 $("stop-heatmap").addEventListener("mouseleave", () => { $("heatmap-tip").hidden = true; });
 
@@ -170,12 +173,13 @@ function startupSeries(s) {
   const terms = [...new Set(rows.flatMap((r) => Object.keys(r.terms ?? {})))];
   const stacked = terms.map((t, i) => ({
     name: `${terms.slice(0, i + 1).length > 1 ? "+ " : ""}${t}`, color: PALETTE[i % PALETTE.length],
-    points: rows.map((r) => ({ x: r.ranks, y: terms.slice(0, i + 1).reduce((a, u) => a + (r.terms?.[u] ?? 0), 0) })),
+    points: rows.map((r) => ({ x: r.gpus, y: terms.slice(0, i + 1).reduce((a, u) => a + (r.terms?.[u] ?? 0), 0) })),
   }));
-  const variants = [...new Set(rows.flatMap((r) => Object.keys(r.variants ?? {})))];
-  const lines = variants.map((v, i) => ({ name: v, dash: "--", color: PALETTE[(terms.length + i) % PALETTE.length],
-    points: rows.map((r) => ({ x: r.ranks, y: r.variants?.[v] ?? null })).filter((p) => p.y != null) }));
-  return { rows, terms, variants, series: [...stacked, ...lines] };
+  const variant = (r, v) => r.optimizations?.find((o) => o.name === v)?.total_s ?? null;
+  const variants = [...new Set(rows.flatMap((r) => (r.optimizations ?? []).map((o) => o.name)))];
+  const lines = variants.map((v, i) => ({ name: `with ${v}`, dash: "--", color: PALETTE[(terms.length + i) % PALETTE.length],
+    points: rows.map((r) => ({ x: r.gpus, y: variant(r, v) })).filter((p) => p.y != null) }));
+  return { rows, terms, variants, variant, series: [...stacked, ...lines] };
 }
 
 async function showStartup(id) {
@@ -183,16 +187,16 @@ async function showStartup(id) {
   const el = $("startup-chart");
   chart?.destroy();
   if (!doc.summary) { el.innerHTML = `<p class="muted">run #${doc.id} is ${esc(doc.status)} ${esc(doc.error)}</p>`; return; }
-  const { rows, terms, variants, series } = startupSeries(doc.summary);
+  const { rows, terms, variants, variant, series } = startupSeries(doc.summary);
   chart = lineChart(el, { label: "start-up time over ranks", height: 300, series,
     x: { scale: "log2", label: "ranks", format: (v) => fmt.int(v) },
     y: { scale: "log", label: "seconds", format: (v) => secs(v) } });
   $("startup-table").innerHTML = `<table class="data compact" id="startup-rows"><thead><tr><th class="num">ranks</th>
     ${terms.map((t) => `<th class="num">${esc(t)}</th>`).join("")}<th class="num">total</th><th>dominant</th>
-    ${variants.map((v) => `<th class="num">${esc(v)}</th>`).join("")}</tr></thead><tbody>${rows.map((r) => `<tr>
-    <td class="num">${fmt.int(r.ranks)}</td>${terms.map((t) => `<td class="num">${secs(r.terms?.[t])}</td>`).join("")}
+    ${variants.map((v) => `<th class="num">with ${esc(v)}</th>`).join("")}</tr></thead><tbody>${rows.map((r) => `<tr>
+    <td class="num">${fmt.int(r.gpus)}</td>${terms.map((t) => `<td class="num">${secs(r.terms?.[t])}</td>`).join("")}
     <td class="num">${secs(r.total_s)}</td><td>${esc(r.dominant ?? "")}</td>${variants.map((v) =>
-    `<td class="num">${secs(r.variants?.[v])}</td>`).join("")}</tr>`).join("")}</tbody></table>`;
+    `<td class="num">${secs(variant(r, v))}</td>`).join("")}</tr>`).join("")}</tbody></table>`;
 }
 
 // ------------------------------------------------------------------------------------------------ forms

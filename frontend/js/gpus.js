@@ -15,7 +15,7 @@ import {
 } from "./twin.js";
 import { fetchSnapshot, jobRows, protocol } from "./frames.js";
 
-const MODES = ["job", "training", "health", "utilization", "checkpoint"];
+const MODES = ["job", "training", "health", "utilization", "checkpoint", "debug"];
 const LEGEND_RUNS = 4;                           // runs named in the legend, the largest first
 
 // Jobs get distinct colours, none of them red (unusable) or grey (idle); a run keeps its colour while it runs.
@@ -101,6 +101,8 @@ class LiveRuns {
     this.util = new Float32Array(grid.nLinks);
     this.hostProgress = null;  // per host (Host rows by id): the last checkpoint's host_progress section, as sent
     this.checkpointRun = 0;
+    this.debugStop = null;     // per GPU: a rehearsal's debug_stop codes (the ?run= one's, or the last one sent live)
+    this.debugRun = 0;
     this.runs = new Map();   // run id -> {seen (by the cluster stream), final, status, progress, util, color, info}
     this.clusterSeq = 0;     // the last cluster-stream frame applied (initial snapshot included)
     this.mismatchShown = false;
@@ -157,6 +159,10 @@ class LiveRuns {
     }
     const hp = f.sections.host_progress;
     if (hp && hp.length === this.grid.D.hosts.id.length) { this.hostProgress = hp; this.checkpointRun = r; }
+    const ds = f.sections.debug_stop;
+    if (ds && ds.length === this.grid.n && (!this.pinnedDebug || this.pinnedDebug === r)) {
+      this.debugStop = ds; this.debugRun = r;
+    }
     if (lu) {
       // a new run's utilization replaces the last values of finished runs; running runs combine (max per link)
       if (!run.final) for (const other of this.runs.values()) if (other.final) other.util = null;
@@ -305,6 +311,21 @@ function colorize(mode, grid, inv, liveRuns, health, colors, training) {
       if (k !== active) perZone[gpuZone[i]] += 1;
     }
     return { cat, perZone };
+  }
+  if (mode === "debug") {
+    // each GPU coloured by where its rank stopped in a rehearsal (debug_stop): lag 0 green to debug_lag_max red,
+    // the culprit's GPUs in the failure colour, GPUs outside the rehearsed job idle
+    const ds = liveRuns.debugStop, { debugLagMax, debugCulprit, debugNotInJob } = protocol();
+    let inJob = 0, culprit = 0, behind = 0;
+    for (let i = 0; i < n; i++) {
+      const v = ds ? ds[i] : debugNotInJob;
+      if (v === debugNotInJob) { colors[i] = PX.idle; continue; }
+      inJob += 1;
+      if (v === debugCulprit) { colors[i] = PX.unusable; culprit += 1; perZone[gpuZone[i]] += 1; continue; }
+      if (v > 0) behind += 1;
+      colors[i] = UTIL_PIXEL[Math.round(255 * Math.min(1, v / Math.max(1, Math.min(debugLagMax, 8))))];
+    }
+    return { inJob, culprit, behind, perZone };
   }
   if (mode === "checkpoint") {
     // each GPU coloured by its host's share of the checkpoint done (host_progress: share x progress_scale)
@@ -494,6 +515,7 @@ class GridView {
     if (this.mode === "training") return `${fmt.int(v)} in training jobs`;
     if (this.mode === "health") return v ? `${fmt.int(v)} not usable` : "all usable";
     if (this.mode === "checkpoint") return `${fmt.int(v)} GPU-equivalents done`;
+    if (this.mode === "debug") return v ? `${fmt.int(v)} culprit GPUs` : "no culprit";
     return `mean ${fmt.pct(v / Math.max(1, total))}`;
   }
 
@@ -546,6 +568,15 @@ class GridView {
       this.health.forEach((h, k) => {
         html += legendItem(h.color, h.label ?? h.key, counts.cat[k], ` data-health="${h.key}"`);
       });
+    } else if (this.mode === "debug") {
+      html += `<span class="item"><span class="util-scale" style="background:${UTIL_GRADIENT}">`
+        + `</span> collectives behind the furthest rank 0–8+</span>`;
+      html += legendItem(COLORS.unusable, "culprit", counts.culprit, ' data-debug-culprit="1"');
+      html += legendItem(COLORS.idle, "not in the rehearsal", this.grid.n - counts.inJob);
+      html += `<span class="item" data-debug="${counts.inJob}">GPUs in it <b>${fmt.int(counts.inJob)}</b>, behind `
+        + `<b>${fmt.int(counts.behind)}</b></span>`;
+      const from = lr.debugRun ? `from ${lr.label(lr.debugRun)}` : "no rehearsal chosen or sent yet";
+      html += `<span class="item muted source" title="${esc(from)}">${esc(from)}</span>`;
     } else if (this.mode === "checkpoint") {
       html += `<span class="item"><span class="util-scale" style="background:${UTIL_GRADIENT}">`
         + `</span> host's checkpoint done 0–100 %</span>`;
@@ -636,6 +667,20 @@ const el = {
   legend: document.getElementById("gpu-legend"), mode: document.getElementById("gpu-color-mode"),
 };
 
+/** ?run=<id> with ?color=debug: that rehearsal's stored colouring (its gpu_stop array, coded as the live debug_stop
+ *  section), kept while other rehearsals publish on the cluster's stream. */
+async function pinDebugRun(liveRuns) {
+  const r = Number(new URLSearchParams(location.search).get("run"));
+  if (!r) return;
+  try {
+    const doc = await api(`/api/runs/${r}/results/?names=gpu_stop&arrays=base64`);
+    const a = doc.arrays.gpu_stop;
+    if (!a) { toast(`run #${r} has no debug colouring (a ${doc.kind} run, ${doc.status})`); return; }
+    liveRuns.debugStop = Uint8Array.from(atob(a.data), (c) => c.charCodeAt(0));
+    liveRuns.debugRun = liveRuns.pinnedDebug = r;
+  } catch (e) { toast(`run #${r}: ${e.message}`); }
+}
+
 /** The mode from the URL (?color=), kept in the URL when the user changes it. */
 function modeControl(onChange) {
   const asked = new URLSearchParams(location.search).get("color");
@@ -700,6 +745,7 @@ async function start() {
   const training = view.training = new TrainingJobs(grid, () => { if (view.mode === "training") view.renderLegend(); });
   const jobsDoc = await api(canvas.dataset.jobsUrl).catch((e) => { toast(`training jobs: ${e.message}`); return null; });
   if (jobsDoc) training.setData(jobsDoc);
+  await pinDebugRun(liveRuns);
   document.getElementById("gpu-summary").textContent = grid.summary();
   if (!grid.n) {
     wrap.insertAdjacentHTML("afterbegin", '<p class="muted">This cluster has no GPU.</p>');
@@ -715,6 +761,7 @@ async function start() {
     cellCenter: (i) => view.cellCenter(i),
     runOf: (i) => liveRuns.runOf[i],
     jobOf: (i) => { const row = view.training.rowOf[i]; return row ? view.training.job(row).job : 0; },
+    debugOf: (i) => (liveRuns.debugStop ? liveRuns.debugStop[i] : null),
     statusReads: 0,
   };
 

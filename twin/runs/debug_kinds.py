@@ -21,7 +21,7 @@ arrays:
 - ``heatmap_state`` (rows, columns) uint8: the analyzer's heatmap ``state`` (0 absent, 1 scheduled, 2 started,
   3 completed), ``heatmap_started`` / ``heatmap_completed`` (rows,) int64: each row's last started / completed
   record id; the row labels, their level (rank or host) and the columns' record ids stay in the summary's
-  ``heatmap``;
+  ``heatmap`` (with ``culprit_rows``, the rows holding a culprit's rank, instead of every row's ranks);
 - ``gpu_stop`` (G,) uint8: where each GPU's rank stopped, coded as the live ``debug_stop`` section
   (:func:`twin.live.frames.debug_stop`: how many of the heatmap's collectives its row never started, the culprit's
   GPUs marked): the GPU page's ``?color=debug&run=<id>``.
@@ -280,8 +280,9 @@ def debug(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]
     started = np.asarray(heatmap.pop("last_started", []), dtype=np.int64)
     completed = np.asarray(heatmap.pop("last_completed", []), dtype=np.int64)
     culprit = _culprit(result, gpus, run.cluster)
-    stop = gpu_stop(int(topo.n_gpus), gpus, heatmap, state, culprit["ranks"] if culprit else [])
-    heatmap.pop("ranks", None)
+    blamed = set(culprit["ranks"]) if culprit else set()
+    stop = gpu_stop(int(topo.n_gpus), gpus, heatmap, state, sorted(blamed))
+    heatmap["culprit_rows"] = [i for i, rs in enumerate(heatmap.pop("ranks", [])) if blamed & set(rs)]
     progress(1.0, debug_progress=frames.debug_progress("done", simulating=1, dumping=1, analyzing=1, ranks=n),
              debug_stop=stop, force=True)
     summary = {**result, "culprit": culprit, "heatmap": heatmap, "rehearsal": rehearsal.to_dict(),

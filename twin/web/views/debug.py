@@ -38,7 +38,7 @@ def page(request, cluster):
     if found is None:
         return render(request, "web/debug.html", {"nav": "debug", "missing": missing_cluster(cluster)}, status=404)
     info = {"cluster": {"id": found.id, "name": found.name, "gpus": GPU.objects.filter(cluster=found).count()},
-            "forms": forms(), "states": debug_data.CELL_STATES,
+            "forms": forms(), "states": debug_data.HEATMAP_STATES,
             "user": {"can_start": request.user.has_perm(ADD_RUN), "authenticated": request.user.is_authenticated}}
     return render(request, "web/debug.html", {"nav": "debug", "cluster": found, "debug_info": info})
 
