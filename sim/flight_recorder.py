@@ -393,6 +393,10 @@ class Rehearsal:
                 done += 1
                 if done % 256 == 0:
                     say(done / R, f"{done:,} of {R:,} dumps written")
+        import json
+        from sim.fr_analyze import PLACEMENT_FILE
+        with open(os.path.join(folder, PLACEMENT_FILE), "w") as f:       # rank -> GPU, for the analyzer's hosts
+            json.dump({"gpus": self.gpus.tolist()}, f)
         say(1.0, f"{len(paths):,} dumps written to {folder}")
         return paths
 
@@ -447,7 +451,14 @@ def rehearse(cluster_or_spec, values: dict, progress=None) -> Rehearsal:
         s0 = stages[0]
         fin = s0.done[s0.step_of == 0]
         step_time = float(np.max(fin[np.isfinite(fin)])) if np.isfinite(fin).any() else 0.0
-    from sim.names import host_names
+    if "index" in fault_op and fault_op["entry"] not in ("send", "recv"):
+        st, at = stages[fault_op["stage"]], fault_op.pop("index")
+        d = DIM_NAMES.index(fault_op["dim"])
+        per = len(programs[st.stage])
+        base = p["steps_before"] * sum(1 for o in programs[st.stage] if o.dim == d and o.op < 3)
+        gi = int(rank_group[fault_op["dim"]][fault.rank])
+        fault_op.update(process_group=pg_names[(fault_op["dim"], gi)], collective_seq_id=int(st.seq_coll[at]) + base)
+    fault_op.pop("index", None)
     out = Rehearsal(params=p, fault=fault, stages=stages, gpus=gpus, pg_names=pg_names, rank_group=rank_group,
                     group_ranks=group_ranks, dump_time=float(dump_time),
                     t0_ns=EPOCH_NS + int(p["steps_before"] * step_time * 1e9), dead=dead, fault_op=fault_op,
@@ -482,12 +493,14 @@ def _simulate(p, programs, steps, grid, units, fault: Fault, host, progress):
         s = int(np.argwhere(grid == fault.rank)[0][1])
         n = len(programs[s])
         k = n // 2 if fault.op is None else fault.op
+        while fault.kind == "desync" and fault.op is None and k < n - 1 and programs[s][k].op in (3, 4):
+            k += 1                                                  # a desync's default: the next collective
         if k >= n:
             raise ParamError("inject", f"op {k} is past the last collective of a step on rank {fault.rank}'s "
                                        f"stage ({n} collectives: 0..{n - 1})")
         at = (steps - 1) * n + k
         op = programs[s][k]
-        fault_op = {"op": k, "stage": s, "entry": OPS[op.op], "dim": DIM_NAMES[op.dim]}
+        fault_op = {"op": k, "stage": s, "entry": OPS[op.op], "dim": DIM_NAMES[op.dim], "index": at}
         if fault.kind == "desync":
             if op.op in (3, 4):
                 raise ParamError("inject", f"op {k} of stage {s} is a PP {OPS[op.op]}: a desync needs a collective")
