@@ -1,9 +1,6 @@
 """The debugging run kinds: ``debug`` (a fault rehearsed on the cluster's inventory, its dumps stored with the run,
 downloadable, deleted with it) and ``startup``, through real workers; a fault naming the cluster's own items, and
-bad input refused with a 400 naming the field. Given / when / then.
-
-The tests that run the engine skip while ``sim.flight_recorder`` / ``sim.startup`` are the interface only (raising
-NotImplementedError): they run once the engine half is in."""
+bad input refused with a 400 naming the field. Given / when / then."""
 import io
 import pickle
 import tarfile
@@ -18,20 +15,6 @@ from twin.runs import actions, files
 from twin.runs.models import SimulationRun
 
 JOB = {"model": "llama3-8b", "gpus": 64, "tp": 8, "pp": 2, "batch_tokens": "1M"}
-
-
-def _engine_ready() -> bool:
-    from sim.params import STARTUP
-    from sim.startup import model
-    try:
-        model(STARTUP.validate({"gpus": "1024:2048"}))
-    except NotImplementedError:
-        return False
-    return True
-
-
-engine = pytest.mark.skipif(not _engine_ready(), reason="the engine half (sim.flight_recorder, sim.fr_analyze, "
-                                                        "sim.startup) is not implemented in this tree yet")
 
 
 def _archive(body: bytes) -> dict[str, bytes]:
@@ -83,7 +66,6 @@ def test_a_clusters_deletion_takes_its_runs_files(demo, tmp_path, django_capture
 
 
 # ------------------------------------------------------------------------------------------------ bad input
-@engine
 @pytest.mark.django_db
 @pytest.mark.parametrize("inject, says", [
     ("hang:gpu=demo-256.z09.r000.h0.gpu0", "has no gpu named"),
@@ -99,7 +81,6 @@ def test_a_fault_naming_what_the_cluster_lacks_is_a_400_naming_inject(runner, de
     assert not SimulationRun.objects.exists()
 
 
-@engine
 @pytest.mark.django_db
 def test_a_gpu_outside_the_job_and_too_many_ranks_are_400s(runner, demo, settings):
     # given a 64-GPU job placed topology-aware on demo-256: the last host's GPUs are not in it
@@ -113,14 +94,15 @@ def test_a_gpu_outside_the_job_and_too_many_ranks_are_400s(runner, demo, setting
 
 
 # ------------------------------------------------------------------------------------------- through workers
-@engine
 @pytest.mark.django_db(transaction=True)
 def test_a_hang_on_a_named_gpu_is_rehearsed_found_stored_and_shown(workers, runner, demo):
-    # given demo-256 and the GPU that holds rank 5 of a 64-GPU job (its first 8 hosts, topology-aware)
-    from twin.inventory.adapter import layout_from_db
-    from twin.runs.debug_kinds import _place
+    # given demo-256 and the GPU that holds rank 5 of the same job run as a ``job`` kind (its placement and seed)
+    import json
+    from sim.params import JOB as JOB_PARAMS
     from sim.topology import topology_from_layout
-    gpus = _place(topology_from_layout(layout_from_db(demo)), {**JOB, "placement": "topology", "seed": 0})
+    from twin.inventory.adapter import layout_from_db
+    from twin.runs.job_kinds import place
+    gpus = place(topology_from_layout(layout_from_db(demo)), JOB_PARAMS.validate(JOB))
     target = GPU.objects.get(cluster=demo, index=int(gpus[5]))
     # when a hang of that GPU (by its inventory name) is rehearsed over REST
     r = runner.post("/api/runs/", {"kind": "debug", "cluster": "demo-256",
@@ -134,10 +116,18 @@ def test_a_hang_on_a_named_gpu_is_rehearsed_found_stored_and_shown(workers, runn
     c = s["culprit"]
     assert c["ranks"] == [5] and c["gpus"] == [target.index]
     assert [h["id"] for h in c["hosts"]] == [target.host_id]
-    assert all(link["id"] == Link.objects.get(name=link["name"]).id for link in c["links"])
-    # and the dumps are stored with the run: one file per rank, downloadable
+    # and its links are the inventory's links of its GPU's NIC (both directions of one cable: one row)
+    nic_links = set(Link.objects.filter(a_port__nic__gpu=target).values_list("id", flat=True)) | set(
+        Link.objects.filter(b_port__nic__gpu=target).values_list("id", flat=True))
+    assert c["links"] and {link["id"] for link in c["links"]} == nic_links
+    assert all(link["name"] == Link.objects.get(id=link["id"]).name and len(link["directions"]) == 2
+               for link in c["links"])
+    # and the dumps are stored with the run: one file per rank, downloadable, with the placement the job kind makes
     got = _archive(b"".join(runner.get(f"/api/runs/{run['id']}/dumps/").streaming_content))
-    assert len(got) == 64 and s["dumps_bytes"] > 0
+    assert sorted(got) == sorted([f"nccl_trace_rank_{k}" for k in range(64)] + ["twin_placement.json"])
+    assert json.loads(got["twin_placement.json"])["gpus"] == gpus.tolist() and s["dumps_bytes"] > 0
+    rank_gpu = runner.get(f"/api/runs/{run['id']}/results/", {"names": "rank_gpu"}).json()["arrays"]["rank_gpu"]
+    assert rank_gpu["data"] == gpus.tolist()
     # and the GPU page's colouring marks the culprit's GPU, and no GPU outside the job
     stop = np.asarray(runner.get(f"/api/runs/{run['id']}/results/", {"names": "gpu_stop"}).json()
                       ["arrays"]["gpu_stop"]["data"])
@@ -154,7 +144,6 @@ def test_a_hang_on_a_named_gpu_is_rehearsed_found_stored_and_shown(workers, runn
     assert not files.run_dir(run["id"]).exists()
 
 
-@engine
 @pytest.mark.django_db(transaction=True)
 def test_a_clean_rehearsal_names_no_culprit_and_startup_grows_with_ranks(workers, runner, demo):
     r = runner.post("/api/runs/", {"kind": "debug", "cluster": "demo-256", "params": JOB}, format="json")

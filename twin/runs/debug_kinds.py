@@ -244,19 +244,58 @@ def gpu_stop(n_gpus: int, rank_gpu: np.ndarray, heatmap: dict, state: np.ndarray
     return frames.debug_stop(lag, culprit)
 
 
-def _culprit(result: dict, rank_gpu: np.ndarray, cluster) -> dict | None:
+def _directed_links(topo, names: list[str], gpus) -> np.ndarray:
+    """The topology's directed link ids of the analyzer's link names (:meth:`sim.topology.Topology.link_names`, the
+    backend links at the culprit's GPUs): looked for among the links touching those GPUs' NICs, then among all; -1
+    for a name not found."""
+    if not names:
+        return np.zeros(0, np.int64)
+    tail, head = np.asarray(topo.link_tail), np.asarray(topo.link_head)
+    up = np.asarray(topo.gpu_uplink)[np.asarray(gpus, np.int64)]
+    nics = tail[up[up >= 0]]
+    out = np.full(len(names), -1, np.int64)
+    for ids in (np.flatnonzero(np.isin(tail, nics) | np.isin(head, nics)), np.arange(tail.size)):
+        want = out < 0
+        if not want.any() or not ids.size:
+            break
+        at = dict(zip(topo.link_names(ids), ids.tolist()))
+        out[want] = [at.get(n, -1) for n in np.asarray(names, dtype=object)[want]]
+    return out
+
+
+def culprit_links(topo, cluster, names: list[str], gpus) -> list[dict]:
+    """The analyzer's links (directed, named by the topology) as the inventory's Link rows, one per cable: its name
+    and id (the fabric page's ``#links=``), and the directions the analyzer named (``directions``). A directed link's
+    cable is the layout link ``topo.link_cable[e]``, the position of its row among the cluster's links by id
+    (:mod:`twin.inventory.adapter`), as :func:`engine_inject` maps a link name the other way."""
+    from twin.inventory.models import Link
+    directed = _directed_links(topo, names, gpus)
+    found = directed >= 0
+    position = np.full(len(names), -1, np.int64)
+    position[found] = np.asarray(topo.link_cable)[directed[found]]
+    row_ids = np.fromiter(Link.objects.filter(cluster=cluster).order_by("id").values_list("id", flat=True), np.int64)
+    ids = [int(row_ids[p]) if 0 <= p < row_ids.size else None for p in position.tolist()]
+    link_names = dict(Link.objects.filter(id__in=[i for i in ids if i is not None]).values_list("id", "name"))
+    out: dict = {}
+    for name, row in zip(names, ids):
+        key = row if row is not None else name
+        item = out.setdefault(key, {"name": link_names.get(row, name), "id": row, "directions": []})
+        item["directions"].append(name)
+    return list(out.values())
+
+
+def _culprit(result: dict, rank_gpu: np.ndarray, cluster, topo) -> dict | None:
     """The analyzer's culprit with the inventory's rows: its ranks' GPUs (GPU.index), its hosts and links with
     their ids (the GPU page, the fabric page and the inventory pages link to them); None for a clean job."""
-    from twin.inventory.models import Host, Link
+    from twin.inventory.models import Host
     c = result.get("culprit")
     if not c:
         return None
     c = dict(c)
     c["gpus"] = [int(rank_gpu[r]) for r in c.get("ranks", []) if 0 <= r < rank_gpu.size]
     host_ids = dict(Host.objects.filter(cluster=cluster, name__in=c.get("hosts", [])).values_list("name", "id"))
-    link_ids = dict(Link.objects.filter(cluster=cluster, name__in=c.get("links", [])).values_list("name", "id"))
     c["hosts"] = [{"name": h, "id": host_ids.get(h)} for h in c.get("hosts", [])]
-    c["links"] = [{"name": x, "id": link_ids.get(x)} for x in c.get("links", [])]
+    c["links"] = culprit_links(topo, cluster, list(c.get("links", [])), c["gpus"])
     return c
 
 
@@ -279,7 +318,7 @@ def debug(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]
     state = np.asarray(heatmap.pop("state", []), dtype=np.uint8).reshape(len(heatmap.get("labels", [])), -1)
     started = np.asarray(heatmap.pop("last_started", []), dtype=np.int64)
     completed = np.asarray(heatmap.pop("last_completed", []), dtype=np.int64)
-    culprit = _culprit(result, gpus, run.cluster)
+    culprit = _culprit(result, gpus, run.cluster, topo)
     blamed = set(culprit["ranks"]) if culprit else set()
     stop = gpu_stop(int(topo.n_gpus), gpus, heatmap, state, sorted(blamed))
     heatmap["culprit_rows"] = [i for i, rs in enumerate(heatmap.pop("ranks", [])) if blamed & set(rs)]
