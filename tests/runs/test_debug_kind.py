@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 from tests.runs.test_runs import finished
+from sim.errors import ParamError
+from twin.inventory.choices import FabricRole, Status
 from twin.inventory.models import GPU, Host, Link
 from twin.live import frames
 from twin.runs import actions, files
@@ -170,3 +172,30 @@ def test_host_names_resolve_to_the_layouts_host_order(db, demo):
     lay = layout_from_db(demo)
     assert index == 7 and np.flatnonzero(lay.gpu_host == index).tolist() == sorted(
         GPU.objects.filter(host=host).values_list("index", flat=True))
+
+
+def test_a_link_named_by_the_inventory_is_the_link_the_engine_slows(runner, demo):
+    """``link:id=<Link name>`` becomes the engine's ``id=`` (a directed link of the topology, whose cable is
+    ``id % n_cables``): the link the engine slows is the inventory's link of that name, in both directions."""
+    from sim.flight_recorder import _with_link_fault, parse_fault
+    from sim.topology import topology_from_layout
+    from twin.inventory.adapter import layout_from_db
+    from twin.runs.debug_kinds import engine_inject
+    topo = topology_from_layout(layout_from_db(demo))
+    backend = Link.objects.filter(cluster=demo, fabric__role=FabricRole.BACKEND).order_by("id")
+    rows = Link.objects.filter(cluster=demo).order_by("id").values_list("id", flat=True)
+    position = {row: i for i, row in enumerate(rows)}   # the layout's link order (twin.inventory.adapter)
+    for link in (backend.first(), backend.order_by("-id").first()):   # a leaf cable and a spine cable
+        text = engine_inject({"inject": f"link:id={link.name},factor=4"}, demo, np.arange(8), topo)
+        fault = parse_fault(text)
+        slowed = np.flatnonzero(_with_link_fault(topo, fault).link_capacity < np.asarray(topo.link_capacity))
+        assert slowed.size == 2 and set(np.asarray(topo.link_cable)[slowed].tolist()) == {position[link.id]}
+    # a link the inventory has failed is not in the fabric the engine routes on: a 400 naming inject
+    link = backend.first()
+    link.status = Status.FAILED
+    link.save()
+    with pytest.raises(ParamError, match="not an active link"):
+        engine_inject({"inject": f"link:id={link.name}"}, demo, np.arange(8), topology_from_layout(layout_from_db(demo)))
+    r = runner.post("/api/runs/", {"kind": "debug", "cluster": "demo-256",
+                                   "params": {**JOB, "inject": f"link:id={link.name}"}}, format="json")
+    assert r.status_code == 400 and "not an active link" in " ".join(r.json()["params"]["inject"])

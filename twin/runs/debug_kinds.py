@@ -116,7 +116,9 @@ def _place(topo, values: dict) -> np.ndarray:
 
 def engine_inject(values: dict, cluster, gpus: np.ndarray, topo) -> str | None:
     """The rehearsal's ``inject`` in the engine's terms: a GPU or a host given by name becomes ``rank=`` (the rank on
-    the GPU; the host's first rank), a link given by name ``id=`` (its first direction among the topology's links)."""
+    the GPU; the host's first rank), a link given by name ``id=``: its up link among the topology's directed links (the
+engine's ``id``, whose cable ``id % n_cables`` it slows in both directions; the cable's ``topo.link_cable`` is the
+Link row's position among the cluster's links by id)."""
     if values.get("inject") is None:
         return None
     fault, args = parse_inject(values["inject"])
@@ -146,7 +148,8 @@ def engine_inject(values: dict, cluster, gpus: np.ndarray, topo) -> str | None:
 
 def _check_debug(values: dict, cluster) -> None:
     """The job's GPUs against the usable ones and TWIN_DEBUG_MAX_RANKS; the items the fault names exist and, for a
-    GPU or a host, hold a rank of the job (placed on the inventory as it is, as the worker will place it)."""
+    GPU or a host, hold a rank of the job (placed on the inventory as it is, as the worker will place it), for a link,
+    are an active link of the backend fabric."""
     from twin.inventory.adapter import layout_from_db
     from twin.runs.constants import setting
     from twin.runs.job_kinds import _check_job
@@ -160,14 +163,10 @@ def _check_debug(values: dict, cluster) -> None:
     names = _named(fault, args)
     if not names:
         return
-    if "link" in names:
-        _resolve(names, cluster)
-        names = {k: v for k, v in names.items() if k != "link"}
-        if not names:
-            return
     topo = topology_from_layout(layout_from_db(cluster))
+    gpus = _place(topo, values) if names.keys() & {"gpu", "host"} else np.zeros(0, np.int64)
     from sim.params import DEBUG
-    DEBUG.validate({**values, "inject": engine_inject(values, cluster, _place(topo, values), topo)})
+    DEBUG.validate({**values, "inject": engine_inject(values, cluster, gpus, topo)})
 
 
 def _stand_in(text) -> str | None:
