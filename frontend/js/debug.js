@@ -36,7 +36,7 @@ async function loadPickers(wantDebug = null, wantStartup = null) {
   const asked = Number(new URLSearchParams(location.search).get("run")) || null;
   const pick = (runs, want) => want ?? runs.find((r) => r.status === "succeeded")?.id ?? runs[0]?.id ?? null;
   const d = pick(debugRuns, wantDebug ?? (debugRuns.some((r) => r.id === asked) ? asked : null));
-  const s = pick(startupRuns, wantStartup);
+  const s = pick(startupRuns, wantStartup ?? (startupRuns.some((r) => r.id === asked) ? asked : null));
   fillPicker($("debug-run"), debugRuns, d);
   fillPicker($("startup-run"), startupRuns, s);
   $("debug-none").hidden = debugRuns.length > 0;

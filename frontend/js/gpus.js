@@ -28,8 +28,10 @@ const PART_DOWN = { key: "unusable", color: "#d55fde", label: "unusable (NIC, ca
 const css = getComputedStyle(document.documentElement);
 const THEME = Object.fromEntries(Object.entries({ bg: "--bg", zone: "--panel", text: "--text", muted: "--muted" })
   .map(([key, name]) => [key, css.getPropertyValue(name).trim()]));
+// A rehearsal's culprit: apart from the utilization scale's red end, which its lagging peers take in the debug mode.
+const CULPRIT_COLOR = "#e879f9";
 const PX = { idle: cssPixel(COLORS.idle), unusable: cssPixel(COLORS.unusable), none: cssPixel(COLORS.none),
-             bg: cssPixel(THEME.bg), zone: cssPixel(THEME.zone) };
+             bg: cssPixel(THEME.bg), zone: cssPixel(THEME.zone), culprit: cssPixel(CULPRIT_COLOR) };
 const UTIL_BUCKETS = [[0, "< 1 %"], [0.01, "1–50 %"], [0.5, "50–90 %"], [0.9, "≥ 90 %"]];   // [from, label]
 
 // ------------------------------------------------------------------------------------------------------- grid
@@ -314,14 +316,14 @@ function colorize(mode, grid, inv, liveRuns, health, colors, training) {
   }
   if (mode === "debug") {
     // each GPU coloured by where its rank stopped in a rehearsal (debug_stop): lag 0 green to debug_lag_max red,
-    // the culprit's GPUs in the failure colour, GPUs outside the rehearsed job idle
+    // the culprit's GPUs in their own colour (CULPRIT_COLOR), GPUs outside the rehearsed job idle
     const ds = liveRuns.debugStop, { debugLagMax, debugCulprit, debugNotInJob } = protocol();
     let inJob = 0, culprit = 0, behind = 0;
     for (let i = 0; i < n; i++) {
       const v = ds ? ds[i] : debugNotInJob;
       if (v === debugNotInJob) { colors[i] = PX.idle; continue; }
       inJob += 1;
-      if (v === debugCulprit) { colors[i] = PX.unusable; culprit += 1; perZone[gpuZone[i]] += 1; continue; }
+      if (v === debugCulprit) { colors[i] = PX.culprit; culprit += 1; perZone[gpuZone[i]] += 1; continue; }
       if (v > 0) behind += 1;
       colors[i] = UTIL_PIXEL[Math.round(255 * Math.min(1, v / Math.max(1, Math.min(debugLagMax, 8))))];
     }
@@ -571,7 +573,7 @@ class GridView {
     } else if (this.mode === "debug") {
       html += `<span class="item"><span class="util-scale" style="background:${UTIL_GRADIENT}">`
         + `</span> collectives behind the furthest rank 0–8+</span>`;
-      html += legendItem(COLORS.unusable, "culprit", counts.culprit, ' data-debug-culprit="1"');
+      html += legendItem(CULPRIT_COLOR, "culprit", counts.culprit, ' data-debug-culprit="1"');
       html += legendItem(COLORS.idle, "not in the rehearsal", this.grid.n - counts.inJob);
       html += `<span class="item" data-debug="${counts.inJob}">GPUs in it <b>${fmt.int(counts.inJob)}</b>, behind `
         + `<b>${fmt.int(counts.behind)}</b></span>`;
