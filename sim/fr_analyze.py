@@ -25,6 +25,7 @@ from sim.progress import silent
 
 MAX_HEATMAP_ROWS = 1024
 HEATMAP_COLUMNS = 64
+HEATMAP_AFTER_STOP = 16       # columns the heatmap shows past the earliest stop (what the ranks ahead went on to do)
 TOP = 10
 MAX_MISMATCHES = 20
 PLACEMENT_FILE = "twin_placement.json"      # rank -> GPU id, written beside our dumps
@@ -419,20 +420,26 @@ def _stragglers(cat, tab, topo_info) -> dict:
 
 
 def _heatmap(cat, dumped, missing_dumps, topo_info) -> dict:
+    """Where each rank stopped: HEATMAP_COLUMNS consecutive record ids ending HEATMAP_AFTER_STOP past the earliest
+    stop (the least advanced dumped rank's last entry), so a rank that stopped behind its peers is seen stopping, not
+    a window of the last records that it never reached; per host past MAX_HEATMAP_ROWS ranks."""
     ranks = np.union1d(dumped, missing_dumps)
     R = int(ranks.max()) + 1 if ranks.size else 0
     rid = cat["record_id"]
-    hi = int(rid.max(initial=0))
-    lo = max(int(rid.min(initial=0)), hi - HEATMAP_COLUMNS + 1)
-    cols = hi - lo + 1 if rid.size else 0
-    grid = np.zeros((R, cols), np.int8)
-    sel = rid >= lo
-    grid[cat["rank"][sel], rid[sel] - lo] = cat["state"][sel]
     last_started = np.full(R, -1, np.int64)
     last_done = np.full(R, -1, np.int64)
     np.maximum.at(last_started, cat["rank"], rid)
     d = cat["state"] == 3
     np.maximum.at(last_done, cat["rank"][d], rid[d])
+    first, top = int(rid.min(initial=0)), int(rid.max(initial=0))
+    stop = int(last_started[dumped].min(initial=top)) if dumped.size else top
+    hi = min(top, max(stop, first) + HEATMAP_AFTER_STOP)
+    lo = max(first, hi - HEATMAP_COLUMNS + 1)
+    hi = min(top, lo + HEATMAP_COLUMNS - 1)
+    cols = hi - lo + 1 if rid.size else 0
+    grid = np.zeros((R, cols), np.int8)
+    sel = (rid >= lo) & (rid <= hi)
+    grid[cat["rank"][sel], rid[sel] - lo] = cat["state"][sel]
     if R <= MAX_HEATMAP_ROWS:
         rows = [[r] for r in range(R)]
         return {"level": "rank", "labels": [str(r) for r in range(R)], "ranks": rows,
