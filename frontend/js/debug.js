@@ -110,7 +110,7 @@ function drawHeatmap(h) {
   c.dataset.culprit = h.culprit.join(",");
   heat = { h, rowPx, label };
   $("heatmap-note").textContent = `${fmt.int(rows)} ${h.level === "host" ? "hosts (each its least advanced rank)"
-    : "ranks"} × the last ${cols} recorded collectives (record ${h.record_ids[0] ?? "–"}–${h.record_ids[cols - 1]
+    : "ranks"} × ${cols} recorded collectives up to the earliest stop and a few past it (record ${h.record_ids[0] ?? "–"}–${h.record_ids[cols - 1]
     ?? "–"})`;
   $("heatmap-legend").innerHTML = Object.entries(h.states).map(([code, name]) => `<span class="item"><span
     class="swatch" style="background:${CELL_COLORS[code]}"></span>${esc(name)}</span>`).join("")

@@ -1,10 +1,24 @@
 """The Debug page in a real browser: a finished rehearsal of a hang shows its culprit and the heatmap of where each
 rank stopped; the GPU page coloured by that rehearsal (``?color=debug&run=<id>``) marks the culprit's GPU; the run's
 page on Experiments shows the culprit and the start-up run's rows."""
+import base64
+
+import numpy as np
+
 from tests.e2e.browser import screenshot
 
 JOB = {"model": "llama3-8b", "gpus": 64, "tp": 8, "pp": 2, "batch_tokens": "1M"}
-CULPRIT_RED = [229, 72, 77]           # debug.js CULPRIT_COLOR, the mark left of a culprit's heatmap row
+# debug.js: CULPRIT_COLOR (the mark left of a culprit's heatmap row), CELL_COLORS by state, the cells' layout
+CULPRIT_RED, ABSENT_GREY, STARTED_AMBER = [229, 72, 77], [58, 66, 82], [245, 165, 36]
+ABSENT, STARTED = 0, 2                # twin.web.debug_data.HEATMAP_STATES
+LABEL_PX, COL_PX = 6, 18
+PIXEL = """([x, row]) => {
+  const c = document.getElementById("stop-heatmap"), px = Math.floor(c.height / Number(c.dataset.rows));
+  return Array.from(c.getContext("2d").getImageData(x, row * px + Math.floor(px / 2), 1, 1).data.slice(0, 3)); }"""
+
+
+def cell_color(page, row: int, col: int) -> list[int]:
+    return page.evaluate(PIXEL, [LABEL_PX + col * COL_PX + COL_PX // 2, row])
 
 
 def test_a_rehearsed_hang_shows_its_culprit_heatmap_and_gpu(admin, twin):
@@ -24,11 +38,13 @@ def test_a_rehearsed_hang_shows_its_culprit_heatmap_and_gpu(admin, twin):
     assert heat.get_attribute("data-rows") == "64"
     row = int(heat.get_attribute("data-culprit"))
     assert row == 5
-    pixel = page.evaluate("""(row) => {
-      const c = document.getElementById("stop-heatmap"), px = Math.floor(c.height / 64);
-      return Array.from(c.getContext("2d").getImageData(1, row * px + Math.floor(px / 2), 1, 1).data.slice(0, 3)); }""",
-                          row)
+    pixel = page.evaluate(PIXEL, [1, row])
     assert pixel == CULPRIT_RED
+    # and drawn: a collective its TP peers started (waiting for it) and rank 5 never entered
+    h = admin.page.request.get(f"{twin.url}/clusters/demo-256/debug/{run['id']}.json").json()["heatmap"]
+    cells = np.frombuffer(base64.b64decode(h["cells"]), np.uint8).reshape(h["shape"])
+    col = int(np.flatnonzero((cells[0] == STARTED) & (cells[5] == ABSENT))[0])
+    assert [cell_color(page, r, col) for r in (0, 5)] == [STARTED_AMBER, ABSENT_GREY]
     assert page.locator("#startup-rows tbody tr").count() == 3             # 1,024, 2,048, 4,096 ranks
     screenshot(page, "debug")
     # when they follow the link to the GPU page coloured by the rehearsal
