@@ -384,11 +384,13 @@ class Rehearsal:
         paths = []
         R = self.gpus.size
         done = 0
+        pg_config = {}                                                 # (dim, group) -> its pg_config bytes
         for st in self.stages:
-            for rank, blob in _stage_dumps(self, st):
+            for rank, *parts in _stage_dumps(self, st, pg_config):
                 path = os.path.join(folder, f"{DUMP_PREFIX}{rank}")
                 with open(path, "wb") as f:
-                    f.write(blob)
+                    for part in parts:
+                        f.write(part)
                 paths.append(path)
                 done += 1
                 if done % 256 == 0:
@@ -610,11 +612,22 @@ def _get(idx: int) -> bytes:
     return b"h" + bytes([idx])
 
 
-_NONE10 = b"N" + b"J\x00\x00\x00\x00" + b"0" + b"K\x00" + b"0"      # None, then a pushed-and-popped filler: 10 bytes
+def _put(idx: int) -> bytes:
+    return b"q" + bytes([idx])
+
+
+LONG8 = b"\x8a\x08"                                                    # LONG1 opcode with 8 bytes: an ns timestamp
+# None in the 10 bytes of a LONG1 timestamp: None, then a pushed-and-popped filler int (MARK-free): "NJ" + 8 bytes
+_NONE10 = b"N" + b"J\x00\x00\x00\x00" + b"0" + b"K\x00" + b"0"
+NONE_FILL = int(np.frombuffer(_NONE10[2:], "<i8")[0])                  # those 8 bytes read as the timestamp field
+FIXED_STRINGS = list(ENTRY_KEYS) + list(STATES) + list(DTYPES.values()) + [THREAD_NAME, "1", FR_VERSION,
+                                                                         NCCL_VERSION, LAYOUT_TAG]
 
 
 def record_dtype(keys_idx: dict) -> tuple[np.dtype, dict]:
-    """The numpy record of one entry (fixed layout) and the constant bytes of every field that does not vary."""
+    """The numpy record of one entry (fixed layout) and the constant bytes of every field that does not vary. A
+    timestamp that may be None is two fields: ``<key>_op`` (LONG1 with 8 bytes, or None and a filler) and ``<key>``
+    (the 8 bytes)."""
     parts = []                                                            # (name, dtype, constant or None)
 
     def const(b):
@@ -631,9 +644,9 @@ def record_dtype(keys_idx: dict) -> tuple[np.dtype, dict]:
         elif k in ("process_group", "profiling_name", "state", "thread_name", "thread_id", "frames"):
             const(b"h"); var(k, "u1")
         elif k == "time_created_ns":
-            const(b"\x8a\x08"); var(k, "<i8")
+            const(LONG8); var(k, "<i8")
         elif k in ("time_discovered_started_ns", "time_discovered_completed_ns"):
-            var(k, "S10")
+            var(k + "_op", "S2"); var(k, "<i8")
         elif k in ("input_sizes", "output_sizes"):
             const(b"]]J"); var(k, "<i4"); const(b"aa")
         elif k in ("input_dtypes", "output_dtypes"):
@@ -645,154 +658,166 @@ def record_dtype(keys_idx: dict) -> tuple[np.dtype, dict]:
     return dt, {n: c for n, _, c in parts if c is not None}
 
 
-def _long10(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """(n,) S10: LONG1 8-byte little-endian ints where ``valid``, else None with a filler."""
-    out = np.empty((values.size, 10), np.uint8)
-    out[:, 0], out[:, 1] = 0x8A, 0x08
-    out[:, 2:] = values.astype("<i8").view(np.uint8).reshape(-1, 8)
-    none = np.frombuffer(_NONE10, np.uint8)
-    out[~valid] = none
-    return out.view("S10").ravel()
+def _ns(t0: int, seconds: np.ndarray) -> np.ndarray:
+    """Simulated seconds (finite) -> ns since the Unix epoch."""
+    return t0 + (seconds * 1e9).astype(np.int64)
 
 
-def _stage_dumps(reh: Rehearsal, st: StageTrace):
-    """(rank, bytes) of every live rank of one stage."""
-    p = reh.params
-    n_ops = len(st.ops)
-    T = reh.dump_time
-    ent = p["entries"]
-    present = st.enter <= T                                                  # (n_ops, n)
-    started = present
-    completed = st.done <= T
-    per_step = n_ops // (int(st.step_of.max()) + 1)
-    rec_base = p["steps_before"] * per_step
-    op_name, op_in, op_out, op_elem, op_dim, op_kind, op_peer = [], [], [], [], [], [], []
-    for o in st.ops:
-        op_dim.append(o.dim)
-        op_kind.append(o.op)
-        op_in.append(o.numel_in)
-        op_out.append(o.numel_out)
-        op_elem.append(o.elem)
-        op_peer.append(o.peer)
-    op_dim, op_kind = np.array(op_dim), np.array(op_kind)
-    op_in, op_out, op_elem, op_peer = map(np.array, (op_in, op_out, op_elem, op_peer))
-    seq_base = {d: p["steps_before"] * int(np.sum((op_dim[:per_step] == d) & (op_kind[:per_step] < 3)))
-                for d in range(4)}
-    p2p_base = p["steps_before"] * int(np.sum(op_kind[:per_step] >= 3))
-    t0 = reh.t0_ns
-    timeout_ms = int(p["timeout_s"] * 1000)
-    pp = p["pp"]
-    for col, rank in enumerate(st.ranks.tolist()):
-        if reh.dead[rank]:
-            continue
-        idx = np.flatnonzero(present[:, col])[-ent:]
-        # strings of this rank: keys, states, dtypes, thread strings, op names, its groups
-        groups = []
-        for d in DIM_NAMES:
-            gi = int(reh.rank_group[d][rank])
-            if (d, gi) in reh.pg_names:
-                groups.append((d, gi))
-        strings = list(ENTRY_KEYS) + list(STATES) + list(DTYPES.values()) + [THREAD_NAME, "1", FR_VERSION,
-                                                                              NCCL_VERSION, LAYOUT_TAG]
-        pg_local = {}
-        for k, (d, gi) in enumerate(groups):
-            pg_local[DIM_NAMES.index(d)] = k + 1
-            strings += [reh.pg_names[(d, gi)], d]
+class _StageLayout:
+    """What every rank of one stage shares in its dump: the memo (the strings, at the same positions on every rank;
+    only the group names differ), the header's constant bytes, and one template record per op of the stage's
+    program (every field that does not depend on the rank's times)."""
+
+    def __init__(self, reh: Rehearsal, st: StageTrace):
+        p = reh.params
+        self.ops = st.ops
+        op_dim = np.array([o.dim for o in st.ops])
+        op_kind = np.array([o.op for o in st.ops])
+        op_peer = np.array([o.peer for o in st.ops])
+        per_step = len(st.ops) // (int(st.step_of.max()) + 1)
+        rec_base = p["steps_before"] * per_step
+        seq_base = np.array([p["steps_before"] * int(np.sum((op_dim[:per_step] == d) & (op_kind[:per_step] < 3)))
+                             for d in range(4)])
+        p2p_base = p["steps_before"] * int(np.sum(op_kind[:per_step] >= 3))
+        # the group dims of every rank (a dim of size 1 has no group), at fixed memo positions
+        self.dims = [d for d in DIM_NAMES if p[d] > 1]
+        n_fixed = len(FIXED_STRINGS)
+        self.group_pos = {d: n_fixed + 2 * k for k, d in enumerate(self.dims)}      # name at pos, desc at pos + 1
+        pg_local = {DIM_NAMES.index(d): k + 1 for k, d in enumerate(self.dims)}
+        key = op_kind * 10 + np.where(op_kind >= 3, op_peer + 1, 0)
         names = {}
-        for j in np.unique(op_kind[idx] * 10 + np.where(op_kind[idx] >= 3, op_peer[idx] + 1, 0)).tolist():
+        for j in np.unique(key).tolist():
             kind, peer = divmod(j, 10)
-            peer -= 1
             if kind < 3:
                 names[j] = f"nccl:{OPS[kind]}"
             else:
-                me = st.stage
-                other = me + peer
-                names[j] = f"nccl:send {me}->{other}" if kind == 3 else f"nccl:recv {me}<-{other}"
-            names[j] = names[j]
-        if reh.fault.kind == "desync" and reh.fault.what == "op" and st.desync[:, col].any():
-            names[-1] = "nccl:all_reduce"
-        base = len(strings)
-        name_idx = {j: base + i for i, j in enumerate(names)}
-        strings += list(names.values())
-        memo = {s_: i for i, s_ in enumerate(strings)}
-        kidx = {k: memo[k] for k in ENTRY_KEYS}
-        tuple_base = len(strings)
-        # header: PROTO 2, the top dict, twin_layout (fixed width), twin_memo (defines the memo)
-        out = [b"\x80\x02}("]
-        out.append(_u("twin_memo") + b"](")
-        for i, s_ in enumerate(strings):
-            out.append(_u(s_) + b"q" + bytes([i]))
-        for k, (d, gi) in enumerate(groups):
-            out.append(_get(memo[reh.pg_names[(d, gi)]]) + _get(memo[d]) + b"\x86q" + bytes([tuple_base + k]))
-        frames_idx = tuple_base + len(groups)
-        out.append(b"]q" + bytes([frames_idx]) + b"e")
-        if frames_idx > 255:
+                other = st.stage + peer - 1
+                names[j] = f"nccl:send {st.stage}->{other}" if kind == 3 else f"nccl:recv {st.stage}<-{other}"
+        if reh.fault.kind == "desync" and reh.fault.what == "op":
+            names[-1] = "nccl:all_reduce"                                 # what the desynced rank entered
+        names_base = n_fixed + 2 * len(self.dims)
+        self.name_pos = {j: names_base + i for i, j in enumerate(names)}
+        self.tuple_base = names_base + len(names)
+        self.frames_pos = self.tuple_base + len(self.dims)
+        if self.frames_pos > 255:
             raise RuntimeError("too many strings for one-byte memo references")
-        out.append(_u("version") + _get(memo[FR_VERSION]))
-        out.append(_u("comm_lib_version") + _get(memo[NCCL_VERSION]))
+        pos = {s_: i for i, s_ in enumerate(FIXED_STRINGS)}
+        self.pos = pos
+        self.memo_fixed = b"".join(_u(s_) + _put(i) for i, s_ in enumerate(FIXED_STRINGS))
+        self.memo_names = b"".join(_u(s_) + _put(self.name_pos[j]) for j, s_ in names.items())
+        self.memo_tuples = b"".join(_get(self.group_pos[d]) + _get(self.group_pos[d] + 1) + b"\x86"
+                                    + _put(self.tuple_base + k) for k, d in enumerate(self.dims)) \
+            + b"]" + _put(self.frames_pos) + b"e"
+        # per dim: the group's last collective / p2p sequence id up to each op (pg_status of a rank that recorded a
+        # prefix of its program)
+        seqs = np.where(op_kind >= 3, st.seq_p2p, st.seq_coll)
+        self.last_seq = {}
+        for d in self.dims:
+            di = DIM_NAMES.index(d)
+            base = p2p_base if di == 2 else int(seq_base[di])
+            self.last_seq[d] = np.maximum.accumulate(np.where(op_dim == di, seqs, 0)) + base
+            self.last_seq[d] = np.r_[base, self.last_seq[d]]                  # index: entries recorded
+        self.dt, consts = record_dtype({k: pos[k] for k in ENTRY_KEYS})
+        t = np.zeros(len(st.ops), self.dt)
+        for k, v in consts.items():
+            t[k] = v
+        elem = np.array([o.elem for o in st.ops])
+        t["record_id"] = rec_base + np.arange(len(st.ops))
+        t["op_id"] = t["record_id"] + 1
+        t["pg_id"] = np.array([pg_local.get(x, 0) for x in range(4)])[op_dim]
+        t["process_group"] = np.array([self.tuple_base + pg_local.get(x, 1) - 1 for x in range(4)])[op_dim]
+        t["thread_name"] = pos[THREAD_NAME]
+        t["thread_id"] = pos["1"]
+        t["collective_seq_id"] = st.seq_coll + seq_base[op_dim]
+        t["p2p_seq_id"] = st.seq_p2p + p2p_base
+        lut = np.zeros(int(key.max()) + 1, np.int64)
+        for j, mi in self.name_pos.items():
+            if j >= 0:
+                lut[j] = mi
+        t["profiling_name"] = lut[key]
+        t["input_sizes"] = [o.numel_in for o in st.ops]
+        t["output_sizes"] = [o.numel_out for o in st.ops]
+        t["input_dtypes"] = np.where(elem == 4, pos["Float"], pos["BFloat16"])
+        t["output_dtypes"] = t["input_dtypes"]
+        t["time_discovered_started_ns_op"] = LONG8                       # a recorded entry has started
+        t["timeout_ms"] = int(p["timeout_s"] * 1000)
+        t["is_p2p"] = np.where(op_kind >= 3, 0x88, 0x89)                 # NEWTRUE / NEWFALSE
+        t["frames"] = self.frames_pos
+        self.template = t
+
+    def header(self, reh: Rehearsal, rank: int, n_present: int, n_done: int, pg_config: dict) -> bytes:
+        """The pickle up to the entries list: PROTO 2, the top dict, twin_memo (defines the memo), version,
+        comm_lib_version, pg_config, pg_status."""
+        out = [b"\x80\x02}(", _u("twin_memo"), b"](", self.memo_fixed]
+        groups = [(d, int(reh.rank_group[d][rank])) for d in self.dims]
+        for d, gi in groups:
+            at = self.group_pos[d]
+            out.append(_u(reh.pg_names[(d, gi)]) + _put(at) + _u(d) + _put(at + 1))
+        out += [self.memo_names, self.memo_tuples]
+        out.append(_u("version") + _get(self.pos[FR_VERSION]))
+        out.append(_u("comm_lib_version") + _get(self.pos[NCCL_VERSION]))
         out.append(_u("pg_config") + b"}(")
         for d, gi in groups:
-            ranks = reh.group_ranks[d][gi].tolist()
-            out.append(_get(memo[reh.pg_names[(d, gi)]]) + b"}(" + _u("name") + _get(memo[reh.pg_names[(d, gi)]])
-                       + _u("desc") + _get(memo[d]) + _u("ranks") + _u(str(ranks)) + b"u")
+            cfg = pg_config.get((d, gi))
+            if cfg is None:
+                at = self.group_pos[d]
+                cfg = pg_config[(d, gi)] = (_get(at) + b"}(" + _u("name") + _get(at) + _u("desc") + _get(at + 1)
+                                            + _u("ranks") + _u(str(reh.group_ranks[d][gi].tolist())) + b"u")
+            out.append(cfg)
         out.append(b"u")
-        # pg_status: per local pg id the last enqueued / started / completed collective
-        out.append(_u("pg_status") + b"}(")
-        for d, gi in groups:
-            di = DIM_NAMES.index(d)
-            mine = op_dim == di
-            seqs = np.where(op_kind >= 3, st.seq_p2p, st.seq_coll)
-            base_seq = p2p_base if di == 2 else seq_base[di]
-            last_e = int(seqs[mine & present[:, col]].max(initial=0)) + base_seq
-            last_c = int(seqs[mine & completed[:, col]].max(initial=0)) + base_seq
-            out.append(_u(str(pg_local[di])) + b"}(" + _u("last_enqueued_collective") + _i(last_e)
+        out.append(_u("pg_status") + b"}(")                # per local pg id: last enqueued / started / completed
+        for k, (d, gi) in enumerate(groups):
+            last_e = int(self.last_seq[d][n_present])
+            last_c = int(self.last_seq[d][n_done])
+            out.append(_u(str(k + 1)) + b"}(" + _u("last_enqueued_collective") + _i(last_e)
                        + _u("last_started_collective") + _i(last_e) + _u("last_completed_collective") + _i(last_c)
                        + b"u")
         out.append(b"u")
         out.append(_u("entries") + b"](")
-        header = b"".join(out)
-        dt, consts = record_dtype(kidx)
-        rec = np.zeros(idx.size, dt)
-        for k, v in consts.items():
-            rec[k] = v
-        kinds = op_kind[idx]
-        dims = op_dim[idx]
-        rec["record_id"] = rec_base + idx
-        rec["op_id"] = rec_base + idx + 1
-        rec["pg_id"] = np.array([pg_local.get(x, 0) for x in range(4)])[dims]
-        rec["process_group"] = np.array([tuple_base + pg_local.get(x, 1) - 1 for x in range(4)])[dims]
-        rec["thread_name"] = memo[THREAD_NAME]
-        rec["thread_id"] = memo["1"]
-        rec["collective_seq_id"] = st.seq_coll[idx] + np.array([seq_base[x] for x in range(4)])[dims]
-        rec["p2p_seq_id"] = st.seq_p2p[idx] + p2p_base
-        key = kinds * 10 + np.where(kinds >= 3, op_peer[idx] + 1, 0)
-        lut = np.zeros(key.max() + 1, np.int64)
-        for j, mi in name_idx.items():
-            if j >= 0:
-                lut[j] = mi
-        rec["profiling_name"] = lut[key]
-        rec["time_created_ns"] = t0 + (st.enter[idx, col] * 1e9).astype(np.int64)
-        n_in, n_out = op_in[idx].copy(), op_out[idx].copy()
-        ds = st.desync[idx, col]
-        if ds.any():
-            if reh.fault.what == "size":
-                n_in[ds] *= 2
-                n_out[ds] *= 2
-            else:
-                rec["profiling_name"][ds] = name_idx[-1]
-                n_out[ds] = n_in[ds]
-        rec["input_sizes"] = n_in
-        rec["output_sizes"] = n_out
-        dtype_idx = np.where(op_elem[idx] == 4, memo["Float"], memo["BFloat16"])
-        rec["input_dtypes"] = dtype_idx
-        rec["output_dtypes"] = dtype_idx
-        comp = completed[idx, col]
-        rec["state"] = np.where(comp, memo["completed"], memo["started"])
-        rec["time_discovered_started_ns"] = _long10(rec["time_created_ns"], np.ones(idx.size, bool))
-        done_ns = t0 + (np.where(comp, st.done[idx, col], 0) * 1e9).astype(np.int64)
-        rec["time_discovered_completed_ns"] = _long10(done_ns, comp)
-        rec["retired"] = np.where(comp, 0x88, 0x89)
-        rec["timeout_ms"] = timeout_ms
-        rec["is_p2p"] = np.where(kinds >= 3, 0x88, 0x89)
-        rec["frames"] = frames_idx
-        yield rank, header + rec.tobytes() + b"eu."
+        return b"".join(out)
+
+
+CHUNK_RANKS = 16                       # ranks whose records are built as one (ranks, entries) array
+
+
+def _stage_dumps(reh: Rehearsal, st: StageTrace, pg_config: dict):
+    """(rank, header bytes, records as uint8, tail bytes) of every live rank of one stage. A rank records a prefix
+    of its program (its times grow along it), so its dump is the last ``entries`` ops of that prefix: ranks with the
+    same prefix share one window of the stage's template, filled with their times in one array operation."""
+    p = reh.params
+    T = reh.dump_time
+    ent = p["entries"]
+    lay = _StageLayout(reh, st)
+    t0 = reh.t0_ns
+    n_present = (st.enter <= T).sum(axis=0)
+    n_done = (st.done <= T).sum(axis=0)
+    live = np.flatnonzero(~reh.dead[st.ranks])
+    for c in np.unique(n_present[live]).tolist():
+        s = max(0, c - ent)
+        cols_all = live[n_present[live] == c]
+        for i in range(0, cols_all.size, CHUNK_RANKS):
+            cols = cols_all[i:i + CHUNK_RANKS]
+            raw = np.empty((cols.size, (c - s) * lay.dt.itemsize), np.uint8)
+            raw[...] = lay.template[s:c].view(np.uint8)                 # a byte copy (a record copy is slow)
+            rec = raw.view(lay.dt)
+            enter = st.enter[s:c, cols].T
+            done = st.done[s:c, cols].T
+            comp = done <= T
+            created = _ns(t0, enter)
+            rec["time_created_ns"] = created
+            rec["time_discovered_started_ns"] = created
+            rec["state"] = np.where(comp, lay.pos["completed"], lay.pos["started"])
+            rec["time_discovered_completed_ns_op"] = np.where(comp, LONG8, _NONE10[:2])
+            rec["time_discovered_completed_ns"] = np.where(comp, _ns(t0, np.where(comp, done, 0.0)), NONE_FILL)
+            rec["retired"] = np.where(comp, 0x88, 0x89)
+            ds = st.desync[s:c, cols].T
+            if ds.any():
+                if reh.fault.what == "size":
+                    rec["input_sizes"][ds] *= 2
+                    rec["output_sizes"][ds] *= 2
+                else:
+                    rec["profiling_name"][ds] = lay.name_pos[-1]
+                    rec["output_sizes"][ds] = rec["input_sizes"][ds]
+            for row, col in enumerate(cols.tolist()):
+                rank = int(st.ranks[col])
+                yield rank, lay.header(reh, rank, c, int(n_done[col]), pg_config), raw[row], b"eu."

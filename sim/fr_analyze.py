@@ -126,9 +126,7 @@ def _read(path: str, rank: int, tab: _Tables) -> dict:
                 lut_dt[i] = hash(obj) & 0xFFFF
         state = np.where(rec["state"] == memo.index("completed"), 3,
                          np.where(rec["state"] == memo.index("started"), 2, 1))
-        raw = np.frombuffer(rec["time_discovered_completed_ns"].tobytes(), np.uint8).reshape(n, 10)
-        ns = np.frombuffer(np.ascontiguousarray(raw[:, 2:]).tobytes(), "<i8")
-        done = np.where(raw[:, 0] == 0x8A, ns, -1)
+        done = np.where(rec["time_discovered_completed_ns_op"] == b"\x8a\x08", rec["time_discovered_completed_ns"], -1)
         return {"rank": rank, "record_id": rec["record_id"].astype(np.int64), "pg": lut_pg[rec["process_group"]],
                 "seq": rec["collective_seq_id"].astype(np.int64), "p2p": rec["is_p2p"] == 0x88,
                 "op": lut_op[rec["profiling_name"]], "numel_in": rec["input_sizes"].astype(np.int64),
