@@ -31,7 +31,7 @@ from sim.collectives import CollectiveError
 from sim.errors import ParamError, SpecError, UsageError
 from sim.params import COLLECTIVE, FIGURE, add_arguments, values_from_args
 from sim.progress import Bar
-from sim import failures_cli, job_cli, storage_cli
+from sim import debug_cli, failures_cli, job_cli, storage_cli
 
 EXIT_USAGE = 2
 
@@ -79,12 +79,13 @@ def build_parser() -> argparse.ArgumentParser:
     storage_cli.add_parsers(sub)
     job_cli.add_parsers(sub)
     failures_cli.add_parsers(sub)
+    debug_cli.add_parsers(sub)
     return p
 
 
 def main(argv=None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(debug_cli.rewrite(list(sys.argv[1:] if argv is None else argv)))
     bar = Bar(enabled=not args.quiet)
     try:
         if args.command == "collective":
@@ -95,6 +96,8 @@ def main(argv=None) -> int:
             return job_cli.run(args, bar)
         if args.command in failures_cli.COMMANDS:
             return failures_cli.run(args, bar)
+        if args.command in debug_cli.COMMANDS:
+            return debug_cli.run(args, bar)
         return _figure(args, bar)
     except ParamError as e:
         return _refuse(args, bar, [f"{field}: {reason}" for field, reasons in e.errors.items() for reason in reasons])

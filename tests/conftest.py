@@ -1,7 +1,21 @@
 """Shared fixtures. Tests read as given / when / then."""
+import os
+import tempfile
 import uuid
 
 import pytest
+from django.conf import settings as django_settings
+
+# Run files (twin/runs/files.py) of this session only, for this process and the servers and workers it starts (they
+# inherit the environment): run ids restart with every test database, the files under var/ would not.
+RUN_FILES = tempfile.mkdtemp(prefix="twin-test-run-files-")
+os.environ["TWIN_RUN_FILES_DIR"] = RUN_FILES
+
+
+@pytest.fixture(autouse=True, scope="session")
+def run_files_isolation():
+    django_settings.TWIN_RUN_FILES_DIR = RUN_FILES
+    yield
 
 
 @pytest.fixture(autouse=True)

@@ -1,5 +1,6 @@
 """Django settings. Everything that differs between machines comes from the environment (see twin/env.py)."""
 import os
+from pathlib import Path
 
 from twin import env
 
@@ -139,6 +140,10 @@ TWIN_RUNS_STALE_SECONDS = env.env_int("TWIN_RUNS_STALE_SECONDS", 30, minimum=1) 
 TWIN_RUNS_MAX_ATTEMPTS = 2
 TWIN_RUNS_SOFT_TIME_LIMIT = 50 * 60
 TWIN_RUNS_TIME_LIMIT = 55 * 60
+# Files a run keeps beside its rows (a debug rehearsal's flight-recorder dumps, twin/runs/files.py): one directory
+# per run, private (0700/0600), deleted with the run. Workers write them, the web processes stream them: both must
+# see this directory (compose: the runfiles volume).
+TWIN_RUN_FILES_DIR = Path(os.environ.get("TWIN_RUN_FILES_DIR") or env.VAR_DIR / "run-files")
 
 # The web processes (twin/webserver.py): TWIN_WEB_WORKERS processes per web service (compose: the CPU count, at most
 # 8; scripts/run: 1, daphne) and TWIN_WEB_THREADS threads per HTTP process, read from the environment by the server

@@ -21,6 +21,7 @@ const state = {
   model: null, stats: null, heatmaps: [], util: null, note: "",
   run: { id: 0, status: null, progress: 0, kind: "", timeMs: 0 },
   zone: -1, switch: -1, focusLink: -1,
+  marked: [], markedFrom: "",            // links named in the URL (#links=<ids>&from=<text>: the Debug page's culprit)
   rows: { zones: null, racks: null, spines: null, ports: null },       // LiveRows of the tables
   switchFigures: null,                                                  // updater of the switch panel's figures
 };
@@ -377,8 +378,24 @@ function renderFailed() {
   if (missing.length) needDetails(missing).then((known) => known && renderFailed());
 }
 
-// A click on a link row (hottest, non-active) drills down to the switch of the link's heatmap row.
-for (const id of ["hottest-links", "failed-list"]) {
+/** The links the URL names (#links=<Link ids>, e.g. those on a debug rehearsal's culprit's paths), listed with their
+ *  status and utilization; a click drills down as for the other lists. */
+function renderMarked() {
+  const m = state.model, shown = state.marked;
+  $("marked").hidden = !shown.length;
+  if (!shown.length) return;
+  $("marked-from").textContent = state.markedFrom;
+  $("marked-list").innerHTML = `<table class="data compact"><thead><tr><th>Link</th><th>Tier</th><th>Status</th>
+    <th class="num">Util.</th></tr></thead><tbody>${shown.map((i) => `<tr class="clickable" data-link="${i}"
+      title="${esc(linkName(i))}"><td class="mono">${esc(linkEnds(i))}</td><td>${esc(tierShort(tierOf(i)))}</td>
+      <td>${badge(statusName(m.status[i]))}</td><td class="num">${pct(state.util ? state.util[i] : 0)}</td></tr>`)
+    .join("")}</tbody></table>`;
+  const missing = shown.filter((i) => !details.has(m.linkId[i]));
+  if (missing.length) needDetails(missing).then((known) => known && renderMarked());
+}
+
+// A click on a link row (hottest, non-active, named) drills down to the switch of the link's heatmap row.
+for (const id of ["hottest-links", "failed-list", "marked-list"]) {
   $(id).addEventListener("click", (ev) => {
     const tr = ev.target.closest("tr[data-link]");
     if (!tr) return;
@@ -397,6 +414,7 @@ function refresh() {
   updateRows();
   state.switchFigures?.();
   renderHottest();
+  renderMarked();
 }
 
 /** Take a frame's run header and its (merged) link_util section; true if the utilization changed. */
@@ -506,14 +524,21 @@ function saveHash() {
   const parts = [];
   if (state.zone >= 0) parts.push(`zone=${state.zone}`);
   if (state.switch >= 0) parts.push(`switch=${state.model.sw.id[state.switch]}`);
+  if (state.marked.length) parts.push(`links=${state.marked.map((i) => state.model.linkId[i]).join(",")}`);
+  if (state.markedFrom) parts.push(`from=${encodeURIComponent(state.markedFrom)}`);
   history.replaceState(null, "", parts.length ? `#${parts.join("&")}` : location.pathname + location.search);
 }
 
 function restoreHash() {
   const params = new URLSearchParams(location.hash.slice(1)), m = state.model;
   const z = Number(params.get("zone") ?? -1), s = m.sw.id.indexOf(Number(params.get("switch") ?? -1));
+  state.markedFrom = params.get("from") ?? "";
+  state.marked = (params.get("links") ?? "").split(",").filter(Boolean).map(Number)
+    .map((id) => m.linkId.indexOf(id)).filter((i) => i >= 0);
+  renderMarked();
   if (z >= 0 && z <= m.Z) selectZone(z, false);
   if (s >= 0) selectSwitch(s);
+  else if (state.marked.length) { state.focusLink = state.marked[0]; selectSwitch(m.row[state.marked[0]]); }
 }
 
 async function start() {

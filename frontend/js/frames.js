@@ -21,7 +21,8 @@
 // 1-based row of job_stats (Float32, rows of job_fields per training job: jobRows()). failure_state (one Float32 row
 // of failure_fields: failureState()) and failure_events (rows of failure_event_fields: failureEvents()) follow a
 // long job's timeline under failures, their codes in failure_states, failure_categories, item_kinds and
-// failure_consequences.
+// failure_consequences. debug_progress is one Float32 row of debug_fields (debugRow()); debug_stop a
+// Uint8 per GPU: lag 0..debug_lag_max, debug_culprit, debug_not_in_job.
 // A section missing from a frame means "unchanged". seq jumping by more than 1 means frames were lost: fetch the
 // REST snapshot (JSON with `frame_b64`, or `?binary=1`) and decode it with this same function.
 
@@ -47,6 +48,8 @@ export function useProtocol(info) {
     failureFields: info.failure_fields ?? [], failureEventFields: info.failure_event_fields ?? [],
     failureState: byCode(info.failure_states ?? {}), failureCategory: byCode(info.failure_categories ?? {}),
     failureConsequence: byCode(info.failure_consequences ?? {}), itemKind: byCode(info.item_kinds ?? {}),
+    debugFields: info.debug_fields ?? [], debugStage: byCode(info.debug_stages ?? {}),   // debug_progress row
+    debugLagMax: info.debug_lag_max, debugCulprit: info.debug_culprit, debugNotInJob: info.debug_not_in_job,
   };
   return tables;
 }
@@ -115,6 +118,15 @@ export function failureState(data, p = protocol()) {
 export function failureEvents(data, p = protocol()) {
   return rowsOf(data, p.failureEventFields,
                 { category: p.failureCategory, item_kind: p.itemKind, consequence: p.failureConsequence });
+}
+
+/** The debug_progress section (Float32Array, one row of p.debugFields) as an object: stage (its name), the shares
+ *  done 0..1 of simulating, dumping and analyzing, ranks. null without the section. */
+export function debugRow(row, p = protocol()) {
+  if (!row || row.length < p.debugFields.length) return null;
+  const r = Object.fromEntries(p.debugFields.map((name, j) => [name, row[j]]));
+  r.stage = p.debugStage.get(r.stage) ?? "unknown";
+  return r;
 }
 
 /** Decode one frame (ArrayBuffer) into {type, seq, runId, clusterId, progress, status, final, timeMs, sections}

@@ -15,7 +15,7 @@ import {
 } from "./twin.js";
 import { fetchSnapshot, jobRows, protocol } from "./frames.js";
 
-const MODES = ["job", "training", "health", "utilization", "checkpoint", "failures"];
+const MODES = ["job", "training", "health", "utilization", "checkpoint", "failures", "debug"];
 const LEGEND_RUNS = 4;                           // runs named in the legend, the largest first
 
 // Jobs get distinct colours, none of them red (unusable) or grey (idle); a run keeps its colour while it runs.
@@ -28,8 +28,10 @@ const PART_DOWN = { key: "unusable", color: "#d55fde", label: "unusable (NIC, ca
 const css = getComputedStyle(document.documentElement);
 const THEME = Object.fromEntries(Object.entries({ bg: "--bg", zone: "--panel", text: "--text", muted: "--muted" })
   .map(([key, name]) => [key, css.getPropertyValue(name).trim()]));
+// A rehearsal's culprit: apart from the utilization scale's red end, which its lagging peers take in the debug mode.
+const CULPRIT_COLOR = "#e879f9";
 const PX = { idle: cssPixel(COLORS.idle), unusable: cssPixel(COLORS.unusable), none: cssPixel(COLORS.none),
-             bg: cssPixel(THEME.bg), zone: cssPixel(THEME.zone) };
+             bg: cssPixel(THEME.bg), zone: cssPixel(THEME.zone), culprit: cssPixel(CULPRIT_COLOR) };
 const FAILED_NOW = "#ff2e63", FAILED_BEFORE = "#f5a524";      // a replayed failure: down at the hour, repaired
 PX.failedNow = cssPixel(FAILED_NOW);
 PX.failedBefore = cssPixel(FAILED_BEFORE);
@@ -104,6 +106,8 @@ class LiveRuns {
     this.util = new Float32Array(grid.nLinks);
     this.hostProgress = null;  // per host (Host rows by id): the last checkpoint's host_progress section, as sent
     this.checkpointRun = 0;
+    this.debugStop = null;     // per GPU: a rehearsal's debug_stop codes (the ?run= one's, or the last one sent live)
+    this.debugRun = 0;
     this.runs = new Map();   // run id -> {seen (by the cluster stream), final, status, progress, util, color, info}
     this.clusterSeq = 0;     // the last cluster-stream frame applied (initial snapshot included)
     this.mismatchShown = false;
@@ -160,6 +164,10 @@ class LiveRuns {
     }
     const hp = f.sections.host_progress;
     if (hp && hp.length === this.grid.D.hosts.id.length) { this.hostProgress = hp; this.checkpointRun = r; }
+    const ds = f.sections.debug_stop;
+    if (ds && ds.length === this.grid.n && (!this.pinnedDebug || this.pinnedDebug === r)) {
+      this.debugStop = ds; this.debugRun = r;
+    }
     if (lu) {
       // a new run's utilization replaces the last values of finished runs; running runs combine (max per link)
       if (!run.final) for (const other of this.runs.values()) if (other.final) other.util = null;
@@ -353,6 +361,21 @@ function colorize(mode, grid, inv, liveRuns, health, colors, training, replay) {
     }
     return { now, before, unusable, perZone };
   }
+  if (mode === "debug") {
+    // each GPU coloured by where its rank stopped in a rehearsal (debug_stop): lag 0 green to debug_lag_max red,
+    // the culprit's GPUs in their own colour (CULPRIT_COLOR), GPUs outside the rehearsed job idle
+    const ds = liveRuns.debugStop, { debugLagMax, debugCulprit, debugNotInJob } = protocol();
+    let inJob = 0, culprit = 0, behind = 0;
+    for (let i = 0; i < n; i++) {
+      const v = ds ? ds[i] : debugNotInJob;
+      if (v === debugNotInJob) { colors[i] = PX.idle; continue; }
+      inJob += 1;
+      if (v === debugCulprit) { colors[i] = PX.culprit; culprit += 1; perZone[gpuZone[i]] += 1; continue; }
+      if (v > 0) behind += 1;
+      colors[i] = UTIL_PIXEL[Math.round(255 * Math.min(1, v / Math.max(1, Math.min(debugLagMax, 8))))];
+    }
+    return { inJob, culprit, behind, perZone };
+  }
   if (mode === "checkpoint") {
     // each GPU coloured by its host's share of the checkpoint done (host_progress: share x progress_scale)
     const hp = liveRuns.hostProgress, host = grid.D.gpus.host, { progressScale, hostNotInJob } = protocol();
@@ -542,6 +565,7 @@ class GridView {
     if (this.mode === "health") return v ? `${fmt.int(v)} not usable` : "all usable";
     if (this.mode === "checkpoint") return `${fmt.int(v)} GPU-equivalents done`;
     if (this.mode === "failures") return `${fmt.int(v)} down`;
+    if (this.mode === "debug") return v ? `${fmt.int(v)} culprit GPUs` : "no culprit";
     return `mean ${fmt.pct(v / Math.max(1, total))}`;
   }
 
@@ -602,6 +626,15 @@ class GridView {
       html += `<span class="item muted source">${doc ? `run #${doc.run}: hour ${rp.t.toFixed(1)} of `
         + `${doc.hours.toFixed(0)}, ${doc.events.filter((e) => e.t_hours <= rp.t).length} failures so far`
         : "no failures run chosen: open one from the Reliability page"}</span>`;
+    } else if (this.mode === "debug") {
+      html += `<span class="item"><span class="util-scale" style="background:${UTIL_GRADIENT}">`
+        + `</span> collectives behind the furthest rank 0–8+</span>`;
+      html += legendItem(CULPRIT_COLOR, "culprit", counts.culprit, ' data-debug-culprit="1"');
+      html += legendItem(COLORS.idle, "not in the rehearsal", this.grid.n - counts.inJob);
+      html += `<span class="item" data-debug="${counts.inJob}">GPUs in it <b>${fmt.int(counts.inJob)}</b>, behind `
+        + `<b>${fmt.int(counts.behind)}</b></span>`;
+      const from = lr.debugRun ? `from ${lr.label(lr.debugRun)}` : "no rehearsal chosen or sent yet";
+      html += `<span class="item muted source" title="${esc(from)}">${esc(from)}</span>`;
     } else if (this.mode === "checkpoint") {
       html += `<span class="item"><span class="util-scale" style="background:${UTIL_GRADIENT}">`
         + `</span> host's checkpoint done 0–100 %</span>`;
@@ -697,6 +730,20 @@ const el = {
   legend: document.getElementById("gpu-legend"), mode: document.getElementById("gpu-color-mode"),
 };
 
+/** ?run=<id> with ?color=debug: that rehearsal's stored colouring (its gpu_stop array, coded as the live debug_stop
+ *  section), kept while other rehearsals publish on the cluster's stream. */
+async function pinDebugRun(liveRuns) {
+  const r = Number(new URLSearchParams(location.search).get("run"));
+  if (!r) return;
+  try {
+    const doc = await api(`/api/runs/${r}/results/?names=gpu_stop&arrays=base64`);
+    const a = doc.arrays.gpu_stop;
+    if (!a) { toast(`run #${r} has no debug colouring (a ${doc.kind} run, ${doc.status})`); return; }
+    liveRuns.debugStop = Uint8Array.from(atob(a.data), (c) => c.charCodeAt(0));
+    liveRuns.debugRun = liveRuns.pinnedDebug = r;
+  } catch (e) { toast(`run #${r}: ${e.message}`); }
+}
+
 /** The mode from the URL (?color=), kept in the URL when the user changes it. */
 function modeControl(onChange) {
   const asked = new URLSearchParams(location.search).get("color");
@@ -789,6 +836,7 @@ async function start() {
   view.replay = await failureReplay(grid, canvas.dataset.failedUrl, () => view?.draw());
   const jobsDoc = await api(canvas.dataset.jobsUrl).catch((e) => { toast(`training jobs: ${e.message}`); return null; });
   if (jobsDoc) training.setData(jobsDoc);
+  await pinDebugRun(liveRuns);
   document.getElementById("gpu-summary").textContent = grid.summary();
   if (!grid.n) {
     wrap.insertAdjacentHTML("afterbegin", '<p class="muted">This cluster has no GPU.</p>');
@@ -804,6 +852,7 @@ async function start() {
     cellCenter: (i) => view.cellCenter(i),
     runOf: (i) => liveRuns.runOf[i],
     jobOf: (i) => { const row = view.training.rowOf[i]; return row ? view.training.job(row).job : 0; },
+    debugOf: (i) => (liveRuns.debugStop ? liveRuns.debugStop[i] : null),
     statusReads: 0,
   };
 

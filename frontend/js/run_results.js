@@ -462,7 +462,48 @@ export function renderFailures(el, s, { cluster, run }) {
     </section>`;
 }
 
+/** debug: a rehearsal (twin/runs/debug_kinds.py): the verdict and the culprit (its explanation, ranks, hosts and
+ *  links), links to the Debug page (heatmap, stragglers), the GPU page coloured by it, the dumps; then the JSON. */
+export function renderDebug(el, s, { cluster, run }) {
+  const c = s.culprit, at = (what) => `/clusters/${encodeURIComponent(cluster ?? "")}/${what}`;
+  const few = (xs, f) => `${xs.slice(0, 12).map(f).join(", ")}${xs.length > 12 ? ` and ${fmt.int(xs.length - 12)} more` : ""}`;
+  const item = (kind) => (x) => (x.id != null ? `<a href="/inventory/${kind}/${x.id}/">${esc(x.name)}</a>` : esc(x.name));
+  const culprit = c ? `<ul class="debug-culprit">
+      <li>${esc(c.kind)} at ${esc(c.op)} #${fmt.int(c.collective_seq_id)} of ${esc(c.process_group?.desc ?? "")}
+        (${fmt.int(c.process_group?.size)} ranks, ${fmt.int(c.waiting_ranks)} waiting)</li>
+      <li>ranks <span class="mono">${few(c.ranks ?? [], (r) => fmt.int(r))}</span></li>
+      ${(c.hosts ?? []).length ? `<li>hosts ${few(c.hosts, item("host"))}</li>` : ""}
+      ${(c.links ?? []).length ? `<li>links ${few(c.links, item("link"))}</li>` : ""}</ul>` : "";
+  const pages = cluster ? `<a href="${at("debug/")}?run=${run.id}">Debug page</a> ·
+    <a href="${at("gpus/")}?color=debug&run=${run.id}">GPU page coloured by it</a> · ` : "";
+  el.innerHTML = `${headlineCards(run.headline ?? [], [[s.verdict ?? "", "verdict"]])}
+    <section class="panel"><h3>${c ? "Culprit" : "No culprit"}</h3>
+      <p id="debug-explanation">${esc(c?.explanation ?? (s.verdict === "slow" ? "no hang or desync; see the straggler "
+        + "ranking" : "a clean job"))}</p>${culprit}
+      <p class="hint">inject <span class="mono">${esc(s.inject ?? "none")}</span> · ${pages}
+        <a href="${esc(s.dumps_url ?? "")}" download>dumps (tar.gz)</a></p></section>
+    <section class="panel"><h3>Summary</h3><pre class="mono">${esc(JSON.stringify(s, null, 1))}</pre></section>`;
+}
+
+/** startup: the process-group start-up model over scale (sim.startup.model): per scale the groups, the total, its
+ *  dominant term and the total with each optimization; the curve is on the Debug page; then the JSON. */
+export function renderStartup(el, s, { cluster, run }) {
+  const secs = (x) => (x == null ? "–" : x >= 100 ? `${fmt.int(x)} s` : `${Number(x).toFixed(2)} s`);
+  const rows = s.rows ?? [], opts = (rows[0]?.optimizations ?? []).map((o) => o.name);
+  const page = cluster ? ` <a href="/clusters/${encodeURIComponent(cluster)}/debug/?run=${run.id}">the curve on the
+    Debug page</a>` : "";
+  el.innerHTML = `${headlineCards(run.headline ?? [])}
+    <section class="panel"><h3>Start-up over scale${page}</h3>
+    <table class="data compact startup-rows"><thead><tr><th class="num">ranks</th><th class="num">groups</th>
+    <th class="num">total</th><th>dominant</th>${opts.map((o) => `<th class="num">${esc(o)}</th>`).join("")}</tr></thead>
+    <tbody>${rows.map((r) => `<tr><td class="num">${fmt.int(r.gpus)}</td><td class="num">${fmt.int(r.groups?.total)}</td>
+      <td class="num">${secs(r.total_s)}</td><td>${esc(r.dominant ?? "")}</td>${opts.map((o) =>
+      `<td class="num">${secs((r.optimizations ?? []).find((x) => x.name === o)?.total_s)}</td>`).join("")}</tr>`)
+      .join("")}</tbody></table></section>
+    <section class="panel"><h3>Summary</h3><pre class="mono">${esc(JSON.stringify(s, null, 1))}</pre></section>`;
+}
+
 /** The result views by the name a kind declares (`run.view`): f(el, summary, {cluster, run, published}). */
 export const VIEWS = { collective: renderCollective, fabric_health: renderFabricHealth, figure: renderFigure,
                        job: renderJob, jobs: renderJobs, checkpoint: renderCheckpoint, storage: renderFanout,
-                       failures: renderFailures, summary: renderSummary };
+                       failures: renderFailures, debug: renderDebug, startup: renderStartup, summary: renderSummary };

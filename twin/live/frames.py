@@ -82,12 +82,16 @@ SECTION_JOB_STATS = 9   # float32, one row of JOB_FIELDS per job
 SECTION_FAILURE_STATE = 10     # float32, one row of FAILURE_FIELDS: the timeline's state and figures so far
 SECTION_FAILURE_EVENTS = 11    # float32, one row of FAILURE_EVENT_FIELDS per failure so far (the newest
                                # FAILURE_EVENTS_SENT)
+# Debug rehearsals (the debug run kind, twin/runs/debug_kinds.py); 10-11 belong to another capability:
+SECTION_DEBUG_PROGRESS = 12     # float32, one row of DEBUG_FIELDS: the rehearsal's stage and each stage's share done
+SECTION_DEBUG_STOP = 13         # per GPU (by GPU.index), uint8: where its rank stopped (DEBUG_* codes below)
 SECTION_NAMES = {SECTION_LINK_UTIL: "link_util", SECTION_GPU_STATE: "gpu_state",
                  SECTION_SERVER_WRITE: "server_write", SECTION_SERVER_READ: "server_read",
                  SECTION_HOST_PROGRESS: "host_progress", SECTION_FRONTEND_UTIL: "frontend_util",
                  SECTION_CHECKPOINT_PHASE: "checkpoint_phase", SECTION_GPU_JOB: "gpu_job",
                  SECTION_JOB_STATS: "job_stats", SECTION_FAILURE_STATE: "failure_state",
-                 SECTION_FAILURE_EVENTS: "failure_events"}
+                 SECTION_FAILURE_EVENTS: "failure_events", SECTION_DEBUG_PROGRESS: "debug_progress",
+                 SECTION_DEBUG_STOP: "debug_stop"}
 
 
 def util_sections() -> list[int]:
@@ -164,6 +168,20 @@ CHECKPOINT_PHASES = {PHASE_PLANNING: "planning", PHASE_STAGING: "staging", PHASE
                      PHASE_DURABLE: "durable", PHASE_READING: "reading", PHASE_LOADING: "loading",
                      PHASE_LOADED: "loaded"}
 
+# A debug rehearsal's progress (SECTION_DEBUG_PROGRESS): its stage (DEBUG_STAGES) and the share done (0..1) of each
+# of its three stages, the engine's own fractions: simulating the job with the fault, writing the per-rank dumps,
+# analyzing them; ``ranks`` the job's ranks.
+DEBUG_FIELDS = ("stage", "simulating", "dumping", "analyzing", "ranks")
+DEBUG_SIMULATING, DEBUG_DUMPING, DEBUG_ANALYZING, DEBUG_DONE = 0, 1, 2, 3
+DEBUG_STAGES = {DEBUG_SIMULATING: "simulating", DEBUG_DUMPING: "dumping", DEBUG_ANALYZING: "analyzing",
+                DEBUG_DONE: "done"}
+# Where each GPU's rank stopped (SECTION_DEBUG_STOP): how many collectives (of its process groups' sequence) it is
+# behind the furthest rank, 0..DEBUG_LAG_MAX (clipped); DEBUG_CULPRIT for a rank the analyzer names, DEBUG_NOT_IN_JOB
+# for GPUs outside the rehearsed job.
+DEBUG_LAG_MAX = 250
+DEBUG_CULPRIT = 254
+DEBUG_NOT_IN_JOB = 255
+
 
 def tables() -> dict:
     """Every code table of the format, JSON-friendly (codes as string keys, except ``status_codes``: name -> code).
@@ -183,7 +201,9 @@ def tables() -> dict:
             "checkpoint_phases": by_code(CHECKPOINT_PHASES),
             "failure_fields": list(FAILURE_FIELDS), "failure_event_fields": list(FAILURE_EVENT_FIELDS),
             "failure_states": by_code(failure_states()), "failure_categories": by_code(failure_categories()),
-            "failure_consequences": by_code(failure_consequences()), "item_kinds": by_code(item_kinds())}
+            "failure_consequences": by_code(failure_consequences()), "item_kinds": by_code(item_kinds()),
+            "debug_fields": list(DEBUG_FIELDS), "debug_stages": by_code(DEBUG_STAGES),
+            "debug_lag_max": DEBUG_LAG_MAX, "debug_culprit": DEBUG_CULPRIT, "debug_not_in_job": DEBUG_NOT_IN_JOB}
 
 
 class FrameError(ValueError):
@@ -247,6 +267,16 @@ class Frame:
         """The failure_events rows (FAILURE_EVENT_FIELDS; codes by name, ``item`` an int, -1 for none)."""
         a = self.sections.get(SECTION_FAILURE_EVENTS)
         return None if a is None else rows_of(a, FAILURE_EVENT_FIELDS, _event_codes(), ints=("item",))
+
+    @property
+    def debug_progress(self) -> dict | None:
+        """The debug_progress row as a dict (DEBUG_FIELDS; ``stage`` by name, ``ranks`` an int)."""
+        a = self.sections.get(SECTION_DEBUG_PROGRESS)
+        return None if a is None else debug_row(a)
+
+    @property
+    def debug_stop(self) -> np.ndarray | None:
+        return self.sections.get(SECTION_DEBUG_STOP)
 
     def header_dict(self) -> dict:
         return {"type": self.type, "seq": self.seq, "run": self.run_id or None, "cluster": self.cluster_id or None,
@@ -320,6 +350,33 @@ def _event_codes() -> dict[str, dict[int, str]]:
     return {"category": failure_categories(), "item_kind": item_kinds(), "consequence": failure_consequences()}
 
 
+def debug_progress(stage: str, *, simulating=0.0, dumping=0.0, analyzing=0.0, ranks=0) -> np.ndarray:
+    """The SECTION_DEBUG_PROGRESS row: ``stage`` a name of DEBUG_STAGES, the three shares done 0..1."""
+    code = {v: k for k, v in DEBUG_STAGES.items()}[stage]
+    values = {"stage": code, "simulating": simulating, "dumping": dumping, "analyzing": analyzing, "ranks": ranks}
+    return np.array([values[f] for f in DEBUG_FIELDS], dtype=np.float32)
+
+
+def debug_row(a: np.ndarray) -> dict:
+    """The inverse of :func:`debug_progress`."""
+    d = dict(zip(DEBUG_FIELDS, (float(v) for v in np.asarray(a, dtype=np.float32))))
+    d["stage"] = DEBUG_STAGES.get(int(d["stage"]), "unknown")
+    d["ranks"] = int(d["ranks"])
+    return d
+
+
+def debug_stop(lag, culprit=None, in_job=None) -> np.ndarray:
+    """Per GPU lag behind the furthest rank (collectives; NaN or ``in_job`` False: not in the job) -> uint8 codes of
+    SECTION_DEBUG_STOP; GPUs where ``culprit`` is True -> DEBUG_CULPRIT."""
+    a = np.asarray(lag, dtype=np.float64)
+    q = np.clip(np.nan_to_num(a, nan=0.0), 0, DEBUG_LAG_MAX).astype(np.uint8)
+    out = np.isnan(a) if in_job is None else ~np.asarray(in_job, bool) | np.isnan(a)
+    if culprit is not None:
+        q[np.asarray(culprit, bool)] = DEBUG_CULPRIT
+    q[out] = DEBUG_NOT_IN_JOB
+    return q
+
+
 def _dtype_code(a: np.ndarray) -> int:
     dt = a.dtype.newbyteorder("<") if a.dtype.byteorder == ">" else a.dtype
     for code, wire in DTYPES.items():
@@ -382,12 +439,14 @@ def quantize_progress(share, in_job=None) -> np.ndarray:
 
 def build_sections(link_util=None, gpu_state=None, *, link_dtype: str = "uint8", server_write=None,
                    server_read=None, host_progress=None, frontend_util=None, checkpoint_phase=None,
-                   gpu_job=None, jobs=None, failure=None, failures=None) -> dict[int, np.ndarray]:
+                   gpu_job=None, jobs=None, failure=None, failures=None, debug_progress=None,
+                   debug_stop=None) -> dict[int, np.ndarray]:
     """The sections of a frame from the publisher's arrays (None: section omitted). ``server_write`` and
     ``server_read`` in GB/s per storage server, ``host_progress`` uint8 as :func:`quantize_progress` makes it,
     ``frontend_util`` 0..1 per frontend link, ``checkpoint_phase`` a CHECKPOINT_PHASES code; ``gpu_job`` per GPU
     (0 or a 1-based row of ``jobs``), ``jobs`` the rows of :func:`job_stats` (dicts); ``failure`` the row of
-    :func:`failure_state`, ``failures`` the rows of :func:`failure_events` (dicts)."""
+    :func:`failure_state`, ``failures`` the rows of :func:`failure_events` (dicts); ``debug_progress`` the row of
+    :func:`debug_progress`, ``debug_stop`` per GPU as :func:`debug_stop` makes it."""
     sections = {}
     if failure is not None:
         sections[SECTION_FAILURE_STATE] = failure_state(failure)
@@ -412,6 +471,10 @@ def build_sections(link_util=None, gpu_state=None, *, link_dtype: str = "uint8",
         sections[SECTION_FRONTEND_UTIL] = quantize_util(frontend_util)
     if checkpoint_phase is not None:
         sections[SECTION_CHECKPOINT_PHASE] = np.array([checkpoint_phase], dtype=np.uint8)
+    if debug_progress is not None:
+        sections[SECTION_DEBUG_PROGRESS] = np.asarray(debug_progress, dtype=np.float32)
+    if debug_stop is not None:
+        sections[SECTION_DEBUG_STOP] = np.asarray(debug_stop).astype(np.uint8, copy=False)
     return sections
 
 

@@ -1,4 +1,14 @@
 from django.apps import AppConfig
+from django.db import transaction
+from django.db.models.signals import post_delete
+
+
+def _delete_run_files(sender, instance, **kwargs):
+    """A deleted run's files (twin/runs/files.py) go once the deletion commits: by the API, a sweep's children,
+    a cluster's runs, the admin."""
+    from twin.runs import files
+    run_id = instance.pk
+    transaction.on_commit(lambda: files.delete(run_id))
 
 
 class RunsConfig(AppConfig):
@@ -7,3 +17,7 @@ class RunsConfig(AppConfig):
     name = "twin.runs"
     label = "runs"
     verbose_name = "Simulation runs"
+
+    def ready(self):
+        from twin.runs.models import SimulationRun
+        post_delete.connect(_delete_run_files, sender=SimulationRun, dispatch_uid="runs-delete-files")

@@ -42,6 +42,10 @@ DEFAULTS = {
     "TWIN_RUNS_MAX_ACTIVE_PER_USER": env_int("TWIN_RUNS_MAX_ACTIVE_PER_USER", 10, minimum=1),
     # Schedules: two starts of one schedule at least this far apart (a crontab by its closest two firings).
     "TWIN_SCHEDULE_MIN_INTERVAL_SECONDS": env_int("TWIN_SCHEDULE_MIN_INTERVAL_SECONDS", 300, minimum=1),
+    # Where runs keep their files (twin/runs/files.py; twin/settings.py sets it from the environment):
+    "TWIN_RUN_FILES_DIR": os.environ.get("TWIN_RUN_FILES_DIR") or "var/run-files",
+    # Ranks of one debug rehearsal (twin/runs/debug_kinds.py; its dumps are one file per rank):
+    "TWIN_DEBUG_MAX_RANKS": env_int("TWIN_DEBUG_MAX_RANKS", 32768, minimum=1),
     # Extra modules that register run kinds (twin.runs.registry), comma-separated in the environment.
     "TWIN_RUN_KIND_MODULES": tuple(m.strip() for m in os.environ.get("TWIN_RUN_KIND_MODULES", "").split(",")
                                    if m.strip()),

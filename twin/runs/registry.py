@@ -173,6 +173,7 @@ def _load() -> None:
     importlib.import_module("twin.runs.job_kinds")
     importlib.import_module("twin.runs.storage_kinds")
     importlib.import_module("twin.runs.failure_kinds")
+    importlib.import_module("twin.runs.debug_kinds")
     for module in setting("TWIN_RUN_KIND_MODULES"):
         importlib.import_module(module)
 

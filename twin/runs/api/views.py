@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 
+from django.http import FileResponse
 from django_celery_beat.models import PeriodicTask
 from django_filters import rest_framework as filters
 from drf_spectacular.types import OpenApiTypes
@@ -13,7 +14,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from twin.inventory.filtersets import IntegerFilter, NumberInFilter
-from twin.runs import actions, registry
+from twin.runs import actions, files, registry
 from twin.runs.api.serializers import (JobSerializer, RunCreateSerializer, RunSerializer, ScenarioSerializer,
                                       ScheduleSerializer)
 from twin.runs import job_actions
@@ -157,6 +158,21 @@ class RunViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
                                   else data.astype(float if data.dtype.kind == "f" else int).tolist()}
         return Response({"id": run.pk, "kind": run.kind, "status": run.status, "error": run.error,
                          "summary": run.summary, "inventory_state": run.inventory_state, "arrays": arrays})
+
+    @extend_schema(responses={(200, "application/gzip"): OpenApiTypes.BINARY, 404: OpenApiTypes.OBJECT},
+                   filters=False)
+    @action(detail=True, filter_backends=[], pagination_class=None)
+    def dumps(self, request, pk=None):
+        """The flight-recorder dumps of a ``debug`` rehearsal: one tar.gz of its per-rank files (PyTorch's dump
+        format, docs/debugging.md), streamed as stored (404 while the run has none: not finished, another kind)."""
+        run = self.get_object()
+        path = files.stored(run.pk)
+        if path is None:
+            why = "it is not finished" if not run.finished else f"a {run.kind} run keeps none" \
+                if run.kind != "debug" else "none were stored"
+            return Response({"detail": f"run {run.pk} has no dumps: {why}"}, status=status.HTTP_404_NOT_FOUND)
+        return FileResponse(path.open("rb"), as_attachment=True, filename=f"run-{run.pk}-{files.DUMPS_ARCHIVE}",
+                            content_type="application/gzip")
 
 
 class ScheduleViewSet(viewsets.ModelViewSet):

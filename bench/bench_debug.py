@@ -1,0 +1,58 @@
+"""Budgets of issue 16: dumps of a 16,384-rank job (2,000 entries per rank) written <= 30 s and analyzed <= 30 s in
+<= 4 GB; the start-up model at 1k..32k ranks < 1 s. Prints the figures against the budgets.
+
+    .venv/bin/python bench/bench_debug.py [--out DIR] [--keep]
+"""
+import argparse
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from sim.flight_recorder import rehearse  # noqa: E402
+from sim.fr_analyze import analyze  # noqa: E402
+from sim.startup import model  # noqa: E402
+from sim.topology import load_topology  # noqa: E402
+
+
+def rss_gb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--keep", action="store_true")
+    a = ap.parse_args()
+    out = a.out or tempfile.mkdtemp(prefix="bench_debug_")
+    _, topo = load_topology("meta-roce-24k")
+    job = dict(model="llama3-405b", gpus=16384, tp=8, pp=16, dp=128, inject="hang:rank=12345", entries=2000)
+    t = time.perf_counter()
+    r = rehearse(topo, job)
+    t_sim = time.perf_counter() - t
+    t = time.perf_counter()
+    paths = r.write_dumps(out)
+    t_write = time.perf_counter() - t
+    size = sum(os.path.getsize(p) for p in paths)
+    t = time.perf_counter()
+    res = analyze(out, topo)
+    t_an = time.perf_counter() - t
+    c = res["culprit"]
+    t = time.perf_counter()
+    model({"gpus": "1024:32768"})
+    t_st = time.perf_counter() - t
+    print(f"simulate 16,384 ranks            {t_sim:7.1f} s")
+    print(f"write {len(paths):,} dumps ({size / 1e9:.2f} GB)   {t_write:7.1f} s   budget 30 s")
+    print(f"analyze                          {t_an:7.1f} s   budget 30 s   culprit ranks {c and c['ranks']}")
+    print(f"peak RSS                         {rss_gb():7.2f} GB  budget 4 GB")
+    print(f"start-up model 1k..32k           {t_st:7.4f} s   budget 1 s")
+    if not a.keep:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,227 @@
+// The Debug page (twin/web/views/debug.py): pick a finished rehearsal (a `debug` run) and see the culprit with its
+// explanation, its GPUs on the GPU page and its links on the fabric page, where each rank stopped (a rank x sequence
+// heatmap on a canvas, one row per host when ranks are many: twin/web/debug_data.py), the straggler ranking and the
+// dumps to download; the start-up model's curve over scale (a `startup` run); the forms that start both (fields from
+// sim/params.py DEBUG and STARTUP, passed in #debug-info). A running rehearsal shows its stage and the engine's
+// fractions done from its live stream (the debug_progress section: frames.js debugRow).
+import { api, esc, fmt, live, markReady, toast } from "./twin.js";
+import { fieldHtml, lockForm, pageData, readFields, showErrors, startRun } from "./run_form.js";
+import { debugRow } from "./frames.js";
+import { lineChart, PALETTE } from "./chart.js";
+
+const info = pageData("debug-info");
+const cluster = info.cluster;
+const $ = (id) => document.getElementById(id);
+const CELL_COLORS = ["#3a4252", "#4aa3ff", "#f5a524", "#3fb950"];   // by state: absent, scheduled, started, completed
+const CULPRIT_COLOR = "#e5484d", ROW_PX_MAX = 12, COL_PX = 18, SHOWN = 20;
+let heat = null, chart = null;
+
+const clusterPath = (what) => `/clusters/${encodeURIComponent(cluster.name)}/${what}`;
+const secs = (s) => (s == null ? "–" : s >= 100 ? `${fmt.int(s)} s` : s >= 1 ? `${s.toFixed(1)} s`
+  : `${(1000 * s).toFixed(1)} ms`);
+
+// ------------------------------------------------------------------------------------------------ run pickers
+async function runsOf(kind) {
+  const page = await api(`/api/runs/?cluster=${cluster.id}&kind=${kind}&limit=50&ordering=-id`);
+  return page.results;
+}
+
+function fillPicker(select, runs, wanted) {
+  select.innerHTML = runs.map((r) => `<option value="${r.id}"${r.id === wanted ? " selected" : ""}>#${r.id} `
+    + `${esc(r.status)} · ${esc(r.params_text ?? "")}</option>`).join("");
+}
+
+async function loadPickers(wantDebug = null, wantStartup = null) {
+  const [debugRuns, startupRuns] = await Promise.all(["debug", "startup"].map((k) => runsOf(k).catch(() => [])));
+  const asked = Number(new URLSearchParams(location.search).get("run")) || null;
+  const pick = (runs, want) => want ?? runs.find((r) => r.status === "succeeded")?.id ?? runs[0]?.id ?? null;
+  const d = pick(debugRuns, wantDebug ?? (debugRuns.some((r) => r.id === asked) ? asked : null));
+  const s = pick(startupRuns, wantStartup ?? (startupRuns.some((r) => r.id === asked) ? asked : null));
+  fillPicker($("debug-run"), debugRuns, d);
+  fillPicker($("startup-run"), startupRuns, s);
+  $("debug-none").hidden = debugRuns.length > 0;
+  $("startup-none").hidden = startupRuns.length > 0;
+  await Promise.all([d && showDebug(d), s && showStartup(s)]);
+}
+
+// ------------------------------------------------------------------------------------------------ a rehearsal
+let watching = null;
+async function showDebug(id) {
+  const doc = await api(`${clusterPath("debug")}/${id}.json`);
+  $("debug-detail").hidden = false;
+  watch(doc);
+  const el = $("culprit"), s = doc.summary;
+  if (!s) {
+    el.className = "culprit";
+    el.innerHTML = doc.status === "failed" ? `<p class="bad">Run #${doc.id} failed: ${esc(doc.error)}</p>`
+      : `<p class="muted">Run #${doc.id} is ${esc(doc.status)}.</p>`;
+    $("stop-heatmap").width = 0;
+    $("stragglers").innerHTML = "";
+    return;
+  }
+  renderCulprit(el, doc);
+  if (doc.heatmap) drawHeatmap(doc.heatmap);
+  renderStragglers(s.stragglers);
+}
+
+function renderCulprit(el, doc) {
+  const s = doc.summary, c = s.culprit ?? { found: false, explanation: `verdict ${s.verdict ?? "clean"}: every rank `
+    + "completed the same collectives" };
+  c.found = s.culprit != null;
+  el.className = `culprit${c.found ? " found" : ""}`;
+  el.dataset.found = c.found ? "1" : "0";
+  const links = (c.links ?? []).filter((l) => l.id != null);
+  const hosts = (c.hosts ?? []).map((h) => (h.id != null ? `<a href="/inventory/host/${h.id}/">${esc(h.name)}</a>`
+    : esc(h.name)));
+  const from = encodeURIComponent(`run #${doc.id}`);
+  el.innerHTML = `<p><b>${c.found ? "Culprit" : "No culprit"}</b>: <span id="culprit-text">${esc(c.explanation
+    ?? "")}</span></p>${c.found ? `<ul>
+      <li>ranks <span class="mono" id="culprit-ranks">${esc((c.ranks ?? []).slice(0, SHOWN).join(", "))}</span>
+        ${(c.ranks ?? []).length > SHOWN ? `and ${fmt.int(c.ranks.length - SHOWN)} more` : ""}</li>
+      ${hosts.length ? `<li>hosts ${hosts.slice(0, SHOWN).join(", ")}</li>` : ""}
+      ${(c.links ?? []).length ? `<li>links on their paths: ${c.links.slice(0, SHOWN).map((l) => `<span class="mono">
+        ${esc(l.name)}</span>`).join(", ")}</li>` : ""}</ul>` : ""}
+    <p class="hint">inject <span class="mono">${esc(s.inject ?? "")}</span> · ${fmt.int(s.ranks)} ranks ·
+      <a id="gpu-link" href="${clusterPath("gpus/")}?color=debug&run=${doc.id}">GPU page</a>
+      ${links.length ? ` · <a id="fabric-link" href="${clusterPath("fabric/")}#links=${links.map((l) => l.id)
+        .join(",")}&from=${from}">links on the fabric page</a>` : ""}
+      · <a id="dumps-link" href="/api/runs/${doc.id}/dumps/" download>dumps (${fmt.int(s.dumps_bytes)} bytes, tar.gz)</a>
+      · <a href="/experiments/${doc.id}/">run #${doc.id}</a></p>`;
+}
+
+/** The rank (or host) x sequence heatmap: each row's cells coloured by its state at that collective; the culprit's
+ *  rows marked red at the left edge. */
+function drawHeatmap(h) {
+  const cells = Uint8Array.from(atob(h.cells), (ch) => ch.charCodeAt(0));
+  const rows = h.rows.length, cols = h.record_ids.length, label = 6;
+  const rowPx = Math.max(1, Math.min(ROW_PX_MAX, Math.floor(600 / Math.max(rows, 1))));
+  const c = $("stop-heatmap");
+  c.width = label + cols * COL_PX; c.height = rows * rowPx;
+  const ctx = c.getContext("2d");
+  for (let r = 0; r < rows; r++) {
+    for (let k = 0; k < cols; k++) {
+      ctx.fillStyle = CELL_COLORS[cells[r * cols + k]] ?? CELL_COLORS[0];
+      ctx.fillRect(label + k * COL_PX, r * rowPx, COL_PX - 1, Math.max(1, rowPx - (rowPx > 3 ? 1 : 0)));
+    }
+  }
+  ctx.fillStyle = CULPRIT_COLOR;
+  for (const r of h.culprit) ctx.fillRect(0, r * rowPx, label - 1, Math.max(1, rowPx));
+  c.dataset.rows = String(rows);
+  c.dataset.culprit = h.culprit.join(",");
+  heat = { h, rowPx, label };
+  $("heatmap-note").textContent = `${fmt.int(rows)} ${h.level === "host" ? "hosts (each its least advanced rank)"
+    : "ranks"} × ${cols} recorded collectives up to the earliest stop and a few past it (record ${h.record_ids[0] ?? "–"}–${h.record_ids[cols - 1]
+    ?? "–"})`;
+  $("heatmap-legend").innerHTML = Object.entries(h.states).map(([code, name]) => `<span class="item"><span
+    class="swatch" style="background:${CELL_COLORS[code]}"></span>${esc(name)}</span>`).join("")
+    + `<span class="item"><span class="swatch" style="background:${CULPRIT_COLOR}"></span>culprit</span>`;
+}
+
+$("stop-heatmap").addEventListener("mousemove", (ev) => {
+  const tip = $("heatmap-tip");
+  if (!heat) return;
+  const rect = ev.target.getBoundingClientRect();
+  const r = Math.floor((ev.clientY - rect.top) / heat.rowPx), k = Math.floor((ev.clientX - rect.left - heat.label) / COL_PX);
+  const { h } = heat;
+  if (r < 0 || r >= h.rows.length || k < 0 || k >= h.record_ids.length) { tip.hidden = true; return; }
+  const cell = atob(h.cells).charCodeAt(r * h.record_ids.length + k);
+  tip.hidden = false;
+  tip.style.left = `${ev.pageX + 12}px`; tip.style.top = `${ev.pageY + 12}px`;
+  tip.textContent = `${h.level} ${h.rows[r]} · record ${h.record_ids[k]}: ${h.states[cell]} · last started `
+    + `${h.last_started?.[r] ?? "–"}, completed ${h.last_completed?.[r] ?? "–"}${h.culprit.includes(r) ? " · culprit" : ""}`;
+});
+$("stop-heatmap").addEventListener("mouseleave", () => { $("heatmap-tip").hidden = true; });
+
+/** The straggler ranking: each list of the analyzer's `stragglers` (process groups, hosts) as a table of its first
+ *  rows, columns as the analyzer names them (docs/debugging.md). */
+function renderStragglers(st) {
+  const box = $("stragglers");
+  const lists = st && typeof st === "object" ? Object.entries(st).filter(([, v]) => Array.isArray(v)) : [];
+  if (!lists.length) { box.innerHTML = '<p class="muted">no straggler ranking in this run</p>'; return; }
+  box.innerHTML = lists.map(([name, rows]) => {
+    const cols = [...new Set(rows.slice(0, SHOWN).flatMap((r) => Object.keys(r)))];
+    const cell = (v) => (typeof v === "number" ? (Number.isInteger(v) ? fmt.int(v) : v.toPrecision(3))
+      : esc(Array.isArray(v) ? v.join(", ") : v ?? "–"));
+    return `<h3>${esc(name)}</h3><table class="data compact" data-stragglers="${esc(name)}"><thead><tr>${cols.map((c) =>
+      `<th>${esc(c)}</th>`).join("")}</tr></thead><tbody>${rows.slice(0, SHOWN).map((r) => `<tr>${cols.map((c) =>
+      `<td>${cell(r[c])}</td>`).join("")}</tr>`).join("")}</tbody></table>`;
+  }).join("");
+}
+
+/** A rehearsal still running: its live stream's stage and fractions (debug_progress), reloaded when it ends. */
+function watch(doc) {
+  watching?.close();
+  watching = null;
+  $("debug-live").textContent = "";
+  if (!["queued", "running"].includes(doc.status)) return;
+  watching = live(`/ws/runs/${doc.id}/`, {
+    onFrame(frame, merged) {
+      const row = debugRow(merged.debug_progress);
+      $("debug-live").textContent = `run #${doc.id} ${frame.status ?? ""} ${row ? `${row.stage}: simulating `
+        + `${fmt.pct(row.simulating)} · dumping ${fmt.pct(row.dumping)} · analyzing ${fmt.pct(row.analyzing)}`
+        : `${(frame.progress ?? 0).toFixed(0)} %`}`;
+      if (frame.final) { watching?.close(); loadPickers(doc.id); }
+    },
+  });
+}
+
+// ------------------------------------------------------------------------------------------------ start-up
+/** The start-up curve: per scale the model's terms stacked (each line the sum of the terms up to it), and the total
+ *  with each optimization as its own line (docs/debugging.md, the start-up model's result). */
+function startupSeries(s) {
+  const rows = s.rows ?? [];
+  const terms = [...new Set(rows.flatMap((r) => Object.keys(r.terms ?? {})))];
+  const stacked = terms.map((t, i) => ({
+    name: `${terms.slice(0, i + 1).length > 1 ? "+ " : ""}${t}`, color: PALETTE[i % PALETTE.length],
+    points: rows.map((r) => ({ x: r.gpus, y: terms.slice(0, i + 1).reduce((a, u) => a + (r.terms?.[u] ?? 0), 0) })),
+  }));
+  const variant = (r, v) => r.optimizations?.find((o) => o.name === v)?.total_s ?? null;
+  const variants = [...new Set(rows.flatMap((r) => (r.optimizations ?? []).map((o) => o.name)))];
+  const lines = variants.map((v, i) => ({ name: `with ${v}`, dash: "--", color: PALETTE[(terms.length + i) % PALETTE.length],
+    points: rows.map((r) => ({ x: r.gpus, y: variant(r, v) })).filter((p) => p.y != null) }));
+  return { rows, terms, variants, variant, series: [...stacked, ...lines] };
+}
+
+async function showStartup(id) {
+  const doc = await api(`${clusterPath("debug")}/${id}.json`);
+  const el = $("startup-chart");
+  chart?.destroy();
+  if (!doc.summary) { el.innerHTML = `<p class="muted">run #${doc.id} is ${esc(doc.status)} ${esc(doc.error)}</p>`; return; }
+  const { rows, terms, variants, variant, series } = startupSeries(doc.summary);
+  chart = lineChart(el, { label: "start-up time over ranks", height: 300, series,
+    x: { scale: "log2", label: "ranks", format: (v) => fmt.int(v) },
+    y: { scale: "log", label: "seconds", format: (v) => secs(v) } });
+  $("startup-table").innerHTML = `<table class="data compact" id="startup-rows"><thead><tr><th class="num">ranks</th>
+    ${terms.map((t) => `<th class="num">${esc(t)}</th>`).join("")}<th class="num">total</th><th>dominant</th>
+    ${variants.map((v) => `<th class="num">with ${esc(v)}</th>`).join("")}</tr></thead><tbody>${rows.map((r) => `<tr>
+    <td class="num">${fmt.int(r.gpus)}</td>${terms.map((t) => `<td class="num">${secs(r.terms?.[t])}</td>`).join("")}
+    <td class="num">${secs(r.total_s)}</td><td>${esc(r.dominant ?? "")}</td>${variants.map((v) =>
+    `<td class="num">${secs(variant(r, v))}</td>`).join("")}</tr>`).join("")}</tbody></table>`;
+}
+
+// ------------------------------------------------------------------------------------------------ forms
+function mountForm(form, f) {
+  if (!f) { form.innerHTML = '<p class="muted">this kind is not available on this server</p>'; return; }
+  const main = f.fields.filter((x) => f.main.includes(x.name)), more = f.fields.filter((x) => !f.main.includes(x.name));
+  form.innerHTML = `<div class="fields">${main.map(fieldHtml).join("")}</div>
+    <details class="more"><summary>more parameters</summary><div class="fields">${more.map(fieldHtml).join("")}</div>
+    </details><div class="form-foot"><button type="submit" class="primary">Start</button>
+    <span class="field-error" data-error-for="general"></span><span class="field-error" data-error-for="cost"></span>
+    </div>`;
+  if (!info.user.can_start) { lockForm(form, { authenticated: info.user.authenticated, next: location.pathname }); return; }
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const { params, errors } = readFields(form, f.fields);
+    showErrors(form, errors);
+    if (Object.keys(errors).length) return undefined;
+    return startRun(form, { kind: f.kind, cluster: cluster.name, params }, {
+      onStarted: (run) => (f.kind === "debug" ? loadPickers(run.id) : loadPickers(null, run.id)),
+    });
+  });
+}
+
+$("debug-run").addEventListener("change", (ev) => showDebug(Number(ev.target.value)).catch((e) => toast(e.message)));
+$("startup-run").addEventListener("change", (ev) => showStartup(Number(ev.target.value)).catch((e) => toast(e.message)));
+mountForm($("debug-form"), info.forms.debug);
+mountForm($("startup-form"), info.forms.startup);
+loadPickers().catch((e) => toast(`runs not loaded: ${e.message}`)).finally(() => markReady());

@@ -1,0 +1,201 @@
+"""The debugging run kinds: ``debug`` (a fault rehearsed on the cluster's inventory, its dumps stored with the run,
+downloadable, deleted with it) and ``startup``, through real workers; a fault naming the cluster's own items, and
+bad input refused with a 400 naming the field. Given / when / then."""
+import io
+import pickle
+import tarfile
+
+import numpy as np
+import pytest
+
+from tests.runs.test_runs import finished
+from sim.errors import ParamError
+from twin.inventory.choices import FabricRole, Status
+from twin.inventory.models import GPU, Host, Link
+from twin.live import frames
+from twin.runs import actions, files
+from twin.runs.models import SimulationRun
+
+JOB = {"model": "llama3-8b", "gpus": 64, "tp": 8, "pp": 2, "batch_tokens": "1M"}
+
+
+def _archive(body: bytes) -> dict[str, bytes]:
+    with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers()}
+
+
+# ------------------------------------------------------------------------------------- run files, no engine
+@pytest.mark.django_db
+def test_a_runs_dumps_archive_is_private_streamed_and_deleted_with_the_run(runner, demo, tmp_path,
+                                                                           django_capture_on_commit_callbacks):
+    # given a finished debug run whose worker packed three per-rank files
+    run = SimulationRun.objects.create(kind="debug", cluster=demo, status="succeeded", params={})
+    for r in range(3):
+        (tmp_path / f"nccl_trace_rank_{r}").write_bytes(pickle.dumps({"rank": r, "entries": list(range(r))}))
+    path = files.pack_folder(run.pk, tmp_path)
+    # then the archive and its directory are the owner's alone
+    assert path.stat().st_mode & 0o777 == 0o600 and path.parent.stat().st_mode & 0o777 == 0o700
+    # when it is downloaded, then it comes streamed, as an attachment, holding every rank's file as written
+    r = runner.get(f"/api/runs/{run.pk}/dumps/")
+    assert r.status_code == 200 and r.streaming and r["Content-Type"] == "application/gzip"
+    assert f'filename="run-{run.pk}-dumps.tar.gz"' in r["Content-Disposition"]
+    got = _archive(b"".join(r.streaming_content))
+    assert sorted(got) == [f"nccl_trace_rank_{k}" for k in range(3)]
+    assert pickle.loads(got["nccl_trace_rank_2"]) == {"rank": 2, "entries": [0, 1]}
+    # when the run is deleted over the API, then its files go with it
+    with django_capture_on_commit_callbacks(execute=True):
+        assert runner.delete(f"/api/runs/{run.pk}/").status_code == 204
+    assert not files.run_dir(run.pk).exists()
+
+
+@pytest.mark.django_db
+def test_a_run_without_dumps_answers_404_saying_why(runner, demo):
+    queued = actions.create_run("collective", {"gpus": 16}, demo, enqueue=False)
+    r = runner.get(f"/api/runs/{queued.pk}/dumps/")
+    assert r.status_code == 404 and "not finished" in r.json()["detail"]
+    done = SimulationRun.objects.create(kind="collective", cluster=demo, status="succeeded", params={})
+    assert "a collective run keeps none" in runner.get(f"/api/runs/{done.pk}/dumps/").json()["detail"]
+
+
+@pytest.mark.django_db
+def test_a_clusters_deletion_takes_its_runs_files(demo, tmp_path, django_capture_on_commit_callbacks):
+    run = SimulationRun.objects.create(kind="debug", cluster=demo, status="succeeded", params={})
+    (tmp_path / "nccl_trace_rank_0").write_bytes(b"x")
+    files.pack_folder(run.pk, tmp_path)
+    with django_capture_on_commit_callbacks(execute=True):
+        demo.delete()
+    assert not files.run_dir(run.pk).exists()
+
+
+# ------------------------------------------------------------------------------------------------ bad input
+@pytest.mark.django_db
+@pytest.mark.parametrize("inject, says", [
+    ("hang:gpu=demo-256.z09.r000.h0.gpu0", "has no gpu named"),
+    ("slow:host=nowhere", "has no host named"),
+    ("link:id=not-a-link", "has no link named"),
+    ("hang", "expected fault:key=value"),
+])
+def test_a_fault_naming_what_the_cluster_lacks_is_a_400_naming_inject(runner, demo, inject, says):
+    r = runner.post("/api/runs/", {"kind": "debug", "cluster": "demo-256", "params": {**JOB, "inject": inject}},
+                    format="json")
+    assert r.status_code == 400, r.json()
+    assert says in " ".join(r.json()["params"]["inject"])
+    assert not SimulationRun.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_gpu_outside_the_job_and_too_many_ranks_are_400s(runner, demo, settings):
+    # given a 64-GPU job placed topology-aware on demo-256: the last host's GPUs are not in it
+    last = GPU.objects.filter(cluster=demo).order_by("-index").first()
+    r = runner.post("/api/runs/", {"kind": "debug", "cluster": "demo-256",
+                                   "params": {**JOB, "inject": f"hang:gpu={last.name}"}}, format="json")
+    assert r.status_code == 400 and "holds no rank of the job" in " ".join(r.json()["params"]["inject"])
+    settings.TWIN_DEBUG_MAX_RANKS = 32
+    r = runner.post("/api/runs/", {"kind": "debug", "cluster": "demo-256", "params": JOB}, format="json")
+    assert r.status_code == 400 and "TWIN_DEBUG_MAX_RANKS" in " ".join(r.json()["params"]["gpus"])
+
+
+# ------------------------------------------------------------------------------------------- through workers
+@pytest.mark.django_db(transaction=True)
+def test_a_hang_on_a_named_gpu_is_rehearsed_found_stored_and_shown(workers, runner, demo):
+    # given demo-256 and the GPU that holds rank 5 of the same job run as a ``job`` kind (its placement and seed)
+    import json
+    from sim.params import JOB as JOB_PARAMS
+    from sim.topology import topology_from_layout
+    from twin.inventory.adapter import layout_from_db
+    from twin.runs.job_kinds import place
+    gpus = place(topology_from_layout(layout_from_db(demo)), JOB_PARAMS.validate(JOB))
+    target = GPU.objects.get(cluster=demo, index=int(gpus[5]))
+    # when a hang of that GPU (by its inventory name) is rehearsed over REST
+    r = runner.post("/api/runs/", {"kind": "debug", "cluster": "demo-256",
+                                   "params": {**JOB, "inject": f"hang:gpu={target.name}"}}, format="json")
+    assert r.status_code == 201, r.json()
+    run = finished(runner, r.json()["id"], timeout=120)
+    assert run["status"] == "succeeded", run["error"]
+    s = run["summary"]
+    # then the analyzer names rank 5, its GPU and its host (with the inventory's ids)
+    assert s["engine_inject"].startswith("hang:rank=5") and s["verdict"] == "hang"
+    c = s["culprit"]
+    assert c["ranks"] == [5] and c["gpus"] == [target.index]
+    assert [h["id"] for h in c["hosts"]] == [target.host_id]
+    # and its links are the inventory's links of its GPU's NIC (both directions of one cable: one row)
+    nic_links = set(Link.objects.filter(a_port__nic__gpu=target).values_list("id", flat=True)) | set(
+        Link.objects.filter(b_port__nic__gpu=target).values_list("id", flat=True))
+    assert c["links"] and {link["id"] for link in c["links"]} == nic_links
+    assert all(link["name"] == Link.objects.get(id=link["id"]).name and len(link["directions"]) == 2
+               for link in c["links"])
+    # and the dumps are stored with the run: one file per rank, downloadable, with the placement the job kind makes
+    got = _archive(b"".join(runner.get(f"/api/runs/{run['id']}/dumps/").streaming_content))
+    assert sorted(got) == sorted([f"nccl_trace_rank_{k}" for k in range(64)] + ["twin_placement.json"])
+    assert json.loads(got["twin_placement.json"])["gpus"] == gpus.tolist() and s["dumps_bytes"] > 0
+    rank_gpu = runner.get(f"/api/runs/{run['id']}/results/", {"names": "rank_gpu"}).json()["arrays"]["rank_gpu"]
+    assert rank_gpu["data"] == gpus.tolist()
+    # and the GPU page's colouring marks the culprit's GPU, and no GPU outside the job
+    stop = np.asarray(runner.get(f"/api/runs/{run['id']}/results/", {"names": "gpu_stop"}).json()
+                      ["arrays"]["gpu_stop"]["data"])
+    assert stop[target.index] == frames.DEBUG_CULPRIT
+    outside = np.setdiff1d(np.arange(256), gpus)
+    assert (stop[outside] == frames.DEBUG_NOT_IN_JOB).all() and (stop[gpus] != frames.DEBUG_NOT_IN_JOB).all()
+    # and the run's last frame carried the stage "done" and the same colouring
+    import base64
+    f = frames.decode(base64.b64decode(runner.get(f"/api/live/runs/{run['id']}/snapshot/").json()["frame_b64"]))
+    assert f.debug_progress["stage"] == "done" and f.debug_progress["ranks"] == 64
+    assert f.debug_stop.tolist() == stop.tolist()
+    # when the run is deleted, then its dumps go too
+    assert runner.delete(f"/api/runs/{run['id']}/").status_code == 204
+    assert not files.run_dir(run["id"]).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_clean_rehearsal_names_no_culprit_and_startup_grows_with_ranks(workers, runner, demo):
+    r = runner.post("/api/runs/", {"kind": "debug", "cluster": "demo-256", "params": JOB}, format="json")
+    s = runner.post("/api/runs/", {"kind": "startup", "cluster": "demo-256", "params": {"gpus": "1024:8192"}},
+                    format="json")
+    assert r.status_code == 201 and s.status_code == 201, (r.json(), s.json())
+    clean = finished(runner, r.json()["id"], timeout=120)
+    assert clean["status"] == "succeeded", clean["error"]
+    assert clean["summary"]["culprit"] is None and clean["summary"]["verdict"] == "clean"
+    up = finished(runner, s.json()["id"], timeout=60)
+    assert up["status"] == "succeeded", up["error"]
+    rows = up["summary"]["rows"]
+    assert [row["gpus"] for row in rows] == [1024, 2048, 4096, 8192]
+    assert all(a["total_s"] < b["total_s"] for a, b in zip(rows, rows[1:]))
+    assert up["headline"][0]["value"].startswith("8,192 ranks")
+
+
+def test_host_names_resolve_to_the_layouts_host_order(db, demo):
+    """A host's index (its position by id) is the layout's host order (twin.inventory.adapter)."""
+    from twin.inventory.adapter import layout_from_db
+    from twin.runs.debug_kinds import _resolve
+    host = Host.objects.filter(cluster=demo).order_by("id")[7]
+    _, index = _resolve({"host": host.name}, demo)["host"]
+    lay = layout_from_db(demo)
+    assert index == 7 and np.flatnonzero(lay.gpu_host == index).tolist() == sorted(
+        GPU.objects.filter(host=host).values_list("index", flat=True))
+
+
+def test_a_link_named_by_the_inventory_is_the_link_the_engine_slows(runner, demo):
+    """``link:id=<Link name>`` becomes the engine's ``id=`` (a directed link of the topology, whose cable is
+    ``id % n_cables``): the link the engine slows is the inventory's link of that name, in both directions."""
+    from sim.flight_recorder import _with_link_fault, parse_fault
+    from sim.topology import topology_from_layout
+    from twin.inventory.adapter import layout_from_db
+    from twin.runs.debug_kinds import engine_inject
+    topo = topology_from_layout(layout_from_db(demo))
+    backend = Link.objects.filter(cluster=demo, fabric__role=FabricRole.BACKEND).order_by("id")
+    rows = Link.objects.filter(cluster=demo).order_by("id").values_list("id", flat=True)
+    position = {row: i for i, row in enumerate(rows)}   # the layout's link order (twin.inventory.adapter)
+    for link in (backend.first(), backend.order_by("-id").first()):   # a leaf cable and a spine cable
+        text = engine_inject({"inject": f"link:id={link.name},factor=4"}, demo, np.arange(8), topo)
+        fault = parse_fault(text)
+        slowed = np.flatnonzero(_with_link_fault(topo, fault).link_capacity < np.asarray(topo.link_capacity))
+        assert slowed.size == 2 and set(np.asarray(topo.link_cable)[slowed].tolist()) == {position[link.id]}
+    # a link the inventory has failed is not in the fabric the engine routes on: a 400 naming inject
+    link = backend.first()
+    link.status = Status.FAILED
+    link.save()
+    with pytest.raises(ParamError, match="not an active link"):
+        engine_inject({"inject": f"link:id={link.name}"}, demo, np.arange(8), topology_from_layout(layout_from_db(demo)))
+    r = runner.post("/api/runs/", {"kind": "debug", "cluster": "demo-256",
+                                   "params": {**JOB, "inject": f"link:id={link.name}"}}, format="json")
+    assert r.status_code == 400 and "not an active link" in " ".join(r.json()["params"]["inject"])

@@ -1,0 +1,74 @@
+"""The flight recorder rehearsal (sim/flight_recorder.py): each injected fault is named by the analyzer on a small
+cluster (right rank, right collective); a clean job has no culprit."""
+import pickle
+
+import pytest
+
+from sim.errors import ParamError
+from sim.flight_recorder import DUMP_PREFIX, parse_fault, rehearse
+from sim.fr_analyze import analyze
+from sim.params import DEBUG
+
+JOB = dict(gpus=64, tp=8, pp=2, dp=4, model="llama3-8b", batch_tokens=8192 * 4 * 8, entries=300)
+
+
+def run(tmp_path, inject):
+    r = rehearse("demo-256", {**JOB, "inject": inject})
+    r.write_dumps(tmp_path)
+    return r, analyze(tmp_path, "demo-256")
+
+
+def test_clean_job_has_no_culprit_and_dumps_pytorch_keys(tmp_path):
+    r, a = run(tmp_path, None)
+    assert a["culprit"] is None and a["verdict"] == "clean" and a["mismatches"] == []
+    d = pickle.load(open(tmp_path / f"{DUMP_PREFIX}0", "rb"))
+    assert d["version"] == "2.10" and len(d["entries"]) == 300
+    e = d["entries"][-1]
+    for k in ("record_id", "pg_id", "process_group", "collective_seq_id", "p2p_seq_id", "op_id", "profiling_name",
+              "time_created_ns", "input_sizes", "input_dtypes", "output_sizes", "output_dtypes", "state",
+              "time_discovered_started_ns", "time_discovered_completed_ns", "retired", "timeout_ms", "is_p2p"):
+        assert k in e
+    assert e["state"] == "completed" and e["profiling_name"].startswith("nccl:")
+
+
+@pytest.mark.parametrize("inject,kind", [("hang:rank=13,op=1", "hang"), ("desync:rank=21", "desync"),
+                                         ("desync:rank=42,what=op", "desync")])
+def test_hang_and_desync_are_found_at_the_injected_collective(tmp_path, inject, kind):
+    r, a = run(tmp_path, inject)
+    c = a["culprit"]
+    f = r.to_dict()["fault"]
+    assert a["verdict"] == kind and c["ranks"] == [f["rank"]]
+    assert c["process_group"]["name"] == f["process_group"] and c["collective_seq_id"] == f["collective_seq_id"]
+    assert c["hosts"] and c["links"]
+
+
+def test_dead_host_leaves_no_dumps_and_is_named(tmp_path):
+    r, a = run(tmp_path, "host:rank=40")
+    assert a["verdict"] == "missing" and a["culprit"]["ranks"] == list(range(40, 48))
+    assert a["missing_dumps"] == list(range(40, 48))
+    assert a["culprit"]["hosts"] == ["demo-256.z00.r002.h1"]
+
+
+def test_slow_gpu_tops_the_straggler_ranking(tmp_path):
+    r, a = run(tmp_path, "slow:rank=5,factor=3")
+    assert a["culprit"] is None and a["verdict"] == "slow"
+    assert a["stragglers"]["ranks"][0]["rank"] == 5
+    assert a["stragglers"]["process_groups"][0]["slowest_rank"] == 5
+
+
+def test_degraded_link_slows_the_groups_crossing_it(tmp_path):
+    r, a = run(tmp_path, "link:id=3,factor=8")
+    clean = rehearse("demo-256", {**JOB, "inject": None})
+    assert r.step_time > clean.step_time
+    top = a["stragglers"]["process_groups"][0]
+    assert top["desc"] == "dp" and top["excess_s"] > 0
+
+
+def test_bad_faults_name_the_field():
+    for text in ("boom:rank=1", "hang:rank=x", "slow:rank=1,factor=0.5", "hang:rank=1,foo=2"):
+        with pytest.raises(ParamError) as e:
+            parse_fault(text)
+        assert "inject" in e.value.errors
+    with pytest.raises(ParamError) as e:
+        DEBUG.validate({**JOB, "inject": "hang:rank=64"})
+    assert "inject" in e.value.errors

@@ -1,0 +1,361 @@
+"""The debugging run kinds (docs/debugging.md, "In the twin"): ``debug`` rehearses a hang or a slowdown of a
+training job on the cluster as the inventory holds it (:func:`sim.flight_recorder.rehearse`: the job's collectives
+with the injected fault, every rank's flight-recorder dump, then :func:`sim.fr_analyze.analyze` names the culprit),
+and ``startup`` models the process groups' start-up over a range of scales (:func:`sim.startup.model`). Their
+parameters are the engine's declarations (:data:`sim.params.DEBUG`, :data:`sim.params.STARTUP`): the API, the CLI
+and the forms refuse the same inputs in the same words.
+
+The fault of a rehearsal (``inject``, the engine's syntax: ``hang:rank=R``, ``desync:rank=R``, ``slow:rank=R``,
+``host:rank=R``, ``link:id=L``) may also name the cluster's own items as the inventory names them: ``gpu=<GPU
+name>`` or ``host=<Host name>`` instead of ``rank=R`` (the rank on that GPU; a host's first rank), and ``link:id=<Link
+name>``. The API checks that the item exists in the cluster and, for a GPU or a host, that the job holds it (the
+job is placed as the run will place it, on the usable GPUs of the inventory as it is), else a 400 naming
+``inject``; the worker turns the names into the engine's numbers (:func:`engine_inject`).
+
+The dumps (one pickle per rank, PyTorch's format) are packed into one tar.gz stored with the run
+(:mod:`twin.runs.files`, ``GET /api/runs/<id>/dumps/``). The summary is the analyzer's result (docs/debugging.md)
+with the culprit's items completed from the inventory (GPUs, host and link ids) and the heatmap's cells moved to
+arrays:
+
+- ``rank_gpu`` (R,) int32: the GPU (GPU.index) of each rank;
+- ``heatmap_state`` (rows, columns) uint8: the analyzer's heatmap ``state`` (0 absent, 1 scheduled, 2 started,
+  3 completed), ``heatmap_started`` / ``heatmap_completed`` (rows,) int64: each row's last started / completed
+  record id; the row labels, their level (rank or host) and the columns' record ids stay in the summary's
+  ``heatmap`` (with ``culprit_rows``, the rows holding a culprit's rank, instead of every row's ranks);
+- ``gpu_stop`` (G,) uint8: where each GPU's rank stopped, coded as the live ``debug_stop`` section
+  (:func:`twin.live.frames.debug_stop`: how many of the heatmap's collectives its row never started, the culprit's
+  GPUs marked): the GPU page's ``?color=debug&run=<id>``.
+
+Live frames: ``debug_progress`` at every progress report (stage and the engine's fractions of its three stages),
+then ``debug_stop`` with the last frame.
+"""
+from __future__ import annotations
+
+import re
+import tempfile
+from typing import Callable
+
+import numpy as np
+
+from sim.errors import ParamError
+from sim.topology import topology_from_layout
+from twin.live import frames
+from twin.runs import files
+from twin.runs.registry import Headline, Kind, register
+
+DEBUG_HEADLINE = (Headline("culprit_text", "culprit", "text"), Headline("ranks", "ranks", "int"),
+                  Headline("dumps_bytes", "dumps (tar.gz bytes)", "int"))
+STARTUP_HEADLINE = (Headline("largest_text", "start-up at the largest scale", "text"),)
+DEBUG_ARRAYS = {"rank_gpu": "int32", "heatmap_state": "uint8", "heatmap_started": "int64",
+                "heatmap_completed": "int64", "gpu_stop": "uint8"}
+# Stage shares of a rehearsal's progress (the run's percentage): the engine's fractions inside each.
+STAGE_SPAN = {"simulating": (0.0, 0.5), "dumping": (0.5, 0.8), "analyzing": (0.8, 1.0)}
+RANKED = ("hang", "desync", "slow", "host")     # the engine's faults that take a rank (link takes a link id)
+STARTED = 2                                     # the analyzer's heatmap state "started" (docs/debugging.md)
+_ITEM = re.compile(r"^\s*(?P<fault>[a-z_]+)\s*:(?P<args>.*)$")
+
+
+# --------------------------------------------------------------------------------------------- the fault
+def parse_inject(text: str) -> tuple[str, dict[str, str]]:
+    """``fault:key=value,key=value`` -> (fault, {key: value}); ParamError on ``inject`` when it is not of that form."""
+    m = _ITEM.match(text or "")
+    if not m:
+        raise ParamError("inject", f"expected fault:key=value[,key=value], got {str(text)[:80]!r}")
+    args = {}
+    for part in filter(None, (p.strip() for p in m["args"].split(","))):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ParamError("inject", f"expected key=value, got {part[:80]!r}")
+        args[key.strip()] = value.strip()
+    return m["fault"], args
+
+
+def format_inject(fault: str, args: dict) -> str:
+    return f"{fault}:" + ",".join(f"{k}={v}" for k, v in args.items())
+
+
+def _named(fault: str, args: dict) -> dict[str, str]:
+    """The inventory names a fault gives: ``gpu``/``host`` (a ranked fault), ``id`` of a link fault unless a number."""
+    out = {k: args[k] for k in ("gpu", "host") if k in args and fault in RANKED}
+    if fault == "link" and "id" in args and not args["id"].isdigit():
+        out["link"] = args["id"]
+    return out
+
+
+def _resolve(names: dict[str, str], cluster) -> dict[str, tuple[int, int]]:
+    """Inventory names -> {key: (row id, index)}; ParamError on ``inject`` naming the one the cluster lacks. A GPU's
+    index is GPU.index, a host's and a link's their position among the cluster's rows by id (the layout's order,
+    :mod:`twin.inventory.adapter`)."""
+    from twin.inventory.models import GPU, Host, Link
+    out = {}
+    for key, name in names.items():
+        model = {"gpu": GPU, "host": Host, "link": Link}[key]
+        row = model.objects.filter(cluster=cluster, name=name).values("id", *(["index"] if key == "gpu" else [])).first()
+        if row is None:
+            raise ParamError("inject", f"{cluster.name} has no {key} named {name[:120]!r}")
+        index = row["index"] if key == "gpu" else model.objects.filter(cluster=cluster, id__lt=row["id"]).count()
+        out[key] = (row["id"], index)
+    return out
+
+
+def _job_values(values: dict) -> dict:
+    """The job's parameters of a rehearsal (JOB's, which DEBUG reuses), ``gpus`` from the layout if left out."""
+    from sim.params import JOB
+    out = {p.name: values[p.name] for p in JOB if p.name in values}
+    if out.get("gpus") is None:
+        out["gpus"] = int(np.prod([values.get(k) or 1 for k in ("tp", "cp", "pp", "dp")]))
+    out.setdefault("hottest", JOB.by_name["hottest"].default)
+    return out
+
+
+def _place(topo, values: dict) -> np.ndarray:
+    """Rank -> GPU of the rehearsed job, as the job kind places a job (the engine's placement and seed)."""
+    from twin.runs.job_kinds import place
+    return np.asarray(place(topo, _job_values(values)))
+
+
+def engine_inject(values: dict, cluster, gpus: np.ndarray, topo) -> str | None:
+    """The rehearsal's ``inject`` in the engine's terms: a GPU or a host given by name becomes ``rank=`` (the rank on
+    the GPU; the host's first rank), a link given by name ``id=``: its up link among the topology's directed links (the
+engine's ``id``, whose cable ``id % n_cables`` it slows in both directions; the cable's ``topo.link_cable`` is the
+Link row's position among the cluster's links by id)."""
+    if values.get("inject") is None:
+        return None
+    fault, args = parse_inject(values["inject"])
+    named = _resolve(_named(fault, args), cluster)
+    gpus = np.asarray(gpus)
+    for key in ("gpu", "host"):
+        if key not in named:
+            continue
+        args.pop(key)
+        if key == "gpu":
+            held = np.flatnonzero(gpus == named["gpu"][1])
+        else:
+            from twin.inventory.models import GPU
+            on_host = list(GPU.objects.filter(host_id=named["host"][0]).values_list("index", flat=True))
+            held = np.flatnonzero(np.isin(gpus, on_host))
+        if held.size == 0:
+            raise ParamError("inject", f"{key} {values['inject'].split(key + '=', 1)[1].split(',')[0]!r} holds no "
+                                       f"rank of the job")
+        args = {"rank": str(int(held[0])), **args}
+    if "link" in named:
+        hit = np.flatnonzero(np.asarray(topo.link_cable) == named["link"][1])
+        if hit.size == 0:
+            raise ParamError("inject", f"link {args['id']!r} is not an active link of the backend fabric")
+        args["id"] = str(int(hit[0]))
+    return format_inject(fault, args)
+
+
+def _check_debug(values: dict, cluster) -> None:
+    """The job's GPUs against the usable ones and TWIN_DEBUG_MAX_RANKS; the items the fault names exist and, for a
+    GPU or a host, hold a rank of the job (placed on the inventory as it is, as the worker will place it), for a link,
+    are an active link of the backend fabric."""
+    from twin.inventory.adapter import layout_from_db
+    from twin.runs.constants import setting
+    from twin.runs.job_kinds import _check_job
+    _check_job(values, cluster)
+    ranks, cap = _job_values(values)["gpus"], setting("TWIN_DEBUG_MAX_RANKS")
+    if ranks > cap:
+        raise ParamError("gpus", f"{ranks:,} ranks, at most {cap:,} (TWIN_DEBUG_MAX_RANKS)")
+    if values.get("inject") is None:
+        return
+    fault, args = parse_inject(values["inject"])
+    names = _named(fault, args)
+    if not names:
+        return
+    topo = topology_from_layout(layout_from_db(cluster))
+    gpus = _place(topo, values) if names.keys() & {"gpu", "host"} else np.zeros(0, np.int64)
+    from sim.params import DEBUG
+    DEBUG.validate({**values, "inject": engine_inject(values, cluster, gpus, topo)})
+
+
+def _stand_in(text) -> str | None:
+    """``inject`` with its inventory names replaced by numbers the engine's own check accepts (``rank=0``, ``id=0``),
+    so the engine validates the rest of it; None when it names none."""
+    if not isinstance(text, str):
+        return None
+    fault, args = parse_inject(text)
+    names = _named(fault, args)
+    if not names:
+        return None
+    for key in ("gpu", "host"):
+        if key in names:
+            args.pop(key)
+            args = {"rank": "0", **args}
+    if "link" in names:
+        args["id"] = "0"
+    return format_inject(fault, args)
+
+
+def _validate_debug(values, cluster) -> dict:
+    """DEBUG's validation, where the fault may name inventory items: the engine checks the fault with stand-ins
+    for the names, then (with the cluster) with the numbers they resolve to; the parameters keep the names. Then
+    the cluster checks (:func:`_check_debug`) and the twin's limits, as every kind."""
+    from sim.params import DEBUG
+    from twin.runs import limits
+    from twin.runs.registry import get
+    text = values.get("inject") if isinstance(values, dict) else None
+    stand_in = _stand_in(text)
+    out = DEBUG.validate(values if stand_in is None else {**values, "inject": stand_in})
+    if stand_in is not None:
+        out["inject"] = text
+    if cluster is not None:
+        _check_debug(out, cluster)
+        limits.check_run(get("debug"), out, cluster)
+    return out
+
+
+def _debug_cost(values: dict, cluster) -> int:
+    """The rehearsal simulates the job's step once (:func:`twin.runs.job_kinds._job_cost`, its flows)."""
+    from twin.runs.job_kinds import _job_cost
+    return _job_cost(values, cluster)
+
+
+# ----------------------------------------------------------------------------------------------- the kinds
+def _stage_progress(progress: Callable, stage: str, done: dict, ranks: int) -> Callable:
+    """A progress callback for one stage: the engine's fraction ``f`` of it, as the run's share and as the
+    ``debug_progress`` section."""
+    lo, hi = STAGE_SPAN[stage]
+
+    def report(f=None, message="", **_):
+        if f is None:
+            return
+        done[stage] = max(0.0, min(1.0, float(f)))
+        progress(lo + (hi - lo) * done[stage], message,
+                 debug_progress=frames.debug_progress(stage, **done, ranks=ranks))
+    return report
+
+
+def gpu_stop(n_gpus: int, rank_gpu: np.ndarray, heatmap: dict, state: np.ndarray, culprit_ranks) -> np.ndarray:
+    """Per GPU the ``debug_stop`` code: of the heatmap's collectives that some row started, how many its rank's row
+    never started (a host row: its least advanced rank); the culprit's GPUs marked, GPUs outside the job not in it."""
+    rank_gpu = np.asarray(rank_gpu, dtype=np.int64)
+    reached = state >= STARTED
+    lag_row = (reached.any(axis=0)[None, :] & ~reached).sum(axis=1) if state.size else np.zeros(len(state), int)
+    lag = np.full(n_gpus, np.nan)
+    for row, ranks in enumerate(heatmap.get("ranks", [])):
+        ranks = np.asarray(ranks, dtype=np.int64)
+        ranks = ranks[(ranks >= 0) & (ranks < rank_gpu.size)]
+        lag[rank_gpu[ranks]] = lag_row[row]
+    culprit = np.zeros(n_gpus, bool)
+    ranks = np.asarray([r for r in culprit_ranks if 0 <= r < rank_gpu.size], dtype=np.int64)
+    culprit[rank_gpu[ranks]] = True
+    return frames.debug_stop(lag, culprit)
+
+
+def _directed_links(topo, names: list[str], gpus) -> np.ndarray:
+    """The topology's directed link ids of the analyzer's link names (:meth:`sim.topology.Topology.link_names`, the
+    backend links at the culprit's GPUs): looked for among the links touching those GPUs' NICs, then among all; -1
+    for a name not found."""
+    if not names:
+        return np.zeros(0, np.int64)
+    tail, head = np.asarray(topo.link_tail), np.asarray(topo.link_head)
+    up = np.asarray(topo.gpu_uplink)[np.asarray(gpus, np.int64)]
+    nics = tail[up[up >= 0]]
+    out = np.full(len(names), -1, np.int64)
+    for ids in (np.flatnonzero(np.isin(tail, nics) | np.isin(head, nics)), np.arange(tail.size)):
+        want = out < 0
+        if not want.any() or not ids.size:
+            break
+        at = dict(zip(topo.link_names(ids), ids.tolist()))
+        out[want] = [at.get(n, -1) for n in np.asarray(names, dtype=object)[want]]
+    return out
+
+
+def culprit_links(topo, cluster, names: list[str], gpus) -> list[dict]:
+    """The analyzer's links (directed, named by the topology) as the inventory's Link rows, one per cable: its name
+    and id (the fabric page's ``#links=``), and the directions the analyzer named (``directions``). A directed link's
+    cable is the layout link ``topo.link_cable[e]``, the position of its row among the cluster's links by id
+    (:mod:`twin.inventory.adapter`), as :func:`engine_inject` maps a link name the other way."""
+    from twin.inventory.models import Link
+    directed = _directed_links(topo, names, gpus)
+    found = directed >= 0
+    position = np.full(len(names), -1, np.int64)
+    position[found] = np.asarray(topo.link_cable)[directed[found]]
+    row_ids = np.fromiter(Link.objects.filter(cluster=cluster).order_by("id").values_list("id", flat=True), np.int64)
+    ids = [int(row_ids[p]) if 0 <= p < row_ids.size else None for p in position.tolist()]
+    link_names = dict(Link.objects.filter(id__in=[i for i in ids if i is not None]).values_list("id", "name"))
+    out: dict = {}
+    for name, row in zip(names, ids):
+        key = row if row is not None else name
+        item = out.setdefault(key, {"name": link_names.get(row, name), "id": row, "directions": []})
+        item["directions"].append(name)
+    return list(out.values())
+
+
+def _culprit(result: dict, rank_gpu: np.ndarray, cluster, topo) -> dict | None:
+    """The analyzer's culprit with the inventory's rows: its ranks' GPUs (GPU.index), its hosts and links with
+    their ids (the GPU page, the fabric page and the inventory pages link to them); None for a clean job."""
+    from twin.inventory.models import Host
+    c = result.get("culprit")
+    if not c:
+        return None
+    c = dict(c)
+    c["gpus"] = [int(rank_gpu[r]) for r in c.get("ranks", []) if 0 <= r < rank_gpu.size]
+    host_ids = dict(Host.objects.filter(cluster=cluster, name__in=c.get("hosts", [])).values_list("name", "id"))
+    c["hosts"] = [{"name": h, "id": host_ids.get(h)} for h in c.get("hosts", [])]
+    c["links"] = culprit_links(topo, cluster, list(c.get("links", [])), c["gpus"])
+    return c
+
+
+def debug(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]:
+    """Rehearse: place the job, simulate its collectives with the fault, write every rank's dump, pack them with
+    the run, analyze them; see the module docstring."""
+    from sim import flight_recorder, fr_analyze
+    topo = topology_from_layout(layout)
+    gpus = _place(topo, params)
+    n, done = int(gpus.size), {"simulating": 0.0, "dumping": 0.0, "analyzing": 0.0}
+    values = {**params, "inject": engine_inject(params, run.cluster, gpus, topo)}
+    rehearsal = flight_recorder.rehearse(topo, values, progress=_stage_progress(progress, "simulating", done, n))
+    done["simulating"] = 1.0
+    with tempfile.TemporaryDirectory(prefix=f"twin-debug-{run.pk}-") as folder:
+        rehearsal.write_dumps(folder, progress=_stage_progress(progress, "dumping", done, n))
+        done["dumping"] = 1.0
+        archive = files.pack_folder(run.pk, folder)
+        result = fr_analyze.analyze(folder, cluster=topo, progress=_stage_progress(progress, "analyzing", done, n))
+    heatmap = dict(result.pop("heatmap", None) or {})
+    state = np.asarray(heatmap.pop("state", []), dtype=np.uint8).reshape(len(heatmap.get("labels", [])), -1)
+    started = np.asarray(heatmap.pop("last_started", []), dtype=np.int64)
+    completed = np.asarray(heatmap.pop("last_completed", []), dtype=np.int64)
+    culprit = _culprit(result, gpus, run.cluster, topo)
+    blamed = set(culprit["ranks"]) if culprit else set()
+    stop = gpu_stop(int(topo.n_gpus), gpus, heatmap, state, sorted(blamed))
+    heatmap["culprit_rows"] = [i for i, rs in enumerate(heatmap.pop("ranks", [])) if blamed & set(rs)]
+    progress(1.0, debug_progress=frames.debug_progress("done", simulating=1, dumping=1, analyzing=1, ranks=n),
+             debug_stop=stop, force=True)
+    summary = {**result, "culprit": culprit, "heatmap": heatmap, "rehearsal": rehearsal.to_dict(),
+               "culprit_text": (culprit or {}).get("explanation") or "none: a clean job", "ranks": n,
+               "inject": params.get("inject"), "engine_inject": values["inject"],
+               "dumps_bytes": archive.stat().st_size, "dumps_url": f"/api/runs/{run.pk}/dumps/"}
+    arrays = {"rank_gpu": gpus, "heatmap_state": state, "heatmap_started": started, "heatmap_completed": completed,
+              "gpu_stop": stop}
+    return summary, arrays
+
+
+def startup(layout, params: dict, progress: Callable) -> tuple[dict, dict]:
+    """The start-up model over the run's scales (:func:`sim.startup.model`; well under a second)."""
+    from sim import startup as engine
+    progress(0.0, "modelling the start-up")
+    doc = engine.model(params)
+    last = (doc.get("rows") or [None])[-1]
+    doc["largest_text"] = f"{last['gpus']:,} ranks: {last['total_s']:.1f} s ({last['dominant']})" if last else ""
+    progress(1.0)
+    return doc, {}
+
+
+def register_kinds() -> bool:
+    """Register ``debug`` and ``startup`` when the engine declares them (``sim.params.DEBUG``, ``STARTUP``)."""
+    try:
+        from sim.params import DEBUG, STARTUP
+    except ImportError:
+        return False
+    register(Kind("debug", "Debug rehearsal (a fault injected into a job; flight-recorder dumps analyzed)", DEBUG,
+                  debug, headline=DEBUG_HEADLINE, arrays=DEBUG_ARRAYS, view="debug",
+                  brief=("model", "gpus", "tp", "pp", "dp", "inject"), validate=_validate_debug, cost=_debug_cost,
+                  wants_run=True))
+    register(Kind("startup", "Process-group start-up (time to initialize every group over scale)", STARTUP, startup,
+                  headline=STARTUP_HEADLINE, view="startup", brief=("gpus",)))
+    return True
+
+
+register_kinds()

@@ -1,0 +1,66 @@
+"""Files a run keeps beside its database rows: a ``debug`` rehearsal's flight-recorder dumps (one pickle per rank,
+packed as one tar.gz). They live under TWIN_RUN_FILES_DIR (default ``var/run-files``; a documented setting:
+docs/runs.md, docs/operations.md), one directory per run (``<dir>/<run id>/``), private like the rest of var/
+(directories 0700, files 0600), and go with their run: :func:`twin.runs.actions.delete_run` and the cascades that
+delete runs (a cluster, a sweep) remove them once the deletion commits (the ``post_delete`` receiver in
+:mod:`twin.runs.apps`).
+
+A worker writes them and the web process streams them back, so both must see the same directory (the compose
+set-up mounts one volume on both: docker-compose.yml ``runfiles``)."""
+from __future__ import annotations
+
+import os
+import shutil
+import tarfile
+from pathlib import Path
+
+from twin.env import private_dir
+from twin.runs.constants import setting
+
+DUMPS_ARCHIVE = "dumps.tar.gz"      # a debug run's per-rank dumps, the folder's files at the archive's top level
+
+
+def root() -> Path:
+    return Path(setting("TWIN_RUN_FILES_DIR"))
+
+
+def run_dir(run_id: int) -> Path:
+    return root() / str(int(run_id))
+
+
+def archive_path(run_id: int, name: str = DUMPS_ARCHIVE) -> Path:
+    return run_dir(run_id) / name
+
+
+def pack_folder(run_id: int, folder, name: str = DUMPS_ARCHIVE, progress=None) -> Path:
+    """Pack every regular file of ``folder`` (sorted by name, no subfolders) into ``<run dir>/<name>`` (tar.gz,
+    0600), written to a temporary name first so a reader never sees half an archive; ``progress(fraction)`` after
+    each file. Returns the archive's path."""
+    folder = Path(folder)
+    files = sorted(p for p in folder.iterdir() if p.is_file())
+    d = private_dir(run_dir(run_id))
+    final, tmp = d / name, d / f".{name}.partial"
+    fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz", compresslevel=6) as tar:
+        for i, p in enumerate(files):
+            info = tar.gettarinfo(str(p), arcname=p.name)
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            info.mode = 0o600
+            with p.open("rb") as f:
+                tar.addfile(info, f)
+            if progress is not None:
+                progress((i + 1) / len(files))
+    os.replace(tmp, final)
+    return final
+
+
+def stored(run_id: int, name: str = DUMPS_ARCHIVE) -> Path | None:
+    """The run's archive ``name`` if it exists."""
+    p = archive_path(run_id, name)
+    return p if p.is_file() else None
+
+
+def delete(run_id: int) -> None:
+    """Remove the run's files (nothing when it has none)."""
+    shutil.rmtree(run_dir(run_id), ignore_errors=True)
