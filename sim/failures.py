@@ -579,7 +579,10 @@ class _Timeline:
         return True
 
     # --------------------------------------------------------------------------------------- the run
-    def run(self, progress=None) -> "_Timeline":
+    def run(self, progress=None, on_failure=None) -> "_Timeline":
+        """Advance the timeline to its end. ``on_failure(now, event)``, if given, is called after each failure with
+        :meth:`now` and the failure's event (None when events are not recorded): a live view of the timeline as it
+        is simulated."""
         say = progress or silent
         ctx = self.ctx
         rng = np.random.default_rng(self.seed)
@@ -607,6 +610,8 @@ class _Timeline:
                 if done % 32 == 0:
                     say(min(0.99, done / total), f"{done} of {total} failures, day {t / 86400:.1f}")
                 seq = self._fail(t, *data, heap, seq)
+                if on_failure is not None:
+                    on_failure(self.now(t), self.events[-1] if self.record and self.events else None)
             elif what == "heal":
                 self._heal(t, data)
             elif what == "resume":
@@ -754,6 +759,13 @@ class _Timeline:
     def effective_ratio(self) -> float:
         return self.p / self.W
 
+    def now(self, t: float) -> dict:
+        """The timeline at wall time ``t`` (s), just after the events there: its state (a name of STATES), the
+        productive time and effective ratio so far, the interruptions so far."""
+        state = DOWN if not self.up or self.stalled is not None else TRAINING if self.rate >= 1.0 else DEGRADED
+        return {"state": STATES[state], "time": t, "productive_s": self.p,
+                "effective_ratio": self.p / t if t > 0 else 1.0, "interruptions": self.interruptions}
+
     def to_dict(self) -> dict:
         ctx, p = self.ctx, self.ctx.params
         days = p["days"]
@@ -781,13 +793,15 @@ class _Timeline:
 
 
 # ------------------------------------------------------------------------------------------------ public calls
-def simulate(cluster_or_spec, values: dict, seed: int | None = None, progress=None) -> dict:
+def simulate(cluster_or_spec, values: dict, seed: int | None = None, progress=None, on_failure=None) -> dict:
     """One timeline (JSON-able, schema in docs/reliability.md) of the job ``values`` (:data:`sim.params.FAILURES`)
     on a preset name, spec, ClusterLayout, Topology or :class:`Prepared`; ``seed``: the failure seed (default the
-    parameters' ``seed``)."""
+    parameters' ``seed``); ``on_failure(now, event)``: called after each failure as it is simulated
+    (:meth:`_Timeline.run`)."""
     ctx = prepare(cluster_or_spec, values, span(progress, 0.0, 0.3))
     seed = ctx.params["seed"] if seed is None else seed
-    return _Timeline(ctx, seed, ctx.checkpoint["interval_s"]).run(span(progress, 0.3, 1.0)).to_dict()
+    timeline = _Timeline(ctx, seed, ctx.checkpoint["interval_s"])
+    return timeline.run(span(progress, 0.3, 1.0), on_failure).to_dict()
 
 
 def simulate_seeds(cluster_or_spec, values: dict, seeds, progress=None, timelines: int = 1) -> list[dict]:

@@ -180,3 +180,25 @@ def test_a_fanned_out_parent_is_not_stalled_nor_requeued_while_its_children_work
     assert actions.sweep_stuck_runs() == []
     assert actions.sweep_progress(parent.pk) == pytest.approx(40.0)
     assert np.isclose(SimulationRun.objects.get(pk=parent.pk).progress, 40.0)
+
+
+def test_the_live_view_is_handed_to_the_publisher_as_the_engine_simulates_at_most_at_the_tick(settings):
+    # given a live view of one seed, and a publisher that records what it is handed
+    from twin.runs.failure_kinds import LiveTimeline
+    settings.TWIN_LIVE_TICK_HZ = 4.0
+    handed = []
+
+    class Items:
+        def event_row(self, e):
+            return {"t_hours": e["time"] / 3600.0}
+
+    live = LiveTimeline(lambda fraction, **arrays: handed.append(arrays), Items(), seed=7, k=0, seeds=2, hours=72.0)
+    # when the engine reports 500 failures in a burst
+    for i in range(500):
+        live.failure({"state": "down", "time": 3600.0 * i / 10, "productive_s": 1800.0 * i / 10,
+                      "effective_ratio": 0.5, "interruptions": i}, {"time": 3600.0 * i / 10})
+    # then the first goes out at once and the rest wait for the tick; every failure's row is kept
+    assert 1 <= len(handed) <= 2
+    first = handed[0]
+    assert first["failure"]["state"] == "down" and first["failure"]["seed"] == 7 and first["force"]
+    assert len(live.rows) == 500 and handed[-1]["failures"] is live.rows

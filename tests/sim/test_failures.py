@@ -170,6 +170,23 @@ def test_summary_over_seeds(topo):
         _check_accounting(r)
 
 
+def test_the_live_view_follows_each_failure_as_it_is_simulated(topo):
+    # given a 5-day job with many failures, watched failure by failure
+    seen = []
+    r = simulate(topo, {**JOB, "days": 5, "rate_scale": 20.0}, 3, on_failure=lambda now, e: seen.append((now, e)))
+    # then each failure is seen once, in time order, with its event
+    assert len(seen) == sum(r["failures_by_category"].values()) == len(r["events"]) > 10
+    times = [now["time"] for now, _ in seen]
+    assert times == sorted(times) and [e for _, e in seen] == r["events"]
+    # and the state then is one of the timeline's, the figures so far bounded by what the end reports
+    for now, e in seen:
+        assert now["state"] in STATES and 0.0 <= now["effective_ratio"] <= 1.0
+        assert now["productive_s"] <= now["time"] and now["interruptions"] <= r["interruptions"]
+        if e["consequence"] == "crash":
+            assert now["state"] == "down"
+    assert seen[-1][0]["interruptions"] == r["interruptions"]
+
+
 @pytest.mark.parametrize("values, field", [
     ({"days": -1}, "days"),
     ({"days": 1, "checkpoint_interval": "2d"}, "checkpoint_interval"),

@@ -13,13 +13,15 @@ computes in its own worker.
 Injected failures (``inject``: ``gpu:<GPU name>@10h``...) name the inventory's real items; the API refuses an unknown
 name (a 400 naming ``inject``) and nothing in the inventory changes: a what-if is simulated, never applied.
 
-Live frames (:mod:`twin.live.frames`): at each seed's end, ``failure_state`` (the timeline's last state, its
-productive hours and effective ratio, interruptions, lost hours, the seed) and ``failure_events`` (each failure:
-time, category, the item it hit as its inventory position, consequence, lost work); between them the run's progress
-moves with the engine's. The Reliability page replays a finished run from its summary.
+Live frames (:mod:`twin.live.frames`): as a seed's timeline is simulated, after its failures (at most
+TWIN_LIVE_TICK_HZ frames a second), ``failure_state`` (the job's state at that simulated hour: training, degraded,
+down; its productive hours and effective ratio so far, interruptions) and ``failure_events`` (each failure so far:
+time, category, the item it hit as its inventory position, consequence, lost work); at each seed's end the same for
+the whole timeline. The Reliability page replays a finished run from its summary.
 """
 from __future__ import annotations
 
+import time
 from typing import Callable
 
 import numpy as np
@@ -123,6 +125,33 @@ def state_row(res: dict, done: int, seeds: int) -> dict:
             "seed": res["seed"], "seeds_done": done, "seeds": seeds}
 
 
+class LiveTimeline:
+    """The engine's ``on_failure`` for one seed: each failure's row kept (one at a time, not rebuilt), and the
+    state with the rows so far handed to the run's publisher at most TWIN_LIVE_TICK_HZ times a second (the engine
+    simulates hundreds of failures a second; encoding every one would cost more than the simulation)."""
+
+    def __init__(self, progress: Callable, items: "ItemIndex", seed: int, k: int, seeds: int, hours: float):
+        from django.conf import settings
+        self.progress, self.items, self.seed, self.k, self.seeds, self.hours = progress, items, seed, k, seeds, hours
+        self.rows: list[dict] = []
+        self.every = 1.0 / settings.TWIN_LIVE_TICK_HZ
+        self.next_at = 0.0
+
+    def failure(self, now: dict, event: dict | None) -> None:
+        if event is not None:
+            self.rows.append(self.items.event_row(event))
+        t = time.monotonic()
+        if t < self.next_at:
+            return
+        self.next_at = t + self.every
+        hours = now["time"] / 3600.0
+        self.progress(None, failure={
+            "state": now["state"], "t_hours": hours, "hours": self.hours,
+            "productive_hours": now["productive_s"] / 3600.0, "effective_ratio": now["effective_ratio"],
+            "interruptions": now["interruptions"], "lost_hours": hours - now["productive_s"] / 3600.0,
+            "seed": self.seed, "seeds_done": self.k, "seeds": self.seeds}, failures=self.rows, force=True)
+
+
 # ----------------------------------------------------------------------------------------------------- kind
 def failures(layout, params: dict, progress: Callable, *, run=None) -> tuple[dict, dict]:
     """The run's seeds at its one checkpoint interval, one timeline after the other in this worker on one
@@ -139,7 +168,8 @@ def failures(layout, params: dict, progress: Callable, *, run=None) -> tuple[dic
     items = ItemIndex(ctx.names(), layout)
     results = []
     for k, seed in enumerate(seeds):
-        res = simulate(ctx, values, seed, progress=reports[k + 1])
+        live = LiveTimeline(progress, items, seed, k, len(seeds), values["days"] * 24.0)
+        res = simulate(ctx, values, seed, progress=reports[k + 1], on_failure=live.failure)
         progress(None, failure=state_row(res, k + 1, len(seeds)),
                  failures=[items.event_row(e) for e in res["events"]], force=True)
         results.append(res if k == 0 else strip_timeline(res))
