@@ -5,7 +5,7 @@
 // sim/params.py DEBUG and STARTUP, passed in #debug-info). A running rehearsal shows its stage and the engine's
 // fractions done from its live stream (the debug_progress section: frames.js debugRow).
 import { api, esc, fmt, live, markReady, toast } from "./twin.js";
-import { fieldHtml, lockForm, pageData, readFields, showErrors, startRun } from "./run_form.js";
+import { mountKindForm, pageData } from "./run_form.js";
 import { debugRow } from "./frames.js";
 import { lineChart, PALETTE } from "./chart.js";
 
@@ -202,21 +202,9 @@ async function showStartup(id) {
 // ------------------------------------------------------------------------------------------------ forms
 function mountForm(form, f) {
   if (!f) { form.innerHTML = '<p class="muted">this kind is not available on this server</p>'; return; }
-  const main = f.fields.filter((x) => f.main.includes(x.name)), more = f.fields.filter((x) => !f.main.includes(x.name));
-  form.innerHTML = `<div class="fields">${main.map(fieldHtml).join("")}</div>
-    <details class="more"><summary>more parameters</summary><div class="fields">${more.map(fieldHtml).join("")}</div>
-    </details><div class="form-foot"><button type="submit" class="primary">Start</button>
-    <span class="field-error" data-error-for="general"></span><span class="field-error" data-error-for="cost"></span>
-    </div>`;
-  if (!info.user.can_start) { lockForm(form, { authenticated: info.user.authenticated, next: location.pathname }); return; }
-  form.addEventListener("submit", (ev) => {
-    ev.preventDefault();
-    const { params, errors } = readFields(form, f.fields);
-    showErrors(form, errors);
-    if (Object.keys(errors).length) return undefined;
-    return startRun(form, { kind: f.kind, cluster: cluster.name, params }, {
-      onStarted: (run) => (f.kind === "debug" ? loadPickers(run.id) : loadPickers(null, run.id)),
-    });
+  mountKindForm(form, f, {
+    cluster: cluster.name, canStart: info.user.can_start, authenticated: info.user.authenticated,
+    onStarted: (run) => (f.kind === "debug" ? loadPickers(run.id) : loadPickers(null, run.id)),
   });
 }
 

@@ -733,8 +733,8 @@ const el = {
 /** ?run=<id> with ?color=debug: that rehearsal's stored colouring (its gpu_stop array, coded as the live debug_stop
  *  section), kept while other rehearsals publish on the cluster's stream. */
 async function pinDebugRun(liveRuns) {
-  const r = Number(new URLSearchParams(location.search).get("run"));
-  if (!r) return;
+  const q = new URLSearchParams(location.search), r = Number(q.get("run"));
+  if (!r || q.get("color") !== "debug") return;
   try {
     const doc = await api(`/api/runs/${r}/results/?names=gpu_stop&arrays=base64`);
     const a = doc.arrays.gpu_stop;
@@ -780,12 +780,13 @@ function statusReader(url, apply) {
   };
 }
 
-/** The failure replay of ?run=<id> (a failures run of this cluster), its hour from ?t= (default: the run's end) and
- *  the page's replay slider (kept in the URL); null without ?run. */
+/** The failure replay of ?color=failures&run=<id> (a failures run of this cluster), its hour from ?t= (default: the
+ *  run's end) and the page's replay slider (kept in the URL); null otherwise (?run= of another colouring names
+ *  another kind of run, a debug rehearsal's). */
 async function failureReplay(grid, url, redraw) {
   const q = new URLSearchParams(location.search), run = q.get("run");
   const box = document.getElementById("gpu-replay");
-  if (!run || !box) return null;
+  if (!run || !box || q.get("color") !== "failures") return null;
   const replay = new FailureReplay(grid);
   try { await replay.load(url, run); } catch (e) { toast(`failures run #${run}: ${e.message}`); return null; }
   const hours = replay.doc.hours || 1, slider = document.getElementById("gpu-replay-time");

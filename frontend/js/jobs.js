@@ -4,8 +4,8 @@
 // submits a job (a `job` run) or a what-if: the same job once per value of one parameter (placement, routing,
 // qps) or on other clusters (RoCE against the InfiniBand twin), side by side as the runs end.
 // The form's fields come from the job kind's declaration (sim/params.py JOB, passed in #jobs-info).
-import { api, ApiError, errorText, esc, fmt, live, markReady, timeFrame, toast, COLORS } from "./twin.js";
-import { fieldHtml, fieldErrors, lockForm, pageData, parseValue, readFields, showErrors } from "./run_form.js";
+import { api, ApiError, coalesced, errorText, esc, fmt, live, markReady, timeFrame, toast, COLORS } from "./twin.js";
+import { fieldErrors, lockForm, pageData, paramFieldsHtml, parseValue, readFields, showErrors } from "./run_form.js";
 import { jobRows } from "./frames.js";
 import { barChart, lineChart, PALETTE } from "./chart.js";
 
@@ -62,24 +62,15 @@ function renderTable() {
     + `held by placed jobs of ${fmt.int(cluster.gpus)}`;
 }
 
-let loading = null;
 /** (Re)read the cluster's newest jobs; a reload asked while one runs is done once after it. */
-async function load() {
-  if (loading) { loading.again = true; return loading.promise; }
-  loading = { again: false };
-  loading.promise = (async () => {
-    try {
-      const page = await api(`/api/runs/jobs/?cluster=${cluster.id}&limit=100&ordering=-id`);
-      for (const row of page.results) jobs.set(row.id, { ...row, live: jobs.get(row.id)?.live ?? null });
-      renderTable();
-      if (selected != null && jobs.has(selected)) renderDetail();
-    } catch (e) { toast(`jobs not loaded: ${e.message}`); }
-    const again = loading.again;
-    loading = null;
-    if (again) await load();
-  })();
-  return loading.promise;
-}
+const load = coalesced(async () => {
+  try {
+    const page = await api(`/api/runs/jobs/?cluster=${cluster.id}&limit=100&ordering=-id`);
+    for (const row of page.results) jobs.set(row.id, { ...row, live: jobs.get(row.id)?.live ?? null });
+    renderTable();
+    if (selected != null && jobs.has(selected)) renderDetail();
+  } catch (e) { toast(`jobs not loaded: ${e.message}`); }
+});
 
 // ----------------------------------------------------------------------------------------------- one job
 function select(id) {
@@ -191,11 +182,8 @@ function onFrame(frame, merged) {
 
 // ------------------------------------------------------------------------------------------------------ form
 function formHtml(form) {
-  const main = form.fields.filter((f) => form.main.includes(f.name));
-  const more = form.fields.filter((f) => !form.main.includes(f.name));
   const axes = form.whatif.map((a) => `<option>${esc(a)}</option>`).join("");
-  return `<div class="fields">${main.map(fieldHtml).join("")}</div>
-    <details class="more"><summary>more parameters</summary><div class="fields">${more.map(fieldHtml).join("")}</div></details>
+  return `${paramFieldsHtml(form.fields, form.main)}
     <fieldset class="whatif-fields"><legend>what-if: also run the same job with</legend>
       <label class="field"><span>vary</span><select name="whatif-axis"><option value="">nothing</option>${axes}</select></label>
       <label class="field" data-field="whatif"><span>values (comma-separated; cluster: names)</span>

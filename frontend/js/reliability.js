@@ -6,8 +6,8 @@
 // stream (failure_state and failure_events sections: frames.js failureState / failureEvents); a finished one is
 // replayed from its summary, a cursor moving over its timeline, and the GPU page marks its failed parts
 // (/clusters/<name>/gpus/?color=failures&run=<id>).
-import { api, ApiError, errorText, esc, fmt, live, markReady, timeFrame, toast, twin } from "./twin.js";
-import { fieldErrors, fieldHtml, lockForm, pageData, readFields, showErrors } from "./run_form.js";
+import { api, ApiError, coalesced, errorText, esc, fmt, live, markReady, timeFrame, toast, twin } from "./twin.js";
+import { fieldErrors, lockForm, pageData, paramFieldsHtml, readFields, showErrors } from "./run_form.js";
 import { failureEvents, failureState } from "./frames.js";
 import { barChart, lineChart, PALETTE } from "./chart.js";
 
@@ -65,25 +65,16 @@ function renderRuns() {
   el.relNone.hidden = list.length > 0;
 }
 
-let loading = null;
 /** (Re)read the cluster's failures runs (parents only: a fanned-out run's children are its own). */
-async function load() {
-  if (loading) { loading.again = true; return loading.promise; }
-  loading = { again: false };
-  loading.promise = (async () => {
-    try {
-      const page = await api(`/api/runs/?kind=failures&cluster__name=${encodeURIComponent(cluster.name)}`
-                             + "&parent__isnull=true&limit=50&ordering=-id");
-      for (const run of page.results) runs.set(run.id, run);
-      renderRuns();
-      if (selected != null && runs.has(selected)) renderDetail();
-    } catch (e) { toast(`runs not loaded: ${e.message}`); }
-    const again = loading.again;
-    loading = null;
-    if (again) await load();
-  })();
-  return loading.promise;
-}
+const load = coalesced(async () => {
+  try {
+    const page = await api(`/api/runs/?kind=failures&cluster__name=${encodeURIComponent(cluster.name)}`
+                           + "&parent__isnull=true&limit=50&ordering=-id");
+    for (const run of page.results) runs.set(run.id, run);
+    renderRuns();
+    if (selected != null && runs.has(selected)) renderDetail();
+  } catch (e) { toast(`runs not loaded: ${e.message}`); }
+});
 
 // ---------------------------------------------------------------------------------------------- one run
 function select(id) {
@@ -384,15 +375,11 @@ function onFrame(frame) {
 function mountForm() {
   const form = info.form, box = el.failuresForm;
   if (!form) { box.innerHTML = '<p class="muted">No failures kind is registered on this server.</p>'; return; }
-  const main = form.fields.filter((f) => form.main.includes(f.name));
-  const more = form.fields.filter((f) => !form.main.includes(f.name));
   const ex = info.examples ?? {};
-  box.innerHTML = `<div class="fields">${main.map(fieldHtml).join("")}</div>
+  box.innerHTML = `${paramFieldsHtml(form.fields, form.main)}
     <p class="hint">inject: e.g. <code>gpu:${esc(ex.gpu ?? "<GPU name>")}@10h</code>${ex.switch
       ? `, <code>switch:${esc(ex.switch)}@20h</code>` : ""}${ex.link ? `, <code>link:${esc(ex.link)}@30h</code>` : ""}
       (the inventory is not changed)</p>
-    <details class="more"><summary>more parameters</summary>
-      <div class="fields">${more.map(fieldHtml).join("")}</div></details>
     <div class="form-foot"><button type="submit" class="primary">Start run</button>
       <span class="field-error" data-error-for="general"></span></div>`;
   if (box.elements.gpus) box.elements.gpus.max = cluster.gpus;

@@ -123,6 +123,30 @@ export async function startRun(form, body, { onStarted = null } = {}) {
   }
 }
 
+/** A kind's parameters as the forms show them: the ``main`` ones, the rest folded under "more parameters". */
+export function paramFieldsHtml(fields, main) {
+  const first = fields.filter((f) => main.includes(f.name)), more = fields.filter((f) => !main.includes(f.name));
+  return `<div class="fields">${first.map(fieldHtml).join("")}</div>
+    <details class="more"><summary>more parameters</summary><div class="fields">${more.map(fieldHtml).join("")}</div>
+    </details>`;
+}
+
+/** The form of one run kind on a cluster page (`f`: the page's form data {kind, fields, main}): its parameters,
+ *  Start, errors by field; locked for a visitor who may not start runs; a started run goes to onStarted(run). */
+export function mountKindForm(form, f, { cluster, canStart, authenticated, onStarted }) {
+  form.innerHTML = `${paramFieldsHtml(f.fields, f.main)}<div class="form-foot">
+    <button type="submit" class="primary">Start</button><span class="field-error" data-error-for="general"></span>
+    <span class="field-error" data-error-for="cost"></span></div>`;
+  if (!canStart) { lockForm(form, { authenticated, next: location.pathname }); return; }
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const { params, errors } = readFields(form, f.fields);
+    showErrors(form, errors);
+    if (Object.keys(errors).length) return undefined;
+    return startRun(form, { kind: f.kind, cluster, params }, { onStarted });
+  });
+}
+
 /** Disable a form for a visitor who may not start runs, saying why and where to log in. */
 export function lockForm(form, { authenticated, next }) {
   form.querySelectorAll("input, select, button, textarea").forEach((el) => { el.disabled = true; });
@@ -135,7 +159,7 @@ export function lockForm(form, { authenticated, next }) {
 }
 
 // -------------------------------------------------------------------------------- the collective / sweep form
-function runFormHtml(schema, main, more, clusters, current) {
+function runFormHtml(schema, fields, clusters, current) {
   const kinds = schema.kinds.map((k, i) =>
     `<label><input type="radio" name="kind" value="${k}"${i ? "" : " checked"}> ${k}</label>`).join("");
   const options = clusters.map((c) =>
@@ -145,9 +169,7 @@ function runFormHtml(schema, main, more, clusters, current) {
       <label class="field" data-field="cluster"><span>cluster</span><select name="cluster">${options}</select>
         <span class="field-error" data-error-for="cluster"></span></label>
       <span class="hint cluster-hint"></span></div>
-    <div class="fields">${main.map(fieldHtml).join("")}</div>
-    <details class="more"><summary>more parameters</summary>
-      <div class="fields">${more.map(fieldHtml).join("")}</div></details>
+    ${paramFieldsHtml(fields, schema.main)}
     <fieldset class="sweep-axes" hidden>
       <legend>sweep axes: one run per combination (the last axis varies fastest)</legend>
       <div class="axes"></div><button type="button" class="add-axis">+ axis</button>
@@ -178,9 +200,7 @@ function readAxes(axes, fields) {
  */
 export function mountRunForm(form, schema, clusters, { current, canStart, authenticated }) {
   const fields = schema.params[schema.sweep_kind];
-  const main = fields.filter((f) => schema.main.includes(f.name));
-  const more = fields.filter((f) => !schema.main.includes(f.name));
-  form.innerHTML = runFormHtml(schema, main, more, clusters, current);
+  form.innerHTML = runFormHtml(schema, fields, clusters, current);
   const axes = form.querySelector(".axes");
   const addAxis = (param, values = "") => {
     const row = Object.assign(document.createElement("div"), { className: "axis" });

@@ -6,7 +6,7 @@
 import { applyStatus, buildModel, rowBlocks } from "./fabric-model.js";
 import { fetchSnapshot, protocol } from "./frames.js";
 import { TierHeatmap } from "./heatmap.js";
-import { fieldHtml, lockForm, pageData, readFields, showErrors, startRun } from "./run_form.js";
+import { mountKindForm, pageData } from "./run_form.js";
 import { checkpointChart, phaseBar } from "./run_results.js";
 import { api, COLORS, cssPixel, esc, fmt, live, markReady, timeFrame, toast, twin, UTIL_GRADIENT, UTIL_PIXEL }
   from "./twin.js";
@@ -280,22 +280,10 @@ function takeFrame(frame, merged) {
 // --- form ------------------------------------------------------------------------------------------------------------
 
 function mountForm() {
-  const f = pageData("checkpoint-form-data"), form = $("checkpoint-form");
-  const main = f.fields.filter((x) => f.main.includes(x.name)), more = f.fields.filter((x) => !f.main.includes(x.name));
-  form.innerHTML = `<div class="fields">${main.map(fieldHtml).join("")}</div>
-    <details class="more"><summary>more parameters</summary><div class="fields">${more.map(fieldHtml).join("")}</div>
-    </details><div class="form-foot"><button type="submit" class="primary">Start</button>
-    <span class="field-error" data-error-for="general"></span><span class="field-error" data-error-for="cost"></span>
-    </div>`;
-  if (!f.can_start) { lockForm(form, { authenticated: f.authenticated, next: location.pathname }); return; }
-  form.addEventListener("submit", (ev) => {
-    ev.preventDefault();
-    const { params, errors } = readFields(form, f.fields);
-    showErrors(form, errors);
-    if (Object.keys(errors).length) return undefined;
-    return startRun(form, { kind: f.kind, cluster: root.dataset.cluster, params }, {
-      onStarted: (run) => { renderIndicator(run.id, run.status, 0, null); loadRuns(false); },
-    });
+  const f = pageData("checkpoint-form-data");
+  mountKindForm($("checkpoint-form"), f, {
+    cluster: root.dataset.cluster, canStart: f.can_start, authenticated: f.authenticated,
+    onStarted: (run) => { renderIndicator(run.id, run.status, 0, null); loadRuns(false); },
   });
 }
 

@@ -26,6 +26,21 @@ export function timeFrame(fn) {
   return ms;
 }
 
+/** ``fn`` (async) made safe to call often: a call while it runs makes it run once more after it, never twice at
+ *  once (a reload asked by a live frame while the last one is still reading). */
+export function coalesced(fn) {
+  let running = null, again = false;
+  const call = () => {
+    if (running) { again = true; return running; }
+    running = (async () => {
+      try { await fn(); } finally { running = null; }
+      if (again) { again = false; await call(); }
+    })();
+    return running;
+  };
+  return call;
+}
+
 function csrfToken() {
   const m = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
   return m ? decodeURIComponent(m[1]) : "";
