@@ -107,19 +107,20 @@ class _Layout:
                                         for a in (self.const, self.mask))
         return got
 
-    def check(self, data: bytes, start: int, n: int, memo_size: int):
-        """The records as numpy, or None when one of them is not what pickle would read the same way."""
+    def check(self, data, start: int, n: int, memo_size: int, bufs: "_Buffers"):
+        """The records as numpy (in ``bufs``), or None when one of them is not what pickle would read the same
+        way."""
         from sim.flight_recorder import NONE_FILL
         const, mask = self.words(n)
-        words = np.empty(const.size, np.uint64)                 # aligned 8-byte words of the records (the pad
+        words = bufs.get("words", const.size, np.uint64)       # aligned 8-byte words of the records (the pad
         words[-1] = 0                                          # past them: masked)
         raw = words.view(np.uint8)[:n * self.dt.itemsize]
         raw[:] = np.frombuffer(data, np.uint8, raw.size, start)
-        np.bitwise_xor(words, const, out=words)
-        np.bitwise_and(words, mask, out=words)
-        if words.any():
+        x = bufs.get("scratch", const.size, np.uint64)
+        np.bitwise_xor(words, const, out=x)
+        np.bitwise_and(x, mask, out=x)
+        if x.any():
             return None                                        # a constant byte is not in place
-        raw[:] = np.frombuffer(data, np.uint8, raw.size, start)
         rec = raw.view(self.dt)
         if n and max(int(rec[k].max()) for k in self.refs) >= memo_size:
             return None                                        # a memo reference to nothing
@@ -136,19 +137,34 @@ class _Layout:
         return rec
 
 
-def _fast(data: bytes):
+class _Buffers:
+    """Buffers reused from file to file (a fresh large buffer costs a page fault per 4 kB): the file's bytes, the
+    records' aligned words, the check's scratch. What a read returns may point into them until the next read."""
+
+    def __init__(self):
+        self.arrays = {}
+
+    def get(self, name: str, size: int, dtype) -> np.ndarray:
+        a = self.arrays.get(name)
+        if a is None or a.size < size:
+            a = self.arrays[name] = np.empty(max(size, 2 * (a.size if a is not None else 0)), dtype)
+        return a[:size]
+
+
+def _fast(data, bufs: _Buffers):
     """Our fixed-layout dumps: the header unpickled alone, the entries as numpy records, after checking that every
     record is what :mod:`pickle` would read the same way (constant bytes in place, timestamps LONG1 or None, booleans,
     memo references in range). None if the file is not that layout (it is then read with pickle)."""
     from sim.flight_recorder import ENTRY_KEYS
-    if not data.startswith(_HEAD) or not data.endswith(b"eu."):
+    head = bytes(data[:1 << 16])
+    if not head.startswith(_HEAD) or bytes(data[-3:]) != b"eu.":
         return None
-    start = data.find(_ENTRIES_MARK)
+    start = head.find(_ENTRIES_MARK)
     if start < 0:
         return None
     start += len(_ENTRIES_MARK)
     try:
-        top = pickle.loads(data[:start] + b"eu.")
+        top = pickle.loads(head[:start] + b"eu.")
         memo = top["twin_memo"]
         kidx = tuple(memo.index(k) for k in ENTRY_KEYS)
     except Exception:
@@ -159,19 +175,23 @@ def _fast(data: bytes):
     size = len(data) - 3 - start
     if size % lay.dt.itemsize:
         return None
-    rec = lay.check(data, start, size // lay.dt.itemsize, len(memo))
+    rec = lay.check(data, start, size // lay.dt.itemsize, len(memo), bufs)
     return None if rec is None else (top, memo, rec)
 
 
-def _read(path: str, rank: int, tab: _Tables) -> dict:
+def _read(path: str, rank: int, tab: _Tables, bufs: _Buffers | None = None) -> dict:
     """One rank's entries as columns (record_id, pg, seq, p2p, op, numel_in/out, dtype, state, created, done),
     and its timeout; DumpError naming the file if it cannot be read."""
+    bufs = bufs or _Buffers()
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            size = os.fstat(f.fileno()).st_size
+            buf = bufs.get("file", size + 1, np.uint8)
+            n = f.readinto(buf)
+            data = memoryview(buf)[:n] if n <= size else bytes(buf) + f.read()
     except OSError as e:
         raise DumpError(f"{path}: cannot be read ({e.strerror})") from None
-    fast = _fast(data)
+    fast = _fast(data, bufs)
     if fast is not None:
         out = _fast_columns(path, *fast, tab)
         if out is not None:
@@ -400,34 +420,36 @@ class _Kept:
                 if tab.pg_members[g] is None:
                     self.pg_seen.setdefault(g, []).append(rank)
         n_ok, s_ok = 0, 0
-        coll = np.flatnonzero(~c["p2p"])
-        if coll.size:
-            pg, seq, state = c["pg"][coll], c["seq"][coll].astype(np.int64), state[coll]
-            created, done = c["created"][coll].astype(np.int64), c["done"][coll]
+        coll = ~c["p2p"]
+        groups = c["pgs"] if "pgs" in c else np.unique(c["pg"]).tolist()
+        for g in groups:
+            e = np.flatnonzero(coll & (c["pg"] == g)) if len(groups) > 1 or not coll.all() else slice(None)
+            s = c["seq"][e].astype(np.int64)
+            if not s.size:
+                continue
+            created = c["created"][e].astype(np.int64)
             if self.t_base is None and (created > 0).any():
                 self.t_base = int(created[created > 0][0])
             t_base = self.t_base or 0
-            op, n_in = c["op"][coll], c["numel_in"][coll].astype(np.int64)
-            sig = ((op * 1_000_003 + n_in) * 1_000_033 + c["numel_out"][coll]) * 65_537 + c["dtype"][coll]
-            groups = c["pgs"] if "pgs" in c else np.unique(pg).tolist()
-            for g in groups:
-                e = slice(None) if len(groups) == 1 else np.flatnonzero(pg == g)
-                s = seq[e]
-                if not s.size:
-                    continue
-                lo, hi = int(s.min()), int(s.max())
-                cells = self.groups.get(g)
-                if cells is None:
-                    cells = self.groups[g] = _GroupCells(lo, hi)
-                cells.cover(lo, hi, path)
-                ok = cells.add(s, sig[e], op[e], n_in[e], state[e], created[e], done[e], t_base)
-                self.chunks.append((rank, g, (s - cells.anchor).astype(np.int32), sig[e], ok))
-                if ok.any():
-                    cr, dn = created[e][ok], done[e][ok]
-                    n_ok += int(ok.sum())
-                    s_ok += int((cr - t_base).sum())
-                    self.ok_lo, self.ok_hi = min(self.ok_lo, int(cr.min())), max(self.ok_hi, int(cr.max()))
-                    self.all_done = self.all_done and bool((dn > 0).all())
+            op, n_in, done = c["op"][e], c["numel_in"][e].astype(np.int64), c["done"][e]
+            sig = ((op * 1_000_003 + n_in) * 1_000_033 + c["numel_out"][e]) * 65_537 + c["dtype"][e]
+            lo, hi = int(s.min()), int(s.max())
+            cells = self.groups.get(g)
+            if cells is None:
+                cells = self.groups[g] = _GroupCells(lo, hi)
+            cells.cover(lo, hi, path)
+            ok = cells.add(s, sig, op, n_in, c["state"][e], created, done, t_base)
+            self.chunks.append((rank, g, (s - cells.anchor).astype(np.int32), sig, ok))
+            if ok.all():
+                cr, dn = created, done
+            elif ok.any():
+                cr, dn = created[ok], done[ok]
+            else:
+                continue
+            n_ok += cr.size
+            s_ok += int((cr - t_base).sum())
+            self.ok_lo, self.ok_hi = min(self.ok_lo, int(cr.min())), max(self.ok_hi, int(cr.max()))
+            self.all_done = self.all_done and bool((dn > 0).all())
         self.ok_n.append(n_ok)
         self.ok_sum.append(s_ok)
 
@@ -471,8 +493,9 @@ def analyze(folder, cluster=None, progress=None) -> dict:
     files = _dump_files(folder)
     tab = _Tables()
     kept = _Kept(tab)
+    bufs = _Buffers()
     for i, (rank, path) in enumerate(files):
-        kept.add(rank, _read(path, rank, tab), path)
+        kept.add(rank, _read(path, rank, tab, bufs), path)
         if i % 256 == 255:
             say(0.8 * (i + 1) / len(files), f"{i + 1:,} of {len(files):,} dumps read")
     say(0.8, f"{len(files):,} dumps read; matching collectives across ranks")
