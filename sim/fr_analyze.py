@@ -255,7 +255,7 @@ def _fast_columns(path, top, memo, rec, tab: _Tables) -> dict | None:
         elif isinstance(obj, str):
             if ":" in obj:
                 lut_op[i] = tab.op(obj.split(" ")[0])
-            lut_dt[i] = hash(obj) & 0xFFFF
+            lut_dt[i] = hash((obj,)) & 0xFFFF                 # as the pickle path: hash of the dtypes tuple
             lut_state[i] = STATE_CODE.get(obj, 0)
     pg, op, state = lut_pg[rec["process_group"]], lut_op[rec["profiling_name"]], lut_state[rec["state"]]
     if rec.size and (pg.min() < 0 or op.min() < 0 or state.min() < 1):
