@@ -466,7 +466,8 @@ def rehearse(cluster_or_spec, values: dict, progress=None) -> Rehearsal:
                     t0_ns=EPOCH_NS + int(p["steps_before"] * step_time * 1e9), dead=dead, fault_op=fault_op,
                     step_time=float(step_time), cluster=cluster)
     out.seconds = time.perf_counter() - t0
-    say(1.0, f"dump at {dump_time:.1f} s of the window ({'watchdog timeout' if math.isfinite(first_stall) else 'on demand'})")
+    why = "watchdog timeout" if math.isfinite(first_stall) else "on demand"
+    say(1.0, f"dump at {dump_time:.1f} s of the window ({why})")
     return out
 
 

@@ -10,6 +10,11 @@ process is gone), is the culprit; when every missing rank waits elsewhere the ea
 a stall or disagreement, the straggler ranking says who is slow: per collective, a rank is late by its arrival
 (``time_created_ns``) minus the first member's; a group's peers wait the sum of those; a group's excess is its
 time from the last arrival to completion above the median of the groups of its kind (a slow link).
+
+Reading streams rank by rank (docs/debugging.md, "How the dumps are written and read fast"): our fixed-layout
+files are checked and viewed as numpy records, others unpickled; each rank's collectives are added to per group,
+per sequence id cells (:class:`_GroupCells`) and only compact per-entry arrays are kept (:class:`_Kept`), never
+every entry of every rank as objects.
 """
 from __future__ import annotations
 
