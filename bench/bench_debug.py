@@ -1,5 +1,7 @@
 """Budgets of issue 16: dumps of a 16,384-rank job (2,000 entries per rank) written <= 30 s and analyzed <= 30 s in
-<= 4 GB; the start-up model at 1k..32k ranks < 1 s. Prints the figures against the budgets.
+<= 4 GB; the start-up model at 1k..32k ranks < 1 s. Prints the figures against the budgets: wall seconds, the
+process's CPU seconds beside them (the machine is shared: wall time depends on the load, printed too), and the peak
+resident memory of the whole run (simulation, dumps and analysis in one process).
 
     .venv/bin/python bench/bench_debug.py [--out DIR] [--keep]
 """
@@ -31,23 +33,29 @@ def main():
     out = a.out or tempfile.mkdtemp(prefix="bench_debug_")
     _, topo = load_topology("meta-roce-24k")
     job = dict(model="llama3-405b", gpus=16384, tp=8, pp=16, dp=128, inject="hang:rank=12345", entries=2000)
-    t = time.perf_counter()
+    load = [os.getloadavg()[0]]
+    t, c = time.perf_counter(), time.process_time()
     r = rehearse(topo, job)
-    t_sim = time.perf_counter() - t
-    t = time.perf_counter()
+    t_sim, c_sim = time.perf_counter() - t, time.process_time() - c
+    load.append(os.getloadavg()[0])
+    t, c = time.perf_counter(), time.process_time()
     paths = r.write_dumps(out)
-    t_write = time.perf_counter() - t
+    t_write, c_write = time.perf_counter() - t, time.process_time() - c
     size = sum(os.path.getsize(p) for p in paths)
-    t = time.perf_counter()
+    load.append(os.getloadavg()[0])
+    t, c = time.perf_counter(), time.process_time()
     res = analyze(out, topo)
-    t_an = time.perf_counter() - t
+    t_an, c_an = time.perf_counter() - t, time.process_time() - c
+    load.append(os.getloadavg()[0])
     c = res["culprit"]
     t = time.perf_counter()
     model({"gpus": "1024:32768"})
     t_st = time.perf_counter() - t
-    print(f"simulate 16,384 ranks            {t_sim:7.1f} s")
-    print(f"write {len(paths):,} dumps ({size / 1e9:.2f} GB)   {t_write:7.1f} s   budget 30 s")
-    print(f"analyze                          {t_an:7.1f} s   budget 30 s   culprit ranks {c and c['ranks']}")
+    print(f"load average (1 min) at start / after each phase: {' / '.join(f'{x:.1f}' for x in load)} (2 cores)")
+    print(f"simulate 16,384 ranks            {t_sim:7.1f} s   (CPU {c_sim:.1f} s)")
+    print(f"write {len(paths):,} dumps ({size / 1e9:.2f} GB)   {t_write:7.1f} s   (CPU {c_write:.1f} s)   budget 30 s")
+    print(f"analyze                          {t_an:7.1f} s   (CPU {c_an:.1f} s)   budget 30 s   "
+          f"culprit ranks {c and c['ranks']}")
     print(f"peak RSS                         {rss_gb():7.2f} GB  budget 4 GB")
     print(f"start-up model 1k..32k           {t_st:7.4f} s   budget 1 s")
     if not a.keep:

@@ -466,7 +466,8 @@ def rehearse(cluster_or_spec, values: dict, progress=None) -> Rehearsal:
                     t0_ns=EPOCH_NS + int(p["steps_before"] * step_time * 1e9), dead=dead, fault_op=fault_op,
                     step_time=float(step_time), cluster=cluster)
     out.seconds = time.perf_counter() - t0
-    say(1.0, f"dump at {dump_time:.1f} s of the window ({'watchdog timeout' if math.isfinite(first_stall) else 'on demand'})")
+    why = "watchdog timeout" if math.isfinite(first_stall) else "on demand"
+    say(1.0, f"dump at {dump_time:.1f} s of the window ({why})")
     return out
 
 
@@ -744,36 +745,38 @@ class _StageLayout:
         t["is_p2p"] = np.where(op_kind >= 3, 0x88, 0x89)                 # NEWTRUE / NEWFALSE
         t["frames"] = self.frames_pos
         self.template = t
+        self.head = b"\x80\x02}(" + _u("twin_memo") + b"](" + self.memo_fixed
+        self.middle = (self.memo_names + self.memo_tuples + _u("version") + _get(pos[FR_VERSION])
+                       + _u("comm_lib_version") + _get(pos[NCCL_VERSION]) + _u("pg_config") + b"}(")
+        self.status_head = b"u" + _u("pg_status") + b"}("
+        self.status_keys = [(_u(str(k + 1)) + b"}(" + _u("last_enqueued_collective"), _u("last_started_collective"),
+                             _u("last_completed_collective")) for k in range(len(self.dims))]
+        self.tail = b"u" + _u("entries") + b"]("
 
     def header(self, reh: Rehearsal, rank: int, n_present: int, n_done: int, pg_config: dict) -> bytes:
         """The pickle up to the entries list: PROTO 2, the top dict, twin_memo (defines the memo), version,
-        comm_lib_version, pg_config, pg_status."""
-        out = [b"\x80\x02}(", _u("twin_memo"), b"](", self.memo_fixed]
-        groups = [(d, int(reh.rank_group[d][rank])) for d in self.dims]
-        for d, gi in groups:
-            at = self.group_pos[d]
-            out.append(_u(reh.pg_names[(d, gi)]) + _put(at) + _u(d) + _put(at + 1))
-        out += [self.memo_names, self.memo_tuples]
-        out.append(_u("version") + _get(self.pos[FR_VERSION]))
-        out.append(_u("comm_lib_version") + _get(self.pos[NCCL_VERSION]))
-        out.append(_u("pg_config") + b"}(")
-        for d, gi in groups:
-            cfg = pg_config.get((d, gi))
-            if cfg is None:
+        comm_lib_version, pg_config, pg_status. ``pg_config``: the bytes of each group's memo strings and config,
+        built once per group."""
+        groups = []
+        for d in self.dims:
+            gi = int(reh.rank_group[d][rank])
+            got = pg_config.get((d, gi))
+            if got is None:
                 at = self.group_pos[d]
-                cfg = pg_config[(d, gi)] = (_get(at) + b"}(" + _u("name") + _get(at) + _u("desc") + _get(at + 1)
-                                            + _u("ranks") + _u(str(reh.group_ranks[d][gi].tolist())) + b"u")
-            out.append(cfg)
-        out.append(b"u")
-        out.append(_u("pg_status") + b"}(")                # per local pg id: last enqueued / started / completed
-        for k, (d, gi) in enumerate(groups):
+                got = pg_config[(d, gi)] = (
+                    _u(reh.pg_names[(d, gi)]) + _put(at) + _u(d) + _put(at + 1),
+                    _get(at) + b"}(" + _u("name") + _get(at) + _u("desc") + _get(at + 1) + _u("ranks")
+                    + _u(str(reh.group_ranks[d][gi].tolist())) + b"u")
+            groups.append((d, got))
+        out = [self.head]
+        out += [memo for _, (memo, _) in groups]
+        out.append(self.middle)
+        out += [cfg for _, (_, cfg) in groups]
+        out.append(self.status_head)                     # per local pg id: last enqueued / started / completed
+        for (d, _), (key, started, completed) in zip(groups, self.status_keys):
             last_e = int(self.last_seq[d][n_present])
-            last_c = int(self.last_seq[d][n_done])
-            out.append(_u(str(k + 1)) + b"}(" + _u("last_enqueued_collective") + _i(last_e)
-                       + _u("last_started_collective") + _i(last_e) + _u("last_completed_collective") + _i(last_c)
-                       + b"u")
-        out.append(b"u")
-        out.append(_u("entries") + b"](")
+            out += [key, _i(last_e), started, _i(last_e), completed, _i(int(self.last_seq[d][n_done])), b"u"]
+        out.append(self.tail)
         return b"".join(out)
 
 

@@ -58,3 +58,50 @@ def test_our_fixed_layout_truncated_is_named(tmp_path):
     p.write_bytes(p.read_bytes()[:-100])
     with pytest.raises(DumpError, match="nccl_trace_rank_3"):
         analyze(tmp_path)
+
+
+def test_fixed_layout_reads_as_pickle_does(tmp_path, monkeypatch):
+    """Our dumps are pickles with every entry in one fixed layout: the analyzer's numpy read of each file gives the
+    columns pickle gives, and the whole analysis is the same either way (a desync: the desynced entries differ)."""
+    import numpy as np
+
+    from sim import fr_analyze
+    from sim.flight_recorder import rehearse
+    r = rehearse("demo-256", dict(gpus=32, tp=8, pp=2, dp=2, model="llama3-8b", batch_tokens=8192 * 2 * 4,
+                                  entries=120, inject="desync:rank=9"))
+    r.write_dumps(tmp_path)
+    for rank in (0, 9, 31):
+        path = str(tmp_path / f"nccl_trace_rank_{rank}")
+        d = pickle.load(open(path, "rb"))
+        assert pickle.loads(pickle.dumps(d)) == d and len(d["entries"]) == 120
+        assert all(type(e["time_discovered_completed_ns"]) in (int, type(None)) for e in d["entries"])
+        t_fast, t_slow = fr_analyze._Tables(), fr_analyze._Tables()
+        fast = fr_analyze._read(path, rank, t_fast)
+        with monkeypatch.context() as m:
+            m.setattr(fr_analyze, "_fast", lambda data, bufs: None)
+            slow = fr_analyze._read(path, rank, t_slow)
+        coll = ~slow["p2p"]
+        for k in ("record_id", "p2p", "numel_in", "numel_out", "dtype", "state", "created", "done"):
+            assert np.array_equal(np.asarray(fast[k]), slow[k]), k
+        for k, names in (("pg", "pg_name"), ("op", "ops")):         # table indexes: compare the names
+            assert [getattr(t_fast, names)[i] for i in fast[k]] == [getattr(t_slow, names)[i] for i in slow[k]]
+        assert np.array_equal(np.asarray(fast["seq"])[coll], slow["seq"][coll])
+    a = analyze(tmp_path, "demo-256")
+    with monkeypatch.context() as m:
+        m.setattr(fr_analyze, "_fast", lambda data, bufs: None)
+        b = analyze(tmp_path, "demo-256")
+    a.pop("seconds"), b.pop("seconds")
+    assert a == b and a["verdict"] == "desync" and a["culprit"]["ranks"] == [9]
+
+
+def test_a_wrong_constant_byte_is_not_read_as_our_layout(tmp_path):
+    from sim.flight_recorder import rehearse
+    r = rehearse("demo-256", dict(gpus=16, tp=8, dp=2, model="llama3-8b", batch_tokens=8192 * 2 * 2, entries=50))
+    r.write_dumps(tmp_path)
+    p = tmp_path / "nccl_trace_rank_5"
+    data = bytearray(p.read_bytes())
+    at = data.rfind(b"u}(")                        # the last entry's EMPTY_DICT MARK: make it a bad opcode
+    data[at + 1] = 0xFF
+    p.write_bytes(bytes(data))
+    with pytest.raises(DumpError, match="nccl_trace_rank_5.*corrupt"):
+        analyze(tmp_path)
