@@ -242,10 +242,10 @@ def solve_max_min(flow_ptr, flow_links, capacity, rate_cap=None, *, rtol: float 
 
 def identical_flows(flow_ptr, flow_links) -> tuple[np.ndarray, np.ndarray]:
     """``(rep, cls)``: classes of flows crossing the same link sequence. ``rep`` (K,): one flow of each class (its
-    lowest); ``cls`` (F,): the class of each flow, so ``rates = class_rates[cls]``. Flows are sorted by a 64-bit
-    hash of their links, then neighbours compared link by link: a hash collision can only split a class (two
-    classes of identical flows still solve to the same rates), never merge different paths. Cost: one sort of F
-    hashes and a few passes over an (F, longest path) table of link ids.
+    lowest); ``cls`` (F,): the class of each flow, so ``rates = class_rates[cls]``. Flows are sorted by a hash of
+    their links, then neighbours compared link by link: a hash collision can only split a class (two classes of
+    identical flows still solve to the same rates), never merge different paths. Cost: one sort of F 64-bit words
+    (hash bits above, flow index below, so the plain sort gives the permutation) and a few passes per path position.
 
     >>> rep, cls = identical_flows([0, 2, 3, 5, 7], [4, 5, 1, 4, 5, 4, 6])
     >>> rep.tolist(), cls.tolist()
@@ -256,34 +256,33 @@ def identical_flows(flow_ptr, flow_links) -> tuple[np.ndarray, np.ndarray]:
     if n_flows == 0:
         return np.zeros(0, dtype=IDX), np.zeros(0, dtype=IDX)
     deg = np.diff(ptr)
-    width = int(deg.max())
+    mult = np.random.default_rng(0x5EED).integers(1, 2**63, size=int(deg.max()) + 1, dtype=np.uint64) | np.uint64(1)
     small = np.int32 if links.size == 0 or int(links.max()) < np.iinfo(np.int32).max else np.int64
-    table = np.full((n_flows, max(width, 1)), -1, dtype=small)      # link ids, -1 past the end of a path
-    for i in range(width):                     # column by column: no per-entry index arrays
-        has = deg > i
-        table[has, i] = links[ptr[:-1][has] + i]
-    mult = np.random.default_rng(0x5EED).integers(1, 2**63, size=table.shape[1], dtype=np.uint64) | np.uint64(1)
-    key = np.zeros(n_flows, dtype=np.uint64)
+    starts, last = ptr[:-1], max(links.size - 1, 0)
+    columns = []                               # column i: each flow's i-th link, -1 past the end of its path
+    key = deg.astype(np.uint64) * mult[-1]
     with np.errstate(over="ignore"):
-        for i in range(table.shape[1]):
-            key += (table[:, i].astype(np.int64) + 1).astype(np.uint64) * mult[i]
-    order = np.argsort(key)
-    new = np.ones(n_flows, dtype=bool)
-    if n_flows > 1:
-        ks = key[order]
-        same = ks[1:] == ks[:-1]
-        del ks
-        cand = np.flatnonzero(same)
-        ts = table[order[cand]]
-        same[cand] = (ts == table[order[cand + 1]]).all(axis=1)
-        new[1:] = ~same
-    starts = np.flatnonzero(new)
-    first = np.minimum.reduceat(order, starts)
-    sorted_cls = np.cumsum(new) - 1
+        for i in range(int(deg.max())):
+            col = links[np.minimum(starts + i, last)].astype(small) if links.size else np.zeros(n_flows, small)
+            col[deg <= i] = -1
+            key += (col.astype(np.int64) + 1).astype(np.uint64) * mult[i]
+            columns.append(col)
+    bits = max(1, (n_flows - 1).bit_length())
+    word = (key >> np.uint64(bits)) << np.uint64(bits) | np.arange(n_flows, dtype=np.uint64)
+    del key
+    word.sort()
+    order = (word & np.uint64((1 << bits) - 1)).astype(IDX)
+    same = (word[1:] >> np.uint64(bits)) == (word[:-1] >> np.uint64(bits))
+    del word
+    for col in columns:                        # confirm link by link: neighbours in sorted order
+        sorted_col = col[order]
+        same &= sorted_col[1:] == sorted_col[:-1]
+    new = np.r_[True, ~same]
     cls = np.empty(n_flows, dtype=IDX)
-    cls[order] = sorted_cls
+    cls[order] = np.cumsum(new) - 1
+    first = order[new]                         # sorted by (hash, flow): a run's first is its lowest flow
     # Renumber classes by their lowest flow so the solve sees them in flow order.
-    rank = np.argsort(first, kind="stable")
+    rank = np.argsort(first)
     renum = np.empty_like(rank)
     renum[rank] = np.arange(rank.size)
     return first[rank], renum[cls]

@@ -162,23 +162,15 @@ def critical_paths(phase: Phase, one_way: np.ndarray, network: np.ndarray, costs
     P = len(phase.src)
     if P == 0:
         return [(0.0, 0, 0) for _ in costs]
-    vals = np.stack([np.asarray(one_way, dtype=np.float64), network.astype(np.float64),
-                     (~network).astype(np.float64)], axis=1)
+    vals = [np.asarray(one_way, dtype=np.float64), network.astype(np.float64), (~network).astype(np.float64)]
     ring = _ring_shape(phase)
-    if ring is not None:                                  # windows of `span` consecutive edges of each ring
-        C, n = ring
-        span = phase.lat_span if phase.lat_span > 0 else n
-        reps = span // n + 2
-        cs = np.concatenate([np.zeros((C, 1, 3)), np.cumsum(np.tile(vals.reshape(C, n, 3), (1, reps, 1)), axis=1)],
-                            axis=1)
-        sums = (cs[:, span:span + n] - cs[:, :n]).reshape(P, 3)
-        group = np.repeat(np.arange(C, dtype=IDX), n)
-        stage = np.zeros(P, dtype=IDX)
-    else:
-        nxt = np.full(P, -1, dtype=IDX) if phase.lat_next is None else np.asarray(phase.lat_next, dtype=IDX)
-        sums = chain_sums(nxt, vals, phase.lat_span if phase.lat_next is not None else 1)
-        group = np.zeros(P, dtype=IDX) if phase.lat_group is None else np.asarray(phase.lat_group, dtype=IDX)
-        stage = np.zeros(P, dtype=IDX) if phase.lat_stage is None else np.asarray(phase.lat_stage, dtype=IDX)
+    if ring is not None:
+        return _ring_critical_paths(ring, phase.lat_span, vals, costs)
+    vals = np.stack(vals, axis=1)
+    nxt = np.full(P, -1, dtype=IDX) if phase.lat_next is None else np.asarray(phase.lat_next, dtype=IDX)
+    sums = chain_sums(nxt, vals, phase.lat_span if phase.lat_next is not None else 1)
+    group = np.zeros(P, dtype=IDX) if phase.lat_group is None else np.asarray(phase.lat_group, dtype=IDX)
+    stage = np.zeros(P, dtype=IDX) if phase.lat_stage is None else np.asarray(phase.lat_stage, dtype=IDX)
     seg = group * (int(stage.max()) + 1) + stage
     order = np.argsort(seg, kind="stable")
     seg_sorted = seg[order]
@@ -195,6 +187,29 @@ def critical_paths(phase: Phase, one_way: np.ndarray, network: np.ndarray, costs
         np.add.at(per_group, seg_group, np.column_stack([best, hops]))
         g = int(np.argmax(per_group[:, 0]))
         out.append((float(per_group[g, 0]), int(round(per_group[g, 1])), int(round(per_group[g, 2]))))
+    return out
+
+
+def _ring_critical_paths(ring, lat_span: int, vals, costs) -> list[tuple[float, int, int]]:
+    """:func:`critical_paths` of ``C`` rings of ``n`` transfers (channel-major, ring order): per ring the slowest
+    window of ``span`` consecutive edges (cumulative sums over the ring repeated as often as a window needs, one
+    column of ``vals`` at a time), then the slowest ring."""
+    C, n = ring
+    span = lat_span if lat_span > 0 else n
+    reps = (span + 2 * n - 2) // n                        # the windows starting at 0..n-1 end before span + n - 1
+    sums = []
+    for col in vals:                                      # one-way seconds, network hops, NVLink hops
+        cs = np.zeros((C, reps * n + 1))
+        np.cumsum(np.tile(col.reshape(C, n), (1, reps)), axis=1, out=cs[:, 1:])
+        sums.append(cs[:, span:span + n] - cs[:, :n])
+        del cs
+    out = []
+    for extra, nvl in costs:
+        v = sums[0] + extra * sums[1] + nvl * sums[2]
+        first = v.argmax(axis=1)                          # each ring's slowest window (the first of equals)
+        best = v[np.arange(C), first]
+        g = int(np.argmax(best))
+        out.append((float(best[g]), int(round(sums[1][g, first[g]])), int(round(sums[2][g, first[g]]))))
     return out
 
 
