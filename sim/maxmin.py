@@ -261,12 +261,14 @@ def identical_flows(flow_ptr, flow_links) -> tuple[np.ndarray, np.ndarray]:
     starts, last = ptr[:-1], max(links.size - 1, 0)
     columns = []                               # column i: each flow's i-th link, -1 past the end of its path
     key = deg.astype(np.uint64) * mult[-1]
+    index = starts.copy()
     with np.errstate(over="ignore"):
         for i in range(int(deg.max())):
-            col = links[np.minimum(starts + i, last)].astype(small) if links.size else np.zeros(n_flows, small)
+            col = links.take(np.minimum(index, last)).astype(small)
             col[deg <= i] = -1
-            key += (col.astype(np.int64) + 1).astype(np.uint64) * mult[i]
+            key += col.astype(np.uint64) * mult[i]   # -1 wraps to 2**64 - 1: a fixed value for "no link here"
             columns.append(col)
+            index += 1
     bits = max(1, (n_flows - 1).bit_length())
     word = (key >> np.uint64(bits)) << np.uint64(bits) | np.arange(n_flows, dtype=np.uint64)
     del key
