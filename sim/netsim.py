@@ -14,7 +14,8 @@ Queue pairs. An inter-host transfer is split round-robin over ``qps`` queue pair
 hashes them alike, E-ECMP apart). NVLink transfers are one flow.
 
 Rates. Max-min fair (:func:`sim.maxmin.max_min_rates`, exact) over the CSR flow x link incidence, solved once per
-phase: every step of a ring has the same flows, so a ring of ``N - 1`` steps costs one solve.
+phase: every step of a ring has the same flows, so a ring of ``N - 1`` steps costs one solve. Flows on the same
+links (QPs hashed onto one path, NVLink channels between one GPU pair) are solved once, as one weighted flow.
 
 Time. A synchronous step ends when its slowest flow ends: ``max_f bytes_f / rate_f`` (its bandwidth term). A phase
 of ``steps`` identical steps takes ``steps x`` that. A flow that would finish early does not speed the others up:
@@ -61,7 +62,7 @@ import numpy as np
 from sim.collectives import (DTYPES, MAX_ALLTOALL_TRANSFERS, CollectiveError, CollectivePlan, Phase, element_count,
                              plan_collective)
 from sim.flowcore import FlowSimResult, simulate_flows  # noqa: F401  (the event-driven core; re-exported)
-from sim.maxmin import link_loads, max_min_rates
+from sim.maxmin import identical_flows, link_loads, max_min_rates
 from sim.nccl_tuning import PROTOCOL_CHOICES, PROTOCOLS, SIMPLE, base_latency, choose, predict, sim_busbw, sim_hop
 from sim.nccl import DEFAULT_UDP_SPORT, connection_flows
 from sim.progress import silent, span, weighted
@@ -161,23 +162,15 @@ def critical_paths(phase: Phase, one_way: np.ndarray, network: np.ndarray, costs
     P = len(phase.src)
     if P == 0:
         return [(0.0, 0, 0) for _ in costs]
-    vals = np.stack([np.asarray(one_way, dtype=np.float64), network.astype(np.float64),
-                     (~network).astype(np.float64)], axis=1)
+    vals = [np.asarray(one_way, dtype=np.float64), network.astype(np.float64), (~network).astype(np.float64)]
     ring = _ring_shape(phase)
-    if ring is not None:                                  # windows of `span` consecutive edges of each ring
-        C, n = ring
-        span = phase.lat_span if phase.lat_span > 0 else n
-        reps = span // n + 2
-        cs = np.concatenate([np.zeros((C, 1, 3)), np.cumsum(np.tile(vals.reshape(C, n, 3), (1, reps, 1)), axis=1)],
-                            axis=1)
-        sums = (cs[:, span:span + n] - cs[:, :n]).reshape(P, 3)
-        group = np.repeat(np.arange(C, dtype=IDX), n)
-        stage = np.zeros(P, dtype=IDX)
-    else:
-        nxt = np.full(P, -1, dtype=IDX) if phase.lat_next is None else np.asarray(phase.lat_next, dtype=IDX)
-        sums = chain_sums(nxt, vals, phase.lat_span if phase.lat_next is not None else 1)
-        group = np.zeros(P, dtype=IDX) if phase.lat_group is None else np.asarray(phase.lat_group, dtype=IDX)
-        stage = np.zeros(P, dtype=IDX) if phase.lat_stage is None else np.asarray(phase.lat_stage, dtype=IDX)
+    if ring is not None:
+        return _ring_critical_paths(ring, phase.lat_span, vals, costs)
+    vals = np.stack(vals, axis=1)
+    nxt = np.full(P, -1, dtype=IDX) if phase.lat_next is None else np.asarray(phase.lat_next, dtype=IDX)
+    sums = chain_sums(nxt, vals, phase.lat_span if phase.lat_next is not None else 1)
+    group = np.zeros(P, dtype=IDX) if phase.lat_group is None else np.asarray(phase.lat_group, dtype=IDX)
+    stage = np.zeros(P, dtype=IDX) if phase.lat_stage is None else np.asarray(phase.lat_stage, dtype=IDX)
     seg = group * (int(stage.max()) + 1) + stage
     order = np.argsort(seg, kind="stable")
     seg_sorted = seg[order]
@@ -194,6 +187,29 @@ def critical_paths(phase: Phase, one_way: np.ndarray, network: np.ndarray, costs
         np.add.at(per_group, seg_group, np.column_stack([best, hops]))
         g = int(np.argmax(per_group[:, 0]))
         out.append((float(per_group[g, 0]), int(round(per_group[g, 1])), int(round(per_group[g, 2]))))
+    return out
+
+
+def _ring_critical_paths(ring, lat_span: int, vals, costs) -> list[tuple[float, int, int]]:
+    """:func:`critical_paths` of ``C`` rings of ``n`` transfers (channel-major, ring order): per ring the slowest
+    window of ``span`` consecutive edges (cumulative sums over the ring repeated as often as a window needs, one
+    column of ``vals`` at a time), then the slowest ring."""
+    C, n = ring
+    span = lat_span if lat_span > 0 else n
+    reps = (span + 2 * n - 2) // n                        # the windows starting at 0..n-1 end before span + n - 1
+    sums = []
+    for col in vals:                                      # one-way seconds, network hops, NVLink hops
+        cs = np.zeros((C, reps * n + 1))
+        np.cumsum(np.tile(col.reshape(C, n), (1, reps)), axis=1, out=cs[:, 1:])
+        sums.append(cs[:, span:span + n] - cs[:, :n])
+        del cs
+    out = []
+    for extra, nvl in costs:
+        v = sums[0] + extra * sums[1] + nvl * sums[2]
+        first = v.argmax(axis=1)                          # each ring's slowest window (the first of equals)
+        best = v[np.arange(C), first]
+        g = int(np.argmax(best))
+        out.append((float(best[g]), int(round(sums[1][g, first[g]])), int(round(sums[2][g, first[g]]))))
     return out
 
 
@@ -563,7 +579,7 @@ def solve_phase(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
         rates, finish_unit = sim.first_rate[:mine], sim.finish[:mine]
         unit = float(finish_unit.max()) if mine else 0.0
     else:
-        rates = max_min_rates(everything.ptr, everything.links, capacity, progress=solving)[:mine]
+        rates = _merged_rates(everything, capacity, solving)[:mine]
         with np.errstate(divide="ignore", invalid="ignore"):
             per = np.where(rates > 0, flows.share / rates, np.inf)
         unit = phase.steps * float(per.max()) if per.size else 0.0
@@ -572,6 +588,20 @@ def solve_phase(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
         f"{time.perf_counter() - t0:.2f} s")
     return PhaseResult(phase=phase, flows=flows, rates=rates, unit_time=unit, hop_latency=hop, hop_network=network,
                        finish_unit=finish_unit, solve_seconds=time.perf_counter() - t0)
+
+
+def _merged_rates(flows: FlowSet, capacity: np.ndarray, progress) -> np.ndarray:
+    """Max-min rates of ``flows``, solved once per class of flows on the same links (QPs hashed onto one path,
+    NVLink transfers of several channels between one GPU pair): identical flows get identical rates, so the
+    weighted solve of the classes (:func:`sim.maxmin.identical_flows`) gives the rates of every flow."""
+    rep, cls = identical_flows(flows.ptr, flows.links)
+    deg = np.diff(flows.ptr)[rep]
+    ptr = np.zeros(rep.size + 1, dtype=IDX)
+    np.cumsum(deg, out=ptr[1:])
+    starts = flows.ptr[rep]
+    links = flows.links[np.arange(ptr[-1], dtype=IDX) + np.repeat(starts - ptr[:-1], deg)]
+    weight = np.bincount(cls, minlength=rep.size)
+    return max_min_rates(ptr, links, capacity, progress=progress, weight=weight)[cls]
 
 
 def transfer_latency(topo, phase: Phase, flows: FlowSet, latency: LatencyModel | None = None):

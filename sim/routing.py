@@ -211,7 +211,8 @@ def route(topo: Topology, src_gpu, dst_gpu, qp=None, routing: str = "ecmp", seed
     sport = np.full(F, FIXED_UDP_SPORT, np.uint64) if sport is None else np.broadcast_to(
         np.asarray(sport, dtype=np.uint64), (F,))
     dqpn = qp.astype(np.uint64) if dqpn is None else np.broadcast_to(np.asarray(dqpn, dtype=np.uint64), (F,))
-    paths = np.full((src.size, max_path_links(topo)), -1, dtype=IDX)
+    narrow = np.int32 if topo.n_links < np.iinfo(np.int32).max else IDX     # half the memory of the path table
+    paths = np.full((src.size, max_path_links(topo)), -1, dtype=narrow)
     hops = _nic_links(topo, src, dst, paths)
     if hops is not None:
         hops.start(routing_tables(topo), routing, seed, hash, sport, dqpn)
@@ -392,7 +393,8 @@ def _over_the_core(h: _Hops, paths, plane, spine) -> None:
 
 
 def _csr(paths: np.ndarray):
-    lengths = (paths >= 0).sum(axis=1)
+    """The CSR ``(ptr, links)`` (both IDX) of a path table padded with -1."""
+    used = paths >= 0
     ptr = np.zeros(len(paths) + 1, dtype=IDX)
-    np.cumsum(lengths, out=ptr[1:])
-    return ptr, paths[paths >= 0]
+    np.cumsum(used.sum(axis=1), out=ptr[1:])
+    return ptr, paths[used].astype(IDX, copy=False)

@@ -314,3 +314,21 @@ def test_merged_alltoall_matches_the_exact_event_simulation():
     merged = simulate_flows(fl.ptr, fl.links, cap, fl.share, merge=0.01 * exact.makespan)
     assert merged.events < exact.events / 4
     assert merged.makespan == pytest.approx(exact.makespan, rel=0.01)
+
+
+def test_a_phase_solved_by_classes_of_identical_flows_has_the_rates_of_every_flow_solved_alone():
+    """demo-256, 16 QPs per GPU pair over E-ECMP: many QPs share a path and the NVLink transfers of all channels
+    share their two links; the merged solve must give each flow the rate the plain solve gives it."""
+    from sim.maxmin import identical_flows, max_min_rates
+    from sim.netsim import _merged_rates, build_flows
+    from sim.spec import load_spec
+    from sim.collectives import plan_collective
+    topo = topology_from_layout(expand(load_spec("demo-256")))
+    gpus = place(topo, 256, "random", seed=3)
+    phase = plan_collective("allgather", gpus, topo.gpu_host, "ring").phases[0]
+    flows = build_flows(topo, phase, qps=8, routing="eecmp")
+    rep, _ = identical_flows(flows.ptr, flows.links)
+    assert rep.size < flows.n_flows                          # some flows do share a path
+    capacity = link_capacity(topo)
+    plain = max_min_rates(flows.ptr, flows.links, capacity)
+    assert np.allclose(_merged_rates(flows, capacity, None), plain, rtol=1e-12, atol=0)
