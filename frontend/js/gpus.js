@@ -10,6 +10,10 @@
 // each GPU runs: the Job placements of /clusters/<name>/jobs/gpus.json, then the frames' gpu_job and job_stats
 // sections), colorize() (a mode's colour per GPU and its figures), GridView (layout, drawing, legend, tooltip),
 // then start() wires them to the page.
+//
+// Zoomed into one zone (?zone=<name>), the page data, the statuses and the live frames (a zone-scoped stream,
+// docs/live.md) hold that zone's GPUs and links alone, in the same format: everything below works unchanged. The zone
+// overview (?view=zones, one square per rack) is gpus-overview.js.
 import {
   COLORS, UTIL_GRADIENT, UTIL_PIXEL, api, cssPixel, esc, fmt, live, markReady, timeFrame, toast, twin, utilCss,
 } from "./twin.js";
@@ -213,11 +217,15 @@ class TrainingJobs {
     this.colors = new Map();         // job id -> colour index
   }
 
-  /** The page data: {gpus, gpu_job (base64 of uint16 per GPU), jobs}. */
+  /** The page data: {gpus, gpu_job (base64 of uint16 per GPU of the cluster), jobs}; a zone's page takes its
+   *  GPUs' entries (by GPU.index). */
   setData(doc) {
-    if (doc.gpus !== this.grid.n) return false;
+    const grid = this.grid, zoned = grid.D.zone != null;
+    if (doc.gpus !== grid.n && !zoned) return false;
     const bytes = Uint8Array.from(atob(doc.gpu_job), (c) => c.charCodeAt(0));
-    this.rowOf.set(new Uint16Array(bytes.buffer, 0, this.grid.n));
+    const all = new Uint16Array(bytes.buffer, 0, doc.gpus);
+    if (zoned) for (let i = 0; i < grid.n; i++) this.rowOf[i] = all[grid.gpuIndex(i)] ?? 0;
+    else this.rowOf.set(all);
     this.rows = doc.jobs;
     for (const j of doc.jobs) this.names.set(j.job, { name: j.name, model: j.model, run: j.run });
     return true;
@@ -684,7 +692,14 @@ async function loadRunningRuns(clusterName, liveRuns, view) {
 }
 
 async function start() {
-  const { canvas, wrap } = el, clusterName = canvas.dataset.cluster;
+  const { canvas, wrap } = el, clusterName = canvas.dataset.cluster, zone = canvas.dataset.zone;
+  if (canvas.dataset.view === "zones") {
+    let follow = null;
+    const mode = modeControl((m) => follow?.(m));
+    const { startOverview } = await import("./gpus-overview.js");
+    await startOverview(el, mode, (f) => { follow = f; });
+    return;
+  }
   let view = null;
   const mode = modeControl((m) => { if (view) { view.mode = m; view.draw(); } });
   const [data, snap] = await Promise.all([   // both preloaded by the template
@@ -728,7 +743,7 @@ async function start() {
   });
   let connected = false;
   live(`/ws/clusters/${encodeURIComponent(clusterName)}/`, {
-    query: { index: "0" }, seq: snap?.seq ?? 0,        // the snapshot just applied: no second fetch
+    query: zone ? { zone } : {}, seq: snap?.seq ?? 0,        // the snapshot just applied: no second fetch
     onMeta: (meta) => {
       if (meta.seq < liveRuns.clusterSeq) liveRuns.clusterSeq = 0;   // the stream started over (Redis reset)
       if (connected) readStatuses();
@@ -740,7 +755,8 @@ async function start() {
       if (runs || jobs) view.draw();
     }),
   });
-  loadRunningRuns(clusterName, liveRuns, view).catch((e) => toast(`running runs: ${e.message}`));
+  // (a run's own stream is not zone-scoped: a zone's page has the cluster stream's view of the runs only)
+  if (!zone) loadRunningRuns(clusterName, liveRuns, view).catch((e) => toast(`running runs: ${e.message}`));
 
   canvas.addEventListener("mousemove", (ev) => view.hover(ev));
   canvas.addEventListener("mouseleave", () => view.leave());

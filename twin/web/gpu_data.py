@@ -12,6 +12,12 @@ Two parts, read differently because they change differently:
   query per table, about a millisecond each). A GPU is unusable, as ``sim.topology`` decides for every simulation,
   when the GPU, its backend NIC, the NIC's port, its cable, the leaf's port or the leaf switch is not active;
   ``unusable`` says which of these hold, as bits.
+
+A page zoomed into one zone (``?zone=<name>``) reads the same data for that zone alone: its GPUs (``gpus.index``
+gives their GPU.index values), hosts and racks, and ``gpus.link`` as positions among the zone's backend links, the
+order of a zone-scoped live frame (twin/live/scope.py). Above ``OVERVIEW_ABOVE_GPUS`` GPUs the page opens on the
+zone overview (:func:`overview_data`): per zone and per rack, how many GPUs are usable, in the last run, in training
+jobs, and the mean utilization of their NIC links and checkpoint progress.
 """
 from __future__ import annotations
 
@@ -26,8 +32,13 @@ from sim.layout import STATUS_NAMES
 from twin.inventory.choices import STATUS_CODE, FabricRole, not_active_rows
 from twin.inventory.models import GPU, NIC, Cluster, Fabric, Host, Link, Port, Rack, Switch, Zone
 from twin.inventory.structure_cache import StructureCache, rows_fingerprint
+from twin.live import scope
 
 IDX = np.int64
+
+# Above this many GPUs the GPU page opens on the zone overview instead of one cell per GPU: 24k clusters keep their
+# full grid (2-3 px cells on a laptop screen); 131k GPUs would be one device pixel each, unreadable and a 10 MB page.
+OVERVIEW_ABOVE_GPUS = 65_536
 
 # Why a GPU is unusable: bits of the ``unusable.reasons`` array (a GPU can have several).
 REASONS = ("NIC", "NIC port", "cable", "leaf port", "leaf switch", "no cable")
@@ -67,10 +78,11 @@ class GridStructure:
     cable_gpu: np.ndarray
     leaf_id: np.ndarray             # per GPU cable, the leaf switch at its upper end
     no_cable: np.ndarray            # GPU positions without a backend NIC cable
+    gpu_link: np.ndarray            # per GPU, its NIC cable's position in the link_util order (-1: none)
     json: bytes                     # the structure part of the page data, a JSON object
 
 
-_structures: StructureCache[GridStructure] = StructureCache()     # by cluster id
+_structures: StructureCache[GridStructure] = StructureCache(size=32)     # by cluster id, or (cluster id, zone)
 
 
 def backend_fabric(cluster: Cluster) -> Fabric | None:
@@ -102,24 +114,27 @@ def _rank_within(group: np.ndarray, *keys: np.ndarray) -> np.ndarray:
     return rank
 
 
-def _odd_gpu_names(cluster: Cluster, gpus: IdIndex) -> dict[str, str]:
+def _odd_gpu_names(gpu_rows, gpus: IdIndex) -> dict[str, str]:
     """GPU names that do not follow "<host name>.gpu<slot>" (the builder's rule), by position: the page derives
     the others, which saves 0.7 MB on a 24k cluster. Compared in SQL, so usually no row comes back."""
     rule = Concat(F("host__name"), Value(".gpu"), Cast("slot", CharField()))
-    ids, names = _columns(GPU.objects.filter(cluster=cluster).exclude(name=rule).order_by("index"), "id", "name")
+    ids, names = _columns(gpu_rows.exclude(name=rule).order_by("index"), "id", "name")
     return {str(pos): name for pos, name in zip(gpus(ids).tolist(), names)}
 
 
-def build_structure(cluster: Cluster, fabric: Fabric | None) -> GridStructure:
-    """Read the structure from the database: a fixed number of column queries, no model instances."""
+def build_structure(cluster: Cluster, fabric: Fabric | None, zone: Zone | None = None) -> GridStructure:
+    """Read the structure from the database: a fixed number of column queries, no model instances. With ``zone``,
+    that zone's part alone, its links in the order of a zone-scoped frame."""
     of = {"cluster": cluster}
-    gpu_id, gpu_index, gpu_host, gpu_slot = _columns(GPU.objects.filter(**of).order_by("index"),
-                                                     "id", "index", "host_id", "slot")
-    host_id, host_name, host_rack, host_slot = _columns(Host.objects.filter(**of).order_by("id"),
-                                                        "id", "name", "rack_id", "slot")
-    rack_id, rack_name, rack_zone, rack_number = _columns(Rack.objects.filter(**of).order_by("id"),
-                                                          "id", "name", "zone_id", "number")
-    zone_id, zone_name = _columns(Zone.objects.filter(**of).order_by("id"), "id", "name")
+    gpu_rows = GPU.objects.filter(**of, **({"host__rack__zone": zone} if zone else {}))
+    gpu_id, gpu_index, gpu_host, gpu_slot = _columns(gpu_rows.order_by("index"), "id", "index", "host_id", "slot")
+    host_id, host_name, host_rack, host_slot = _columns(
+        Host.objects.filter(**of, **({"rack__zone": zone} if zone else {})).order_by("id"),
+        "id", "name", "rack_id", "slot")
+    rack_id, rack_name, rack_zone, rack_number = _columns(
+        Rack.objects.filter(**of, **({"zone": zone} if zone else {})).order_by("id"), "id", "name", "zone_id", "number")
+    zone_id, zone_name = _columns(Zone.objects.filter(**of, **({"id": zone.id} if zone else {})).order_by("id"),
+                                  "id", "name")
     gpus, hosts = IdIndex(gpu_id), IdIndex(host_id)
 
     # Only the racks holding hosts and the zones holding those racks (storage zones have no GPUs), densely renumbered.
@@ -136,18 +151,24 @@ def build_structure(cluster: Cluster, fabric: Fabric | None) -> GridStructure:
     link_ids = np.zeros(0, dtype=IDX)
     cables = ([],) * 6
     if fabric is not None:
-        link_ids = np.asarray(Link.objects.filter(fabric=fabric).order_by("id").values_list("id", flat=True),
-                              dtype=IDX)
-        cables = _columns(Link.objects.filter(fabric=fabric, a_port__nic__gpu__isnull=False).order_by("id"),
+        if zone is None:
+            link_ids = np.asarray(Link.objects.filter(fabric=fabric).order_by("id").values_list("id", flat=True),
+                                  dtype=IDX)
+        else:
+            link_ids = scope.cluster_zones(cluster).link_ids[scope.cluster_zones(cluster).items(zone.name).links]
+        cables = _columns(Link.objects.filter(fabric=fabric, a_port__nic__gpu__isnull=False,
+                                              **({"a_port__nic__gpu__host__rack__zone": zone} if zone else {}))
+                          .order_by("id"),
                           "id", "a_port_id", "b_port_id", "b_switch_id", "a_port__nic_id", "a_port__nic__gpu_id")
     cable_id, nic_port, leaf_port, leaf_id, nic_id, cable_gpu_id = (np.asarray(c, dtype=IDX) for c in cables)
     cable_gpu = gpus(cable_gpu_id)
     gpu_link = np.full(len(gpu_id), -1, dtype=IDX)
-    gpu_link[cable_gpu] = np.searchsorted(link_ids, cable_id)
+    gpu_link[cable_gpu] = IdIndex(link_ids)(cable_id)
 
     index = np.asarray(gpu_index, dtype=IDX)
     doc = {
         "cluster": {"id": cluster.id, "name": cluster.name, "title": cluster.title},
+        "zone": zone.name if zone else None,
         "status_names": list(STATUS_NAMES),
         "reason_names": list(REASONS),
         "zones": {"name": [zone_name[z] for z in used_zones.tolist()]},
@@ -159,7 +180,7 @@ def build_structure(cluster: Cluster, fabric: Fabric | None) -> GridStructure:
         "gpus": {"count": len(gpu_id), "host": gpu_host_pos.tolist(), "slot": gpu_slot, "link": gpu_link.tolist(),
                  # GPU.index values where they are not 0..N-1 (a deleted GPU leaves a gap), else null
                  "index": None if np.array_equal(index, np.arange(len(index))) else index.tolist(),
-                 "names": _odd_gpu_names(cluster, gpus)},
+                 "names": _odd_gpu_names(gpu_rows, gpus)},
         "links": {"count": len(link_ids)},
     }
     return GridStructure(
@@ -168,13 +189,24 @@ def build_structure(cluster: Cluster, fabric: Fabric | None) -> GridStructure:
         port_id=np.r_[nic_port, leaf_port], port_gpu=np.r_[cable_gpu, cable_gpu],
         port_reason=np.r_[np.full(len(nic_port), R_NIC_PORT), np.full(len(leaf_port), R_LEAF_PORT)],
         cable_id=cable_id, cable_gpu=cable_gpu, leaf_id=leaf_id, no_cable=np.flatnonzero(gpu_link < 0),
-        json=json.dumps(doc, separators=(",", ":")).encode())
+        gpu_link=gpu_link, json=json.dumps(doc, separators=(",", ":")).encode())
 
 
-def structure(cluster: Cluster) -> GridStructure:
-    """The cluster's structure, from the in-process cache while its fingerprint holds."""
+def zone_named(cluster: Cluster, name: str | None) -> Zone | None:
+    """The cluster's zone of that name (None for no name); ScopeError naming the field when it has none."""
+    if not name:
+        return None
+    found = Zone.objects.filter(cluster=cluster, name=name).first()
+    if found is None:
+        raise scope.ScopeError(f"zone: no zone named {name!r} in cluster {cluster.name!r}")
+    return found
+
+
+def structure(cluster: Cluster, zone: Zone | None = None) -> GridStructure:
+    """The cluster's structure (or one zone's), from the in-process cache while its fingerprint holds."""
     fabric = backend_fabric(cluster)
-    return _structures.get(cluster.id, structure_key(cluster, fabric), lambda: build_structure(cluster, fabric))
+    return _structures.get((cluster.id, zone.id) if zone else cluster.id, structure_key(cluster, fabric),
+                           lambda: build_structure(cluster, fabric, zone))
 
 
 def _not_active(model, cluster: Cluster) -> tuple[np.ndarray, np.ndarray]:
@@ -213,13 +245,72 @@ def statuses(cluster: Cluster, st: GridStructure) -> dict:
     }
 
 
-def page_data(cluster: Cluster) -> bytes:
+def page_data(cluster: Cluster, zone: Zone | None = None) -> bytes:
     """The whole page data as JSON bytes: the cached structure with the fresh statuses spliced in."""
-    st = structure(cluster)
+    st = structure(cluster, zone)
     fresh = json.dumps(statuses(cluster, st), separators=(",", ":")).encode()
     return st.json[:-1] + b"," + fresh[1:]
 
 
-def status_data(cluster: Cluster) -> bytes:
+def status_data(cluster: Cluster, zone: Zone | None = None) -> bytes:
     """Only the fresh part (the page re-reads it when the inventory changes)."""
-    return json.dumps(statuses(cluster, structure(cluster)), separators=(",", ":")).encode()
+    return json.dumps(statuses(cluster, structure(cluster, zone)), separators=(",", ":")).encode()
+
+
+def _per(group: np.ndarray, n: int, weights=None) -> np.ndarray:
+    """Sums per group (0..n-1) of ``weights`` (1 each by default); items of group -1 are left out."""
+    ok = group >= 0
+    return np.bincount(group[ok], weights=None if weights is None else weights[ok], minlength=n)[:n]
+
+
+def overview_data(cluster: Cluster) -> bytes:
+    """The zone overview: per zone holding GPUs (name, rack count) and per rack of those zones (its zone and place,
+    GPU count, and the GPUs not usable, in the last run, in a training job; the mean NIC-link utilization and
+    checkpoint progress of its GPUs), the live figures from the cluster stream's last frame (twin.live.store)."""
+    from twin.live import frames, store
+
+    zones, st = scope.cluster_zones(cluster), structure(cluster)
+    fresh = statuses(cluster, st)
+    rack_ids = np.unique(zones.gpu_rack[zones.gpu_rack >= 0])
+    rack_of = IdIndex(rack_ids)
+    gpu_rack = np.where(zones.gpu_rack >= 0, rack_of(zones.gpu_rack), -1)
+    rack_zone_id = np.full(len(rack_ids), -1, dtype=IDX)
+    rack_zone_id[gpu_rack[gpu_rack >= 0]] = zones.gpu_zone[gpu_rack >= 0]
+    zone_ids = np.unique(rack_zone_id)
+    rack_zone = np.searchsorted(zone_ids, rack_zone_id)
+    n = len(rack_ids)
+    status = np.asarray(fresh["status"], dtype=np.int8)
+    blocked = status != STATUS_CODE["active"]
+    blocked[fresh["unusable"]["gpu"]] = True
+    doc = {"cluster": {"id": cluster.id, "name": cluster.name, "title": cluster.title},
+           "zones": {"name": [zones.zone_names[z] for z in zone_ids.tolist()],
+                     "gpus": _per(rack_zone[gpu_rack[gpu_rack >= 0]], len(zone_ids)).tolist()},
+           "racks": {"zone": rack_zone.tolist(), "pos": _rank_within(rack_zone, rack_ids).tolist(),
+                     "gpus": _per(gpu_rack, n).astype(int).tolist(),
+                     "not_usable": _per(gpu_rack, n, blocked.astype(float)).astype(int).tolist()},
+           "run": None}
+    last = store.load_last(store.cluster_stream(cluster.id))
+    frame = frames.decode(last[1]) if last else None
+    if frame is not None and frame.run_id:
+        doc["run"] = {"id": frame.run_id, "status": frame.status, "progress": round(float(frame.progress), 1),
+                      "seq": frame.seq}
+        racks = doc["racks"]
+        state, job, util = frame.gpu_state, frame.gpu_job, frame.link_util
+        if state is not None and len(state) == len(gpu_rack):
+            racks["in_run"] = _per(gpu_rack, n, (state == frames.GPU_IN_JOB).astype(float)).astype(int).tolist()
+        if job is not None and len(job) == len(gpu_rack):
+            racks["in_training"] = _per(gpu_rack, n, (job > 0).astype(float)).astype(int).tolist()
+        if util is not None and len(util) == len(zones.link_ids) and len(st.gpu_link) == len(gpu_rack):
+            cabled = st.gpu_link >= 0
+            u = np.where(cabled, util[np.maximum(st.gpu_link, 0)], 0.0)
+            sums, count = _per(gpu_rack, n, u), _per(gpu_rack, n, cabled.astype(float))
+            racks["util"] = np.round(sums / np.maximum(count, 1), 4).tolist()
+        hp = frame.sections.get(frames.SECTION_HOST_PROGRESS)
+        if hp is not None and len(hp) == len(zones.host_rack):
+            host_rack = np.where(zones.host_rack >= 0, rack_of(zones.host_rack), -1)
+            inside = hp != frames.HOST_NOT_IN_JOB
+            share = np.where(inside, hp / frames.PROGRESS_SCALE, 0.0)
+            hosts = _per(np.where(inside, host_rack, -1), n)
+            racks["checkpoint"] = np.where(hosts > 0, np.round(_per(host_rack, n, share) / np.maximum(hosts, 1), 4),
+                                           -1).tolist()
+    return json.dumps(doc, separators=(",", ":")).encode()
