@@ -20,7 +20,7 @@ import numpy as np
 from sim.layout import LINK_NIC_LEAF
 from twin.inventory.choices import FabricRole
 from twin.inventory.models import GPU, Cluster, Fabric, Host, Link, Rack, Switch, Zone
-from twin.inventory.structure_cache import StructureCache, rows_fingerprint
+from twin.inventory.structure_cache import StructureCache, rows_fingerprint, trusted_fingerprint
 from twin.live import frames
 
 IDX = np.int64
@@ -90,11 +90,15 @@ def backend_fabric(cluster: Cluster) -> Fabric | None:
     return Fabric.objects.filter(cluster=cluster, role=FabricRole.BACKEND).first()
 
 
-def _fingerprint(cluster: Cluster, fabric: Fabric | None) -> tuple:
-    links = Link.objects.filter(fabric=fabric) if fabric else Link.objects.none()
-    return (cluster.built_at.isoformat(), fabric.id if fabric else None, *rows_fingerprint(links),
-            *rows_fingerprint(GPU.objects.filter(cluster=cluster)),
-            *rows_fingerprint(Host.objects.filter(cluster=cluster)))
+def structure_key(cluster: Cluster, fabric: Fabric | None) -> tuple:
+    """A rebuilt cluster, or GPUs, hosts or backend links added or removed, give another key (the GPU page's key
+    too, twin/web/gpu_data.py); read at most every so often on a large cluster (structure_cache.trusted_fingerprint)."""
+    def read():
+        links = Link.objects.filter(fabric=fabric) if fabric else Link.objects.none()
+        return (*rows_fingerprint(links), *rows_fingerprint(GPU.objects.filter(cluster=cluster)),
+                *rows_fingerprint(Host.objects.filter(cluster=cluster)))
+    return (cluster.built_at.isoformat(), fabric.id if fabric else None,
+            *trusted_fingerprint(("zones", cluster.id, fabric.id if fabric else None), read))
 
 
 def _build(cluster: Cluster, fabric: Fabric | None) -> ClusterZones:
@@ -119,7 +123,7 @@ def _build(cluster: Cluster, fabric: Fabric | None) -> ClusterZones:
 def cluster_zones(cluster: Cluster) -> ClusterZones:
     """The cluster's zone arrays, from the process cache while its fingerprint holds."""
     fabric = backend_fabric(cluster)
-    return _zones.get(cluster.id, _fingerprint(cluster, fabric), lambda: _build(cluster, fabric))
+    return _zones.get(cluster.id, structure_key(cluster, fabric), lambda: _build(cluster, fabric))
 
 
 def scoped_sections(sections: dict[int, np.ndarray], items: ZoneItems | None) -> dict[int, np.ndarray]:

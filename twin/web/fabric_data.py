@@ -24,7 +24,7 @@ from django.db.models import Q, Sum
 from sim.layout import LINK_NIC_LEAF, STATUS_NAMES, TIER_LEAF
 from twin.inventory.choices import STATUS_CODE, FabricRole, not_active_rows
 from twin.inventory.models import Cluster, Fabric, Link, Rack, Switch, SwitchModel, Zone
-from twin.inventory.structure_cache import StructureCache, rows_fingerprint
+from twin.inventory.structure_cache import StructureCache, rows_fingerprint, trusted_fingerprint
 from twin.live import scope
 
 LINK_DETAILS_MAX = 500        # links described by one links.json call (a heatmap row, the hottest, the failed)
@@ -59,11 +59,13 @@ def backend_fabric(cluster_name: str) -> Fabric:
 
 def _fingerprint(fabric: Fabric) -> tuple:
     """What changes when the fabric's rows are rebuilt or recabled: counts, top ids, sums of the end ports and of
-    the switches' places (one aggregate query per table)."""
-    return (fabric.cluster.built_at.isoformat(),
-            *rows_fingerprint(Link.objects.filter(fabric=fabric), a=Sum("a_port_id"), b=Sum("b_port_id")),
-            *rows_fingerprint(Switch.objects.filter(fabric=fabric), zone=Sum("zone_id"), rack=Sum("rack_id"),
-                              group=Sum("group")))
+    the switches' places (one aggregate query per table; read at most every so often on a large fabric,
+    structure_cache.trusted_fingerprint)."""
+    def read():
+        return (*rows_fingerprint(Link.objects.filter(fabric=fabric), a=Sum("a_port_id"), b=Sum("b_port_id")),
+                *rows_fingerprint(Switch.objects.filter(fabric=fabric), zone=Sum("zone_id"), rack=Sum("rack_id"),
+                                  group=Sum("group")))
+    return fabric.cluster.built_at.isoformat(), *trusted_fingerprint(("fabric", fabric.id), read)
 
 
 def _positions(ids: np.ndarray, refs: np.ndarray) -> np.ndarray:
@@ -174,8 +176,8 @@ def _build(fabric: Fabric, zone_name: str | None = None) -> Structure:
 def structure(fabric: Fabric, zone: str | None = None) -> Structure:
     """The fabric's structure (or one zone's part), from the process cache while its fingerprint holds; ScopeError
     for a zone the cluster does not have."""
-    if zone:
-        scope.cluster_zones(fabric.cluster).zone_id(zone)
+    if zone and not Zone.objects.filter(cluster_id=fabric.cluster_id, name=zone).exists():
+        raise scope.ScopeError(f"zone: no zone named {zone!r} in cluster {fabric.cluster.name!r}")
     return _structures.get((fabric.id, zone) if zone else fabric.id, _fingerprint(fabric),
                            lambda: _build(fabric, zone))
 

@@ -31,7 +31,7 @@ from django.db.models.functions import Cast, Concat
 from sim.layout import STATUS_NAMES
 from twin.inventory.choices import STATUS_CODE, FabricRole, not_active_rows
 from twin.inventory.models import GPU, NIC, Cluster, Fabric, Host, Link, Port, Rack, Switch, Zone
-from twin.inventory.structure_cache import StructureCache, rows_fingerprint
+from twin.inventory.structure_cache import StructureCache
 from twin.live import scope
 
 IDX = np.int64
@@ -91,10 +91,7 @@ def backend_fabric(cluster: Cluster) -> Fabric | None:
 
 def structure_key(cluster: Cluster, fabric: Fabric | None) -> tuple:
     """A rebuilt cluster, or GPUs, hosts or backend links added or removed, give another key."""
-    links = Link.objects.filter(fabric=fabric) if fabric else Link.objects.none()
-    return (cluster.built_at.isoformat(), fabric.id if fabric else None, *rows_fingerprint(links),
-            *rows_fingerprint(GPU.objects.filter(cluster=cluster)),
-            *rows_fingerprint(Host.objects.filter(cluster=cluster)))
+    return scope.structure_key(cluster, fabric)
 
 
 def _columns(queryset, *fields) -> list[list]:
