@@ -20,9 +20,10 @@ def rows_fingerprint(queryset: QuerySet, **aggregates) -> tuple:
 
 
 # A fingerprint that took more than TRUST_ABOVE_S to read (the aggregates over the 1.3M backend links of a 590k-GPU
-# cluster take seconds on SQLite) is trusted for TRUST_FACTOR times that long (counted from the read, so past the minutes-long cold build) before it is read again, so that a large
-# cluster's pages do not spend most of each request re-checking it; a change of structure shows that much later.
-# Below the threshold (a 24k cluster: tens of ms) every request reads it, as before.
+# cluster take seconds on SQLite) is trusted for TRUST_FACTOR times that long, counted from the read (so that it
+# outlasts the cold build that follows), before it is read again: a large cluster's pages do not spend most of each
+# request re-checking it, and a change of its structure shows that much later. Below the threshold (a 24k cluster:
+# tens of ms) every request reads it, as before.
 TRUST_ABOVE_S = 0.1
 TRUST_FACTOR = 30.0
 _trusted: dict[Hashable, tuple[float, tuple]] = {}     # key -> (trusted until, monotonic; fingerprint)
