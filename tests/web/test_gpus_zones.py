@@ -68,6 +68,10 @@ def test_the_overview_sums_the_gpus_of_each_rack(client, demo, monkeypatch):
     failed = m.GPU.objects.filter(cluster=demo).order_by("index")[5]
     failed.status = "failed"
     failed.save()
+    # and a drained leaf: every GPU cabled to it is unusable, as the per-GPU statuses say
+    leaf = m.Switch.objects.filter(cluster=demo, tier=0).order_by("id")[3]
+    leaf.status = "drained"
+    leaf.save()
     state = (np.arange(n_gpus) % 3 == 0).astype(np.uint8)
     util = np.linspace(0, 1, n_links)
     raw = frames.encode(frames.Frame(type=frames.FRAME_CLUSTER, seq=4, run_id=11, status="running",
@@ -86,11 +90,14 @@ def test_the_overview_sums_the_gpus_of_each_rack(client, demo, monkeypatch):
         mine = np.flatnonzero(gpu_rack == r)
         assert racks["gpus"][k] == len(mine)
         assert racks["in_run"][k] == int(state[mine].sum())
-        assert racks["not_usable"][k] == int(failed.index in mine)
+        blocked = (np.array(grid["status"]) != grid["status_names"].index("active"))
+        blocked[grid["unusable"]["gpu"]] = True
+        assert racks["not_usable"][k] == int(blocked[mine].sum())
         links = np.array(grid["gpus"]["link"])[mine]
         assert racks["util"][k] == pytest.approx(frames.dequantize_util(frames.quantize_util(util[links])).mean(),
                                                  abs=1e-4)
     assert sum(doc["zones"]["gpus"]) == n_gpus and doc["run"]["id"] == 11
+    assert sum(racks["not_usable"]) == 1 + 16                     # the failed GPU, the leaf's rack
 
 
 def test_the_page_views_and_an_unknown_zone(client, demo):

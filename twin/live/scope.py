@@ -47,6 +47,7 @@ class ClusterZones:
     by: each GPU's and host's rack id, each link's tier and end switches (ids, -1 at a NIC)."""
 
     zone_names: dict[int, str]       # zone id -> name, every zone of the cluster
+    gpu_ids: np.ndarray              # GPU ids by GPU.index
     gpu_zone: np.ndarray
     gpu_rack: np.ndarray
     host_zone: np.ndarray
@@ -56,6 +57,7 @@ class ClusterZones:
     link_tier: np.ndarray
     link_a: np.ndarray
     link_b: np.ndarray
+    link_rack: np.ndarray            # the rack of the link's row switch (a NIC cable: its leaf's rack), -1: none
 
     def zone_id(self, name: str) -> int:
         for zid, zname in self.zone_names.items():
@@ -105,19 +107,20 @@ def _build(cluster: Cluster, fabric: Fabric | None) -> ClusterZones:
     of = {"cluster": cluster}
     rack_id, rack_zone = _ints(Rack.objects.filter(**of).order_by("id"), "id", "zone_id")
     host_id, host_rack_id = _ints(Host.objects.filter(**of).order_by("id"), "id", "rack_id")
-    (gpu_host,) = _ints(GPU.objects.filter(**of).order_by("index"), "host_id")
+    gpu_id, gpu_host = _ints(GPU.objects.filter(**of).order_by("index"), "id", "host_id")
     host_rack = _lookup(rack_id, rack_id, host_rack_id)
     host_zone = _lookup(rack_id, rack_zone, host_rack)
     gpu_rack = _lookup(host_id, host_rack, gpu_host)
-    sw_id, sw_zone = _ints(Switch.objects.filter(fabric=fabric).order_by("id"), "id", "zone_id") if fabric \
-        else (np.zeros(0, IDX), np.zeros(0, IDX))
+    sw_id, sw_zone, sw_rack = _ints(Switch.objects.filter(fabric=fabric).order_by("id"), "id", "zone_id",
+                                    "rack_id") if fabric else [np.zeros(0, IDX)] * 3
     link_ids, tier, a, b = _ints(Link.objects.filter(fabric=fabric).order_by("id"), "id", "tier", "a_switch_id",
                                  "b_switch_id") if fabric else [np.zeros(0, IDX)] * 4
     row = np.where(tier == LINK_NIC_LEAF, b, a)
     return ClusterZones(
-        zone_names=dict(Zone.objects.filter(**of).order_by("id").values_list("id", "name")),
+        zone_names=dict(Zone.objects.filter(**of).order_by("id").values_list("id", "name")), gpu_ids=gpu_id,
         gpu_zone=_lookup(rack_id, rack_zone, gpu_rack), gpu_rack=gpu_rack, host_zone=host_zone, host_rack=host_rack,
-        link_ids=link_ids, link_zone=_lookup(sw_id, sw_zone, row), link_tier=tier, link_a=a, link_b=b)
+        link_ids=link_ids, link_zone=_lookup(sw_id, sw_zone, row), link_tier=tier, link_a=a, link_b=b,
+        link_rack=_lookup(sw_id, sw_rack, row))
 
 
 def cluster_zones(cluster: Cluster) -> ClusterZones:
