@@ -702,6 +702,8 @@ async function start() {
   }
   let view = null;
   const mode = modeControl((m) => { if (view) { view.mode = m; view.draw(); } });
+  // the training jobs' placements are asked at once too (not after the grid data: 1.6 MB on a 590k cluster)
+  const jobsRead = api(canvas.dataset.jobsUrl).catch((e) => { toast(`training jobs: ${e.message}`); return null; });
   const [data, snap] = await Promise.all([   // both preloaded by the template
     api(canvas.dataset.dataUrl),
     fetchSnapshot(canvas.dataset.snapshotUrl).catch((e) => { toast(`live snapshot: ${e.message}`); return null; }),
@@ -713,7 +715,7 @@ async function start() {
   inv.set(data);
   view = new GridView(el, grid, inv, liveRuns, mode);
   const training = view.training = new TrainingJobs(grid, () => { if (view.mode === "training") view.renderLegend(); });
-  const jobsDoc = await api(canvas.dataset.jobsUrl).catch((e) => { toast(`training jobs: ${e.message}`); return null; });
+  const jobsDoc = await jobsRead;
   if (jobsDoc) training.setData(jobsDoc);
   document.getElementById("gpu-summary").textContent = grid.summary();
   if (!grid.n) {
