@@ -166,6 +166,19 @@ def frame_scope(cluster: Cluster, zone: str | None, summary: bool):
     return None
 
 
+def last_frame(cluster: Cluster) -> frames.Frame | None:
+    """The cluster stream's last frame (the latest of every section, twin.live.store), None before any or while
+    Redis is unreachable: the pages' zone overviews then show the inventory's figures alone."""
+    from redis.exceptions import RedisError
+
+    from twin.live import store
+    try:
+        last = store.load_last(store.cluster_stream(cluster.id))
+    except (RedisError, OSError):
+        return None
+    return frames.decode(last[1]) if last else None
+
+
 def scope_info(cluster: Cluster, zone: str | None, summary: bool) -> dict | None:
     """The scope as the stream's metadata states it: the zone and its counts (the lengths of the scoped sections)."""
     if zone:

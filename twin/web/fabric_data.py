@@ -213,11 +213,9 @@ def overview_data(fabric: Fabric) -> dict:
     """The zone overview: per zone (of the links' lower switches; "no zone" last when some have none) and link
     tier, the links, those not active (their own status or a switch at either end), and the mean and max
     utilization of the active ones in the cluster stream's last frame (twin.live.store)."""
-    from twin.live import frames, store
-
     zones = scope.cluster_zones(fabric.cluster)
     links = zones.link_ids
-    tier_names = dict(Switch.objects.filter(fabric=fabric).values_list("tier", "role").distinct())
+    tier_names = dict(Switch.objects.filter(fabric=fabric).order_by().values_list("tier", "role").distinct())
     codes = sorted(set(zones.link_tier.tolist()))
     zone_ids = np.unique(zones.link_zone[zones.link_zone >= 0])
     zone_pos = np.where(zones.link_zone >= 0, np.searchsorted(zone_ids, zones.link_zone), len(zone_ids))
@@ -227,8 +225,7 @@ def overview_data(fabric: Fabric) -> dict:
     down[np.isin(links, bad_links)] = True
     bad_switches = np.array([i for i, _ in not_active_rows(Switch.objects.filter(fabric=fabric))], dtype=np.int64)
     down |= np.isin(zones.link_a, bad_switches) | np.isin(zones.link_b, bad_switches)
-    last = store.load_last(store.cluster_stream(fabric.cluster_id))
-    frame = frames.decode(last[1]) if last else None
+    frame = scope.last_frame(fabric.cluster)
     util = frame.link_util if frame is not None else None
     if util is not None and len(util) != len(links):
         util = None                                   # a frame of another structure of the fabric

@@ -25,11 +25,11 @@ import json
 from dataclasses import dataclass
 
 import numpy as np
-from django.db.models import CharField, F, Q, Value
+from django.db.models import CharField, F, Value
 from django.db.models.functions import Cast, Concat
 
 from sim.layout import LINK_NIC_LEAF, STATUS_NAMES
-from twin.inventory.choices import NOT_ACTIVE, STATUS_CODE, FabricRole, not_active_rows
+from twin.inventory.choices import STATUS_CODE, FabricRole, not_active_rows
 from twin.inventory.models import GPU, NIC, Cluster, Fabric, Host, Link, Port, Rack, Switch, Zone
 from twin.inventory.structure_cache import StructureCache
 from twin.live import scope
@@ -262,19 +262,25 @@ def _per(group: np.ndarray, n: int, weights=None) -> np.ndarray:
 
 def _unusable_gpu_ids(cluster: Cluster, fabric: Fabric | None) -> np.ndarray:
     """Ids of the GPUs that are not active or whose NIC, NIC port, cable, leaf port or leaf switch is not (as
-    ``statuses`` decides, without the per-GPU structure): a few queries whose subqueries read the status index,
-    so they cost what the non-active rows do, not what the cluster does."""
+    ``statuses`` decides, without the per-GPU structure): the non-active rows first (the status index: as many
+    as there are), then the GPUs they serve, by id; nothing more when every part is active."""
     def bad(model):
-        return model.objects.filter(cluster=cluster, status__in=NOT_ACTIVE).values("id")
+        return [pk for pk, _ in not_active_rows(model.objects.filter(cluster=cluster))]
 
-    ids = [pk for pk, _ in not_active_rows(GPU.objects.filter(cluster=cluster))]
-    ids += NIC.objects.filter(id__in=bad(NIC), gpu__isnull=False).values_list("gpu_id", flat=True)
+    def each(ids, query):                               # in chunks, under SQLite's limit of bound parameters
+        return [v for k in range(0, len(ids), 10_000) for v in query(ids[k:k + 10_000])]
+
+    found = bad(GPU)
+    found += each(bad(NIC), lambda ids: NIC.objects.filter(id__in=ids, gpu__isnull=False)
+                  .values_list("gpu_id", flat=True))
     if fabric is not None:
         cables = Link.objects.filter(fabric=fabric, a_port__nic__gpu__isnull=False)
-        for q in (Q(id__in=bad(Link)), Q(a_port_id__in=bad(Port)), Q(b_port_id__in=bad(Port)),
-                  Q(b_switch_id__in=bad(Switch))):
-            ids += cables.filter(q).values_list("a_port__nic__gpu_id", flat=True)
-    return np.unique(np.asarray(ids, dtype=IDX))
+        ports, links, switches = bad(Port), bad(Link), bad(Switch)
+        for ids, field in ((links, "id__in"), (ports, "a_port_id__in"), (ports, "b_port_id__in"),
+                           (switches, "b_switch_id__in")):
+            found += each(ids, lambda chunk, f=field: cables.filter(**{f: chunk})
+                          .values_list("a_port__nic__gpu_id", flat=True))
+    return np.unique(np.asarray(found, dtype=IDX))
 
 
 def overview_data(cluster: Cluster) -> bytes:
@@ -284,7 +290,7 @@ def overview_data(cluster: Cluster) -> bytes:
     (twin.live.store). Built from the zone arrays of twin.live.scope and the non-active rows: not the per-GPU
     structure, which a 590k-GPU cluster takes seconds to read. A GPU whose NIC has no cable counts as not usable
     (its rack has more GPUs than NIC cables)."""
-    from twin.live import frames, store
+    from twin.live import frames
 
     zones = scope.cluster_zones(cluster)
     rack_ids = np.unique(zones.gpu_rack[zones.gpu_rack >= 0])
@@ -308,8 +314,7 @@ def overview_data(cluster: Cluster) -> bytes:
            "racks": {"zone": rack_zone.tolist(), "pos": _rank_within(rack_zone, rack_ids).tolist(),
                      "gpus": gpus.tolist(), "not_usable": not_usable.tolist()},
            "run": None}
-    last = store.load_last(store.cluster_stream(cluster.id))
-    frame = frames.decode(last[1]) if last else None
+    frame = scope.last_frame(cluster)
     if frame is not None and frame.run_id:
         doc["run"] = {"id": frame.run_id, "status": frame.status, "progress": round(float(frame.progress), 1),
                       "seq": frame.seq}
