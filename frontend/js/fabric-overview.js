@@ -3,7 +3,8 @@
 // mean and max utilization of the active ones in the last run's frame), from fabric/zones.json
 // (twin/web/fabric_data.py overview_data). It is re-read when the cluster's summary stream (frames without per-item
 // sections, docs/live.md) says a run published, and when the inventory changes. A click on a zone zooms into it: the
-// fabric page of that zone alone (heatmaps, racks, spines, switches, single links), as fabric.js draws it.
+// fabric page of that zone alone (heatmaps, racks, spines, switches, single links), as fabric.js draws it; where the
+// spec groups zones into buildings, each row links its building too (?building=<n>: the fabric of its zones).
 import { pct } from "./fabric-cells.js";
 import { api, COLORS, esc, fmt, live, markReady, toast, twin, utilCss } from "./twin.js";
 
@@ -33,12 +34,16 @@ function render(doc) {
   $("fabric-summary").innerHTML = figures.map(([v, label, cls = ""]) =>
     `<div class="figure"><span class="value ${cls}">${v}</span><span class="label">${esc(label)}</span></div>`)
     .join("");
-  const table = $("zone-table");
-  table.innerHTML = '<thead><tr><th rowspan="2">Zone</th>'
+  const table = $("zone-table"), B = doc.buildings ?? [];
+  const byBuilding = B.some((b) => b != null && b !== B[0]);
+  const buildingTd = (z) => (byBuilding ? `<td>${B[z] == null ? "–"
+    : `<a href="?building=${B[z]}" data-building="${B[z]}">building ${B[z]}</a>`}</td>` : "");
+  table.innerHTML = `<thead><tr>${byBuilding ? '<th rowspan="2">Building</th>' : ""}<th rowspan="2">Zone</th>`
     + doc.tiers.map((t) => `<th colspan="3" class="group">${esc(tierTitle(t))}</th>`).join("") + "</tr><tr>"
     + doc.tiers.map(() => '<th class="num">mean</th><th class="num">max</th><th class="num">not active</th>').join("")
     + "</tr></thead><tbody>"
     + doc.zones.map((name, z) => `<tr class="${name ? "clickable" : ""}" data-zone="${esc(name ?? "")}">`
+      + buildingTd(z)
       + `<td>${name ? `<a href="?zone=${encodeURIComponent(name)}">${esc(short(name))}</a>` : "no zone"}</td>`
       + doc.tiers.map((t) => utilTd(t.mean?.[z] ?? 0, hasData) + utilTd(t.max?.[z] ?? 0, hasData)
         + `<td class="num ${t.down[z] ? "bad" : ""}">${fmt.int(t.down[z])} / ${fmt.int(t.links[z])}</td>`).join("")

@@ -3,7 +3,8 @@
 // of its GPUs in the mode's category (in the last run, in a training job, not usable) or by their mean (NIC-link
 // utilization, checkpoint progress). The figures come from gpus/zones.json (twin/web/gpu_data.py overview_data),
 // re-read when the cluster's summary stream (frames without per-item sections, docs/live.md) says a run published
-// and when the inventory changes. A click on a rack zooms into its zone: the GPU grid of that zone alone.
+// and when the inventory changes. A click on a rack zooms into its zone: the GPU grid of that zone alone; a cluster
+// whose spec groups zones into buildings gets a link per building (?building=<n>: the grid of its zones).
 import { COLORS, UTIL_GRADIENT, UTIL_PIXEL, api, cssPixel, esc, fmt, live, markReady, toast, twin } from "./twin.js";
 
 const REFRESH_MS = 1000;                          // at most one zones.json read per second while frames arrive
@@ -87,8 +88,9 @@ export async function startOverview(el, mode, onModeChange) {
     ctx.putImageData(img, 0, 0);
     ctx.font = `${Math.round(11 * G.dpr)}px system-ui, sans-serif`;
     ctx.textBaseline = "middle";
+    const several = doc.zones.building.some((b) => b !== doc.zones.building[0]);
     for (let z = 0; z < Z; z++) {
-      const [x, y] = zoneOrigin(z), name = short(doc.zones.name[z]);
+      const [x, y] = zoneOrigin(z), name = `${several ? `b${doc.zones.building[z]} ` : ""}${short(doc.zones.name[z])}`;
       const figure = zoneN[z] ? ` ${fmt.pct(zoneSum[z] / zoneN[z])}` : "";
       ctx.fillStyle = THEME.text;
       ctx.fillText(name, x + G.pad, y + G.label / 2 + G.u, G.zoneW - 2 * G.pad);
@@ -139,6 +141,12 @@ export async function startOverview(el, mode, onModeChange) {
     tooltip.style.top = `${ev.clientY + 14}px`;
   }
 
+  const buildings = [...new Set(doc.zones.building)].sort((a, b) => a - b), nav = el.buildings;
+  if (nav && buildings.length > 1) {
+    nav.innerHTML = "buildings: " + buildings.map((b) => `<a href="?building=${b}&color=${encodeURIComponent(mode)}"`
+      + ` data-building="${b}">${b}</a>`).join(" ");
+    nav.hidden = false;
+  }
   layout();
   draw();
   markReady({ cells: doc.racks.zone.length });

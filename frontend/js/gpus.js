@@ -11,8 +11,9 @@
 // sections), colorize() (a mode's colour per GPU and its figures), GridView (layout, drawing, legend, tooltip),
 // then start() wires them to the page.
 //
-// Zoomed into one zone (?zone=<name>), the page data, the statuses and the live frames (a zone-scoped stream,
-// docs/live.md) hold that zone's GPUs and links alone, in the same format: everything below works unchanged. The zone
+// Zoomed into one zone (?zone=<name>) or building (?building=<n>), the page data, the statuses and the live frames (a
+// scoped stream, docs/live.md) hold that place's GPUs and links alone, in the same format: everything below works
+// unchanged. The zone
 // overview (?view=zones, one square per rack) is gpus-overview.js.
 import {
   COLORS, UTIL_GRADIENT, UTIL_PIXEL, api, cssPixel, esc, fmt, live, markReady, timeFrame, toast, twin, utilCss,
@@ -642,6 +643,7 @@ const el = {
   canvas: document.getElementById("gpu-grid"), wrap: document.getElementById("gpu-grid-wrap"),
   tooltip: document.getElementById("gpu-tooltip"), hoverBox: document.getElementById("gpu-hover"),
   legend: document.getElementById("gpu-legend"), mode: document.getElementById("gpu-color-mode"),
+  buildings: document.getElementById("gpu-buildings"),
 };
 
 /** The mode from the URL (?color=), kept in the URL when the user changes it. */
@@ -692,7 +694,8 @@ async function loadRunningRuns(clusterName, liveRuns, view) {
 }
 
 async function start() {
-  const { canvas, wrap } = el, clusterName = canvas.dataset.cluster, zone = canvas.dataset.zone;
+  // zoomed into a zone or a building: "zone=<name>" or "building=<n>", the query of its data and its live stream
+  const { canvas, wrap } = el, clusterName = canvas.dataset.cluster, scope = canvas.dataset.scope;
   if (canvas.dataset.view === "zones") {
     let follow = null;
     const mode = modeControl((m) => follow?.(m));
@@ -745,7 +748,7 @@ async function start() {
   });
   let connected = false;
   live(`/ws/clusters/${encodeURIComponent(clusterName)}/`, {
-    query: zone ? { zone } : {}, seq: snap?.seq ?? 0,        // the snapshot just applied: no second fetch
+    query: Object.fromEntries(new URLSearchParams(scope)), seq: snap?.seq ?? 0,   // the snapshot just applied
     onMeta: (meta) => {
       if (meta.seq < liveRuns.clusterSeq) liveRuns.clusterSeq = 0;   // the stream started over (Redis reset)
       if (connected) readStatuses();
@@ -758,7 +761,7 @@ async function start() {
     }),
   });
   // (a run's own stream is not zone-scoped: a zone's page has the cluster stream's view of the runs only)
-  if (!zone) loadRunningRuns(clusterName, liveRuns, view).catch((e) => toast(`running runs: ${e.message}`));
+  if (!scope) loadRunningRuns(clusterName, liveRuns, view).catch((e) => toast(`running runs: ${e.message}`));
 
   canvas.addEventListener("mousemove", (ev) => view.hover(ev));
   canvas.addEventListener("mouseleave", () => view.leave());

@@ -1,10 +1,13 @@
 """The GPU page at scale: one zone's page data (``?zone=``) is the whole cluster's cut to that zone, its NIC links
 at their positions in a zone-scoped live frame; the zone overview's per-rack figures are the sums of the GPUs' own
 (statuses, the last frame's states and NIC-link utilization); a zone the cluster does not have is a 404 naming it."""
+import io
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
+from django.core.management import call_command
 
 from twin.inventory import models as m
 from twin.live import frames, scope, store
@@ -109,3 +112,26 @@ def test_the_page_views_and_an_unknown_zone(client, demo):
     response = client.get("/clusters/demo-256/gpus.json?zone=nowhere")
     assert response.status_code == 404 and "nowhere" in response.json()["zone"][0]
     assert client.get("/clusters/demo-256/gpus/?zone=nowhere").status_code == 404
+
+
+def test_a_building_is_its_zones(client, tmp_path):
+    # given demo-256's design with one zone per building (the spec's layout.zones_per_building)
+    spec = Path(__file__).resolve().parents[2] / "sim" / "presets" / "demo-256.toml"
+    text = spec.read_text().replace('name = "demo-256"', 'name = "demo-blds"')
+    text = text.replace("[layout]\n", "[layout]\nzones_per_building = 1\n")
+    (tmp_path / "demo-blds.toml").write_text(text)
+    call_command("build_cluster", str(tmp_path / "demo-blds.toml"), "--no-progress", stdout=io.StringIO())
+    cluster = m.Cluster.objects.get(name="demo-blds")
+    # then building 1's page data is zone z01's, and its stream scope names the same items
+    building = json.loads(client.get("/clusters/demo-blds/gpus.json?building=1").content)
+    zone = json.loads(client.get("/clusters/demo-blds/gpus.json?zone=demo-blds.z01").content)
+    assert building["zone"] == "building 1" and building["gpus"] == zone["gpus"] and building["links"] == zone["links"]
+    zones = scope.cluster_zones(cluster)
+    assert np.array_equal(zones.place(building=1).links, zones.items("demo-blds.z01").links)
+    overview = json.loads(client.get("/clusters/demo-blds/gpus/zones.json").content)
+    assert overview["zones"]["building"] == [0, 1]
+    # and a building it does not have, or one that is not a number, says which field is wrong
+    assert client.get("/clusters/demo-blds/gpus.json?building=2").json() == {
+        "building": ["no building 2 in this cluster (it has 2)"]}
+    assert client.get("/clusters/demo-blds/fabric.json?building=x").status_code == 404
+    assert client.get("/api/live/clusters/demo-blds/snapshot/?building=x").status_code == 400

@@ -7,17 +7,17 @@ Close codes: 4401 not authenticated (or a bad token), 4404 no such run or cluste
 which carries the stream, unreachable: on connecting, or later while connected). The socket is accepted before
 closing so that browsers see the code (a refused handshake only shows as HTTP 403), and one JSON message
 ``{"type": "error", "code": ..., "detail": ...}`` says why.
-Query parameters: ``token=<key>``; on a cluster's stream ``zone=<zone name>`` (the frames cut to that zone's GPUs,
-hosts and backend links) or ``summary=1`` (the frames without their per-item sections): twin/live/scope.py. A zone the
-cluster does not have closes with 4404. (``index=0`` is accepted and changes nothing: the metadata never carries the
-link tables.)
+Query parameters: ``token=<key>``; on a cluster's stream ``zone=<zone name>`` or ``building=<n>`` (the frames cut to
+that zone's or building's GPUs, hosts and backend links) or ``summary=1`` (the frames without their per-item
+sections): twin/live/scope.py. A zone or building the cluster does not have closes with 4404. (``index=0`` is
+accepted and changes nothing: the metadata never carries the link tables.)
 """
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, quote
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
@@ -144,12 +144,14 @@ class ClusterConsumer(LiveConsumer):
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         zone, summary = query.get("zone", [""])[0], query.get("summary", [""])[0] in ("1", "true", "yes")
         try:
-            self.transform = scope.frame_scope(cluster, zone, summary)
-            info = scope.scope_info(cluster, zone, summary)
+            building = scope.parse_building(query.get("building", [""])[0])
+            self.transform = scope.frame_scope(cluster, zone, summary, building)
+            info = scope.scope_info(cluster, zone, summary, building)
         except scope.ScopeError:
             return None
         snapshot = f"/api/live/clusters/{cluster.name}/snapshot/"
         if info:
-            snapshot += "?" + ("zone=" + zone if zone else "summary=1")
+            snapshot += "?" + (f"zone={quote(zone)}" if zone else f"building={building}" if building is not None
+                               else "summary=1")
         return {"type": "meta", "stream": stream, **meta.protocol_info(), "snapshot": snapshot,
                 "cluster": meta.cluster_index(cluster), **({"scope": info} if info else {})}

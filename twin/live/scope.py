@@ -1,15 +1,16 @@
 """Zone scopes of a cluster's live frames: where one zone's GPUs, hosts and backend links sit in the frame order, and
 the scoped and summary forms of a cluster-stream frame (docs/live.md, "Scoped frames").
 
-A cluster-stream frame carries every GPU (``gpu_state``, ``gpu_job``), every host (``host_progress``) and every backend
-link (``link_util``) of the cluster: 1.9 MB for a 590k-GPU cluster, 7.7 MB/s to every open page at the 4 Hz tick,
-far more than a page that shows one zone draws. A client that asks for a zone gets those sections cut to the zone's items (in
-the same order); a client that asks for the summary gets the header and the small sections only (it reads aggregated
-figures over REST: the GPU and fabric pages' ``zones.json``).
+A cluster-stream frame carries every GPU (``gpu_state``, ``gpu_job``), every host (``host_progress``) and every
+backend link (``link_util``) of the cluster: 1.9 MB for a 590k-GPU cluster, 7.7 MB/s to every open page at the 4 Hz
+tick, far more than a page that shows one zone draws. A client that asks for a zone gets those sections cut to the
+zone's items (in the same order); a client that asks for the summary gets the header and the small sections only (it
+reads aggregated figures over REST: the GPU and fabric pages' ``zones.json``).
 
 A zone's items: its GPUs and hosts (those in its racks) and its backend links, a link belonging to the zone of its
-lower switch (for a NIC cable, the leaf it reaches), as the fabric page counts them. The arrays are read once per
-process and cluster structure (twin.inventory.structure_cache), a few column queries with numpy.
+lower switch (for a NIC cable, the leaf it reaches), as the fabric page counts them. A building's items (the spec's
+``layout.zones_per_building``: compute zones fill building by building) are those of its zones. The arrays are read
+once per process and cluster structure (twin.inventory.structure_cache), a few column queries with numpy.
 """
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.layout import LINK_NIC_LEAF
+from sim.layout import LINK_NIC_LEAF, ZONE_COMPUTE
+from sim.spec import parse_spec
 from twin.inventory.choices import FabricRole
 from twin.inventory.models import GPU, Cluster, Fabric, Host, Link, Rack, Switch, Zone
 from twin.inventory.structure_cache import StructureCache, rows_fingerprint, trusted_fingerprint
@@ -32,10 +34,11 @@ class ScopeError(LookupError):
 
 @dataclass(frozen=True)
 class ZoneItems:
-    """One zone's items as positions in the frame order: GPUs (by GPU.index), hosts and backend links (by id)."""
+    """A place's items (one zone, or the zones of one building) as positions in the frame order: GPUs (by
+    GPU.index), hosts and backend links (by id)."""
 
-    zone_id: int
-    name: str
+    zone_ids: tuple[int, ...]
+    name: str                        # the zone's name, or "building <n>"
     gpus: np.ndarray
     hosts: np.ndarray
     links: np.ndarray
@@ -47,6 +50,7 @@ class ClusterZones:
     by: each GPU's and host's rack id, each link's tier and end switches (ids, -1 at a NIC)."""
 
     zone_names: dict[int, str]       # zone id -> name, every zone of the cluster
+    zone_building: dict[int, int]    # compute zone id -> its building (0 when the spec gives none)
     gpu_ids: np.ndarray              # GPU ids by GPU.index
     gpu_zone: np.ndarray
     gpu_rack: np.ndarray
@@ -65,10 +69,31 @@ class ClusterZones:
                 return zid
         raise ScopeError(f"zone: no zone named {name!r} in this cluster")
 
+    @property
+    def buildings(self) -> int:
+        return max(self.zone_building.values(), default=-1) + 1
+
+    def building_zones(self, building: int) -> tuple[int, ...]:
+        """The zone ids of a building (ScopeError naming the field when the cluster has no such building)."""
+        zones = tuple(z for z, b in self.zone_building.items() if b == building)
+        if not zones:
+            raise ScopeError(f"building: no building {building} in this cluster (it has {self.buildings})")
+        return zones
+
+    def place(self, zone: str | None = None, building: int | None = None) -> ZoneItems | None:
+        """The items of the zone named ``zone`` or of building number ``building`` (None for neither)."""
+        if zone:
+            ids, name = (self.zone_id(zone),), zone
+        elif building is not None:
+            ids, name = self.building_zones(building), f"building {building}"
+        else:
+            return None
+        at = np.asarray(ids, dtype=IDX)
+        return ZoneItems(ids, name, np.flatnonzero(np.isin(self.gpu_zone, at)),
+                         np.flatnonzero(np.isin(self.host_zone, at)), np.flatnonzero(np.isin(self.link_zone, at)))
+
     def items(self, name: str) -> ZoneItems:
-        z = self.zone_id(name)
-        return ZoneItems(z, name, np.flatnonzero(self.gpu_zone == z), np.flatnonzero(self.host_zone == z),
-                         np.flatnonzero(self.link_zone == z))
+        return self.place(zone=name)
 
 
 _zones: StructureCache[ClusterZones] = StructureCache()     # by cluster id
@@ -116,8 +141,11 @@ def _build(cluster: Cluster, fabric: Fabric | None) -> ClusterZones:
     link_ids, tier, a, b = _ints(Link.objects.filter(fabric=fabric).order_by("id"), "id", "tier", "a_switch_id",
                                  "b_switch_id") if fabric else [np.zeros(0, IDX)] * 4
     row = np.where(tier == LINK_NIC_LEAF, b, a)
+    per_building = parse_spec(cluster.spec).layout.zones_per_building
+    compute = Zone.objects.filter(**of, kind=ZONE_COMPUTE).values_list("id", "number")
     return ClusterZones(
-        zone_names=dict(Zone.objects.filter(**of).order_by("id").values_list("id", "name")), gpu_ids=gpu_id,
+        zone_names=dict(Zone.objects.filter(**of).order_by("id").values_list("id", "name")),
+        zone_building={z: number // per_building if per_building else 0 for z, number in compute}, gpu_ids=gpu_id,
         gpu_zone=_lookup(rack_id, rack_zone, gpu_rack), gpu_rack=gpu_rack, host_zone=host_zone, host_rack=host_rack,
         link_ids=link_ids, link_zone=_lookup(sw_id, sw_zone, row), link_tier=tier, link_a=a, link_b=b,
         link_rack=_lookup(sw_id, sw_rack, row))
@@ -155,11 +183,20 @@ def scope_frame(raw: bytes, items: ZoneItems | None) -> bytes:
     return frames.encode(frame)
 
 
-def frame_scope(cluster: Cluster, zone: str | None, summary: bool):
-    """What a client asked for (``?zone=<name>``, ``?summary=1``) as a function of an encoded frame, or None for
-    the whole frame; ScopeError for a zone the cluster does not have."""
-    if zone:
-        items = cluster_zones(cluster).items(zone)
+def parse_building(value: str | None) -> int | None:
+    """``?building=<n>`` as an int (None when absent); ScopeError naming the field when it is not a number."""
+    if value in (None, ""):
+        return None
+    if not value.isdigit():
+        raise ScopeError(f"building: {value!r} is not a building number (0, 1, ...)")
+    return int(value)
+
+
+def frame_scope(cluster: Cluster, zone: str | None, summary: bool, building: int | None = None):
+    """What a client asked for (``?zone=<name>``, ``?building=<n>``, ``?summary=1``) as a function of an encoded
+    frame, or None for the whole frame; ScopeError for a zone or building the cluster does not have."""
+    if zone or building is not None:
+        items = cluster_zones(cluster).place(zone, building)
         return lambda raw: scope_frame(raw, items)
     if summary:
         return lambda raw: scope_frame(raw, None)
@@ -179,9 +216,11 @@ def last_frame(cluster: Cluster) -> frames.Frame | None:
     return frames.decode(last[1]) if last else None
 
 
-def scope_info(cluster: Cluster, zone: str | None, summary: bool) -> dict | None:
-    """The scope as the stream's metadata states it: the zone and its counts (the lengths of the scoped sections)."""
-    if zone:
-        items = cluster_zones(cluster).items(zone)
-        return {"zone": zone, "gpus": len(items.gpus), "hosts": len(items.hosts), "links": len(items.links)}
+def scope_info(cluster: Cluster, zone: str | None, summary: bool, building: int | None = None) -> dict | None:
+    """The scope as the stream's metadata states it: the zone or building and its counts (the lengths of the scoped
+    sections)."""
+    if zone or building is not None:
+        items = cluster_zones(cluster).place(zone, building)
+        where = {"zone": zone} if zone else {"building": building}
+        return {**where, "gpus": len(items.gpus), "hosts": len(items.hosts), "links": len(items.links)}
     return {"summary": True} if summary else None

@@ -15,7 +15,7 @@ from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -107,6 +107,8 @@ class RunSnapshotView(SnapshotView):
 @extend_schema(parameters=[OpenApiParameter("name", OpenApiTypes.STR, OpenApiParameter.PATH), BINARY_PARAM,
                            OpenApiParameter("zone", OpenApiTypes.STR, description="the frame cut to this zone's "
                                             "GPUs, hosts and backend links (docs/live.md, scoped frames)"),
+                           OpenApiParameter("building", OpenApiTypes.INT, description="the frame cut to this "
+                                            "building's GPUs, hosts and backend links"),
                            OpenApiParameter("summary", OpenApiTypes.BOOL, description="the frame without its "
                                             "per-item sections")],
                **SNAPSHOT_SCHEMA,
@@ -119,7 +121,11 @@ class ClusterSnapshotView(SnapshotView):
         if cluster is None:
             return None
         try:
-            return scope.frame_scope(cluster, zone, summary)
+            building = scope.parse_building(request.query_params.get("building"))
+        except scope.ScopeError as e:
+            raise ValidationError({"building": [str(e).removeprefix("building: ")]}) from None
+        try:
+            return scope.frame_scope(cluster, zone, summary, building)
         except scope.ScopeError as e:
             raise NotFound(str(e)) from None
 

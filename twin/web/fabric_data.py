@@ -9,8 +9,9 @@ The structure changes only when the cluster is rebuilt or recabled, so it is bui
 ``values_list`` queries and numpy) and kept serialized, keyed by a fingerprint of the rows that a rebuild or a
 recabling changes. Statuses change any time: they are read on every request, sparse (the non-active items only).
 
-A page zoomed into one zone (``?zone=<name>``) reads the same data for the zone's links alone (those of its lower
-switches, twin/live/scope.py) and the switches at their ends, in the order of a zone-scoped live frame. The zone
+A page zoomed into one zone (``?zone=<name>``) or building (``?building=<n>``) reads the same data for the place's
+links alone (those of its lower switches, twin/live/scope.py) and the switches at their ends, in the order of a scoped
+live frame. The zone
 overview (:func:`overview_data`) sums the whole fabric per zone and tier without the per-link arrays.
 """
 from __future__ import annotations
@@ -116,15 +117,15 @@ def _in_runs(ids: np.ndarray) -> Q:
     return q
 
 
-def _build(fabric: Fabric, zone_name: str | None = None) -> Structure:
+def _build(fabric: Fabric, place: scope.ZoneItems | None = None) -> Structure:
     """Read the fabric's structure (a fixed number of column queries, numpy for the index maths), serialized.
-    ``row_tier`` of a link tier is the switch tier of its heatmap rows; ``cols`` the longest row. With ``zone``,
-    that zone's links and the switches at their ends."""
+    ``row_tier`` of a link tier is the switch tier of its heatmap rows; ``cols`` the longest row. With ``place`` (a
+    zone, a building), its links and the switches at their ends."""
     cluster = fabric.cluster
     switches, links = Switch.objects.filter(fabric=fabric), Link.objects.filter(fabric=fabric)
-    if zone_name:
+    if place:
         zones = scope.cluster_zones(cluster)
-        at = zones.items(zone_name).links
+        at = place.links
         ends = np.concatenate([zones.link_a[at], zones.link_b[at]])
         links = links.filter(_in_runs(zones.link_ids[at]))
         switches = switches.filter(_in_runs(np.unique(ends[ends >= 0])))
@@ -154,7 +155,7 @@ def _build(fabric: Fabric, zone_name: str | None = None) -> Structure:
                            "cols": int(col[tier == code].max()) + 1})
     doc = {
         "cluster": {"id": cluster.id, "name": cluster.name, "title": cluster.title},
-        "zone": zone_name,
+        "zone": place.name if place else None,
         "fabric": {"id": fabric.id, "name": fabric.name, "kind": fabric.kind, "kind_label": fabric.get_kind_display(),
                    "speed_gbps": fabric.speed_gbps},
         "switch_tiers": [tier_names.get(t, str(t)) for t in range(max(tier_names, default=-1) + 1)],
@@ -173,13 +174,10 @@ def _build(fabric: Fabric, zone_name: str | None = None) -> Structure:
     return Structure(link_id, sw_id, text[:-1])
 
 
-def structure(fabric: Fabric, zone: str | None = None) -> Structure:
-    """The fabric's structure (or one zone's part), from the process cache while its fingerprint holds; ScopeError
-    for a zone the cluster does not have."""
-    if zone and not Zone.objects.filter(cluster_id=fabric.cluster_id, name=zone).exists():
-        raise scope.ScopeError(f"zone: no zone named {zone!r} in cluster {fabric.cluster.name!r}")
-    return _structures.get((fabric.id, zone) if zone else fabric.id, _fingerprint(fabric),
-                           lambda: _build(fabric, zone))
+def structure(fabric: Fabric, place: scope.ZoneItems | None = None) -> Structure:
+    """The fabric's structure (or one place's part), from the process cache while its fingerprint holds."""
+    return _structures.get((fabric.id, place.zone_ids) if place else fabric.id, _fingerprint(fabric),
+                           lambda: _build(fabric, place))
 
 
 def _not_active(model, fabric: Fabric, ids: np.ndarray) -> dict:
@@ -197,15 +195,15 @@ def statuses(fabric: Fabric, s: Structure) -> dict:
             "switch_status": _not_active(Switch, fabric, s.switch_ids)}
 
 
-def page_data(fabric: Fabric, zone: str | None = None) -> str:
+def page_data(fabric: Fabric, place: scope.ZoneItems | None = None) -> str:
     """fabric.json: the cached structure with the current statuses."""
-    s = structure(fabric, zone)
+    s = structure(fabric, place)
     return f'{s.json},{json.dumps(statuses(fabric, s), separators=(",", ":"))[1:]}'
 
 
-def status_data(fabric: Fabric, zone: str | None = None) -> dict:
+def status_data(fabric: Fabric, place: scope.ZoneItems | None = None) -> dict:
     """The statuses alone, for a page that has the structure (refreshed while it stays open)."""
-    s = structure(fabric, zone)
+    s = structure(fabric, place)
     return {"links": {"count": len(s.link_ids)}, **statuses(fabric, s)}
 
 
@@ -247,8 +245,10 @@ def overview_data(fabric: Fabric) -> dict:
             cell["max"] = np.round(peak, 4).tolist()
         tiers.append(cell)
     names = [zones.zone_names[z] for z in zone_ids.tolist()] + ([None] if n_zones > len(zone_ids) else [])
+    buildings = [zones.zone_building.get(z) for z in zone_ids.tolist()] + [None] * (n_zones - len(zone_ids))
     return {"cluster": {"id": fabric.cluster.id, "name": fabric.cluster.name},
-            "fabric": {"name": fabric.name, "speed_gbps": fabric.speed_gbps}, "zones": names, "tiers": tiers,
+            "fabric": {"name": fabric.name, "speed_gbps": fabric.speed_gbps}, "zones": names, "buildings": buildings,
+            "tiers": tiers,
             "links": {"count": len(links)},
             "run": {"id": frame.run_id, "status": frame.status, "progress": round(float(frame.progress), 1),
                     "seq": frame.seq} if frame is not None and frame.run_id else None}

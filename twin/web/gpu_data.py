@@ -13,11 +13,11 @@ Two parts, read differently because they change differently:
   when the GPU, its backend NIC, the NIC's port, its cable, the leaf's port or the leaf switch is not active;
   ``unusable`` says which of these hold, as bits.
 
-A page zoomed into one zone (``?zone=<name>``) reads the same data for that zone alone: its GPUs (``gpus.index``
-gives their GPU.index values), hosts and racks, and ``gpus.link`` as positions among the zone's backend links, the
-order of a zone-scoped live frame (twin/live/scope.py). Above ``OVERVIEW_ABOVE_GPUS`` GPUs the page opens on the
-zone overview (:func:`overview_data`): per zone and per rack, how many GPUs are usable, in the last run, in training
-jobs, and the mean utilization of their NIC links and checkpoint progress.
+A page zoomed into one zone (``?zone=<name>``) or building (``?building=<n>``) reads the same data for that place
+alone: its GPUs (``gpus.index`` gives their GPU.index values), hosts and racks, and ``gpus.link`` as positions among
+the place's backend links, the order of a scoped live frame (twin/live/scope.py). Above ``OVERVIEW_ABOVE_GPUS`` GPUs
+the page opens on the zone overview (:func:`overview_data`): per zone and per rack, how many GPUs are usable, in the
+last run, in training jobs, and the mean utilization of their NIC links and checkpoint progress.
 """
 from __future__ import annotations
 
@@ -119,18 +119,20 @@ def _odd_gpu_names(gpu_rows, gpus: IdIndex) -> dict[str, str]:
     return {str(pos): name for pos, name in zip(gpus(ids).tolist(), names)}
 
 
-def build_structure(cluster: Cluster, fabric: Fabric | None, zone: Zone | None = None) -> GridStructure:
-    """Read the structure from the database: a fixed number of column queries, no model instances. With ``zone``,
-    that zone's part alone, its links in the order of a zone-scoped frame."""
+def build_structure(cluster: Cluster, fabric: Fabric | None, place: scope.ZoneItems | None = None) -> GridStructure:
+    """Read the structure from the database: a fixed number of column queries, no model instances. With ``place``
+    (a zone or a building), that part alone, its links in the order of a scoped frame."""
     of = {"cluster": cluster}
-    gpu_rows = GPU.objects.filter(**of, **({"host__rack__zone": zone} if zone else {}))
+    zones = list(place.zone_ids) if place else None
+    gpu_rows = GPU.objects.filter(**of, **({"host__rack__zone__in": zones} if place else {}))
     gpu_id, gpu_index, gpu_host, gpu_slot = _columns(gpu_rows.order_by("index"), "id", "index", "host_id", "slot")
     host_id, host_name, host_rack, host_slot = _columns(
-        Host.objects.filter(**of, **({"rack__zone": zone} if zone else {})).order_by("id"),
+        Host.objects.filter(**of, **({"rack__zone__in": zones} if place else {})).order_by("id"),
         "id", "name", "rack_id", "slot")
     rack_id, rack_name, rack_zone, rack_number = _columns(
-        Rack.objects.filter(**of, **({"zone": zone} if zone else {})).order_by("id"), "id", "name", "zone_id", "number")
-    zone_id, zone_name = _columns(Zone.objects.filter(**of, **({"id": zone.id} if zone else {})).order_by("id"),
+        Rack.objects.filter(**of, **({"zone__in": zones} if place else {})).order_by("id"),
+        "id", "name", "zone_id", "number")
+    zone_id, zone_name = _columns(Zone.objects.filter(**of, **({"id__in": zones} if place else {})).order_by("id"),
                                   "id", "name")
     gpus, hosts = IdIndex(gpu_id), IdIndex(host_id)
 
@@ -148,13 +150,13 @@ def build_structure(cluster: Cluster, fabric: Fabric | None, zone: Zone | None =
     link_ids = np.zeros(0, dtype=IDX)
     cables = ([],) * 6
     if fabric is not None:
-        if zone is None:
+        if place is None:
             link_ids = np.asarray(Link.objects.filter(fabric=fabric).order_by("id").values_list("id", flat=True),
                                   dtype=IDX)
         else:
-            link_ids = scope.cluster_zones(cluster).link_ids[scope.cluster_zones(cluster).items(zone.name).links]
+            link_ids = scope.cluster_zones(cluster).link_ids[place.links]
         cables = _columns(Link.objects.filter(fabric=fabric, a_port__nic__gpu__isnull=False,
-                                              **({"a_port__nic__gpu__host__rack__zone": zone} if zone else {}))
+                                              **({"a_port__nic__gpu__host__rack__zone__in": zones} if place else {}))
                           .order_by("id"),
                           "id", "a_port_id", "b_port_id", "b_switch_id", "a_port__nic_id", "a_port__nic__gpu_id")
     cable_id, nic_port, leaf_port, leaf_id, nic_id, cable_gpu_id = (np.asarray(c, dtype=IDX) for c in cables)
@@ -165,7 +167,7 @@ def build_structure(cluster: Cluster, fabric: Fabric | None, zone: Zone | None =
     index = np.asarray(gpu_index, dtype=IDX)
     doc = {
         "cluster": {"id": cluster.id, "name": cluster.name, "title": cluster.title},
-        "zone": zone.name if zone else None,
+        "zone": place.name if place else None,         # the place the page is zoomed into: a zone, a building
         "status_names": list(STATUS_NAMES),
         "reason_names": list(REASONS),
         "zones": {"name": [zone_name[z] for z in used_zones.tolist()]},
@@ -189,21 +191,22 @@ def build_structure(cluster: Cluster, fabric: Fabric | None, zone: Zone | None =
         gpu_link=gpu_link, json=json.dumps(doc, separators=(",", ":")).encode())
 
 
-def zone_named(cluster: Cluster, name: str | None) -> Zone | None:
-    """The cluster's zone of that name (None for no name); ScopeError naming the field when it has none."""
-    if not name:
+def place_asked(cluster: Cluster, zone: str | None, building: str | None) -> scope.ZoneItems | None:
+    """The place a request zooms into (``?zone=<name>`` or ``?building=<n>``), None for the whole cluster;
+    ScopeError naming the field when the cluster has no such zone or building."""
+    number = scope.parse_building(building)
+    if not zone and number is None:
         return None
-    found = Zone.objects.filter(cluster=cluster, name=name).first()
-    if found is None:
-        raise scope.ScopeError(f"zone: no zone named {name!r} in cluster {cluster.name!r}")
-    return found
+    if zone and not Zone.objects.filter(cluster=cluster, name=zone).exists():     # before reading the zone arrays
+        raise scope.ScopeError(f"zone: no zone named {zone!r} in cluster {cluster.name!r}")
+    return scope.cluster_zones(cluster).place(zone or None, number)
 
 
-def structure(cluster: Cluster, zone: Zone | None = None) -> GridStructure:
-    """The cluster's structure (or one zone's), from the in-process cache while its fingerprint holds."""
+def structure(cluster: Cluster, place: scope.ZoneItems | None = None) -> GridStructure:
+    """The cluster's structure (or one place's), from the in-process cache while its fingerprint holds."""
     fabric = backend_fabric(cluster)
-    return _structures.get((cluster.id, zone.id) if zone else cluster.id, structure_key(cluster, fabric),
-                           lambda: build_structure(cluster, fabric, zone))
+    return _structures.get((cluster.id, place.zone_ids) if place else cluster.id, structure_key(cluster, fabric),
+                           lambda: build_structure(cluster, fabric, place))
 
 
 def _not_active(model, cluster: Cluster) -> tuple[np.ndarray, np.ndarray]:
@@ -242,16 +245,16 @@ def statuses(cluster: Cluster, st: GridStructure) -> dict:
     }
 
 
-def page_data(cluster: Cluster, zone: Zone | None = None) -> bytes:
+def page_data(cluster: Cluster, place: scope.ZoneItems | None = None) -> bytes:
     """The whole page data as JSON bytes: the cached structure with the fresh statuses spliced in."""
-    st = structure(cluster, zone)
+    st = structure(cluster, place)
     fresh = json.dumps(statuses(cluster, st), separators=(",", ":")).encode()
     return st.json[:-1] + b"," + fresh[1:]
 
 
-def status_data(cluster: Cluster, zone: Zone | None = None) -> bytes:
+def status_data(cluster: Cluster, place: scope.ZoneItems | None = None) -> bytes:
     """Only the fresh part (the page re-reads it when the inventory changes)."""
-    return json.dumps(statuses(cluster, structure(cluster, zone)), separators=(",", ":")).encode()
+    return json.dumps(statuses(cluster, structure(cluster, place)), separators=(",", ":")).encode()
 
 
 def _per(group: np.ndarray, n: int, weights=None) -> np.ndarray:
@@ -310,6 +313,7 @@ def overview_data(cluster: Cluster) -> bytes:
     not_usable = np.minimum(gpus, _per(bad_rack, n).astype(IDX) + np.maximum(gpus - cables, 0))
     doc = {"cluster": {"id": cluster.id, "name": cluster.name, "title": cluster.title},
            "zones": {"name": [zones.zone_names[z] for z in zone_ids.tolist()],
+                     "building": [zones.zone_building.get(z, 0) for z in zone_ids.tolist()],
                      "gpus": _per(rack_zone, len(zone_ids), gpus.astype(float)).astype(int).tolist()},
            "racks": {"zone": rack_zone.tolist(), "pos": _rank_within(rack_zone, rack_ids).tolist(),
                      "gpus": gpus.tolist(), "not_usable": not_usable.tolist()},

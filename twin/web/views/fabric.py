@@ -5,10 +5,10 @@ Routes: the page; its data, fabric.json (the structure in live link order with t
 twin/web/fabric_data.py); the statuses alone (refreshed while the page is open); link details (names and ends,
 fetched lazily for tooltips and lists); the zone overview (zones.json).
 
-Views of the page, as on the GPU page: the whole fabric; one zone (``?zone=<zone name>``: its links, the data and
-the live stream scoped to them); the zone overview (``?view=zones``: a table of zones by tier), where a cluster above
-gpu_data.OVERVIEW_ABOVE_GPUS opens (``?view=all`` asks for the whole fabric)."""
-from urllib.parse import quote
+Views of the page, as on the GPU page: the whole fabric; one zone or building (``?zone=<zone name>``,
+``?building=<n>``: its links, the data and the live stream scoped to them); the zone overview (``?view=zones``: a
+table of zones by tier), where a cluster above gpu_data.OVERVIEW_ABOVE_GPUS opens (``?view=all`` asks for the whole
+fabric)."""
 
 from functools import wraps
 
@@ -20,6 +20,7 @@ from django.views.decorators.gzip import gzip_page
 from twin.inventory.models import GPU
 from twin.live.scope import ScopeError
 from twin.web import fabric_data, gpu_data
+from twin.web.views.gpus import scope_query
 from twin.web.access import readable
 from twin.web.nav import NavItem, Page
 
@@ -36,13 +37,11 @@ def fabric_view(view):
             fabric = fabric_data.backend_fabric(cluster)
         except fabric_data.FabricDataError as e:
             return JsonResponse({"detail": str(e)}, status=404)
-        zone = request.GET.get("zone") or None
-        if zone:
-            try:
-                gpu_data.zone_named(fabric.cluster, zone)
-            except ScopeError as e:
-                return JsonResponse({"zone": [str(e).removeprefix("zone: ")]}, status=404)
-        request.zone = zone
+        try:
+            request.place = gpu_data.place_asked(fabric.cluster, request.GET.get("zone"), request.GET.get("building"))
+        except ScopeError as e:
+            field, _, why = str(e).partition(": ")
+            return JsonResponse({field: [why]}, status=404)
         return view(request, fabric)
     return wrapper
 
@@ -54,20 +53,20 @@ def page(request, cluster):
     except fabric_data.FabricDataError as e:
         return render(request, "web/fabric.html", {"nav": "fabric", "error": str(e)}, status=404)
     try:
-        zone = gpu_data.zone_named(fabric.cluster, request.GET.get("zone"))
+        place = gpu_data.place_asked(fabric.cluster, request.GET.get("zone"), request.GET.get("building"))
     except ScopeError as e:
         return render(request, "web/fabric.html", {"nav": "fabric", "error": str(e)}, status=404)
     view = request.GET.get("view")
-    if zone is not None:
+    if place is not None:
         view = "zone"
     elif view not in ("zones", "all"):
         view = "zones" if GPU.objects.filter(cluster=fabric.cluster).count() > gpu_data.OVERVIEW_ABOVE_GPUS else "all"
+    scope = scope_query(request)
     snapshot_url = reverse("live:cluster-snapshot", kwargs={"name": fabric.cluster.name}) + "?binary=1"
-    query = f"?zone={quote(zone.name)}" if zone else ""
-    snapshot_url += "&summary=1" if view == "zones" else query.replace("?", "&")
+    snapshot_url += "&summary=1" if view == "zones" else f"&{scope}" if scope else ""
     return render(request, "web/fabric.html", {"nav": "fabric", "fabric": fabric, "cluster": fabric.cluster,
-                                               "snapshot_url": snapshot_url, "view": view, "zone": zone,
-                                               "query": query})
+                                               "snapshot_url": snapshot_url, "view": view, "place": place,
+                                               "scope": scope, "query": f"?{scope}" if scope else ""})
 
 
 @fabric_view
@@ -75,13 +74,13 @@ def page(request, cluster):
 def data(request, fabric):
     """The fabric's structure in live link order (cached per process) with the current statuses; ~1 MB of JSON
     for a 24k cluster, ~30 KB gzipped."""
-    return HttpResponse(fabric_data.page_data(fabric, request.zone), content_type="application/json")
+    return HttpResponse(fabric_data.page_data(fabric, request.place), content_type="application/json")
 
 
 @fabric_view
 def status(request, fabric):
     """Statuses of the fabric's links and switches (the non-active ones), by position in fabric.json's arrays."""
-    return JsonResponse(fabric_data.status_data(fabric, request.zone))
+    return JsonResponse(fabric_data.status_data(fabric, request.place))
 
 
 @fabric_view

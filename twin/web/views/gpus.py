@@ -1,8 +1,9 @@
 """The GPU grid: every GPU of a cluster on one canvas, coloured by job, health or utilization (frontend/js/gpus.js),
 and the compact data it is drawn from (twin/web/gpu_data.py).
 
-Views of the page: the whole grid; one zone's grid (``?zone=<zone name>``); the zone overview (``?view=zones``, one
-cell per rack), where a cluster above gpu_data.OVERVIEW_ABOVE_GPUS opens (``?view=grid`` asks for the whole grid)."""
+Views of the page: the whole grid; one zone's or building's grid (``?zone=<zone name>``, ``?building=<n>``); the zone
+overview (``?view=zones``, one cell per rack), where a cluster above gpu_data.OVERVIEW_ABOVE_GPUS opens
+(``?view=grid`` asks for the whole grid)."""
 import time
 from urllib.parse import quote
 
@@ -25,27 +26,31 @@ def page(request, cluster):
     if found is None:
         return render(request, "web/gpus.html", {"nav": "gpus", "missing": missing_cluster(cluster)}, status=404)
     try:
-        zone = gpu_data.zone_named(found, request.GET.get("zone"))
+        place = gpu_data.place_asked(found, request.GET.get("zone"), request.GET.get("building"))
     except ScopeError as e:
         return render(request, "web/gpus.html", {"nav": "gpus", "missing": str(e)}, status=404)
     view = request.GET.get("view")
-    if zone is not None:
+    if place is not None:
         view = "zone"
     elif view not in ("zones", "grid"):
         view = "zones" if GPU.objects.filter(cluster=found).count() > gpu_data.OVERVIEW_ABOVE_GPUS else "grid"
-    query = f"?zone={quote(zone.name)}" if zone else ""
+    scope = scope_query(request)
     snapshot_url = reverse("live:cluster-snapshot", kwargs={"name": found.name}) + "?binary=1"
-    if view == "zones":
-        snapshot_url += "&summary=1"
-    elif zone:
-        snapshot_url += f"&zone={quote(zone.name)}"
+    snapshot_url += "&summary=1" if view == "zones" else f"&{scope}" if scope else ""
     return render(request, "web/gpus.html", {"nav": "gpus", "cluster": found, "snapshot_url": snapshot_url,
-                                             "view": view, "zone": zone, "query": query})
+                                             "view": view, "place": place, "scope": scope,
+                                             "query": f"?{scope}" if scope else ""})
+
+
+def scope_query(request) -> str:
+    """The place a page is zoomed into, as the query its data and live stream take (``zone=...``, ``building=n``)."""
+    zone, building = request.GET.get("zone"), request.GET.get("building")
+    return f"zone={quote(zone)}" if zone else f"building={quote(building)}" if building else ""
 
 
 def _json_view(build, zoned=True):
-    """A page-data view answering ``build(cluster)`` (JSON bytes; ``build(cluster, zone)`` when ``zoned`` and the
-    request names a zone, ``?zone=``), its server time in a Server-Timing header."""
+    """A page-data view answering ``build(cluster)`` (JSON bytes; ``build(cluster, place)`` when ``zoned`` and the
+    request names a zone or a building, ``?zone=``, ``?building=``), its server time in a Server-Timing header."""
     @readable
     def view(request, cluster):
         t0 = time.perf_counter()
@@ -53,10 +58,12 @@ def _json_view(build, zoned=True):
         if found is None:
             return JsonResponse({"detail": missing_cluster(cluster)}, status=404)
         try:
-            zone = gpu_data.zone_named(found, request.GET.get("zone")) if zoned else None
+            place = gpu_data.place_asked(found, request.GET.get("zone"), request.GET.get("building")) \
+                if zoned else None
         except ScopeError as e:
-            return JsonResponse({"zone": [str(e).removeprefix("zone: ")]}, status=404)
-        resp = HttpResponse(build(found, zone) if zone else build(found), content_type="application/json")
+            field, _, why = str(e).partition(": ")
+            return JsonResponse({field: [why]}, status=404)
+        resp = HttpResponse(build(found, place) if place else build(found), content_type="application/json")
         resp["Server-Timing"] = f"data;dur={1000 * (time.perf_counter() - t0):.1f}"
         resp["Cache-Control"] = "no-store"
         return resp
