@@ -21,7 +21,7 @@ Uses REDIS_URL when set, else starts the embedded Redis on a free port. Prints, 
      largest frame), budget 64 KB; and the checkpoint's wall time on the worker.
 ``--storage-only`` measures 3 alone. ``--cluster NAME --paint-only`` measures 1 alone on another cluster (built from
 the preset of that name when the database lacks it), with each page's default view and its zoom into the first zone
-(?zone=): for a cluster above 65,536 GPUs (twin.web.gpu_data.OVERVIEW_ABOVE_GPUS) the default is the zone overview;
+(?zone=) and building (?building=0, where the spec has buildings): for a cluster above 65,536 GPUs (twin.web.gpu_data.OVERVIEW_ABOVE_GPUS) the default is the zone overview;
 budget 3 s (issue 17: roadmap-600k). Build a 600k cluster once into a file of your own and reuse it:
     DATABASE_URL=sqlite:////tmp/r600k.sqlite3 .venv/bin/python manage.py migrate
     DATABASE_URL=sqlite:////tmp/r600k.sqlite3 .venv/bin/python manage.py build_cluster roadmap-600k
@@ -207,23 +207,28 @@ def live_frames(browser, cluster, gpus: int, seeds: int, views) -> tuple[dict, o
 
 
 def scale_pages(cluster) -> dict:
-    """The GPU and fabric pages of ``cluster`` in their default view and zoomed into its first compute zone."""
+    """The GPU and fabric pages of ``cluster`` in their default view, zoomed into its first compute zone, and into
+    its first building when its spec groups zones into buildings."""
+    from sim.spec import parse_spec
     from twin.inventory.models import GPU, Zone
 
     zone = Zone.objects.filter(cluster=cluster, racks__hosts__isnull=False).order_by("id").first().name
     gpus = GPU.objects.filter(cluster=cluster).count()
     base = f"/clusters/{cluster.name}"
-    return {"fabric": f"{base}/fabric/", "GPU page": f"{base}/gpus/",
-            "fabric, 1 zone": f"{base}/fabric/?zone={zone}", "GPU page, 1 zone": f"{base}/gpus/?zone={zone}",
-            "_gpus": gpus, "_zone": zone}
+    pages = {"fabric": f"{base}/fabric/", "GPU page": f"{base}/gpus/",
+             "fabric, 1 zone": f"{base}/fabric/?zone={zone}", "GPU page, 1 zone": f"{base}/gpus/?zone={zone}"}
+    if parse_spec(cluster.spec).layout.buildings > 1:
+        pages.update({"fabric, 1 building": f"{base}/fabric/?building=0",
+                      "GPU page, 1 building": f"{base}/gpus/?building=0"})
+    return {**pages, "_gpus": gpus, "_zone": zone}
 
 
 def print_scale_paint(cluster, paint: dict, gpus: int, zone: str) -> None:
     print(f"\nfirst paint, navigation start -> main view drawn with data, {cluster.name} ({gpus:,} GPUs; zoom: {zone}) "
           f"(budget {SCALE_PAINT_BUDGET_MS / 1000:g} s)")
-    print(f"  {'page':<18} {'cold':>9} {'warm median':>12} {'warm max':>10} {'data fetched':>13}  verdict (warm)")
+    print(f"  {'page':<21} {'cold':>9} {'warm median':>12} {'warm max':>10} {'data fetched':>13}  verdict (warm)")
     for name, (cold, warm, worst, size) in paint.items():
-        print(f"  {name:<18} {cold:>6.0f} ms {warm:>9.0f} ms {worst:>7.0f} ms {size / 1024:>9.0f} KiB  "
+        print(f"  {name:<21} {cold:>6.0f} ms {warm:>9.0f} ms {worst:>7.0f} ms {size / 1024:>9.0f} KiB  "
               f"{'OK' if worst <= SCALE_PAINT_BUDGET_MS else 'OVER'}")
 
 
