@@ -21,8 +21,8 @@ Uses REDIS_URL when set, else starts the embedded Redis on a free port. Prints, 
      largest frame), budget 64 KB; and the checkpoint's wall time on the worker.
 ``--storage-only`` measures 3 alone. ``--cluster NAME --paint-only`` measures 1 alone on another cluster (built from
 the preset of that name when the database lacks it), with each page's default view and its zoom into the first zone
-(?zone=) and building (?building=0, where the spec has buildings): for a cluster above 65,536 GPUs (twin.web.gpu_data.OVERVIEW_ABOVE_GPUS) the default is the zone overview;
-budget 3 s (issue 17: roadmap-600k). Build a 600k cluster once into a file of your own and reuse it:
+(?zone=) and building (?building=0, where the spec has buildings): for a cluster above 65,536 GPUs
+(twin.web.gpu_data.OVERVIEW_ABOVE_GPUS) the default is the zone overview; budget 3 s (issue 17: roadmap-600k). Build a 600k cluster once into a file of your own and reuse it:
     DATABASE_URL=sqlite:////tmp/r600k.sqlite3 .venv/bin/python manage.py migrate
     DATABASE_URL=sqlite:////tmp/r600k.sqlite3 .venv/bin/python manage.py build_cluster roadmap-600k
     .venv/bin/python bench/bench_ui.py --database-url sqlite:////tmp/r600k.sqlite3 --cluster roadmap-600k --paint-only
