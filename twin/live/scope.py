@@ -2,7 +2,7 @@
 the scoped and summary forms of a cluster-stream frame (docs/live.md, "Scoped frames").
 
 A cluster-stream frame carries every GPU (``gpu_state``, ``gpu_job``), every host (``host_progress``) and every
-backend link (``link_util``) of the cluster: 1.9 MB for a 590k-GPU cluster, 7.7 MB/s to every open page at the 4 Hz
+backend link (``link_util``) of the cluster: 1.9 MB for roadmap-600k, 7.8 MB/s to every open page at the 4 Hz
 tick, far more than a page that shows one zone draws. A client that asks for a zone gets those sections cut to the
 zone's items (in the same order); a client that asks for the summary gets the header and the small sections only (it
 reads aggregated figures over REST: the GPU and fabric pages' ``zones.json``).
