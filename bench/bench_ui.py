@@ -19,7 +19,13 @@ Uses REDIS_URL when set, else starts the embedded Redis on a free port. Prints, 
      heatmaps) after a real checkpoint of 16,384 GPUs x 4 GiB to tectonic: its first paint, cold and warm, budget
      1 s; the checkpoint's live frame size (the run stream's snapshot: every section the run published, so the
      largest frame), budget 64 KB; and the checkpoint's wall time on the worker.
-``--storage-only`` measures 3 alone.
+``--storage-only`` measures 3 alone. ``--cluster NAME --paint-only`` measures 1 alone on another cluster (built from
+the preset of that name when the database lacks it), with each page's default view and its zoom into the first zone
+(?zone=) and building (?building=0, where the spec has buildings): for a cluster above 65,536 GPUs
+(twin.web.gpu_data.OVERVIEW_ABOVE_GPUS) the default is the zone overview; budget 3 s (issue 17: roadmap-600k). Build a 600k cluster once into a file of your own and reuse it:
+    DATABASE_URL=sqlite:////tmp/r600k.sqlite3 .venv/bin/python manage.py migrate
+    DATABASE_URL=sqlite:////tmp/r600k.sqlite3 .venv/bin/python manage.py build_cluster roadmap-600k
+    .venv/bin/python bench/bench_ui.py --database-url sqlite:////tmp/r600k.sqlite3 --cluster roadmap-600k --paint-only
 The servers, the worker's simulation and Chromium share this machine's CPUs, as they do for a user of scripts/run.
 """
 import argparse
@@ -41,23 +47,27 @@ CLUSTER = "meta-roce-24k"
 PAGES = {"fabric": f"/clusters/{CLUSTER}/fabric/", "GPU grid": f"/clusters/{CLUSTER}/gpus/"}
 STORAGE_PAGE = {"storage": f"/clusters/{CLUSTER}/storage/"}
 PAINT_BUDGET_MS, FRAME_BUDGET_MS = 2000.0, 50.0
+SCALE_PAINT_BUDGET_MS = 3000.0          # issue 17: the GPU and fabric pages of roadmap-600k
 STORAGE_PAINT_BUDGET_MS, STORAGE_FRAME_BUDGET = 1000.0, 64 * 1024
 CHECKPOINT = {"gpus": 16384, "bytes_per_gpu": "4G", "store": "tectonic", "mode": "async"}
 READY_TIMEOUT_MS = 60_000
 
 
-def prepare_database():
-    """Migrate and build meta-roce-24k where absent (idempotent: a kept database is ready at once)."""
+def prepare_database(name=CLUSTER):
+    """Migrate and build the cluster where absent (idempotent: a kept database is ready at once)."""
     from django.core.management import call_command
 
     from sim.spec import load_spec
     from twin.inventory.builder import build_cluster
+    from twin.inventory.models import Cluster
 
     call_command("migrate", verbosity=0)
+    if name != CLUSTER and Cluster.objects.filter(name=name).exists():
+        return Cluster.objects.get(name=name)
     t = time.perf_counter()
-    result = build_cluster(load_spec(CLUSTER))
+    result = build_cluster(load_spec(name))
     if result.created:
-        print(f"built {CLUSTER} ({result.rows:,} rows) in {time.perf_counter() - t:.1f} s")
+        print(f"built {name} ({result.rows:,} rows) in {time.perf_counter() - t:.1f} s")
     return result.cluster
 
 
@@ -196,6 +206,32 @@ def live_frames(browser, cluster, gpus: int, seeds: int, views) -> tuple[dict, o
     return frames, run, wall
 
 
+def scale_pages(cluster) -> dict:
+    """The GPU and fabric pages of ``cluster`` in their default view, zoomed into its first compute zone, and into
+    its first building when its spec groups zones into buildings."""
+    from sim.spec import parse_spec
+    from twin.inventory.models import GPU, Zone
+
+    zone = Zone.objects.filter(cluster=cluster, racks__hosts__isnull=False).order_by("id").first().name
+    gpus = GPU.objects.filter(cluster=cluster).count()
+    base = f"/clusters/{cluster.name}"
+    pages = {"fabric": f"{base}/fabric/", "GPU page": f"{base}/gpus/",
+             "fabric, 1 zone": f"{base}/fabric/?zone={zone}", "GPU page, 1 zone": f"{base}/gpus/?zone={zone}"}
+    if parse_spec(cluster.spec).layout.buildings > 1:
+        pages.update({"fabric, 1 building": f"{base}/fabric/?building=0",
+                      "GPU page, 1 building": f"{base}/gpus/?building=0"})
+    return {**pages, "_gpus": gpus, "_zone": zone}
+
+
+def print_scale_paint(cluster, paint: dict, gpus: int, zone: str) -> None:
+    print(f"\nfirst paint, navigation start -> main view drawn with data, {cluster.name} ({gpus:,} GPUs; zoom: {zone}) "
+          f"(budget {SCALE_PAINT_BUDGET_MS / 1000:g} s)")
+    print(f"  {'page':<21} {'cold':>9} {'warm median':>12} {'warm max':>10} {'data fetched':>13}  verdict (warm)")
+    for name, (cold, warm, worst, size) in paint.items():
+        print(f"  {name:<21} {cold:>6.0f} ms {warm:>9.0f} ms {worst:>7.0f} ms {size / 1024:>9.0f} KiB  "
+              f"{'OK' if worst <= SCALE_PAINT_BUDGET_MS else 'OVER'}")
+
+
 def print_frames(frames: dict, verdicts: bool) -> None:
     print(f"  {'page':<22} {'frames':>6} {'median':>9} {'p95':>9} {'max':>9} {'(frame)':>8}  verdict")
     for name, ms in frames.items():
@@ -216,6 +252,9 @@ def main():
                     help="hash seeds of that run: one progress report with all link and GPU states each "
                          "(the default lasts 10-20 s here: 40+ frames at the 4 Hz tick)")
     ap.add_argument("--storage-only", action="store_true", help="only the Storage page and the checkpoint frames")
+    ap.add_argument("--cluster", default=CLUSTER, help="the cluster of --paint-only (default %(default)s)")
+    ap.add_argument("--paint-only", action="store_true",
+                    help="only the first paint of the GPU and fabric pages of --cluster, default view and one zone")
     args = ap.parse_args()
     if not CHROMIUM.exists():
         raise SystemExit(f"{CHROMIUM} is missing (Debian: apt-get install chromium)")
@@ -240,7 +279,20 @@ def main():
 
         from tests.processes import Daphne, Workers
 
-        cluster = prepare_database()
+        cluster = prepare_database(args.cluster if args.paint_only else CLUSTER)
+        if args.paint_only:
+            daphne = Daphne(tmp, queue)
+            servers.append(daphne)
+            daphne.start()
+            browser = Browser(daphne.url)
+            pages = scale_pages(cluster)
+            gpus, zone = pages.pop("_gpus"), pages.pop("_zone")
+            paint = first_paints(browser, daphne, args.loads, pages)
+            print(f"UI benchmark: headless Chromium {browser.version}, {os.cpu_count()} CPUs, {connection.vendor}")
+            print_scale_paint(cluster, paint, gpus, zone)
+            if browser.problems:
+                print("\npage problems seen:\n  " + "\n  ".join(browser.problems))
+            return
         workers = Workers(tmp, n=1, queue=queue)
         daphne = Daphne(tmp, queue)
         servers += [daphne, workers]

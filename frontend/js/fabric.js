@@ -3,6 +3,9 @@
 // tier heatmaps (heatmap.js) and refreshes the zone, rack and switch aggregates and the hottest links, and
 // inventory events (a link or switch whose status changed), which reload the statuses and top the change list.
 // Drill-down: zone -> its racks and spines -> one switch and its ports (/api/inventory/switches/<id>/neighbors/).
+// Zoomed into a zone or building (?zone=<name>, ?building=<n>), fabric.json, status.json and the live stream hold its
+// links alone (docs/live.md, scoped frames), in the same format; the zone overview (?view=zones) is
+// fabric-overview.js.
 import { countCell, LiveRows, pct as pctOf, updateRows, utilCell } from "./fabric-cells.js";
 import { applyStatus, buildModel, FabricStats, LINK_NIC_LEAF, linkIndex, rowBlocks } from "./fabric-model.js";
 import { fetchSnapshot } from "./frames.js";
@@ -561,11 +564,16 @@ async function start() {
   renderFailed();
   markReady({ links: state.model.L });
   restoreHash();
+  if (root.dataset.zone && state.zone < 0) {           // zoomed into a zone: its racks and spines open at once
+    const z = state.model.doc.zones.indexOf(root.dataset.zone);
+    if (z >= 0) selectZone(z, false);
+  }
 
   loadChanges();
   let connected = false;
   live(`/ws/clusters/${encodeURIComponent(cluster)}/`, {
-    query: { index: "0" }, seq: snap?.seq ?? 0,        // the snapshot just applied: no second fetch
+    query: Object.fromEntries(new URLSearchParams(root.dataset.scope)),   // a zone's or building's links alone
+    seq: snap?.seq ?? 0,                               // the snapshot just applied: no second fetch
     onMeta() {                                         // a reconnection: events may have been missed meanwhile
       if (connected) { refreshStatus(); loadChanges(); }
       connected = true;

@@ -142,7 +142,8 @@ export function decodeFrame(buffer, p = protocol()) {
     type: p.frameType.get(v.getUint8(3)), seq: v.getUint32(4, true), runId: v.getUint32(8, true),
     clusterId: v.getUint32(12, true), progress: v.getFloat32(16, true),
     status: p.status.get(v.getUint8(20)) ?? "unknown",
-    final: (v.getUint8(21) & p.flag.final) !== 0, timeMs: v.getFloat64(24, true), sections: {},
+    final: (v.getUint8(21) & p.flag.final) !== 0, scoped: (v.getUint8(21) & (p.flag.scoped ?? 0)) !== 0,
+    timeMs: v.getFloat64(24, true), sections: {},
   };
   let off = HEADER_BYTES;
   for (let i = 0, n = v.getUint16(22, true); i < n; i++) {

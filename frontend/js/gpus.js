@@ -10,6 +10,11 @@
 // each GPU runs: the Job placements of /clusters/<name>/jobs/gpus.json, then the frames' gpu_job and job_stats
 // sections), colorize() (a mode's colour per GPU and its figures), GridView (layout, drawing, legend, tooltip),
 // then start() wires them to the page.
+//
+// Zoomed into one zone (?zone=<name>) or building (?building=<n>), the page data, the statuses and the live frames (a
+// scoped stream, docs/live.md) hold that place's GPUs and links alone, in the same format: everything below works
+// unchanged. The zone
+// overview (?view=zones, one square per rack) is gpus-overview.js.
 import {
   COLORS, UTIL_GRADIENT, UTIL_PIXEL, api, cssPixel, esc, fmt, live, markReady, timeFrame, toast, twin, utilCss,
 } from "./twin.js";
@@ -224,11 +229,15 @@ class TrainingJobs {
     this.colors = new Map();         // job id -> colour index
   }
 
-  /** The page data: {gpus, gpu_job (base64 of uint16 per GPU), jobs}. */
+  /** The page data: {gpus, gpu_job (base64 of uint16 per GPU of the cluster), jobs}; a zone's page takes its
+   *  GPUs' entries (by GPU.index). */
   setData(doc) {
-    if (doc.gpus !== this.grid.n) return false;
+    const grid = this.grid, zoned = grid.D.zone != null;
+    if (doc.gpus !== grid.n && !zoned) return false;
     const bytes = Uint8Array.from(atob(doc.gpu_job), (c) => c.charCodeAt(0));
-    this.rowOf.set(new Uint16Array(bytes.buffer, 0, this.grid.n));
+    const all = new Uint16Array(bytes.buffer, 0, doc.gpus);
+    if (zoned) for (let i = 0; i < grid.n; i++) this.rowOf[i] = all[grid.gpuIndex(i)] ?? 0;
+    else this.rowOf.set(all);
     this.rows = doc.jobs;
     for (const j of doc.jobs) this.names.set(j.job, { name: j.name, model: j.model, run: j.run });
     return true;
@@ -728,6 +737,7 @@ const el = {
   canvas: document.getElementById("gpu-grid"), wrap: document.getElementById("gpu-grid-wrap"),
   tooltip: document.getElementById("gpu-tooltip"), hoverBox: document.getElementById("gpu-hover"),
   legend: document.getElementById("gpu-legend"), mode: document.getElementById("gpu-color-mode"),
+  buildings: document.getElementById("gpu-buildings"),
 };
 
 /** ?run=<id> with ?color=debug: that rehearsal's stored colouring (its gpu_stop array, coded as the live debug_stop
@@ -820,9 +830,19 @@ async function loadRunningRuns(clusterName, liveRuns, view) {
 }
 
 async function start() {
-  const { canvas, wrap } = el, clusterName = canvas.dataset.cluster;
+  // zoomed into a zone or a building: "zone=<name>" or "building=<n>", the query of its data and its live stream
+  const { canvas, wrap } = el, clusterName = canvas.dataset.cluster, scope = canvas.dataset.scope;
+  if (canvas.dataset.view === "zones") {
+    let follow = null;
+    const mode = modeControl((m) => follow?.(m));
+    const { startOverview } = await import("./gpus-overview.js");
+    await startOverview(el, mode, (f) => { follow = f; });
+    return;
+  }
   let view = null;
   const mode = modeControl((m) => { if (view) { view.mode = m; view.draw(); } });
+  // the training jobs' placements are asked at once too (not after the grid data: 1.6 MB on a 590k cluster)
+  const jobsRead = api(canvas.dataset.jobsUrl).catch((e) => { toast(`training jobs: ${e.message}`); return null; });
   const [data, snap] = await Promise.all([   // both preloaded by the template
     api(canvas.dataset.dataUrl),
     fetchSnapshot(canvas.dataset.snapshotUrl).catch((e) => { toast(`live snapshot: ${e.message}`); return null; }),
@@ -835,7 +855,7 @@ async function start() {
   view = new GridView(el, grid, inv, liveRuns, mode);
   const training = view.training = new TrainingJobs(grid, () => { if (view.mode === "training") view.renderLegend(); });
   view.replay = await failureReplay(grid, canvas.dataset.failedUrl, () => view?.draw());
-  const jobsDoc = await api(canvas.dataset.jobsUrl).catch((e) => { toast(`training jobs: ${e.message}`); return null; });
+  const jobsDoc = await jobsRead;
   if (jobsDoc) training.setData(jobsDoc);
   await pinDebugRun(liveRuns);
   document.getElementById("gpu-summary").textContent = grid.summary();
@@ -867,7 +887,7 @@ async function start() {
   });
   let connected = false;
   live(`/ws/clusters/${encodeURIComponent(clusterName)}/`, {
-    query: { index: "0" }, seq: snap?.seq ?? 0,        // the snapshot just applied: no second fetch
+    query: Object.fromEntries(new URLSearchParams(scope)), seq: snap?.seq ?? 0,   // the snapshot just applied
     onMeta: (meta) => {
       if (meta.seq < liveRuns.clusterSeq) liveRuns.clusterSeq = 0;   // the stream started over (Redis reset)
       if (connected) readStatuses();
@@ -879,7 +899,8 @@ async function start() {
       if (runs || jobs) view.draw();
     }),
   });
-  loadRunningRuns(clusterName, liveRuns, view).catch((e) => toast(`running runs: ${e.message}`));
+  // (a run's own stream is not zone-scoped: a zone's page has the cluster stream's view of the runs only)
+  if (!scope) loadRunningRuns(clusterName, liveRuns, view).catch((e) => toast(`running runs: ${e.message}`));
 
   canvas.addEventListener("mousemove", (ev) => view.hover(ev));
   canvas.addEventListener("mouseleave", () => view.leave());

@@ -204,7 +204,7 @@ def test_protocol_info_holds_every_table_of_the_frames():
     info = protocol_info()
     assert info["protocol"] == frames.VERSION and info["magic"] == frames.MAGIC.decode()
     assert info["frame_types"] == {str(k): v for k, v in frames.FRAME_TYPES.items()}
-    assert info["flags"] == {str(frames.FLAG_FINAL): "final"}
+    assert info["flags"] == {str(frames.FLAG_FINAL): "final", str(frames.FLAG_SCOPED): "scoped"}
     assert info["sections"] == {str(k): v for k, v in frames.SECTION_NAMES.items()}
     assert info["dtypes"] == {str(k): v for k, v in frames.DTYPE_NAMES.items()}
     assert info["dtype_sizes"] == {str(k): dt.itemsize for k, dt in frames.DTYPES.items()}

@@ -7,20 +7,23 @@ Close codes: 4401 not authenticated (or a bad token), 4404 no such run or cluste
 which carries the stream, unreachable: on connecting, or later while connected). The socket is accepted before
 closing so that browsers see the code (a refused handshake only shows as HTTP 403), and one JSON message
 ``{"type": "error", "code": ..., "detail": ...}`` says why.
-Query parameters: ``token=<key>``. (``index=0`` is accepted and changes nothing: the metadata never carries the
-link tables.)
+Query parameters: ``token=<key>``; on a cluster's stream ``zone=<zone name>`` or ``building=<n>`` (the frames cut to
+that zone's or building's GPUs, hosts and backend links) or ``summary=1`` (the frames without their per-item
+sections): twin/live/scope.py. A zone or building the cluster does not have closes with 4404. (``index=0`` is
+accepted and changes nothing: the metadata never carries the link tables.)
 """
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
+from urllib.parse import parse_qs, quote
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from redis.exceptions import RedisError
 
-from twin.live import meta, store
+from twin.live import meta, scope, store
 from twin.live.auth import may_read
 
 log = logging.getLogger(__name__)
@@ -37,6 +40,7 @@ REDIS_DOWN = (RedisError, OSError, asyncio.TimeoutError)
 class LiveConsumer(AsyncWebsocketConsumer):
     stream: str | None = None
     accepted = False
+    transform = None            # raw frame -> the frame this client asked for (a scoped form), None: as published
 
     @property
     def channel_receive(self):
@@ -103,7 +107,8 @@ class LiveConsumer(AsyncWebsocketConsumer):
         pass    # the stream is one-way; resync goes through the REST snapshot
 
     async def live_frame(self, event):
-        await self.send(bytes_data=event["frame"])
+        raw = event["frame"]
+        await self.send(bytes_data=self.transform(raw) if self.transform else raw)
 
     async def live_event(self, event):
         """A JSON event of the stream (twin.live.publish.send_event), e.g. an inventory change: a text message."""
@@ -136,6 +141,17 @@ class ClusterConsumer(LiveConsumer):
         if cluster is None:
             return None
         stream = store.cluster_stream(cluster.id)
-        return {"type": "meta", "stream": stream, **meta.protocol_info(),
-                "snapshot": f"/api/live/clusters/{cluster.name}/snapshot/",
-                "cluster": meta.cluster_index(cluster)}
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        zone, summary = query.get("zone", [""])[0], query.get("summary", [""])[0] in ("1", "true", "yes")
+        try:
+            building = scope.parse_building(query.get("building", [""])[0])
+            self.transform = scope.frame_scope(cluster, zone, summary, building)
+            info = scope.scope_info(cluster, zone, summary, building)
+        except scope.ScopeError:
+            return None
+        snapshot = f"/api/live/clusters/{cluster.name}/snapshot/"
+        if info:
+            snapshot += "?" + (f"zone={quote(zone)}" if zone else f"building={building}" if building is not None
+                               else "summary=1")
+        return {"type": "meta", "stream": stream, **meta.protocol_info(), "snapshot": snapshot,
+                "cluster": meta.cluster_index(cluster), **({"scope": info} if info else {})}

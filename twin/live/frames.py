@@ -13,7 +13,7 @@ Header (32 bytes)::
     12     4    uint32   cluster id (0: none)
     16     4    float32  progress, 0..100
     20     1    uint8    status code (STATUS_CODES)
-    21     1    uint8    flags (FLAG_NAMES): bit 0 final frame of the run
+    21     1    uint8    flags (FLAG_NAMES): bit 0 final frame of the run, bit 1 scoped (twin/live/scope.py)
     22     2    uint16   section count
     24     8    float64  publish time, milliseconds since the Unix epoch
 
@@ -56,7 +56,8 @@ FRAME_CLUSTER = 2
 FRAME_TYPES = {FRAME_RUN: "run", FRAME_CLUSTER: "cluster"}
 
 FLAG_FINAL = 1
-FLAG_NAMES = {FLAG_FINAL: "final"}   # bits of the flags byte
+FLAG_SCOPED = 2         # the per-item sections are cut to one zone, or left out (the summary form: twin/live/scope.py)
+FLAG_NAMES = {FLAG_FINAL: "final", FLAG_SCOPED: "scoped"}   # bits of the flags byte
 
 DTYPE_UINT8 = 1
 DTYPE_FLOAT16 = 2
@@ -92,6 +93,14 @@ SECTION_NAMES = {SECTION_LINK_UTIL: "link_util", SECTION_GPU_STATE: "gpu_state",
                  SECTION_JOB_STATS: "job_stats", SECTION_FAILURE_STATE: "failure_state",
                  SECTION_FAILURE_EVENTS: "failure_events", SECTION_DEBUG_PROGRESS: "debug_progress",
                  SECTION_DEBUG_STOP: "debug_stop"}
+
+
+# What a section is indexed by, for the scoped forms of cluster-stream frames (twin/live/scope.py): cut to a zone's
+# GPUs, hosts or backend links; the storage and frontend sections are left out of both scoped forms.
+PER_GPU_SECTIONS = (SECTION_GPU_STATE, SECTION_GPU_JOB)
+PER_HOST_SECTIONS = (SECTION_HOST_PROGRESS,)
+PER_LINK_SECTIONS = (SECTION_LINK_UTIL,)
+PER_STORAGE_SECTIONS = (SECTION_SERVER_WRITE, SECTION_SERVER_READ, SECTION_FRONTEND_UTIL)
 
 
 def util_sections() -> list[int]:
@@ -219,6 +228,7 @@ class Frame:
     progress: float = 0.0
     status: str = "unknown"
     final: bool = False
+    scoped: bool = False
     time_ms: float = 0.0
     sections: dict[int, np.ndarray] = field(default_factory=dict)   # section id -> array (uint8 or float16)
 
@@ -386,8 +396,9 @@ def _dtype_code(a: np.ndarray) -> int:
 
 
 def encode(frame: Frame) -> bytes:
+    flags = (FLAG_FINAL if frame.final else 0) | (FLAG_SCOPED if frame.scoped else 0)
     parts = [HEADER.pack(MAGIC, VERSION, frame.type, frame.seq & 0xFFFFFFFF, frame.run_id, frame.cluster_id,
-                         float(frame.progress), STATUS_CODES.get(frame.status, 0), FLAG_FINAL if frame.final else 0,
+                         float(frame.progress), STATUS_CODES.get(frame.status, 0), flags,
                          len(frame.sections), frame.time_ms or time.time() * 1000.0)]
     for sid, arr in frame.sections.items():
         a = np.ascontiguousarray(arr)
@@ -423,7 +434,8 @@ def decode(buf: bytes) -> Frame:
         sections[sid] = np.frombuffer(buf, dtype=DTYPES[code], count=count, offset=off)
         off += n + (-n % 4)
     return Frame(type=ftype, seq=seq, run_id=run_id, cluster_id=cluster_id, progress=progress,
-                 status=STATUS_NAMES.get(status, "unknown"), final=bool(flags & FLAG_FINAL), time_ms=time_ms,
+                 status=STATUS_NAMES.get(status, "unknown"), final=bool(flags & FLAG_FINAL),
+                 scoped=bool(flags & FLAG_SCOPED), time_ms=time_ms,
                  sections=sections)
 
 

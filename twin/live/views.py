@@ -15,13 +15,13 @@ from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from twin.inventory.models import Cluster
-from twin.live import frames, meta, store
+from twin.live import frames, meta, scope, store
 
 
 class LiveReadPermission(BasePermission):
@@ -66,15 +66,21 @@ class SnapshotView(APIView):
     def stream_and_fallback(self, **kwargs) -> tuple[str, frames.Frame]:
         raise NotImplementedError
 
+    def scope(self, request, **kwargs):
+        """A function of the raw frame giving the form the client asked for (None: the frame as published)."""
+        return None
+
     def get(self, request, **kwargs):
         stream, fallback = self.stream_and_fallback(**kwargs)
+        transform = self.scope(request, **kwargs)
         last = store.load_last(stream)
         if last is None:
             raw = frames.encode(fallback)
-            frame = fallback
         else:
             raw = last[1]
-            frame = frames.decode(raw)
+        if transform is not None:
+            raw = transform(raw)
+        frame = frames.decode(raw)
         if request.query_params.get("binary") in ("1", "true", "yes"):
             resp = HttpResponse(raw, content_type="application/octet-stream")
             resp["X-Live-Seq"] = str(frame.seq)
@@ -98,10 +104,31 @@ class RunSnapshotView(SnapshotView):
         return stream, fallback
 
 
-@extend_schema(parameters=[OpenApiParameter("name", OpenApiTypes.STR, OpenApiParameter.PATH), BINARY_PARAM],
+@extend_schema(parameters=[OpenApiParameter("name", OpenApiTypes.STR, OpenApiParameter.PATH), BINARY_PARAM,
+                           OpenApiParameter("zone", OpenApiTypes.STR, description="the frame cut to this zone's "
+                                            "GPUs, hosts and backend links (docs/live.md, scoped frames)"),
+                           OpenApiParameter("building", OpenApiTypes.INT, description="the frame cut to this "
+                                            "building's GPUs, hosts and backend links"),
+                           OpenApiParameter("summary", OpenApiTypes.BOOL, description="the frame without its "
+                                            "per-item sections")],
                **SNAPSHOT_SCHEMA,
                summary="Last live frame of a cluster stream (resync after a gap)")
 class ClusterSnapshotView(SnapshotView):
+    def scope(self, request, name):
+        cluster = Cluster.objects.filter(name=name).first()
+        zone = request.query_params.get("zone", "")
+        summary = request.query_params.get("summary") in ("1", "true", "yes")
+        if cluster is None:
+            return None
+        try:
+            building = scope.parse_building(request.query_params.get("building"))
+        except scope.ScopeError as e:
+            raise ValidationError({"building": [str(e).removeprefix("building: ")]}) from None
+        try:
+            return scope.frame_scope(cluster, zone, summary, building)
+        except scope.ScopeError as e:
+            raise NotFound(str(e)) from None
+
     def stream_and_fallback(self, name):
         cluster = Cluster.objects.filter(name=name).only("id").first()
         if cluster is None:

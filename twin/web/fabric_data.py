@@ -8,6 +8,11 @@ link's rank among that row's links of the same tier, by the row switch's port sl
 The structure changes only when the cluster is rebuilt or recabled, so it is built once per process (a few
 ``values_list`` queries and numpy) and kept serialized, keyed by a fingerprint of the rows that a rebuild or a
 recabling changes. Statuses change any time: they are read on every request, sparse (the non-active items only).
+
+A page zoomed into one zone (``?zone=<name>``) or building (``?building=<n>``) reads the same data for the place's
+links alone (those of its lower switches, twin/live/scope.py) and the switches at their ends, in the order of a scoped
+live frame. The zone
+overview (:func:`overview_data`) sums the whole fabric per zone and tier without the per-link arrays.
 """
 from __future__ import annotations
 
@@ -15,12 +20,13 @@ import json
 from dataclasses import dataclass
 
 import numpy as np
-from django.db.models import Sum
+from django.db.models import Q, Sum
 
 from sim.layout import LINK_NIC_LEAF, STATUS_NAMES, TIER_LEAF
 from twin.inventory.choices import STATUS_CODE, FabricRole, not_active_rows
 from twin.inventory.models import Cluster, Fabric, Link, Rack, Switch, SwitchModel, Zone
-from twin.inventory.structure_cache import StructureCache, rows_fingerprint
+from twin.inventory.structure_cache import StructureCache, rows_fingerprint, trusted_fingerprint
+from twin.live import scope
 
 LINK_DETAILS_MAX = 500        # links described by one links.json call (a heatmap row, the hottest, the failed)
 
@@ -38,7 +44,7 @@ class Structure:
     json: str                     # the structure part of fabric.json, an object without its closing brace
 
 
-_structures: StructureCache[Structure] = StructureCache()   # by backend fabric id
+_structures: StructureCache[Structure] = StructureCache(size=32)   # by backend fabric id, or (fabric id, zone)
 
 
 def backend_fabric(cluster_name: str) -> Fabric:
@@ -54,11 +60,13 @@ def backend_fabric(cluster_name: str) -> Fabric:
 
 def _fingerprint(fabric: Fabric) -> tuple:
     """What changes when the fabric's rows are rebuilt or recabled: counts, top ids, sums of the end ports and of
-    the switches' places (one aggregate query per table)."""
-    return (fabric.cluster.built_at.isoformat(),
-            *rows_fingerprint(Link.objects.filter(fabric=fabric), a=Sum("a_port_id"), b=Sum("b_port_id")),
-            *rows_fingerprint(Switch.objects.filter(fabric=fabric), zone=Sum("zone_id"), rack=Sum("rack_id"),
-                              group=Sum("group")))
+    the switches' places (one aggregate query per table; read at most every so often on a large fabric,
+    structure_cache.trusted_fingerprint)."""
+    def read():
+        return (*rows_fingerprint(Link.objects.filter(fabric=fabric), a=Sum("a_port_id"), b=Sum("b_port_id")),
+                *rows_fingerprint(Switch.objects.filter(fabric=fabric), zone=Sum("zone_id"), rack=Sum("rack_id"),
+                                  group=Sum("group")))
+    return fabric.cluster.built_at.isoformat(), *trusted_fingerprint(("fabric", fabric.id), read)
 
 
 def _positions(ids: np.ndarray, refs: np.ndarray) -> np.ndarray:
@@ -101,16 +109,31 @@ def _int_columns(queryset, *fields: str) -> list[np.ndarray]:
     return list(np.nan_to_num(rows, nan=-1).astype(np.int64).T)
 
 
-def _build(fabric: Fabric) -> Structure:
+def _in_runs(ids: np.ndarray) -> Q:
+    """Rows whose id is one of the sorted ``ids``, as a few id ranges (a zone's links are runs of ids)."""
+    q = Q(pk__in=[])
+    for first, count in _runs(ids):
+        q |= Q(pk__range=(first, first + count - 1))
+    return q
+
+
+def _build(fabric: Fabric, place: scope.ZoneItems | None = None) -> Structure:
     """Read the fabric's structure (a fixed number of column queries, numpy for the index maths), serialized.
-    ``row_tier`` of a link tier is the switch tier of its heatmap rows; ``cols`` the longest row."""
+    ``row_tier`` of a link tier is the switch tier of its heatmap rows; ``cols`` the longest row. With ``place`` (a
+    zone, a building), its links and the switches at their ends."""
     cluster = fabric.cluster
-    switches = Switch.objects.filter(fabric=fabric)
+    switches, links = Switch.objects.filter(fabric=fabric), Link.objects.filter(fabric=fabric)
+    if place:
+        zones = scope.cluster_zones(cluster)
+        at = place.links
+        ends = np.concatenate([zones.link_a[at], zones.link_b[at]])
+        links = links.filter(_in_runs(zones.link_ids[at]))
+        switches = switches.filter(_in_runs(np.unique(ends[ends >= 0])))
     sw_id, sw_tier, sw_zone, sw_group, sw_rack, sw_model = _int_columns(
         switches, "id", "tier", "zone_id", "group", "rack_id", "model_id")
     sw_name = list(switches.order_by("id").values_list("name", flat=True))
     link_id, tier, a_sw, b_sw, a_slot, b_slot = _int_columns(
-        Link.objects.filter(fabric=fabric), "id", "tier", "a_switch_id", "b_switch_id", "a_port__slot", "b_port__slot")
+        links, "id", "tier", "a_switch_id", "b_switch_id", "a_port__slot", "b_port__slot")
     a, b = _positions(sw_id, a_sw), _positions(sw_id, b_sw)
     host = tier == LINK_NIC_LEAF
     col = _columns(tier, np.where(host, b, a), np.where(host, b_slot, a_slot))
@@ -132,6 +155,7 @@ def _build(fabric: Fabric) -> Structure:
                            "cols": int(col[tier == code].max()) + 1})
     doc = {
         "cluster": {"id": cluster.id, "name": cluster.name, "title": cluster.title},
+        "zone": place.name if place else None,
         "fabric": {"id": fabric.id, "name": fabric.name, "kind": fabric.kind, "kind_label": fabric.get_kind_display(),
                    "speed_gbps": fabric.speed_gbps},
         "switch_tiers": [tier_names.get(t, str(t)) for t in range(max(tier_names, default=-1) + 1)],
@@ -150,9 +174,10 @@ def _build(fabric: Fabric) -> Structure:
     return Structure(link_id, sw_id, text[:-1])
 
 
-def structure(fabric: Fabric) -> Structure:
-    """The fabric's structure, from the process cache while its fingerprint holds."""
-    return _structures.get(fabric.id, _fingerprint(fabric), lambda: _build(fabric))
+def structure(fabric: Fabric, place: scope.ZoneItems | None = None) -> Structure:
+    """The fabric's structure (or one place's part), from the process cache while its fingerprint holds."""
+    return _structures.get((fabric.id, place.zone_ids) if place else fabric.id, _fingerprint(fabric),
+                           lambda: _build(fabric, place))
 
 
 def _not_active(model, fabric: Fabric, ids: np.ndarray) -> dict:
@@ -170,16 +195,63 @@ def statuses(fabric: Fabric, s: Structure) -> dict:
             "switch_status": _not_active(Switch, fabric, s.switch_ids)}
 
 
-def page_data(fabric: Fabric) -> str:
+def page_data(fabric: Fabric, place: scope.ZoneItems | None = None) -> str:
     """fabric.json: the cached structure with the current statuses."""
-    s = structure(fabric)
+    s = structure(fabric, place)
     return f'{s.json},{json.dumps(statuses(fabric, s), separators=(",", ":"))[1:]}'
 
 
-def status_data(fabric: Fabric) -> dict:
+def status_data(fabric: Fabric, place: scope.ZoneItems | None = None) -> dict:
     """The statuses alone, for a page that has the structure (refreshed while it stays open)."""
-    s = structure(fabric)
+    s = structure(fabric, place)
     return {"links": {"count": len(s.link_ids)}, **statuses(fabric, s)}
+
+
+def overview_data(fabric: Fabric) -> dict:
+    """The zone overview: per zone (of the links' lower switches; "no zone" last when some have none) and link
+    tier, the links, those not active (their own status or a switch at either end), and the mean and max
+    utilization of the active ones in the cluster stream's last frame (twin.live.store)."""
+    zones = scope.cluster_zones(fabric.cluster)
+    links = zones.link_ids
+    tier_names = dict(Switch.objects.filter(fabric=fabric).order_by().values_list("tier", "role").distinct())
+    codes = sorted(set(zones.link_tier.tolist()))
+    zone_ids = np.unique(zones.link_zone[zones.link_zone >= 0])
+    zone_pos = np.where(zones.link_zone >= 0, np.searchsorted(zone_ids, zones.link_zone), len(zone_ids))
+    n_zones = len(zone_ids) + int((zones.link_zone < 0).any())
+    down = np.zeros(len(links), dtype=bool)
+    bad_links = np.array([i for i, _ in not_active_rows(Link.objects.filter(fabric=fabric))], dtype=np.int64)
+    down[np.isin(links, bad_links)] = True
+    bad_switches = np.array([i for i, _ in not_active_rows(Switch.objects.filter(fabric=fabric))], dtype=np.int64)
+    down |= np.isin(zones.link_a, bad_switches) | np.isin(zones.link_b, bad_switches)
+    frame = scope.last_frame(fabric.cluster)
+    util = frame.link_util if frame is not None else None
+    if util is not None and len(util) != len(links):
+        util = None                                   # a frame of another structure of the fabric
+    tiers = []
+    for code in codes:
+        upper = tier_names.get(code, "?")
+        lower = "nic" if code == LINK_NIC_LEAF else tier_names.get(code - 1, "?")
+        mine = zones.link_tier == code
+        cell = {"code": code, "name": f"{lower}-{upper}", "lower": lower, "upper": upper,
+                "links": np.bincount(zone_pos[mine], minlength=n_zones).tolist(),
+                "down": np.bincount(zone_pos[mine & down], minlength=n_zones).tolist()}
+        if util is not None:
+            ok = mine & ~down
+            n = np.bincount(zone_pos[ok], minlength=n_zones)
+            cell["mean"] = np.round(np.bincount(zone_pos[ok], weights=util[ok], minlength=n_zones)
+                                    / np.maximum(n, 1), 4).tolist()
+            peak = np.zeros(n_zones)
+            np.maximum.at(peak, zone_pos[ok], util[ok])
+            cell["max"] = np.round(peak, 4).tolist()
+        tiers.append(cell)
+    names = [zones.zone_names[z] for z in zone_ids.tolist()] + ([None] if n_zones > len(zone_ids) else [])
+    buildings = [zones.zone_building.get(z) for z in zone_ids.tolist()] + [None] * (n_zones - len(zone_ids))
+    return {"cluster": {"id": fabric.cluster.id, "name": fabric.cluster.name},
+            "fabric": {"name": fabric.name, "speed_gbps": fabric.speed_gbps}, "zones": names, "buildings": buildings,
+            "tiers": tiers,
+            "links": {"count": len(links)},
+            "run": {"id": frame.run_id, "status": frame.status, "progress": round(float(frame.progress), 1),
+                    "seq": frame.seq} if frame is not None and frame.run_id else None}
 
 
 def link_details(fabric: Fabric, ids: list[int]) -> list[dict]:

@@ -12,6 +12,12 @@ Two parts, read differently because they change differently:
   query per table, about a millisecond each). A GPU is unusable, as ``sim.topology`` decides for every simulation,
   when the GPU, its backend NIC, the NIC's port, its cable, the leaf's port or the leaf switch is not active;
   ``unusable`` says which of these hold, as bits.
+
+A page zoomed into one zone (``?zone=<name>``) or building (``?building=<n>``) reads the same data for that place
+alone: its GPUs (``gpus.index`` gives their GPU.index values), hosts and racks, and ``gpus.link`` as positions among
+the place's backend links, the order of a scoped live frame (twin/live/scope.py). Above ``OVERVIEW_ABOVE_GPUS`` GPUs
+the page opens on the zone overview (:func:`overview_data`): per zone and per rack, how many GPUs are usable, in the
+last run, in training jobs, and the mean utilization of their NIC links and checkpoint progress.
 """
 from __future__ import annotations
 
@@ -22,12 +28,17 @@ import numpy as np
 from django.db.models import CharField, F, Value
 from django.db.models.functions import Cast, Concat
 
-from sim.layout import STATUS_NAMES
+from sim.layout import LINK_NIC_LEAF, STATUS_NAMES
 from twin.inventory.choices import STATUS_CODE, FabricRole, not_active_rows
 from twin.inventory.models import GPU, NIC, Cluster, Fabric, Host, Link, Port, Rack, Switch, Zone
-from twin.inventory.structure_cache import StructureCache, rows_fingerprint
+from twin.inventory.structure_cache import StructureCache
+from twin.live import scope
 
 IDX = np.int64
+
+# Above this many GPUs the GPU page opens on the zone overview instead of one cell per GPU: 24k clusters keep their
+# full grid (2-3 px cells on a laptop screen); 131k GPUs would be one device pixel each, unreadable and a 10 MB page.
+OVERVIEW_ABOVE_GPUS = 65_536
 
 # Why a GPU is unusable: bits of the ``unusable.reasons`` array (a GPU can have several).
 REASONS = ("NIC", "NIC port", "cable", "leaf port", "leaf switch", "no cable")
@@ -67,10 +78,11 @@ class GridStructure:
     cable_gpu: np.ndarray
     leaf_id: np.ndarray             # per GPU cable, the leaf switch at its upper end
     no_cable: np.ndarray            # GPU positions without a backend NIC cable
+    gpu_link: np.ndarray            # per GPU, its NIC cable's position in the link_util order (-1: none)
     json: bytes                     # the structure part of the page data, a JSON object
 
 
-_structures: StructureCache[GridStructure] = StructureCache()     # by cluster id
+_structures: StructureCache[GridStructure] = StructureCache(size=32)     # by cluster id, or (cluster id, zone)
 
 
 def backend_fabric(cluster: Cluster) -> Fabric | None:
@@ -79,10 +91,7 @@ def backend_fabric(cluster: Cluster) -> Fabric | None:
 
 def structure_key(cluster: Cluster, fabric: Fabric | None) -> tuple:
     """A rebuilt cluster, or GPUs, hosts or backend links added or removed, give another key."""
-    links = Link.objects.filter(fabric=fabric) if fabric else Link.objects.none()
-    return (cluster.built_at.isoformat(), fabric.id if fabric else None, *rows_fingerprint(links),
-            *rows_fingerprint(GPU.objects.filter(cluster=cluster)),
-            *rows_fingerprint(Host.objects.filter(cluster=cluster)))
+    return scope.structure_key(cluster, fabric)
 
 
 def _columns(queryset, *fields) -> list[list]:
@@ -102,24 +111,29 @@ def _rank_within(group: np.ndarray, *keys: np.ndarray) -> np.ndarray:
     return rank
 
 
-def _odd_gpu_names(cluster: Cluster, gpus: IdIndex) -> dict[str, str]:
+def _odd_gpu_names(gpu_rows, gpus: IdIndex) -> dict[str, str]:
     """GPU names that do not follow "<host name>.gpu<slot>" (the builder's rule), by position: the page derives
     the others, which saves 0.7 MB on a 24k cluster. Compared in SQL, so usually no row comes back."""
     rule = Concat(F("host__name"), Value(".gpu"), Cast("slot", CharField()))
-    ids, names = _columns(GPU.objects.filter(cluster=cluster).exclude(name=rule).order_by("index"), "id", "name")
+    ids, names = _columns(gpu_rows.exclude(name=rule).order_by("index"), "id", "name")
     return {str(pos): name for pos, name in zip(gpus(ids).tolist(), names)}
 
 
-def build_structure(cluster: Cluster, fabric: Fabric | None) -> GridStructure:
-    """Read the structure from the database: a fixed number of column queries, no model instances."""
+def build_structure(cluster: Cluster, fabric: Fabric | None, place: scope.ZoneItems | None = None) -> GridStructure:
+    """Read the structure from the database: a fixed number of column queries, no model instances. With ``place``
+    (a zone or a building), that part alone, its links in the order of a scoped frame."""
     of = {"cluster": cluster}
-    gpu_id, gpu_index, gpu_host, gpu_slot = _columns(GPU.objects.filter(**of).order_by("index"),
-                                                     "id", "index", "host_id", "slot")
-    host_id, host_name, host_rack, host_slot = _columns(Host.objects.filter(**of).order_by("id"),
-                                                        "id", "name", "rack_id", "slot")
-    rack_id, rack_name, rack_zone, rack_number = _columns(Rack.objects.filter(**of).order_by("id"),
-                                                          "id", "name", "zone_id", "number")
-    zone_id, zone_name = _columns(Zone.objects.filter(**of).order_by("id"), "id", "name")
+    zones = list(place.zone_ids) if place else None
+    gpu_rows = GPU.objects.filter(**of, **({"host__rack__zone__in": zones} if place else {}))
+    gpu_id, gpu_index, gpu_host, gpu_slot = _columns(gpu_rows.order_by("index"), "id", "index", "host_id", "slot")
+    host_id, host_name, host_rack, host_slot = _columns(
+        Host.objects.filter(**of, **({"rack__zone__in": zones} if place else {})).order_by("id"),
+        "id", "name", "rack_id", "slot")
+    rack_id, rack_name, rack_zone, rack_number = _columns(
+        Rack.objects.filter(**of, **({"zone__in": zones} if place else {})).order_by("id"),
+        "id", "name", "zone_id", "number")
+    zone_id, zone_name = _columns(Zone.objects.filter(**of, **({"id__in": zones} if place else {})).order_by("id"),
+                                  "id", "name")
     gpus, hosts = IdIndex(gpu_id), IdIndex(host_id)
 
     # Only the racks holding hosts and the zones holding those racks (storage zones have no GPUs), densely renumbered.
@@ -136,18 +150,24 @@ def build_structure(cluster: Cluster, fabric: Fabric | None) -> GridStructure:
     link_ids = np.zeros(0, dtype=IDX)
     cables = ([],) * 6
     if fabric is not None:
-        link_ids = np.asarray(Link.objects.filter(fabric=fabric).order_by("id").values_list("id", flat=True),
-                              dtype=IDX)
-        cables = _columns(Link.objects.filter(fabric=fabric, a_port__nic__gpu__isnull=False).order_by("id"),
+        if place is None:
+            link_ids = np.asarray(Link.objects.filter(fabric=fabric).order_by("id").values_list("id", flat=True),
+                                  dtype=IDX)
+        else:
+            link_ids = scope.cluster_zones(cluster).link_ids[place.links]
+        cables = _columns(Link.objects.filter(fabric=fabric, a_port__nic__gpu__isnull=False,
+                                              **({"a_port__nic__gpu__host__rack__zone__in": zones} if place else {}))
+                          .order_by("id"),
                           "id", "a_port_id", "b_port_id", "b_switch_id", "a_port__nic_id", "a_port__nic__gpu_id")
     cable_id, nic_port, leaf_port, leaf_id, nic_id, cable_gpu_id = (np.asarray(c, dtype=IDX) for c in cables)
     cable_gpu = gpus(cable_gpu_id)
     gpu_link = np.full(len(gpu_id), -1, dtype=IDX)
-    gpu_link[cable_gpu] = np.searchsorted(link_ids, cable_id)
+    gpu_link[cable_gpu] = IdIndex(link_ids)(cable_id)
 
     index = np.asarray(gpu_index, dtype=IDX)
     doc = {
         "cluster": {"id": cluster.id, "name": cluster.name, "title": cluster.title},
+        "zone": place.name if place else None,         # the place the page is zoomed into: a zone, a building
         "status_names": list(STATUS_NAMES),
         "reason_names": list(REASONS),
         "zones": {"name": [zone_name[z] for z in used_zones.tolist()]},
@@ -159,7 +179,7 @@ def build_structure(cluster: Cluster, fabric: Fabric | None) -> GridStructure:
         "gpus": {"count": len(gpu_id), "host": gpu_host_pos.tolist(), "slot": gpu_slot, "link": gpu_link.tolist(),
                  # GPU.index values where they are not 0..N-1 (a deleted GPU leaves a gap), else null
                  "index": None if np.array_equal(index, np.arange(len(index))) else index.tolist(),
-                 "names": _odd_gpu_names(cluster, gpus)},
+                 "names": _odd_gpu_names(gpu_rows, gpus)},
         "links": {"count": len(link_ids)},
     }
     return GridStructure(
@@ -168,13 +188,25 @@ def build_structure(cluster: Cluster, fabric: Fabric | None) -> GridStructure:
         port_id=np.r_[nic_port, leaf_port], port_gpu=np.r_[cable_gpu, cable_gpu],
         port_reason=np.r_[np.full(len(nic_port), R_NIC_PORT), np.full(len(leaf_port), R_LEAF_PORT)],
         cable_id=cable_id, cable_gpu=cable_gpu, leaf_id=leaf_id, no_cable=np.flatnonzero(gpu_link < 0),
-        json=json.dumps(doc, separators=(",", ":")).encode())
+        gpu_link=gpu_link, json=json.dumps(doc, separators=(",", ":")).encode())
 
 
-def structure(cluster: Cluster) -> GridStructure:
-    """The cluster's structure, from the in-process cache while its fingerprint holds."""
+def place_asked(cluster: Cluster, zone: str | None, building: str | None) -> scope.ZoneItems | None:
+    """The place a request zooms into (``?zone=<name>`` or ``?building=<n>``), None for the whole cluster;
+    ScopeError naming the field when the cluster has no such zone or building."""
+    number = scope.parse_building(building)
+    if not zone and number is None:
+        return None
+    if zone and not Zone.objects.filter(cluster=cluster, name=zone).exists():     # before reading the zone arrays
+        raise scope.ScopeError(f"zone: no zone named {zone!r} in cluster {cluster.name!r}")
+    return scope.cluster_zones(cluster).place(zone or None, number)
+
+
+def structure(cluster: Cluster, place: scope.ZoneItems | None = None) -> GridStructure:
+    """The cluster's structure (or one place's), from the in-process cache while its fingerprint holds."""
     fabric = backend_fabric(cluster)
-    return _structures.get(cluster.id, structure_key(cluster, fabric), lambda: build_structure(cluster, fabric))
+    return _structures.get((cluster.id, place.zone_ids) if place else cluster.id, structure_key(cluster, fabric),
+                           lambda: build_structure(cluster, fabric, place))
 
 
 def _not_active(model, cluster: Cluster) -> tuple[np.ndarray, np.ndarray]:
@@ -213,13 +245,97 @@ def statuses(cluster: Cluster, st: GridStructure) -> dict:
     }
 
 
-def page_data(cluster: Cluster) -> bytes:
+def page_data(cluster: Cluster, place: scope.ZoneItems | None = None) -> bytes:
     """The whole page data as JSON bytes: the cached structure with the fresh statuses spliced in."""
-    st = structure(cluster)
+    st = structure(cluster, place)
     fresh = json.dumps(statuses(cluster, st), separators=(",", ":")).encode()
     return st.json[:-1] + b"," + fresh[1:]
 
 
-def status_data(cluster: Cluster) -> bytes:
+def status_data(cluster: Cluster, place: scope.ZoneItems | None = None) -> bytes:
     """Only the fresh part (the page re-reads it when the inventory changes)."""
-    return json.dumps(statuses(cluster, structure(cluster)), separators=(",", ":")).encode()
+    return json.dumps(statuses(cluster, structure(cluster, place)), separators=(",", ":")).encode()
+
+
+def _per(group: np.ndarray, n: int, weights=None) -> np.ndarray:
+    """Sums per group (0..n-1) of ``weights`` (1 each by default); items of group -1 are left out."""
+    ok = group >= 0
+    return np.bincount(group[ok], weights=None if weights is None else weights[ok], minlength=n)[:n]
+
+
+def _unusable_gpu_ids(cluster: Cluster, fabric: Fabric | None) -> np.ndarray:
+    """Ids of the GPUs that are not active or whose NIC, NIC port, cable, leaf port or leaf switch is not (as
+    ``statuses`` decides, without the per-GPU structure): the non-active rows first (the status index: as many
+    as there are), then the GPUs they serve, by id; nothing more when every part is active."""
+    def bad(model):
+        return [pk for pk, _ in not_active_rows(model.objects.filter(cluster=cluster))]
+
+    def each(ids, query):                               # in chunks, under SQLite's limit of bound parameters
+        return [v for k in range(0, len(ids), 10_000) for v in query(ids[k:k + 10_000])]
+
+    found = bad(GPU)
+    found += each(bad(NIC), lambda ids: NIC.objects.filter(id__in=ids, gpu__isnull=False)
+                  .values_list("gpu_id", flat=True))
+    if fabric is not None:
+        cables = Link.objects.filter(fabric=fabric, a_port__nic__gpu__isnull=False)
+        ports, links, switches = bad(Port), bad(Link), bad(Switch)
+        for ids, field in ((links, "id__in"), (ports, "a_port_id__in"), (ports, "b_port_id__in"),
+                           (switches, "b_switch_id__in")):
+            found += each(ids, lambda chunk, f=field: cables.filter(**{f: chunk})
+                          .values_list("a_port__nic__gpu_id", flat=True))
+    return np.unique(np.asarray(found, dtype=IDX))
+
+
+def overview_data(cluster: Cluster) -> bytes:
+    """The zone overview: per zone holding GPUs (name, GPU count) and per rack of those zones (its zone and place,
+    GPU count, and the GPUs not usable, in the last run, in a training job; the mean utilization of the NIC links
+    into its leaf, the mean checkpoint progress of its hosts), the live figures from the cluster stream's last frame
+    (twin.live.store). Built from the zone arrays of twin.live.scope and the non-active rows: not the per-GPU
+    structure, which a 590k-GPU cluster takes seconds to read. A GPU whose NIC has no cable counts as not usable
+    (its rack has more GPUs than NIC cables)."""
+    from twin.live import frames
+
+    zones = scope.cluster_zones(cluster)
+    rack_ids = np.unique(zones.gpu_rack[zones.gpu_rack >= 0])
+    rack_of = IdIndex(rack_ids)
+    gpu_rack = np.where(zones.gpu_rack >= 0, rack_of(zones.gpu_rack), -1)
+    rack_zone_id = np.full(len(rack_ids), -1, dtype=IDX)
+    rack_zone_id[gpu_rack[gpu_rack >= 0]] = zones.gpu_zone[gpu_rack >= 0]
+    zone_ids = np.unique(rack_zone_id)
+    rack_zone = np.searchsorted(zone_ids, rack_zone_id)
+    n = len(rack_ids)
+    gpus = _per(gpu_rack, n).astype(IDX)
+    nic_links = zones.link_tier == LINK_NIC_LEAF
+    link_rack = np.where(nic_links & (zones.link_rack >= 0), rack_of(np.maximum(zones.link_rack, 0)), -1)
+    cables = _per(link_rack, n).astype(IDX)
+    bad = IdIndex(zones.gpu_ids)(_unusable_gpu_ids(cluster, scope.backend_fabric(cluster)))
+    bad_rack = gpu_rack[bad[bad >= 0]]
+    not_usable = np.minimum(gpus, _per(bad_rack, n).astype(IDX) + np.maximum(gpus - cables, 0))
+    doc = {"cluster": {"id": cluster.id, "name": cluster.name, "title": cluster.title},
+           "zones": {"name": [zones.zone_names[z] for z in zone_ids.tolist()],
+                     "building": [zones.zone_building.get(z, 0) for z in zone_ids.tolist()],
+                     "gpus": _per(rack_zone, len(zone_ids), gpus.astype(float)).astype(int).tolist()},
+           "racks": {"zone": rack_zone.tolist(), "pos": _rank_within(rack_zone, rack_ids).tolist(),
+                     "gpus": gpus.tolist(), "not_usable": not_usable.tolist()},
+           "run": None}
+    frame = scope.last_frame(cluster)
+    if frame is not None and frame.run_id:
+        doc["run"] = {"id": frame.run_id, "status": frame.status, "progress": round(float(frame.progress), 1),
+                      "seq": frame.seq}
+        racks = doc["racks"]
+        state, job, util = frame.gpu_state, frame.gpu_job, frame.link_util
+        if state is not None and len(state) == len(gpu_rack):
+            racks["in_run"] = _per(gpu_rack, n, (state == frames.GPU_IN_JOB).astype(float)).astype(int).tolist()
+        if job is not None and len(job) == len(gpu_rack):
+            racks["in_training"] = _per(gpu_rack, n, (job > 0).astype(float)).astype(int).tolist()
+        if util is not None and len(util) == len(zones.link_ids):
+            racks["util"] = np.round(_per(link_rack, n, util.astype(float)) / np.maximum(cables, 1), 4).tolist()
+        hp = frame.sections.get(frames.SECTION_HOST_PROGRESS)
+        if hp is not None and len(hp) == len(zones.host_rack):
+            host_rack = np.where(zones.host_rack >= 0, rack_of(np.maximum(zones.host_rack, 0)), -1)
+            inside = hp != frames.HOST_NOT_IN_JOB
+            share = np.where(inside, hp / frames.PROGRESS_SCALE, 0.0)
+            hosts = _per(np.where(inside, host_rack, -1), n)
+            racks["checkpoint"] = np.where(hosts > 0, np.round(_per(host_rack, n, share) / np.maximum(hosts, 1), 4),
+                                           -1).tolist()
+    return json.dumps(doc, separators=(",", ":")).encode()

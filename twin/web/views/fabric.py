@@ -3,7 +3,13 @@ rack aggregates, one switch's ports, the hottest and the failed links), updated 
 
 Routes: the page; its data, fabric.json (the structure in live link order with the statuses,
 twin/web/fabric_data.py); the statuses alone (refreshed while the page is open); link details (names and ends,
-fetched lazily for tooltips and lists)."""
+fetched lazily for tooltips and lists); the zone overview (zones.json).
+
+Views of the page, as on the GPU page: the whole fabric; one zone or building (``?zone=<zone name>``,
+``?building=<n>``: its links, the data and the live stream scoped to them); the zone overview (``?view=zones``: a
+table of zones by tier), where a cluster above gpu_data.OVERVIEW_ABOVE_GPUS opens (``?view=all`` asks for the whole
+fabric)."""
+
 from functools import wraps
 
 from django.http import HttpResponse, JsonResponse
@@ -11,7 +17,10 @@ from django.shortcuts import render
 from django.urls import path, reverse
 from django.views.decorators.gzip import gzip_page
 
-from twin.web import fabric_data
+from twin.inventory.models import GPU
+from twin.live.scope import ScopeError
+from twin.web import fabric_data, gpu_data
+from twin.web.views.gpus import scope_query
 from twin.web.access import readable
 from twin.web.nav import NavItem, Page
 
@@ -19,7 +28,8 @@ MAX_ID = 2**63 - 1
 
 
 def fabric_view(view):
-    """A data view of a cluster's backend fabric: called with the Fabric; 404 JSON naming what is missing."""
+    """A data view of a cluster's backend fabric: called with the Fabric (and the zone asked, ``?zone=``, checked);
+    404 JSON naming what is missing."""
     @readable
     @wraps(view)
     def wrapper(request, cluster):
@@ -27,6 +37,11 @@ def fabric_view(view):
             fabric = fabric_data.backend_fabric(cluster)
         except fabric_data.FabricDataError as e:
             return JsonResponse({"detail": str(e)}, status=404)
+        try:
+            request.place = gpu_data.place_asked(fabric.cluster, request.GET.get("zone"), request.GET.get("building"))
+        except ScopeError as e:
+            field, _, why = str(e).partition(": ")
+            return JsonResponse({field: [why]}, status=404)
         return view(request, fabric)
     return wrapper
 
@@ -37,9 +52,21 @@ def page(request, cluster):
         fabric = fabric_data.backend_fabric(cluster)
     except fabric_data.FabricDataError as e:
         return render(request, "web/fabric.html", {"nav": "fabric", "error": str(e)}, status=404)
+    try:
+        place = gpu_data.place_asked(fabric.cluster, request.GET.get("zone"), request.GET.get("building"))
+    except ScopeError as e:
+        return render(request, "web/fabric.html", {"nav": "fabric", "error": str(e)}, status=404)
+    view = request.GET.get("view")
+    if place is not None:
+        view = "zone"
+    elif view not in ("zones", "all"):
+        view = "zones" if GPU.objects.filter(cluster=fabric.cluster).count() > gpu_data.OVERVIEW_ABOVE_GPUS else "all"
+    scope = scope_query(request)
     snapshot_url = reverse("live:cluster-snapshot", kwargs={"name": fabric.cluster.name}) + "?binary=1"
+    snapshot_url += "&summary=1" if view == "zones" else f"&{scope}" if scope else ""
     return render(request, "web/fabric.html", {"nav": "fabric", "fabric": fabric, "cluster": fabric.cluster,
-                                               "snapshot_url": snapshot_url})
+                                               "snapshot_url": snapshot_url, "view": view, "place": place,
+                                               "scope": scope, "query": f"?{scope}" if scope else ""})
 
 
 @fabric_view
@@ -47,13 +74,19 @@ def page(request, cluster):
 def data(request, fabric):
     """The fabric's structure in live link order (cached per process) with the current statuses; ~1 MB of JSON
     for a 24k cluster, ~30 KB gzipped."""
-    return HttpResponse(fabric_data.page_data(fabric), content_type="application/json")
+    return HttpResponse(fabric_data.page_data(fabric, request.place), content_type="application/json")
 
 
 @fabric_view
 def status(request, fabric):
     """Statuses of the fabric's links and switches (the non-active ones), by position in fabric.json's arrays."""
-    return JsonResponse(fabric_data.status_data(fabric))
+    return JsonResponse(fabric_data.status_data(fabric, request.place))
+
+
+@fabric_view
+def zones(request, fabric):
+    """The zone overview: per zone and link tier, links, not active, mean and max utilization of the last frame."""
+    return JsonResponse(fabric_data.overview_data(fabric))
 
 
 @fabric_view
@@ -74,4 +107,5 @@ PAGE = Page(nav=NavItem("fabric", "Fabric", "fabric", order=20, cluster_scoped=T
     path("clusters/<str:cluster>/fabric.json", data, name="fabric-data"),
     path("clusters/<str:cluster>/fabric/status.json", status, name="fabric-status"),
     path("clusters/<str:cluster>/fabric/links.json", links, name="fabric-links"),
+    path("clusters/<str:cluster>/fabric/zones.json", zones, name="fabric-zones"),
 ])

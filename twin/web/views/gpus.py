@@ -1,12 +1,18 @@
 """The GPU grid: every GPU of a cluster on one canvas, coloured by job, health or utilization (frontend/js/gpus.js),
-and the compact data it is drawn from (twin/web/gpu_data.py)."""
+and the compact data it is drawn from (twin/web/gpu_data.py).
+
+Views of the page: the whole grid; one zone's or building's grid (``?zone=<zone name>``, ``?building=<n>``); the zone
+overview (``?view=zones``, one cell per rack), where a cluster above gpu_data.OVERVIEW_ABOVE_GPUS opens
+(``?view=grid`` asks for the whole grid)."""
 import time
+from urllib.parse import quote
 
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import path, reverse
 
-from twin.inventory.models import Cluster
+from twin.inventory.models import GPU, Cluster
+from twin.live.scope import ScopeError
 from twin.web import gpu_data
 from twin.web.access import readable
 from twin.web.context import missing_cluster
@@ -19,19 +25,45 @@ def page(request, cluster):
     found = Cluster.objects.filter(name=cluster).first()
     if found is None:
         return render(request, "web/gpus.html", {"nav": "gpus", "missing": missing_cluster(cluster)}, status=404)
+    try:
+        place = gpu_data.place_asked(found, request.GET.get("zone"), request.GET.get("building"))
+    except ScopeError as e:
+        return render(request, "web/gpus.html", {"nav": "gpus", "missing": str(e)}, status=404)
+    view = request.GET.get("view")
+    if place is not None:
+        view = "zone"
+    elif view not in ("zones", "grid"):
+        view = "zones" if GPU.objects.filter(cluster=found).count() > gpu_data.OVERVIEW_ABOVE_GPUS else "grid"
+    scope = scope_query(request)
     snapshot_url = reverse("live:cluster-snapshot", kwargs={"name": found.name}) + "?binary=1"
-    return render(request, "web/gpus.html", {"nav": "gpus", "cluster": found, "snapshot_url": snapshot_url})
+    snapshot_url += "&summary=1" if view == "zones" else f"&{scope}" if scope else ""
+    return render(request, "web/gpus.html", {"nav": "gpus", "cluster": found, "snapshot_url": snapshot_url,
+                                             "view": view, "place": place, "scope": scope,
+                                             "query": f"?{scope}" if scope else ""})
 
 
-def _json_view(build):
-    """A page-data view answering ``build(cluster)`` (JSON bytes), its server time in a Server-Timing header."""
+def scope_query(request) -> str:
+    """The place a page is zoomed into, as the query its data and live stream take (``zone=...``, ``building=n``)."""
+    zone, building = request.GET.get("zone"), request.GET.get("building")
+    return f"zone={quote(zone)}" if zone else f"building={quote(building)}" if building else ""
+
+
+def _json_view(build, zoned=True):
+    """A page-data view answering ``build(cluster)`` (JSON bytes; ``build(cluster, place)`` when ``zoned`` and the
+    request names a zone or a building, ``?zone=``, ``?building=``), its server time in a Server-Timing header."""
     @readable
     def view(request, cluster):
         t0 = time.perf_counter()
         found = Cluster.objects.filter(name=cluster).first()
         if found is None:
             return JsonResponse({"detail": missing_cluster(cluster)}, status=404)
-        resp = HttpResponse(build(found), content_type="application/json")
+        try:
+            place = gpu_data.place_asked(found, request.GET.get("zone"), request.GET.get("building")) \
+                if zoned else None
+        except ScopeError as e:
+            field, _, why = str(e).partition(": ")
+            return JsonResponse({field: [why]}, status=404)
+        resp = HttpResponse(build(found, place) if place else build(found), content_type="application/json")
         resp["Server-Timing"] = f"data;dur={1000 * (time.perf_counter() - t0):.1f}"
         resp["Cache-Control"] = "no-store"
         return resp
@@ -44,4 +76,7 @@ PAGE = Page(nav=NavItem("gpus", "GPUs", "gpus", order=30, cluster_scoped=True), 
     path("clusters/<str:cluster>/gpus.json", _json_view(gpu_data.page_data), name="gpus-data"),
     # statuses only: re-read by the page when the cluster stream says the inventory changed
     path("clusters/<str:cluster>/gpus/status.json", _json_view(gpu_data.status_data), name="gpus-status"),
+    # the zone overview: per zone and rack, counts and live figures (re-read on the summary stream's frames)
+    path("clusters/<str:cluster>/gpus/zones.json", _json_view(gpu_data.overview_data, zoned=False),
+         name="gpus-zones"),
 ])
