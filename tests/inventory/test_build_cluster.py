@@ -102,6 +102,28 @@ def test_a_build_that_fails_midway_leaves_nothing_behind(tmp_path):
     assert {key: model.objects.count() for key, model in TABLES.items()} == before
 
 
+def test_a_bulk_load_refuses_a_key_that_names_no_row_of_the_load_and_writes_nothing():
+    # given a built cluster, and a bulk load that knows only that cluster and the zones it writes itself
+    from django.db import IntegrityError, transaction
+
+    from twin.inventory.bulk import BulkLoad
+    build("demo-256")
+    cluster = Cluster.objects.get(name="demo-256")
+    zones = Zone.objects.count()
+    foreign_zone = Zone.objects.filter(cluster=cluster).first().id
+    # when it writes a rack whose zone is neither (a zone of the built cluster: not written by this load)
+    with pytest.raises(IntegrityError, match=r"Rack\.zone: 1 row\(s\) name a Zone that this build did not write"):
+        with transaction.atomic():
+            load = BulkLoad({Cluster: [cluster.id]})
+            base = load.write(Zone, 1, {"cluster_id": [cluster.id], "name": ["t.z"], "kind": [0], "number": [99],
+                                          "status": ["active"]})
+            load.write(Rack, 2, {"cluster_id": [cluster.id, cluster.id], "zone_id": [base, foreign_zone],
+                                 "name": ["t.r0", "t.r1"], "serial": ["T0", "T1"], "number": [0, 1],
+                                 "status": ["active", "active"]})
+    # then nothing of the load remains
+    assert Zone.objects.count() == zones and not Rack.objects.filter(name__startswith="t.").exists()
+
+
 @pytest.mark.parametrize("edit, field", [
     (lambda d: d["layout"].update(racks_per_zone=0), "layout.racks_per_zone"),
     (lambda d: d["backend"]["spine"].update(model="arista-9999"), "backend.spine.model"),
