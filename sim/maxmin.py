@@ -97,7 +97,7 @@ def bottleneck_links(flow_ptr, flow_links, capacity, rates, rtol: float = 1e-9) 
 
 
 def max_min_rates(flow_ptr, flow_links, capacity, rate_cap=None, *, rtol: float = DEFAULT_RTOL,
-                  band: int | None = None, progress=None) -> np.ndarray:
+                  band: int | None = None, progress=None, weight=None) -> np.ndarray:
     """The max-min fair rates (F,) in bytes/s; see :func:`solve_max_min` for the algorithm and the arguments.
 
     One link of 12 bytes/s shared by three flows, the third also crossing a 2 bytes/s link:
@@ -105,11 +105,12 @@ def max_min_rates(flow_ptr, flow_links, capacity, rate_cap=None, *, rtol: float 
     >>> max_min_rates([0, 1, 2, 4], [0, 0, 0, 1], [12.0, 2.0]).tolist()
     [5.0, 5.0, 2.0]
     """
-    return solve_max_min(flow_ptr, flow_links, capacity, rate_cap, rtol=rtol, band=band, progress=progress).rates
+    return solve_max_min(flow_ptr, flow_links, capacity, rate_cap, rtol=rtol, band=band, progress=progress,
+                         weight=weight).rates
 
 
 def solve_max_min(flow_ptr, flow_links, capacity, rate_cap=None, *, rtol: float = DEFAULT_RTOL,
-                  band: int | None = None, progress=None) -> MaxMinSolution:
+                  band: int | None = None, progress=None, weight=None) -> MaxMinSolution:
     """Exact max-min fair rates by water-filling that freezes every locally minimal link in one round.
 
     Parameters
@@ -124,6 +125,10 @@ def solve_max_min(flow_ptr, flow_links, capacity, rate_cap=None, *, rtol: float 
         depend on it. ``band >= F`` examines every unfrozen flow in every round.
     progress : optional :mod:`sim.progress` callback, called after every round with the share of the flows whose
         rate is fixed (frozen), so it never decreases and reaches 1.0 at the end.
+    weight : optional whole numbers (F,) >= 1: flow ``f`` stands for ``weight[f]`` identical flows (same links, same
+        cap), which max-min fairness gives the same rate; it counts that many times on each of its links. Solving
+        one weighted flow per class of identical flows (:func:`identical_flows`) gives the rates of the unmerged
+        problem at a fraction of the cost when many flows share a path (QPs hashed onto one path, NVLink channels).
 
     Algorithm
     ---------
@@ -174,9 +179,14 @@ def solve_max_min(flow_ptr, flow_links, capacity, rate_cap=None, *, rtol: float 
     grow = 1.0 + rtol
     deg = np.diff(ptr)
 
+    if weight is not None:
+        weight = np.asarray(weight, dtype=np.float64)
+        if weight.shape != (n_flows,) or (weight < 1).any() or (weight != np.round(weight)).any():
+            raise ValueError(f"weight: must be {n_flows} whole numbers >= 1")
     rates = caps.copy()                        # flows on no link keep their cap (inf without one)
     remaining = capacity.copy()                # R_l, bytes/s
-    count = np.bincount(links, minlength=n_links)   # n_l
+    count = np.bincount(links, minlength=n_links) if weight is None else \
+        np.bincount(links, weights=np.repeat(weight, deg), minlength=n_links)   # n_l
     share = _fair_share(remaining, count)
     crossing = np.flatnonzero(deg)
     first_min = np.minimum(np.minimum.reduceat(share[links], ptr[crossing]), caps[crossing]) if crossing.size \
@@ -214,8 +224,13 @@ def solve_max_min(flow_ptr, flow_links, capacity, rate_cap=None, *, rtol: float 
         touched = entry_link[entry_freeze]
         load = entry_min[entry_freeze]
         load[np.isinf(load)] = 0.0             # a link of infinite capacity stays infinite
-        np.subtract.at(remaining, touched, load)
-        np.subtract.at(count, touched, 1)
+        if weight is None:
+            np.subtract.at(remaining, touched, load)
+            np.subtract.at(count, touched, 1)
+        else:
+            entry_weight = np.repeat(weight[flows], flow_deg)[entry_freeze]
+            np.subtract.at(remaining, touched, load * entry_weight)
+            np.subtract.at(count, touched, entry_weight)
         changed = _distinct(touched, link_mark)
         share[changed] = _fair_share(remaining[changed], count[changed])
         pool = np.concatenate([pool, flows[~freeze]])
@@ -223,6 +238,55 @@ def solve_max_min(flow_ptr, flow_links, capacity, rate_cap=None, *, rtol: float 
         if progress is not None:
             progress(1.0 - (queue.size - head + pool.size) / n_flows)
     return MaxMinSolution(rates=rates, rounds=rounds)
+
+
+def identical_flows(flow_ptr, flow_links) -> tuple[np.ndarray, np.ndarray]:
+    """``(rep, cls)``: classes of flows crossing the same link sequence. ``rep`` (K,): one flow of each class (its
+    lowest); ``cls`` (F,): the class of each flow, so ``rates = class_rates[cls]``. Flows are sorted by a 64-bit
+    hash of their links, then neighbours compared link by link: a hash collision can only split a class (two
+    classes of identical flows still solve to the same rates), never merge different paths. Cost: one sort of F
+    hashes and a few passes over an (F, longest path) table of link ids.
+
+    >>> rep, cls = identical_flows([0, 2, 3, 5, 7], [4, 5, 1, 4, 5, 4, 6])
+    >>> rep.tolist(), cls.tolist()
+    ([0, 1, 3], [0, 1, 0, 2])
+    """
+    ptr, links = _csr(flow_ptr, flow_links)
+    n_flows = len(ptr) - 1
+    if n_flows == 0:
+        return np.zeros(0, dtype=IDX), np.zeros(0, dtype=IDX)
+    deg = np.diff(ptr)
+    width = int(deg.max())
+    small = np.int32 if links.size == 0 or int(links.max()) < np.iinfo(np.int32).max else np.int64
+    table = np.full((n_flows, max(width, 1)), -1, dtype=small)      # link ids, -1 past the end of a path
+    for i in range(width):                     # column by column: no per-entry index arrays
+        has = deg > i
+        table[has, i] = links[ptr[:-1][has] + i]
+    mult = np.random.default_rng(0x5EED).integers(1, 2**63, size=table.shape[1], dtype=np.uint64) | np.uint64(1)
+    key = np.zeros(n_flows, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for i in range(table.shape[1]):
+            key += (table[:, i].astype(np.int64) + 1).astype(np.uint64) * mult[i]
+    order = np.argsort(key)
+    new = np.ones(n_flows, dtype=bool)
+    if n_flows > 1:
+        ks = key[order]
+        same = ks[1:] == ks[:-1]
+        del ks
+        cand = np.flatnonzero(same)
+        ts = table[order[cand]]
+        same[cand] = (ts == table[order[cand + 1]]).all(axis=1)
+        new[1:] = ~same
+    starts = np.flatnonzero(new)
+    first = np.minimum.reduceat(order, starts)
+    sorted_cls = np.cumsum(new) - 1
+    cls = np.empty(n_flows, dtype=IDX)
+    cls[order] = sorted_cls
+    # Renumber classes by their lowest flow so the solve sees them in flow order.
+    rank = np.argsort(first, kind="stable")
+    renum = np.empty_like(rank)
+    renum[rank] = np.arange(rank.size)
+    return first[rank], renum[cls]
 
 
 def reference_max_min(flow_ptr, flow_links, capacity, rate_cap=None) -> np.ndarray:

@@ -14,7 +14,8 @@ Queue pairs. An inter-host transfer is split round-robin over ``qps`` queue pair
 hashes them alike, E-ECMP apart). NVLink transfers are one flow.
 
 Rates. Max-min fair (:func:`sim.maxmin.max_min_rates`, exact) over the CSR flow x link incidence, solved once per
-phase: every step of a ring has the same flows, so a ring of ``N - 1`` steps costs one solve.
+phase: every step of a ring has the same flows, so a ring of ``N - 1`` steps costs one solve. Flows on the same
+links (QPs hashed onto one path, NVLink channels between one GPU pair) are solved once, as one weighted flow.
 
 Time. A synchronous step ends when its slowest flow ends: ``max_f bytes_f / rate_f`` (its bandwidth term). A phase
 of ``steps`` identical steps takes ``steps x`` that. A flow that would finish early does not speed the others up:
@@ -61,7 +62,7 @@ import numpy as np
 from sim.collectives import (DTYPES, MAX_ALLTOALL_TRANSFERS, CollectiveError, CollectivePlan, Phase, element_count,
                              plan_collective)
 from sim.flowcore import FlowSimResult, simulate_flows  # noqa: F401  (the event-driven core; re-exported)
-from sim.maxmin import link_loads, max_min_rates
+from sim.maxmin import identical_flows, link_loads, max_min_rates
 from sim.nccl_tuning import PROTOCOL_CHOICES, PROTOCOLS, SIMPLE, base_latency, choose, predict, sim_busbw, sim_hop
 from sim.nccl import DEFAULT_UDP_SPORT, connection_flows
 from sim.progress import silent, span, weighted
@@ -563,7 +564,7 @@ def solve_phase(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
         rates, finish_unit = sim.first_rate[:mine], sim.finish[:mine]
         unit = float(finish_unit.max()) if mine else 0.0
     else:
-        rates = max_min_rates(everything.ptr, everything.links, capacity, progress=solving)[:mine]
+        rates = _merged_rates(everything, capacity, solving)[:mine]
         with np.errstate(divide="ignore", invalid="ignore"):
             per = np.where(rates > 0, flows.share / rates, np.inf)
         unit = phase.steps * float(per.max()) if per.size else 0.0
@@ -572,6 +573,20 @@ def solve_phase(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
         f"{time.perf_counter() - t0:.2f} s")
     return PhaseResult(phase=phase, flows=flows, rates=rates, unit_time=unit, hop_latency=hop, hop_network=network,
                        finish_unit=finish_unit, solve_seconds=time.perf_counter() - t0)
+
+
+def _merged_rates(flows: FlowSet, capacity: np.ndarray, progress) -> np.ndarray:
+    """Max-min rates of ``flows``, solved once per class of flows on the same links (QPs hashed onto one path,
+    NVLink transfers of several channels between one GPU pair): identical flows get identical rates, so the
+    weighted solve of the classes (:func:`sim.maxmin.identical_flows`) gives the rates of every flow."""
+    rep, cls = identical_flows(flows.ptr, flows.links)
+    deg = np.diff(flows.ptr)[rep]
+    ptr = np.zeros(rep.size + 1, dtype=IDX)
+    np.cumsum(deg, out=ptr[1:])
+    starts = flows.ptr[rep]
+    links = flows.links[np.arange(ptr[-1], dtype=IDX) + np.repeat(starts - ptr[:-1], deg)]
+    weight = np.bincount(cls, minlength=rep.size)
+    return max_min_rates(ptr, links, capacity, progress=progress, weight=weight)[cls]
 
 
 def transfer_latency(topo, phase: Phase, flows: FlowSet, latency: LatencyModel | None = None):

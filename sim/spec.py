@@ -35,6 +35,16 @@ class LayoutSpec:
     gpu: str
     gpus_per_host: int
     cpus_per_host: int
+    zones_per_building: int = 0   # zones under one roof (a 24k-class building of 8 zones); 0: all zones in one
+
+    @property
+    def buildings(self) -> int:
+        """Buildings the zones stand in: a grouping for pages and reports; the fabric joins every zone alike."""
+        return self.zones // self.zones_per_building if self.zones_per_building else 1
+
+    def zone_building(self, zone: int) -> int:
+        """The building of compute zone ``zone`` (zones fill building by building)."""
+        return zone // self.zones_per_building if self.zones_per_building else 0
 
     @property
     def hosts_per_zone(self) -> int:
@@ -377,7 +387,11 @@ def parse_spec(data: dict, catalog: Catalog | None = None) -> ClusterSpec:
     catalog.get("gpu", gpu, lt.field("gpu"))
     layout = LayoutSpec(zones=lt.int("zones"), racks_per_zone=lt.int("racks_per_zone"),
                         hosts_per_rack=lt.int("hosts_per_rack"), host_platform=platform_slug, gpu=gpu,
-                        gpus_per_host=platform["gpus"], cpus_per_host=platform["cpus"])
+                        gpus_per_host=platform["gpus"], cpus_per_host=platform["cpus"],
+                        zones_per_building=lt.int("zones_per_building", default=0, minimum=0))
+    if layout.zones_per_building and layout.zones % layout.zones_per_building:
+        raise SpecError(lt.field("zones_per_building"), layout.zones_per_building,
+                        f"does not divide the {layout.zones} zones")
     lt.done()
 
     raw_storage = top._get("storage", [])

@@ -278,3 +278,18 @@ def test_a_larger_instance_in_small_bands_matches_the_reference():
         np.testing.assert_allclose(sol.rates, expected, rtol=RTOL)
         assert fairness_violations(paths, capacity, rate_cap, sol.rates) == []
         assert np.all(bottleneck_links(ptr, links, capacity, sol.rates)[sol.rates < rate_cap * (1 - RTOL)] >= 0)
+
+
+def test_identical_flows_group_only_equal_paths_and_the_weighted_solve_equals_the_unmerged_one():
+    from sim.maxmin import identical_flows
+    rng = np.random.default_rng(7)
+    paths = [rng.choice(12, size=rng.integers(1, 5), replace=False).tolist() for _ in range(40)]
+    flows = [paths[i] for i in rng.integers(0, len(paths), size=400)]      # many flows share a path
+    ptr, links = csr_from_lists(flows)
+    rep, cls = identical_flows(ptr, links)
+    assert len({tuple(flows[r]) for r in rep}) == len(rep) == len({tuple(f) for f in flows})
+    assert all(flows[i] == flows[rep[c]] for i, c in enumerate(cls.tolist()))
+    capacity = rng.uniform(1.0, 10.0, size=12)
+    merged_ptr, merged_links = csr_from_lists([flows[r] for r in rep])
+    weighted = max_min_rates(merged_ptr, merged_links, capacity, weight=np.bincount(cls))[cls]
+    assert np.allclose(weighted, max_min_rates(ptr, links, capacity), rtol=1e-12)

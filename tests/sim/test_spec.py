@@ -21,13 +21,30 @@ def refused(mutate) -> SpecError:
     return info.value
 
 
-def test_presets_are_the_four_the_twin_ships():
-    assert preset_names() == ["demo-256", "meta-ib-24k", "meta-roce-24k", "roadmap-131k"]
+PRESETS = ["demo-256", "meta-ib-24k", "meta-roce-24k", "roadmap-131k", "roadmap-350k", "roadmap-600k"]
 
 
-@pytest.mark.parametrize("name", ["demo-256", "meta-ib-24k", "meta-roce-24k", "roadmap-131k"])
+def test_presets_are_the_ones_the_twin_ships():
+    assert preset_names() == PRESETS
+
+
+@pytest.mark.parametrize("name", PRESETS)
 def test_every_preset_parses(name):
     assert load_spec(name).name == name
+
+
+def test_zones_fill_buildings():
+    spec = load_spec("demo-256")
+    assert spec.layout.buildings == 1 and spec.layout.zone_building(1) == 0
+    data = copy.deepcopy(demo_dict())
+    data["layout"]["zones_per_building"] = 1
+    layout = parse_spec(data).layout
+    assert layout.buildings == 2 and [layout.zone_building(z) for z in range(2)] == [0, 1]
+
+
+def test_zones_per_building_must_divide_the_zones():
+    e = refused(lambda d: d["layout"].update(zones_per_building=3))
+    assert e.field == "layout.zones_per_building" and "does not divide the 2 zones" in str(e)
 
 
 def test_zero_racks_is_refused():
