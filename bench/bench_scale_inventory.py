@@ -31,6 +31,9 @@ sys.path[:0] = [str(ROOT), str(BENCH)]
 
 from bench_build import build, postgres_database  # noqa: E402
 
+# The throttle counts every API call in Redis: without a Redis reachable each request waits for a refused connection.
+os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
+
 BUILD_SECONDS, BUILD_PEAK_MB, PAGE_MS = 300, 6144, 100
 
 
@@ -44,13 +47,14 @@ def _manage(args, env) -> float:
 
 def _api_cases(cluster) -> list[tuple[str, str, bool]]:
     """(label, URL, is a 1,000-item page held to the page budget)."""
+    from twin.inventory.choices import ZoneKind
     from twin.inventory.models import GPU, Link, Port, Switch, Zone
 
     c = cluster.name
     n_gpus, n_ports, n_links = (m.objects.filter(cluster=cluster).count() for m in (GPU, Port, Link))
     gpu = lambda index: GPU.objects.get(cluster=cluster, index=index)  # noqa: E731
     src, same_zone, far = gpu(0), gpu(100), gpu(n_gpus - 1)
-    zone = Zone.objects.filter(cluster=cluster).order_by("-id").first()
+    zone = Zone.objects.filter(cluster=cluster, kind=ZoneKind.COMPUTE).order_by("-id").first()
     leaf = Switch.objects.filter(cluster=cluster, tier=0).order_by("id").first()
     spine = Switch.objects.filter(cluster=cluster, tier=1).order_by("id").first()
     return [
@@ -72,22 +76,25 @@ def _api_cases(cluster) -> list[tuple[str, str, bool]]:
     ]
 
 
-def _measure_api(cluster, repeat: int) -> list[tuple[str, float, int, bool]]:
+def _measure_api(cluster, repeat: int) -> list[tuple[str, float, float, int, bool]]:
+    """Per case: the first request's time (its list counted), then the median of ``repeat`` more (a count of
+    50k rows or more kept: twin/api/counts.py)."""
     from django.test import Client
 
     client = Client()
     out = []
     for label, url, page in _api_cases(cluster):
         times = []
-        for _ in range(repeat):
+        for _ in range(1 + repeat):
             start = time.perf_counter()
             response = client.get(url, HTTP_ACCEPT="application/json")
             times.append(time.perf_counter() - start)
             if response.status_code != 200:
                 sys.exit(f"{url}: HTTP {response.status_code}: {response.content[:300]!r}")
-        out.append((label, statistics.median(times) * 1000, len(response.content), page))
-        print(f"  {label:<40} {out[-1][1]:>9.1f} ms {len(response.content):>11,} B"
-              + ("  (over budget)" if page and out[-1][1] > PAGE_MS else ""), flush=True)
+        first, then = times[0] * 1000, statistics.median(times[1:]) * 1000
+        out.append((label, first, then, len(response.content), page))
+        print(f"  {label:<40} {first:>9.1f} {then:>9.1f} {len(response.content):>11,}"
+              + ("  (over budget)" if page and then > PAGE_MS else ""), flush=True)
     return out
 
 
@@ -131,9 +138,11 @@ def main():
         from twin.inventory.builder import delete_cluster
         from twin.inventory.models import Cluster
         cluster = Cluster.objects.get(name=name)
-        print(f"API server time (median of {args.repeat}, in process):", flush=True)
-        pages = [ms for _, ms, _, page in _measure_api(cluster, args.repeat) if page]
-        figures.append(("slowest 1,000-item page, ms", max(pages), PAGE_MS))
+        print(f"API server time, in process: ms of the first request, median ms of {args.repeat} more; bytes",
+              flush=True)
+        timed = _measure_api(cluster, args.repeat)
+        figures.append(("slowest 1,000-item page, ms", max(then for _, _, then, _, page in timed if page), PAGE_MS))
+        figures.append(("  same, first request", max(first for _, first, _, _, page in timed if page), PAGE_MS))
         if not args.keep:
             start = time.perf_counter()
             delete_cluster(cluster)

@@ -1,5 +1,5 @@
-"""A large list's count is kept while the inventory is unchanged (twin/api/counts.py), and made again after any
-write through the API: the count is never stale. Given / when / then."""
+"""A large list's count and a cluster's summary are kept while the inventory is unchanged (twin/inventory/kept.py),
+and made again after any write through the API: never stale. Given / when / then."""
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -18,7 +18,7 @@ def page(client, url):
 
 def test_a_kept_count_is_used_until_a_write_changes_the_inventory(demo, writer, monkeypatch):
     monkeypatch.setattr(counts, "KEEP_MIN", 1)  # demo-256's 256 GPUs count as a large list here
-    monkeypatch.setattr(counts, "_counts", type(counts._counts)())
+    counts.COUNTS.clear()
     url = f"/api/inventory/gpus/?cluster={demo.name}&status=active&limit=10"
     # given the active GPUs counted once
     assert page(writer, url) == (256, 1)
@@ -33,3 +33,16 @@ def test_a_kept_count_is_used_until_a_write_changes_the_inventory(demo, writer, 
     monkeypatch.setattr(counts, "KEEP_MIN", 1_000)
     failed = f"/api/inventory/gpus/?cluster={demo.name}&status=failed&limit=10"
     assert page(writer, failed) == (1, 1) and page(writer, failed) == (1, 1)
+
+
+def test_a_cluster_summary_is_kept_until_a_write_changes_the_inventory(demo, writer):
+    url = f"/api/inventory/clusters/{demo.id}/summary/"
+    # given the summary read once; when it is read again, then it is the kept one (no query but the version's)
+    first = writer.get(url).json()
+    with CaptureQueriesContext(connection) as queries:
+        assert writer.get(url).json() == first
+    assert not any("COUNT(" in q["sql"].upper() for q in queries.captured_queries)
+    # when a GPU fails, then the summary counts it
+    gpu = GPU.objects.filter(cluster=demo).order_by("id").first()
+    assert writer.patch(f"/api/inventory/gpus/{gpu.id}/", {"status": "failed"}, format="json").status_code == 200
+    assert writer.get(url).json()["counts"]["gpus"]["failed"] == first["counts"]["gpus"]["failed"] + 1
