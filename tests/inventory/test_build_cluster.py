@@ -155,3 +155,23 @@ def test_build_defaults_builds_the_configured_clusters(settings):
     assert Cluster.objects.filter(name="demo-256").exists()
     call_command("build_cluster", "--defaults", "--no-progress", stdout=out)
     assert "already built" in out.getvalue()
+
+
+@pytest.mark.django_db(transaction=True)  # foreign keys are checked at COMMIT where the triggers run
+def test_a_cluster_named_from_outside_is_not_deleted(tmp_path):
+    # given two clusters, and a link of the other cluster that names a switch of demo-256 (as a hand edit could)
+    from django.db import IntegrityError
+
+    from twin.inventory.builder import delete_cluster
+    build("demo-256")
+    other = (PRESETS_DIR / "demo-256.toml").read_text().replace('name = "demo-256"', 'name = "other"')
+    (tmp_path / "other.toml").write_text(other)
+    build(str(tmp_path / "other.toml"))
+    demo, theirs = Cluster.objects.get(name="demo-256"), Cluster.objects.get(name="other")
+    switch = Switch.objects.filter(cluster=demo).order_by("id").first()
+    Link.objects.filter(pk=Link.objects.filter(cluster=theirs).order_by("id").first().pk).update(a_switch_id=switch.id)
+    rows = {key: model.objects.count() for key, model in TABLES.items()}
+    # when demo-256 is deleted, then it is refused, naming the key, and nothing is deleted
+    with pytest.raises(IntegrityError, match="inventory_link.a_switch_id|FOREIGN KEY constraint failed"):
+        delete_cluster(demo)
+    assert {key: model.objects.count() for key, model in TABLES.items()} == rows

@@ -166,6 +166,34 @@ def insert_columns(model, columns: dict[str, Sequence], progress: Callable[[int]
     return n
 
 
+def referenced_from_outside(models, cluster_id: int) -> str | None:
+    """Before a cluster's rows of ``models`` are deleted with the foreign-key triggers off: the first key, in any
+    table, that names one of those rows from outside the cluster ("<table>.<column> -> <table>"), else None. One
+    join per foreign key of the project that points at ``models``: what the triggers would have found at COMMIT,
+    set-based. Rows of the cluster itself are deleted with it; other tables (runs, jobs) name the cluster only."""
+    from django.apps import apps
+
+    targets = set(models)
+    q = connection.ops.quote_name
+    with connection.cursor() as cur:
+        for model in apps.get_models():
+            own = any(f.name == "cluster" for f in model._meta.concrete_fields) and model in targets
+            for f in model._meta.concrete_fields:
+                if not f.is_relation or f.related_model not in targets or not f.db_constraint:
+                    continue
+                if own and f.name == "cluster":
+                    continue  # a row of the cluster, deleted with it
+                target = f.related_model
+                outside = f"m.{q('cluster_id')} <> %s" if own else "TRUE"
+                where = "t.id = %s" if target._meta.db_table == "inventory_cluster" else "t.cluster_id = %s"
+                cur.execute(f"SELECT 1 FROM {q(model._meta.db_table)} m JOIN {q(target._meta.db_table)} t "
+                            f"ON t.id = m.{q(f.column)} WHERE {where} AND {outside} LIMIT 1",
+                            [cluster_id] + ([cluster_id] if own else []))
+                if cur.fetchone():
+                    return f"{model._meta.db_table}.{f.column} -> {target._meta.db_table}"
+    return None
+
+
 def delete_where(model, column: str, value) -> int:
     """``DELETE FROM model WHERE column = value`` in one statement; return the row count."""
     table = connection.ops.quote_name(model._meta.db_table)
