@@ -33,6 +33,8 @@ def test_a_kept_count_is_used_until_a_write_changes_the_inventory(demo, writer, 
     monkeypatch.setattr(counts, "KEEP_MIN", 1_000)
     failed = f"/api/inventory/gpus/?cluster={demo.name}&status=failed&limit=10"
     assert page(writer, failed) == (1, 1) and page(writer, failed) == (1, 1)
+    # and a filter that can match nothing (a cluster name that names none) counts 0, no error
+    assert writer.get("/api/inventory/gpus/?cluster=no-such-cluster").json()["count"] == 0
 
 
 def test_a_cluster_summary_is_kept_until_a_write_changes_the_inventory(demo, writer):

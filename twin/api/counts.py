@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 
+from django.core.exceptions import EmptyResultSet
+
 from twin.inventory.kept import Kept
 
 KEEP_MIN = 50_000   # rows: a smaller count is made again each time (a few ms at most)
@@ -15,6 +17,9 @@ def count(queryset) -> int:
     """``queryset.count()``, the kept one while the inventory has not changed since it was counted."""
     if queryset.model._meta.app_label != "inventory":
         return queryset.count()
-    sql, params = queryset.query.sql_with_params()
+    try:
+        sql, params = queryset.query.sql_with_params()
+    except EmptyResultSet:  # a filter that matches nothing by construction (a name that names no row)
+        return queryset.count()
     key = hashlib.sha1(repr((queryset.db, sql, params)).encode()).hexdigest()
     return COUNTS.get(key, queryset.count, keep=lambda n: n >= KEEP_MIN)
