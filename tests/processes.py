@@ -59,11 +59,11 @@ class _Process:
     def __init__(self, name: str, log_dir: Path):
         self.name, self.log_dir, self.proc, self.log = name, Path(log_dir), None, None
 
-    def _spawn(self, argv: list[str], env: dict):
+    def _spawn(self, argv: list[str], env: dict, cwd: Path = ROOT):
         if self.log is not None:      # a restart after the process died (killed or crashed): close the old handle
             self.log.close()
         self.log = open(self.log_dir / f"{self.name}.log", "ab")
-        self.proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT,
+        self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=self.log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
 
     @property
@@ -73,6 +73,11 @@ class _Process:
     def kill(self):
         """SIGKILL: the process dies mid-task, as on an OOM kill or a lost machine."""
         os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=10)
+
+    def kill_group(self):
+        """SIGKILL to the whole process group (the process and anything it started): a host lost at once."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(timeout=10)
 
     def stop(self):
@@ -108,11 +113,41 @@ class Worker(_Process):
                     server_env(self.queue, **self.extra_env))
 
 
+# What a worker on another machine is given by the team (docs/operations.md, "Workers on several machines").
+SHARED_WITH_REMOTE_HOSTS = ("DATABASE_URL", "REDIS_URL")
+
+
+class HostWorker(Worker):
+    """A worker as another machine runs it: its own directory (cwd, HOME and TWIN_VAR_DIR, so its own var/ and
+    secret key), the code on PYTHONPATH, and from this machine only ``SHARED_WITH_REMOTE_HOSTS`` plus ``env`` (the
+    deployment's settings: TWIN_RUN_KIND_MODULES, the run limits), not this process's environment."""
+
+    def __init__(self, name: str, log_dir: Path, host_dir: Path, queue: str | None = None, env: dict | None = None):
+        super().__init__(name, log_dir, queue, env)
+        self.host_dir = Path(host_dir)
+
+    def start(self):
+        self.host_dir.mkdir(parents=True, exist_ok=True)
+        here = server_env(self.queue)
+        env = {name: here[name] for name in SHARED_WITH_REMOTE_HOSTS if name in here}
+        if "REDIS_URL" not in env:
+            env["REDIS_URL"] = settings.REDIS_URL
+        env |= {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1",
+                "HOME": str(self.host_dir), "TWIN_VAR_DIR": str(self.host_dir / "var"),
+                "TWIN_CELERY_QUEUE": self.queue, **self.extra_env}
+        self._spawn([sys.executable, "-m", "celery", "-A", "twin", "worker", "--pool=solo", "-Q", self.queue,
+                     "-n", self.hostname, "--without-gossip", "--without-mingle", "-l", "info"], env,
+                    cwd=self.host_dir)
+
+
 class Workers:
     """A set of workers; :meth:`ensure` (re)starts any that is not running and waits for their ping."""
 
-    def __init__(self, log_dir: Path, n: int = 2, queue: str | None = None, env: dict | None = None):
-        self.all = [Worker(f"w{i + 1}", log_dir, queue, env) for i in range(n)]
+    def __init__(self, log_dir: Path, n: int = 2, queue: str | None = None, env: dict | None = None,
+                 hosts_dir: Path | None = None):
+        """``hosts_dir``: each worker a :class:`HostWorker` in ``hosts_dir/<name>``, as on a machine of its own."""
+        self.all = [Worker(f"w{i + 1}", log_dir, queue, env) if hosts_dir is None
+                    else HostWorker(f"w{i + 1}", log_dir, Path(hosts_dir) / f"w{i + 1}", queue, env) for i in range(n)]
 
     @property
     def hostnames(self) -> set[str]:

@@ -102,6 +102,28 @@ def test_a_build_that_fails_midway_leaves_nothing_behind(tmp_path):
     assert {key: model.objects.count() for key, model in TABLES.items()} == before
 
 
+def test_a_bulk_load_refuses_a_key_that_names_no_row_of_the_load_and_writes_nothing():
+    # given a built cluster, and a bulk load that knows only that cluster and the zones it writes itself
+    from django.db import IntegrityError, transaction
+
+    from twin.inventory.bulk import BulkLoad
+    build("demo-256")
+    cluster = Cluster.objects.get(name="demo-256")
+    zones = Zone.objects.count()
+    foreign_zone = Zone.objects.filter(cluster=cluster).first().id
+    # when it writes a rack whose zone is neither (a zone of the built cluster: not written by this load)
+    with pytest.raises(IntegrityError, match=r"Rack\.zone: 1 row\(s\) name a Zone that this build did not write"):
+        with transaction.atomic():
+            load = BulkLoad({Cluster: [cluster.id]})
+            base = load.write(Zone, 1, {"cluster_id": [cluster.id], "name": ["t.z"], "kind": [0], "number": [99],
+                                          "status": ["active"]})
+            load.write(Rack, 2, {"cluster_id": [cluster.id, cluster.id], "zone_id": [base, foreign_zone],
+                                 "name": ["t.r0", "t.r1"], "serial": ["T0", "T1"], "number": [0, 1],
+                                 "status": ["active", "active"]})
+    # then nothing of the load remains
+    assert Zone.objects.count() == zones and not Rack.objects.filter(name__startswith="t.").exists()
+
+
 @pytest.mark.parametrize("edit, field", [
     (lambda d: d["layout"].update(racks_per_zone=0), "layout.racks_per_zone"),
     (lambda d: d["backend"]["spine"].update(model="arista-9999"), "backend.spine.model"),
@@ -133,3 +155,23 @@ def test_build_defaults_builds_the_configured_clusters(settings):
     assert Cluster.objects.filter(name="demo-256").exists()
     call_command("build_cluster", "--defaults", "--no-progress", stdout=out)
     assert "already built" in out.getvalue()
+
+
+@pytest.mark.django_db(transaction=True)  # foreign keys are checked at COMMIT where the triggers run
+def test_a_cluster_named_from_outside_is_not_deleted(tmp_path):
+    # given two clusters, and a link of the other cluster that names a switch of demo-256 (as a hand edit could)
+    from django.db import IntegrityError
+
+    from twin.inventory.builder import delete_cluster
+    build("demo-256")
+    other = (PRESETS_DIR / "demo-256.toml").read_text().replace('name = "demo-256"', 'name = "other"')
+    (tmp_path / "other.toml").write_text(other)
+    build(str(tmp_path / "other.toml"))
+    demo, theirs = Cluster.objects.get(name="demo-256"), Cluster.objects.get(name="other")
+    switch = Switch.objects.filter(cluster=demo).order_by("id").first()
+    Link.objects.filter(pk=Link.objects.filter(cluster=theirs).order_by("id").first().pk).update(a_switch_id=switch.id)
+    rows = {key: model.objects.count() for key, model in TABLES.items()}
+    # when demo-256 is deleted, then it is refused, naming the key, and nothing is deleted
+    with pytest.raises(IntegrityError, match="inventory_link.a_switch_id|FOREIGN KEY constraint failed"):
+        delete_cluster(demo)
+    assert {key: model.objects.count() for key, model in TABLES.items()} == rows

@@ -10,6 +10,7 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import CursorPagination, LimitOffsetPagination
 from rest_framework.response import Response
 
+from twin.api import counts
 from twin.inventory.filtersets import INT64_MAX
 
 MAX_PAGE_SIZE = 1000
@@ -56,6 +57,10 @@ class TwinPagination(LimitOffsetPagination):
 
     def get_offset(self, request):
         return query_int(request, self.offset_query_param, 0, 0)
+
+    def get_count(self, queryset):
+        """The list's size, kept while the inventory is unchanged (``twin.api.counts``)."""
+        return counts.count(queryset)
 
     def _use_cursor(self, request):
         return "cursor" in request.query_params or request.query_params.get("pagination") == "cursor"

@@ -7,11 +7,13 @@ Writers do not call this directly: they go through ``twin.inventory.actions`` (o
 """
 from __future__ import annotations
 
+import uuid
+
 from django.db import models
 from django.utils import timezone
 
 from twin.inventory.choices import ChangeAction
-from twin.inventory.models import Cluster, ObjectChange
+from twin.inventory.models import Cluster, InventoryVersion, ObjectChange
 
 EVENT_CHANGES_MAX = 50      # changes listed in one live event; a larger write sends the count and the first ones
 WRITE_BATCH = 5_000         # log rows per bulk_create batch (Django splits it further to fit SQLite's bound variables)
@@ -55,8 +57,19 @@ def entry(action: str, model, object_id: int, name: str, cluster_id: int | None,
 
 
 def write(entries: list[ObjectChange]) -> list[ObjectChange]:
-    """Save the entries, set-based (their ids are set where the database returns them: PostgreSQL, SQLite)."""
-    return ObjectChange.objects.bulk_create(entries, batch_size=WRITE_BATCH) if entries else []
+    """Save the entries, set-based (their ids are set where the database returns them: PostgreSQL, SQLite), and
+    move the inventory version on (``InventoryVersion``: list counts kept by it are stale from now on)."""
+    if not entries:
+        return []
+    saved = ObjectChange.objects.bulk_create(entries, batch_size=WRITE_BATCH)
+    if not InventoryVersion.objects.filter(pk=1).update(stamp=uuid.uuid4()):
+        InventoryVersion.objects.create(pk=1)
+    return saved
+
+
+def inventory_version():
+    """The inventory's version: a stamp that changes with every write (``write``); None before the first."""
+    return InventoryVersion.objects.filter(pk=1).values_list("stamp", flat=True).first()
 
 
 def event_changes(change: ObjectChange) -> list[dict]:

@@ -1,7 +1,7 @@
 """Inventory models, split by topic: the hardware catalog, sites (cluster, zone, rack), devices, network, storage,
 and the change log."""
 from .catalog import CableModel, GPUModel, HostPlatform, NICModel, SSDModel, StorageServerModel, SwitchModel
-from .changes import ObjectChange
+from .changes import InventoryVersion, ObjectChange
 from .devices import GPU, NIC, Host, Switch
 from .network import Fabric, Link, Port
 from .sites import Cluster, Rack, Zone
@@ -12,4 +12,4 @@ CATALOG_MODELS = {"gpu": GPUModel, "nic": NICModel, "switch": SwitchModel, "plat
 
 __all__ = ["CableModel", "GPUModel", "HostPlatform", "NICModel", "SSDModel", "StorageServerModel", "SwitchModel",
            "GPU", "NIC", "Host", "Switch", "Fabric", "Link", "Port", "Cluster", "Rack", "Zone", "SSD",
-           "StorageCluster", "StorageServer", "ObjectChange", "CATALOG_MODELS"]
+           "StorageCluster", "StorageServer", "ObjectChange", "InventoryVersion", "CATALOG_MODELS"]

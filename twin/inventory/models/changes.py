@@ -4,6 +4,8 @@ Rows are written by ``twin.inventory.actions`` (and by the builder for a whole c
 named by its model, id, name and cluster as they were, not by a foreign key: the entry outlives the item (a deleted
 link, a rebuilt cluster). ``user`` is kept as a key while the user exists and as ``user_name`` for good.
 """
+import uuid
+
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
@@ -36,3 +38,14 @@ class ObjectChange(models.Model):
 
     def __str__(self):
         return f"{self.model} {self.object_name} {self.action} by {self.user_name or 'system'}"
+
+
+class InventoryVersion(models.Model):
+    """One row whose ``stamp`` changes with every inventory write (``changelog.write``, which every write calls in
+    its own transaction): what a reader compares to know that nothing changed since it last counted.
+
+    A new random stamp each time, not a number one up: a write that is rolled back (a failed build, a test) would
+    hand its number to the next write, whose rows differ. The change is an UPDATE of this one row, so concurrent
+    writes commit one after the other: a reader that sees a stamp sees every write that came before it."""
+
+    stamp = models.UUIDField(default=uuid.uuid4)
