@@ -307,8 +307,8 @@ def main():
     if args.web == "daphne":
         n_web = 1
     else:
-        from twin.webserver import WORKERS_DEFAULT_MAX, cpu_count
-        n_web = args.workers or min(cpu_count(), WORKERS_DEFAULT_MAX)
+        from twin.webserver import default_workers
+        n_web = args.workers or default_workers("http" if args.web == "split" else "both")
     port = free_port()
     ws_port = free_port() if args.web == "split" else port
     base = f"http://127.0.0.1:{port}"
@@ -327,11 +327,11 @@ def main():
         servers.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
-    from twin.webserver import threads
+    from twin.webserver import default_workers, threads
     web = {"daphne": "one daphne process",
            "uvicorn": f"python -m twin.webserver, {n_web} uvicorn processes",
            "split": f"python -m twin.webserver: HTTP {n_web} gunicorn processes of {threads()} thread(s), "
-                    f"WebSockets {n_web} uvicorn processes"}[args.web]
+                    f"WebSockets {args.workers or default_workers('websockets')} uvicorn processes"}[args.web]
     print(f"\nweb: {web}; PostgreSQL {args.database_url.rsplit('/', 1)[-1]}; {len(os.sched_getaffinity(0))} CPUs; "
           f"HTTP phases {args.seconds:g} s; whole run {time.monotonic() - started:.0f} s")
     rows = [

@@ -1,8 +1,8 @@
 """The web processes, one command for the compose set-up, the load benchmark and the launcher:
 ``python -m twin.webserver [--serve both|http|websockets] [--host H] [--port P] [--workers N]``.
 
-- ``http`` (compose's ``web`` service): gunicorn serving ``twin.wsgi``, TWIN_WEB_WORKERS processes of
-  TWIN_WEB_THREADS threads each (one thread: gunicorn's sync workers). A plain request costs about half of what it
+- ``http`` (compose's ``web`` service): gunicorn serving ``twin.wsgi``, TWIN_WEB_WORKERS processes (default twice
+  the CPUs) of TWIN_WEB_THREADS threads each (one thread: gunicorn's sync workers). A plain request costs about half of what it
   costs through the ASGI stack, where each one crosses between the event loop and its view's thread.
 - ``websockets`` (compose's ``live`` service, to which the proxy sends ``/ws/``): uvicorn serving ``twin.asgi``
   (Channels), TWIN_WEB_WORKERS processes; it answers HTTP too (its health check).
@@ -26,6 +26,9 @@ from twin import env
 WORKERS_ENV = "TWIN_WEB_WORKERS"
 THREADS_ENV = "TWIN_WEB_THREADS"
 WORKERS_DEFAULT_MAX = 8     # the compose default is the CPU count, at most this (each process holds its own caches)
+HTTP_PROCESSES_PER_CPU = 2  # the HTTP service's default: two single-threaded processes per CPU, so that one waiting on
+                            # PostgreSQL or sending a large export leaves the CPU to another (bench_load: 2 -> 4
+                            # processes on 2 CPUs took /healthz beside 8 DOT downloads from 58 to 46 ms p99)
 THREADS_DEFAULT = 1         # gunicorn's sync workers: the best throughput and p99 on 2 cores (docs/operations.md)
 DB_POOL_DEFAULT = 8         # connections per web process (8 processes: 64, under PostgreSQL's 100)
 HTTP_TIMEOUT = 300          # seconds a request may run before gunicorn restarts its process (a 24k cluster's
@@ -44,6 +47,13 @@ def cpu_count() -> int:
 def workers(default: int) -> int:
     """TWIN_WEB_WORKERS, at least 1; ``default`` when unset or empty. SettingError names it when it is bad."""
     return env.env_int(WORKERS_ENV, default, minimum=1)
+
+
+def default_workers(serve: str) -> int:
+    """TWIN_WEB_WORKERS, else the default of the ``serve`` role: the CPU count (HTTP_PROCESSES_PER_CPU times it for
+    ``http``), at most WORKERS_DEFAULT_MAX."""
+    per_cpu = HTTP_PROCESSES_PER_CPU if serve == "http" else 1
+    return workers(min(per_cpu * cpu_count(), WORKERS_DEFAULT_MAX))
 
 
 def threads() -> int:
@@ -84,10 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="0.0.0.0", help="address to serve on (default 0.0.0.0)")
     parser.add_argument("--port", type=int, default=8000, help="port to serve on (default 8000)")
     parser.add_argument("--workers", type=int, default=None,
-                        help=f"web processes (default: {WORKERS_ENV}, else the CPUs, at most {WORKERS_DEFAULT_MAX})")
+                        help=f"web processes (default: {WORKERS_ENV}, else the CPUs (twice that for http), at most "
+                             f"{WORKERS_DEFAULT_MAX})")
     args = parser.parse_args(argv)
     try:
-        n = args.workers if args.workers is not None else workers(min(cpu_count(), WORKERS_DEFAULT_MAX))
+        n = args.workers if args.workers is not None else default_workers(args.serve)
         if n < 1:
             raise env.SettingError("--workers", f"{n} is below 1")
         n_threads = threads()
