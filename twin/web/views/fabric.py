@@ -14,13 +14,12 @@ from functools import wraps
 
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
-from django.urls import path, reverse
+from django.urls import path
 from django.views.decorators.gzip import gzip_page
 
-from twin.inventory.models import GPU
 from twin.live.scope import ScopeError
 from twin.web import fabric_data, gpu_data
-from twin.web.views.gpus import scope_query
+from twin.web.views.gpus import zoom
 from twin.web.access import readable
 from twin.web.nav import NavItem, Page
 
@@ -53,20 +52,11 @@ def page(request, cluster):
     except fabric_data.FabricDataError as e:
         return render(request, "web/fabric.html", {"nav": "fabric", "error": str(e)}, status=404)
     try:
-        place = gpu_data.place_asked(fabric.cluster, request.GET.get("zone"), request.GET.get("building"))
+        zoomed = zoom(request, fabric.cluster, whole="all")
     except ScopeError as e:
         return render(request, "web/fabric.html", {"nav": "fabric", "error": str(e)}, status=404)
-    view = request.GET.get("view")
-    if place is not None:
-        view = "zone"
-    elif view not in ("zones", "all"):
-        view = "zones" if GPU.objects.filter(cluster=fabric.cluster).count() > gpu_data.OVERVIEW_ABOVE_GPUS else "all"
-    scope = scope_query(request)
-    snapshot_url = reverse("live:cluster-snapshot", kwargs={"name": fabric.cluster.name}) + "?binary=1"
-    snapshot_url += "&summary=1" if view == "zones" else f"&{scope}" if scope else ""
     return render(request, "web/fabric.html", {"nav": "fabric", "fabric": fabric, "cluster": fabric.cluster,
-                                               "snapshot_url": snapshot_url, "view": view, "place": place,
-                                               "scope": scope, "query": f"?{scope}" if scope else ""})
+                                               **zoomed})
 
 
 @fabric_view

@@ -26,20 +26,29 @@ def page(request, cluster):
     if found is None:
         return render(request, "web/gpus.html", {"nav": "gpus", "missing": missing_cluster(cluster)}, status=404)
     try:
-        place = gpu_data.place_asked(found, request.GET.get("zone"), request.GET.get("building"))
+        zoomed = zoom(request, found, whole="grid")
     except ScopeError as e:
         return render(request, "web/gpus.html", {"nav": "gpus", "missing": str(e)}, status=404)
+    return render(request, "web/gpus.html", {"nav": "gpus", "cluster": found, **zoomed})
+
+
+def zoom(request, cluster: Cluster, whole: str) -> dict:
+    """What a page of ``cluster`` shows (the GPU and fabric pages): ``place``, the zone or building asked
+    (``?zone=``, ``?building=``; ScopeError for an unknown one); ``view``: "zone" for a place, else ``?view=``
+    ("zones", or ``whole`` for everything), by default the zone overview above gpu_data.OVERVIEW_ABOVE_GPUS;
+    ``scope`` and ``query``, the place as its data and live stream take it; ``snapshot_url``, the live snapshot
+    of that view (the summary for the overview)."""
+    place = gpu_data.place_asked(cluster, request.GET.get("zone"), request.GET.get("building"))
     view = request.GET.get("view")
     if place is not None:
         view = "zone"
-    elif view not in ("zones", "grid"):
-        view = "zones" if GPU.objects.filter(cluster=found).count() > gpu_data.OVERVIEW_ABOVE_GPUS else "grid"
+    elif view not in ("zones", whole):
+        view = "zones" if GPU.objects.filter(cluster=cluster).count() > gpu_data.OVERVIEW_ABOVE_GPUS else whole
     scope = scope_query(request)
-    snapshot_url = reverse("live:cluster-snapshot", kwargs={"name": found.name}) + "?binary=1"
+    snapshot_url = reverse("live:cluster-snapshot", kwargs={"name": cluster.name}) + "?binary=1"
     snapshot_url += "&summary=1" if view == "zones" else f"&{scope}" if scope else ""
-    return render(request, "web/gpus.html", {"nav": "gpus", "cluster": found, "snapshot_url": snapshot_url,
-                                             "view": view, "place": place, "scope": scope,
-                                             "query": f"?{scope}" if scope else ""})
+    return {"view": view, "place": place, "scope": scope, "query": f"?{scope}" if scope else "",
+            "snapshot_url": snapshot_url}
 
 
 def scope_query(request) -> str:
