@@ -72,3 +72,19 @@ def test_bad_faults_name_the_field():
     with pytest.raises(ParamError) as e:
         DEBUG.validate({**JOB, "inject": "hang:rank=64"})
     assert "inject" in e.value.errors
+
+
+@pytest.mark.parametrize("inject,kind", [("hang:rank=12345,op=1", "hang"), ("desync:rank=9000", "desync")])
+def test_at_16384_ranks_the_injected_rank_and_collective_are_found(tmp_path, inject, kind):
+    # given Llama 3 405B's layout on 16,384 GPUs of meta-roce-24k, each rank's ring cut to its last 20 entries (the
+    # full 2,000 entries, 4.8 GB of dumps, are bench/bench_debug.py's)
+    r = rehearse("meta-roce-24k", dict(gpus=16384, tp=8, pp=16, dp=128, model="llama3-405b", entries=20,
+                                       inject=inject))
+    r.write_dumps(tmp_path)
+    # when the 16,384 dumps are analyzed
+    a = analyze(tmp_path, "meta-roce-24k")
+    # then the culprit is the injected rank, at the injected collective of its process group
+    c, f = a["culprit"], r.to_dict()["fault"]
+    assert a["verdict"] == kind and c["ranks"] == [f["rank"]]
+    assert c["process_group"]["name"] == f["process_group"] and c["collective_seq_id"] == f["collective_seq_id"]
+    assert a["heatmap"]["level"] == "host"
