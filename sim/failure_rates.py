@@ -15,7 +15,7 @@ Rates and repair times can be overridden per category (``gpu=2e-6,hbm=1e-6`` and
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from sim.errors import ParamError
 
@@ -49,40 +49,34 @@ class Category:
     unit: str
     consequence: str
     repair_h: float
-    replaces_host: bool
+    replaces_host: bool = True
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "label": self.label, "count": self.count, "unit": self.unit,
-                "consequence": self.consequence, "repair_h": self.repair_h, "replaces_host": self.replaces_host,
-                "rate_per_unit_hour": rate_per_unit_hour(self)}
-
-
-def _cat(name, label, count, unit, consequence, repair_h, replaces_host=True) -> Category:
-    return Category(name, label, count, unit, consequence, repair_h, replaces_host)
+        return {**asdict(self), "rate_per_unit_hour": rate_per_unit_hour(self)}
 
 
 # Meta's table [S3], in its order. "network" is the table's "network switch or cable": counted per GPU (a job's
 # network grows with its GPUs), its item drawn among the job's backend cables and switches (sim.failures).
 CATEGORIES: dict[str, Category] = {c.name: c for c in (
-    _cat("gpu", "faulty GPU", 148, "gpu", "crash", REPAIR_GPU_H),
-    _cat("hbm", "GPU HBM3 memory", 72, "gpu", "crash", REPAIR_GPU_H),
-    _cat("software", "software bug", 54, "job", "crash", REPAIR_NONE_H, replaces_host=False),
-    _cat("network", "network switch or cable", 35, "gpu", "crash", REPAIR_NETWORK_H),
-    _cat("host_maintenance", "host maintenance (unplanned)", 32, "host", "crash", REPAIR_HOST_H),
-    _cat("gpu_sram", "GPU SRAM memory", 19, "gpu", "crash", REPAIR_GPU_H),
-    _cat("gpu_system_processor", "GPU system processor", 17, "gpu", "crash", REPAIR_GPU_H),
-    _cat("nic", "NIC", 7, "gpu", "crash", REPAIR_HOST_H),
-    _cat("nccl_watchdog", "NCCL watchdog timeout", 7, "job", "crash", REPAIR_NONE_H, replaces_host=False),
-    _cat("sdc", "silent data corruption", 6, "gpu", "crash", REPAIR_GPU_H),
-    _cat("thermal", "GPU thermal interface and sensor", 6, "gpu", "degrade", REPAIR_GPU_H),
-    _cat("ssd", "SSD", 3, "host", "crash", REPAIR_HOST_H),
-    _cat("power_supply", "power supply", 3, "host", "crash", REPAIR_HOST_H),
-    _cat("chassis", "server chassis", 2, "host", "crash", REPAIR_HOST_H),
-    _cat("io_board", "IO expansion board", 2, "host", "crash", REPAIR_HOST_H),
-    _cat("dependency", "dependency", 2, "job", "crash", REPAIR_NONE_H, replaces_host=False),
-    _cat("cpu", "CPU", 2, "host", "crash", REPAIR_HOST_H),
-    _cat("memory", "system memory", 2, "host", "crash", REPAIR_HOST_H),
-    _cat("planned", "planned maintenance", TABLE_PLANNED, "job", "planned", REPAIR_NONE_H, replaces_host=False),
+    Category("gpu", "faulty GPU", 148, "gpu", "crash", REPAIR_GPU_H),
+    Category("hbm", "GPU HBM3 memory", 72, "gpu", "crash", REPAIR_GPU_H),
+    Category("software", "software bug", 54, "job", "crash", REPAIR_NONE_H, replaces_host=False),
+    Category("network", "network switch or cable", 35, "gpu", "crash", REPAIR_NETWORK_H),
+    Category("host_maintenance", "host maintenance (unplanned)", 32, "host", "crash", REPAIR_HOST_H),
+    Category("gpu_sram", "GPU SRAM memory", 19, "gpu", "crash", REPAIR_GPU_H),
+    Category("gpu_system_processor", "GPU system processor", 17, "gpu", "crash", REPAIR_GPU_H),
+    Category("nic", "NIC", 7, "gpu", "crash", REPAIR_HOST_H),
+    Category("nccl_watchdog", "NCCL watchdog timeout", 7, "job", "crash", REPAIR_NONE_H, replaces_host=False),
+    Category("sdc", "silent data corruption", 6, "gpu", "crash", REPAIR_GPU_H),
+    Category("thermal", "GPU thermal interface and sensor", 6, "gpu", "degrade", REPAIR_GPU_H),
+    Category("ssd", "SSD", 3, "host", "crash", REPAIR_HOST_H),
+    Category("power_supply", "power supply", 3, "host", "crash", REPAIR_HOST_H),
+    Category("chassis", "server chassis", 2, "host", "crash", REPAIR_HOST_H),
+    Category("io_board", "IO expansion board", 2, "host", "crash", REPAIR_HOST_H),
+    Category("dependency", "dependency", 2, "job", "crash", REPAIR_NONE_H, replaces_host=False),
+    Category("cpu", "CPU", 2, "host", "crash", REPAIR_HOST_H),
+    Category("memory", "system memory", 2, "host", "crash", REPAIR_HOST_H),
+    Category("planned", "planned maintenance", TABLE_PLANNED, "job", "planned", REPAIR_NONE_H, replaces_host=False),
 )}
 NAMES = tuple(CATEGORIES)
 

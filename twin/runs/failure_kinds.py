@@ -115,14 +115,21 @@ class ItemIndex:
                 "lost_hours": e["lost_work"] / 3600.0}
 
 
+def failure_row(state: str, t_s: float, wall_s: float, productive_s: float, effective_ratio: float,
+                interruptions: int, seed: int, done: int, seeds: int) -> dict:
+    """A ``failure_state`` row (FAILURE_FIELDS) at simulated time ``t_s`` of a ``wall_s`` timeline."""
+    return {"state": state, "t_hours": t_s / 3600.0, "hours": wall_s / 3600.0,
+            "productive_hours": productive_s / 3600.0, "effective_ratio": effective_ratio,
+            "interruptions": interruptions, "lost_hours": (t_s - productive_s) / 3600.0,
+            "seed": seed, "seeds_done": done, "seeds": seeds}
+
+
 def state_row(res: dict, done: int, seeds: int) -> dict:
     """The ``failure_state`` row of a finished timeline: its last state, the figures at its end."""
     tl = res.get("timeline") or {}
     last = tl["states"][tl["state"][-1]] if tl.get("state") else STATES[0]
-    return {"state": last, "t_hours": res["wall_s"] / 3600.0, "hours": res["wall_s"] / 3600.0,
-            "productive_hours": res["productive_s"] / 3600.0, "effective_ratio": res["effective_ratio"],
-            "interruptions": res["interruptions"], "lost_hours": (res["wall_s"] - res["productive_s"]) / 3600.0,
-            "seed": res["seed"], "seeds_done": done, "seeds": seeds}
+    return failure_row(last, res["wall_s"], res["wall_s"], res["productive_s"], res["effective_ratio"],
+                       res["interruptions"], res["seed"], done, seeds)
 
 
 class LiveTimeline:
@@ -132,7 +139,8 @@ class LiveTimeline:
 
     def __init__(self, progress: Callable, items: "ItemIndex", seed: int, k: int, seeds: int, hours: float):
         from django.conf import settings
-        self.progress, self.items, self.seed, self.k, self.seeds, self.hours = progress, items, seed, k, seeds, hours
+        self.progress, self.items, self.seed, self.k, self.seeds = progress, items, seed, k, seeds
+        self.wall_s = hours * 3600.0
         self.rows: list[dict] = []
         self.every = 1.0 / settings.TWIN_LIVE_TICK_HZ
         self.next_at = 0.0
@@ -144,12 +152,9 @@ class LiveTimeline:
         if t < self.next_at:
             return
         self.next_at = t + self.every
-        hours = now["time"] / 3600.0
-        self.progress(None, failure={
-            "state": now["state"], "t_hours": hours, "hours": self.hours,
-            "productive_hours": now["productive_s"] / 3600.0, "effective_ratio": now["effective_ratio"],
-            "interruptions": now["interruptions"], "lost_hours": hours - now["productive_s"] / 3600.0,
-            "seed": self.seed, "seeds_done": self.k, "seeds": self.seeds}, failures=self.rows, force=True)
+        row = failure_row(now["state"], now["time"], self.wall_s, now["productive_s"], now["effective_ratio"],
+                          now["interruptions"], self.seed, self.k, self.seeds)
+        self.progress(None, failure=row, failures=self.rows, force=True)
 
 
 # ----------------------------------------------------------------------------------------------------- kind
