@@ -44,7 +44,7 @@ class Structure:
     json: str                     # the structure part of fabric.json, an object without its closing brace
 
 
-_structures: StructureCache[Structure] = StructureCache(size=32)   # by backend fabric id, or (fabric id, zone)
+_structures: StructureCache[Structure] = StructureCache(size=32, name="fabric")   # by backend fabric id, or (fabric id, zone)
 
 
 def backend_fabric(cluster_name: str) -> Fabric:
@@ -60,13 +60,13 @@ def backend_fabric(cluster_name: str) -> Fabric:
 
 def _fingerprint(fabric: Fabric) -> tuple:
     """What changes when the fabric's rows are rebuilt or recabled: counts, top ids, sums of the end ports and of
-    the switches' places (one aggregate query per table; read at most every so often on a large fabric,
-    structure_cache.trusted_fingerprint)."""
+    the switches' places (one aggregate query per table; on a large fabric read again only after a logged change
+    of its cluster's rows, structure_cache.trusted_fingerprint)."""
     def read():
         return (*rows_fingerprint(Link.objects.filter(fabric=fabric), a=Sum("a_port_id"), b=Sum("b_port_id")),
                 *rows_fingerprint(Switch.objects.filter(fabric=fabric), zone=Sum("zone_id"), rack=Sum("rack_id"),
                                   group=Sum("group")))
-    return fabric.cluster.built_at.isoformat(), *trusted_fingerprint(("fabric", fabric.id), read)
+    return fabric.cluster.built_at.isoformat(), *trusted_fingerprint(("fabric", fabric.id), read, fabric.cluster_id)
 
 
 def _positions(ids: np.ndarray, refs: np.ndarray) -> np.ndarray:

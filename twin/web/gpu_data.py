@@ -82,7 +82,7 @@ class GridStructure:
     json: bytes                     # the structure part of the page data, a JSON object
 
 
-_structures: StructureCache[GridStructure] = StructureCache(size=32)     # by cluster id, or (cluster id, zone)
+_structures: StructureCache[GridStructure] = StructureCache(size=32, name="grid")     # by cluster id, or (cluster id, zone)
 
 
 def backend_fabric(cluster: Cluster) -> Fabric | None:
