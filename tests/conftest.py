@@ -13,6 +13,10 @@ os.environ["TWIN_RUN_FILES_DIR"] = RUN_FILES
 # Structures kept on disk (twin/inventory/structure_cache.py) of this session only: cluster ids repeat from test
 # database to test database.
 os.environ["TWIN_STRUCTURE_CACHE_DIR"] = tempfile.mkdtemp(prefix="twin-test-structure-cache-")
+# No warming thread (twin/web/warm.py) in the servers the tests start, nor in this process (settings are loaded
+# before this file, and test modules import twin.asgi).
+os.environ["TWIN_WARM_STRUCTURES"] = "false"
+django_settings.TWIN_WARM_STRUCTURES = False
 
 
 @pytest.fixture(autouse=True, scope="session")

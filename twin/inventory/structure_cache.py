@@ -146,10 +146,25 @@ def forget() -> None:
     _fast.clear()
 
 
+def _holding(kept: _Read | None, version, cluster_id: int | None, key: Hashable) -> _Read | None:
+    """``kept`` if it still holds under the inventory's ``version`` (updated, in memory and on disk, when the
+    cluster's changes since it was read are all status updates), else None."""
+    if kept is None or version is None:
+        return None
+    if kept.version == version:
+        return kept
+    mark = _statuses_only_since(kept.mark, cluster_id)
+    if mark is None:
+        return None
+    kept = _Read(kept.value, version, mark)
+    _save(_path("fingerprint", key), key, kept)
+    return kept
+
+
 def trusted_fingerprint(key: Hashable, read: Callable[[], tuple], cluster_id: int | None = None) -> tuple:
     """``read()`` (a fingerprint of cluster ``cluster_id``'s rows), or the value read before while it holds (see
-    SLOW_S): from this process, else from disk. A fingerprint once read fast is read on every call, with no other
-    query (the inventory version is read first only where the read may be kept)."""
+    SLOW_S): from this process, else from disk; read under a file lock, so that processes that miss it together
+    read it once. A fingerprint once read fast is read on every call, with no other query."""
     if key in _fast:
         t = time.monotonic()
         value = read()
@@ -157,28 +172,24 @@ def trusted_fingerprint(key: Hashable, read: Callable[[], tuple], cluster_id: in
             _fast.discard(key)          # slow now: the next call reads the version first, and keeps what it reads
         return value
     version = inventory_version()
-    kept = _trusted.get(key)
-    if kept is None and version is not None:
-        kept = _load(_path("fingerprint", key), key)
-    if kept is not None and version is not None:
-        if kept.version == version:
-            _trusted[key] = kept
-            return kept.value
-        mark = _statuses_only_since(kept.mark, cluster_id)
-        if mark is not None:
-            kept = _trusted[key] = _Read(kept.value, version, mark)
-            _save(_path("fingerprint", key), key, kept)
-            return kept.value
-    mark = _last_change()
-    t = time.monotonic()
-    value = read()
-    if time.monotonic() - t > SLOW_S and version is not None:
-        kept = _trusted[key] = _Read(value, version, mark)
-        _save(_path("fingerprint", key), key, kept)
-    else:
-        _trusted.pop(key, None)
-        _fast.add(key)
-    return value
+    path = _path("fingerprint", key)
+    kept = _holding(_trusted.get(key) or (_load(path, key) if version is not None else None), version, cluster_id,
+                    key)
+    if kept is None:
+        with _file_lock(path):
+            kept = _holding(_load(path, key) if version is not None else None, version, cluster_id, key)
+            if kept is None:            # not read by another process meanwhile either
+                mark = _last_change()
+                t = time.monotonic()
+                value = read()
+                if time.monotonic() - t <= SLOW_S or version is None:
+                    _trusted.pop(key, None)
+                    _fast.add(key)
+                    return value
+                kept = _Read(value, version, mark)
+                _save(path, key, kept)
+    _trusted[key] = kept
+    return kept.value
 
 
 class StructureCache(Generic[T]):

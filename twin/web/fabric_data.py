@@ -58,7 +58,7 @@ def backend_fabric(cluster_name: str) -> Fabric:
     return fabric
 
 
-def _fingerprint(fabric: Fabric) -> tuple:
+def structure_key(fabric: Fabric) -> tuple:
     """What changes when the fabric's rows are rebuilt or recabled: counts, top ids, sums of the end ports and of
     the switches' places (one aggregate query per table; on a large fabric read again only after a logged change
     of its cluster's rows, structure_cache.trusted_fingerprint)."""
@@ -176,7 +176,7 @@ def _build(fabric: Fabric, place: scope.ZoneItems | None = None) -> Structure:
 
 def structure(fabric: Fabric, place: scope.ZoneItems | None = None) -> Structure:
     """The fabric's structure (or one place's part), from the process cache while its fingerprint holds."""
-    return _structures.get((fabric.id, place.zone_ids) if place else fabric.id, _fingerprint(fabric),
+    return _structures.get((fabric.id, place.zone_ids) if place else fabric.id, structure_key(fabric),
                            lambda: _build(fabric, place))
 
 
