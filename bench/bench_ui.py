@@ -25,7 +25,8 @@ the preset of that name when the database lacks it), with each page's default vi
 (twin.web.gpu_data.OVERVIEW_ABOVE_GPUS) the default is the zone overview; budget 3 s, cold and warm (issue 17:
 roadmap-600k). Cold is the first load after the server started: it reads the large cluster's structures from the
 web processes' structure cache on disk (TWIN_STRUCTURE_CACHE_DIR) when an earlier process kept them there; point
-that variable at an empty directory to measure the first visit after a build. Build a 600k cluster once into a file of your own and reuse it:
+that variable at an empty directory to measure the first visit after a build. Build a 600k cluster once into a
+file of your own and reuse it:
     DATABASE_URL=sqlite:////tmp/r600k.sqlite3 .venv/bin/python manage.py migrate
     DATABASE_URL=sqlite:////tmp/r600k.sqlite3 .venv/bin/python manage.py build_cluster roadmap-600k
     .venv/bin/python bench/bench_ui.py --database-url sqlite:////tmp/r600k.sqlite3 --cluster roadmap-600k --paint-only
@@ -299,13 +300,13 @@ def main():
 
         cluster = prepare_database(args.cluster if args.paint_only else CLUSTER)
         if args.paint_only:
+            cache_files = structure_cache_files()       # before the server starts (it warms them at once)
             daphne = Daphne(tmp, queue)
             servers.append(daphne)
             daphne.start()
             browser = Browser(daphne.url)
             pages = scale_pages(cluster)
             gpus, zone = pages.pop("_gpus"), pages.pop("_zone")
-            cache_files = structure_cache_files()
             t0, cpu0, load0 = time.monotonic(), cpu_seconds(), os.getloadavg()
             paint = first_paints(browser, daphne, args.loads, pages)
             print(f"UI benchmark: headless Chromium {browser.version}, {os.cpu_count()} CPUs, {connection.vendor}")

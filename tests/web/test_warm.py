@@ -4,7 +4,7 @@ import pytest
 
 from twin.inventory import structure_cache as sc
 from twin.live import scope
-from twin.web import warm
+from twin.web import fabric_data, gpu_data, warm
 
 pytestmark = pytest.mark.django_db
 
@@ -36,3 +36,32 @@ def test_a_cluster_below_the_overview_is_not(slow, demo, monkeypatch):
 def test_the_thread_is_off_when_the_setting_says_so(settings):
     settings.TWIN_WARM_STRUCTURES = False
     assert warm.start() is False
+
+
+def fresh_caches(monkeypatch):
+    monkeypatch.setattr(gpu_data, "_structures", sc.StructureCache(size=32, name="grid"))
+    monkeypatch.setattr(fabric_data, "_structures", sc.StructureCache(size=32, name="fabric"))
+
+
+def test_every_building_and_zone_is_built_onto_disk_once(slow, demo, monkeypatch, client):
+    monkeypatch.setattr(warm, "OVERVIEW_ABOVE_GPUS", 255)
+    fresh_caches(monkeypatch)
+    warm.warm_once()
+    zones = scope.cluster_zones(demo)
+    places = warm.places(zones)
+    # the demo cluster: one building (no buildings in its spec), and its zones holding GPUs
+    assert [p.name for p in places][0] == "building 0" and len(places) == 1 + len(set(zones.gpu_zone.tolist()))
+    assert len(list(slow.glob("grid-*.pickle"))) == len(places) == len(list(slow.glob("fabric-*.pickle")))
+    assert not gpu_data._structures._entries and not fabric_data._structures._entries  # not kept in memory
+    # and the next round, in this process or another, does not go over them again (nor builds them)
+    monkeypatch.setattr(gpu_data, "build_structure", lambda *a: pytest.fail("built again"))
+    monkeypatch.setattr(fabric_data, "_build", lambda *a: pytest.fail("built again"))
+    monkeypatch.setattr(sc.StructureCache, "keep_on_disk", lambda *a: pytest.fail("gone over again"))
+    warm.warm_once()
+    fresh_caches(monkeypatch)       # another process
+    sc.forget()
+    warm.warm_once()
+    # and a page zoomed into a zone reads its file
+    zone = places[1].name
+    assert client.get(f"/clusters/demo-256/gpus.json?zone={zone}").status_code == 200
+    assert client.get(f"/clusters/demo-256/fabric.json?zone={zone}").status_code == 200

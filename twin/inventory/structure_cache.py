@@ -104,19 +104,41 @@ def _save(path: Path, fingerprint: Hashable, value) -> None:
 
 
 @contextmanager
-def _file_lock(path: Path):
-    """Held by one process at a time (per file): the web processes that start together build a structure once."""
+def _file_lock(path: Path, wait: bool = True):
+    """Held by one process at a time (per file): the web processes that start together build a structure once.
+    Yields whether it is held (``wait`` False: False at once when another process holds it)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path.with_name(path.name + ".lock"), os.O_CREAT | os.O_RDWR, 0o600)
     except OSError:
-        yield
+        yield wait
         return
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        yield True
     finally:
         os.close(fd)
+
+
+@contextmanager
+def warming_pass(key: Hashable, fingerprint: Hashable):
+    """Yields whether this process is to make the pass ``key`` (building many structures onto disk) under
+    ``fingerprint``: not made yet by any process (a record on disk says so once it ends without error), and no other
+    process making it now."""
+    path = _path("pass", key)
+    if _load(path, fingerprint) is not None:
+        yield False
+        return
+    with _file_lock(path, wait=False) as held:
+        if not held or _load(path, fingerprint) is not None:
+            yield False
+            return
+        yield True
+        _save(path, fingerprint, True)
 
 
 def _last_change() -> tuple:
@@ -220,6 +242,20 @@ class StructureCache(Generic[T]):
                         del self._entries[next(iter(self._entries))]
                     self._entries[owner] = entry
         return entry[1]
+
+    def keep_on_disk(self, owner: Hashable, fingerprint: Hashable, build: Callable[[], T]) -> None:
+        """Build the structure of ``owner`` onto disk (when slow, as :meth:`get` would), not into this process: a
+        warming pass over many owners, whose first visits then read it there."""
+        entry = self._entries.get(owner)
+        if self.name is None or (entry is not None and entry[0] == fingerprint):
+            return
+        path = _path(self.name, owner)
+        with _file_lock(path):
+            if _load(path, fingerprint) is None:
+                t = time.monotonic()
+                value = build()
+                if time.monotonic() - t > SLOW_S:
+                    _save(path, fingerprint, value)
 
     def _load_or_build(self, owner: Hashable, fingerprint: Hashable, build: Callable[[], T]) -> T:
         if self.name is None:

@@ -174,10 +174,19 @@ def _build(fabric: Fabric, place: scope.ZoneItems | None = None) -> Structure:
     return Structure(link_id, sw_id, text[:-1])
 
 
+def _cached(fabric: Fabric, place: scope.ZoneItems | None) -> tuple:
+    """(owner, fingerprint, build) of the fabric's or one place's structure in the cache."""
+    return (fabric.id, place.zone_ids) if place else fabric.id, structure_key(fabric), lambda: _build(fabric, place)
+
+
 def structure(fabric: Fabric, place: scope.ZoneItems | None = None) -> Structure:
     """The fabric's structure (or one place's part), from the process cache while its fingerprint holds."""
-    return _structures.get((fabric.id, place.zone_ids) if place else fabric.id, structure_key(fabric),
-                           lambda: _build(fabric, place))
+    return _structures.get(*_cached(fabric, place))
+
+
+def keep_on_disk(fabric: Fabric, place: scope.ZoneItems) -> None:
+    """Build one place's structure onto disk, for its first visit (twin/web/warm.py)."""
+    _structures.keep_on_disk(*_cached(fabric, place))
 
 
 def _not_active(model, fabric: Fabric, ids: np.ndarray) -> dict:

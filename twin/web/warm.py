@@ -4,7 +4,10 @@ that the first visit of a GPU or fabric page, or of a zone's live stream, does n
 A cluster of more than OVERVIEW_ABOVE_GPUS GPUs opens on the zone overviews, which read its zone arrays and its
 structure's fingerprints (twin/live/scope.py, twin/web/fabric_data.py): a web process that starts reads them from
 disk (twin/inventory/structure_cache.py) in a fraction of a second, or, the first time after a build, one process
-reads them from the database (seconds) while the others wait for its file. Every WARM_INTERVAL_S the thread looks
+reads them from the database (seconds) while the others wait for its file. Then one process (the others skip it)
+builds the GPU and fabric page structures of every building and zone onto disk, not into memory (a building's takes
+up to a second or so, the 216 places of roadmap-600k a minute or two of one CPU, once per structure), so that the first
+zoom into any of them reads its file as well. Every WARM_INTERVAL_S the thread looks
 again, so that a cluster built or rebuilt while the processes run is warm before its first visit; nothing changed,
 that costs one indexed row read (the inventory's version). Off with TWIN_WARM_STRUCTURES=false (the tests' servers)."""
 from __future__ import annotations
@@ -13,6 +16,7 @@ import logging
 import threading
 import time
 
+import numpy as np
 from django.db import close_old_connections, connection
 from django.db.models import Count
 
@@ -21,7 +25,8 @@ from django.conf import settings
 from twin.inventory.kept import Kept
 from twin.inventory.models import GPU, Cluster
 from twin.live import scope
-from twin.web import fabric_data
+from twin.inventory.structure_cache import warming_pass
+from twin.web import fabric_data, gpu_data
 from twin.web.gpu_data import OVERVIEW_ABOVE_GPUS
 
 log = logging.getLogger(__name__)
@@ -39,15 +44,32 @@ def large_clusters() -> list[int]:
     return _large.get("large clusters", find)
 
 
-def warm_once() -> int:
-    """Read (or load) the zone arrays and the fingerprints of every large cluster; how many were warmed."""
+def places(zones: scope.ClusterZones) -> list[scope.ZoneItems]:
+    """Where a user zooms into a cluster: each building, then each zone holding GPUs."""
+    with_gpus = set(np.unique(zones.gpu_zone[zones.gpu_zone >= 0]).tolist())
+    return ([zones.place(building=b) for b in range(zones.buildings)]
+            + [zones.place(zone=zones.zone_names[z]) for z in sorted(zones.zone_building) if z in with_gpus])
+
+
+def warm_once(zoom: bool = True) -> int:
+    """Read (or load) the zone arrays and the fingerprints of every large cluster, then (``zoom``) build the GPU
+    and fabric page structures of each of its buildings and zones onto disk, once per structure by one process;
+    how many clusters were warmed."""
     ids = large_clusters()
     for cluster in Cluster.objects.filter(id__in=ids).order_by("id"):
-        scope.cluster_zones(cluster)
+        zones = scope.cluster_zones(cluster)
         try:
-            fabric_data.structure_key(fabric_data.backend_fabric(cluster.name))
+            fabric = fabric_data.backend_fabric(cluster.name)
         except fabric_data.FabricDataError:
-            pass                                # no backend fabric: nothing more to read
+            fabric = None                           # no backend fabric: its page has nothing to draw
+        keys = (gpu_data.structure_key(cluster, fabric), fabric and fabric_data.structure_key(fabric))
+        if not zoom:
+            continue
+        with warming_pass(("zoom", cluster.id), keys) as mine:
+            for place in places(zones) if mine else ():
+                gpu_data.keep_on_disk(cluster, place)
+                if fabric is not None:
+                    fabric_data.keep_on_disk(fabric, place)
     return len(ids)
 
 
