@@ -45,7 +45,7 @@ def test_a_slow_structure_is_read_from_disk_by_another_process(slow):
 
 def test_a_torn_file_is_built_again(slow):
     StructureCache(name="t").get(7, "fp", lambda: "value")
-    [kept] = slow.glob("t-*.pickle")
+    [kept] = slow.rglob("t-*.pickle")
     kept.write_bytes(kept.read_bytes()[:10])
     assert StructureCache(name="t").get(7, "fp", lambda: "rebuilt") == "rebuilt"
 
@@ -53,7 +53,7 @@ def test_a_torn_file_is_built_again(slow):
 def test_a_fast_structure_stays_in_memory(settings, tmp_path):
     settings.TWIN_STRUCTURE_CACHE_DIR = tmp_path
     StructureCache(name="t").get(7, "fp", lambda: "value")
-    assert not list(tmp_path.glob("t-*.pickle"))
+    assert not list(tmp_path.rglob("t-*.pickle"))
 
 
 @pytest.mark.django_db
@@ -93,7 +93,7 @@ def test_pages_from_disk_show_fresh_statuses_and_changed_rows(slow, demo, client
     paths = ("fabric/zones.json", "gpus/zones.json", f"fabric.json?zone={ZONE}", f"gpus.json?zone={ZONE}",
              "fabric.json?building=0", "gpus.json?building=0")
     before = {p: get(p) for p in paths}
-    assert list(slow.glob("zones-*.pickle")) and list(slow.glob("grid-*.pickle"))
+    assert list(slow.rglob("zones-*.pickle")) and list(slow.rglob("grid-*.pickle"))
     # another process serves the same pages from disk, without reading the zone arrays from the database
     another_process(monkeypatch)
     monkeypatch.setattr(scope, "_build", lambda *a: pytest.fail("zone arrays read from the database"))

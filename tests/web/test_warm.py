@@ -23,14 +23,14 @@ def test_a_large_cluster_is_warmed(slow, demo, monkeypatch):
     assert warm.warm_once() == 1
     # then its zone arrays are in this process and on disk, and so are both fingerprints
     assert demo.id in scope._zones._entries
-    assert len(list(slow.glob("zones-*.pickle"))) == 1 and len(list(slow.glob("fingerprint-*.pickle"))) == 2
+    assert len(list(slow.rglob("zones-*.pickle"))) == 1 and len(list(slow.rglob("fingerprint-*.pickle"))) == 2
 
 
 def test_a_cluster_below_the_overview_is_not(slow, demo, monkeypatch):
     monkeypatch.setattr(warm, "OVERVIEW_ABOVE_GPUS", 256)
     monkeypatch.setattr(scope, "_zones", sc.StructureCache(name="zones"))
     assert warm.warm_once() == 0
-    assert not scope._zones._entries and not list(slow.glob("*.pickle"))
+    assert not scope._zones._entries and not list(slow.rglob("*.pickle"))
 
 
 def test_the_thread_is_off_when_the_setting_says_so(settings):
@@ -51,7 +51,7 @@ def test_every_building_and_zone_is_built_onto_disk_once(slow, demo, monkeypatch
     places = warm.places(zones)
     # the demo cluster: one building (no buildings in its spec), and its zones holding GPUs
     assert [p.name for p in places][0] == "building 0" and len(places) == 1 + len(set(zones.gpu_zone.tolist()))
-    assert len(list(slow.glob("grid-*.pickle"))) == len(places) == len(list(slow.glob("fabric-*.pickle")))
+    assert len(list(slow.rglob("grid-*.pickle"))) == len(places) == len(list(slow.rglob("fabric-*.pickle")))
     assert not gpu_data._structures._entries and not fabric_data._structures._entries  # not kept in memory
     # and the next round, in this process or another, does not go over them again (nor builds them)
     monkeypatch.setattr(gpu_data, "build_structure", lambda *a: pytest.fail("built again"))
@@ -65,3 +65,17 @@ def test_every_building_and_zone_is_built_onto_disk_once(slow, demo, monkeypatch
     zone = places[1].name
     assert client.get(f"/clusters/demo-256/gpus.json?zone={zone}").status_code == 200
     assert client.get(f"/clusters/demo-256/fabric.json?zone={zone}").status_code == 200
+
+
+def test_what_a_gone_cluster_left_on_disk_is_removed(slow, demo, monkeypatch):
+    monkeypatch.setattr(warm, "OVERVIEW_ABOVE_GPUS", 255)
+    monkeypatch.setattr(scope, "_zones", sc.StructureCache(name="zones"))
+    warm.warm_once()
+    [mine] = {p.parent for p in slow.rglob("zones-*.pickle")}
+    assert mine.name == f"c{demo.id}"
+    gone = mine.parent / f"c{demo.id + 1}"
+    gone.mkdir()
+    (gone / "zones-x.pickle").write_bytes(b"")
+    # when the next round runs, the directory of a cluster that does not exist is removed, the demo's kept
+    warm.warm_once(zoom=False)
+    assert not gone.exists() and list(mine.glob("zones-*.pickle"))

@@ -15,6 +15,7 @@ import hashlib
 import logging
 import os
 import pickle
+import shutil
 import threading
 import time
 from collections.abc import Callable, Hashable
@@ -63,11 +64,29 @@ _trusted: dict[Hashable, _Read] = {}
 _fast: set[Hashable] = set()       # keys whose fingerprint was read in under SLOW_S
 
 
-def _path(kind: str, key: Hashable) -> Path:
-    """The file of ``key`` (an owner, a fingerprint's key) in this database (several databases can share a host)."""
+def _digest(value) -> str:
+    return hashlib.sha1(repr(value).encode()).hexdigest()[:24]
+
+
+def _database_dir() -> Path:
+    """This database's directory (several databases can share a host)."""
     db = connection.settings_dict
-    digest = hashlib.sha1(repr((db.get("HOST"), db.get("PORT"), str(db.get("NAME")), key)).encode()).hexdigest()
-    return Path(settings.TWIN_STRUCTURE_CACHE_DIR) / f"{kind}-{digest[:24]}.pickle"
+    return Path(settings.TWIN_STRUCTURE_CACHE_DIR) / _digest((db.get("HOST"), db.get("PORT"), str(db.get("NAME"))))
+
+
+def _path(kind: str, key: Hashable, cluster_id: int | None) -> Path:
+    """The file of ``key`` (an owner, a fingerprint's key) of cluster ``cluster_id``: in the cluster's directory,
+    which :func:`prune` removes once the cluster is gone (deleted, or rebuilt under a new id)."""
+    return _database_dir() / (f"c{cluster_id}" if cluster_id is not None else "any") / f"{kind}-{_digest(key)}.pickle"
+
+
+def prune(cluster_ids) -> int:
+    """Remove the directories of this database's clusters that are not in ``cluster_ids``; how many."""
+    keep = {f"c{i}" for i in cluster_ids}
+    gone = [d for d in _database_dir().glob("c*") if d.is_dir() and d.name not in keep]
+    for d in gone:
+        shutil.rmtree(d, ignore_errors=True)
+    return len(gone)
 
 
 def _shape(value) -> tuple:
@@ -125,11 +144,11 @@ def _file_lock(path: Path, wait: bool = True):
 
 
 @contextmanager
-def warming_pass(key: Hashable, fingerprint: Hashable):
+def warming_pass(key: Hashable, fingerprint: Hashable, cluster_id: int | None):
     """Yields whether this process is to make the pass ``key`` (building many structures onto disk) under
     ``fingerprint``: not made yet by any process (a record on disk says so once it ends without error), and no other
     process making it now."""
-    path = _path("pass", key)
+    path = _path("pass", key, cluster_id)
     if _load(path, fingerprint) is not None:
         yield False
         return
@@ -179,7 +198,7 @@ def _holding(kept: _Read | None, version, cluster_id: int | None, key: Hashable)
     if mark is None:
         return None
     kept = _Read(kept.value, version, mark)
-    _save(_path("fingerprint", key), key, kept)
+    _save(_path("fingerprint", key, cluster_id), key, kept)
     return kept
 
 
@@ -194,7 +213,7 @@ def trusted_fingerprint(key: Hashable, read: Callable[[], tuple], cluster_id: in
             _fast.discard(key)          # slow now: the next call reads the version first, and keeps what it reads
         return value
     version = inventory_version()
-    path = _path("fingerprint", key)
+    path = _path("fingerprint", key, cluster_id)
     kept = _holding(_trusted.get(key) or (_load(path, key) if version is not None else None), version, cluster_id,
                     key)
     if kept is None:
@@ -229,27 +248,29 @@ class StructureCache(Generic[T]):
         self._entries: dict[int, tuple[Hashable, T]] = {}
         self._lock = threading.Lock()
 
-    def get(self, owner: Hashable, fingerprint: Hashable, build: Callable[[], T]) -> T:
-        """The structure of ``owner`` as built under ``fingerprint``; ``build()`` makes it when missing or stale."""
+    def get(self, owner: Hashable, fingerprint: Hashable, build: Callable[[], T], cluster_id: int | None = None) -> T:
+        """The structure of ``owner`` (of cluster ``cluster_id``, for its file) as built under ``fingerprint``;
+        ``build()`` makes it when missing or stale."""
         entry = self._entries.get(owner)
         if entry is None or entry[0] != fingerprint:
             with self._lock:
                 entry = self._entries.get(owner)
                 if entry is None or entry[0] != fingerprint:
-                    entry = (fingerprint, self._load_or_build(owner, fingerprint, build))
+                    entry = (fingerprint, self._load_or_build(owner, fingerprint, build, cluster_id))
                     self._entries.pop(owner, None)
                     while len(self._entries) >= self.size:
                         del self._entries[next(iter(self._entries))]
                     self._entries[owner] = entry
         return entry[1]
 
-    def keep_on_disk(self, owner: Hashable, fingerprint: Hashable, build: Callable[[], T]) -> None:
+    def keep_on_disk(self, owner: Hashable, fingerprint: Hashable, build: Callable[[], T],
+                     cluster_id: int | None = None) -> None:
         """Build the structure of ``owner`` onto disk (when slow, as :meth:`get` would), not into this process: a
         warming pass over many owners, whose first visits then read it there."""
         entry = self._entries.get(owner)
         if self.name is None or (entry is not None and entry[0] == fingerprint):
             return
-        path = _path(self.name, owner)
+        path = _path(self.name, owner, cluster_id)
         with _file_lock(path):
             if _load(path, fingerprint) is None:
                 t = time.monotonic()
@@ -257,10 +278,11 @@ class StructureCache(Generic[T]):
                 if time.monotonic() - t > SLOW_S:
                     _save(path, fingerprint, value)
 
-    def _load_or_build(self, owner: Hashable, fingerprint: Hashable, build: Callable[[], T]) -> T:
+    def _load_or_build(self, owner: Hashable, fingerprint: Hashable, build: Callable[[], T],
+                       cluster_id: int | None) -> T:
         if self.name is None:
             return build()
-        path = _path(self.name, owner)
+        path = _path(self.name, owner, cluster_id)
         value = _load(path, fingerprint)
         if value is not None:
             return value

@@ -156,7 +156,7 @@ def _build(cluster: Cluster, fabric: Fabric | None) -> ClusterZones:
 def cluster_zones(cluster: Cluster) -> ClusterZones:
     """The cluster's zone arrays, from the process cache while its fingerprint holds."""
     fabric = backend_fabric(cluster)
-    return _zones.get(cluster.id, structure_key(cluster, fabric), lambda: _build(cluster, fabric))
+    return _zones.get(cluster.id, structure_key(cluster, fabric), lambda: _build(cluster, fabric), cluster.id)
 
 
 def scoped_sections(sections: dict[int, np.ndarray], items: ZoneItems | None) -> dict[int, np.ndarray]:

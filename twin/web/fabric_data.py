@@ -175,8 +175,9 @@ def _build(fabric: Fabric, place: scope.ZoneItems | None = None) -> Structure:
 
 
 def _cached(fabric: Fabric, place: scope.ZoneItems | None) -> tuple:
-    """(owner, fingerprint, build) of the fabric's or one place's structure in the cache."""
-    return (fabric.id, place.zone_ids) if place else fabric.id, structure_key(fabric), lambda: _build(fabric, place)
+    """(owner, fingerprint, build, cluster id) of the fabric's or one place's structure in the cache."""
+    return ((fabric.id, place.zone_ids) if place else fabric.id, structure_key(fabric), lambda: _build(fabric, place),
+            fabric.cluster_id)
 
 
 def structure(fabric: Fabric, place: scope.ZoneItems | None = None) -> Structure:

@@ -203,10 +203,10 @@ def place_asked(cluster: Cluster, zone: str | None, building: str | None) -> sco
 
 
 def _cached(cluster: Cluster, place: scope.ZoneItems | None) -> tuple:
-    """(owner, fingerprint, build) of the cluster's or one place's structure in the cache."""
+    """(owner, fingerprint, build, cluster id) of the cluster's or one place's structure in the cache."""
     fabric = backend_fabric(cluster)
     return ((cluster.id, place.zone_ids) if place else cluster.id, structure_key(cluster, fabric),
-            lambda: build_structure(cluster, fabric, place))
+            lambda: build_structure(cluster, fabric, place), cluster.id)
 
 
 def structure(cluster: Cluster, place: scope.ZoneItems | None = None) -> GridStructure:

@@ -4,8 +4,8 @@ that the first visit of a GPU or fabric page, or of a zone's live stream, does n
 A cluster of more than OVERVIEW_ABOVE_GPUS GPUs opens on the zone overviews, which read its zone arrays and its
 structure's fingerprints (twin/live/scope.py, twin/web/fabric_data.py): a web process that starts reads them from
 disk (twin/inventory/structure_cache.py) in a fraction of a second, or, the first time after a build, one process
-reads them from the database (seconds) while the others wait for its file. Then one process (the others skip it)
-builds the GPU and fabric page structures of every building and zone onto disk, not into memory (a building's takes
+reads them from the database (seconds) while the others wait for its file. From the next round on, one process
+(the others skip it) builds the GPU and fabric page structures of every building and zone onto disk, not into memory (a building's takes
 up to a second or so, the 216 places of roadmap-600k a minute or two of one CPU, once per structure), so that the first
 zoom into any of them reads its file as well. Every WARM_INTERVAL_S the thread looks
 again, so that a cluster built or rebuilt while the processes run is warm before its first visit; nothing changed,
@@ -17,15 +17,14 @@ import threading
 import time
 
 import numpy as np
+from django.conf import settings
 from django.db import close_old_connections, connection
 from django.db.models import Count
 
-from django.conf import settings
-
 from twin.inventory.kept import Kept
 from twin.inventory.models import GPU, Cluster
+from twin.inventory.structure_cache import prune, warming_pass
 from twin.live import scope
-from twin.inventory.structure_cache import warming_pass
 from twin.web import fabric_data, gpu_data
 from twin.web.gpu_data import OVERVIEW_ABOVE_GPUS
 
@@ -53,8 +52,8 @@ def places(zones: scope.ClusterZones) -> list[scope.ZoneItems]:
 
 def warm_once(zoom: bool = True) -> int:
     """Read (or load) the zone arrays and the fingerprints of every large cluster, then (``zoom``) build the GPU
-    and fabric page structures of each of its buildings and zones onto disk, once per structure by one process;
-    how many clusters were warmed."""
+    and fabric page structures of each of its buildings and zones onto disk, once per structure by one process; how
+    many clusters were warmed. Forget on disk what clusters that no longer exist left there."""
     ids = large_clusters()
     for cluster in Cluster.objects.filter(id__in=ids).order_by("id"):
         zones = scope.cluster_zones(cluster)
@@ -65,26 +64,31 @@ def warm_once(zoom: bool = True) -> int:
         keys = (gpu_data.structure_key(cluster, fabric), fabric and fabric_data.structure_key(fabric))
         if not zoom:
             continue
-        with warming_pass(("zoom", cluster.id), keys) as mine:
+        with warming_pass(("zoom", cluster.id), keys, cluster.id) as mine:
             for place in places(zones) if mine else ():
                 gpu_data.keep_on_disk(cluster, place)
                 if fabric is not None:
                     fabric_data.keep_on_disk(fabric, place)
+    prune(Cluster.objects.values_list("id", flat=True))
     return len(ids)
 
 
 def _loop(interval: float) -> None:
+    """The first round reads what the overviews need; the pass over the buildings and zones waits for the next,
+    so as not to compete with the first visits."""
+    zoom = False
     while True:
         close_old_connections()
         try:
             t = time.monotonic()
-            if warm_once():
+            if warm_once(zoom):
                 log.debug("warm: large clusters ready in %.2f s", time.monotonic() - t)
         except Exception:       # noqa: BLE001 - a database not yet migrated or unreachable: the next round retries
             log.warning("warm: structures not read", exc_info=True)
         finally:
             connection.close()
         time.sleep(interval)
+        zoom = True
 
 
 def start(interval: float = WARM_INTERVAL_S) -> bool:
