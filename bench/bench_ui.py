@@ -237,7 +237,7 @@ def scale_pages(cluster) -> dict:
 def structure_cache_files() -> int:
     """Files in the web processes' structure cache (twin/inventory/structure_cache.py) now."""
     from django.conf import settings
-    return len(list(Path(settings.TWIN_STRUCTURE_CACHE_DIR).glob("*.pickle")))
+    return len(list(Path(settings.TWIN_STRUCTURE_CACHE_DIR).rglob("*.pickle")))
 
 
 def print_scale_paint(cluster, paint: dict, gpus: int, zone: str, cache_files: int) -> None:
