@@ -10,11 +10,19 @@ from django.conf import settings as django_settings
 # inherit the environment): run ids restart with every test database, the files under var/ would not.
 RUN_FILES = tempfile.mkdtemp(prefix="twin-test-run-files-")
 os.environ["TWIN_RUN_FILES_DIR"] = RUN_FILES
+# Structures kept on disk (twin/inventory/structure_cache.py) of this session only: cluster ids repeat from test
+# database to test database.
+os.environ["TWIN_STRUCTURE_CACHE_DIR"] = tempfile.mkdtemp(prefix="twin-test-structure-cache-")
+# No warming thread (twin/web/warm.py) in the servers the tests start, nor in this process (settings are loaded
+# before this file, and test modules import twin.asgi).
+os.environ["TWIN_WARM_STRUCTURES"] = "false"
+django_settings.TWIN_WARM_STRUCTURES = False
 
 
 @pytest.fixture(autouse=True, scope="session")
 def run_files_isolation():
     django_settings.TWIN_RUN_FILES_DIR = RUN_FILES
+    django_settings.TWIN_STRUCTURE_CACHE_DIR = os.environ["TWIN_STRUCTURE_CACHE_DIR"]
     yield
 
 
@@ -30,10 +38,12 @@ def throttle_isolation(settings):
 
 @pytest.fixture(autouse=True)
 def kept_values_isolation():
-    """No count or summary kept from another test (twin/inventory/kept.py): a test's writes are rolled back, which
-    can leave the inventory's version as it was while ids repeat."""
+    """No count, summary or fingerprint kept from another test (twin/inventory/kept.py, structure_cache.py): a
+    test's writes are rolled back, which can leave the inventory's version as it was while ids repeat."""
     from twin.inventory.kept import clear_all
+    from twin.inventory.structure_cache import forget
     clear_all()
+    forget()
     yield
 
 

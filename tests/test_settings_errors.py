@@ -35,6 +35,7 @@ def assert_one_line_naming(code, lines, name):
     ("REDIS_URL", "redis://127.0.0.1:notaport/0"),
     ("DEBUG", "maybe"),
     ("SECRET_KEY", "too-short"),
+    ("TWIN_WARM_STRUCTURES", "maybe"),
 ])
 def test_manage_py_reports_a_bad_value_in_one_line(tmp_path, name, value):
     # given a bad value / when manage.py check runs

@@ -19,6 +19,9 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from twin.live.auth import TokenAuthMiddleware  # noqa: E402
 from twin.live.routing import websocket_urlpatterns  # noqa: E402
+from twin.web import warm  # noqa: E402
+
+warm.start()        # the large clusters' structures read in the background, before the first visit (or stream)
 
 application = ProtocolTypeRouter({
     "http": django_asgi_app,

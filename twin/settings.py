@@ -144,6 +144,12 @@ TWIN_RUNS_TIME_LIMIT = 55 * 60
 # per run, private (0700/0600), deleted with the run. Workers write them, the web processes stream them: both must
 # see this directory (compose: the runfiles volume).
 TWIN_RUN_FILES_DIR = Path(os.environ.get("TWIN_RUN_FILES_DIR") or env.VAR_DIR / "run-files")
+# What the pages derive from a large cluster's structure (zone arrays, fingerprints, a zone's or building's page
+# structure; twin/inventory/structure_cache.py), kept on disk per web host so that a web process that starts reads
+# it in milliseconds instead of seconds; safe to delete at any time (rebuilt on the next visit).
+TWIN_STRUCTURE_CACHE_DIR = Path(os.environ.get("TWIN_STRUCTURE_CACHE_DIR") or env.VAR_DIR / "structure-cache")
+# Whether each web process warms those in a background thread from its start (twin/web/warm.py).
+TWIN_WARM_STRUCTURES = env.env_bool("TWIN_WARM_STRUCTURES", True)
 
 # The web processes (twin/webserver.py): TWIN_WEB_WORKERS processes per web service (compose: the CPU count, at most
 # 8; scripts/run: 1, daphne) and TWIN_WEB_THREADS threads per HTTP process, read from the environment by the server

@@ -9,3 +9,7 @@ from django.core.wsgi import get_wsgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "twin.settings")
 # Static files (frontend/) are served by the app itself, as under ASGI (twin/asgi.py).
 application = StaticFilesHandler(get_wsgi_application())
+
+from twin.web import warm  # noqa: E402  (needs Django set up)
+
+warm.start()        # the large clusters' structures read in the background, before the first visit

@@ -10,7 +10,8 @@ reads aggregated figures over REST: the GPU and fabric pages' ``zones.json``).
 A zone's items: its GPUs and hosts (those in its racks) and its backend links, a link belonging to the zone of its
 lower switch (for a NIC cable, the leaf it reaches), as the fabric page counts them. A building's items (the spec's
 ``layout.zones_per_building``: compute zones fill building by building) are those of its zones. The arrays are read
-once per process and cluster structure (twin.inventory.structure_cache), a few column queries with numpy.
+once per cluster structure (twin.inventory.structure_cache: a large cluster's from disk in the processes after the
+first), a few column queries with numpy.
 """
 from __future__ import annotations
 
@@ -96,7 +97,7 @@ class ClusterZones:
         return self.place(zone=name)
 
 
-_zones: StructureCache[ClusterZones] = StructureCache()     # by cluster id
+_zones: StructureCache[ClusterZones] = StructureCache(name="zones")     # by cluster id
 
 
 def _ints(queryset, *fields) -> list[np.ndarray]:
@@ -119,13 +120,14 @@ def backend_fabric(cluster: Cluster) -> Fabric | None:
 
 def structure_key(cluster: Cluster, fabric: Fabric | None) -> tuple:
     """A rebuilt cluster, or GPUs, hosts or backend links added or removed, give another key (the GPU page's key
-    too, twin/web/gpu_data.py); read at most every so often on a large cluster (structure_cache.trusted_fingerprint)."""
+    too, twin/web/gpu_data.py); on a large cluster read again only after a logged change of its rows
+    (structure_cache.trusted_fingerprint)."""
     def read():
         links = Link.objects.filter(fabric=fabric) if fabric else Link.objects.none()
         return (*rows_fingerprint(links), *rows_fingerprint(GPU.objects.filter(cluster=cluster)),
                 *rows_fingerprint(Host.objects.filter(cluster=cluster)))
     return (cluster.built_at.isoformat(), fabric.id if fabric else None,
-            *trusted_fingerprint(("zones", cluster.id, fabric.id if fabric else None), read))
+            *trusted_fingerprint(("zones", cluster.id, fabric.id if fabric else None), read, cluster.id))
 
 
 def _build(cluster: Cluster, fabric: Fabric | None) -> ClusterZones:
@@ -154,7 +156,7 @@ def _build(cluster: Cluster, fabric: Fabric | None) -> ClusterZones:
 def cluster_zones(cluster: Cluster) -> ClusterZones:
     """The cluster's zone arrays, from the process cache while its fingerprint holds."""
     fabric = backend_fabric(cluster)
-    return _zones.get(cluster.id, structure_key(cluster, fabric), lambda: _build(cluster, fabric))
+    return _zones.get(cluster.id, structure_key(cluster, fabric), lambda: _build(cluster, fabric), cluster.id)
 
 
 def scoped_sections(sections: dict[int, np.ndarray], items: ZoneItems | None) -> dict[int, np.ndarray]:

@@ -44,7 +44,7 @@ class Structure:
     json: str                     # the structure part of fabric.json, an object without its closing brace
 
 
-_structures: StructureCache[Structure] = StructureCache(size=32)   # by backend fabric id, or (fabric id, zone)
+_structures: StructureCache[Structure] = StructureCache(size=32, name="fabric")   # by backend fabric id, or (fabric id, zone)
 
 
 def backend_fabric(cluster_name: str) -> Fabric:
@@ -58,15 +58,15 @@ def backend_fabric(cluster_name: str) -> Fabric:
     return fabric
 
 
-def _fingerprint(fabric: Fabric) -> tuple:
+def structure_key(fabric: Fabric) -> tuple:
     """What changes when the fabric's rows are rebuilt or recabled: counts, top ids, sums of the end ports and of
-    the switches' places (one aggregate query per table; read at most every so often on a large fabric,
-    structure_cache.trusted_fingerprint)."""
+    the switches' places (one aggregate query per table; on a large fabric read again only after a logged change
+    of its cluster's rows, structure_cache.trusted_fingerprint)."""
     def read():
         return (*rows_fingerprint(Link.objects.filter(fabric=fabric), a=Sum("a_port_id"), b=Sum("b_port_id")),
                 *rows_fingerprint(Switch.objects.filter(fabric=fabric), zone=Sum("zone_id"), rack=Sum("rack_id"),
                                   group=Sum("group")))
-    return fabric.cluster.built_at.isoformat(), *trusted_fingerprint(("fabric", fabric.id), read)
+    return fabric.cluster.built_at.isoformat(), *trusted_fingerprint(("fabric", fabric.id), read, fabric.cluster_id)
 
 
 def _positions(ids: np.ndarray, refs: np.ndarray) -> np.ndarray:
@@ -174,10 +174,20 @@ def _build(fabric: Fabric, place: scope.ZoneItems | None = None) -> Structure:
     return Structure(link_id, sw_id, text[:-1])
 
 
+def _cached(fabric: Fabric, place: scope.ZoneItems | None) -> tuple:
+    """(owner, fingerprint, build, cluster id) of the fabric's or one place's structure in the cache."""
+    return ((fabric.id, place.zone_ids) if place else fabric.id, structure_key(fabric), lambda: _build(fabric, place),
+            fabric.cluster_id)
+
+
 def structure(fabric: Fabric, place: scope.ZoneItems | None = None) -> Structure:
     """The fabric's structure (or one place's part), from the process cache while its fingerprint holds."""
-    return _structures.get((fabric.id, place.zone_ids) if place else fabric.id, _fingerprint(fabric),
-                           lambda: _build(fabric, place))
+    return _structures.get(*_cached(fabric, place))
+
+
+def keep_on_disk(fabric: Fabric, place: scope.ZoneItems) -> None:
+    """Build one place's structure onto disk, for its first visit (twin/web/warm.py)."""
+    _structures.keep_on_disk(*_cached(fabric, place))
 
 
 def _not_active(model, fabric: Fabric, ids: np.ndarray) -> dict:

@@ -82,7 +82,7 @@ class GridStructure:
     json: bytes                     # the structure part of the page data, a JSON object
 
 
-_structures: StructureCache[GridStructure] = StructureCache(size=32)     # by cluster id, or (cluster id, zone)
+_structures: StructureCache[GridStructure] = StructureCache(size=32, name="grid")     # by cluster id, or (cluster id, zone)
 
 
 def backend_fabric(cluster: Cluster) -> Fabric | None:
@@ -202,11 +202,21 @@ def place_asked(cluster: Cluster, zone: str | None, building: str | None) -> sco
     return scope.cluster_zones(cluster).place(zone or None, number)
 
 
+def _cached(cluster: Cluster, place: scope.ZoneItems | None) -> tuple:
+    """(owner, fingerprint, build, cluster id) of the cluster's or one place's structure in the cache."""
+    fabric = backend_fabric(cluster)
+    return ((cluster.id, place.zone_ids) if place else cluster.id, structure_key(cluster, fabric),
+            lambda: build_structure(cluster, fabric, place), cluster.id)
+
+
 def structure(cluster: Cluster, place: scope.ZoneItems | None = None) -> GridStructure:
     """The cluster's structure (or one place's), from the in-process cache while its fingerprint holds."""
-    fabric = backend_fabric(cluster)
-    return _structures.get((cluster.id, place.zone_ids) if place else cluster.id, structure_key(cluster, fabric),
-                           lambda: build_structure(cluster, fabric, place))
+    return _structures.get(*_cached(cluster, place))
+
+
+def keep_on_disk(cluster: Cluster, place: scope.ZoneItems) -> None:
+    """Build one place's structure onto disk, for its first visit (twin/web/warm.py)."""
+    _structures.keep_on_disk(*_cached(cluster, place))
 
 
 def _not_active(model, cluster: Cluster) -> tuple[np.ndarray, np.ndarray]:

@@ -11,6 +11,7 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import path, reverse
 
+from twin.api.counts import count
 from twin.inventory.models import GPU, Cluster
 from twin.live.scope import ScopeError
 from twin.web import gpu_data
@@ -43,7 +44,7 @@ def zoom(request, cluster: Cluster, whole: str) -> dict:
     if place is not None:
         view = "zone"
     elif view not in ("zones", whole):
-        view = "zones" if GPU.objects.filter(cluster=cluster).count() > gpu_data.OVERVIEW_ABOVE_GPUS else whole
+        view = "zones" if count(GPU.objects.filter(cluster=cluster)) > gpu_data.OVERVIEW_ABOVE_GPUS else whole
     scope = scope_query(request)
     snapshot_url = reverse("live:cluster-snapshot", kwargs={"name": cluster.name}) + "?binary=1"
     snapshot_url += "&summary=1" if view == "zones" else f"&{scope}" if scope else ""
