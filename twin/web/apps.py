@@ -6,3 +6,9 @@ class WebConfig(AppConfig):
 
     name = "twin.web"
     label = "web"
+
+    def ready(self):
+        from twin.inventory.signals import cluster_built
+        from twin.web import warm
+
+        cluster_built.connect(warm.on_cluster_built, dispatch_uid="twin.web.warm")
