@@ -62,7 +62,8 @@ import numpy as np
 from sim.collectives import (DTYPES, MAX_ALLTOALL_TRANSFERS, CollectiveError, CollectivePlan, Phase, element_count,
                              plan_collective)
 from sim.flowcore import FlowSimResult, simulate_flows  # noqa: F401  (the event-driven core; re-exported)
-from sim.maxmin import identical_flows, link_loads, max_min_rates
+from sim.flowset import FlowHeader, FlowSet
+from sim.maxmin import link_loads, max_min_rates
 from sim.nccl_tuning import PROTOCOL_CHOICES, PROTOCOLS, SIMPLE, base_latency, choose, predict, sim_busbw, sim_hop
 from sim.nccl import DEFAULT_UDP_SPORT, connection_flows
 from sim.progress import silent, span, weighted
@@ -219,43 +220,6 @@ def critical_path(phase: Phase, hop: np.ndarray, network: np.ndarray) -> tuple[f
 
 
 # ---------------------------------------------------------------------------------------------- flows
-@dataclass
-class FlowSet:
-    """Flows of one phase: per flow its GPUs, QP (index in its connection), channel, the transfer (connection) it
-    belongs to, its bytes per byte of message size (``share``), its links (CSR ``ptr``, ``links``; NVLink links are
-    ``>= n_fabric``) and its header: QP numbers and UDP source port (:mod:`sim.nccl`)."""
-
-    src: np.ndarray
-    dst: np.ndarray
-    qp: np.ndarray
-    channel: np.ndarray
-    transfer: np.ndarray
-    share: np.ndarray
-    ptr: np.ndarray
-    links: np.ndarray
-    n_fabric: int
-    n_gpus: int
-    sqpn: np.ndarray | None = None     # sender's QP number (network flows; -1 for NVLink)
-    dqpn: np.ndarray | None = None     # receiver's QP number: the transport header's destination QP
-    sport: np.ndarray | None = None    # RoCEv2 UDP source port
-
-    @property
-    def n_flows(self) -> int:
-        return len(self.src)
-
-    @property
-    def network(self) -> np.ndarray:
-        """(F,) bool: the flow crosses the switch fabric (not NVLink)."""
-        return self._net
-
-    def __post_init__(self):
-        # A flow is a network flow when its first link is a fabric link (NVLink flows cross only virtual links).
-        first = np.full(len(self.src), self.n_fabric, dtype=IDX)
-        has = np.diff(self.ptr) > 0
-        first[has] = self.links[self.ptr[:-1][has]]
-        self._net = first < self.n_fabric
-
-
 def link_capacity(topo) -> np.ndarray:
     """(E + 2G,) bytes/s: the fabric's links, then each GPU's NVLink egress, then its NVLink ingress."""
     nvl = np.full(topo.n_gpus, topo.nvlink_bandwidth / NVLINK_DIRECTIONS)
@@ -305,11 +269,16 @@ def build_flows(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
     conn = connection_flows(nic[src[net_t]], nic[dst[net_t]], chan[net_t], qps, udp_sport, seed, qpn_base)
     t_net = net_t[conn.transfer]
     qp_net = conn.qp
+    paths = None                             # the router's padded path table, kept for grouping identical flows
     if t_net.size:
-        if router is None:
+        if router is None and routing != "te":
+            from sim.routing import _csr, route
+            paths = route(topo, src[t_net], dst[t_net], qp_net, routing, seed, hash=hash, sport=conn.sport,
+                          dqpn=conn.dqpn, padded=True)
+            ptr_net, links_net = _csr(paths)
+        elif router is None:
             from sim.routing import route
-            ptr_net, links_net = route(topo, src[t_net], dst[t_net], qp_net, routing, seed, hash=hash,
-                                       sport=conn.sport, dqpn=conn.dqpn)
+            ptr_net, links_net = route(topo, src[t_net], dst[t_net], qp_net, routing, seed)
         else:
             ptr_net, links_net = router(topo, src[t_net], dst[t_net], qp_net, routing, seed)
         ptr_net = np.asarray(ptr_net, dtype=IDX)
@@ -318,18 +287,19 @@ def build_flows(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
             raise ValueError("the router gave an empty path to a transfer between hosts")
     else:
         ptr_net, links_net = np.zeros(1, dtype=IDX), np.zeros(0, dtype=IDX)
-    nvl_links = np.stack([E + src[nvl_t], E + G + dst[nvl_t]], axis=1).ravel()
-    ptr = np.concatenate([ptr_net, ptr_net[-1] + 2 * np.arange(1, nvl_t.size + 1, dtype=IDX)])
-    transfer = np.concatenate([t_net, nvl_t])
+    nvl_links = np.empty((nvl_t.size, 2), dtype=IDX)
+    np.add(src[nvl_t], E, out=nvl_links[:, 0])
+    np.add(dst[nvl_t], E + G, out=nvl_links[:, 1])
+    n_net = t_net.size
+    ptr = np.empty(n_net + nvl_t.size + 1, dtype=IDX)
+    ptr[:n_net + 1] = ptr_net
+    np.add(2 * np.arange(1, nvl_t.size + 1, dtype=IDX), ptr_net[-1], out=ptr[n_net + 1:])
     share = np.asarray(phase.share, dtype=np.float64)
-    none = np.full(nvl_t.size, -1, IDX)
-    return FlowSet(src=src[transfer], dst=dst[transfer], qp=np.concatenate([qp_net, np.zeros(nvl_t.size, IDX)]),
-                   channel=chan[transfer], transfer=transfer,
-                   share=np.concatenate([share[t_net] / qps, share[nvl_t]]), ptr=ptr,
-                   links=np.concatenate([links_net, nvl_links]), n_fabric=E, n_gpus=G,
-                   sqpn=np.concatenate([conn.sqpn.astype(IDX), none]),
-                   dqpn=np.concatenate([conn.dqpn.astype(IDX), none]),
-                   sport=np.concatenate([conn.sport.astype(IDX), none]))
+    header = FlowHeader(src=src, dst=dst, channel=chan, n_network=n_net, qps=qps, sqpn=conn.sqpn, dqpn=conn.dqpn,
+                        sport=conn.sport, paths=paths)
+    return FlowSet(transfer=np.concatenate([t_net, nvl_t]), share=np.concatenate([share[t_net] / qps, share[nvl_t]]),
+                   ptr=ptr, links=np.concatenate([links_net, nvl_links.ravel()]), n_fabric=E, n_gpus=G,
+                   header=header)
 
 
 # ---------------------------------------------------------------------------------------------- collectives
@@ -594,7 +564,7 @@ def _merged_rates(flows: FlowSet, capacity: np.ndarray, progress) -> np.ndarray:
     """Max-min rates of ``flows``, solved once per class of flows on the same links (QPs hashed onto one path,
     NVLink transfers of several channels between one GPU pair): identical flows get identical rates, so the
     weighted solve of the classes (:func:`sim.maxmin.identical_flows`) gives the rates of every flow."""
-    rep, cls = identical_flows(flows.ptr, flows.links)
+    rep, cls = flows.classes()
     deg = np.diff(flows.ptr)[rep]
     ptr = np.zeros(rep.size + 1, dtype=IDX)
     np.cumsum(deg, out=ptr[1:])
@@ -611,15 +581,19 @@ def transfer_latency(topo, phase: Phase, flows: FlowSet, latency: LatencyModel |
     transfers (their latency is the protocol's); and whether it crosses the network."""
     latency = latency or LatencyModel()
     P = len(phase.src)
-    net_f = flows.network
     hop = np.zeros(P)
     network = np.zeros(P, dtype=bool)
+    n = flows.n_network_first                 # build_flows' layout: only the first n flows cross the fabric
+    n = flows.n_flows if n is None else n
+    ptr, links = flows.ptr[:n + 1], flows.links[:int(flows.ptr[n])]
+    net_f = flows.network[:n]
     if net_f.any():
         lat = np.concatenate([np.asarray(topo.link_latency, dtype=np.float64), np.zeros(2 * topo.n_gpus)])
-        path = np.add.reduceat(lat[flows.links], flows.ptr[:-1]) if flows.links.size else np.zeros(flows.n_flows)
-        path = np.where(np.diff(flows.ptr) > 0, path, 0.0)
-        np.maximum.at(hop, flows.transfer[net_f], path[net_f])
-        network[flows.transfer[net_f]] = True
+        path = np.add.reduceat(lat[links], ptr[:-1]) if links.size else np.zeros(n)
+        path = np.where(np.diff(ptr) > 0, path, 0.0)
+        tr = flows.transfer[:n][net_f]
+        np.maximum.at(hop, tr, path[net_f])
+        network[tr] = True
         hop[network] += latency.host(topo.kind, float(topo.hop_latency))
     return hop, network
 

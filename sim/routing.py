@@ -190,7 +190,7 @@ def _no_path(topo: Topology, src, dst, bad: np.ndarray, n_flows: int, reason: st
 
 
 def route(topo: Topology, src_gpu, dst_gpu, qp=None, routing: str = "ecmp", seed: int = 0, *,
-          hash: str = "uniform", sport=None, dqpn=None):
+          hash: str = "uniform", sport=None, dqpn=None, padded: bool = False):
     """Route flows; return CSR ``(flow_ptr (F+1,), flow_links)`` of the directed link ids each flow crosses.
 
     Links are in path order: the source NIC's uplink first, the destination NIC's downlink last. Flows between two
@@ -200,8 +200,14 @@ def route(topo: Topology, src_gpu, dst_gpu, qp=None, routing: str = "ecmp", seed
     :data:`sim.nccl.FIXED_UDP_SPORT`, for every flow) and, for E-ECMP, the destination QP number ``dqpn`` (F,)
     (default: ``qp``). Deterministic for a given ``seed``; raises :class:`NoPathError` when a flow has no active
     path and ``ValueError`` for an unknown routing or hash or GPU ids out of range.
+
+    ``padded=True`` returns the table the router builds instead of the CSR: (F, :func:`max_path_links`) link ids
+    in path order, ``-1`` past the end of each path (int32 when the link ids fit), the table
+    :func:`sim.maxmin.identical_rows` groups. Not for ``routing="te"``, whose controller gives CSR paths.
     """
     if routing == "te":                      # centralized traffic engineering: sim/te.py (all flows at once)
+        if padded:
+            raise ValueError("te routing gives CSR paths, not a padded table")
         from sim.te import te_route
         return te_route(topo, src_gpu, dst_gpu, qp, seed=seed)
     src, dst, qp = _flow_arrays(topo, src_gpu, dst_gpu, qp, routing)
@@ -219,7 +225,7 @@ def route(topo: Topology, src_gpu, dst_gpu, qp=None, routing: str = "ecmp", seed
         plane, spine = _up_to_spine(hops, paths)
         _down_in_zone(hops, paths, plane, spine)
         _over_the_core(hops, paths, plane, spine)
-    return _csr(paths)
+    return paths if padded else _csr(paths)
 
 
 def max_path_links(topo: Topology) -> int:
