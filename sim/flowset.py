@@ -27,6 +27,7 @@ import numpy as np
 from sim.maxmin import identical_flows, identical_rows
 
 IDX = np.int64
+DERIVED = ("src", "dst", "qp", "channel", "sqpn", "dqpn", "sport")      # per-flow arrays built on access
 DENSE_KEYS_PER_FLOW = 4        # group by a dense key table when it has at most this many slots per flow
 
 
@@ -124,6 +125,20 @@ class FlowSet:
     def sport(self) -> np.ndarray:
         """RoCEv2 UDP source port."""
         return self._per_network_flow(self.header.sport)
+
+    def values(self, name: str, flows) -> np.ndarray:
+        """``getattr(self, name)[flows]`` for a few flows, without building the whole per-flow array when it is a
+        derived one not built yet (hottest links' samples)."""
+        if name in self.__dict__ or self.header is None or name not in DERIVED:
+            return getattr(self, name)[flows]
+        h, flows = self.header, np.asarray(flows, dtype=IDX)
+        if name in ("src", "dst", "channel"):
+            return getattr(h, name)[self.transfer[flows]]
+        net = flows < h.n_network
+        if name == "qp":
+            return np.where(net, flows % max(h.qps, 1), 0)
+        per = getattr(h, name)
+        return np.where(net, per[np.minimum(flows, max(h.n_network - 1, 0))] if per.size else 0, -1).astype(IDX)
 
     def classes(self) -> tuple[np.ndarray, np.ndarray]:
         """``(rep, cls)`` of :func:`sim.maxmin.identical_flows` over these flows (see the module docstring)."""

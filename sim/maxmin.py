@@ -268,16 +268,20 @@ def identical_flows(flow_ptr, flow_links) -> tuple[np.ndarray, np.ndarray]:
 
 def identical_rows(table) -> tuple[np.ndarray, np.ndarray]:
     """``(rep, cls)`` of :func:`identical_flows` for flows given as a padded path table (F, w) of link ids, -1 past
-    the end of each path (the router's own table, :func:`sim.routing.route_paths`): rows equal entry for entry are
-    one class. Each row is read as whole 64-bit words; rows are sorted by a hash of their words, then neighbours
-    compared whole: a hash collision can only split a class (two classes of identical flows still solve to the same
-    rates), never merge different paths. Classes are numbered by their lowest flow. Cost: one sort of F 64-bit words
-    (hash bits above, flow index below, so the plain sort gives the permutation), one gather of the sorted rows and
-    a few O(F) passes.
+    the end of each path (the router's own table, ``sim.routing.route(..., padded=True)``): rows equal entry for
+    entry are one class. Each row is read as whole 64-bit words. Runs of equal consecutive rows (the QPs of one
+    connection on one path) are merged first, in one pass; the runs' first rows are then sorted by a hash of their
+    words and neighbours compared whole: a hash collision can only split a class (two classes of identical flows
+    still solve to the same rates), never merge different paths. Classes are numbered by their lowest flow. Cost:
+    one sort of as many 64-bit words as runs (hash bits above, row index below, so the plain sort gives the
+    permutation), one gather of the sorted rows and a few O(F) passes.
 
     >>> rep, cls = identical_rows(np.array([[4, 5], [1, -1], [4, 5], [4, 6]], dtype=np.int32))
     >>> rep.tolist(), cls.tolist()
     ([0, 1, 3], [0, 1, 0, 2])
+    >>> rep, cls = identical_rows(np.array([[4, 5], [4, 5], [1, -1], [4, 5]], dtype=np.int32))
+    >>> rep.tolist(), cls.tolist()
+    ([0, 2], [0, 0, 1, 0])
     """
     t = np.ascontiguousarray(table)
     n_flows = t.shape[0]
@@ -286,6 +290,14 @@ def identical_rows(table) -> tuple[np.ndarray, np.ndarray]:
     if t.ndim != 2 or (t.dtype.itemsize * t.shape[1]) % 8:
         t = np.ascontiguousarray(t.reshape(n_flows, -1), dtype=np.int64)
     words = t.view(np.uint64)                              # (F, k): the row's bytes as k 64-bit words
+    # Runs of equal consecutive rows are one class, and a class's lowest row heads a run: sort the heads only.
+    head = np.empty(n_flows, dtype=bool)
+    head[0] = True
+    np.any(words[1:] != words[:-1], axis=1, out=head[1:])
+    if not head.all():
+        heads = np.flatnonzero(head)
+        rep, cls = identical_rows(t[heads])
+        return heads[rep], cls[np.cumsum(head) - 1]
     mult = np.random.default_rng(0x5EED).integers(1, 2**63, size=words.shape[1], dtype=np.uint64) | np.uint64(1)
     bits = max(1, (n_flows - 1).bit_length())
     with np.errstate(over="ignore"):

@@ -755,27 +755,32 @@ def hottest_links(topo, result: CollectiveResult, k: int = 10, flows_per_link: i
     n_on = np.zeros(util.size, dtype=IDX)
     for ph in result.phases:
         n_on += np.bincount(ph.flows.links, minlength=util.size)
-    order = np.lexsort((-n_on, -np.round(util, 9)))
-    top = order[:k]
+    rounded = np.round(util, 9)
+    cand = np.arange(util.size)
+    if util.size > k:                    # only links tied with or above the k-th highest can be in the top k
+        cand = np.flatnonzero(rounded >= np.partition(rounded, util.size - k)[util.size - k])
+    top = cand[np.lexsort((-n_on[cand], -rounded[cand]))][:k]
     top = top[util[top] > 0]
     rank_of = np.full(topo.n_gpus, -1, dtype=IDX)
     rank_of[result.plan.gpus] = np.arange(result.plan.n_ranks)
     names = link_names(topo, top)
     hot = []
+    on_top = [np.flatnonzero(np.isin(ph.flows.links, top)) for ph in result.phases]   # CSR entries, once
     for link, name in zip(top.tolist(), names):
         sample = []
-        for pi, ph in enumerate(result.phases):
+        for ph, pos in zip(result.phases, on_top):
             fl = ph.flows
-            entries = np.flatnonzero(fl.links == link)
+            entries = pos[fl.links[pos] == link]
             if not entries.size:
                 continue
             f = np.searchsorted(fl.ptr, entries, side="right") - 1
             f = f[np.argsort(ph.rates[f], kind="stable")][:flows_per_link - len(sample)]
-            for i in f.tolist():
-                sample.append({"phase": ph.phase.name, "src_rank": int(rank_of[fl.src[i]]),
-                               "dst_rank": int(rank_of[fl.dst[i]]), "src_gpu": int(fl.src[i]),
-                               "dst_gpu": int(fl.dst[i]), "qp": int(fl.qp[i]), "channel": int(fl.channel[i]),
-                               "rate_GBps": float(ph.rates[i]) / GB})
+            fields = {key: fl.values(key, f).tolist() for key in ("src", "dst", "qp", "channel")}
+            for j, i in enumerate(f.tolist()):
+                s, d = fields["src"][j], fields["dst"][j]
+                sample.append({"phase": ph.phase.name, "src_rank": int(rank_of[s]), "dst_rank": int(rank_of[d]),
+                               "src_gpu": int(s), "dst_gpu": int(d), "qp": int(fields["qp"][j]),
+                               "channel": int(fields["channel"][j]), "rate_GBps": float(ph.rates[i]) / GB})
             if len(sample) >= flows_per_link:
                 break
         hot.append(HotLink(link=link, name=name, capacity=float(result.link_capacity[link]),
