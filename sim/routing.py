@@ -128,16 +128,21 @@ def routing_tables(topo: Topology) -> RoutingTables:
         has = dst_spine >= 0
         core_reach = (spine_core_ok[np.maximum(dst_spine, 0)].transpose(0, 2, 1)   # (P, M, nL)
                       & (has & leaf_plane_ok.T)[:, None, :])
-        # Spine s (plane p) reaches leaf b of another zone through any core of p it is cabled to.
-        cross = np.zeros((nS, nL), dtype=bool)
+        # Spine s (plane p) reaches leaf b of another zone through any core of p it is cabled to: computed once
+        # per distinct set of cores a spine of p is cabled to (one set per plane when no cable failed).
+        spine_reach = np.zeros((nS, nL), dtype=bool)
         for p in range(P):
             rows = np.flatnonzero(spine_plane == p)
-            cross[rows] = (spine_core_ok[rows].astype(np.float32) @ core_reach[p].astype(np.float32)) > 0
+            sets, which = np.unique(spine_core_ok[rows], axis=0, return_inverse=True)
+            reach = (sets.astype(np.float32) @ core_reach[p].astype(np.float32)) > 0
+            spine_reach[rows] = reach[which.ravel()]
     else:
         core_reach = np.zeros((P, max(M, 1), nL), dtype=bool)
-        cross = np.zeros((nS, nL), dtype=bool)
-    same = spine_zone[:, None] == leaf_zone[None, :]
-    spine_reach = np.where(same, leaf_plane_ok.T[spine_plane], cross)
+        spine_reach = np.zeros((nS, nL), dtype=bool)
+    # Within its own zone a spine reaches the leaves its plane's cables go down to.
+    for z in np.unique(spine_zone):
+        rows, cols = np.flatnonzero(spine_zone == z), np.flatnonzero(leaf_zone == z)
+        spine_reach[np.ix_(rows, cols)] = leaf_plane_ok[np.ix_(cols, spine_plane[rows])].T
     Z = spine_at.shape[0]
     leaf_dst_full = np.ones((Z, nL), dtype=bool)
     for z in range(Z):
