@@ -315,22 +315,45 @@ class _Hops:
 def _nic_links(topo: Topology, src, dst, paths) -> _Hops | None:
     """Fill in the first and last link of every flow between hosts (its NICs' cables) and the whole path of flows
     within one leaf; return the flows that leave their leaf (``None`` if none do)."""
+    g = _gpu_ends(topo)
     net = np.flatnonzero(topo.gpu_host[src] != topo.gpu_host[dst])       # flows that use the network
-    s, d = src[net], dst[net]
-    up0, down0 = topo.gpu_uplink[s], topo.gpu_downlink[d]
-    leaf_ok = topo.switch_active[topo.gpu_leaf[s]] & topo.switch_active[topo.gpu_leaf[d]]
-    bad = (up0 < 0) | (down0 < 0) | ~leaf_ok
+    every = net.size == src.size                                          # (build_flows routes only those)
+    s, d = (src, dst) if every else (src[net], dst[net])
+    bad = ~(g.sends[s] & g.receives[d])
     if bad.any():
         _no_path(topo, src, dst, net[bad], src.size, "a NIC, its cable or its leaf is not active")
-    paths[net, 0] = up0
-    a = topo.switch_rank[topo.gpu_leaf[s]]
-    b = topo.switch_rank[topo.gpu_leaf[d]]
+    down0 = topo.gpu_downlink[d]
+    if every:
+        paths[:, 0] = topo.gpu_uplink[s]
+    else:
+        paths[net, 0] = topo.gpu_uplink[s]
+    a, b = g.leaf[s], g.leaf[d]
     same_leaf = a == b
     paths[net[same_leaf], 1] = down0[same_leaf]
     leave = np.flatnonzero(~same_leaf)
     if leave.size == 0:
         return None
     return _Hops(topo, src, dst, net[leave], a[leave], b[leave], s[leave], d[leave], down0[leave])
+
+
+@dataclass
+class _GpuEnds:
+    """Per GPU, what the first and last hop of a flow need: its leaf's rank, whether it can send (NIC uplink and
+    leaf active) and receive (NIC downlink and leaf active). Cached in ``topo.cache``: two gathers per flow, not six."""
+
+    leaf: np.ndarray
+    sends: np.ndarray
+    receives: np.ndarray
+
+
+def _gpu_ends(topo: Topology) -> _GpuEnds:
+    cached = topo.cache.get("gpu_ends")
+    if cached is None:
+        leaf_ok = topo.switch_active[topo.gpu_leaf]
+        cached = _GpuEnds(leaf=topo.switch_rank[topo.gpu_leaf], sends=(topo.gpu_uplink >= 0) & leaf_ok,
+                          receives=(topo.gpu_downlink >= 0) & leaf_ok)
+        topo.cache["gpu_ends"] = cached
+    return cached
 
 
 def _up_to_spine(h: _Hops, paths):
