@@ -268,38 +268,39 @@ def build_flows(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
     nic = np.asarray(topo.gpu_nic)
     conn = connection_flows(nic[src[net_t]], nic[dst[net_t]], chan[net_t], qps, udp_sport, seed, qpn_base)
     t_net = net_t[conn.transfer]
-    qp_net = conn.qp
+    n_net, n_nvl = t_net.size, nvl_t.size
+    ptr = np.empty(n_net + n_nvl + 1, dtype=IDX)          # the CSR is written in place: network flows, then NVLink
+    ptr[0] = 0
     paths = None                             # the router's padded path table, kept for grouping identical flows
-    if t_net.size:
-        if router is None and routing != "te":
-            from sim.routing import _csr, route
-            paths = route(topo, src[t_net], dst[t_net], qp_net, routing, seed, hash=hash, sport=conn.sport,
-                          dqpn=conn.dqpn, padded=True)
-            ptr_net, links_net = _csr(paths)
-        elif router is None:
-            from sim.routing import route
-            ptr_net, links_net = route(topo, src[t_net], dst[t_net], qp_net, routing, seed)
-        else:
-            ptr_net, links_net = router(topo, src[t_net], dst[t_net], qp_net, routing, seed)
-        ptr_net = np.asarray(ptr_net, dtype=IDX)
-        links_net = np.asarray(links_net, dtype=IDX)
-        if np.any(np.diff(ptr_net) == 0):
-            raise ValueError("the router gave an empty path to a transfer between hosts")
+    if n_net and router is None and routing != "te":
+        from sim.routing import route
+        paths = route(topo, src[t_net], dst[t_net], conn.qp, routing, seed, hash=hash, sport=conn.sport,
+                      dqpn=conn.dqpn, padded=True)
+        used = paths >= 0
+        np.cumsum(used.sum(axis=1), out=ptr[1:n_net + 1])
+        links = np.empty(int(ptr[n_net]) + 2 * n_nvl, dtype=IDX)
+        links[:ptr[n_net]] = paths[used]
+        del used
+    elif n_net:
+        from sim.routing import route
+        ptr_net, links_net = route(topo, src[t_net], dst[t_net], conn.qp, routing, seed) if router is None \
+            else router(topo, src[t_net], dst[t_net], conn.qp, routing, seed)
+        ptr[:n_net + 1] = ptr_net
+        links = np.empty(int(ptr[n_net]) + 2 * n_nvl, dtype=IDX)
+        links[:ptr[n_net]] = links_net
     else:
-        ptr_net, links_net = np.zeros(1, dtype=IDX), np.zeros(0, dtype=IDX)
-    nvl_links = np.empty((nvl_t.size, 2), dtype=IDX)
-    np.add(src[nvl_t], E, out=nvl_links[:, 0])
-    np.add(dst[nvl_t], E + G, out=nvl_links[:, 1])
-    n_net = t_net.size
-    ptr = np.empty(n_net + nvl_t.size + 1, dtype=IDX)
-    ptr[:n_net + 1] = ptr_net
-    np.add(2 * np.arange(1, nvl_t.size + 1, dtype=IDX), ptr_net[-1], out=ptr[n_net + 1:])
+        links = np.empty(2 * n_nvl, dtype=IDX)
+    if n_net and (ptr[1:n_net + 1] == ptr[:n_net]).any():
+        raise ValueError("the router gave an empty path to a transfer between hosts")
+    cut = int(ptr[n_net])
+    np.add(src[nvl_t], E, out=links[cut::2])              # NVLink: [E + src, E + G + dst]
+    np.add(dst[nvl_t], E + G, out=links[cut + 1::2])
+    np.add(2 * np.arange(1, n_nvl + 1, dtype=IDX), cut, out=ptr[n_net + 1:])
     share = np.asarray(phase.share, dtype=np.float64)
     header = FlowHeader(src=src, dst=dst, channel=chan, n_network=n_net, qps=qps, sqpn=conn.sqpn, dqpn=conn.dqpn,
                         sport=conn.sport, paths=paths)
     return FlowSet(transfer=np.concatenate([t_net, nvl_t]), share=np.concatenate([share[t_net] / qps, share[nvl_t]]),
-                   ptr=ptr, links=np.concatenate([links_net, nvl_links.ravel()]), n_fabric=E, n_gpus=G,
-                   header=header)
+                   ptr=ptr, links=links, n_fabric=E, n_gpus=G, header=header)
 
 
 # ---------------------------------------------------------------------------------------------- collectives
