@@ -275,7 +275,7 @@ def build_flows(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
     if n_net and router is None and routing != "te":
         from sim.routing import route
         paths = route(topo, src[t_net], dst[t_net], conn.qp, routing, seed, hash=hash, sport=conn.sport,
-                      dqpn=conn.dqpn, padded=True)
+                      dqpn=conn.dqpn, padded=True, between_hosts=True)
         used = paths >= 0
         np.cumsum(used.sum(axis=1), out=ptr[1:n_net + 1])
         links = np.empty(int(ptr[n_net]) + 2 * n_nvl, dtype=IDX)
@@ -311,7 +311,8 @@ class PhaseResult:
     hosts (0 on NVLink), ``hop_network`` (P,): which transfers cross the network (:func:`transfer_latency`);
     ``latency``: per protocol, the seconds of the phase's critical path and ``critical_hops`` its (network, NVLink)
     hops (filled by :func:`run_collective`); ``finish_unit`` (F,): for event-driven phases, each flow's finish time
-    per byte of message size."""
+    per byte of message size; ``link_unit_bytes``: for synchronous phases, the bytes the phase puts on each link per
+    byte of message size (all steps), summed over the classes of identical flows the solve used."""
 
     phase: Phase
     flows: FlowSet
@@ -323,6 +324,7 @@ class PhaseResult:
     solve_seconds: float = 0.0
     latency: dict = field(default_factory=dict)
     critical_hops: dict = field(default_factory=dict)
+    link_unit_bytes: np.ndarray | None = None    # (E + 2G,) the phase's bytes per byte of message size (all steps)
 
 
 @dataclass
@@ -524,6 +526,7 @@ def solve_phase(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
     latency = latency or LatencyModel()
     say = progress or silent
     t0 = time.perf_counter()
+    link_unit = None
     header = {"hash": hash, "udp_sport": udp_sport, "qpn_base": qpn_base}
     if routing == "te" and router is None:
         # The TE controller sees the whole traffic matrix: this phase's and the background jobs' flows are routed
@@ -550,21 +553,30 @@ def solve_phase(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
         rates, finish_unit = sim.first_rate[:mine], sim.finish[:mine]
         unit = float(finish_unit.max()) if mine else 0.0
     else:
-        rates = _merged_rates(everything, capacity, solving)[:mine]
+        rates, cls, cptr, clinks = _solve_classes(everything, capacity, solving)
+        rates, cls = rates[:mine], cls[:mine]
         with np.errstate(divide="ignore", invalid="ignore"):
             per = np.where(rates > 0, flows.share / rates, np.inf)
         unit = phase.steps * float(per.max()) if per.size else 0.0
+        # This phase's bytes on each link, summed per class first (a class's flows cross the same links).
+        link_unit = link_loads(cptr, clinks, np.bincount(cls, flows.share, minlength=cptr.size - 1) * phase.steps,
+                               capacity.size)
     hop, network = transfer_latency(topo, phase, flows, latency)
     say(1.0, f"phase {phase.name}: {everything.n_flows:,} flows routed ({routing}, {qps} QP) and solved in "
         f"{time.perf_counter() - t0:.2f} s")
     return PhaseResult(phase=phase, flows=flows, rates=rates, unit_time=unit, hop_latency=hop, hop_network=network,
-                       finish_unit=finish_unit, solve_seconds=time.perf_counter() - t0)
+                       finish_unit=finish_unit, solve_seconds=time.perf_counter() - t0, link_unit_bytes=link_unit)
 
 
 def _merged_rates(flows: FlowSet, capacity: np.ndarray, progress) -> np.ndarray:
     """Max-min rates of ``flows``, solved once per class of flows on the same links (QPs hashed onto one path,
     NVLink transfers of several channels between one GPU pair): identical flows get identical rates, so the
-    weighted solve of the classes (:func:`sim.maxmin.identical_flows`) gives the rates of every flow."""
+    weighted solve of the classes (:meth:`sim.flowset.FlowSet.classes`) gives the rates of every flow."""
+    return _solve_classes(flows, capacity, progress)[0]
+
+
+def _solve_classes(flows: FlowSet, capacity: np.ndarray, progress):
+    """``(rates, cls, ptr, links)``: :func:`_merged_rates`, with each flow's class and the classes' CSR paths."""
     rep, cls = flows.classes()
     deg = np.diff(flows.ptr)[rep]
     ptr = np.zeros(rep.size + 1, dtype=IDX)
@@ -572,7 +584,7 @@ def _merged_rates(flows: FlowSet, capacity: np.ndarray, progress) -> np.ndarray:
     starts = flows.ptr[rep]
     links = flows.links[np.arange(ptr[-1], dtype=IDX) + np.repeat(starts - ptr[:-1], deg)]
     weight = np.bincount(cls, minlength=rep.size)
-    return max_min_rates(ptr, links, capacity, progress=progress, weight=weight)[cls]
+    return max_min_rates(ptr, links, capacity, progress=progress, weight=weight)[cls], cls, ptr, links
 
 
 def transfer_latency(topo, phase: Phase, flows: FlowSet, latency: LatencyModel | None = None):
@@ -703,7 +715,8 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
                                   hash=hash, udp_sport=udp_sport, qpn_base=qpn_base))
     link_bytes = np.zeros(capacity.size)
     for res in phases:
-        link_bytes += link_loads(res.flows.ptr, res.flows.links, res.flows.share * res.phase.steps, capacity.size)
+        link_bytes += res.link_unit_bytes if res.link_unit_bytes is not None else \
+            link_loads(res.flows.ptr, res.flows.links, res.flows.share * res.phase.steps, capacity.size)
     gph = int(np.bincount(np.asarray(topo.gpu_host)).max())
     roof = roofline_busbw(plan.collective, plan.n_ranks, gph, topo.nic_bandwidth, topo.nvlink_bandwidth,
                           plan.algorithm, plan.channels)

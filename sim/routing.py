@@ -195,7 +195,7 @@ def _no_path(topo: Topology, src, dst, bad: np.ndarray, n_flows: int, reason: st
 
 
 def route(topo: Topology, src_gpu, dst_gpu, qp=None, routing: str = "ecmp", seed: int = 0, *,
-          hash: str = "uniform", sport=None, dqpn=None, padded: bool = False):
+          hash: str = "uniform", sport=None, dqpn=None, padded: bool = False, between_hosts: bool = False):
     """Route flows; return CSR ``(flow_ptr (F+1,), flow_links)`` of the directed link ids each flow crosses.
 
     Links are in path order: the source NIC's uplink first, the destination NIC's downlink last. Flows between two
@@ -209,6 +209,7 @@ def route(topo: Topology, src_gpu, dst_gpu, qp=None, routing: str = "ecmp", seed
     ``padded=True`` returns the table the router builds instead of the CSR: (F, :func:`max_path_links`) link ids
     in path order, ``-1`` past the end of each path (int32 when the link ids fit), the table
     :func:`sim.maxmin.identical_rows` groups. Not for ``routing="te"``, whose controller gives CSR paths.
+    ``between_hosts=True``: the caller has made sure no flow joins two GPUs of one host (the check is skipped).
     """
     if routing == "te":                      # centralized traffic engineering: sim/te.py (all flows at once)
         if padded:
@@ -224,7 +225,7 @@ def route(topo: Topology, src_gpu, dst_gpu, qp=None, routing: str = "ecmp", seed
     dqpn = qp.astype(np.uint64) if dqpn is None else np.broadcast_to(np.asarray(dqpn, dtype=np.uint64), (F,))
     narrow = np.int32 if topo.n_links < np.iinfo(np.int32).max else IDX     # half the memory of the path table
     paths = np.full((src.size, max_path_links(topo)), -1, dtype=narrow)
-    hops = _nic_links(topo, src, dst, paths)
+    hops = _nic_links(topo, src, dst, paths, between_hosts)
     if hops is not None:
         hops.start(routing_tables(topo), routing, seed, hash, sport, dqpn)
         plane, spine = _up_to_spine(hops, paths)
@@ -312,12 +313,12 @@ class _Hops:
         _no_path(self.topo, self.src, self.dst, self.fl[rows], self.src.size, reason)
 
 
-def _nic_links(topo: Topology, src, dst, paths) -> _Hops | None:
+def _nic_links(topo: Topology, src, dst, paths, between_hosts: bool = False) -> _Hops | None:
     """Fill in the first and last link of every flow between hosts (its NICs' cables) and the whole path of flows
     within one leaf; return the flows that leave their leaf (``None`` if none do)."""
     g = _gpu_ends(topo)
-    net = np.flatnonzero(topo.gpu_host[src] != topo.gpu_host[dst])       # flows that use the network
-    every = net.size == src.size                                          # (build_flows routes only those)
+    net = np.arange(src.size) if between_hosts else np.flatnonzero(topo.gpu_host[src] != topo.gpu_host[dst])
+    every = net.size == src.size                                          # every flow uses the network
     s, d = (src, dst) if every else (src[net], dst[net])
     bad = ~(g.sends[s] & g.receives[d])
     if bad.any():
