@@ -298,7 +298,8 @@ def identical_rows(table) -> tuple[np.ndarray, np.ndarray]:
         heads = np.flatnonzero(head)
         rep, cls = identical_rows(t[heads])
         return heads[rep], cls[np.cumsum(head) - 1]
-    mult = np.random.default_rng(0x5EED).integers(1, 2**63, size=words.shape[1], dtype=np.uint64) | np.uint64(1)
+    with np.errstate(over="ignore"):                       # odd multipliers: Weyl steps of the golden ratio
+        mult = np.arange(1, words.shape[1] + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15) | np.uint64(1)
     bits = max(1, (n_flows - 1).bit_length())
     with np.errstate(over="ignore"):
         key = words[:, 0] * mult[0]

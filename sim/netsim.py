@@ -312,7 +312,8 @@ class PhaseResult:
     ``latency``: per protocol, the seconds of the phase's critical path and ``critical_hops`` its (network, NVLink)
     hops (filled by :func:`run_collective`); ``finish_unit`` (F,): for event-driven phases, each flow's finish time
     per byte of message size; ``link_unit_bytes``: for synchronous phases, the bytes the phase puts on each link per
-    byte of message size (all steps), summed over the classes of identical flows the solve used."""
+    byte of message size (all steps), and ``link_flows`` how many of its flows cross each link, both summed over the
+    classes of identical flows the solve used."""
 
     phase: Phase
     flows: FlowSet
@@ -325,6 +326,7 @@ class PhaseResult:
     latency: dict = field(default_factory=dict)
     critical_hops: dict = field(default_factory=dict)
     link_unit_bytes: np.ndarray | None = None    # (E + 2G,) the phase's bytes per byte of message size (all steps)
+    link_flows: np.ndarray | None = None         # (E + 2G,) how many of its flows cross each link
 
 
 @dataclass
@@ -526,7 +528,7 @@ def solve_phase(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
     latency = latency or LatencyModel()
     say = progress or silent
     t0 = time.perf_counter()
-    link_unit = None
+    link_unit = link_flows = path = None
     header = {"hash": hash, "udp_sport": udp_sport, "qpn_base": qpn_base}
     if routing == "te" and router is None:
         # The TE controller sees the whole traffic matrix: this phase's and the background jobs' flows are routed
@@ -558,14 +560,18 @@ def solve_phase(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
         with np.errstate(divide="ignore", invalid="ignore"):
             per = np.where(rates > 0, flows.share / rates, np.inf)
         unit = phase.steps * float(per.max()) if per.size else 0.0
-        # This phase's bytes on each link, summed per class first (a class's flows cross the same links).
-        link_unit = link_loads(cptr, clinks, np.bincount(cls, flows.share, minlength=cptr.size - 1) * phase.steps,
-                               capacity.size)
-    hop, network = transfer_latency(topo, phase, flows, latency)
+        # This phase's bytes and flows on each link and each flow's path latency, per class of identical flows
+        # (a class's flows cross the same links).
+        K = cptr.size - 1
+        link_unit = link_loads(cptr, clinks, np.bincount(cls, flows.share, minlength=K) * phase.steps, capacity.size)
+        link_flows = np.rint(link_loads(cptr, clinks, np.bincount(cls, minlength=K), capacity.size)).astype(IDX)
+        path = path_latency(topo, cptr, clinks)[cls]
+    hop, network = transfer_latency(topo, phase, flows, latency, path)
     say(1.0, f"phase {phase.name}: {everything.n_flows:,} flows routed ({routing}, {qps} QP) and solved in "
         f"{time.perf_counter() - t0:.2f} s")
     return PhaseResult(phase=phase, flows=flows, rates=rates, unit_time=unit, hop_latency=hop, hop_network=network,
-                       finish_unit=finish_unit, solve_seconds=time.perf_counter() - t0, link_unit_bytes=link_unit)
+                       finish_unit=finish_unit, solve_seconds=time.perf_counter() - t0, link_unit_bytes=link_unit,
+                       link_flows=link_flows)
 
 
 def _merged_rates(flows: FlowSet, capacity: np.ndarray, progress) -> np.ndarray:
@@ -587,23 +593,32 @@ def _solve_classes(flows: FlowSet, capacity: np.ndarray, progress):
     return max_min_rates(ptr, links, capacity, progress=progress, weight=weight)[cls], cls, ptr, links
 
 
-def transfer_latency(topo, phase: Phase, flows: FlowSet, latency: LatencyModel | None = None):
+def path_latency(topo, ptr: np.ndarray, links: np.ndarray) -> np.ndarray:
+    """(F,) seconds: the latency of the switches each flow's links enter (``topo.link_latency``; NVLink links 0)."""
+    lat = np.concatenate([np.asarray(topo.link_latency, dtype=np.float64), np.zeros(2 * topo.n_gpus)])
+    deg = np.diff(ptr)
+    path = np.zeros(deg.size)
+    full = np.flatnonzero(deg > 0)
+    if full.size:
+        path[full] = np.add.reduceat(lat[links[ptr[0]:ptr[-1]]], ptr[full] - ptr[0])
+    return path
+
+
+def transfer_latency(topo, phase: Phase, flows: FlowSet, latency: LatencyModel | None = None, path=None):
     """``(hop, network)``, both (P,) over the phase's transfers: the one-way latency (seconds) of each transfer
     between hosts, its own routed path's (the host/NIC part of :class:`LatencyModel` + the latency of every switch
     it enters, ``topo.link_latency``; the slowest of its QPs, since a step needs all of them), 0 for NVLink
-    transfers (their latency is the protocol's); and whether it crosses the network."""
+    transfers (their latency is the protocol's); and whether it crosses the network. ``path``: each flow's
+    :func:`path_latency` when the caller has it (per class of identical flows, :func:`solve_phase`)."""
     latency = latency or LatencyModel()
     P = len(phase.src)
     hop = np.zeros(P)
     network = np.zeros(P, dtype=bool)
     n = flows.n_network_first                 # build_flows' layout: only the first n flows cross the fabric
     n = flows.n_flows if n is None else n
-    ptr, links = flows.ptr[:n + 1], flows.links[:int(flows.ptr[n])]
     net_f = flows.network[:n]
     if net_f.any():
-        lat = np.concatenate([np.asarray(topo.link_latency, dtype=np.float64), np.zeros(2 * topo.n_gpus)])
-        path = np.add.reduceat(lat[links], ptr[:-1]) if links.size else np.zeros(n)
-        path = np.where(np.diff(ptr) > 0, path, 0.0)
+        path = path_latency(topo, flows.ptr[:n + 1], flows.links) if path is None else path[:n]
         tr = flows.transfer[:n][net_f]
         np.maximum.at(hop, tr, path[net_f])
         network[tr] = True
@@ -768,7 +783,7 @@ def hottest_links(topo, result: CollectiveResult, k: int = 10, flows_per_link: i
     util = result._utilization()
     n_on = np.zeros(util.size, dtype=IDX)
     for ph in result.phases:
-        n_on += np.bincount(ph.flows.links, minlength=util.size)
+        n_on += ph.link_flows if ph.link_flows is not None else np.bincount(ph.flows.links, minlength=util.size)
     rounded = np.round(util, 9)
     cand = np.arange(util.size)
     if util.size > k:                    # only links tied with or above the k-th highest can be in the top k
@@ -779,7 +794,9 @@ def hottest_links(topo, result: CollectiveResult, k: int = 10, flows_per_link: i
     rank_of[result.plan.gpus] = np.arange(result.plan.n_ranks)
     names = link_names(topo, top)
     hot = []
-    on_top = [np.flatnonzero(np.isin(ph.flows.links, top)) for ph in result.phases]   # CSR entries, once
+    mark = np.zeros(util.size, dtype=bool)
+    mark[top] = True
+    on_top = [np.flatnonzero(mark[ph.flows.links]) for ph in result.phases]   # CSR entries on them, one pass
     for link, name in zip(top.tolist(), names):
         sample = []
         for ph, pos in zip(result.phases, on_top):
