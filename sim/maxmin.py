@@ -296,7 +296,7 @@ def identical_rows(table) -> tuple[np.ndarray, np.ndarray]:
     np.any(words[1:] != words[:-1], axis=1, out=head[1:])
     if not head.all():
         heads = np.flatnonzero(head)
-        rep, cls = identical_rows(t[heads])
+        rep, cls = identical_rows(np.take(t, heads, axis=0))     # take: rows copied whole, not element-wise
         return heads[rep], cls[np.cumsum(head) - 1]
     with np.errstate(over="ignore"):                       # odd multipliers: Weyl steps of the golden ratio
         mult = np.arange(1, words.shape[1] + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15) | np.uint64(1)
@@ -314,7 +314,7 @@ def identical_rows(table) -> tuple[np.ndarray, np.ndarray]:
     key >>= np.uint64(bits)
     same = key[1:] == key[:-1]
     del key
-    rows = words[order]                                    # confirm: neighbours in sorted order, whole rows
+    rows = np.take(words, order, axis=0)                   # confirm: neighbours in sorted order, whole rows
     same &= (rows[1:] == rows[:-1]).all(axis=1)
     del rows
     new = np.r_[True, ~same]
