@@ -755,6 +755,22 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
     return result
 
 
+def _top_links(rounded: np.ndarray, n_on: np.ndarray, k: int) -> np.ndarray:
+    """The first ``k`` links ordered by ``rounded`` utilization, then ``n_on`` flows (both descending), then id;
+    the full sort runs only over the links that can be among them (partitions find the k-th values first)."""
+    cand = np.arange(rounded.size)
+    if rounded.size > k:
+        kth = np.partition(rounded, rounded.size - k)[rounded.size - k]
+        above, tied = np.flatnonzero(rounded > kth), np.flatnonzero(rounded == kth)
+        need = k - above.size                             # taken among the ties, by flows
+        if tied.size > need:
+            flows = n_on[tied]
+            tied = tied[flows >= np.partition(flows, tied.size - need)[tied.size - need]]
+        cand = np.concatenate([above, tied])
+        cand.sort()
+    return cand[np.lexsort((-n_on[cand], -rounded[cand]))][:k]
+
+
 def protocol_latencies(plan: CollectivePlan, phases: list[PhaseResult], latency: LatencyModel | None = None):
     """Per protocol: the collective's latency (seconds) = NCCL's base latency + the sum over phases of the critical
     path, each network hop at its one-way latency + the protocol's per-hop cost, each NVLink hop at the protocol's
@@ -785,10 +801,7 @@ def hottest_links(topo, result: CollectiveResult, k: int = 10, flows_per_link: i
     for ph in result.phases:
         n_on += ph.link_flows if ph.link_flows is not None else np.bincount(ph.flows.links, minlength=util.size)
     rounded = np.round(util, 9)
-    cand = np.arange(util.size)
-    if util.size > k:                    # only links tied with or above the k-th highest can be in the top k
-        cand = np.flatnonzero(rounded >= np.partition(rounded, util.size - k)[util.size - k])
-    top = cand[np.lexsort((-n_on[cand], -rounded[cand]))][:k]
+    top = _top_links(rounded, n_on, k)
     top = top[util[top] > 0]
     rank_of = np.full(topo.n_gpus, -1, dtype=IDX)
     rank_of[result.plan.gpus] = np.arange(result.plan.n_ranks)
