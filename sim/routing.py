@@ -303,8 +303,12 @@ class _Hops:
 
     def choose(self, full, rows, nodes, digit, width, valid):
         """One hop's pick among ``width`` equal-cost choices: the switch's hash (ECMP, E-ECMP), or the
-        destination digit (static routing; pinning falls back to the hash where its pinned choice is dead)."""
-        h = self.hash.at(rows, nodes) if self.hashed else None
+        destination digit (static routing; pinning falls back to the hash where its pinned choice is dead).
+        ``nodes()`` gives the switches' node ids. With one choice (a single cable) nothing is hashed: any selector
+        picks it, or finds it dead."""
+        if width == 1:
+            return _pick(full, np.zeros(len(rows), dtype=np.uint64), 1, valid)
+        h = self.hash.at(rows, nodes()) if self.hashed else None
         if self.routing in ("ecmp", "eecmp"):
             return _pick(full, h, width, valid)
         return _pick(full, digit[rows], width, valid, h if self.routing == "pinned" else None)
@@ -370,7 +374,7 @@ def _up_to_spine(h: _Hops, paths):
         sp = topo.spine_at[za[rows][:, None], planes[None, :]]
         return (ids >= 0) & (sp >= 0) & t.spine_reach[np.maximum(sp, 0), b[rows][:, None]]
 
-    u, dead = h.choose(full, np.arange(h.fl.size), topo.leaves[a], h.dig1, W1, leaf_valid)
+    u, dead = h.choose(full, np.arange(h.fl.size), lambda: topo.leaves[a], h.dig1, W1, leaf_valid)
     if dead.size:
         h.no_path(dead, "no uplink of the source leaf reaches the destination leaf")
     paths[h.fl, 1] = t.leaf_up[a, u]
@@ -386,7 +390,7 @@ def _down_in_zone(h: _Hops, paths, plane, spine) -> None:
         return
     b = h.b
     cand = topo.leaf_up[b[sz], plane[sz]]                                   # (k, m)
-    j, dead = h.choose(t.leaf_plane_full[b[sz], plane[sz]], sz, topo.spines[spine[sz]], h.dig1, t.m,
+    j, dead = h.choose(t.leaf_plane_full[b[sz], plane[sz]], sz, lambda: topo.spines[spine[sz]], h.dig1, t.m,
                        lambda r: cand[r] >= 0)
     assert dead.size == 0, "spine_reach promised a downlink"
     paths[h.fl[sz], 2] = cand[np.arange(sz.size), j] + topo.n_cables
@@ -409,19 +413,19 @@ def _over_the_core(h: _Hops, paths, plane, spine) -> None:
         members = np.arange(W2) // t.m2
         return (ids >= 0) & t.core_reach[pl[rows][:, None], members[None, :], bx[rows][:, None]]
 
-    v, dead = h.choose(full, xz, topo.spines[s1], h.dig2, W2, spine_valid)
+    v, dead = h.choose(full, xz, lambda: topo.spines[s1], h.dig2, W2, spine_valid)
     assert dead.size == 0, "spine_reach promised an uplink"
     member = v // t.m2
     paths[h.fl[xz], 2] = t.spine_up[s1, v]
     core_rank = topo.core_at[pl, member]
     s2 = topo.spine_at[h.zb[xz], pl]
     cand = topo.spine_up[s2, member]                                        # (k, m2) cables spine' - core
-    j2, dead = h.choose(t.spine_core_full[s2, member], xz, topo.cores[core_rank], h.dig2, t.m2,
+    j2, dead = h.choose(t.spine_core_full[s2, member], xz, lambda: topo.cores[core_rank], h.dig2, t.m2,
                         lambda r: cand[r] >= 0)
     assert dead.size == 0, "core_reach promised a downlink"
     paths[h.fl[xz], 3] = cand[np.arange(xz.size), j2] + C
     cand = topo.leaf_up[bx, pl]                                              # (k, m) cables leaf b - spine'
-    j1, dead = h.choose(t.leaf_plane_full[bx, pl], xz, topo.spines[s2], h.dig1, t.m, lambda r: cand[r] >= 0)
+    j1, dead = h.choose(t.leaf_plane_full[bx, pl], xz, lambda: topo.spines[s2], h.dig1, t.m, lambda r: cand[r] >= 0)
     assert dead.size == 0, "core_reach promised a leaf downlink"
     paths[h.fl[xz], 4] = cand[np.arange(xz.size), j1] + C
     paths[h.fl[xz], 5] = h.down0[xz]
