@@ -193,17 +193,25 @@ def critical_paths(phase: Phase, one_way: np.ndarray, network: np.ndarray, costs
 
 def _ring_critical_paths(ring, lat_span: int, vals, costs) -> list[tuple[float, int, int]]:
     """:func:`critical_paths` of ``C`` rings of ``n`` transfers (channel-major, ring order): per ring the slowest
-    window of ``span`` consecutive edges (cumulative sums over the ring repeated as often as a window needs, one
-    column of ``vals`` at a time), then the slowest ring."""
+    window of ``span`` consecutive edges, then the slowest ring. ``vals``: one-way seconds, network hops (0/1) and
+    NVLink hops (their complement). The seconds are summed by cumulative sums over the ring repeated as often as a
+    window needs; the hop counts are whole numbers, counted exactly from one ring's cumulative sum (a window holds
+    ``span // n`` whole rings and a part), the NVLink hops being the window's other hops."""
     C, n = ring
     span = lat_span if lat_span > 0 else n
     reps = (span + 2 * n - 2) // n                        # the windows starting at 0..n-1 end before span + n - 1
-    sums = []
-    for col in vals:                                      # one-way seconds, network hops, NVLink hops
-        cs = np.zeros((C, reps * n + 1))
-        np.cumsum(np.tile(col.reshape(C, n), (1, reps)), axis=1, out=cs[:, 1:])
-        sums.append(cs[:, span:span + n] - cs[:, :n])
-        del cs
+    cs = np.zeros((C, reps * n + 1))
+    np.cumsum(np.tile(vals[0].reshape(C, n), (1, reps)), axis=1, out=cs[:, 1:])
+    seconds = cs[:, span:span + n] - cs[:, :n]
+    del cs
+    net = np.zeros((C, n + 1), dtype=IDX)
+    np.cumsum(vals[1].reshape(C, n).astype(IDX), axis=1, out=net[:, 1:])
+    whole, part = divmod(span, n)
+    end = np.arange(n) + part                             # the part of window j ends at end, maybe past the ring
+    total = net[:, n:]
+    upto = np.where(end <= n, net[:, np.minimum(end, n)], total + net[:, np.maximum(end - n, 0)])
+    hops = (upto - net[:, :n] + whole * total).astype(np.float64)
+    sums = [seconds, hops, span - hops]
     out = []
     for extra, nvl in costs:
         v = sums[0] + extra * sums[1] + nvl * sums[2]
@@ -762,10 +770,12 @@ def _top_links(rounded: np.ndarray, n_on: np.ndarray, k: int) -> np.ndarray:
     if rounded.size > k:
         kth = np.partition(rounded, rounded.size - k)[rounded.size - k]
         above, tied = np.flatnonzero(rounded > kth), np.flatnonzero(rounded == kth)
-        need = k - above.size                             # taken among the ties, by flows
+        need = k - above.size                             # taken among the ties: most flows, then lowest id
         if tied.size > need:
             flows = n_on[tied]
-            tied = tied[flows >= np.partition(flows, tied.size - need)[tied.size - need]]
+            cut = np.partition(flows, tied.size - need)[tied.size - need]
+            more = tied[flows > cut]
+            tied = np.concatenate([more, tied[flows == cut][:need - more.size]])
         cand = np.concatenate([above, tied])
         cand.sort()
     return cand[np.lexsort((-n_on[cand], -rounded[cand]))][:k]
