@@ -74,6 +74,7 @@ BASE_RTT = {"roce": 22e-6, "infiniband": 5e-6}   # seconds (RoCE: docs/sources.m
 RTT_SWITCHES = {"roce": 5, "infiniband": 1}      # switches one way on the path the base RTT is for (assumption:
                                                  # RoCE, the fabric's longest, RTSW-CTSW-ATSW-CTSW-RTSW; IB: one leaf)
 GB = 1e9                       # nccl-tests' GB/s
+CSR_CHUNK = 1 << 20            # rows of the router's table turned into CSR links at a time (bounds a temporary)
 EVENT_MERGE = 1e-2             # event-driven phases merge completions within 1 % of the makespan's lower bound
 
 
@@ -200,17 +201,25 @@ def _ring_critical_paths(ring, lat_span: int, vals, costs) -> list[tuple[float, 
     C, n = ring
     span = lat_span if lat_span > 0 else n
     reps = (span + 2 * n - 2) // n                        # the windows starting at 0..n-1 end before span + n - 1
+    x = np.asarray(vals[0], dtype=np.float64).reshape(C, n)
     cs = np.zeros((C, reps * n + 1))
-    np.cumsum(np.tile(vals[0].reshape(C, n), (1, reps)), axis=1, out=cs[:, 1:])
+    for r in range(reps):                                 # the ring repeated: each block continues the sum
+        block = cs[:, 1 + r * n:1 + (r + 1) * n]
+        block[:] = x
+        block[:, 0] += cs[:, r * n]
+        np.cumsum(block, axis=1, out=block)
     seconds = cs[:, span:span + n] - cs[:, :n]
     del cs
     net = np.zeros((C, n + 1), dtype=IDX)
     np.cumsum(vals[1].reshape(C, n).astype(IDX), axis=1, out=net[:, 1:])
     whole, part = divmod(span, n)
-    end = np.arange(n) + part                             # the part of window j ends at end, maybe past the ring
-    total = net[:, n:]
-    upto = np.where(end <= n, net[:, np.minimum(end, n)], total + net[:, np.maximum(end - n, 0)])
-    hops = (upto - net[:, :n] + whole * total).astype(np.float64)
+    k = min(n, n - part + 1)                              # windows j < k end within one ring (j + part <= n)
+    count = np.empty((C, n), dtype=IDX)
+    count[:, :k] = net[:, part:part + k] - net[:, :k]
+    count[:, k:] = net[:, n:] + net[:, 1:part] - net[:, k:n]
+    count += whole * net[:, n:]
+    hops = count.astype(np.float64)
+    del count, net
     sums = [seconds, hops, span - hops]
     out = []
     for extra, nvl in costs:
@@ -275,24 +284,29 @@ def build_flows(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
     nvl_t = np.flatnonzero(~inter)
     nic = np.asarray(topo.gpu_nic)
     conn = connection_flows(nic[src[net_t]], nic[dst[net_t]], chan[net_t], qps, udp_sport, seed, qpn_base)
-    t_net = net_t[conn.transfer]
+    t_net = np.repeat(net_t, qps)                         # = net_t[conn.transfer]: transfer-major, QP-minor
+    qp, sqpn, dqpn, sport = conn.qp, conn.sqpn, conn.dqpn, conn.sport
+    del conn                                              # its per-flow transfer is not kept
     n_net, n_nvl = t_net.size, nvl_t.size
     ptr = np.empty(n_net + n_nvl + 1, dtype=IDX)          # the CSR is written in place: network flows, then NVLink
     ptr[0] = 0
     paths = None                             # the router's padded path table, kept for grouping identical flows
     if n_net and router is None and routing != "te":
         from sim.routing import route
-        paths = route(topo, src[t_net], dst[t_net], conn.qp, routing, seed, hash=hash, sport=conn.sport,
-                      dqpn=conn.dqpn, padded=True, between_hosts=True)
+        paths = route(topo, src[t_net], dst[t_net], qp, routing, seed, hash=hash, sport=sport, dqpn=dqpn,
+                      padded=True, between_hosts=True)
+        del qp
         used = paths >= 0
         np.cumsum(used.sum(axis=1), out=ptr[1:n_net + 1])
         links = np.empty(int(ptr[n_net]) + 2 * n_nvl, dtype=IDX)
-        links[:ptr[n_net]] = paths[used]
+        for lo in range(0, n_net, CSR_CHUNK):             # in slices: no full-size temporary
+            hi = min(lo + CSR_CHUNK, n_net)
+            links[ptr[lo]:ptr[hi]] = paths[lo:hi][used[lo:hi]]
         del used
     elif n_net:
         from sim.routing import route
-        ptr_net, links_net = route(topo, src[t_net], dst[t_net], conn.qp, routing, seed) if router is None \
-            else router(topo, src[t_net], dst[t_net], conn.qp, routing, seed)
+        ptr_net, links_net = route(topo, src[t_net], dst[t_net], qp, routing, seed) if router is None \
+            else router(topo, src[t_net], dst[t_net], qp, routing, seed)
         ptr[:n_net + 1] = ptr_net
         links = np.empty(int(ptr[n_net]) + 2 * n_nvl, dtype=IDX)
         links[:ptr[n_net]] = links_net
@@ -305,8 +319,8 @@ def build_flows(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
     np.add(dst[nvl_t], E + G, out=links[cut + 1::2])
     np.add(2 * np.arange(1, n_nvl + 1, dtype=IDX), cut, out=ptr[n_net + 1:])
     share = np.asarray(phase.share, dtype=np.float64)
-    header = FlowHeader(src=src, dst=dst, channel=chan, n_network=n_net, qps=qps, sqpn=conn.sqpn, dqpn=conn.dqpn,
-                        sport=conn.sport, paths=paths)
+    header = FlowHeader(src=src, dst=dst, channel=chan, n_network=n_net, qps=qps, sqpn=sqpn, dqpn=dqpn, sport=sport,
+                        paths=paths)
     return FlowSet(transfer=np.concatenate([t_net, nvl_t]), share=np.concatenate([share[t_net] / qps, share[nvl_t]]),
                    ptr=ptr, links=links, n_fabric=E, n_gpus=G, header=header)
 
