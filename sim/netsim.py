@@ -164,11 +164,11 @@ def critical_paths(phase: Phase, one_way: np.ndarray, network: np.ndarray, costs
     P = len(phase.src)
     if P == 0:
         return [(0.0, 0, 0) for _ in costs]
-    vals = [np.asarray(one_way, dtype=np.float64), network.astype(np.float64), (~network).astype(np.float64)]
     ring = _ring_shape(phase)
     if ring is not None:
-        return _ring_critical_paths(ring, phase.lat_span, vals, costs)
-    vals = np.stack(vals, axis=1)
+        return _ring_critical_paths(ring, phase.lat_span, [one_way, network], costs)
+    vals = np.stack([np.asarray(one_way, dtype=np.float64), network.astype(np.float64),
+                     (~network).astype(np.float64)], axis=1)
     nxt = np.full(P, -1, dtype=IDX) if phase.lat_next is None else np.asarray(phase.lat_next, dtype=IDX)
     sums = chain_sums(nxt, vals, phase.lat_span if phase.lat_next is not None else 1)
     group = np.zeros(P, dtype=IDX) if phase.lat_group is None else np.asarray(phase.lat_group, dtype=IDX)
@@ -194,10 +194,10 @@ def critical_paths(phase: Phase, one_way: np.ndarray, network: np.ndarray, costs
 
 def _ring_critical_paths(ring, lat_span: int, vals, costs) -> list[tuple[float, int, int]]:
     """:func:`critical_paths` of ``C`` rings of ``n`` transfers (channel-major, ring order): per ring the slowest
-    window of ``span`` consecutive edges, then the slowest ring. ``vals``: one-way seconds, network hops (0/1) and
-    NVLink hops (their complement). The seconds are summed by cumulative sums over the ring repeated as often as a
-    window needs; the hop counts are whole numbers, counted exactly from one ring's cumulative sum (a window holds
-    ``span // n`` whole rings and a part), the NVLink hops being the window's other hops."""
+    window of ``span`` consecutive edges, then the slowest ring. ``vals``: one-way seconds and whether each
+    transfer crosses the network (its NVLink hops are the others). The seconds are summed by cumulative sums over
+    the ring repeated as often as a window needs; the hop counts are whole numbers, counted exactly from one ring's
+    cumulative sum (a window holds ``span // n`` whole rings and a part), the NVLink hops being the window's others."""
     C, n = ring
     span = lat_span if lat_span > 0 else n
     reps = (span + 2 * n - 2) // n                        # the windows starting at 0..n-1 end before span + n - 1
