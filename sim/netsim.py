@@ -746,7 +746,8 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
         say(0.0, f"background: {len(others)} other jobs, {sum(len(b) for b in background):,} GPUs")
     phases = []
     with_bg = [[ph] + [o[i] for o in others if i < len(o)] for i, ph in enumerate(plan.phases)]
-    shares = weighted(progress, [sum(flow_count(topo, p, qps) for p in group) for group in with_bg])
+    shares = weighted(progress, [sum(flow_count(topo, p, qps) for p in group) for group in with_bg]) \
+        if progress is not None else [None] * len(with_bg)     # nobody told: no need to count the flows
     for i, (ph, *bg_phases) in enumerate(with_bg):
         phases.append(solve_phase(topo, ph, qps, routing, seed, latency, router, capacity, bg_phases, shares[i],
                                   hash=hash, udp_sport=udp_sport, qpn_base=qpn_base))
