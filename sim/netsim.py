@@ -783,17 +783,30 @@ def _top_links(rounded: np.ndarray, n_on: np.ndarray, k: int) -> np.ndarray:
     the full sort runs only over the links that can be among them (partitions find the k-th values first)."""
     cand = np.arange(rounded.size)
     if rounded.size > k:
-        kth = np.partition(rounded, rounded.size - k)[rounded.size - k]
+        kth = _kth_largest(rounded, k)
         above, tied = np.flatnonzero(rounded > kth), np.flatnonzero(rounded == kth)
         need = k - above.size                             # taken among the ties: most flows, then lowest id
         if tied.size > need:
             flows = n_on[tied]
-            cut = np.partition(flows, tied.size - need)[tied.size - need]
+            cut = _kth_largest(flows, need)
             more = tied[flows > cut]
             tied = np.concatenate([more, tied[flows == cut][:need - more.size]])
         cand = np.concatenate([above, tied])
         cand.sort()
     return cand[np.lexsort((-n_on[cand], -rounded[cand]))][:k]
+
+
+def _kth_largest(x: np.ndarray, k: int):
+    """The ``k``-th largest value of ``x`` (counting repeats), for a small ``k``: at most ``k`` passes over the
+    values below the maximum, where a partition degrades on arrays of many equal values (link utilizations)."""
+    need = k
+    while True:
+        top = x.max()
+        equal = int(np.count_nonzero(x == top))
+        if equal >= need:
+            return top
+        need -= equal
+        x = x[x < top]
 
 
 def protocol_latencies(plan: CollectivePlan, phases: list[PhaseResult], latency: LatencyModel | None = None):
