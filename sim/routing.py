@@ -334,11 +334,12 @@ def _nic_links(topo: Topology, src, dst, paths, between_hosts: bool = False) -> 
         paths[net, 0] = topo.gpu_uplink[s]
     a, b = g.leaf[s], g.leaf[d]
     same_leaf = a == b
-    paths[net[same_leaf], 1] = down0[same_leaf]
+    stay = np.flatnonzero(same_leaf)
+    paths[stay if every else net[stay], 1] = down0[stay]
     leave = np.flatnonzero(~same_leaf)
     if leave.size == 0:
         return None
-    return _Hops(topo, src, dst, net[leave], a[leave], b[leave], s[leave], d[leave], down0[leave])
+    return _Hops(topo, src, dst, leave if every else net[leave], a[leave], b[leave], s[leave], d[leave], down0[leave])
 
 
 @dataclass
