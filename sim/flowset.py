@@ -80,7 +80,9 @@ class FlowSet:
     def network(self) -> np.ndarray:
         """(F,) bool: the flow crosses the switch fabric (not NVLink)."""
         if self.header is not None:
-            return np.arange(self.n_flows) < self.header.n_network
+            out = np.zeros(self.n_flows, dtype=bool)
+            out[:self.header.n_network] = True
+            return out
         # A flow is a network flow when its first link is a fabric link (NVLink flows cross only virtual links).
         first = np.full(self.n_flows, self.n_fabric, dtype=IDX)
         has = np.diff(self.ptr) > 0

@@ -587,7 +587,8 @@ def solve_phase(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
         K = cptr.size - 1
         link_unit = link_loads(cptr, clinks, np.bincount(cls, flows.share, minlength=K) * phase.steps, capacity.size)
         link_flows = np.rint(link_loads(cptr, clinks, np.bincount(cls, minlength=K), capacity.size)).astype(IDX)
-        path = path_latency(topo, cptr, clinks)[cls]
+        first = flows.n_network_first                 # only network flows have a path latency to keep
+        path = path_latency(topo, cptr, clinks)[cls if first is None else cls[:first]]
     hop, network = transfer_latency(topo, phase, flows, latency, path)
     say(1.0, f"phase {phase.name}: {everything.n_flows:,} flows routed ({routing}, {qps} QP) and solved in "
         f"{time.perf_counter() - t0:.2f} s")
@@ -636,10 +637,12 @@ def transfer_latency(topo, phase: Phase, flows: FlowSet, latency: LatencyModel |
     P = len(phase.src)
     hop = np.zeros(P)
     network = np.zeros(P, dtype=bool)
-    n = flows.n_network_first                 # build_flows' layout: only the first n flows cross the fabric
-    n = flows.n_flows if n is None else n
-    net_f = flows.network[:n]
-    if net_f.any():
+    first = flows.n_network_first
+    if first is None:
+        n, net_f = flows.n_flows, flows.network
+    else:                                     # build_flows' layout: the first n flows, and only they, cross the fabric
+        n, net_f = first, slice(0, first)
+    if n and (first is not None or net_f.any()):
         path = path_latency(topo, flows.ptr[:n + 1], flows.links) if path is None else path[:n]
         tr = flows.transfer[:n][net_f]
         np.maximum.at(hop, tr, path[net_f])
