@@ -13,8 +13,9 @@ Cases (each in its own process, so its peak memory is its own; wall and CPU time
 Run: ``.venv/bin/python bench/bench_scale.py [CASE ...] [--qps N] [--no-reuse]`` (default: all cases). Prints
 wall seconds, CPU seconds (user, system) and the peak RSS of each case's process, against the budgets. The machine
 is shared: when other processes load its two cores, wall time exceeds CPU time; both are printed. Each case's
-process reuses freed memory as ``python -m sim`` does (:func:`sim.memory.reuse_freed_memory`); ``--no-reuse``
-leaves glibc's defaults, whose page faults show as system time. It is not a test.
+process reuses freed memory and faults it in as small pages as ``python -m sim`` does
+(:func:`sim.memory.reuse_freed_memory`); ``--no-reuse`` leaves glibc's and numpy's defaults (fresh ``mmap`` per large
+array, transparent huge pages), whose page faults show as system time. It is not a test.
 """
 from __future__ import annotations
 
@@ -81,7 +82,7 @@ def main() -> None:
     p.add_argument("cases", nargs="*", default=list(CASES), help=f"cases (default all: {' '.join(CASES)})")
     p.add_argument("--qps", type=int, default=8, help="QPs per NCCL connection in ag-600k (default 8: 16 per pair)")
     p.add_argument("--no-reuse", action="store_true",
-                   help="leave glibc's malloc defaults (freed arrays unmapped; see sim/memory.py)")
+                   help="leave glibc's malloc and numpy's huge-page defaults (see sim/memory.py)")
     p.add_argument("--in-process", metavar="CASE", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.in_process:
@@ -91,7 +92,8 @@ def main() -> None:
         print(json.dumps(case(args.in_process, args.qps)))
         return
     print("# figures on a shared 2-core machine: wall > CPU means other processes held the cores"
-          + ("; glibc malloc defaults" if args.no_reuse else "; freed memory reused (sim/memory.py)"))
+          + ("; glibc malloc and numpy huge-page defaults" if args.no_reuse
+             else "; freed memory reused, small pages (sim/memory.py)"))
     for name in args.cases:
         t = time.perf_counter()
         flags = ["--qps", str(args.qps)] + (["--no-reuse"] if args.no_reuse else [])

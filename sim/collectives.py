@@ -183,7 +183,7 @@ def host_groups(gpus: np.ndarray, gpu_host: np.ndarray, intra_order: str = "gpu"
     gpus = np.asarray(gpus, dtype=IDX)
     if gpus.ndim != 1 or gpus.size == 0:
         raise CollectiveError("a placement is a non-empty 1-D array of GPU ids (rank -> GPU)")
-    if np.unique(gpus).size != gpus.size:
+    if _has_duplicates(gpus):
         raise CollectiveError("a placement may not give one GPU to two ranks")
     hosts = np.asarray(gpu_host)[gpus]
     uniq, first = np.unique(hosts, return_index=True)
@@ -196,6 +196,14 @@ def host_groups(gpus: np.ndarray, gpu_host: np.ndarray, intra_order: str = "gpu"
     host = np.empty(uniq.size, dtype=IDX)
     host[host_pos] = uniq
     return HostGroups(ordered=gpus[order], offset=offset, size=size, host=host)
+
+
+def _has_duplicates(ids: np.ndarray) -> bool:
+    """Whether an id occurs twice: a count per id when they span a range near their number, else a sort."""
+    lo, hi = int(ids.min()), int(ids.max())
+    if hi - lo < 4 * ids.size:
+        return bool(np.bincount(ids - lo).max() > 1)
+    return np.unique(ids).size != ids.size
 
 
 def _host_of_position(g: HostGroups) -> np.ndarray:

@@ -137,12 +137,16 @@ def header_bytes(seed, src_ip, dst_ip, sport, dport=ROCE_UDP_DPORT, dqpn=None) -
 
 def nic_ips(topo, gpus) -> np.ndarray:
     """IPv4 address (as an integer) of each GPU's backend NIC: ``10.(l >> 8).(l & 255).(p + 1)`` for leaf rank ``l``
-    and leaf port ``p`` (module docstring)."""
-    gpus = np.asarray(gpus, dtype=np.int64)
-    leaf = np.asarray(topo.switch_rank)[np.asarray(topo.gpu_leaf)[gpus]].astype(np.uint64)
-    port = np.asarray(topo.gpu_leaf_port)[gpus].astype(np.uint64)
-    host_byte = (port + np.uint64(1)) & np.uint64(0xFF)
-    return np.uint64(10 << 24) | ((leaf & np.uint64(0xFFFF)) << np.uint64(8)) | host_byte
+    and leaf port ``p`` (module docstring). The table of every GPU's address is built once per topology."""
+    table = topo.cache.get("nic_ips") if hasattr(topo, "cache") else None
+    if table is None:
+        leaf = np.asarray(topo.switch_rank)[np.asarray(topo.gpu_leaf)].astype(np.uint64)
+        port = np.asarray(topo.gpu_leaf_port).astype(np.uint64)
+        host_byte = (port + np.uint64(1)) & np.uint64(0xFF)
+        table = np.uint64(10 << 24) | ((leaf & np.uint64(0xFFFF)) << np.uint64(8)) | host_byte
+        if hasattr(topo, "cache"):
+            topo.cache["nic_ips"] = table
+    return table[np.asarray(gpus, dtype=np.int64)]
 
 
 def switch_seeds(seed: int, nodes) -> np.ndarray:
@@ -163,9 +167,8 @@ class SwitchHash:
         if kind not in HASHES:
             raise ValueError(f"hash {kind!r} is not one of {', '.join(HASHES)}")
         self.kind, self.seed, self.with_qp = kind, int(seed), dqpn is not None
-        n = len(src_ip)
         if kind == "uniform":
-            key = combine(splitmix64(np.full(n, self.seed, dtype=np.uint64)), src_ip)
+            key = combine(splitmix64(np.array([self.seed], dtype=np.uint64)), src_ip)     # the seed's once
             key = combine(combine(key, dst_ip), sport)
             self.key = combine(key, dqpn) if dqpn is not None else key
         else:

@@ -242,10 +242,8 @@ def solve_max_min(flow_ptr, flow_links, capacity, rate_cap=None, *, rtol: float 
 
 def identical_flows(flow_ptr, flow_links) -> tuple[np.ndarray, np.ndarray]:
     """``(rep, cls)``: classes of flows crossing the same link sequence. ``rep`` (K,): one flow of each class (its
-    lowest); ``cls`` (F,): the class of each flow, so ``rates = class_rates[cls]``. Flows are sorted by a hash of
-    their links, then neighbours compared link by link: a hash collision can only split a class (two classes of
-    identical flows still solve to the same rates), never merge different paths. Cost: one sort of F 64-bit words
-    (hash bits above, flow index below, so the plain sort gives the permutation) and a few passes per path position.
+    lowest); ``cls`` (F,): the class of each flow, so ``rates = class_rates[cls]``. The CSR is laid out as a padded
+    table (one row per flow, -1 past the end of its path) and handed to :func:`identical_rows`.
 
     >>> rep, cls = identical_flows([0, 2, 3, 5, 7], [4, 5, 1, 4, 5, 4, 6])
     >>> rep.tolist(), cls.tolist()
@@ -256,38 +254,78 @@ def identical_flows(flow_ptr, flow_links) -> tuple[np.ndarray, np.ndarray]:
     if n_flows == 0:
         return np.zeros(0, dtype=IDX), np.zeros(0, dtype=IDX)
     deg = np.diff(ptr)
-    mult = np.random.default_rng(0x5EED).integers(1, 2**63, size=int(deg.max()) + 1, dtype=np.uint64) | np.uint64(1)
     small = np.int32 if links.size == 0 or int(links.max()) < np.iinfo(np.int32).max else np.int64
-    starts, last = ptr[:-1], max(links.size - 1, 0)
-    columns = []                               # column i: each flow's i-th link, -1 past the end of its path
-    key = deg.astype(np.uint64) * mult[-1]
-    index = starts.copy()
-    with np.errstate(over="ignore"):
-        for i in range(int(deg.max())):
-            col = links.take(np.minimum(index, last)).astype(small)
-            col[deg <= i] = -1
-            key += col.astype(np.uint64) * mult[i]   # -1 wraps to 2**64 - 1: a fixed value for "no link here"
-            columns.append(col)
-            index += 1
+    width = int(deg.max())
+    table = np.full((n_flows, max(width + width % 2, 2)), -1, dtype=small)     # even: whole 64-bit words
+    index, last = ptr[:-1].copy(), max(links.size - 1, 0)
+    for i in range(width):
+        col = table[:, i]
+        links.take(np.minimum(index, last), out=col, mode="clip")
+        col[deg <= i] = -1
+        index += 1
+    return identical_rows(table)
+
+
+def identical_rows(table) -> tuple[np.ndarray, np.ndarray]:
+    """``(rep, cls)`` of :func:`identical_flows` for flows given as a padded path table (F, w) of link ids, -1 past
+    the end of each path (the router's own table, ``sim.routing.route(..., padded=True)``): rows equal entry for
+    entry are one class. Each row is read as whole 64-bit words. Runs of equal consecutive rows (the QPs of one
+    connection on one path) are merged first, in one pass; the runs' first rows are then sorted by a hash of their
+    words and neighbours compared whole: a hash collision can only split a class (two classes of identical flows
+    still solve to the same rates), never merge different paths. Classes are numbered by their lowest flow. Cost:
+    one sort of as many 64-bit words as runs (hash bits above, row index below, so the plain sort gives the
+    permutation), one gather of the sorted rows and a few O(F) passes.
+
+    >>> rep, cls = identical_rows(np.array([[4, 5], [1, -1], [4, 5], [4, 6]], dtype=np.int32))
+    >>> rep.tolist(), cls.tolist()
+    ([0, 1, 3], [0, 1, 0, 2])
+    >>> rep, cls = identical_rows(np.array([[4, 5], [4, 5], [1, -1], [4, 5]], dtype=np.int32))
+    >>> rep.tolist(), cls.tolist()
+    ([0, 2], [0, 0, 1, 0])
+    """
+    t = np.ascontiguousarray(table)
+    n_flows = t.shape[0]
+    if n_flows == 0:
+        return np.zeros(0, dtype=IDX), np.zeros(0, dtype=IDX)
+    if t.ndim != 2 or (t.dtype.itemsize * t.shape[1]) % 8:
+        t = np.ascontiguousarray(t.reshape(n_flows, -1), dtype=np.int64)
+    words = t.view(np.uint64)                              # (F, k): the row's bytes as k 64-bit words
+    # Runs of equal consecutive rows are one class, and a class's lowest row heads a run: sort the heads only.
+    head = np.empty(n_flows, dtype=bool)
+    head[0] = True
+    np.any(words[1:] != words[:-1], axis=1, out=head[1:])
+    if not head.all():
+        heads = np.flatnonzero(head)
+        rep, cls = identical_rows(np.take(t, heads, axis=0))     # take: rows copied whole, not element-wise
+        return heads[rep], cls[np.cumsum(head) - 1]
+    with np.errstate(over="ignore"):                       # odd multipliers: Weyl steps of the golden ratio
+        mult = np.arange(1, words.shape[1] + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15) | np.uint64(1)
     bits = max(1, (n_flows - 1).bit_length())
-    word = (key >> np.uint64(bits)) << np.uint64(bits) | np.arange(n_flows, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        key = words[:, 0] * mult[0]
+        for i in range(1, words.shape[1]):
+            key += words[:, i] * mult[i]
+        key ^= key << np.uint64(bits)                      # the index bits below must not hide the low hash bits
+    key >>= np.uint64(bits)
+    key <<= np.uint64(bits)
+    key |= np.arange(n_flows, dtype=np.uint64)
+    key.sort()
+    order = (key & np.uint64((1 << bits) - 1)).astype(IDX)
+    key >>= np.uint64(bits)
+    same = key[1:] == key[:-1]
     del key
-    word.sort()
-    order = (word & np.uint64((1 << bits) - 1)).astype(IDX)
-    same = (word[1:] >> np.uint64(bits)) == (word[:-1] >> np.uint64(bits))
-    del word
-    for col in columns:                        # confirm link by link: neighbours in sorted order
-        sorted_col = col[order]
-        same &= sorted_col[1:] == sorted_col[:-1]
+    rows = np.take(words, order, axis=0)                   # confirm: neighbours in sorted order, whole rows
+    same &= (rows[1:] == rows[:-1]).all(axis=1)
+    del rows
     new = np.r_[True, ~same]
+    # A run's first is its lowest flow (sorted by (hash, flow)); number the runs by it, in flow order.
+    lowest = order[new]
+    is_first = np.zeros(n_flows, dtype=bool)
+    is_first[lowest] = True
+    number = np.cumsum(is_first) - 1
     cls = np.empty(n_flows, dtype=IDX)
-    cls[order] = np.cumsum(new) - 1
-    first = order[new]                         # sorted by (hash, flow): a run's first is its lowest flow
-    # Renumber classes by their lowest flow so the solve sees them in flow order.
-    rank = np.argsort(first)
-    renum = np.empty_like(rank)
-    renum[rank] = np.arange(rank.size)
-    return first[rank], renum[cls]
+    cls[order] = number[lowest][np.cumsum(new) - 1]
+    return np.flatnonzero(is_first), cls
 
 
 def reference_max_min(flow_ptr, flow_links, capacity, rate_cap=None) -> np.ndarray:

@@ -182,16 +182,13 @@ def connection_flows(src_nic, dst_nic, channel, qps: int, udp_sport: str = DEFAU
     # Endpoints: the send side of every connection on its NIC, then the receive side; numbered per NIC in the
     # order (channel, send before receive, transfer).
     nic = np.concatenate([src_nic, dst_nic])
-    role = np.repeat(np.array([0, 1]), T)
-    tr = np.tile(np.arange(T), 2)
-    order = np.lexsort((tr, role, np.concatenate([channel, channel]), nic))
+    order = _endpoint_order(nic, channel, T)
     sorted_nic = nic[order]
     first = np.r_[True, sorted_nic[1:] != sorted_nic[:-1]]
     group_start = np.maximum.accumulate(np.where(first, np.arange(2 * T), 0))
     rank = np.empty(2 * T, dtype=np.int64)
     rank[order] = np.arange(2 * T) - group_start
-    uniq, inv = np.unique(nic, return_inverse=True)
-    base = qpn_bases(uniq, seed, qpn_base)[inv]
+    base = qpn_bases(nic, seed, qpn_base)
     q = np.arange(qps, dtype=np.uint64)
     mask = np.uint64((1 << QPN_BITS) - 1)
     first_qpn = base + rank.astype(np.uint64) * np.uint64(qps)
@@ -206,3 +203,20 @@ def connection_flows(src_nic, dst_nic, channel, qps: int, udp_sport: str = DEFAU
     return ConnectionFlows(transfer=np.repeat(np.arange(T, dtype=np.int64), qps),
                            qp=np.tile(np.arange(qps, dtype=np.int64), T),
                            sqpn=sqpn.ravel(), dqpn=dqpn.ravel(), sport=sport.ravel())
+
+
+def _endpoint_order(nic: np.ndarray, channel: np.ndarray, T: int) -> np.ndarray:
+    """The order of the ``2 T`` endpoints (send sides ``0..T-1``, then receive sides) by (NIC, channel, send before
+    receive, transfer): one sort of packed 64-bit keys whose low bits are the endpoint itself, or a lexsort when the
+    fields do not fit in 63 bits."""
+    e = np.arange(2 * T, dtype=np.int64)            # role x T + transfer: its order is (role, transfer)
+    if T == 0:
+        return e
+    c = np.concatenate([channel, channel]) - int(channel.min())
+    lo, cw = max(1, (2 * T - 1).bit_length()), max(1, int(c.max()).bit_length())
+    n0 = int(nic.min())
+    if lo + cw + max(1, int(nic.max()) - n0).bit_length() > 63:
+        return np.lexsort((e, c, nic))
+    key = (((nic - n0) << cw | c) << lo | e).astype(np.uint64)
+    key.sort()
+    return (key & np.uint64((1 << lo) - 1)).astype(np.int64)

@@ -62,7 +62,8 @@ import numpy as np
 from sim.collectives import (DTYPES, MAX_ALLTOALL_TRANSFERS, CollectiveError, CollectivePlan, Phase, element_count,
                              plan_collective)
 from sim.flowcore import FlowSimResult, simulate_flows  # noqa: F401  (the event-driven core; re-exported)
-from sim.maxmin import identical_flows, link_loads, max_min_rates
+from sim.flowset import FlowHeader, FlowSet
+from sim.maxmin import link_loads, max_min_rates
 from sim.nccl_tuning import PROTOCOL_CHOICES, PROTOCOLS, SIMPLE, base_latency, choose, predict, sim_busbw, sim_hop
 from sim.nccl import DEFAULT_UDP_SPORT, connection_flows
 from sim.progress import silent, span, weighted
@@ -73,6 +74,7 @@ BASE_RTT = {"roce": 22e-6, "infiniband": 5e-6}   # seconds (RoCE: docs/sources.m
 RTT_SWITCHES = {"roce": 5, "infiniband": 1}      # switches one way on the path the base RTT is for (assumption:
                                                  # RoCE, the fabric's longest, RTSW-CTSW-ATSW-CTSW-RTSW; IB: one leaf)
 GB = 1e9                       # nccl-tests' GB/s
+CSR_CHUNK = 1 << 20            # rows of the router's table turned into CSR links at a time (bounds a temporary)
 EVENT_MERGE = 1e-2             # event-driven phases merge completions within 1 % of the makespan's lower bound
 
 
@@ -162,11 +164,11 @@ def critical_paths(phase: Phase, one_way: np.ndarray, network: np.ndarray, costs
     P = len(phase.src)
     if P == 0:
         return [(0.0, 0, 0) for _ in costs]
-    vals = [np.asarray(one_way, dtype=np.float64), network.astype(np.float64), (~network).astype(np.float64)]
     ring = _ring_shape(phase)
     if ring is not None:
-        return _ring_critical_paths(ring, phase.lat_span, vals, costs)
-    vals = np.stack(vals, axis=1)
+        return _ring_critical_paths(ring, phase.lat_span, [one_way, network], costs)
+    vals = np.stack([np.asarray(one_way, dtype=np.float64), network.astype(np.float64),
+                     (~network).astype(np.float64)], axis=1)
     nxt = np.full(P, -1, dtype=IDX) if phase.lat_next is None else np.asarray(phase.lat_next, dtype=IDX)
     sums = chain_sums(nxt, vals, phase.lat_span if phase.lat_next is not None else 1)
     group = np.zeros(P, dtype=IDX) if phase.lat_group is None else np.asarray(phase.lat_group, dtype=IDX)
@@ -192,17 +194,33 @@ def critical_paths(phase: Phase, one_way: np.ndarray, network: np.ndarray, costs
 
 def _ring_critical_paths(ring, lat_span: int, vals, costs) -> list[tuple[float, int, int]]:
     """:func:`critical_paths` of ``C`` rings of ``n`` transfers (channel-major, ring order): per ring the slowest
-    window of ``span`` consecutive edges (cumulative sums over the ring repeated as often as a window needs, one
-    column of ``vals`` at a time), then the slowest ring."""
+    window of ``span`` consecutive edges, then the slowest ring. ``vals``: one-way seconds and whether each
+    transfer crosses the network (its NVLink hops are the others). The seconds are summed by cumulative sums over
+    the ring repeated as often as a window needs; the hop counts are whole numbers, counted exactly from one ring's
+    cumulative sum (a window holds ``span // n`` whole rings and a part), the NVLink hops being the window's others."""
     C, n = ring
     span = lat_span if lat_span > 0 else n
     reps = (span + 2 * n - 2) // n                        # the windows starting at 0..n-1 end before span + n - 1
-    sums = []
-    for col in vals:                                      # one-way seconds, network hops, NVLink hops
-        cs = np.zeros((C, reps * n + 1))
-        np.cumsum(np.tile(col.reshape(C, n), (1, reps)), axis=1, out=cs[:, 1:])
-        sums.append(cs[:, span:span + n] - cs[:, :n])
-        del cs
+    x = np.asarray(vals[0], dtype=np.float64).reshape(C, n)
+    cs = np.zeros((C, reps * n + 1))
+    for r in range(reps):                                 # the ring repeated: each block continues the sum
+        block = cs[:, 1 + r * n:1 + (r + 1) * n]
+        block[:] = x
+        block[:, 0] += cs[:, r * n]
+        np.cumsum(block, axis=1, out=block)
+    seconds = cs[:, span:span + n] - cs[:, :n]
+    del cs
+    net = np.zeros((C, n + 1), dtype=IDX)
+    np.cumsum(vals[1].reshape(C, n).astype(IDX), axis=1, out=net[:, 1:])
+    whole, part = divmod(span, n)
+    k = min(n, n - part + 1)                              # windows j < k end within one ring (j + part <= n)
+    count = np.empty((C, n), dtype=IDX)
+    count[:, :k] = net[:, part:part + k] - net[:, :k]
+    count[:, k:] = net[:, n:] + net[:, 1:part] - net[:, k:n]
+    count += whole * net[:, n:]
+    hops = count.astype(np.float64)
+    del count, net
+    sums = [seconds, hops, span - hops]
     out = []
     for extra, nvl in costs:
         v = sums[0] + extra * sums[1] + nvl * sums[2]
@@ -219,43 +237,6 @@ def critical_path(phase: Phase, hop: np.ndarray, network: np.ndarray) -> tuple[f
 
 
 # ---------------------------------------------------------------------------------------------- flows
-@dataclass
-class FlowSet:
-    """Flows of one phase: per flow its GPUs, QP (index in its connection), channel, the transfer (connection) it
-    belongs to, its bytes per byte of message size (``share``), its links (CSR ``ptr``, ``links``; NVLink links are
-    ``>= n_fabric``) and its header: QP numbers and UDP source port (:mod:`sim.nccl`)."""
-
-    src: np.ndarray
-    dst: np.ndarray
-    qp: np.ndarray
-    channel: np.ndarray
-    transfer: np.ndarray
-    share: np.ndarray
-    ptr: np.ndarray
-    links: np.ndarray
-    n_fabric: int
-    n_gpus: int
-    sqpn: np.ndarray | None = None     # sender's QP number (network flows; -1 for NVLink)
-    dqpn: np.ndarray | None = None     # receiver's QP number: the transport header's destination QP
-    sport: np.ndarray | None = None    # RoCEv2 UDP source port
-
-    @property
-    def n_flows(self) -> int:
-        return len(self.src)
-
-    @property
-    def network(self) -> np.ndarray:
-        """(F,) bool: the flow crosses the switch fabric (not NVLink)."""
-        return self._net
-
-    def __post_init__(self):
-        # A flow is a network flow when its first link is a fabric link (NVLink flows cross only virtual links).
-        first = np.full(len(self.src), self.n_fabric, dtype=IDX)
-        has = np.diff(self.ptr) > 0
-        first[has] = self.links[self.ptr[:-1][has]]
-        self._net = first < self.n_fabric
-
-
 def link_capacity(topo) -> np.ndarray:
     """(E + 2G,) bytes/s: the fabric's links, then each GPU's NVLink egress, then its NVLink ingress."""
     nvl = np.full(topo.n_gpus, topo.nvlink_bandwidth / NVLINK_DIRECTIONS)
@@ -303,33 +284,45 @@ def build_flows(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
     nvl_t = np.flatnonzero(~inter)
     nic = np.asarray(topo.gpu_nic)
     conn = connection_flows(nic[src[net_t]], nic[dst[net_t]], chan[net_t], qps, udp_sport, seed, qpn_base)
-    t_net = net_t[conn.transfer]
-    qp_net = conn.qp
-    if t_net.size:
-        if router is None:
-            from sim.routing import route
-            ptr_net, links_net = route(topo, src[t_net], dst[t_net], qp_net, routing, seed, hash=hash,
-                                       sport=conn.sport, dqpn=conn.dqpn)
-        else:
-            ptr_net, links_net = router(topo, src[t_net], dst[t_net], qp_net, routing, seed)
-        ptr_net = np.asarray(ptr_net, dtype=IDX)
-        links_net = np.asarray(links_net, dtype=IDX)
-        if np.any(np.diff(ptr_net) == 0):
-            raise ValueError("the router gave an empty path to a transfer between hosts")
+    t_net = np.repeat(net_t, qps)                         # = net_t[conn.transfer]: transfer-major, QP-minor
+    qp, sqpn, dqpn, sport = conn.qp, conn.sqpn, conn.dqpn, conn.sport
+    del conn                                              # its per-flow transfer is not kept
+    n_net, n_nvl = t_net.size, nvl_t.size
+    ptr = np.empty(n_net + n_nvl + 1, dtype=IDX)          # the CSR is written in place: network flows, then NVLink
+    ptr[0] = 0
+    paths = None                             # the router's padded path table, kept for grouping identical flows
+    if n_net and router is None and routing != "te":
+        from sim.routing import route
+        paths = route(topo, src[t_net], dst[t_net], qp, routing, seed, hash=hash, sport=sport, dqpn=dqpn,
+                      padded=True, between_hosts=True)
+        del qp
+        used = paths >= 0
+        np.cumsum(used.sum(axis=1), out=ptr[1:n_net + 1])
+        links = np.empty(int(ptr[n_net]) + 2 * n_nvl, dtype=IDX)
+        for lo in range(0, n_net, CSR_CHUNK):             # in slices: no full-size temporary
+            hi = min(lo + CSR_CHUNK, n_net)
+            links[ptr[lo]:ptr[hi]] = paths[lo:hi][used[lo:hi]]
+        del used
+    elif n_net:
+        from sim.routing import route
+        ptr_net, links_net = route(topo, src[t_net], dst[t_net], qp, routing, seed) if router is None \
+            else router(topo, src[t_net], dst[t_net], qp, routing, seed)
+        ptr[:n_net + 1] = ptr_net
+        links = np.empty(int(ptr[n_net]) + 2 * n_nvl, dtype=IDX)
+        links[:ptr[n_net]] = links_net
     else:
-        ptr_net, links_net = np.zeros(1, dtype=IDX), np.zeros(0, dtype=IDX)
-    nvl_links = np.stack([E + src[nvl_t], E + G + dst[nvl_t]], axis=1).ravel()
-    ptr = np.concatenate([ptr_net, ptr_net[-1] + 2 * np.arange(1, nvl_t.size + 1, dtype=IDX)])
-    transfer = np.concatenate([t_net, nvl_t])
+        links = np.empty(2 * n_nvl, dtype=IDX)
+    if n_net and (ptr[1:n_net + 1] == ptr[:n_net]).any():
+        raise ValueError("the router gave an empty path to a transfer between hosts")
+    cut = int(ptr[n_net])
+    np.add(src[nvl_t], E, out=links[cut::2])              # NVLink: [E + src, E + G + dst]
+    np.add(dst[nvl_t], E + G, out=links[cut + 1::2])
+    np.add(2 * np.arange(1, n_nvl + 1, dtype=IDX), cut, out=ptr[n_net + 1:])
     share = np.asarray(phase.share, dtype=np.float64)
-    none = np.full(nvl_t.size, -1, IDX)
-    return FlowSet(src=src[transfer], dst=dst[transfer], qp=np.concatenate([qp_net, np.zeros(nvl_t.size, IDX)]),
-                   channel=chan[transfer], transfer=transfer,
-                   share=np.concatenate([share[t_net] / qps, share[nvl_t]]), ptr=ptr,
-                   links=np.concatenate([links_net, nvl_links]), n_fabric=E, n_gpus=G,
-                   sqpn=np.concatenate([conn.sqpn.astype(IDX), none]),
-                   dqpn=np.concatenate([conn.dqpn.astype(IDX), none]),
-                   sport=np.concatenate([conn.sport.astype(IDX), none]))
+    header = FlowHeader(src=src, dst=dst, channel=chan, n_network=n_net, qps=qps, sqpn=sqpn, dqpn=dqpn, sport=sport,
+                        paths=paths)
+    return FlowSet(transfer=np.concatenate([t_net, nvl_t]), share=np.concatenate([share[t_net] / qps, share[nvl_t]]),
+                   ptr=ptr, links=links, n_fabric=E, n_gpus=G, header=header)
 
 
 # ---------------------------------------------------------------------------------------------- collectives
@@ -340,7 +333,9 @@ class PhaseResult:
     hosts (0 on NVLink), ``hop_network`` (P,): which transfers cross the network (:func:`transfer_latency`);
     ``latency``: per protocol, the seconds of the phase's critical path and ``critical_hops`` its (network, NVLink)
     hops (filled by :func:`run_collective`); ``finish_unit`` (F,): for event-driven phases, each flow's finish time
-    per byte of message size."""
+    per byte of message size; ``link_unit_bytes``: for synchronous phases, the bytes the phase puts on each link per
+    byte of message size (all steps), and ``link_flows`` how many of its flows cross each link, both summed over the
+    classes of identical flows the solve used."""
 
     phase: Phase
     flows: FlowSet
@@ -352,6 +347,8 @@ class PhaseResult:
     solve_seconds: float = 0.0
     latency: dict = field(default_factory=dict)
     critical_hops: dict = field(default_factory=dict)
+    link_unit_bytes: np.ndarray | None = None    # (E + 2G,) the phase's bytes per byte of message size (all steps)
+    link_flows: np.ndarray | None = None         # (E + 2G,) how many of its flows cross each link
 
 
 @dataclass
@@ -553,6 +550,7 @@ def solve_phase(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
     latency = latency or LatencyModel()
     say = progress or silent
     t0 = time.perf_counter()
+    link_unit = link_flows = path = None
     header = {"hash": hash, "udp_sport": udp_sport, "qpn_base": qpn_base}
     if routing == "te" and router is None:
         # The TE controller sees the whole traffic matrix: this phase's and the background jobs' flows are routed
@@ -579,47 +577,76 @@ def solve_phase(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
         rates, finish_unit = sim.first_rate[:mine], sim.finish[:mine]
         unit = float(finish_unit.max()) if mine else 0.0
     else:
-        rates = _merged_rates(everything, capacity, solving)[:mine]
+        rates, cls, cptr, clinks = _solve_classes(everything, capacity, solving)
+        rates, cls = rates[:mine], cls[:mine]
         with np.errstate(divide="ignore", invalid="ignore"):
             per = np.where(rates > 0, flows.share / rates, np.inf)
         unit = phase.steps * float(per.max()) if per.size else 0.0
-    hop, network = transfer_latency(topo, phase, flows, latency)
+        # This phase's bytes and flows on each link and each flow's path latency, per class of identical flows
+        # (a class's flows cross the same links).
+        K = cptr.size - 1
+        link_unit = link_loads(cptr, clinks, np.bincount(cls, flows.share, minlength=K) * phase.steps, capacity.size)
+        link_flows = np.rint(link_loads(cptr, clinks, np.bincount(cls, minlength=K), capacity.size)).astype(IDX)
+        first = flows.n_network_first                 # only network flows have a path latency to keep
+        path = path_latency(topo, cptr, clinks)[cls if first is None else cls[:first]]
+    hop, network = transfer_latency(topo, phase, flows, latency, path)
     say(1.0, f"phase {phase.name}: {everything.n_flows:,} flows routed ({routing}, {qps} QP) and solved in "
         f"{time.perf_counter() - t0:.2f} s")
     return PhaseResult(phase=phase, flows=flows, rates=rates, unit_time=unit, hop_latency=hop, hop_network=network,
-                       finish_unit=finish_unit, solve_seconds=time.perf_counter() - t0)
+                       finish_unit=finish_unit, solve_seconds=time.perf_counter() - t0, link_unit_bytes=link_unit,
+                       link_flows=link_flows)
 
 
 def _merged_rates(flows: FlowSet, capacity: np.ndarray, progress) -> np.ndarray:
     """Max-min rates of ``flows``, solved once per class of flows on the same links (QPs hashed onto one path,
     NVLink transfers of several channels between one GPU pair): identical flows get identical rates, so the
-    weighted solve of the classes (:func:`sim.maxmin.identical_flows`) gives the rates of every flow."""
-    rep, cls = identical_flows(flows.ptr, flows.links)
+    weighted solve of the classes (:meth:`sim.flowset.FlowSet.classes`) gives the rates of every flow."""
+    return _solve_classes(flows, capacity, progress)[0]
+
+
+def _solve_classes(flows: FlowSet, capacity: np.ndarray, progress):
+    """``(rates, cls, ptr, links)``: :func:`_merged_rates`, with each flow's class and the classes' CSR paths."""
+    rep, cls = flows.classes()
     deg = np.diff(flows.ptr)[rep]
     ptr = np.zeros(rep.size + 1, dtype=IDX)
     np.cumsum(deg, out=ptr[1:])
     starts = flows.ptr[rep]
     links = flows.links[np.arange(ptr[-1], dtype=IDX) + np.repeat(starts - ptr[:-1], deg)]
     weight = np.bincount(cls, minlength=rep.size)
-    return max_min_rates(ptr, links, capacity, progress=progress, weight=weight)[cls]
+    return max_min_rates(ptr, links, capacity, progress=progress, weight=weight)[cls], cls, ptr, links
 
 
-def transfer_latency(topo, phase: Phase, flows: FlowSet, latency: LatencyModel | None = None):
+def path_latency(topo, ptr: np.ndarray, links: np.ndarray) -> np.ndarray:
+    """(F,) seconds: the latency of the switches each flow's links enter (``topo.link_latency``; NVLink links 0)."""
+    lat = np.concatenate([np.asarray(topo.link_latency, dtype=np.float64), np.zeros(2 * topo.n_gpus)])
+    deg = np.diff(ptr)
+    path = np.zeros(deg.size)
+    full = np.flatnonzero(deg > 0)
+    if full.size:
+        path[full] = np.add.reduceat(lat[links[ptr[0]:ptr[-1]]], ptr[full] - ptr[0])
+    return path
+
+
+def transfer_latency(topo, phase: Phase, flows: FlowSet, latency: LatencyModel | None = None, path=None):
     """``(hop, network)``, both (P,) over the phase's transfers: the one-way latency (seconds) of each transfer
     between hosts, its own routed path's (the host/NIC part of :class:`LatencyModel` + the latency of every switch
     it enters, ``topo.link_latency``; the slowest of its QPs, since a step needs all of them), 0 for NVLink
-    transfers (their latency is the protocol's); and whether it crosses the network."""
+    transfers (their latency is the protocol's); and whether it crosses the network. ``path``: each flow's
+    :func:`path_latency` when the caller has it (per class of identical flows, :func:`solve_phase`)."""
     latency = latency or LatencyModel()
     P = len(phase.src)
-    net_f = flows.network
     hop = np.zeros(P)
     network = np.zeros(P, dtype=bool)
-    if net_f.any():
-        lat = np.concatenate([np.asarray(topo.link_latency, dtype=np.float64), np.zeros(2 * topo.n_gpus)])
-        path = np.add.reduceat(lat[flows.links], flows.ptr[:-1]) if flows.links.size else np.zeros(flows.n_flows)
-        path = np.where(np.diff(flows.ptr) > 0, path, 0.0)
-        np.maximum.at(hop, flows.transfer[net_f], path[net_f])
-        network[flows.transfer[net_f]] = True
+    first = flows.n_network_first
+    if first is None:
+        n, net_f = flows.n_flows, flows.network
+    else:                                     # build_flows' layout: the first n flows, and only they, cross the fabric
+        n, net_f = first, slice(0, first)
+    if n and (first is not None or net_f.any()):
+        path = path_latency(topo, flows.ptr[:n + 1], flows.links) if path is None else path[:n]
+        tr = flows.transfer[:n][net_f]
+        np.maximum.at(hop, tr, path[net_f])
+        network[tr] = True
         hop[network] += latency.host(topo.kind, float(topo.hop_latency))
     return hop, network
 
@@ -722,13 +749,15 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
         say(0.0, f"background: {len(others)} other jobs, {sum(len(b) for b in background):,} GPUs")
     phases = []
     with_bg = [[ph] + [o[i] for o in others if i < len(o)] for i, ph in enumerate(plan.phases)]
-    shares = weighted(progress, [sum(flow_count(topo, p, qps) for p in group) for group in with_bg])
+    shares = weighted(progress, [sum(flow_count(topo, p, qps) for p in group) for group in with_bg]) \
+        if progress is not None else [None] * len(with_bg)     # nobody told: no need to count the flows
     for i, (ph, *bg_phases) in enumerate(with_bg):
         phases.append(solve_phase(topo, ph, qps, routing, seed, latency, router, capacity, bg_phases, shares[i],
                                   hash=hash, udp_sport=udp_sport, qpn_base=qpn_base))
     link_bytes = np.zeros(capacity.size)
     for res in phases:
-        link_bytes += link_loads(res.flows.ptr, res.flows.links, res.flows.share * res.phase.steps, capacity.size)
+        link_bytes += res.link_unit_bytes if res.link_unit_bytes is not None else \
+            link_loads(res.flows.ptr, res.flows.links, res.flows.share * res.phase.steps, capacity.size)
     gph = int(np.bincount(np.asarray(topo.gpu_host)).max())
     roof = roofline_busbw(plan.collective, plan.n_ranks, gph, topo.nic_bandwidth, topo.nvlink_bandwidth,
                           plan.algorithm, plan.channels)
@@ -750,6 +779,37 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
     result.seconds = {"total": time.perf_counter() - t_start,
                       "phases": [round(p.solve_seconds, 4) for p in phases]}
     return result
+
+
+def _top_links(rounded: np.ndarray, n_on: np.ndarray, k: int) -> np.ndarray:
+    """The first ``k`` links ordered by ``rounded`` utilization, then ``n_on`` flows (both descending), then id;
+    the full sort runs only over the links that can be among them (partitions find the k-th values first)."""
+    cand = np.arange(rounded.size)
+    if rounded.size > k:
+        kth = _kth_largest(rounded, k)
+        above, tied = np.flatnonzero(rounded > kth), np.flatnonzero(rounded == kth)
+        need = k - above.size                             # taken among the ties: most flows, then lowest id
+        if tied.size > need:
+            flows = n_on[tied]
+            cut = _kth_largest(flows, need)
+            more = tied[flows > cut]
+            tied = np.concatenate([more, tied[flows == cut][:need - more.size]])
+        cand = np.concatenate([above, tied])
+        cand.sort()
+    return cand[np.lexsort((-n_on[cand], -rounded[cand]))][:k]
+
+
+def _kth_largest(x: np.ndarray, k: int):
+    """The ``k``-th largest value of ``x`` (counting repeats), for a small ``k``: at most ``k`` passes over the
+    values below the maximum, where a partition degrades on arrays of many equal values (link utilizations)."""
+    need = k
+    while True:
+        top = x.max()
+        equal = int(np.count_nonzero(x == top))
+        if equal >= need:
+            return top
+        need -= equal
+        x = x[x < top]
 
 
 def protocol_latencies(plan: CollectivePlan, phases: list[PhaseResult], latency: LatencyModel | None = None):
@@ -780,28 +840,32 @@ def hottest_links(topo, result: CollectiveResult, k: int = 10, flows_per_link: i
     util = result._utilization()
     n_on = np.zeros(util.size, dtype=IDX)
     for ph in result.phases:
-        n_on += np.bincount(ph.flows.links, minlength=util.size)
-    order = np.lexsort((-n_on, -np.round(util, 9)))
-    top = order[:k]
+        n_on += ph.link_flows if ph.link_flows is not None else np.bincount(ph.flows.links, minlength=util.size)
+    rounded = np.round(util, 9)
+    top = _top_links(rounded, n_on, k)
     top = top[util[top] > 0]
     rank_of = np.full(topo.n_gpus, -1, dtype=IDX)
     rank_of[result.plan.gpus] = np.arange(result.plan.n_ranks)
     names = link_names(topo, top)
     hot = []
+    mark = np.zeros(util.size, dtype=bool)
+    mark[top] = True
+    on_top = [np.flatnonzero(mark[ph.flows.links]) for ph in result.phases]   # CSR entries on them, one pass
     for link, name in zip(top.tolist(), names):
         sample = []
-        for pi, ph in enumerate(result.phases):
+        for ph, pos in zip(result.phases, on_top):
             fl = ph.flows
-            entries = np.flatnonzero(fl.links == link)
+            entries = pos[fl.links[pos] == link]
             if not entries.size:
                 continue
             f = np.searchsorted(fl.ptr, entries, side="right") - 1
             f = f[np.argsort(ph.rates[f], kind="stable")][:flows_per_link - len(sample)]
-            for i in f.tolist():
-                sample.append({"phase": ph.phase.name, "src_rank": int(rank_of[fl.src[i]]),
-                               "dst_rank": int(rank_of[fl.dst[i]]), "src_gpu": int(fl.src[i]),
-                               "dst_gpu": int(fl.dst[i]), "qp": int(fl.qp[i]), "channel": int(fl.channel[i]),
-                               "rate_GBps": float(ph.rates[i]) / GB})
+            fields = {key: fl.values(key, f).tolist() for key in ("src", "dst", "qp", "channel")}
+            for j, i in enumerate(f.tolist()):
+                s, d = fields["src"][j], fields["dst"][j]
+                sample.append({"phase": ph.phase.name, "src_rank": int(rank_of[s]), "dst_rank": int(rank_of[d]),
+                               "src_gpu": int(s), "dst_gpu": int(d), "qp": int(fields["qp"][j]),
+                               "channel": int(fields["channel"][j]), "rate_GBps": float(ph.rates[i]) / GB})
             if len(sample) >= flows_per_link:
                 break
         hot.append(HotLink(link=link, name=name, capacity=float(result.link_capacity[link]),

@@ -128,16 +128,21 @@ def routing_tables(topo: Topology) -> RoutingTables:
         has = dst_spine >= 0
         core_reach = (spine_core_ok[np.maximum(dst_spine, 0)].transpose(0, 2, 1)   # (P, M, nL)
                       & (has & leaf_plane_ok.T)[:, None, :])
-        # Spine s (plane p) reaches leaf b of another zone through any core of p it is cabled to.
-        cross = np.zeros((nS, nL), dtype=bool)
+        # Spine s (plane p) reaches leaf b of another zone through any core of p it is cabled to: computed once
+        # per distinct set of cores a spine of p is cabled to (one set per plane when no cable failed).
+        spine_reach = np.zeros((nS, nL), dtype=bool)
         for p in range(P):
             rows = np.flatnonzero(spine_plane == p)
-            cross[rows] = (spine_core_ok[rows].astype(np.float32) @ core_reach[p].astype(np.float32)) > 0
+            sets, which = np.unique(spine_core_ok[rows], axis=0, return_inverse=True)
+            reach = (sets.astype(np.float32) @ core_reach[p].astype(np.float32)) > 0
+            spine_reach[rows] = reach[which.ravel()]
     else:
         core_reach = np.zeros((P, max(M, 1), nL), dtype=bool)
-        cross = np.zeros((nS, nL), dtype=bool)
-    same = spine_zone[:, None] == leaf_zone[None, :]
-    spine_reach = np.where(same, leaf_plane_ok.T[spine_plane], cross)
+        spine_reach = np.zeros((nS, nL), dtype=bool)
+    # Within its own zone a spine reaches the leaves its plane's cables go down to.
+    for z in np.unique(spine_zone):
+        rows, cols = np.flatnonzero(spine_zone == z), np.flatnonzero(leaf_zone == z)
+        spine_reach[np.ix_(rows, cols)] = leaf_plane_ok[np.ix_(cols, spine_plane[rows])].T
     Z = spine_at.shape[0]
     leaf_dst_full = np.ones((Z, nL), dtype=bool)
     for z in range(Z):
@@ -190,7 +195,7 @@ def _no_path(topo: Topology, src, dst, bad: np.ndarray, n_flows: int, reason: st
 
 
 def route(topo: Topology, src_gpu, dst_gpu, qp=None, routing: str = "ecmp", seed: int = 0, *,
-          hash: str = "uniform", sport=None, dqpn=None):
+          hash: str = "uniform", sport=None, dqpn=None, padded: bool = False, between_hosts: bool = False):
     """Route flows; return CSR ``(flow_ptr (F+1,), flow_links)`` of the directed link ids each flow crosses.
 
     Links are in path order: the source NIC's uplink first, the destination NIC's downlink last. Flows between two
@@ -200,8 +205,15 @@ def route(topo: Topology, src_gpu, dst_gpu, qp=None, routing: str = "ecmp", seed
     :data:`sim.nccl.FIXED_UDP_SPORT`, for every flow) and, for E-ECMP, the destination QP number ``dqpn`` (F,)
     (default: ``qp``). Deterministic for a given ``seed``; raises :class:`NoPathError` when a flow has no active
     path and ``ValueError`` for an unknown routing or hash or GPU ids out of range.
+
+    ``padded=True`` returns the table the router builds instead of the CSR: (F, :func:`max_path_links`) link ids
+    in path order, ``-1`` past the end of each path (int32 when the link ids fit), the table
+    :func:`sim.maxmin.identical_rows` groups. Not for ``routing="te"``, whose controller gives CSR paths.
+    ``between_hosts=True``: the caller has made sure no flow joins two GPUs of one host (the check is skipped).
     """
     if routing == "te":                      # centralized traffic engineering: sim/te.py (all flows at once)
+        if padded:
+            raise ValueError("te routing gives CSR paths, not a padded table")
         from sim.te import te_route
         return te_route(topo, src_gpu, dst_gpu, qp, seed=seed)
     src, dst, qp = _flow_arrays(topo, src_gpu, dst_gpu, qp, routing)
@@ -213,13 +225,13 @@ def route(topo: Topology, src_gpu, dst_gpu, qp=None, routing: str = "ecmp", seed
     dqpn = qp.astype(np.uint64) if dqpn is None else np.broadcast_to(np.asarray(dqpn, dtype=np.uint64), (F,))
     narrow = np.int32 if topo.n_links < np.iinfo(np.int32).max else IDX     # half the memory of the path table
     paths = np.full((src.size, max_path_links(topo)), -1, dtype=narrow)
-    hops = _nic_links(topo, src, dst, paths)
+    hops = _nic_links(topo, src, dst, paths, between_hosts)
     if hops is not None:
         hops.start(routing_tables(topo), routing, seed, hash, sport, dqpn)
         plane, spine = _up_to_spine(hops, paths)
         _down_in_zone(hops, paths, plane, spine)
         _over_the_core(hops, paths, plane, spine)
-    return _csr(paths)
+    return paths if padded else _csr(paths)
 
 
 def max_path_links(topo: Topology) -> int:
@@ -291,8 +303,12 @@ class _Hops:
 
     def choose(self, full, rows, nodes, digit, width, valid):
         """One hop's pick among ``width`` equal-cost choices: the switch's hash (ECMP, E-ECMP), or the
-        destination digit (static routing; pinning falls back to the hash where its pinned choice is dead)."""
-        h = self.hash.at(rows, nodes) if self.hashed else None
+        destination digit (static routing; pinning falls back to the hash where its pinned choice is dead).
+        ``nodes()`` gives the switches' node ids. With one choice (a single cable) nothing is hashed: any selector
+        picks it, or finds it dead."""
+        if width == 1:
+            return _pick(full, np.zeros(len(rows), dtype=np.uint64), 1, valid)
+        h = self.hash.at(rows, nodes()) if self.hashed else None
         if self.routing in ("ecmp", "eecmp"):
             return _pick(full, h, width, valid)
         return _pick(full, digit[rows], width, valid, h if self.routing == "pinned" else None)
@@ -301,25 +317,49 @@ class _Hops:
         _no_path(self.topo, self.src, self.dst, self.fl[rows], self.src.size, reason)
 
 
-def _nic_links(topo: Topology, src, dst, paths) -> _Hops | None:
+def _nic_links(topo: Topology, src, dst, paths, between_hosts: bool = False) -> _Hops | None:
     """Fill in the first and last link of every flow between hosts (its NICs' cables) and the whole path of flows
     within one leaf; return the flows that leave their leaf (``None`` if none do)."""
-    net = np.flatnonzero(topo.gpu_host[src] != topo.gpu_host[dst])       # flows that use the network
-    s, d = src[net], dst[net]
-    up0, down0 = topo.gpu_uplink[s], topo.gpu_downlink[d]
-    leaf_ok = topo.switch_active[topo.gpu_leaf[s]] & topo.switch_active[topo.gpu_leaf[d]]
-    bad = (up0 < 0) | (down0 < 0) | ~leaf_ok
+    g = _gpu_ends(topo)
+    net = np.arange(src.size) if between_hosts else np.flatnonzero(topo.gpu_host[src] != topo.gpu_host[dst])
+    every = net.size == src.size                                          # every flow uses the network
+    s, d = (src, dst) if every else (src[net], dst[net])
+    bad = ~(g.sends[s] & g.receives[d])
     if bad.any():
         _no_path(topo, src, dst, net[bad], src.size, "a NIC, its cable or its leaf is not active")
-    paths[net, 0] = up0
-    a = topo.switch_rank[topo.gpu_leaf[s]]
-    b = topo.switch_rank[topo.gpu_leaf[d]]
+    down0 = topo.gpu_downlink[d]
+    if every:
+        paths[:, 0] = topo.gpu_uplink[s]
+    else:
+        paths[net, 0] = topo.gpu_uplink[s]
+    a, b = g.leaf[s], g.leaf[d]
     same_leaf = a == b
-    paths[net[same_leaf], 1] = down0[same_leaf]
+    stay = np.flatnonzero(same_leaf)
+    paths[stay if every else net[stay], 1] = down0[stay]
     leave = np.flatnonzero(~same_leaf)
     if leave.size == 0:
         return None
-    return _Hops(topo, src, dst, net[leave], a[leave], b[leave], s[leave], d[leave], down0[leave])
+    return _Hops(topo, src, dst, leave if every else net[leave], a[leave], b[leave], s[leave], d[leave], down0[leave])
+
+
+@dataclass
+class _GpuEnds:
+    """Per GPU, what the first and last hop of a flow need: its leaf's rank, whether it can send (NIC uplink and
+    leaf active) and receive (NIC downlink and leaf active). Cached in ``topo.cache``: two gathers per flow, not six."""
+
+    leaf: np.ndarray
+    sends: np.ndarray
+    receives: np.ndarray
+
+
+def _gpu_ends(topo: Topology) -> _GpuEnds:
+    cached = topo.cache.get("gpu_ends")
+    if cached is None:
+        leaf_ok = topo.switch_active[topo.gpu_leaf]
+        cached = _GpuEnds(leaf=topo.switch_rank[topo.gpu_leaf], sends=(topo.gpu_uplink >= 0) & leaf_ok,
+                          receives=(topo.gpu_downlink >= 0) & leaf_ok)
+        topo.cache["gpu_ends"] = cached
+    return cached
 
 
 def _up_to_spine(h: _Hops, paths):
@@ -335,7 +375,7 @@ def _up_to_spine(h: _Hops, paths):
         sp = topo.spine_at[za[rows][:, None], planes[None, :]]
         return (ids >= 0) & (sp >= 0) & t.spine_reach[np.maximum(sp, 0), b[rows][:, None]]
 
-    u, dead = h.choose(full, np.arange(h.fl.size), topo.leaves[a], h.dig1, W1, leaf_valid)
+    u, dead = h.choose(full, np.arange(h.fl.size), lambda: topo.leaves[a], h.dig1, W1, leaf_valid)
     if dead.size:
         h.no_path(dead, "no uplink of the source leaf reaches the destination leaf")
     paths[h.fl, 1] = t.leaf_up[a, u]
@@ -351,7 +391,7 @@ def _down_in_zone(h: _Hops, paths, plane, spine) -> None:
         return
     b = h.b
     cand = topo.leaf_up[b[sz], plane[sz]]                                   # (k, m)
-    j, dead = h.choose(t.leaf_plane_full[b[sz], plane[sz]], sz, topo.spines[spine[sz]], h.dig1, t.m,
+    j, dead = h.choose(t.leaf_plane_full[b[sz], plane[sz]], sz, lambda: topo.spines[spine[sz]], h.dig1, t.m,
                        lambda r: cand[r] >= 0)
     assert dead.size == 0, "spine_reach promised a downlink"
     paths[h.fl[sz], 2] = cand[np.arange(sz.size), j] + topo.n_cables
@@ -374,19 +414,19 @@ def _over_the_core(h: _Hops, paths, plane, spine) -> None:
         members = np.arange(W2) // t.m2
         return (ids >= 0) & t.core_reach[pl[rows][:, None], members[None, :], bx[rows][:, None]]
 
-    v, dead = h.choose(full, xz, topo.spines[s1], h.dig2, W2, spine_valid)
+    v, dead = h.choose(full, xz, lambda: topo.spines[s1], h.dig2, W2, spine_valid)
     assert dead.size == 0, "spine_reach promised an uplink"
     member = v // t.m2
     paths[h.fl[xz], 2] = t.spine_up[s1, v]
     core_rank = topo.core_at[pl, member]
     s2 = topo.spine_at[h.zb[xz], pl]
     cand = topo.spine_up[s2, member]                                        # (k, m2) cables spine' - core
-    j2, dead = h.choose(t.spine_core_full[s2, member], xz, topo.cores[core_rank], h.dig2, t.m2,
+    j2, dead = h.choose(t.spine_core_full[s2, member], xz, lambda: topo.cores[core_rank], h.dig2, t.m2,
                         lambda r: cand[r] >= 0)
     assert dead.size == 0, "core_reach promised a downlink"
     paths[h.fl[xz], 3] = cand[np.arange(xz.size), j2] + C
     cand = topo.leaf_up[bx, pl]                                              # (k, m) cables leaf b - spine'
-    j1, dead = h.choose(t.leaf_plane_full[bx, pl], xz, topo.spines[s2], h.dig1, t.m, lambda r: cand[r] >= 0)
+    j1, dead = h.choose(t.leaf_plane_full[bx, pl], xz, lambda: topo.spines[s2], h.dig1, t.m, lambda r: cand[r] >= 0)
     assert dead.size == 0, "core_reach promised a leaf downlink"
     paths[h.fl[xz], 4] = cand[np.arange(xz.size), j1] + C
     paths[h.fl[xz], 5] = h.down0[xz]

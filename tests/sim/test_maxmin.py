@@ -293,3 +293,20 @@ def test_identical_flows_group_only_equal_paths_and_the_weighted_solve_equals_th
     merged_ptr, merged_links = csr_from_lists([flows[r] for r in rep])
     weighted = max_min_rates(merged_ptr, merged_links, capacity, weight=np.bincount(cls))[cls]
     assert np.allclose(weighted, max_min_rates(ptr, links, capacity), rtol=1e-12)
+
+
+def test_identical_rows_of_a_padded_table_are_the_classes_of_its_csr():
+    """The router's padded path table (-1 past a path's end) grouped whole-row, runs of equal rows first, gives the
+    classes identical_flows finds on the same paths as CSR, numbered by their lowest flow."""
+    from sim.maxmin import identical_flows, identical_rows
+    rng = np.random.default_rng(11)
+    paths = [rng.choice(2**31 - 1, size=rng.integers(1, 7), replace=False).tolist() for _ in range(30)]
+    pick = np.repeat(rng.integers(0, len(paths), size=300), rng.integers(1, 4, size=300))   # runs of equal rows
+    table = np.full((pick.size, 6), -1, dtype=np.int32)
+    for i, p in enumerate(pick.tolist()):
+        table[i, :len(paths[p])] = paths[p]
+    ptr, links = csr_from_lists([paths[p] for p in pick.tolist()])
+    rep, cls = identical_rows(table)
+    rep0, cls0 = identical_flows(ptr, links)
+    assert np.array_equal(rep, rep0) and np.array_equal(cls, cls0)
+    assert rep.tolist() == sorted(rep.tolist()) and len(rep) == len(set(pick.tolist()))

@@ -142,3 +142,18 @@ def test_ecmp_sees_one_path_per_nic_pair_with_a_fixed_port_and_spreads_per_qp_po
         paths[mode] = {tuple(fl.links[fl.ptr[i]:fl.ptr[i + 1]]) for i in range(fl.n_flows)}
     assert len(paths["fixed"]) == 1                  # all QPs hash alike: one path
     assert len(paths["per_qp"]) >= 8                 # 16 ports over 2,048 equal-cost paths
+
+
+def test_qp_numbering_order_is_nic_channel_role_transfer():
+    """The packed-key sort that numbers a NIC's endpoints gives lexsort's order (NIC, channel, send before receive,
+    transfer), including when the fields do not fit in one 64-bit word."""
+    from sim.nccl import _endpoint_order
+    rng = np.random.default_rng(4)
+    for nic_max in (50, 2**50):
+        T = 500
+        nic = rng.integers(0, nic_max, size=2 * T)
+        nic[T:] = rng.permutation(nic[:T])
+        channel = rng.integers(-1, 20, size=T)
+        e = np.arange(2 * T)
+        expected = np.lexsort((e % T, e // T, np.concatenate([channel, channel]), nic))
+        assert np.array_equal(_endpoint_order(nic, channel, T), expected)

@@ -332,3 +332,49 @@ def test_a_phase_solved_by_classes_of_identical_flows_has_the_rates_of_every_flo
     capacity = link_capacity(topo)
     plain = max_min_rates(flows.ptr, flows.links, capacity)
     assert np.allclose(_merged_rates(flows, capacity, None), plain, rtol=1e-12, atol=0)
+
+
+def test_a_flow_set_derives_its_listing_and_groups_its_flows_as_the_plain_csr_does():
+    """The FlowSet keeps per flow only links, bytes and transfer: the GPUs, channel, QP and header it derives must
+    be those of its transfer and connection, a few flows' values the same as the whole arrays', and its classes
+    of identical flows (router's table for the network flows, exact GPU pairs for NVLink) the same partition as
+    identical_flows over its CSR."""
+    from sim.collectives import plan_collective
+    from sim.maxmin import identical_flows
+    from sim.nccl import connection_flows
+    from sim.netsim import build_flows
+    from sim.spec import load_spec
+    topo = topology_from_layout(expand(load_spec("demo-256")))
+    phase = plan_collective("allgather", place(topo, 200, "random", seed=5), topo.gpu_host, "ring").phases[0]
+    flows = build_flows(topo, phase, qps=4, routing="eecmp", seed=2)
+    net = flows.network
+    n = int(net.sum())
+    assert net[:n].all() and not net[n:].any()                    # network flows first, then NVLink
+    assert np.array_equal(flows.src, phase.src[flows.transfer]) and np.array_equal(flows.dst, phase.dst[flows.transfer])
+    assert np.array_equal(flows.channel, phase.channel[flows.transfer])
+    assert (flows.qp[:n] == np.arange(n) % 4).all() and (flows.qp[n:] == 0).all()
+    inter = np.flatnonzero(topo.gpu_host[phase.src] != topo.gpu_host[phase.dst])
+    conn = connection_flows(topo.gpu_nic[phase.src[inter]], topo.gpu_nic[phase.dst[inter]], phase.channel[inter], 4,
+                            seed=2)
+    for name in ("sqpn", "dqpn", "sport"):
+        assert np.array_equal(getattr(flows, name)[:n], getattr(conn, name)) and (getattr(flows, name)[n:] == -1).all()
+    fresh = build_flows(topo, phase, qps=4, routing="eecmp", seed=2)        # nothing derived yet
+    some = np.r_[0, 5, n - 1, n, flows.n_flows - 1]
+    for name in ("src", "dst", "qp", "channel", "sqpn", "dqpn", "sport"):
+        assert np.array_equal(fresh.values(name, some), getattr(flows, name)[some]), name
+    rep, cls = fresh.classes()
+    rep0, cls0 = identical_flows(flows.ptr, flows.links)
+    assert np.array_equal(rep, rep0) and np.array_equal(cls, cls0)
+
+
+def test_the_hottest_links_are_the_first_k_of_the_full_sort():
+    """_top_links sorts only the links that can be in the top k; its answer must be the full sort's first k:
+    utilization (rounded) descending, then flows descending, then link id, with many ties."""
+    import sim.flowset
+    from sim.netsim import _top_links
+    assert doctest.testmod(sim.flowset).failed == 0
+    rng = np.random.default_rng(1)
+    for _ in range(2000):
+        n, k = int(rng.integers(1, 60)), int(rng.integers(1, 15))
+        util, n_on = np.round(rng.integers(0, 4, n) / 3, 9), rng.integers(0, 3, n)
+        assert np.array_equal(_top_links(util, n_on, k), np.lexsort((-n_on, -util))[:k])
