@@ -13,7 +13,7 @@ much system time as the computation itself on the 2-core virtual machine the ben
   system time with huge pages and 2 s without. :func:`reuse_freed_memory` turns numpy's hint off
   (``numpy._core.multiarray._set_madvise_hugepage``, the switch behind ``NUMPY_MADVISE_HUGEPAGE=0``).
 
-Called by ``python -m sim`` and the benchmarks; each part is a no-op where it does not apply (no glibc, an older
+Called by ``python -m sim``, the benchmarks and every Celery worker process (twin/celery.py); each part is a no-op where it does not apply (no glibc, an older
 numpy).
 """
 from __future__ import annotations
