@@ -48,3 +48,15 @@ def test_a_cluster_summary_is_kept_until_a_write_changes_the_inventory(demo, wri
     gpu = GPU.objects.filter(cluster=demo).order_by("id").first()
     assert writer.patch(f"/api/inventory/gpus/{gpu.id}/", {"status": "failed"}, format="json").status_code == 200
     assert writer.get(url).json()["counts"]["gpus"]["failed"] == first["counts"]["gpus"]["failed"] + 1
+
+
+def test_the_same_rows_share_one_kept_count(demo, writer, monkeypatch):
+    monkeypatch.setattr(counts, "KEEP_MIN", 1)
+    url = f"/api/inventory/gpus/?cluster={demo.name}&limit=10"
+    # given the cluster's GPUs counted once
+    assert page(writer, url) == (256, 1)
+    # when the same rows are listed briefly, in another order or from another offset, then no COUNT query
+    for more in ("&brief=1", "&ordering=-index", "&offset=20"):
+        assert page(writer, url + more) == (256, 0)
+    # and other rows are counted
+    assert page(writer, url + "&status=active&slot=0") == (32, 1)
