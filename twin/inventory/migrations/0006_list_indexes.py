@@ -33,6 +33,13 @@ def add_trigram_indexes(apps, schema_editor):
                               f'USING gin ((UPPER("{column}"::text)) gin_trgm_ops)')
 
 
+def analyze(apps, schema_editor):
+    """The planner's statistics of the new indexes (SQLite has none until ANALYZE; PostgreSQL's of an expression
+    index, the trigram ones, too): without them SQLite may walk a table by the wrong index."""
+    for model in ("gpu", "host", "link", "nic", "port", "rack", "ssd", "storageserver", "switch"):
+        schema_editor.execute(f'ANALYZE "{apps.get_model("inventory", model)._meta.db_table}"')
+
+
 def drop_trigram_indexes(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
         for name, _, _ in _trigram_indexes():
@@ -87,4 +94,5 @@ class Migration(migrations.Migration):
             index=models.Index(fields=['cluster', 'id'], name='switch_cluster_id'),
         ),
         migrations.RunPython(add_trigram_indexes, drop_trigram_indexes),
+        migrations.RunPython(analyze, migrations.RunPython.noop),
     ]
