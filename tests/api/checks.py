@@ -51,7 +51,11 @@ class APIChecks:
             with CaptureQueriesContext(connection) as queries:
                 assert anon.get(self.url(), {"limit": limit}).status_code == 200
             counts.append(len(queries))
-        assert counts[0] == counts[1], counts
+        rows = self.model.objects.count()
+        if rows < 2 or rows >= 40:
+            assert counts[0] == counts[1], counts
+        else:  # only the page of 40 ends the list: it is its own count, no COUNT query (twin/api/pagination.py)
+            assert counts[1] < counts[0], counts
 
     def test_cursor_pages_walk_every_row_once(self, anon, demo):
         seen, url = [], self.url() + "?pagination=cursor&limit=7"

@@ -29,9 +29,9 @@ def test_a_kept_count_is_used_until_a_write_changes_the_inventory(demo, writer, 
     assert writer.patch(f"/api/inventory/gpus/{gpu.id}/", {"status": "failed"}, format="json").status_code == 200
     # then the list is counted again, and right
     assert page(writer, url) == (255, 1)
-    # and a list under KEEP_MIN rows is counted every time
+    # and a list under KEEP_MIN rows is counted every time (a page of 1: a page that ends the list is its count)
     monkeypatch.setattr(counts, "KEEP_MIN", 1_000)
-    failed = f"/api/inventory/gpus/?cluster={demo.name}&status=failed&limit=10"
+    failed = f"/api/inventory/gpus/?cluster={demo.name}&status=failed&limit=1"
     assert page(writer, failed) == (1, 1) and page(writer, failed) == (1, 1)
     # and a filter that can match nothing (a cluster name that names none) counts 0, no error
     assert writer.get("/api/inventory/gpus/?cluster=no-such-cluster").json()["count"] == 0
@@ -48,3 +48,15 @@ def test_a_cluster_summary_is_kept_until_a_write_changes_the_inventory(demo, wri
     gpu = GPU.objects.filter(cluster=demo).order_by("id").first()
     assert writer.patch(f"/api/inventory/gpus/{gpu.id}/", {"status": "failed"}, format="json").status_code == 200
     assert writer.get(url).json()["counts"]["gpus"]["failed"] == first["counts"]["gpus"]["failed"] + 1
+
+
+def test_the_same_rows_share_one_kept_count(demo, writer, monkeypatch):
+    monkeypatch.setattr(counts, "KEEP_MIN", 1)
+    url = f"/api/inventory/gpus/?cluster={demo.name}&limit=10"
+    # given the cluster's GPUs counted once
+    assert page(writer, url) == (256, 1)
+    # when the same rows are listed briefly, in another order or from another offset, then no COUNT query
+    for more in ("&brief=1", "&ordering=-index", "&offset=20"):
+        assert page(writer, url + more) == (256, 0)
+    # and other rows are counted
+    assert page(writer, url + "&status=active&slot=0") == (32, 1)

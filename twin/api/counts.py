@@ -17,8 +17,8 @@ def count(queryset) -> int:
     """``queryset.count()``, the kept one while the inventory has not changed since it was counted."""
     if queryset.model._meta.app_label != "inventory":
         return queryset.count()
-    try:
-        sql, params = queryset.query.sql_with_params()
+    try:  # the rows' ids only: a ?brief=1 page or another ordering of the same rows shares the kept count
+        sql, params = queryset.order_by().values("pk").query.sql_with_params()
     except EmptyResultSet:  # a filter that matches nothing by construction (a name that names no row)
         return queryset.count()
     key = hashlib.sha1(repr((queryset.db, sql, params)).encode()).hexdigest()

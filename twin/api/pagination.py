@@ -3,9 +3,13 @@
 A cursor walks the list by primary key, so a page costs the same at row 10 or at row 10 million, and rows added
 meanwhile are neither skipped nor repeated. Ask for the first cursor page with ``?pagination=cursor``; follow
 ``next``. Both modes answer ``{count, next, previous, results}`` (``count`` is null with cursors).
+
+A deep offset page of a list in id order starts at an id instead of reading past the rows before it
+(:func:`offset_page`): a cluster's rows are written with consecutive ids, so its lists' ids are usually dense.
 """
 import re
 
+from django.db.models import Subquery
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import CursorPagination, LimitOffsetPagination
 from rest_framework.response import Response
@@ -14,6 +18,9 @@ from twin.api import counts
 from twin.inventory.filtersets import INT64_MAX
 
 MAX_PAGE_SIZE = 1000
+# An offset page at least this deep starts at an id found first (offset_page); a shallower one reads past the rows
+# before it (a few ms).
+DEEP_OFFSET = 10_000
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
@@ -27,6 +34,36 @@ def query_int(request, name: str, default: int, minimum: int, maximum: int = INT
     if not _INTEGER.fullmatch(text) or len(text) > 20 or not minimum <= int(text) <= maximum:
         raise ValidationError({name: [f"expected a whole number from {minimum} to {maximum}, got {raw[:40]!r}"]})
     return int(text)
+
+
+def _id_order(queryset) -> str | None:
+    """"id" or "-id" when the list is ordered by id alone, one row per id; else None."""
+    query = queryset.query
+    order = tuple(query.order_by) or (tuple(query.get_meta().ordering) if query.default_ordering else ())
+    if query.distinct or query.combinator or query.extra_order_by or order not in (("id",), ("-id",), ("pk",),
+                                                                                   ("-pk",)):
+        return None
+    return order[0].replace("pk", "id")
+
+
+def offset_page(queryset, offset: int, limit: int, count: int) -> list:
+    """``queryset[offset:offset + limit]``, without reading the ``offset`` rows before the page when the list is
+    in id order and the offset deep (DEEP_OFFSET). Its first and last ids (two index probes) tell whether they are
+    dense: ``count`` rows between ``lo`` and ``hi`` = ``hi - lo + 1`` means every id in between is in the list,
+    so the page starts at ``lo + offset``. Else the first id is looked up in the index alone (a subquery that
+    selects only ids: an index-only scan on PostgreSQL once the table is vacuumed)."""
+    order = _id_order(queryset)
+    if order is None or offset < DEEP_OFFSET:
+        return list(queryset[offset:offset + limit])
+    descending = order == "-id"
+    after = "id__lte" if descending else "id__gte"
+    ids = queryset.values_list("id", flat=True)
+    lo, hi = ids.order_by("id").first(), ids.order_by("-id").first()  # (one MIN/MAX query scans on SQLite)
+    if lo is not None and hi - lo + 1 == count:
+        first = hi - offset if descending else lo + offset
+    else:
+        first = Subquery(queryset.order_by(order).values("id")[offset:offset + 1])
+    return list(queryset.filter(**{after: first})[:limit])
 
 
 class _Cursor(CursorPagination):
@@ -69,7 +106,19 @@ class TwinPagination(LimitOffsetPagination):
         self.cursor = _Cursor() if self._use_cursor(request) else None
         if self.cursor:
             return self.cursor.paginate_queryset(queryset, request, view)
-        return super().paginate_queryset(queryset, request, view)
+        # LimitOffsetPagination's, but a page that ends the list gives the count (one query, not two), and a deep
+        # page is read by offset_page
+        self.request, self.limit, self.offset = request, self.get_limit(request), self.get_offset(request)
+        page = None if self.offset >= DEEP_OFFSET else list(queryset[self.offset:self.offset + self.limit])
+        if (page and len(page) < self.limit) or (page == [] and self.offset == 0):
+            self.count = self.offset + len(page)
+        else:
+            self.count = self.get_count(queryset)
+        if self.count > self.limit and self.template is not None:
+            self.display_page_controls = True
+        if self.count == 0 or self.offset > self.count:
+            return []
+        return page if page is not None else offset_page(queryset, self.offset, self.limit, self.count)
 
     def get_paginated_response(self, data):
         if self.cursor:

@@ -204,7 +204,10 @@ def delete_where(model, column: str, value) -> int:
 
 def analyze(models) -> None:
     """Refresh the query planner's statistics after a bulk load, so that it picks the indexes (SQLite has none
-    until told; PostgreSQL's autovacuum would get there minutes later)."""
+    until told; PostgreSQL's autovacuum would get there minutes later). On PostgreSQL outside a transaction, VACUUM
+    too: it marks the freshly written pages all-visible, without which no index-only scan is one (a list's count or
+    a deep page's first id would read the table's rows instead of one index)."""
+    command = "VACUUM (ANALYZE)" if connection.vendor == "postgresql" and not connection.in_atomic_block else "ANALYZE"
     with connection.cursor() as cur:
         for model in models:
-            cur.execute(f"ANALYZE {connection.ops.quote_name(model._meta.db_table)}")
+            cur.execute(f"{command} {connection.ops.quote_name(model._meta.db_table)}")

@@ -44,6 +44,16 @@ class CharInFilter(df.BaseInFilter, df.CharFilter):
     pass
 
 
+class ChoiceInFilter(df.MultipleChoiceFilter):
+    """One of several choices (``?status=failed&status=drained``) of the row's own field or of a forward relation's
+    (``switch__tier``): no row can repeat, so no SELECT DISTINCT (django-filter's default, for to-many paths),
+    which made the database sort and de-duplicate the whole list and count it through a subquery."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("distinct", False)
+        super().__init__(*args, **kwargs)
+
+
 def _label(model) -> str:
     return "slug" if model in CATALOG else "name"
 
@@ -68,7 +78,7 @@ def _filters_for_field(f) -> dict[str, df.Filter]:
         return {f"{f.name}_id": NumberInFilter(field_name=f.name, lookup_expr="in"),
                 f.name: NameInFilter(related, f.attname, label=f"{f.name} by {_label(related)}")}
     if f.choices:
-        return {f.name: df.MultipleChoiceFilter(field_name=f.name, choices=f.choices)}
+        return {f.name: ChoiceInFilter(field_name=f.name, choices=f.choices)}
     if isinstance(f, models.BooleanField):
         return {f.name: df.BooleanFilter(field_name=f.name)}
     if isinstance(f, models.IntegerField):
@@ -132,13 +142,13 @@ FILTERSETS = {
     m.Host: filterset_for(m.Host, _by("rack__zone", m.Zone)),
     m.GPU: filterset_for(m.GPU, {**_by("host__rack", m.Rack), **_by("host__rack__zone", m.Zone)}),
     m.NIC: filterset_for(m.NIC, {**_by("host__rack", m.Rack), **_by("host__rack__zone", m.Zone),
-                                 "role": df.MultipleChoiceFilter(field_name="fabric__role",
+                                 "role": ChoiceInFilter(field_name="fabric__role",
                                                                  choices=m.Fabric._meta.get_field("role").choices)}),
     m.Switch: filterset_for(m.Switch),
     m.Port: filterset_for(m.Port, {
         "fabric_id": NumberInFilter(method=lambda qs, n, v: qs.filter(Q(switch__fabric_id__in=v)
                                                                        | Q(nic__fabric_id__in=v))),
-        "tier": df.MultipleChoiceFilter(field_name="switch__tier", choices=m.Switch._meta.get_field("tier").choices),
+        "tier": ChoiceInFilter(field_name="switch__tier", choices=m.Switch._meta.get_field("tier").choices),
         "cabled": df.BooleanFilter(method=lambda qs, n, v: qs.filter(Q(link_as_a__isnull=False)
                                                                      | Q(link_as_b__isnull=False))
                                    if v else qs.filter(link_as_a__isnull=True, link_as_b__isnull=True)),

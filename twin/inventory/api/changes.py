@@ -12,7 +12,7 @@ from rest_framework import serializers, viewsets
 
 from twin.inventory.choices import ChangeAction
 from twin.inventory.api.views import ENDPOINTS
-from twin.inventory.filtersets import CharInFilter, NumberInFilter
+from twin.inventory.filtersets import CharInFilter, ChoiceInFilter, NumberInFilter
 from twin.inventory.models import ObjectChange
 
 # The models a change can name (``model`` filter): those the API writes.
@@ -46,11 +46,11 @@ def _changed_field(queryset, name, value):
 
 class ChangeFilterSet(df.FilterSet):
     cluster = CharInFilter(method=_ids_or_names("cluster_id", "cluster_name"), label="cluster by id or name")
-    model = df.MultipleChoiceFilter(choices=[(m, m) for m in LOGGED_MODELS], label="the item's model: link, switch...")
+    model = ChoiceInFilter(choices=[(m, m) for m in LOGGED_MODELS], label="the item's model: link, switch...")
     object_id = NumberInFilter(field_name="object_id", lookup_expr="in", label="the item's id")
     object_name = CharInFilter(field_name="object_name", lookup_expr="in", label="the item's name")
     user = CharInFilter(method=_ids_or_names("user_id", "user_name"), label="user by id or name")
-    action = df.MultipleChoiceFilter(choices=ChangeAction.choices)
+    action = ChoiceInFilter(choices=ChangeAction.choices)
     field = df.CharFilter(method=_changed_field, label="updates that changed this field (status...)")
     time__gte = df.IsoDateTimeFilter(field_name="time", lookup_expr="gte", label="at or after (ISO 8601)")
     time__lte = df.IsoDateTimeFilter(field_name="time", lookup_expr="lte", label="at or before (ISO 8601)")

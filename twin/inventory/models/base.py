@@ -22,7 +22,8 @@ class PhysicalItem(models.Model):
     """Something that is installed in a cluster: a unique name, a serial number and an operational status.
 
     ``cluster`` is kept on every item (not only reachable through joins) so that per-cluster lists, counts and
-    deletes are single indexed queries.
+    deletes are single indexed queries; the (cluster, id) index gives a cluster's rows in id order, as list pages
+    read them, and lets a deep page find its first id in the index alone (``twin.api.pagination``).
     """
 
     name = models.CharField(max_length=200, unique=True)
@@ -33,6 +34,7 @@ class PhysicalItem(models.Model):
     class Meta:
         abstract = True
         ordering = ["id"]
+        indexes = [models.Index(fields=["cluster", "id"], name="%(class)s_cluster_id")]
 
     def __str__(self):
         return self.name

@@ -44,6 +44,7 @@ class Port(models.Model):
             models.UniqueConstraint(fields=["switch", "slot"], name="port_unique_switch_slot"),
             models.UniqueConstraint(fields=["nic", "slot"], name="port_unique_nic_slot"),
         ]
+        indexes = [models.Index(fields=["cluster", "id"], name="port_cluster_id")]  # as PhysicalItem's
 
     def __str__(self):
         return self.name
@@ -74,6 +75,10 @@ class Link(PhysicalItem):
                                  on_delete=models.CASCADE, related_name="links_down")
     speed_gbps = models.PositiveIntegerField()
     cable = models.ForeignKey("inventory.CableModel", on_delete=models.PROTECT, related_name="+")
+
+    class Meta(PhysicalItem.Meta):
+        # a cluster's links of one tier in id order (``?cluster=..&tier=2``): the tier-2 links are the last built
+        indexes = [*PhysicalItem.Meta.indexes, models.Index(fields=["cluster", "tier", "id"], name="link_cluster_tier")]
 
     def save(self, *args, **kwargs):
         ends = dict(Port.objects.filter(id__in=[self.a_port_id, self.b_port_id]).values_list("id", "switch_id"))
