@@ -17,6 +17,7 @@ os.environ["TWIN_STRUCTURE_CACHE_DIR"] = tempfile.mkdtemp(prefix="twin-test-stru
 # before this file, and test modules import twin.asgi).
 os.environ["TWIN_WARM_STRUCTURES"] = "false"
 django_settings.TWIN_WARM_STRUCTURES = False
+django_settings.TWIN_KEPT_CACHE = ""  # kept values per process only: a test's rows may change without a logged write
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -204,12 +204,21 @@ TWIN_API_RATE_USER = os.environ.get("TWIN_API_RATE_USER") or "3000/min"
 TWIN_LOGIN_FAILURES_MAX = env.env_int("TWIN_LOGIN_FAILURES_MAX", 10, minimum=1)
 TWIN_LOGIN_FAILURES_WINDOW = env.env_int("TWIN_LOGIN_FAILURES_WINDOW", 300, minimum=1)
 TWIN_THROTTLE_CACHE = "throttle"
+# Counts and summaries of large clusters (twin/inventory/kept.py), shared by every web process under the inventory's
+# version ("" keeps them per process only: the tests).
+TWIN_KEPT_CACHE = "kept"
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
     TWIN_THROTTLE_CACHE: {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": os.environ.get("TWIN_THROTTLE_KEY_PREFIX") or "twin:throttle",
+        "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 2},
+    },
+    TWIN_KEPT_CACHE: {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "twin:kept",
         "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 2},
     },
 }

@@ -1,11 +1,15 @@
 """A large list's count and a cluster's summary are kept while the inventory is unchanged (twin/inventory/kept.py),
 and made again after any write through the API: never stale. Given / when / then."""
+import io
+
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from twin.api import counts
-from twin.inventory.models import GPU
+from twin.inventory.kept import Kept, clear_all
+from twin.inventory.models import GPU, Port
 
 pytestmark = pytest.mark.django_db
 
@@ -60,3 +64,37 @@ def test_the_same_rows_share_one_kept_count(demo, writer, monkeypatch):
         assert page(writer, url + more) == (256, 0)
     # and other rows are counted
     assert page(writer, url + "&status=active&slot=0") == (32, 1)
+
+
+def test_a_build_primes_the_counts_and_summary_every_process_reads(db, writer, monkeypatch, settings,
+                                                                  django_capture_on_commit_callbacks):
+    # given counts shared through Redis (the tests keep them per process) and demo-256 counted as large
+    settings.TWIN_KEPT_CACHE = "kept"
+    monkeypatch.setattr(counts, "KEEP_MIN", 1)
+    # when the cluster is built, as a user builds it
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("build_cluster", "demo-256", "--no-progress", stdout=io.StringIO())
+    # and another web process (nothing kept in this one) lists its ports, or all ports, or reads its summary
+    clear_all()
+    ports = "/api/inventory/ports/?cluster=demo-256&limit=10"
+    n_ports = Port.objects.count()
+    # then no request counts: the build did, once
+    assert page(writer, ports) == (n_ports, 0)
+    assert page(writer, "/api/inventory/ports/?limit=10") == (n_ports, 0)
+    cluster_id = writer.get("/api/inventory/clusters/").json()["results"][0]["id"]
+    with CaptureQueriesContext(connection) as queries:
+        assert writer.get(f"/api/inventory/clusters/{cluster_id}/summary/").json()["counts"]["gpus"]["total"] == 256
+    assert not any("COUNT(" in q["sql"].upper() for q in queries.captured_queries)
+    # and a logged write (a GPU failed) makes the next process count again, right
+    gpu = GPU.objects.order_by("id").first()
+    assert writer.patch(f"/api/inventory/gpus/{gpu.id}/", {"status": "failed"}, format="json").status_code == 200
+    clear_all()
+    assert page(writer, "/api/inventory/gpus/?cluster=demo-256&status=active&limit=10") == (255, 1)
+
+
+def test_shared_counts_are_off_in_a_database_before_its_first_logged_write(db, settings):
+    settings.TWIN_KEPT_CACHE = "kept"
+    # given no logged write yet (no version), when a value is kept, then it is kept in this process only
+    assert Kept(4, shared="t")._shared_key("k", None) is None
+    # and with a version its key names the database, so two databases on one Redis never share values
+    assert connection.settings_dict["NAME"] in Kept(4, shared="t")._shared_key("k", "v1")

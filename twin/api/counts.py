@@ -10,7 +10,7 @@ from django.core.exceptions import EmptyResultSet
 from twin.inventory.kept import Kept
 
 KEEP_MIN = 50_000   # rows: a smaller count is made again each time (a few ms at most)
-COUNTS: Kept[int] = Kept(512)
+COUNTS: Kept[int] = Kept(512, shared="count")
 
 
 def count(queryset) -> int:

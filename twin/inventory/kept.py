@@ -1,19 +1,30 @@
-"""Values derived from the inventory (a list's count, a cluster's summary), kept per process while the inventory is
-unchanged: at 600k GPUs each is a scan of millions of rows (a third of a second to three seconds on PostgreSQL).
+"""Values derived from the inventory (a list's count, a cluster's summary), kept while the inventory is unchanged:
+at 600k GPUs each is a scan of millions of rows (a tenth of a second to three seconds on PostgreSQL).
 A value is kept with the inventory's version (``changelog.inventory_version``, one indexed row read); any logged
 write changes the version, so a kept value is never stale. A write that bypasses the change log (a Django shell)
-is seen only after the next logged write."""
+is seen only after the next logged write.
+
+Kept in the process, and, for a ``Kept(shared=...)``, also in Redis (cache ``TWIN_KEPT_CACHE``) under the version:
+what one process (or the build, which primes them: twin/api/priming.py) computed, every other web process reads in a
+millisecond instead of computing it again on its first request. Redis unreachable: computed, as without it."""
 from __future__ import annotations
 
+import logging
 import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
+from django.conf import settings
+from django.core.cache import caches
+from django.db import connection
+
 from twin.inventory.changelog import inventory_version
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+SHARED_TTL_S = 24 * 3600       # a version's values outlive it by a day at most (a new version has new keys)
 _ALL: weakref.WeakSet = weakref.WeakSet()
 
 
@@ -24,10 +35,11 @@ def clear_all() -> None:
 
 
 class Kept(Generic[T]):
-    """Up to ``size`` values by key, the least recently used dropped first."""
+    """Up to ``size`` values by key, the least recently used dropped first; ``shared``: a name under which the values
+    are also kept in Redis for the other processes (picklable values)."""
 
-    def __init__(self, size: int):
-        self.size = size
+    def __init__(self, size: int, shared: str | None = None):
+        self.size, self.shared = size, shared
         self._values: OrderedDict[Hashable, tuple[object, T]] = OrderedDict()
         self._lock = threading.Lock()
         _ALL.add(self)
@@ -41,7 +53,12 @@ class Kept(Generic[T]):
             if kept is not None and kept[0] == version:
                 self._values.move_to_end(key)
                 return kept[1]
-        value = compute()  # read after the version: it holds every write up to that version, maybe more
+        shared_key = self._shared_key(key, version)
+        value = self._shared_get(shared_key)
+        if value is None:
+            value = compute()  # read after the version: it holds every write up to that version, maybe more
+            if keep(value):
+                self._shared_set(shared_key, value)
         if keep(value):
             with self._lock:
                 self._values[key] = (version, value)
@@ -49,6 +66,29 @@ class Kept(Generic[T]):
                 while len(self._values) > self.size:
                     self._values.popitem(last=False)
         return value
+
+    def _shared_key(self, key, version) -> str | None:
+        """The key in Redis: the database's name and the version (None, before the first logged write, is no
+        version: nothing is shared then), so two databases on one Redis never read each other's values."""
+        if not (self.shared and settings.TWIN_KEPT_CACHE) or version is None:
+            return None
+        return f"{connection.settings_dict['NAME']}:{version}:{self.shared}:{key}"
+
+    def _shared_get(self, key):
+        if not key:
+            return None
+        try:
+            return caches[settings.TWIN_KEPT_CACHE].get(key)
+        except Exception:   # noqa: BLE001 - Redis down or restarting: compute it here, as a lone process would
+            log.warning("kept: %s not read from the shared cache", key, exc_info=True)
+            return None
+
+    def _shared_set(self, key, value) -> None:
+        if key:
+            try:
+                caches[settings.TWIN_KEPT_CACHE].set(key, value, SHARED_TTL_S)
+            except Exception:   # noqa: BLE001 - as above: this process keeps it all the same
+                log.warning("kept: %s not written to the shared cache", key, exc_info=True)
 
     def clear(self) -> None:
         with self._lock:
