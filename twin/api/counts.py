@@ -13,8 +13,9 @@ KEEP_MIN = 50_000   # rows: a smaller count is made again each time (a few ms at
 COUNTS: Kept[int] = Kept(512, shared="count")
 
 
-def count(queryset) -> int:
-    """``queryset.count()``, the kept one while the inventory has not changed since it was counted."""
+def count(queryset, known: int | None = None) -> int:
+    """``queryset.count()``, the kept one while the inventory has not changed since it was counted; ``known``: the
+    count, counted already (kept as if counted here)."""
     if queryset.model._meta.app_label != "inventory":
         return queryset.count()
     try:  # the rows' ids only: a ?brief=1 page or another ordering of the same rows shares the kept count
@@ -22,4 +23,4 @@ def count(queryset) -> int:
     except EmptyResultSet:  # a filter that matches nothing by construction (a name that names no row)
         return queryset.count()
     key = hashlib.sha1(repr((queryset.db, sql, params)).encode()).hexdigest()
-    return COUNTS.get(key, queryset.count, keep=lambda n: n >= KEEP_MIN)
+    return COUNTS.get(key, queryset.count if known is None else lambda: known, keep=lambda n: n >= KEEP_MIN)

@@ -74,21 +74,31 @@ class Kept(Generic[T]):
             return None
         return f"{connection.settings_dict['NAME']}:{version}:{self.shared}:{key}"
 
+    @staticmethod
+    def shared_reachable() -> bool:
+        """Whether the shared cache answers (a build primes nothing without it)."""
+        try:
+            caches[settings.TWIN_KEPT_CACHE].get("ping")
+            return True
+        except Exception as e:  # noqa: BLE001
+            log.warning("kept: the shared cache does not answer: %s", e)
+            return False
+
     def _shared_get(self, key):
         if not key:
             return None
         try:
             return caches[settings.TWIN_KEPT_CACHE].get(key)
-        except Exception:   # noqa: BLE001 - Redis down or restarting: compute it here, as a lone process would
-            log.warning("kept: %s not read from the shared cache", key, exc_info=True)
+        except Exception as e:  # noqa: BLE001 - Redis down or restarting: compute it here, as a lone process would
+            log.warning("kept: %s not read from the shared cache: %s", key, e)
             return None
 
     def _shared_set(self, key, value) -> None:
         if key:
             try:
                 caches[settings.TWIN_KEPT_CACHE].set(key, value, SHARED_TTL_S)
-            except Exception:   # noqa: BLE001 - as above: this process keeps it all the same
-                log.warning("kept: %s not written to the shared cache", key, exc_info=True)
+            except Exception as e:  # noqa: BLE001 - as above: this process keeps it all the same
+                log.warning("kept: %s not written to the shared cache: %s", key, e)
 
     def clear(self) -> None:
         with self._lock:

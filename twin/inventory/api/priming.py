@@ -11,6 +11,7 @@ from django.conf import settings
 from twin.api import counts
 from twin.inventory import topology
 from twin.inventory.api.views import ENDPOINTS, SUMMARIES
+from twin.inventory.kept import Kept
 
 log = logging.getLogger(__name__)
 
@@ -22,15 +23,16 @@ def item_models() -> list:
 
 def prime(sender, cluster, **kwargs) -> None:
     """Count the lists a client walks first, as the API's list pages select them (``?cluster=<name>`` and no
-    filter), and summarize the cluster; only a cluster whose largest list is kept (KEEP_MIN rows) is worth it."""
+    filter), and summarize the cluster; only a cluster with a list that is kept (KEEP_MIN rows) is worth it."""
     if not settings.TWIN_KEPT_CACHE:
         return
-    t = time.monotonic()
-    models = item_models()
-    sizes = [counts.count(model.objects.filter(cluster_id__in=[cluster.id])) for model in models]
-    if max(sizes, default=0) < counts.KEEP_MIN:
+    lists = [(model.objects.filter(cluster_id__in=[cluster.id]), model.objects.all()) for model in item_models()]
+    sizes = [mine.count() for mine, _ in lists]
+    if max(sizes, default=0) < counts.KEEP_MIN or not Kept.shared_reachable():
         return
-    for model in models:
-        counts.count(model.objects.all())
+    t = time.monotonic()
+    for (mine, every), size in zip(lists, sizes):
+        counts.count(mine, known=size)
+        counts.count(every)
     SUMMARIES.get(cluster.id, lambda: topology.cluster_summary(cluster))
     log.info("kept: %s's list counts and summary in %.1f s", cluster.name, time.monotonic() - t)
