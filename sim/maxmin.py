@@ -274,7 +274,7 @@ def identical_rows(table) -> tuple[np.ndarray, np.ndarray]:
     words and neighbours compared whole: a hash collision can only split a class (two classes of identical flows
     still solve to the same rates), never merge different paths. Classes are numbered by their lowest flow. Cost:
     one sort of as many 64-bit words as runs (hash bits above, row index below, so the plain sort gives the
-    permutation), one gather of the sorted rows and a few O(F) passes.
+    permutation), gathers of the rows whose neighbour in that order has the same hash, and a few O(F) passes.
 
     >>> rep, cls = identical_rows(np.array([[4, 5], [1, -1], [4, 5], [4, 6]], dtype=np.int32))
     >>> rep.tolist(), cls.tolist()
@@ -314,9 +314,9 @@ def identical_rows(table) -> tuple[np.ndarray, np.ndarray]:
     key >>= np.uint64(bits)
     same = key[1:] == key[:-1]
     del key
-    rows = np.take(words, order, axis=0)                   # confirm: neighbours in sorted order, whole rows
-    same &= (rows[1:] == rows[:-1]).all(axis=1)
-    del rows
+    pair = np.flatnonzero(same)                            # confirm: neighbours of equal hash only, whole rows
+    if pair.size:
+        same[pair] = (np.take(words, order[pair], axis=0) == np.take(words, order[pair + 1], axis=0)).all(axis=1)
     new = np.r_[True, ~same]
     # A run's first is its lowest flow (sorted by (hash, flow)); number the runs by it, in flow order.
     lowest = order[new]
