@@ -652,11 +652,12 @@ def transfer_latency(topo, phase: Phase, flows: FlowSet, latency: LatencyModel |
 
 
 def roofline_busbw(collective: str, n: int, gpus_per_host: int, nic_bandwidth: float, nvlink_bandwidth: float,
-                   algorithm: str = "ring", channels: int | None = None) -> float:
+                   algorithm: str = "ring", channels: int | None = None, plan: CollectivePlan | None = None) -> float:
     """The busbw (bytes/s) the collective reaches on ``n`` GPUs packed on whole hosts when only the endpoints
     limit it: each GPU's NIC (``nic_bandwidth`` each way) and NVLink (``nvlink_bandwidth`` both ways together),
     the switch fabric ideal, latency zero. Computed from the same plan the simulation uses: per phase, the most
-    loaded endpoint link sets the time.
+    loaded endpoint link sets the time. ``plan``: that plan when the caller already has it (a run whose placement
+    is the packed one, :func:`_packed_in_order`), so it is not made twice.
 
     >>> roofline_busbw("allgather", 64, 8, 50e9, 900e9) / 1e9        # 8 rails x 50 GB/s
     400.0
@@ -668,8 +669,8 @@ def roofline_busbw(collective: str, n: int, gpus_per_host: int, nic_bandwidth: f
         return np.inf
     gpus = np.arange(n, dtype=IDX)
     host = gpus // gpus_per_host
-    plan = plan_collective(collective, gpus, host, algorithm, channels=channels,
-                           max_flows=max(n * (n - 1), 1))
+    if plan is None:
+        plan = plan_collective(collective, gpus, host, algorithm, channels=channels, max_flows=max(n * (n - 1), 1))
     nvl = nvlink_bandwidth / NVLINK_DIRECTIONS
     unit = 0.0
     for ph in plan.phases:
@@ -680,6 +681,17 @@ def roofline_busbw(collective: str, n: int, gpus_per_host: int, nic_bandwidth: f
                  np.bincount(ph.dst[~inter], ph.share[~inter], minlength=n) / nvl]
         unit += ph.steps * max(float(x.max()) for x in loads)
     return plan.busbw_factor / unit
+
+
+def _packed_in_order(gpus: np.ndarray, gpu_host, per_host: int) -> bool:
+    """Whether rank ``r`` is on GPU ``r`` and the hosts hold consecutive runs of ``per_host`` ranks (host ids
+    consecutive too): the placement :func:`roofline_busbw` plans for, so a run's plan is the roofline's (rings
+    and trees follow the hosts' grouping and GPU order, which are then the same)."""
+    n = gpus.size
+    if int(gpus[0]) != 0 or int(gpus[-1]) != n - 1 or not np.array_equal(gpus, np.arange(n)):
+        return False
+    hosts = np.asarray(gpu_host)[:n]
+    return bool(np.array_equal(hosts - hosts[0], np.arange(n) // per_host))
 
 
 def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring", routing: str | None = None,
@@ -759,8 +771,9 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
         link_bytes += res.link_unit_bytes if res.link_unit_bytes is not None else \
             link_loads(res.flows.ptr, res.flows.links, res.flows.share * res.phase.steps, capacity.size)
     gph = int(np.bincount(np.asarray(topo.gpu_host)).max())
+    packed = weights is None and root == 0 and _packed_in_order(gpus, topo.gpu_host, gph)
     roof = roofline_busbw(plan.collective, plan.n_ranks, gph, topo.nic_bandwidth, topo.nvlink_bandwidth,
-                          plan.algorithm, plan.channels)
+                          plan.algorithm, plan.channels, plan if packed else None)
     factor = plan.busbw_factor
     latencies, hops = protocol_latencies(plan, phases, latency)
     result = CollectiveResult(plan=plan, kind=topo.kind, routing=routing, qps=qps, seed=seed, dtype=dtype,
