@@ -292,12 +292,12 @@ def build_flows(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
     ptr[0] = 0
     paths = None                             # the router's padded path table, kept for grouping identical flows
     if n_net and router is None and routing != "te":
-        from sim.routing import route
+        from sim.routing import path_lengths, route
         paths = route(topo, src[t_net], dst[t_net], qp, routing, seed, hash=hash, sport=sport, dqpn=dqpn,
                       padded=True, between_hosts=True)
         del qp
         used = paths >= 0
-        np.cumsum(used.sum(axis=1), out=ptr[1:n_net + 1])
+        np.cumsum(path_lengths(used), out=ptr[1:n_net + 1], dtype=IDX)
         links = np.empty(int(ptr[n_net]) + 2 * n_nvl, dtype=IDX)
         for lo in range(0, n_net, CSR_CHUNK):             # in slices: no full-size temporary
             hi = min(lo + CSR_CHUNK, n_net)

@@ -432,9 +432,19 @@ def _over_the_core(h: _Hops, paths, plane, spine) -> None:
     paths[h.fl[xz], 5] = h.down0[xz]
 
 
+def path_lengths(used: np.ndarray) -> np.ndarray:
+    """(F,) uint8: the links of each row of a padded path table, given its mask ``used = paths >= 0`` (F, w).
+    Summed column by column as bytes: numpy's ``sum(axis=1)`` over a short row costs 6x more (9.4M rows of 6)."""
+    cols = used.view(np.uint8)
+    n = cols[:, 0].copy()
+    for i in range(1, cols.shape[1]):
+        n += cols[:, i]
+    return n
+
+
 def _csr(paths: np.ndarray):
     """The CSR ``(ptr, links)`` (both IDX) of a path table padded with -1."""
     used = paths >= 0
     ptr = np.zeros(len(paths) + 1, dtype=IDX)
-    np.cumsum(used.sum(axis=1), out=ptr[1:])
+    np.cumsum(path_lengths(used), out=ptr[1:], dtype=IDX)
     return ptr, paths[used].astype(IDX, copy=False)
