@@ -682,10 +682,13 @@ def roofline_busbw(collective: str, n: int, gpus_per_host: int, nic_bandwidth: f
     unit = 0.0
     for ph in plan.phases:
         inter = host[ph.src] != host[ph.dst]
-        loads = [np.bincount(ph.src[inter], ph.share[inter], minlength=n) / nic_bandwidth,
-                 np.bincount(ph.dst[inter], ph.share[inter], minlength=n) / nic_bandwidth,
-                 np.bincount(ph.src[~inter], ph.share[~inter], minlength=n) / nvl,
-                 np.bincount(ph.dst[~inter], ph.share[~inter], minlength=n) / nvl]
+        # Each endpoint's bytes over the network and over NVLink: the other kind's transfers weigh 0 (adding 0.0
+        # leaves a sum as it is, and saves picking 9.4M transfers out by mask at 600k).
+        net, nvlink = np.where(inter, ph.share, 0.0), np.where(inter, 0.0, ph.share)
+        loads = [np.bincount(ph.src, net, minlength=n) / nic_bandwidth,
+                 np.bincount(ph.dst, net, minlength=n) / nic_bandwidth,
+                 np.bincount(ph.src, nvlink, minlength=n) / nvl,
+                 np.bincount(ph.dst, nvlink, minlength=n) / nvl]
         unit += ph.steps * max(float(x.max()) for x in loads)
     return plan.busbw_factor / unit
 
