@@ -298,8 +298,8 @@ def build_flows(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
     paths = None                             # the router's padded path table, kept for grouping identical flows
     if n_net and router is None and routing != "te":
         from sim.routing import path_lengths, route
-        paths = route(topo, src[t_net], dst[t_net], qp, routing, seed, hash=hash, sport=sport, dqpn=dqpn,
-                      padded=True, between_hosts=True)
+        paths = route(topo, src[net_t], dst[net_t], qp, routing, seed, hash=hash, sport=sport, dqpn=dqpn,
+                      padded=True, between_hosts=True, repeat=qps)      # GPUs per connection, the rest per QP
         del qp
         used = paths >= 0
         np.cumsum(path_lengths(used), out=ptr[1:n_net + 1], dtype=IDX)
