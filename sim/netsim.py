@@ -584,7 +584,7 @@ def solve_phase(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
         rates, finish_unit = sim.first_rate[:mine], sim.finish[:mine]
         unit = float(finish_unit.max()) if mine else 0.0
     else:
-        rates, cls, cptr, clinks = _solve_classes(everything, capacity, solving)
+        rates, cls, cptr, clinks, size = _solve_classes(everything, capacity, solving)
         rates, cls = rates[:mine], cls[:mine]
         with np.errstate(divide="ignore", invalid="ignore"):
             per = np.where(rates > 0, flows.share / rates, np.inf)
@@ -593,7 +593,9 @@ def solve_phase(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
         # (a class's flows cross the same links).
         K = cptr.size - 1
         link_unit = link_loads(cptr, clinks, np.bincount(cls, flows.share, minlength=K) * phase.steps, capacity.size)
-        link_flows = np.rint(link_loads(cptr, clinks, np.bincount(cls, minlength=K), capacity.size)).astype(IDX)
+        if mine < everything.n_flows:                 # background flows share the classes: count this phase's
+            size = np.bincount(cls, minlength=K)
+        link_flows = np.rint(link_loads(cptr, clinks, size, capacity.size)).astype(IDX)
         first = flows.n_network_first                 # only network flows have a path latency to keep
         path = path_latency(topo, cptr, clinks)[cls if first is None else cls[:first]]
     hop, network = transfer_latency(topo, phase, flows, latency, path)
@@ -612,15 +614,16 @@ def _merged_rates(flows: FlowSet, capacity: np.ndarray, progress) -> np.ndarray:
 
 
 def _solve_classes(flows: FlowSet, capacity: np.ndarray, progress):
-    """``(rates, cls, ptr, links)``: :func:`_merged_rates`, with each flow's class and the classes' CSR paths."""
+    """``(rates, cls, ptr, links, weight)``: :func:`_merged_rates`, with each flow's class, the classes' CSR paths
+    and their sizes (flows per class)."""
     rep, cls = flows.classes()
-    deg = np.diff(flows.ptr)[rep]
+    starts = flows.ptr[rep]
+    deg = flows.ptr[rep + 1] - starts                   # the classes' path lengths (no diff over every flow)
     ptr = np.zeros(rep.size + 1, dtype=IDX)
     np.cumsum(deg, out=ptr[1:])
-    starts = flows.ptr[rep]
     links = flows.links[np.arange(ptr[-1], dtype=IDX) + np.repeat(starts - ptr[:-1], deg)]
     weight = np.bincount(cls, minlength=rep.size)
-    return max_min_rates(ptr, links, capacity, progress=progress, weight=weight)[cls], cls, ptr, links
+    return max_min_rates(ptr, links, capacity, progress=progress, weight=weight)[cls], cls, ptr, links, weight
 
 
 def path_latency(topo, ptr: np.ndarray, links: np.ndarray) -> np.ndarray:
