@@ -53,12 +53,13 @@ def splitmix64(x) -> np.ndarray:
     >>> int(splitmix64(np.array([0], dtype=np.uint64))[0]) == 0xE220A8397B1DCDAF
     True
     """
-    z = np.asarray(x, dtype=np.uint64) + _GOLDEN
-    z ^= z >> _S30
-    z *= _MIX1
-    z ^= z >> _S27
-    z *= _MIX2
-    z ^= z >> _S31
+    z = np.array(x, dtype=np.uint64)               # a copy, mixed in place with one scratch array
+    z += _GOLDEN
+    t = np.empty_like(z)
+    for shift, mult in ((_S30, _MIX1), (_S27, _MIX2)):
+        z ^= np.right_shift(z, shift, out=t)
+        z *= mult
+    z ^= np.right_shift(z, _S31, out=t)
     return z
 
 
