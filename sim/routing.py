@@ -129,13 +129,15 @@ def routing_tables(topo: Topology) -> RoutingTables:
         core_reach = (spine_core_ok[np.maximum(dst_spine, 0)].transpose(0, 2, 1)   # (P, M, nL)
                       & (has & leaf_plane_ok.T)[:, None, :])
         # Spine s (plane p) reaches leaf b of another zone through any core of p it is cabled to: computed once
-        # per distinct set of cores a spine of p is cabled to (one set per plane when no cable failed).
-        spine_reach = np.zeros((nS, nL), dtype=bool)
+        # per distinct set of cores a spine of p is cabled to (one set per plane when no cable failed), then each
+        # spine's row copied whole from that table (row 0: no plane, reaches nothing) in one gather.
+        reach_rows, row_of = [np.zeros((1, nL), dtype=bool)], np.zeros(nS, dtype=IDX)
         for p in range(P):
             rows = np.flatnonzero(spine_plane == p)
             sets, which = np.unique(spine_core_ok[rows], axis=0, return_inverse=True)
-            reach = (sets.astype(np.float32) @ core_reach[p].astype(np.float32)) > 0
-            spine_reach[rows] = reach[which.ravel()]
+            row_of[rows] = sum(len(r) for r in reach_rows) + which.ravel()
+            reach_rows.append((sets.astype(np.float32) @ core_reach[p].astype(np.float32)) > 0)
+        spine_reach = np.take(np.concatenate(reach_rows), row_of, axis=0)
     else:
         core_reach = np.zeros((P, max(M, 1), nL), dtype=bool)
         spine_reach = np.zeros((nS, nL), dtype=bool)
