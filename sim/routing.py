@@ -278,8 +278,9 @@ class _Hops:
     """The flows that leave their leaf, and how each switch on their way picks among its equal-cost next hops.
 
     ``fl``: their rows in the flow arrays; ``a``/``b``: ranks of their source and destination leaves, ``za``/``zb``
-    those leaves' zones; ``s``/``d``: their GPUs; ``down0``: the destination NIC's downlink. :meth:`start` adds the
-    routing: the per-flow hash key (hashed routings) and the destination digits (static routings).
+    those leaves' zones; ``s``/``d``: their GPUs (once per group of ``repeat`` flows); ``down0``: the destination
+    NIC's downlink. :meth:`start` adds the routing: the per-flow hash key (hashed routings) and the destination
+    digits (static routings).
     """
 
     topo: Topology
@@ -309,11 +310,12 @@ class _Hops:
         self.hashed = routing in ("ecmp", "eecmp", "pinned")
         if self.hashed:
             self.hash = SwitchHash(hash, seed, nic_ips(topo, self.s), nic_ips(topo, self.d), sport[self.fl],
-                                   dqpn[self.fl] if routing == "eecmp" else None)
+                                   dqpn[self.fl] if routing == "eecmp" else None, repeat=self.repeat)
         if routing in ("dmodk", "pinned"):
             W1, D = t.leaf_up.shape[1], max(topo.leaf_downlinks, 1)
-            dglob = (self.b * D + topo.gpu_leaf_port[self.d]).astype(np.uint64)
-            self.dig1 = dglob if routing == "dmodk" else topo.gpu_leaf_port[self.d].astype(np.uint64)
+            port = np.repeat(topo.gpu_leaf_port[self.d], self.repeat)
+            dglob = (self.b * D + port).astype(np.uint64)
+            self.dig1 = dglob if routing == "dmodk" else port.astype(np.uint64)
             self.dig2 = dglob // np.uint64(W1)
 
     def choose(self, full, rows, nodes, digit, width, valid):
@@ -362,7 +364,7 @@ def _nic_links(topo: Topology, src, dst, paths, between_hosts: bool = False, rep
     if k > 1:
         rows = (rows[:, None] * k + np.arange(k)).ravel()
     per_flow = (lambda x: np.repeat(x[leave], k)) if k > 1 else (lambda x: x[leave])  # noqa: E731
-    return _Hops(topo, src, dst, rows, per_flow(a), per_flow(b), per_flow(s), per_flow(d), per_flow(down0), repeat=k)
+    return _Hops(topo, src, dst, rows, per_flow(a), per_flow(b), s[leave], d[leave], per_flow(down0), repeat=k)
 
 
 @dataclass

@@ -367,9 +367,10 @@ def test_splitmix64_is_a_good_mix():
     assert buckets.min() > 0.9 * buckets.mean()
 
 
-@pytest.mark.parametrize("routing", ["ecmp", "eecmp", "pinned", "dmodk"])
+@pytest.mark.parametrize("routing,hash", [("ecmp", "uniform"), ("eecmp", "uniform"), ("pinned", "uniform"),
+                                          ("dmodk", "uniform"), ("eecmp", "crc32"), ("ecmp", "crc16")])
 @pytest.mark.parametrize("between_hosts", [False, True])
-def test_gpus_given_once_per_connection_route_as_the_same_gpus_per_flow(demo, routing, between_hosts):
+def test_gpus_given_once_per_connection_route_as_the_same_gpus_per_flow(demo, routing, hash, between_hosts):
     # route(repeat=k) takes a connection's GPUs once for its k QPs; every flow's path must be the one it gets
     # when the GPUs are given per flow (QP numbers and ports per flow, so the QPs of a connection differ).
     rng, G = np.random.default_rng(5), demo.n_gpus
@@ -384,10 +385,10 @@ def test_gpus_given_once_per_connection_route_as_the_same_gpus_per_flow(demo, ro
     if between_hosts:
         keep = np.asarray(demo.gpu_host)[src] != np.asarray(demo.gpu_host)[dst]
         assert keep.all()
-    want = route(demo, np.repeat(src, k), np.repeat(dst, k), qp, routing, 3, sport=sport, dqpn=dqpn, padded=True,
-                 between_hosts=between_hosts)
-    got = route(demo, src, dst, qp, routing, 3, sport=sport, dqpn=dqpn, padded=True, between_hosts=between_hosts,
-                repeat=k)
+    want = route(demo, np.repeat(src, k), np.repeat(dst, k), qp, routing, 3, hash=hash, sport=sport, dqpn=dqpn,
+                 padded=True, between_hosts=between_hosts)
+    got = route(demo, src, dst, qp, routing, 3, hash=hash, sport=sport, dqpn=dqpn, padded=True,
+                between_hosts=between_hosts, repeat=k)
     assert np.array_equal(got, want)
     if not between_hosts:
         assert (got[::7 * k, 0] == -1).all()
