@@ -219,8 +219,8 @@ def route(topo: Topology, src_gpu, dst_gpu, qp=None, routing: str = "ecmp", seed
     and last hops are looked up once per connection, not once per QP.
     """
     if routing == "te":                      # centralized traffic engineering: sim/te.py (all flows at once)
-        if padded:
-            raise ValueError("te routing gives CSR paths, not a padded table")
+        if padded or repeat != 1:
+            raise ValueError("te routing takes per-flow GPUs and gives CSR paths, not a padded table")
         from sim.te import te_route
         return te_route(topo, src_gpu, dst_gpu, qp, seed=seed)
     repeat = int(repeat)
