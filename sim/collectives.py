@@ -211,8 +211,13 @@ def _host_of_position(g: HostGroups) -> np.ndarray:
 
 
 def channel_sequences(g: HostGroups, channels: int) -> np.ndarray:
-    """(C, N) GPU sequence of each channel: the hosts in order, each host's GPUs rotated by the channel number."""
+    """(C, N) GPU sequence of each channel: the hosts in order, each host's GPUs rotated by the channel number.
+    Hosts of one size (the usual job) rotate as columns of a (hosts, GPUs per host) table: no per-GPU modulo."""
     n = len(g.ordered)
+    m = int(g.size[0])
+    if (g.size == m).all():
+        table = g.ordered.reshape(-1, m)
+        return np.stack([np.take(table, (np.arange(m) + c) % m, axis=1).ravel() for c in range(channels)])
     hpos = _host_of_position(g)
     j = np.arange(n) - g.offset[hpos]
     m = g.size[hpos]

@@ -42,9 +42,9 @@ class FlowHeader:
     channel: np.ndarray
     n_network: int
     qps: int
-    sqpn: np.ndarray             # (n_network,)
+    sqpn: np.ndarray             # (n_network,): QP numbers are 24 bits, kept as uint32
     dqpn: np.ndarray
-    sport: np.ndarray
+    sport: np.ndarray            # (n_network,): UDP ports are 16 bits, kept as uint16
     paths: np.ndarray | None = None  # the router's padded path table of the network flows (until grouped)
 
 
@@ -140,7 +140,7 @@ class FlowSet:
         if name == "qp":
             return np.where(net, flows % max(h.qps, 1), 0)
         per = getattr(h, name)
-        return np.where(net, per[np.minimum(flows, max(h.n_network - 1, 0))] if per.size else 0, -1).astype(IDX)
+        return np.where(net, per[np.minimum(flows, max(h.n_network - 1, 0))].astype(IDX) if per.size else 0, -1)
 
     def classes(self) -> tuple[np.ndarray, np.ndarray]:
         """``(rep, cls)`` of :func:`sim.maxmin.identical_flows` over these flows (see the module docstring)."""

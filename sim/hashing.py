@@ -53,12 +53,13 @@ def splitmix64(x) -> np.ndarray:
     >>> int(splitmix64(np.array([0], dtype=np.uint64))[0]) == 0xE220A8397B1DCDAF
     True
     """
-    z = np.asarray(x, dtype=np.uint64) + _GOLDEN
-    z ^= z >> _S30
-    z *= _MIX1
-    z ^= z >> _S27
-    z *= _MIX2
-    z ^= z >> _S31
+    z = np.array(x, dtype=np.uint64)               # a copy, mixed in place with one scratch array
+    z += _GOLDEN
+    t = np.empty_like(z)
+    for shift, mult in ((_S30, _MIX1), (_S27, _MIX2)):
+        z ^= np.right_shift(z, shift, out=t)
+        z *= mult
+    z ^= np.right_shift(z, _S31, out=t)
     return z
 
 
@@ -160,18 +161,22 @@ class SwitchHash:
     ``nodes`` (node ids), the selector whose ``mod n`` picks the next hop.
 
     ``fields``: dict of per-flow arrays ``src_ip``, ``dst_ip``, ``sport`` and, for E-ECMP, ``dqpn`` (``None`` for
-    plain ECMP). ``kind``: one of :data:`HASHES`.
+    plain ECMP). ``kind``: one of :data:`HASHES`. ``repeat=k``: ``src_ip`` and ``dst_ip`` are given once per ``k``
+    consecutive flows (a connection's QPs), so the uniform hash folds them in once per connection.
     """
 
-    def __init__(self, kind: str, seed: int, src_ip, dst_ip, sport, dqpn=None):
+    def __init__(self, kind: str, seed: int, src_ip, dst_ip, sport, dqpn=None, repeat: int = 1):
         if kind not in HASHES:
             raise ValueError(f"hash {kind!r} is not one of {', '.join(HASHES)}")
         self.kind, self.seed, self.with_qp = kind, int(seed), dqpn is not None
         if kind == "uniform":
             key = combine(splitmix64(np.array([self.seed], dtype=np.uint64)), src_ip)     # the seed's once
-            key = combine(combine(key, dst_ip), sport)
+            key = combine(key, dst_ip)
+            key = combine(np.repeat(key, repeat) if repeat > 1 else key, sport)
             self.key = combine(key, dqpn) if dqpn is not None else key
         else:
+            if repeat > 1:
+                src_ip, dst_ip = np.repeat(src_ip, repeat), np.repeat(dst_ip, repeat)
             self.crc = CRCS[kind]
             self.flow_term = self.crc(header_bytes(0, src_ip, dst_ip, sport, dqpn=dqpn))   # seed bytes zero
             self.width = 20 if dqpn is not None else 17

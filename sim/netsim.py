@@ -74,7 +74,7 @@ BASE_RTT = {"roce": 22e-6, "infiniband": 5e-6}   # seconds (RoCE: docs/sources.m
 RTT_SWITCHES = {"roce": 5, "infiniband": 1}      # switches one way on the path the base RTT is for (assumption:
                                                  # RoCE, the fabric's longest, RTSW-CTSW-ATSW-CTSW-RTSW; IB: one leaf)
 GB = 1e9                       # nccl-tests' GB/s
-CSR_CHUNK = 1 << 20            # rows of the router's table turned into CSR links at a time (bounds a temporary)
+CSR_CHUNK = 1 << 20            # flows (rows of the router's table) taken at a time where a temporary is bounded
 EVENT_MERGE = 1e-2             # event-driven phases merge completions within 1 % of the makespan's lower bound
 
 
@@ -284,20 +284,25 @@ def build_flows(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
     nvl_t = np.flatnonzero(~inter)
     nic = np.asarray(topo.gpu_nic)
     conn = connection_flows(nic[src[net_t]], nic[dst[net_t]], chan[net_t], qps, udp_sport, seed, qpn_base)
-    t_net = np.repeat(net_t, qps)                         # = net_t[conn.transfer]: transfer-major, QP-minor
     qp, sqpn, dqpn, sport = conn.qp, conn.sqpn, conn.dqpn, conn.sport
     del conn                                              # its per-flow transfer is not kept
-    n_net, n_nvl = t_net.size, nvl_t.size
+    n_net, n_nvl = net_t.size * qps, nvl_t.size
+    # Each flow's transfer, network flows first (net_t[conn.transfer]: transfer-major, QP-minor), written in place
+    # in the narrowest integer that holds the phase's transfer ids (int32 below 2^31: 71 MB, not 142, at 600k).
+    transfer = np.empty(n_net + n_nvl, dtype=np.int32 if src.size < np.iinfo(np.int32).max else IDX)
+    transfer[:n_net].reshape(-1, qps)[:] = net_t[:, None]
+    transfer[n_net:] = nvl_t
+    t_net = transfer[:n_net]
     ptr = np.empty(n_net + n_nvl + 1, dtype=IDX)          # the CSR is written in place: network flows, then NVLink
     ptr[0] = 0
     paths = None                             # the router's padded path table, kept for grouping identical flows
     if n_net and router is None and routing != "te":
-        from sim.routing import route
-        paths = route(topo, src[t_net], dst[t_net], qp, routing, seed, hash=hash, sport=sport, dqpn=dqpn,
-                      padded=True, between_hosts=True)
+        from sim.routing import path_lengths, route
+        paths = route(topo, src[net_t], dst[net_t], qp, routing, seed, hash=hash, sport=sport, dqpn=dqpn,
+                      padded=True, between_hosts=True, repeat=qps)      # GPUs per connection, the rest per QP
         del qp
         used = paths >= 0
-        np.cumsum(used.sum(axis=1), out=ptr[1:n_net + 1])
+        np.cumsum(path_lengths(used), out=ptr[1:n_net + 1], dtype=IDX)
         links = np.empty(int(ptr[n_net]) + 2 * n_nvl, dtype=IDX)
         for lo in range(0, n_net, CSR_CHUNK):             # in slices: no full-size temporary
             hi = min(lo + CSR_CHUNK, n_net)
@@ -319,9 +324,11 @@ def build_flows(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
     np.add(dst[nvl_t], E + G, out=links[cut + 1::2])
     np.add(2 * np.arange(1, n_nvl + 1, dtype=IDX), cut, out=ptr[n_net + 1:])
     share = np.asarray(phase.share, dtype=np.float64)
-    header = FlowHeader(src=src, dst=dst, channel=chan, n_network=n_net, qps=qps, sqpn=sqpn, dqpn=dqpn, sport=sport,
-                        paths=paths)
-    return FlowSet(transfer=np.concatenate([t_net, nvl_t]), share=np.concatenate([share[t_net] / qps, share[nvl_t]]),
+    # Kept per network flow in their own widths (24-bit QP numbers, 16-bit ports): 94 MB, not 226, at 600k.
+    header = FlowHeader(src=src, dst=dst, channel=chan, n_network=n_net, qps=qps, sqpn=sqpn.astype(np.uint32),
+                        dqpn=dqpn.astype(np.uint32), sport=sport.astype(np.uint16), paths=paths)
+    del sqpn, dqpn, sport
+    return FlowSet(transfer=transfer, share=np.concatenate([share[t_net] / qps, share[nvl_t]]),
                    ptr=ptr, links=links, n_fabric=E, n_gpus=G, header=header)
 
 
@@ -577,16 +584,16 @@ def solve_phase(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
         rates, finish_unit = sim.first_rate[:mine], sim.finish[:mine]
         unit = float(finish_unit.max()) if mine else 0.0
     else:
-        rates, cls, cptr, clinks = _solve_classes(everything, capacity, solving)
+        rates, cls, cptr, clinks, size = _solve_classes(everything, capacity, solving)
         rates, cls = rates[:mine], cls[:mine]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            per = np.where(rates > 0, flows.share / rates, np.inf)
-        unit = phase.steps * float(per.max()) if per.size else 0.0
+        unit = phase.steps * _slowest(flows.share, rates) if rates.size else 0.0
         # This phase's bytes and flows on each link and each flow's path latency, per class of identical flows
         # (a class's flows cross the same links).
         K = cptr.size - 1
         link_unit = link_loads(cptr, clinks, np.bincount(cls, flows.share, minlength=K) * phase.steps, capacity.size)
-        link_flows = np.rint(link_loads(cptr, clinks, np.bincount(cls, minlength=K), capacity.size)).astype(IDX)
+        if mine < everything.n_flows:                 # background flows share the classes: count this phase's
+            size = np.bincount(cls, minlength=K)
+        link_flows = np.rint(link_loads(cptr, clinks, size, capacity.size)).astype(IDX)
         first = flows.n_network_first                 # only network flows have a path latency to keep
         path = path_latency(topo, cptr, clinks)[cls if first is None else cls[:first]]
     hop, network = transfer_latency(topo, phase, flows, latency, path)
@@ -597,6 +604,17 @@ def solve_phase(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
                        link_flows=link_flows)
 
 
+def _slowest(share: np.ndarray, rates: np.ndarray) -> float:
+    """The largest ``share / rate`` over flows (``inf`` for a flow of rate 0): a step's time per byte of message.
+    Taken in slices of :data:`CSR_CHUNK` flows, so no per-flow temporary is made (17.7M flows at 600k)."""
+    worst = -np.inf
+    for lo in range(0, rates.size, CSR_CHUNK):
+        r = rates[lo:lo + CSR_CHUNK]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            worst = np.maximum(worst, np.where(r > 0, share[lo:lo + CSR_CHUNK] / r, np.inf).max())
+    return float(worst)
+
+
 def _merged_rates(flows: FlowSet, capacity: np.ndarray, progress) -> np.ndarray:
     """Max-min rates of ``flows``, solved once per class of flows on the same links (QPs hashed onto one path,
     NVLink transfers of several channels between one GPU pair): identical flows get identical rates, so the
@@ -605,15 +623,16 @@ def _merged_rates(flows: FlowSet, capacity: np.ndarray, progress) -> np.ndarray:
 
 
 def _solve_classes(flows: FlowSet, capacity: np.ndarray, progress):
-    """``(rates, cls, ptr, links)``: :func:`_merged_rates`, with each flow's class and the classes' CSR paths."""
+    """``(rates, cls, ptr, links, weight)``: :func:`_merged_rates`, with each flow's class, the classes' CSR paths
+    and their sizes (flows per class)."""
     rep, cls = flows.classes()
-    deg = np.diff(flows.ptr)[rep]
+    starts = flows.ptr[rep]
+    deg = flows.ptr[rep + 1] - starts                   # the classes' path lengths (no diff over every flow)
     ptr = np.zeros(rep.size + 1, dtype=IDX)
     np.cumsum(deg, out=ptr[1:])
-    starts = flows.ptr[rep]
     links = flows.links[np.arange(ptr[-1], dtype=IDX) + np.repeat(starts - ptr[:-1], deg)]
     weight = np.bincount(cls, minlength=rep.size)
-    return max_min_rates(ptr, links, capacity, progress=progress, weight=weight)[cls], cls, ptr, links
+    return max_min_rates(ptr, links, capacity, progress=progress, weight=weight)[cls], cls, ptr, links, weight
 
 
 def path_latency(topo, ptr: np.ndarray, links: np.ndarray) -> np.ndarray:
@@ -652,11 +671,12 @@ def transfer_latency(topo, phase: Phase, flows: FlowSet, latency: LatencyModel |
 
 
 def roofline_busbw(collective: str, n: int, gpus_per_host: int, nic_bandwidth: float, nvlink_bandwidth: float,
-                   algorithm: str = "ring", channels: int | None = None) -> float:
+                   algorithm: str = "ring", channels: int | None = None, plan: CollectivePlan | None = None) -> float:
     """The busbw (bytes/s) the collective reaches on ``n`` GPUs packed on whole hosts when only the endpoints
     limit it: each GPU's NIC (``nic_bandwidth`` each way) and NVLink (``nvlink_bandwidth`` both ways together),
     the switch fabric ideal, latency zero. Computed from the same plan the simulation uses: per phase, the most
-    loaded endpoint link sets the time.
+    loaded endpoint link sets the time. ``plan``: that plan when the caller already has it (a run whose placement
+    is the packed one, :func:`_packed_in_order`), so it is not made twice.
 
     >>> roofline_busbw("allgather", 64, 8, 50e9, 900e9) / 1e9        # 8 rails x 50 GB/s
     400.0
@@ -668,18 +688,32 @@ def roofline_busbw(collective: str, n: int, gpus_per_host: int, nic_bandwidth: f
         return np.inf
     gpus = np.arange(n, dtype=IDX)
     host = gpus // gpus_per_host
-    plan = plan_collective(collective, gpus, host, algorithm, channels=channels,
-                           max_flows=max(n * (n - 1), 1))
+    if plan is None:
+        plan = plan_collective(collective, gpus, host, algorithm, channels=channels, max_flows=max(n * (n - 1), 1))
     nvl = nvlink_bandwidth / NVLINK_DIRECTIONS
     unit = 0.0
     for ph in plan.phases:
         inter = host[ph.src] != host[ph.dst]
-        loads = [np.bincount(ph.src[inter], ph.share[inter], minlength=n) / nic_bandwidth,
-                 np.bincount(ph.dst[inter], ph.share[inter], minlength=n) / nic_bandwidth,
-                 np.bincount(ph.src[~inter], ph.share[~inter], minlength=n) / nvl,
-                 np.bincount(ph.dst[~inter], ph.share[~inter], minlength=n) / nvl]
+        # Each endpoint's bytes over the network and over NVLink: the other kind's transfers weigh 0 (adding 0.0
+        # leaves a sum as it is, and saves picking 9.4M transfers out by mask at 600k).
+        net, nvlink = np.where(inter, ph.share, 0.0), np.where(inter, 0.0, ph.share)
+        loads = [np.bincount(ph.src, net, minlength=n) / nic_bandwidth,
+                 np.bincount(ph.dst, net, minlength=n) / nic_bandwidth,
+                 np.bincount(ph.src, nvlink, minlength=n) / nvl,
+                 np.bincount(ph.dst, nvlink, minlength=n) / nvl]
         unit += ph.steps * max(float(x.max()) for x in loads)
     return plan.busbw_factor / unit
+
+
+def _packed_in_order(gpus: np.ndarray, gpu_host, per_host: int) -> bool:
+    """Whether rank ``r`` is on GPU ``r`` and the hosts hold consecutive runs of ``per_host`` ranks (host ids
+    consecutive too): the placement :func:`roofline_busbw` plans for, so a run's plan is the roofline's (rings
+    and trees follow the hosts' grouping and GPU order, which are then the same)."""
+    n = gpus.size
+    if int(gpus[0]) != 0 or int(gpus[-1]) != n - 1 or not np.array_equal(gpus, np.arange(n)):
+        return False
+    hosts = np.asarray(gpu_host)[:n]
+    return bool(np.array_equal(hosts - hosts[0], np.arange(n) // per_host))
 
 
 def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring", routing: str | None = None,
@@ -759,8 +793,9 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
         link_bytes += res.link_unit_bytes if res.link_unit_bytes is not None else \
             link_loads(res.flows.ptr, res.flows.links, res.flows.share * res.phase.steps, capacity.size)
     gph = int(np.bincount(np.asarray(topo.gpu_host)).max())
+    packed = weights is None and root == 0 and _packed_in_order(gpus, topo.gpu_host, gph)
     roof = roofline_busbw(plan.collective, plan.n_ranks, gph, topo.nic_bandwidth, topo.nvlink_bandwidth,
-                          plan.algorithm, plan.channels)
+                          plan.algorithm, plan.channels, plan if packed else None)
     factor = plan.busbw_factor
     latencies, hops = protocol_latencies(plan, phases, latency)
     result = CollectiveResult(plan=plan, kind=topo.kind, routing=routing, qps=qps, seed=seed, dtype=dtype,

@@ -129,13 +129,15 @@ def routing_tables(topo: Topology) -> RoutingTables:
         core_reach = (spine_core_ok[np.maximum(dst_spine, 0)].transpose(0, 2, 1)   # (P, M, nL)
                       & (has & leaf_plane_ok.T)[:, None, :])
         # Spine s (plane p) reaches leaf b of another zone through any core of p it is cabled to: computed once
-        # per distinct set of cores a spine of p is cabled to (one set per plane when no cable failed).
-        spine_reach = np.zeros((nS, nL), dtype=bool)
+        # per distinct set of cores a spine of p is cabled to (one set per plane when no cable failed), then each
+        # spine's row copied whole from that table (row 0: no plane, reaches nothing) in one gather.
+        reach_rows, row_of = [np.zeros((1, nL), dtype=bool)], np.zeros(nS, dtype=IDX)
         for p in range(P):
             rows = np.flatnonzero(spine_plane == p)
             sets, which = np.unique(spine_core_ok[rows], axis=0, return_inverse=True)
-            reach = (sets.astype(np.float32) @ core_reach[p].astype(np.float32)) > 0
-            spine_reach[rows] = reach[which.ravel()]
+            row_of[rows] = sum(len(r) for r in reach_rows) + which.ravel()
+            reach_rows.append((sets.astype(np.float32) @ core_reach[p].astype(np.float32)) > 0)
+        spine_reach = np.take(np.concatenate(reach_rows), row_of, axis=0)
     else:
         core_reach = np.zeros((P, max(M, 1), nL), dtype=bool)
         spine_reach = np.zeros((nS, nL), dtype=bool)
@@ -186,16 +188,18 @@ def _pick(full: np.ndarray, sel: np.ndarray, width: int, valid, fallback: np.nda
     return col, dead
 
 
-def _no_path(topo: Topology, src, dst, bad: np.ndarray, n_flows: int, reason: str):
-    f = int(bad[0])
+def _no_path(topo: Topology, src, dst, bad: np.ndarray, n_flows: int, reason: str, repeat: int = 1):
+    """Raise NoPathError for the flows ``bad``; flow ``f`` joins ``src[f // repeat]`` and ``dst[f // repeat]``."""
+    f = int(bad[0]) // repeat
     s, d = int(src[f]), int(dst[f])
-    pairs = len(np.unique(src[bad] * topo.n_gpus + dst[bad]))
+    pairs = len(np.unique(src[bad // repeat] * topo.n_gpus + dst[bad // repeat]))
     raise NoPathError(f"{bad.size} of {n_flows} flows ({pairs} GPU pairs) have no active path; first: "
                       f"GPU {s} (host {int(topo.gpu_host[s])}) -> GPU {d} (host {int(topo.gpu_host[d])}): {reason}")
 
 
 def route(topo: Topology, src_gpu, dst_gpu, qp=None, routing: str = "ecmp", seed: int = 0, *,
-          hash: str = "uniform", sport=None, dqpn=None, padded: bool = False, between_hosts: bool = False):
+          hash: str = "uniform", sport=None, dqpn=None, padded: bool = False, between_hosts: bool = False,
+          repeat: int = 1):
     """Route flows; return CSR ``(flow_ptr (F+1,), flow_links)`` of the directed link ids each flow crosses.
 
     Links are in path order: the source NIC's uplink first, the destination NIC's downlink last. Flows between two
@@ -210,22 +214,32 @@ def route(topo: Topology, src_gpu, dst_gpu, qp=None, routing: str = "ecmp", seed
     in path order, ``-1`` past the end of each path (int32 when the link ids fit), the table
     :func:`sim.maxmin.identical_rows` groups. Not for ``routing="te"``, whose controller gives CSR paths.
     ``between_hosts=True``: the caller has made sure no flow joins two GPUs of one host (the check is skipped).
+    ``repeat=k``: ``src_gpu`` and ``dst_gpu`` are given once per ``k`` consecutive flows (a connection's QPs; flow
+    ``i`` joins ``src_gpu[i // k]`` and ``dst_gpu[i // k]``, ``qp``, ``sport``, ``dqpn`` are per flow): the first
+    and last hops are looked up once per connection, not once per QP.
     """
     if routing == "te":                      # centralized traffic engineering: sim/te.py (all flows at once)
-        if padded:
-            raise ValueError("te routing gives CSR paths, not a padded table")
+        if padded or repeat != 1:
+            raise ValueError("te routing takes per-flow GPUs and gives CSR paths, not a padded table")
         from sim.te import te_route
         return te_route(topo, src_gpu, dst_gpu, qp, seed=seed)
-    src, dst, qp = _flow_arrays(topo, src_gpu, dst_gpu, qp, routing)
+    repeat = int(repeat)
+    if repeat < 1:
+        raise ValueError(f"repeat must be at least 1, got {repeat}")
+    per_flow_qp = qp
+    src, dst, qp = _flow_arrays(topo, src_gpu, dst_gpu, qp if repeat == 1 else None, routing)
     if hash not in HASHES:
         raise ValueError(f"hash {hash!r} is not one of {', '.join(HASHES)}")
-    F = src.size
+    F = src.size * repeat
+    if repeat > 1:
+        qp = np.zeros(F, dtype=IDX) if per_flow_qp is None else \
+            np.broadcast_to(np.asarray(per_flow_qp, dtype=IDX), (F,)).ravel()
     sport = np.full(F, FIXED_UDP_SPORT, np.uint64) if sport is None else np.broadcast_to(
         np.asarray(sport, dtype=np.uint64), (F,))
     dqpn = qp.astype(np.uint64) if dqpn is None else np.broadcast_to(np.asarray(dqpn, dtype=np.uint64), (F,))
     narrow = np.int32 if topo.n_links < np.iinfo(np.int32).max else IDX     # half the memory of the path table
-    paths = np.full((src.size, max_path_links(topo)), -1, dtype=narrow)
-    hops = _nic_links(topo, src, dst, paths, between_hosts)
+    paths = np.full((F, max_path_links(topo)), -1, dtype=narrow)
+    hops = _nic_links(topo, src, dst, paths, between_hosts, repeat)
     if hops is not None:
         hops.start(routing_tables(topo), routing, seed, hash, sport, dqpn)
         plane, spine = _up_to_spine(hops, paths)
@@ -264,12 +278,13 @@ class _Hops:
     """The flows that leave their leaf, and how each switch on their way picks among its equal-cost next hops.
 
     ``fl``: their rows in the flow arrays; ``a``/``b``: ranks of their source and destination leaves, ``za``/``zb``
-    those leaves' zones; ``s``/``d``: their GPUs; ``down0``: the destination NIC's downlink. :meth:`start` adds the
-    routing: the per-flow hash key (hashed routings) and the destination digits (static routings).
+    those leaves' zones; ``s``/``d``: their GPUs (once per group of ``repeat`` flows); ``down0``: the destination
+    NIC's downlink. :meth:`start` adds the routing: the per-flow hash key (hashed routings) and the destination
+    digits (static routings).
     """
 
     topo: Topology
-    src: np.ndarray              # all flows' GPUs, for error messages
+    src: np.ndarray              # all flows' GPUs (per group of ``repeat`` flows), for error messages
     dst: np.ndarray
     fl: np.ndarray
     a: np.ndarray
@@ -285,6 +300,7 @@ class _Hops:
     hash: SwitchHash | None = None
     dig1: np.ndarray | None = None
     dig2: np.ndarray | None = None
+    repeat: int = 1              # src and dst are per group of this many consecutive flows (route's repeat)
 
     def start(self, t: RoutingTables, routing: str, seed: int, hash: str, sport: np.ndarray,
               dqpn: np.ndarray) -> None:
@@ -294,11 +310,12 @@ class _Hops:
         self.hashed = routing in ("ecmp", "eecmp", "pinned")
         if self.hashed:
             self.hash = SwitchHash(hash, seed, nic_ips(topo, self.s), nic_ips(topo, self.d), sport[self.fl],
-                                   dqpn[self.fl] if routing == "eecmp" else None)
+                                   dqpn[self.fl] if routing == "eecmp" else None, repeat=self.repeat)
         if routing in ("dmodk", "pinned"):
             W1, D = t.leaf_up.shape[1], max(topo.leaf_downlinks, 1)
-            dglob = (self.b * D + topo.gpu_leaf_port[self.d]).astype(np.uint64)
-            self.dig1 = dglob if routing == "dmodk" else topo.gpu_leaf_port[self.d].astype(np.uint64)
+            port = np.repeat(topo.gpu_leaf_port[self.d], self.repeat)
+            dglob = (self.b * D + port).astype(np.uint64)
+            self.dig1 = dglob if routing == "dmodk" else port.astype(np.uint64)
             self.dig2 = dglob // np.uint64(W1)
 
     def choose(self, full, rows, nodes, digit, width, valid):
@@ -314,32 +331,40 @@ class _Hops:
         return _pick(full, digit[rows], width, valid, h if self.routing == "pinned" else None)
 
     def no_path(self, rows, reason: str):
-        _no_path(self.topo, self.src, self.dst, self.fl[rows], self.src.size, reason)
+        _no_path(self.topo, self.src, self.dst, self.fl[rows], self.src.size * self.repeat, reason, self.repeat)
 
 
-def _nic_links(topo: Topology, src, dst, paths, between_hosts: bool = False) -> _Hops | None:
+def _nic_links(topo: Topology, src, dst, paths, between_hosts: bool = False, repeat: int = 1) -> _Hops | None:
     """Fill in the first and last link of every flow between hosts (its NICs' cables) and the whole path of flows
-    within one leaf; return the flows that leave their leaf (``None`` if none do)."""
+    within one leaf; return the flows that leave their leaf (``None`` if none do). ``src``, ``dst``: per group of
+    ``repeat`` consecutive flows (:func:`route`); the lookups are per group, written to its flows by broadcasting."""
     g = _gpu_ends(topo)
+    k = repeat
     net = np.arange(src.size) if between_hosts else np.flatnonzero(topo.gpu_host[src] != topo.gpu_host[dst])
     every = net.size == src.size                                          # every flow uses the network
     s, d = (src, dst) if every else (src[net], dst[net])
     bad = ~(g.sends[s] & g.receives[d])
     if bad.any():
-        _no_path(topo, src, dst, net[bad], src.size, "a NIC, its cable or its leaf is not active")
+        rows = (net[bad][:, None] * k + np.arange(k)).ravel()
+        _no_path(topo, src, dst, rows, src.size * k, "a NIC, its cable or its leaf is not active", k)
     down0 = topo.gpu_downlink[d]
+    groups = paths.reshape(src.size, k, paths.shape[1])                  # (groups, repeat, width): a view
     if every:
-        paths[:, 0] = topo.gpu_uplink[s]
+        groups[:, :, 0] = topo.gpu_uplink[s][:, None]
     else:
-        paths[net, 0] = topo.gpu_uplink[s]
+        groups[net, :, 0] = topo.gpu_uplink[s][:, None]
     a, b = g.leaf[s], g.leaf[d]
     same_leaf = a == b
     stay = np.flatnonzero(same_leaf)
-    paths[stay if every else net[stay], 1] = down0[stay]
+    groups[stay if every else net[stay], :, 1] = down0[stay][:, None]
     leave = np.flatnonzero(~same_leaf)
     if leave.size == 0:
         return None
-    return _Hops(topo, src, dst, leave if every else net[leave], a[leave], b[leave], s[leave], d[leave], down0[leave])
+    rows = leave if every else net[leave]
+    if k > 1:
+        rows = (rows[:, None] * k + np.arange(k)).ravel()
+    per_flow = (lambda x: np.repeat(x[leave], k)) if k > 1 else (lambda x: x[leave])  # noqa: E731
+    return _Hops(topo, src, dst, rows, per_flow(a), per_flow(b), s[leave], d[leave], per_flow(down0), repeat=k)
 
 
 @dataclass
@@ -432,9 +457,19 @@ def _over_the_core(h: _Hops, paths, plane, spine) -> None:
     paths[h.fl[xz], 5] = h.down0[xz]
 
 
+def path_lengths(used: np.ndarray) -> np.ndarray:
+    """(F,) uint8: the links of each row of a padded path table, given its mask ``used = paths >= 0`` (F, w).
+    Summed column by column as bytes: numpy's ``sum(axis=1)`` over a short row costs 6x more (9.4M rows of 6)."""
+    cols = used.view(np.uint8)
+    n = cols[:, 0].copy()
+    for i in range(1, cols.shape[1]):
+        n += cols[:, i]
+    return n
+
+
 def _csr(paths: np.ndarray):
     """The CSR ``(ptr, links)`` (both IDX) of a path table padded with -1."""
     used = paths >= 0
     ptr = np.zeros(len(paths) + 1, dtype=IDX)
-    np.cumsum(used.sum(axis=1), out=ptr[1:])
+    np.cumsum(path_lengths(used), out=ptr[1:], dtype=IDX)
     return ptr, paths[used].astype(IDX, copy=False)

@@ -135,6 +135,20 @@ def test_roofline_is_eight_rails_for_rings_one_nic_for_alltoall_nvlink_inside_a_
     assert roofline_busbw("allgather", 8, 8, LINK, 900e9) == pytest.approx(450e9)
 
 
+@pytest.mark.parametrize("collective,algorithm,placement", [
+    ("allgather", "ring", "topology"), ("allreduce", "tree", "topology"), ("alltoall", "ring", "topology"),
+    ("broadcast", "ring", "topology"), ("allgather", "ring", "random"), ("allreduce", "ring", "fragmented")])
+def test_a_run_reuses_its_plan_for_the_roofline_only_when_it_is_the_packed_one(collective, algorithm, placement):
+    # The run's roofline must be the one planned afresh on packed hosts, whether its plan was reused or not.
+    topo = topo_of(spec_data(racks=4, hosts_per_rack=2, hosts_per_leaf=2, leaf_uplinks=2, spines=2))
+    gpus = place(topo, 48, placement, seed=3)
+    r = run_collective(topo, gpus, collective, [GIB], algorithm=algorithm)
+    gph = int(np.bincount(np.asarray(topo.gpu_host)).max())
+    assert sim.netsim._packed_in_order(np.asarray(gpus), topo.gpu_host, gph) == (placement == "topology")
+    assert r.roofline == roofline_busbw(r.plan.collective, r.plan.n_ranks, gph, topo.nic_bandwidth,
+                                        topo.nvlink_bandwidth, r.plan.algorithm, r.plan.channels)
+
+
 def test_a_single_host_runs_over_nvlink_at_nvlink_speed():
     topo = topo_of(spec_data(racks=2))
     r = run_collective(topo, np.arange(8), "allreduce", [GIB])

@@ -365,3 +365,39 @@ def test_splitmix64_is_a_good_mix():
     assert len(np.unique(h)) == 100_000
     buckets = np.bincount((h % np.uint64(16)).astype(int), minlength=16)
     assert buckets.min() > 0.9 * buckets.mean()
+
+
+@pytest.mark.parametrize("routing,hash", [("ecmp", "uniform"), ("eecmp", "uniform"), ("pinned", "uniform"),
+                                          ("dmodk", "uniform"), ("eecmp", "crc32"), ("ecmp", "crc16")])
+@pytest.mark.parametrize("between_hosts", [False, True])
+def test_gpus_given_once_per_connection_route_as_the_same_gpus_per_flow(demo, routing, hash, between_hosts):
+    # route(repeat=k) takes a connection's GPUs once for its k QPs; every flow's path must be the one it gets
+    # when the GPUs are given per flow (QP numbers and ports per flow, so the QPs of a connection differ).
+    rng, G = np.random.default_rng(5), demo.n_gpus
+    src = rng.integers(0, G, 300)
+    dst = (src + rng.integers(8, G - 8, 300)) % G                         # another host: 8 GPUs per host
+    if not between_hosts:
+        dst[::7] = src[::7] ^ 1                                           # same host: empty path
+    k = 4
+    qp = np.tile(np.arange(k), src.size)
+    sport = rng.integers(0xC000, 0x10000, src.size * k)
+    dqpn = rng.integers(0, 1 << 24, src.size * k)
+    if between_hosts:
+        keep = np.asarray(demo.gpu_host)[src] != np.asarray(demo.gpu_host)[dst]
+        assert keep.all()
+    want = route(demo, np.repeat(src, k), np.repeat(dst, k), qp, routing, 3, hash=hash, sport=sport, dqpn=dqpn,
+                 padded=True, between_hosts=between_hosts)
+    got = route(demo, src, dst, qp, routing, 3, hash=hash, sport=sport, dqpn=dqpn, padded=True,
+                between_hosts=between_hosts, repeat=k)
+    assert np.array_equal(got, want)
+    if not between_hosts:
+        assert (got[::7 * k, 0] == -1).all()
+
+
+def test_no_path_error_names_the_same_flows_with_gpus_per_connection():
+    layout = demo_layout()
+    topo0 = topology_from_layout(layout)
+    layout.link_status[topo0.link_cable[topo0.leaf_up[1].ravel()]] = STATUS_FAILED
+    topo = topology_from_layout(layout)
+    with pytest.raises(NoPathError, match=r"4 of 6 flows \(2 GPU pairs\) .* no active path.*GPU 16"):
+        route(topo, [16, 16, 0], [0, 24, 17], None, "eecmp", repeat=2)
