@@ -24,7 +24,7 @@ from django.db.models import Q, Sum
 
 from sim.layout import LINK_NIC_LEAF, STATUS_NAMES, TIER_LEAF
 from twin.inventory.choices import STATUS_CODE, FabricRole, not_active_rows
-from twin.inventory.models import Cluster, Fabric, Link, Rack, Switch, SwitchModel, Zone
+from twin.inventory.models import Cluster, Fabric, Link, Port, Rack, Switch, SwitchModel, Zone
 from twin.inventory.structure_cache import StructureCache, rows_fingerprint, trusted_fingerprint
 from twin.live import scope
 
@@ -117,6 +117,14 @@ def _in_runs(ids: np.ndarray) -> Q:
     return q
 
 
+def _port_slots(*port_ids: np.ndarray) -> list[np.ndarray]:
+    """The slots of the ports ``port_ids``, read by id runs: a place's links joined to their ports is planned as two
+    scans of every port of the cluster (a 600k building's 56k links: 1.2 s), its ports by runs take a third of it."""
+    used = np.unique(np.concatenate(port_ids))
+    port_id, slot = _int_columns(Port.objects.filter(_in_runs(used)), "id", "slot")
+    return [slot[np.searchsorted(port_id, ids)] for ids in port_ids]
+
+
 def _build(fabric: Fabric, place: scope.ZoneItems | None = None) -> Structure:
     """Read the fabric's structure (a fixed number of column queries, numpy for the index maths), serialized.
     ``row_tier`` of a link tier is the switch tier of its heatmap rows; ``cols`` the longest row. With ``place`` (a
@@ -132,8 +140,13 @@ def _build(fabric: Fabric, place: scope.ZoneItems | None = None) -> Structure:
     sw_id, sw_tier, sw_zone, sw_group, sw_rack, sw_model = _int_columns(
         switches, "id", "tier", "zone_id", "group", "rack_id", "model_id")
     sw_name = list(switches.order_by("id").values_list("name", flat=True))
-    link_id, tier, a_sw, b_sw, a_slot, b_slot = _int_columns(
-        links, "id", "tier", "a_switch_id", "b_switch_id", "a_port__slot", "b_port__slot")
+    if place:
+        link_id, tier, a_sw, b_sw, a_port, b_port = _int_columns(
+            links, "id", "tier", "a_switch_id", "b_switch_id", "a_port_id", "b_port_id")
+        a_slot, b_slot = _port_slots(a_port, b_port)
+    else:
+        link_id, tier, a_sw, b_sw, a_slot, b_slot = _int_columns(
+            links, "id", "tier", "a_switch_id", "b_switch_id", "a_port__slot", "b_port__slot")
     a, b = _positions(sw_id, a_sw), _positions(sw_id, b_sw)
     host = tier == LINK_NIC_LEAF
     col = _columns(tier, np.where(host, b, a), np.where(host, b_slot, a_slot))
