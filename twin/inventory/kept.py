@@ -5,7 +5,7 @@ write changes the version, so a kept value is never stale. A write that bypasses
 is seen only after the next logged write.
 
 Kept in the process, and, for a ``Kept(shared=...)``, also in Redis (cache ``TWIN_KEPT_CACHE``) under the version:
-what one process (or the build, which primes them: twin/api/priming.py) computed, every other web process reads in a
+what one process (or the build, which primes them: twin/inventory/api/priming.py) computed, every other web process reads in a
 millisecond instead of computing it again on its first request. Redis unreachable: computed, as without it."""
 from __future__ import annotations
 
@@ -75,30 +75,26 @@ class Kept(Generic[T]):
         return f"{connection.settings_dict['NAME']}:{version}:{self.shared}:{key}"
 
     @staticmethod
-    def shared_reachable() -> bool:
-        """Whether the shared cache answers (a build primes nothing without it)."""
+    def _shared(call: Callable):
+        """(answered, result) of ``call(the shared cache)``: Redis down or restarting is (False, None), and the
+        caller computes or keeps the value in this process, as a lone process would."""
         try:
-            caches[settings.TWIN_KEPT_CACHE].get("ping")
-            return True
-        except Exception as e:  # noqa: BLE001
+            return True, call(caches[settings.TWIN_KEPT_CACHE])
+        except Exception as e:  # noqa: BLE001 - any failure of the cache's client
             log.warning("kept: the shared cache does not answer: %s", e)
-            return False
+            return False, None
+
+    @classmethod
+    def shared_reachable(cls) -> bool:
+        """Whether the shared cache answers (a build primes nothing without it)."""
+        return cls._shared(lambda cache: cache.get("ping"))[0]
 
     def _shared_get(self, key):
-        if not key:
-            return None
-        try:
-            return caches[settings.TWIN_KEPT_CACHE].get(key)
-        except Exception as e:  # noqa: BLE001 - Redis down or restarting: compute it here, as a lone process would
-            log.warning("kept: %s not read from the shared cache: %s", key, e)
-            return None
+        return self._shared(lambda cache: cache.get(key))[1] if key else None
 
     def _shared_set(self, key, value) -> None:
         if key:
-            try:
-                caches[settings.TWIN_KEPT_CACHE].set(key, value, SHARED_TTL_S)
-            except Exception as e:  # noqa: BLE001 - as above: this process keeps it all the same
-                log.warning("kept: %s not written to the shared cache: %s", key, e)
+            self._shared(lambda cache: cache.set(key, value, SHARED_TTL_S))
 
     def clear(self) -> None:
         with self._lock:

@@ -56,21 +56,26 @@ def warm_once(zoom: bool = True) -> int:
     many clusters were warmed. Forget on disk what clusters that no longer exist left there."""
     ids = large_clusters()
     for cluster in Cluster.objects.filter(id__in=ids).order_by("id"):
-        zones = scope.cluster_zones(cluster)
-        try:
-            fabric = fabric_data.backend_fabric(cluster.name)
-        except fabric_data.FabricDataError:
-            fabric = None                           # no backend fabric: its page has nothing to draw
-        keys = (gpu_data.structure_key(cluster, fabric), fabric and fabric_data.structure_key(fabric))
-        if not zoom:
-            continue
-        with warming_pass(("zoom", cluster.id), keys, cluster.id) as mine:
-            for place in places(zones) if mine else ():
-                gpu_data.keep_on_disk(cluster, place)
-                if fabric is not None:
-                    fabric_data.keep_on_disk(fabric, place)
+        warm_cluster(cluster, zoom)
     prune(Cluster.objects.values_list("id", flat=True))
     return len(ids)
+
+
+def warm_cluster(cluster: Cluster, zoom: bool) -> None:
+    """One large cluster's part of :func:`warm_once`."""
+    zones = scope.cluster_zones(cluster)
+    try:
+        fabric = fabric_data.backend_fabric(cluster.name)
+    except fabric_data.FabricDataError:
+        fabric = None                           # no backend fabric: its page has nothing to draw
+    keys = (gpu_data.structure_key(cluster, fabric), fabric and fabric_data.structure_key(fabric))
+    if not zoom:
+        return
+    with warming_pass(("zoom", cluster.id), keys, cluster.id) as mine:
+        for place in places(zones) if mine else ():
+            gpu_data.keep_on_disk(cluster, place)
+            if fabric is not None:
+                fabric_data.keep_on_disk(fabric, place)
 
 
 def on_cluster_built(sender, cluster, **kwargs) -> None:
@@ -79,7 +84,7 @@ def on_cluster_built(sender, cluster, **kwargs) -> None:
     them in milliseconds instead of its first visit reading them from the database (seconds)."""
     if settings.TWIN_WARM_STRUCTURES and cluster.id in large_clusters():
         t = time.monotonic()
-        warm_once(zoom=False)
+        warm_cluster(cluster, zoom=False)
         log.info("warm: %s's page structures on disk in %.1f s", cluster.name, time.monotonic() - t)
 
 
