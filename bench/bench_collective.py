@@ -1,4 +1,4 @@
-"""Benchmark of the flow-level collective engine (sim/netsim.py) against the budgets of issue 4.
+"""Benchmark of the flow-level collective engine (sim/fabric/netsim.py) against the budgets of issue 4.
 
 Cases (each in its own process, so its peak memory is its own; wall time measured inside, from the spec on):
 
@@ -6,7 +6,7 @@ Cases (each in its own process, so its peak memory is its own; wall time measure
   connections per pair, x 8 QPs per connection), E-ECMP, topology-aware placement (393,216 network flows + 344,064
   NVLink flows), 11 message sizes 1M..1G. Budget: 3 s per message size, 4 GB.
 - ``ag-24k-te``: the same AllGather (24,576 GPUs, 16 QPs per pair, topology-aware) routed by centralized traffic
-  engineering (``routing="te"``, sim/te.py), one message size (route + solve). Budget: 5 s (issue 12). Also
+  engineering (``routing="te"``, sim/fabric/te.py), one message size (route + solve). Budget: 5 s (issue 12). Also
   reported: 16,384 GPUs with ranks in random order (most flows cross zones: the local search works hardest).
 - ``ag-131k``: ring AllGather over all 131,072 GPUs of roadmap-131k, 1 QP per connection (default ECMP) and 16 QPs
   per GPU pair (E-ECMP). Budget: 30 s.
@@ -44,15 +44,15 @@ SPECS = ROOT / "bench" / "specs"
 
 def one_switch_topology():
     """4,096 single-NPU hosts of 50 GB/s on one switch: the shipped spec and its catalog."""
-    from sim.topology import load_topology
+    from sim.fabric.topology import load_topology
     return load_topology(spec=str(SPECS / "one-switch-4096.toml"), catalog=str(SPECS / "one-switch-catalog.toml"))[1]
 
 
 def case(name: str) -> dict:
     """Run one case in this process; return its figures."""
-    from sim.topology import load_topology
-    from sim.netsim import run_collective
-    from sim.placement import place
+    from sim.fabric.topology import load_topology
+    from sim.fabric.netsim import run_collective
+    from sim.fabric.placement import place
     t0 = time.perf_counter()
     out = {"case": name}
     if name == "ag-24k":
@@ -86,7 +86,7 @@ def case(name: str) -> dict:
                                          "norm_limit": round(r.limit_norm, 4)}
         out["runs"] = runs
     elif name == "figure":
-        from sim.figures import make_figure
+        from sim.fabric.figures import make_figure
         with tempfile.TemporaryDirectory() as tmp:
             paths = make_figure("allgather-scale", tmp)
             out["runs"] = len(json.loads(Path(paths[-1]).read_text())["runs"])

@@ -15,10 +15,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from sim.flight_recorder import rehearse  # noqa: E402
-from sim.fr_analyze import analyze  # noqa: E402
-from sim.startup import model  # noqa: E402
-from sim.topology import load_topology  # noqa: E402
+from sim.debug.recorder import rehearse  # noqa: E402
+from sim.debug.analyze import analyze  # noqa: E402
+from sim.debug.startup import model  # noqa: E402
+from sim.fabric.topology import load_topology  # noqa: E402
 
 
 def rss_gb() -> float:

@@ -1,4 +1,4 @@
-"""Benchmark of the failures engine (sim/failures.py) against the budgets of issue 15.
+"""Benchmark of the failures engine (sim/failures/timeline.py) against the budgets of issue 15.
 
 Cases (each in its own process):
 
@@ -30,12 +30,12 @@ VALUES = {"model": "llama3-405b", "gpus": 16384, "tp": 8, "pp": 16, "dp": 128, "
 
 
 def _topo():
-    from sim.topology import load_topology
+    from sim.fabric.topology import load_topology
     return load_topology("meta-roce-24k")[1]
 
 
 def case_timeline() -> dict:
-    from sim.failures import _Timeline, prepare
+    from sim.failures.timeline import _Timeline, prepare
     topo = _topo()
     t0 = time.perf_counter()
     ctx = prepare(topo, VALUES)
@@ -51,7 +51,7 @@ def case_timeline() -> dict:
 
 
 def case_seeds() -> dict:
-    from sim.failures import prepare, simulate_seeds, summarize
+    from sim.failures.timeline import prepare, simulate_seeds, summarize
     topo = _topo()
     t0 = time.perf_counter()
     ctx = prepare(topo, VALUES)

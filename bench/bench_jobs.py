@@ -1,4 +1,4 @@
-"""Benchmark of the training-job engine (sim/job.py, sim/scheduler.py) against the budgets of issue 14.
+"""Benchmark of the training-job engine (sim/jobs/job.py, sim/jobs/scheduler.py) against the budgets of issue 14.
 
 Cases (each in its own process, so its peak memory is its own):
 
@@ -31,15 +31,15 @@ MIX = [("llama3-405b", 8192, 8, 16), ("llama3-70b", 4096, 8, 4), ("llama3-70b", 
 
 
 def _topo():
-    from sim.topology import load_topology
+    from sim.fabric.topology import load_topology
     t = time.perf_counter()
     _, topo = load_topology("meta-roce-24k")
     return topo, time.perf_counter() - t
 
 
 def case_step() -> dict:
-    from sim.job import run_job
-    from sim.params import JOB
+    from sim.jobs.job import run_job
+    from sim.jobs.params import JOB
     topo, load = _topo()
     p = JOB.validate({"model": "llama3-405b", "gpus": 16384, "tp": 8, "cp": 1, "pp": 16, "dp": 128, "seq": 8192,
                       "batch_tokens": "16M", "placement": "topology", "routing": "eecmp", "qps": 16})
@@ -51,8 +51,8 @@ def case_step() -> dict:
 
 
 def case_jobs() -> dict:
-    from sim.job import run_jobs
-    from sim.params import JOB
+    from sim.jobs.job import run_jobs
+    from sim.jobs.params import JOB
     topo, load = _topo()
     jobs = [JOB.validate({"model": m, "gpus": g, "tp": tp, "pp": pp, "dp": g // (tp * pp),
                           "batch_tokens": 8192 * (g // (tp * pp)) * 16, "routing": "eecmp", "qps": 16,
@@ -66,8 +66,8 @@ def case_jobs() -> dict:
 
 
 def case_schedule() -> dict:
-    from sim.params import SCHEDULE
-    from sim.scheduler import run_schedule
+    from sim.jobs.params import SCHEDULE
+    from sim.jobs.scheduler import run_schedule
     topo, load = _topo()
     out = {"load": load, "policies": {}}
     wall = 0.0

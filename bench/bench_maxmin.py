@@ -1,4 +1,4 @@
-"""Benchmark of the max-min fair solver (sim/maxmin.py) at 24k-GPU scale: 400k flows over ~100k links.
+"""Benchmark of the max-min fair solver (sim/core/maxmin.py) at 24k-GPU scale: 400k flows over ~100k links.
 
 The instance is seeded and 3-tier-like: 24,576 NICs, each with an uplink and a downlink of 50 GB/s; four fabric
 tiers (leaf up, spine up, spine down, leaf down) of 12,500 links each, 50 or 100 GB/s, a fifth of them degraded to
@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from sim.maxmin import bottleneck_links, link_loads, solve_max_min  # noqa: E402
+from sim.core.maxmin import bottleneck_links, link_loads, solve_max_min  # noqa: E402
 
 GB = 1e9                    # bytes/s per GB/s
 N_NICS = 24_576

@@ -1,4 +1,4 @@
-"""Benchmark of topology building and routing (sim/topology.py, sim/routing.py, sim/placement.py) at full scale.
+"""Benchmark of topology building and routing (sim/fabric/topology.py, sim/fabric/routing.py, sim/fabric/placement.py) at full scale.
 
 For each preset (default: meta-roce-24k and roadmap-131k) it times: expanding the spec into a layout, building the
 topology arrays, building the next-hop tables (once per topology), placing a whole-cluster job, and routing the
@@ -25,11 +25,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from sim.layout import FABRIC_BACKEND, LINK_NIC_LEAF, STATUS_FAILED, expand  # noqa: E402
-from sim.placement import place  # noqa: E402
-from sim.routing import ROUTINGS, route, routing_tables  # noqa: E402
-from sim.spec import load_spec  # noqa: E402
-from sim.topology import topology_from_layout  # noqa: E402
+from sim.fabric.layout import FABRIC_BACKEND, LINK_NIC_LEAF, STATUS_FAILED, expand  # noqa: E402
+from sim.fabric.placement import place  # noqa: E402
+from sim.fabric.routing import ROUTINGS, route, routing_tables  # noqa: E402
+from sim.fabric.spec import load_spec  # noqa: E402
+from sim.fabric.topology import topology_from_layout  # noqa: E402
 
 
 def timed(fn, *args, repeat=1, **kwargs):

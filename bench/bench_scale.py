@@ -14,7 +14,7 @@ Run: ``.venv/bin/python bench/bench_scale.py [CASE ...] [--qps N] [--no-reuse]``
 wall seconds, CPU seconds (user, system) and the peak RSS of each case's process, against the budgets. The machine
 is shared: when other processes load its two cores, wall time exceeds CPU time; both are printed. Each case's
 process reuses freed memory and faults it in as small pages as ``python -m sim`` does
-(:func:`sim.memory.reuse_freed_memory`); ``--no-reuse`` leaves glibc's and numpy's defaults (fresh ``mmap`` per large
+(:func:`sim.core.memory.reuse_freed_memory`); ``--no-reuse`` leaves glibc's and numpy's defaults (fresh ``mmap`` per large
 array, transparent huge pages), whose page faults show as system time. It is not a test.
 """
 from __future__ import annotations
@@ -37,14 +37,14 @@ ROADMAP_600K = "roadmap-600k"
 
 def case(name: str, qps: int) -> dict:
     """Run one case in this process; return its figures."""
-    from sim.topology import load_topology
+    from sim.fabric.topology import load_topology
     out: dict = {}
     if name.startswith("build-"):
         _, topo = load_topology(f"roadmap-{name.split('-')[1]}")
         out.update(gpus=topo.n_gpus, directed_links=topo.n_links, switches=topo.n_switches)
     elif name == "ag-600k":
-        from sim.netsim import run_collective
-        from sim.placement import place
+        from sim.fabric.netsim import run_collective
+        from sim.fabric.placement import place
         t = time.perf_counter()
         _, topo = load_topology(ROADMAP_600K)
         out["topology_s"] = round(time.perf_counter() - t, 2)
@@ -55,15 +55,15 @@ def case(name: str, qps: int) -> dict:
                    flows=r.n_flows, network_flows=int(r.phases[0].flows.network.sum()),
                    norm_limit=round(r.limit_norm, 4))
     elif name == "checkpoint-600k":
-        from sim.checkpoint import run_checkpoint
-        from sim.layout import expand
-        from sim.spec import load_spec
+        from sim.storage.checkpoint import run_checkpoint
+        from sim.fabric.layout import expand
+        from sim.fabric.spec import load_spec
         layout = expand(load_spec(ROADMAP_600K))
         r = run_checkpoint(layout, gpus=len(layout.gpu_host))
         out.update(blocked_s=round(r.blocked_seconds, 3), durable_s=round(r.durable_seconds, 2))
     elif name == "job-600k":
-        from sim.job import run_job
-        from sim.params import JOB
+        from sim.jobs.job import run_job
+        from sim.jobs.params import JOB
         _, topo = load_topology(ROADMAP_600K)
         params = JOB.validate({"model": "llama3-405b", "gpus": topo.n_gpus, "tp": 8, "pp": 16, "dp": 4608,
                                "batch_tokens": 4608 * 8192 * 16})     # 16 micro-batches of 8,192 per replica
@@ -82,18 +82,18 @@ def main() -> None:
     p.add_argument("cases", nargs="*", default=list(CASES), help=f"cases (default all: {' '.join(CASES)})")
     p.add_argument("--qps", type=int, default=8, help="QPs per NCCL connection in ag-600k (default 8: 16 per pair)")
     p.add_argument("--no-reuse", action="store_true",
-                   help="leave glibc's malloc and numpy's huge-page defaults (see sim/memory.py)")
+                   help="leave glibc's malloc and numpy's huge-page defaults (see sim/core/memory.py)")
     p.add_argument("--in-process", metavar="CASE", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.in_process:
         if not args.no_reuse:
-            from sim.memory import reuse_freed_memory
+            from sim.core.memory import reuse_freed_memory
             reuse_freed_memory()
         print(json.dumps(case(args.in_process, args.qps)))
         return
     print("# figures on a shared 2-core machine: wall > CPU means other processes held the cores"
           + ("; glibc malloc and numpy huge-page defaults" if args.no_reuse
-             else "; freed memory reused, small pages (sim/memory.py)"))
+             else "; freed memory reused, small pages (sim/core/memory.py)"))
     for name in args.cases:
         t = time.perf_counter()
         flags = ["--qps", str(args.qps)] + (["--no-reuse"] if args.no_reuse else [])

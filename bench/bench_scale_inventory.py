@@ -126,7 +126,7 @@ def main():
     parser.add_argument("--keep", action="store_true", help="keep the database and the cluster")
     args = parser.parse_args()
 
-    from sim.spec import load_spec
+    from sim.fabric.spec import load_spec
     name = load_spec(args.preset).name
     var_dir = tempfile.mkdtemp(prefix="bench-scale-")
     if args.skip_build:

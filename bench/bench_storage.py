@@ -1,4 +1,4 @@
-"""Benchmark of the storage engine (sim/checkpoint.py, sim/storage_fanout.py) against the budgets of issue 13.
+"""Benchmark of the storage engine (sim/storage/checkpoint.py, sim/storage/fanout.py) against the budgets of issue 13.
 
 Cases (each in its own process, so its peak memory is its own):
 
@@ -31,16 +31,16 @@ BUDGETS = {"checkpoint": (2.0, 2048), "fanout": (2.0, None), "spread": (None, No
 
 
 def _layout():
-    from sim.layout import expand
-    from sim.spec import load_spec
+    from sim.fabric.layout import expand
+    from sim.fabric.spec import load_spec
     t = time.perf_counter()
     lay = expand(load_spec("meta-roce-24k"))
     return lay, time.perf_counter() - t
 
 
 def case_checkpoint() -> dict:
-    from sim.checkpoint import run_checkpoint
-    from sim.params import CHECKPOINT
+    from sim.storage.checkpoint import run_checkpoint
+    from sim.storage.params import CHECKPOINT
     lay, setup = _layout()
     params = CHECKPOINT.validate({"gpus": 16384, "bytes_per_gpu": "4G", "store": "tectonic", "mode": "async"})
     t = time.perf_counter()
@@ -53,8 +53,8 @@ def case_checkpoint() -> dict:
 
 
 def case_fanout() -> dict:
-    from sim.params import STORAGE_FANOUT
-    from sim.storage_fanout import run_fanout
+    from sim.storage.params import STORAGE_FANOUT
+    from sim.storage.fanout import run_fanout
     lay, setup = _layout()
     params = STORAGE_FANOUT.validate({"store": "hammerspace", "clients": 24576})
     t = time.perf_counter()
@@ -65,7 +65,7 @@ def case_fanout() -> dict:
 
 
 def case_spread() -> dict:
-    import sim.checkpoint as ck
+    import sim.storage.checkpoint as ck
     lay, _ = _layout()
     out = {}
     for s in (4, 8, 16, 32):

@@ -61,7 +61,7 @@ def prepare_database(name=CLUSTER):
     """Migrate and build the cluster where absent (idempotent: a kept database is ready at once)."""
     from django.core.management import call_command
 
-    from sim.spec import load_spec
+    from sim.fabric.spec import load_spec
     from twin.inventory.builder import build_cluster
     from twin.inventory.models import Cluster
 
@@ -220,7 +220,7 @@ def live_frames(browser, cluster, gpus: int, seeds: int, views) -> tuple[dict, o
 def scale_pages(cluster) -> dict:
     """The GPU and fabric pages of ``cluster`` in their default view, zoomed into its first compute zone, and into
     its first building when its spec groups zones into buildings."""
-    from sim.spec import parse_spec
+    from sim.fabric.spec import parse_spec
     from twin.inventory.models import GPU, Zone
 
     zone = Zone.objects.filter(cluster=cluster, racks__hosts__isnull=False).order_by("id").first().name

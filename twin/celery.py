@@ -4,7 +4,7 @@ import os
 from celery import Celery
 from celery.signals import worker_init, worker_process_init
 
-from sim.memory import reuse_freed_memory
+from sim.core.memory import reuse_freed_memory
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "twin.settings")
 
@@ -17,5 +17,5 @@ app.autodiscover_tasks()
 @worker_process_init.connect   # and each pool process, whatever it inherited
 def _large_runs_reuse_memory(**kwargs):
     """Each worker process runs simulations as ``python -m sim`` does: freed arrays reused, no huge-page compaction
-    (sim/memory.py; at 600k GPUs it was half the run's time)."""
+    (sim/core/memory.py; at 600k GPUs it was half the run's time)."""
     reuse_freed_memory()

@@ -237,13 +237,13 @@ SPECTACULAR_SETTINGS = {
 SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"].update({"RunKindEnum": "twin.runs.choices.RunKind",
                                                    "RunStatusEnum": "twin.runs.choices.RunStatus",
                                                    # the placement policies, and a collective's (a list too)
-                                                   "PlacementEnum": "sim.placement.PLACEMENTS",
-                                                   "ListedPlacementEnum": "sim.params.LISTED_PLACEMENTS",
+                                                   "PlacementEnum": "sim.fabric.placement.PLACEMENTS",
+                                                   "ListedPlacementEnum": "sim.fabric.params.LISTED_PLACEMENTS",
                                                    # a checkpoint's mode (checkpoint and failures kinds), the
                                                    # stores a failures run may take its checkpoint times from
                                                    "CheckpointModeEnum": "twin.runs.failure_kinds.checkpoint_modes",
                                                    "FailureStoreEnum": "twin.runs.failure_kinds.failure_stores",
-                                                   "StoreEnum": "sim.spec.STORAGE_KINDS"})
+                                                   "StoreEnum": "sim.fabric.spec.STORAGE_KINDS"})
 
 # The clusters the run command builds when they are absent.
 TWIN_DEFAULT_CLUSTERS = env.env_list("TWIN_DEFAULT_CLUSTERS", "meta-roce-24k,meta-ib-24k")

@@ -1,8 +1,8 @@
 // The Reliability page (twin/web/views/reliability.py): a cluster's `failures` runs (twin/runs/failure_kinds.py over
-// sim/failures.py), one run's timeline drawn as state bands with its failures as marks and the lost work shaded, its
+// sim/failures/timeline.py), one run's timeline drawn as state bands with its failures as marks and the lost work shaded, its
 // time lost by cause and by phase, the effective time over its seeds, the checkpoint-interval sweep (the simulated
 // optimum beside Young/Daly), its failures as a table, and the form that starts a run (fields from the kind's
-// declaration, sim/params.py FAILURES, passed in #reliability-info). A running run is followed on the cluster's live
+// declaration, sim/core/params.py FAILURES, passed in #reliability-info). A running run is followed on the cluster's live
 // stream (failure_state and failure_events sections: frames.js failureState / failureEvents); a finished one is
 // replayed from its summary, a cursor moving over its timeline, and the GPU page marks its failed parts
 // (/clusters/<name>/gpus/?color=failures&run=<id>).
@@ -85,7 +85,7 @@ function select(id) {
   renderDetail();
 }
 
-/** A finished timeline of the engine (sim/failures.py simulate: seconds; timeline as parallel arrays of start,
+/** A finished timeline of the engine (sim/failures/timeline.py simulate: seconds; timeline as parallel arrays of start,
  *  end and state index) in the page's terms: hours, segments [{state, start_h, end_h}], events in hours. */
 function replayed(r) {
   const tl = r.timeline ?? { states: [], start: [], end: [], state: [] };

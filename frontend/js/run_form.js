@@ -1,5 +1,5 @@
 // The forms that start runs (POST /api/runs/). Their fields, defaults, bounds and choices come from the server (each
-// kind's parameter declaration, sim/params.py, passed into the page as JSON by twin/runs/params.py form_fields):
+// kind's parameter declaration, sim/core/params.py, passed into the page as JSON by twin/runs/params.py form_fields):
 // nothing is listed twice here. Types: int, float, bool, choice, text, size, sizes, int_list.
 // A 400 answer is shown next to the field it names (and as a toast); a created run opens its page.
 import { api, ApiError, errorText, esc, fmt, toast } from "./twin.js";

@@ -401,7 +401,7 @@ export function renderSummary(el, s, { run }) {
     <section class="panel"><h3>Summary</h3><pre class="mono">${esc(JSON.stringify(s, null, 1))}</pre></section>`;
 }
 
-/** job: a training job's step (sim.job JobResult.to_dict()): headline figures, the step's parts as bars (compute,
+/** job: a training job's step (sim.jobs.job JobResult.to_dict()): headline figures, the step's parts as bars (compute,
  *  exposed communication per dimension, bubble), a link to the job on its cluster's Jobs page, then the JSON. */
 export function renderJob(el, s, { cluster, run }) {
   const jobLink = s.job && cluster ? `<a href="/clusters/${encodeURIComponent(cluster)}/jobs/?job=${s.job}">job #${s.job}
@@ -418,7 +418,7 @@ export function renderJob(el, s, { cluster, run }) {
   }
 }
 
-/** jobs: several jobs sharing the fabric (sim.job JobsResult.to_dict()): the worst slowdown, then per job its
+/** jobs: several jobs sharing the fabric (sim.jobs.job JobsResult.to_dict()): the worst slowdown, then per job its
  *  model, GPUs, layout, step alone and together, slowdown and MFU together (each linked to its Job), then the JSON. */
 export function renderJobs(el, s, { cluster, run }) {
   const link = (j) => (j.job && cluster
@@ -485,7 +485,7 @@ export function renderDebug(el, s, { cluster, run }) {
     <section class="panel"><h3>Summary</h3><pre class="mono">${esc(JSON.stringify(s, null, 1))}</pre></section>`;
 }
 
-/** startup: the process-group start-up model over scale (sim.startup.model): per scale the groups, the total, its
+/** startup: the process-group start-up model over scale (sim.debug.startup.model): per scale the groups, the total, its
  *  dominant term and the total with each optimization; the curve is on the Debug page; then the JSON. */
 export function renderStartup(el, s, { cluster, run }) {
   const secs = (x) => (x == null ? "–" : x >= 100 ? `${fmt.int(x)} s` : `${Number(x).toFixed(2)} s`);

@@ -7,8 +7,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from sim.layout import expand
-from sim.spec import load_spec
+from sim.fabric.layout import expand
+from sim.fabric.spec import load_spec
 from twin.inventory import changelog
 from twin.inventory.builder import total_rows
 from twin.inventory.models import Cluster, Link, ObjectChange, Switch

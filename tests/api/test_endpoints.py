@@ -3,7 +3,7 @@ import tomllib
 
 import pytest
 
-from sim.spec import PRESETS_DIR
+from sim.fabric.spec import PRESETS_DIR
 from tests.api.checks import APIChecks
 from twin.inventory import models as m
 

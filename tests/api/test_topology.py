@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 
-from sim.layout import STATUS_DRAINED, STATUS_FAILED, expand
-from sim.names import host_names
-from sim.spec import parse_spec
+from sim.fabric.layout import STATUS_DRAINED, STATUS_FAILED, expand
+from sim.fabric.names import host_names
+from sim.fabric.spec import parse_spec
 from twin.api.models import ApiToken
 from twin.inventory.adapter import layout_from_db
 from twin.inventory.models import GPU, Host, Link, Switch
@@ -164,8 +164,8 @@ def test_reads_can_be_closed_to_anonymous_users(anon, reader, demo, settings):
 
 
 def test_a_link_failed_through_the_api_leaves_the_simulated_fabric(writer, demo):
-    from sim.routing import route
-    from sim.topology import topology_from_layout
+    from sim.fabric.routing import route
+    from sim.fabric.topology import topology_from_layout
     before = topology_from_layout(layout_from_db(demo))
     uplink = Link.objects.filter(a_switch__name="demo-256.be.rtsw.z00.000").order_by("id").first()
     writer.patch(f"/api/inventory/links/{uplink.id}/", {"status": "failed"}, format="json")

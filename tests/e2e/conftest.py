@@ -128,7 +128,7 @@ def _build(django_db_blocker) -> dict:
     from django.contrib.auth.models import User
     from twin.api.models import ApiToken
 
-    from sim.spec import load_spec
+    from sim.fabric.spec import load_spec
     from twin.inventory import models as m
     from twin.inventory.builder import build_cluster
     from twin.inventory.choices import FabricRole

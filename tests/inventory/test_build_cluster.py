@@ -5,8 +5,8 @@ import tomllib
 import pytest
 from django.core.management import CommandError, call_command
 
-from sim.layout import expand
-from sim.spec import PRESETS_DIR, load_spec
+from sim.fabric.layout import expand
+from sim.fabric.spec import PRESETS_DIR, load_spec
 from twin.inventory.builder import build_cluster, total_rows
 from twin.inventory.models import (
     GPU, NIC, SSD, Cluster, Fabric, Host, Link, Port, Rack, StorageServer, Switch, Zone,

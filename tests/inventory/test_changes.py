@@ -105,7 +105,7 @@ def test_a_failure_after_the_update_leaves_neither_the_status_nor_a_log_row(demo
 
 
 def test_a_build_that_fails_half_way_logs_nothing(db, monkeypatch):
-    from sim.spec import load_spec
+    from sim.fabric.spec import load_spec
     from twin.inventory import builder
 
     def broken(b):

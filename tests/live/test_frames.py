@@ -80,8 +80,8 @@ def test_storage_sections_round_trip():
 
 def test_a_checkpoint_frame_of_meta_roce_24k_s_full_storage_fits_the_budget():
     # given meta-roce-24k with every storage server (both stores), host and frontend link in one frame
-    from sim.layout import FABRIC_FRONTEND, expand
-    from sim.spec import load_spec
+    from sim.fabric.layout import FABRIC_FRONTEND, expand
+    from sim.fabric.spec import load_spec
     lay = expand(load_spec("meta-roce-24k"))
     V, H = len(lay.server_rack), len(lay.host_rack)
     L = int(np.sum(lay.link_fabric == FABRIC_FRONTEND))
@@ -299,8 +299,9 @@ def _failure_frame():
 
 def test_failure_sections_round_trip_with_the_engine_s_code_tables():
     """failure_state (one float32 row) and failure_events (a row per failure) come back with their codes named by
-    the engine's tables (sim.failures STATES and ITEM_KINDS, sim.failure_rates NAMES and CONSEQUENCES)."""
-    from sim import failure_rates, failures
+    the engine's tables (sim.failures.timeline STATES and ITEM_KINDS, sim.failures.rates NAMES and CONSEQUENCES)."""
+    from sim.failures import rates as failure_rates
+    from sim.failures import timeline as failures
     state, events, frame = _failure_frame()
     back = frames.decode(frames.encode(frame))
     got = back.failure_state

@@ -3,7 +3,7 @@ parameter, progress in ``n`` steps, a headline figure and one array that needs f
 names it: it is the proof that one :func:`twin.runs.registry.register` call is a whole kind."""
 import numpy as np
 
-from sim.params import Param, ParamSet
+from sim.core.params import Param, ParamSet
 from twin.runs.registry import Headline, Kind, register
 
 ECHO = ParamSet("echo", (Param("n", "int", 3, "steps to count", min=1, max=50),),

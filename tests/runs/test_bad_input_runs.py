@@ -70,7 +70,7 @@ ROWS = [
     ("post", RUN, {"kind": "fabric_health", "cluster": "demo-256", "params": {"udp_sport": "random"}}, "udp_sport"),
     ("post", RUN, {"kind": "figure", "cluster": "demo-256", "params": {"hash": "xor"}}, "hash"),
     ("post", RUN, {"kind": "fabric_health", "cluster": "demo-256", "params": {"gpus": 257}}, "gpus"),
-    # training jobs: the engine's layout rules (sim.params.JOB) and the cluster's usable GPUs; job lookups
+    # training jobs: the engine's layout rules (sim.jobs.params.JOB) and the cluster's usable GPUs; job lookups
     ("post", RUN, job(gpus=512, tp=8), "gpus"),
     ("post", RUN, job(gpus=64, tp=8, pp=2, dp=3), "gpus"),
     ("post", RUN, job(model="gpt-5"), "model"),

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tests.runs.test_runs import finished
-from sim.errors import ParamError
+from sim.core.errors import ParamError
 from twin.inventory.choices import FabricRole, Status
 from twin.inventory.models import GPU, Host, Link
 from twin.live import frames
@@ -100,8 +100,8 @@ def test_a_gpu_outside_the_job_and_too_many_ranks_are_400s(runner, demo, setting
 def test_a_hang_on_a_named_gpu_is_rehearsed_found_stored_and_shown(workers, runner, demo):
     # given demo-256 and the GPU that holds rank 5 of the same job run as a ``job`` kind (its placement and seed)
     import json
-    from sim.params import JOB as JOB_PARAMS
-    from sim.topology import topology_from_layout
+    from sim.jobs.params import JOB as JOB_PARAMS
+    from sim.fabric.topology import topology_from_layout
     from twin.inventory.adapter import layout_from_db
     from twin.runs.job_kinds import place
     gpus = place(topology_from_layout(layout_from_db(demo)), JOB_PARAMS.validate(JOB))
@@ -177,8 +177,8 @@ def test_host_names_resolve_to_the_layouts_host_order(db, demo):
 def test_a_link_named_by_the_inventory_is_the_link_the_engine_slows(runner, demo):
     """``link:id=<Link name>`` becomes the engine's ``id=`` (a directed link of the topology, whose cable is
     ``id % n_cables``): the link the engine slows is the inventory's link of that name, in both directions."""
-    from sim.flight_recorder import _with_link_fault, parse_fault
-    from sim.topology import topology_from_layout
+    from sim.debug.recorder import _with_link_fault, parse_fault
+    from sim.fabric.topology import topology_from_layout
     from twin.inventory.adapter import layout_from_db
     from twin.runs.debug_kinds import engine_inject
     topo = topology_from_layout(layout_from_db(demo))

@@ -1,5 +1,5 @@
 """The `failures` run kind on real workers: a Monte Carlo over seeds fans out over the workers as child runs whose
-merge is what the engine computes in one process (sim.failures.simulate on one preparation, summarize, sweep);
+merge is what the engine computes in one process (sim.failures.timeline.simulate on one preparation, summarize, sweep);
 the children's live frames carry the timeline's state and failures; an injected failure names a real inventory
 item and leaves the inventory as it was; bad input is a 400 naming the field. Given / when / then."""
 import base64
@@ -7,7 +7,7 @@ import base64
 import numpy as np
 import pytest
 
-from sim import failures as engine
+from sim.failures import timeline as engine
 from tests.runs.test_runs import finished
 from twin.inventory.adapter import layout_from_db
 from twin.inventory.choices import FabricRole

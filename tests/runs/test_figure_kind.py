@@ -1,8 +1,8 @@
-"""The `figure` run kind: the published AllGather figure (sim.figures) on a cluster read from the database, run by a
+"""The `figure` run kind: the published AllGather figure (sim.fabric.figures) on a cluster read from the database, run by a
 real Celery worker. Given / when / then."""
 import pytest
 
-from sim import figures
+from sim.fabric import figures
 from tests.runs.test_runs import finished, running
 from twin.runs.kinds import default_figure_jobs
 from twin.runs.params import validate_params
@@ -111,7 +111,7 @@ def test_figure_jobs_default_to_the_published_sizes_that_fit_the_cluster(demo):
 
 def test_run_series_reports_each_run_and_can_be_stopped():
     # given the quick cluster's topology
-    from sim.topology import load_topology
+    from sim.fabric.topology import load_topology
     _, topo = load_topology(figures.QUICK_PRESET, None, lambda m: None)
     series = figures.allgather_series(topo.kind)[:2]
     calls = []

@@ -1,4 +1,4 @@
-"""The `job` run kind on a real worker: REST -> worker -> sim.job -> the Job row (queued when the run is, then
+"""The `job` run kind on a real worker: REST -> worker -> sim.jobs.job -> the Job row (queued when the run is, then
 placed, then finished with the step model's figures) -> the API and the cluster's live frames (gpu_job and
 job_stats: which GPU runs which job). Given / when / then."""
 import base64

@@ -4,9 +4,9 @@ engine's own constants, never from a figure typed here. Given / when / then."""
 import numpy as np
 import pytest
 
-from sim.collectives import MAX_ALLTOALL_TRANSFERS
-from sim.params import Param, ParamSet
-from sim.topology import topology_from_layout
+from sim.fabric.collectives import MAX_ALLTOALL_TRANSFERS
+from sim.core.params import Param, ParamSet
+from sim.fabric.topology import topology_from_layout
 from twin.inventory.adapter import layout_from_db
 from twin.inventory.choices import Status
 from twin.inventory.models import NIC, Switch
@@ -30,7 +30,7 @@ def refused(response, field, where="params"):
 
 @pytest.mark.django_db
 def test_seeds_are_bounded_by_a_setting_below_the_engine_s_own_limit(runner, demo, settings):
-    # the engine's own bound (sim.params) holds: 10,000 seeds are refused
+    # the engine's own bound (sim.core.params) holds: 10,000 seeds are refused
     assert "at most" in refused(start(runner, "collective", {"seeds": 10_000}), "seeds")
     # and the twin may lower it
     settings.TWIN_RUNS_MAX_SEEDS = 3
@@ -84,7 +84,7 @@ def test_gpus_are_checked_against_the_usable_gpus_as_the_engine_counts_them(runn
     Switch.objects.filter(pk=leaf.pk).update(status=Status.FAILED)
     NIC.objects.filter(pk=NIC.objects.filter(cluster=demo, gpu__isnull=False).order_by("-id").first().pk).update(
         status=Status.FAILED)
-    # then the twin's usable count is the engine's (sim.topology on the inventory as read by the workers)
+    # then the twin's usable count is the engine's (sim.fabric.topology on the inventory as read by the workers)
     usable = int(np.sum(topology_from_layout(layout_from_db(demo)).gpu_usable))
     assert usable < 256 and limits.usable_gpus(demo) == usable
     # and a job over the usable GPUs is refused naming gpus, one that fits is accepted

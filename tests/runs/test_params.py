@@ -1,12 +1,12 @@
-"""One parameter declaration (sim.params) behind the command line, the API and the form: the same parameters with
+"""One parameter declaration (sim.core.params) behind the command line, the API and the form: the same parameters with
 the same limits, refused in the same words. Given / when / then."""
 import argparse
 
 import pytest
 
 from sim.cli import build_parser, main
-from sim.params import COLLECTIVE, FABRIC_HEALTH, FIGURE
-from sim.routing import ROUTINGS
+from sim.fabric.params import COLLECTIVE, FABRIC_HEALTH, FIGURE
+from sim.fabric.routing import ROUTINGS
 from twin.runs.params import serializer_for, validate_params
 from twin.web.views.experiments import param_fields
 

@@ -11,9 +11,9 @@ import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
-from sim.params import COLLECTIVE
-from sim.seeds import run_collective_seeds
-from sim.topology import topology_from_layout
+from sim.fabric.params import COLLECTIVE
+from sim.fabric.seeds import run_collective_seeds
+from sim.fabric.topology import topology_from_layout
 from tests.runs import echo_kind
 from tests.runs.test_runs import finished
 from twin.live import store
@@ -104,7 +104,7 @@ def test_a_single_seed_collective_reports_the_engines_progress_as_the_cli_does(d
 def test_fabric_health_reports_its_allgather_s_progress(demo):
     from twin.inventory.adapter import layout_from_db
     seen, progress = _record()
-    from sim.params import FABRIC_HEALTH
+    from sim.fabric.params import FABRIC_HEALTH
     params = FABRIC_HEALTH.validate({"gpus": 64, "sizes": "1M:16M", "routing": None, "qps": 1, "seed": 0,
                                      "hottest": 3, "threshold": 0.5})
     summary, _ = kinds.fabric_health(layout_from_db(demo), params, progress)

@@ -7,7 +7,7 @@ import time
 import pytest
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
-from sim.errors import ParamError
+from sim.core.errors import ParamError
 from tests.processes import wait_for
 from tests.runs.beat import Beat
 from twin.runs.constants import SCHEDULE_TASK

@@ -1,16 +1,16 @@
-"""Checkpoints and restores (sim/checkpoint.py) on demo-256's frontend fabric and storage: analytic cases,
+"""Checkpoints and restores (sim/storage/checkpoint.py) on demo-256's frontend fabric and storage: analytic cases,
 conservation, write amplification, async vs sync, failed servers and SSDs. Expected times are computed from the
-resources' capacities (sim/storage_topology.py), never typed in."""
+resources' capacities (sim/storage/topology.py), never typed in."""
 import numpy as np
 import pytest
 
-import sim.checkpoint as ck
-from sim.checkpoint import run_checkpoint
-from sim.errors import ParamError
-from sim.layout import STATUS_FAILED, expand
-from sim.params import CHECKPOINT
-from sim.spec import load_spec
-from sim.storage_topology import build_storage
+import sim.storage.checkpoint as ck
+from sim.storage.checkpoint import run_checkpoint
+from sim.core.errors import ParamError
+from sim.fabric.layout import STATUS_FAILED, expand
+from sim.storage.params import CHECKPOINT
+from sim.fabric.spec import load_spec
+from sim.storage.topology import build_storage
 
 FAST_META = {"metadata_kops": 1e6, "metadata_latency_us": 0.0}   # metadata out of the way for analytic cases
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-import sim.units
+import sim.core.units
 from sim.cli import main
-from sim.errors import UsageError
-from sim.units import parse_size, parse_sizes
-from sim.routing import NoPathError
+from sim.core.errors import UsageError
+from sim.core.units import parse_size, parse_sizes
+from sim.fabric.routing import NoPathError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,7 +24,7 @@ def run(capsys, *argv):
 
 
 def test_doctests():
-    assert doctest.testmod(sim.units).failed == 0
+    assert doctest.testmod(sim.core.units).failed == 0
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -172,7 +172,7 @@ def _file(name: str, text: str):
 
 
 def _big_file(tmp):
-    from sim.hostlist import MAX_LIST_BYTES
+    from sim.fabric.hostlist import MAX_LIST_BYTES
     path = tmp / "big.txt"
     path.write_text("#" * (MAX_LIST_BYTES + 1))
     return str(path)
@@ -315,7 +315,7 @@ def test_refused_input_ends_with_exit_2_and_one_line(capsys, tmp_path, argv, mes
 def test_no_path_is_a_one_line_error(capsys, monkeypatch):
     def no_path(*args, **kwargs):
         raise NoPathError("3 of 8 flows (1 GPU pairs) have no active path; first: GPU 0 -> GPU 8")
-    monkeypatch.setattr("sim.routing.route", no_path)
+    monkeypatch.setattr("sim.fabric.routing.route", no_path)
     code, out, err = run(capsys, "collective", "--preset", "demo-256", "--gpus", "16", "-q")
     assert code == 2 and err.strip().endswith("have no active path; first: GPU 0 -> GPU 8")
 
@@ -369,7 +369,7 @@ def test_the_cli_is_a_leaf_nothing_in_the_engine_imports():
             for name in names:
                 importers.setdefault(name, set()).add(path.stem)
     assert importers.get("sim.cli", set()) <= {"__main__"}
-    assert "figures" not in importers.get("sim.params", set())   # params imports figures, never the reverse
+    assert "figures" not in importers.get("sim.core.params", set())   # params imports figures, never the reverse
 
 
 def test_checkpoint_summary_and_json(capsys):

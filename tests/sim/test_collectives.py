@@ -1,4 +1,4 @@
-"""Collectives as transfers (sim/collectives.py): NCCL's rings over rails, the double binary tree, the data each
+"""Collectives as transfers (sim/fabric/collectives.py): NCCL's rings over rails, the double binary tree, the data each
 rank must send and receive, nccl-tests' bus bandwidth factors, and clear refusals.
 
 Sizes are in bytes per byte of message size (``share``): a phase moves ``steps x share x S`` bytes per transfer.
@@ -8,10 +8,10 @@ import doctest
 import numpy as np
 import pytest
 
-import sim.collectives
-from sim.collectives import (COLLECTIVES, CollectiveError, btree_parents, busbw_factor, canonical, dtree_parents,
+import sim.fabric.collectives
+from sim.fabric.collectives import (COLLECTIVES, CollectiveError, btree_parents, busbw_factor, canonical, dtree_parents,
                              element_count, host_groups, plan_collective, tree_depth)
-from sim.netsim import critical_path
+from sim.fabric.netsim import critical_path
 
 
 def packed(n, per_host=8):
@@ -29,7 +29,7 @@ def sent_received(plan, n_gpus):
 
 
 def test_doctests():
-    assert doctest.testmod(sim.collectives).failed == 0
+    assert doctest.testmod(sim.fabric.collectives).failed == 0
 
 
 # ------------------------------------------------------------------------------------------------ conventions
@@ -74,7 +74,7 @@ def test_each_ring_channel_is_one_cycle_through_every_rank(n):
     gpus, host = packed(n)
     plan = plan_collective("allgather", gpus, host)
     ph, = plan.phases
-    assert plan.channels == 16 and ph.steps == n - 1                 # NCCL's 2 channels per NIC (sim.nccl)
+    assert plan.channels == 16 and ph.steps == n - 1                 # NCCL's 2 channels per NIC (sim.fabric.nccl)
     for c in range(plan.channels):
         sel = ph.channel == c
         nxt = dict(zip(ph.src[sel].tolist(), ph.dst[sel].tolist()))

@@ -1,17 +1,17 @@
-"""Failures over time (sim/failures.py, sim/failure_rates.py): exact cases without and with one failure, Poisson
+"""Failures over time (sim/failures/timeline.py, sim/failures/rates.py): exact cases without and with one failure, Poisson
 rates recovered, the checkpoint interval against Young/Daly, re-routing around a failed fabric switch, refusals."""
 import math
 
 import numpy as np
 import pytest
 
-from sim import failure_rates as fr
+from sim.failures import rates as fr
 from sim.cli import main
-from sim.errors import ParamError
-from sim.failures import (NET_CABLE, NET_SWITCH, PHASES, STATES, _Timeline, prepare, simulate, summarize,
+from sim.core.errors import ParamError
+from sim.failures.timeline import (NET_CABLE, NET_SWITCH, PHASES, STATES, _Timeline, prepare, simulate, summarize,
                           sweep)
-from sim.params import FAILURES
-from sim.topology import load_topology
+from sim.failures.params import FAILURES
+from sim.fabric.topology import load_topology
 
 # A small job on demo-256 (Llama 3 8B, TP 8, DP 16 over 16 hosts of 8 racks); stores and rates set per test.
 JOB = {"model": "llama3-8b", "gpus": 128, "pp": 1, "store": "off"}
@@ -209,7 +209,7 @@ def test_unknown_or_foreign_items_are_refused(topo):
         prepare(topo, {**JOB, "inject": "gpu:demo-256.z09.r000.h0.gpu0@1h"})
     assert "unknown GPU" in e.value.errors["inject"][0]
     unused = load_topology("demo-256")[1]
-    from sim.names import host_names
+    from sim.fabric.names import host_names
     last_host = host_names(unused.layout)[-1]                      # the job (topology placement) uses the first
     with pytest.raises(ParamError) as e:
         prepare(topo, {**JOB, "inject": f"host:{last_host}@1h"})

@@ -6,8 +6,8 @@ import json
 import pytest
 
 from sim.cli import main
-from sim.figures import allgather_series, background_jobs, make_figure
-from sim.placement import place
+from sim.fabric.figures import allgather_series, background_jobs, make_figure
+from sim.fabric.placement import place
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,7 @@ def test_figure_options_are_checked(tmp_path, capsys):
 
 
 def test_background_jobs_fill_the_free_hosts_without_overlap():
-    from sim.topology import load_topology
+    from sim.fabric.topology import load_topology
     _, topo = load_topology("demo-256")
     job = place(topo, 64, "fragmented", seed=1)
     for policy in ("fragmented", "topology", "random"):

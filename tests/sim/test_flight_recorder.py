@@ -1,13 +1,13 @@
-"""The flight recorder rehearsal (sim/flight_recorder.py): each injected fault is named by the analyzer on a small
+"""The flight recorder rehearsal (sim/debug/recorder.py): each injected fault is named by the analyzer on a small
 cluster (right rank, right collective); a clean job has no culprit."""
 import pickle
 
 import pytest
 
-from sim.errors import ParamError
-from sim.flight_recorder import DUMP_PREFIX, parse_fault, rehearse
-from sim.fr_analyze import analyze
-from sim.params import DEBUG
+from sim.core.errors import ParamError
+from sim.debug.recorder import DUMP_PREFIX, parse_fault, rehearse
+from sim.debug.analyze import analyze
+from sim.debug.params import DEBUG
 
 JOB = dict(gpus=64, tp=8, pp=2, dp=4, model="llama3-8b", batch_tokens=8192 * 4 * 8, entries=300)
 

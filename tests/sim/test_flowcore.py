@@ -1,21 +1,21 @@
-"""sim/flowcore.py: the one event-driven flow core (group waits, background flows, the interval hook) and that
+"""sim/core/flowcore.py: the one event-driven flow core (group waits, background flows, the interval hook) and that
 netsim uses it unchanged."""
 import doctest
 
 import numpy as np
 import pytest
 
-import sim.flowcore
-import sim.netsim
-from sim.flowcore import simulate_flows
+import sim.core.flowcore
+import sim.fabric.netsim
+from sim.core.flowcore import simulate_flows
 
 
 def test_doctests():
-    assert doctest.testmod(sim.flowcore).failed == 0
+    assert doctest.testmod(sim.core.flowcore).failed == 0
 
 
 def test_netsim_uses_the_same_core():
-    assert sim.netsim.simulate_flows is simulate_flows
+    assert sim.fabric.netsim.simulate_flows is simulate_flows
 
 
 def test_a_flow_waiting_for_a_group_starts_when_the_group_ends():

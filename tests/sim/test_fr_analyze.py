@@ -1,9 +1,9 @@
-"""The analyzer (sim/fr_analyze.py) on hand-made PyTorch-format dumps: generic pickle path, errors naming the file."""
+"""The analyzer (sim/debug/analyze.py) on hand-made PyTorch-format dumps: generic pickle path, errors naming the file."""
 import pickle
 
 import pytest
 
-from sim.fr_analyze import DumpError, analyze
+from sim.debug.analyze import DumpError, analyze
 
 
 def entry(rid, seq, name="nccl:all_reduce", state="completed", t=0, pg=("1", "dp")):
@@ -51,7 +51,7 @@ def test_truncated_and_corrupt_files_are_named(tmp_path):
 
 
 def test_our_fixed_layout_truncated_is_named(tmp_path):
-    from sim.flight_recorder import rehearse
+    from sim.debug.recorder import rehearse
     r = rehearse("demo-256", dict(gpus=16, tp=8, dp=2, model="llama3-8b", batch_tokens=8192 * 2 * 2, entries=50))
     r.write_dumps(tmp_path)
     p = tmp_path / "nccl_trace_rank_3"
@@ -65,8 +65,8 @@ def test_fixed_layout_reads_as_pickle_does(tmp_path, monkeypatch):
     columns pickle gives, and the whole analysis is the same either way (a desync: the desynced entries differ)."""
     import numpy as np
 
-    from sim import fr_analyze
-    from sim.flight_recorder import rehearse
+    from sim.debug import analyze as fr_analyze
+    from sim.debug.recorder import rehearse
     r = rehearse("demo-256", dict(gpus=32, tp=8, pp=2, dp=2, model="llama3-8b", batch_tokens=8192 * 2 * 4,
                                   entries=120, inject="desync:rank=9"))
     r.write_dumps(tmp_path)
@@ -95,7 +95,7 @@ def test_fixed_layout_reads_as_pickle_does(tmp_path, monkeypatch):
 
 
 def test_a_wrong_constant_byte_is_not_read_as_our_layout(tmp_path):
-    from sim.flight_recorder import rehearse
+    from sim.debug.recorder import rehearse
     r = rehearse("demo-256", dict(gpus=16, tp=8, dp=2, model="llama3-8b", batch_tokens=8192 * 2 * 2, entries=50))
     r.write_dumps(tmp_path)
     p = tmp_path / "nccl_trace_rank_5"

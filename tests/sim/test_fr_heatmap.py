@@ -1,6 +1,6 @@
-"""The analyzer's heatmap (sim/fr_analyze.py): its columns show where each rank stopped, also when the ranks ahead
+"""The analyzer's heatmap (sim/debug/analyze.py): its columns show where each rank stopped, also when the ranks ahead
 went on for far more records than the heatmap has columns."""
-from sim.fr_analyze import HEATMAP_AFTER_STOP, HEATMAP_COLUMNS, analyze
+from sim.debug.analyze import HEATMAP_AFTER_STOP, HEATMAP_COLUMNS, analyze
 from tests.sim.test_fr_analyze import entry, write
 
 

@@ -1,4 +1,4 @@
-"""Switch hash functions (sim/hashing.py): the CRCs against independent implementations (zlib, binascii), the
+"""Switch hash functions (sim/fabric/hashing.py): the CRCs against independent implementations (zlib, binascii), the
 per-switch seed, and how a CRC spreads consecutive QP numbers. Given / when / then."""
 import binascii
 import doctest
@@ -8,12 +8,12 @@ import zlib
 import numpy as np
 import pytest
 
-import sim.hashing
-from sim.hashing import (ROCE_UDP_DPORT, SwitchHash, crc16, crc32, header_bytes, nic_ips, switch_seeds)
-from sim.layout import expand
-from sim.routing import route, routing_tables
-from sim.spec import load_spec
-from sim.topology import topology_from_layout
+import sim.fabric.hashing
+from sim.fabric.hashing import (ROCE_UDP_DPORT, SwitchHash, crc16, crc32, header_bytes, nic_ips, switch_seeds)
+from sim.fabric.layout import expand
+from sim.fabric.routing import route, routing_tables
+from sim.fabric.spec import load_spec
+from sim.fabric.topology import topology_from_layout
 
 
 @pytest.fixture(scope="module")
@@ -22,13 +22,13 @@ def demo():
 
 
 def packed(seed, sip, dip, sport, dqpn=None) -> bytes:
-    """The header bytes as sim/hashing.py documents them, packed independently with struct."""
+    """The header bytes as sim/fabric/hashing.py documents them, packed independently with struct."""
     b = struct.pack(">IIIBHH", seed, sip, dip, 17, sport, ROCE_UDP_DPORT)
     return b + (struct.pack(">I", dqpn)[1:] if dqpn is not None else b"")
 
 
 def test_doctests():
-    assert doctest.testmod(sim.hashing).failed == 0
+    assert doctest.testmod(sim.fabric.hashing).failed == 0
 
 
 def test_crcs_match_zlib_and_binascii_on_random_bytes():

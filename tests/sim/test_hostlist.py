@@ -1,4 +1,4 @@
-"""User placements (sim/hostlist.py): host lists and GPU lists read against the cluster's names, the order given
+"""User placements (sim/fabric/hostlist.py): host lists and GPU lists read against the cluster's names, the order given
 kept (across hosts always, inside a host with intra_order rank), and everything refused with source, line, reason."""
 import json
 
@@ -6,15 +6,15 @@ import numpy as np
 import pytest
 
 from sim.cli import main
-from sim.collectives import channel_sequences, host_groups, plan_collective
-from sim.errors import ParamError
-from sim.hostlist import HostIndex, ListError, order_note, parse_gpu_list, parse_hostfile
-from sim.layout import STATUS_FAILED, expand
-from sim.names import host_names, item_names
-from sim.params import COLLECTIVE
-from sim.seeds import run_collective_seeds
-from sim.spec import load_spec
-from sim.topology import load_topology, topology_from_layout
+from sim.fabric.collectives import channel_sequences, host_groups, plan_collective
+from sim.core.errors import ParamError
+from sim.fabric.hostlist import HostIndex, ListError, order_note, parse_gpu_list, parse_hostfile
+from sim.fabric.layout import STATUS_FAILED, expand
+from sim.fabric.names import host_names, item_names
+from sim.fabric.params import COLLECTIVE
+from sim.fabric.seeds import run_collective_seeds
+from sim.fabric.spec import load_spec
+from sim.fabric.topology import load_topology, topology_from_layout
 
 
 @pytest.fixture(scope="module")
@@ -141,10 +141,10 @@ def test_a_host_list_may_leave_an_unusable_slot_out(broken):
 
 
 def test_size_limits_are_named_settings(idx, monkeypatch):
-    import sim.hostlist
-    monkeypatch.setattr(sim.hostlist, "MAX_LIST_LINES", 3)
-    with pytest.raises(ListError, match=r"hosts: has 4 lines, more than the limit of 3 \(sim.hostlist.MAX_LIST_LINES"):
+    import sim.fabric.hostlist
+    monkeypatch.setattr(sim.fabric.hostlist, "MAX_LIST_LINES", 3)
+    with pytest.raises(ListError, match=r"hosts: has 4 lines, more than the limit of 3 \(sim.fabric.hostlist.MAX_LIST_LINES"):
         parse_hostfile("a\nb\nc\nd\n", idx, "hosts")
-    monkeypatch.setattr(sim.hostlist, "MAX_LIST_BYTES", 5)
-    with pytest.raises(ListError, match=r"more than the limit of 5 \(sim.hostlist.MAX_LIST_BYTES\)"):
+    monkeypatch.setattr(sim.fabric.hostlist, "MAX_LIST_BYTES", 5)
+    with pytest.raises(ListError, match=r"more than the limit of 5 \(sim.fabric.hostlist.MAX_LIST_BYTES\)"):
         parse_gpu_list("0\n1\n2\n", idx, "gpus")

@@ -1,15 +1,15 @@
-"""The training-job step model (sim/job.py): analytic cases, the fabric's part, jobs sharing the fabric."""
+"""The training-job step model (sim/jobs/job.py): analytic cases, the fabric's part, jobs sharing the fabric."""
 import numpy as np
 import pytest
 
-from sim.job import (DIMS, GEMM_EFFICIENCY, ATTENTION_EFFICIENCY, PEAK_FLOPS, job_traffic, rank_grid, groups_of,
+from sim.jobs.job import (DIMS, GEMM_EFFICIENCY, ATTENTION_EFFICIENCY, PEAK_FLOPS, job_traffic, rank_grid, groups_of,
                      resolve_job, run_job, run_jobs, step_breakdown)
-from sim.models import MODELS, stage_layers
-from sim.nccl_tuning import base_latency, sim_hop
-from sim.netsim import LatencyModel
-from sim.params import JOB
-from sim.placement import place
-from sim.topology import load_topology
+from sim.jobs.models import MODELS, stage_layers
+from sim.fabric.nccl_tuning import base_latency, sim_hop
+from sim.fabric.netsim import LatencyModel
+from sim.jobs.params import JOB
+from sim.fabric.placement import place
+from sim.fabric.topology import load_topology
 from tests.sim.test_netsim import spec_data, topo_of
 
 SMALL = {"model": "custom", "layers": 4, "dim": 1024, "ffn_dim": 4096, "heads": 8, "kv_heads": 8, "vocab": 32000,

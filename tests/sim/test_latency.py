@@ -1,4 +1,4 @@
-"""Per-hop latency and NCCL's protocols (sim/netsim.py latency, sim/nccl_tuning.py).
+"""Per-hop latency and NCCL's protocols (sim/fabric/netsim.py latency, sim/fabric/nccl_tuning.py).
 
 Hand-computed cases: each network hop of a ring costs its own path's one-way latency (host part + 1 us per switch
 it enters), NVLink hops and protocol costs are NCCL's constants; the protocol NCCL picks follows NCCL's own formula,
@@ -10,11 +10,11 @@ import math
 import numpy as np
 import pytest
 
-import sim.nccl_tuning as nt
-from sim.collectives import plan_collective, ring_next
-from sim.nccl import ring_channels
-from sim.netsim import BASE_RTT, RTT_SWITCHES, LatencyModel, chain_sums, run_collective
-from sim.topology import DEFAULT_HOP_LATENCY
+import sim.fabric.nccl_tuning as nt
+from sim.fabric.collectives import plan_collective, ring_next
+from sim.fabric.nccl import ring_channels
+from sim.fabric.netsim import BASE_RTT, RTT_SWITCHES, LatencyModel, chain_sums, run_collective
+from sim.fabric.topology import DEFAULT_HOP_LATENCY
 from tests.sim.test_netsim import host_gpus, spec_data, topo_of
 
 GIB = 1 << 30
@@ -210,8 +210,8 @@ def test_tree_and_broadcast_predictions_follow_nccls_formulas():
 
 
 def test_doctests():
-    import sim.netsim
-    assert doctest.testmod(sim.netsim).failed == 0
+    import sim.fabric.netsim
+    assert doctest.testmod(sim.fabric.netsim).failed == 0
     assert doctest.testmod(nt).failed == 0
 
 

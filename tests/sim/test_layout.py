@@ -3,8 +3,8 @@ assumptions, written out by hand here), and structural invariants that hold for 
 import numpy as np
 import pytest
 
-from sim.layout import FABRIC_BACKEND, LINK_LEAF_SPINE, expand
-from sim.spec import load_spec
+from sim.fabric.layout import FABRIC_BACKEND, LINK_LEAF_SPINE, expand
+from sim.fabric.spec import load_spec
 
 EXPECTED = {
     # 3,072 hosts x 8 GPUs; 2 hosts per rack; 192 racks per zone; 8 zones.
@@ -66,7 +66,7 @@ def test_every_gpu_has_its_own_backend_nic_on_a_leaf(preset):
 
 
 def test_switch_ports_stay_within_their_model():
-    from sim.catalog import load_catalog
+    from sim.fabric.catalog import load_catalog
     layout = expand(load_spec("meta-roce-24k"))
     ports = np.array([load_catalog().models["switch"][m]["ports"] for m in layout.switch_models])
     assert (layout.switch_port_count <= ports[layout.switch_model]).all()

@@ -1,4 +1,4 @@
-"""Max-min fair rates (sim/maxmin.py): analytic cases, the physics on random instances, and the textbook reference.
+"""Max-min fair rates (sim/core/maxmin.py): analytic cases, the physics on random instances, and the textbook reference.
 
 Rates and capacities are bytes/s; the small instances use round numbers for readability.
 """
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import sim.maxmin
-from sim.maxmin import (bottleneck_links, csr_from_lists, link_loads, max_min_rates, reference_max_min,
+import sim.core.maxmin
+from sim.core.maxmin import (bottleneck_links, csr_from_lists, link_loads, max_min_rates, reference_max_min,
                         solve_max_min)
 
 RTOL = 1e-9
@@ -187,7 +187,7 @@ def test_helpers():
 
 
 def test_the_doctests_hold():
-    assert doctest.testmod(sim.maxmin).failed == 0
+    assert doctest.testmod(sim.core.maxmin).failed == 0
 
 
 def test_the_checker_rejects_unfair_or_infeasible_rates():
@@ -281,7 +281,7 @@ def test_a_larger_instance_in_small_bands_matches_the_reference():
 
 
 def test_identical_flows_group_only_equal_paths_and_the_weighted_solve_equals_the_unmerged_one():
-    from sim.maxmin import identical_flows
+    from sim.core.maxmin import identical_flows
     rng = np.random.default_rng(7)
     paths = [rng.choice(12, size=rng.integers(1, 5), replace=False).tolist() for _ in range(40)]
     flows = [paths[i] for i in rng.integers(0, len(paths), size=400)]      # many flows share a path
@@ -298,7 +298,7 @@ def test_identical_flows_group_only_equal_paths_and_the_weighted_solve_equals_th
 def test_identical_rows_of_a_padded_table_are_the_classes_of_its_csr():
     """The router's padded path table (-1 past a path's end) grouped whole-row, runs of equal rows first, gives the
     classes identical_flows finds on the same paths as CSR, numbered by their lowest flow."""
-    from sim.maxmin import identical_flows, identical_rows
+    from sim.core.maxmin import identical_flows, identical_rows
     rng = np.random.default_rng(11)
     paths = [rng.choice(2**31 - 1, size=rng.integers(1, 7), replace=False).tolist() for _ in range(30)]
     pick = np.repeat(rng.integers(0, len(paths), size=300), rng.integers(1, 4, size=300))   # runs of equal rows

@@ -1,4 +1,4 @@
-"""Flow-level engine (sim/netsim.py): analytic cases on small fabrics built from specs, conservation, latency,
+"""Flow-level engine (sim/fabric/netsim.py): analytic cases on small fabrics built from specs, conservation, latency,
 event-driven completion, background traffic.
 
 Units: bytes, seconds, bytes/s. A 400G NIC or cable carries 50e9 bytes/s each way.
@@ -10,17 +10,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import sim.netsim
-from sim.catalog import load_catalog, parse_catalog
-from sim.collectives import CollectiveError
-from sim.layout import STATUS_FAILED, expand
-from sim.maxmin import csr_from_lists, link_loads
-from sim.nccl_tuning import base_latency, sim_hop
-from sim.netsim import (LatencyModel, link_capacity, roofline_busbw, run_collective, simulate_flows)
-from sim.placement import place
-from sim.routing import NoPathError
-from sim.spec import parse_spec
-from sim.topology import topology_from_layout
+import sim.fabric.netsim
+from sim.fabric.catalog import load_catalog, parse_catalog
+from sim.fabric.collectives import CollectiveError
+from sim.fabric.layout import STATUS_FAILED, expand
+from sim.core.maxmin import csr_from_lists, link_loads
+from sim.fabric.nccl_tuning import base_latency, sim_hop
+from sim.fabric.netsim import (LatencyModel, link_capacity, roofline_busbw, run_collective, simulate_flows)
+from sim.fabric.placement import place
+from sim.fabric.routing import NoPathError
+from sim.fabric.spec import parse_spec
+from sim.fabric.topology import topology_from_layout
 
 LINK = 50e9          # bytes/s of a 400G link, one direction
 GIB = 1 << 30
@@ -65,7 +65,7 @@ def network_rates(result, phase=0):
 
 
 def test_doctests():
-    assert doctest.testmod(sim.netsim).failed == 0
+    assert doctest.testmod(sim.fabric.netsim).failed == 0
 
 
 # ------------------------------------------------------------------------------------------------ analytic cases
@@ -144,7 +144,7 @@ def test_a_run_reuses_its_plan_for_the_roofline_only_when_it_is_the_packed_one(c
     gpus = place(topo, 48, placement, seed=3)
     r = run_collective(topo, gpus, collective, [GIB], algorithm=algorithm)
     gph = int(np.bincount(np.asarray(topo.gpu_host)).max())
-    assert sim.netsim._packed_in_order(np.asarray(gpus), topo.gpu_host, gph) == (placement == "topology")
+    assert sim.fabric.netsim._packed_in_order(np.asarray(gpus), topo.gpu_host, gph) == (placement == "topology")
     assert r.roofline == roofline_busbw(r.plan.collective, r.plan.n_ranks, gph, topo.nic_bandwidth,
                                         topo.nvlink_bandwidth, r.plan.algorithm, r.plan.channels)
 
@@ -317,9 +317,9 @@ def test_merged_events_still_deliver_every_byte_within_capacity(data):
 
 def test_merged_alltoall_matches_the_exact_event_simulation():
     # Given a 64-rank AllToAll over an oversubscribed fabric with 5-tuple ECMP (about 90 distinct finish times)
-    from sim.topology import load_topology
-    from sim.collectives import plan_collective
-    from sim.netsim import build_flows
+    from sim.fabric.topology import load_topology
+    from sim.fabric.collectives import plan_collective
+    from sim.fabric.netsim import build_flows
     _, topo = load_topology("demo-256")
     plan = plan_collective("alltoall", place(topo, 64, "random", seed=1), topo.gpu_host)
     fl = build_flows(topo, plan.phases[0], 1, "ecmp", 0)
@@ -333,10 +333,10 @@ def test_merged_alltoall_matches_the_exact_event_simulation():
 def test_a_phase_solved_by_classes_of_identical_flows_has_the_rates_of_every_flow_solved_alone():
     """demo-256, 16 QPs per GPU pair over E-ECMP: many QPs share a path and the NVLink transfers of all channels
     share their two links; the merged solve must give each flow the rate the plain solve gives it."""
-    from sim.maxmin import identical_flows, max_min_rates
-    from sim.netsim import _merged_rates, build_flows
-    from sim.spec import load_spec
-    from sim.collectives import plan_collective
+    from sim.core.maxmin import identical_flows, max_min_rates
+    from sim.fabric.netsim import _merged_rates, build_flows
+    from sim.fabric.spec import load_spec
+    from sim.fabric.collectives import plan_collective
     topo = topology_from_layout(expand(load_spec("demo-256")))
     gpus = place(topo, 256, "random", seed=3)
     phase = plan_collective("allgather", gpus, topo.gpu_host, "ring").phases[0]
@@ -353,11 +353,11 @@ def test_a_flow_set_derives_its_listing_and_groups_its_flows_as_the_plain_csr_do
     be those of its transfer and connection, a few flows' values the same as the whole arrays', and its classes
     of identical flows (router's table for the network flows, exact GPU pairs for NVLink) the same partition as
     identical_flows over its CSR."""
-    from sim.collectives import plan_collective
-    from sim.maxmin import identical_flows
-    from sim.nccl import connection_flows
-    from sim.netsim import build_flows
-    from sim.spec import load_spec
+    from sim.fabric.collectives import plan_collective
+    from sim.core.maxmin import identical_flows
+    from sim.fabric.nccl import connection_flows
+    from sim.fabric.netsim import build_flows
+    from sim.fabric.spec import load_spec
     topo = topology_from_layout(expand(load_spec("demo-256")))
     phase = plan_collective("allgather", place(topo, 200, "random", seed=5), topo.gpu_host, "ring").phases[0]
     flows = build_flows(topo, phase, qps=4, routing="eecmp", seed=2)
@@ -384,9 +384,9 @@ def test_a_flow_set_derives_its_listing_and_groups_its_flows_as_the_plain_csr_do
 def test_the_hottest_links_are_the_first_k_of_the_full_sort():
     """_top_links sorts only the links that can be in the top k; its answer must be the full sort's first k:
     utilization (rounded) descending, then flows descending, then link id, with many ties."""
-    import sim.flowset
-    from sim.netsim import _top_links
-    assert doctest.testmod(sim.flowset).failed == 0
+    import sim.core.flowset
+    from sim.fabric.netsim import _top_links
+    assert doctest.testmod(sim.core.flowset).failed == 0
     rng = np.random.default_rng(1)
     for _ in range(2000):
         n, k = int(rng.integers(1, 60)), int(rng.integers(1, 15))

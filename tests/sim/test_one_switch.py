@@ -2,7 +2,7 @@
 NPU per host. Its ring AllReduce is the textbook alpha-beta case, T = 2 (N - 1) (alpha + S / (N B)): every step
 each endpoint sends S / N bytes to its successor through its own NIC, no link is shared, no NVLink hop.
 
-alpha is the engine's per-hop latency for this path as the latency model states it (sim/netsim.py LatencyModel: the
+alpha is the engine's per-hop latency for this path as the latency model states it (sim/fabric/netsim.py LatencyModel: the
 one-way NIC/host part of the base RTT plus the one switch crossed) plus what NCCL's Simple protocol adds per network
 hop (sim/nccl_tuning.sim_hop); NCCL's base latency is paid once. Simple is forced: its bandwidth factor is 1, so the
 beta term is the NIC's bandwidth. If the latency model changes, the lines computing alpha restate it."""
@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sim.nccl_tuning import base_latency, sim_hop
-from sim.netsim import LatencyModel, run_collective
-from sim.placement import place
-from sim.topology import load_topology
+from sim.fabric.nccl_tuning import base_latency, sim_hop
+from sim.fabric.netsim import LatencyModel, run_collective
+from sim.fabric.placement import place
+from sim.fabric.topology import load_topology
 
 SPECS = Path(__file__).resolve().parents[2] / "bench" / "specs"
 N = 4096

@@ -1,4 +1,4 @@
-"""Placement policies (sim/placement.py): sizes, only usable GPUs, host-consecutive ranks, packing, errors.
+"""Placement policies (sim/fabric/placement.py): sizes, only usable GPUs, host-consecutive ranks, packing, errors.
 
 demo-256: 2 zones x 8 leaves x 2 hosts x 8 GPUs; GPU ids are host-major, hosts leaf-major, leaves zone-major.
 """
@@ -7,10 +7,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sim.layout import expand
-from sim.placement import PLACEMENTS, place
-from sim.spec import load_spec
-from sim.topology import topology_from_layout
+from sim.fabric.layout import expand
+from sim.fabric.placement import PLACEMENTS, place
+from sim.fabric.spec import load_spec
+from sim.fabric.topology import topology_from_layout
 
 
 @pytest.fixture(scope="module")

@@ -1,16 +1,16 @@
-"""Progress is the share of the work actually done (:mod:`sim.progress`): the fractions a collective and a figure
+"""Progress is the share of the work actually done (:mod:`sim.core.progress`): the fractions a collective and a figure
 report never decrease, start at 0, end at 1 and move inside a phase (routing, then the solver's rounds or events)."""
 import doctest
 
 import pytest
 
-import sim.progress
-from sim.figures import make_figure
-from sim.maxmin import solve_max_min
-from sim.netsim import run_collective, simulate_flows
-from sim.placement import place
-from sim.progress import Bar, fractions_only, weighted
-from sim.topology import load_topology
+import sim.core.progress
+from sim.fabric.figures import make_figure
+from sim.core.maxmin import solve_max_min
+from sim.fabric.netsim import run_collective, simulate_flows
+from sim.fabric.placement import place
+from sim.core.progress import Bar, fractions_only, weighted
+from sim.fabric.topology import load_topology
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +36,7 @@ class Recorder:
 
 
 def test_doctests():
-    assert doctest.testmod(sim.progress).failed == 0
+    assert doctest.testmod(sim.core.progress).failed == 0
 
 
 def test_a_single_phase_ring_reports_routing_and_solver_rounds(demo):

@@ -3,9 +3,9 @@ are written out by hand from that construction (docs/scale.md); the structure ch
 import numpy as np
 import pytest
 
-from sim.catalog import load_catalog
-from sim.layout import FABRIC_BACKEND, TIER_CORE, TIER_SPINE, expand
-from sim.spec import load_spec
+from sim.fabric.catalog import load_catalog
+from sim.fabric.layout import FABRIC_BACKEND, TIER_CORE, TIER_SPINE, expand
+from sim.fabric.spec import load_spec
 
 
 def per_building(buildings):

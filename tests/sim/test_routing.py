@@ -1,4 +1,4 @@
-"""Routing (sim/routing.py): valley-free shortest paths, the equal-cost choices, hashing, pinning, failures.
+"""Routing (sim/fabric/routing.py): valley-free shortest paths, the equal-cost choices, hashing, pinning, failures.
 
 demo-256: 2 zones x 8 leaves x 16 GPUs; each leaf has 4 cables to each of the 4 spines of its zone, each spine
 4 cables to each of the 2 cores of its plane. Equal-cost paths: 16 across a zone (16 leaf uplinks x 4 spine
@@ -10,10 +10,10 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from sim.layout import STATUS_DRAINED, STATUS_FAILED, expand
-from sim.routing import ROUTINGS, NoPathError, default_routing, max_path_links, route, routing_tables, splitmix64
-from sim.spec import load_spec, parse_spec
-from sim.topology import topology_from_layout
+from sim.fabric.layout import STATUS_DRAINED, STATUS_FAILED, expand
+from sim.fabric.routing import ROUTINGS, NoPathError, default_routing, max_path_links, route, routing_tables, splitmix64
+from sim.fabric.spec import load_spec, parse_spec
+from sim.fabric.topology import topology_from_layout
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The job scheduler (sim/scheduler.py): no GPU double-booked, failed hosts avoided, jobs files, policies."""
+"""The job scheduler (sim/jobs/scheduler.py): no GPU double-booked, failed hosts avoided, jobs files, policies."""
 import json
 import math
 from copy import copy
@@ -6,12 +6,12 @@ from copy import copy
 import numpy as np
 import pytest
 
-from sim.errors import ParamError
-from sim.params import SCHEDULE
-from sim.scheduler import host_ok, parse_jobs, run_schedule, zone_cut_bytes
-from sim.job import resolve_job
-from sim.params import JOB
-from sim.topology import load_topology
+from sim.core.errors import ParamError
+from sim.jobs.params import SCHEDULE
+from sim.jobs.scheduler import host_ok, parse_jobs, run_schedule, zone_cut_bytes
+from sim.jobs.job import resolve_job
+from sim.jobs.params import JOB
+from sim.fabric.topology import load_topology
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,8 @@ import tomllib
 
 import pytest
 
-from sim.errors import SpecError
-from sim.spec import PRESETS_DIR, load_spec, parse_spec, preset_names
+from sim.core.errors import SpecError
+from sim.fabric.spec import PRESETS_DIR, load_spec, parse_spec, preset_names
 
 
 def demo_dict():

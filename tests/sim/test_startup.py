@@ -1,9 +1,9 @@
-"""The process-group start-up model (sim/startup.py): grows with ranks; each optimization lowers it."""
+"""The process-group start-up model (sim/debug/startup.py): grows with ranks; each optimization lowers it."""
 import pytest
 
-from sim.errors import ParamError
-from sim.params import STARTUP
-from sim.startup import model
+from sim.core.errors import ParamError
+from sim.debug.params import STARTUP
+from sim.debug.startup import model
 
 
 def test_startup_grows_with_ranks_and_each_change_lowers_it():

@@ -1,19 +1,19 @@
-"""The frontend fabric and storage as resources (sim/storage_topology.py), the placement aggregation and the
-metadata model (sim/storage.py), and the fan-out of N clients reading the same files (sim/storage_fanout.py)."""
+"""The frontend fabric and storage as resources (sim/storage/topology.py), the placement aggregation and the
+metadata model (sim/storage/stores.py), and the fan-out of N clients reading the same files (sim/storage/fanout.py)."""
 import doctest
 
 import numpy as np
 import pytest
 
-import sim.storage
-from sim.errors import ParamError
-from sim.layout import STATUS_FAILED, expand
-from sim.params import STORAGE_FANOUT
-from sim.routing import route
-from sim.spec import load_spec
-from sim.storage import REDUNDANCY, STORES, amplification, metadata_ops, spread_segments
-from sim.storage_fanout import run_fanout
-from sim.storage_topology import GBPS, RES_SSD_WRITE, build_storage
+import sim.storage.stores
+from sim.core.errors import ParamError
+from sim.fabric.layout import STATUS_FAILED, expand
+from sim.storage.params import STORAGE_FANOUT
+from sim.fabric.routing import route
+from sim.fabric.spec import load_spec
+from sim.storage.stores import REDUNDANCY, STORES, amplification, metadata_ops, spread_segments
+from sim.storage.fanout import run_fanout
+from sim.storage.topology import GBPS, RES_SSD_WRITE, build_storage
 
 
 @pytest.fixture
@@ -22,7 +22,7 @@ def lay():
 
 
 def test_doctests():
-    assert doctest.testmod(sim.storage).failed == 0
+    assert doctest.testmod(sim.storage.stores).failed == 0
 
 
 @pytest.mark.parametrize("writers, servers, spread", [(5, 7, 3), (100, 8, 16), (3, 40, 2), (1, 1, 1)])

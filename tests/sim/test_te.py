@@ -1,4 +1,4 @@
-"""Centralized traffic engineering (sim/te.py, routing "te"): exact where a perfect assignment exists, never worse
+"""Centralized traffic engineering (sim/fabric/te.py, routing "te"): exact where a perfect assignment exists, never worse
 than the worst-case hash, failures avoided, background flows balanced with the job's, deterministic, and reachable
 from the command line and the run parameters.
 
@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 
 from sim.cli import main
-from sim.collectives import Phase
-from sim.layout import STATUS_FAILED, expand
-from sim.netsim import build_flows, solve_phase
-from sim.params import COLLECTIVE
-from sim.routing import ROUTINGS, NoPathError, route
-from sim.spec import load_spec
-from sim.te import colour, te_route
-from sim.topology import load_topology, topology_from_layout
+from sim.fabric.collectives import Phase
+from sim.fabric.layout import STATUS_FAILED, expand
+from sim.fabric.netsim import build_flows, solve_phase
+from sim.fabric.params import COLLECTIVE
+from sim.fabric.routing import ROUTINGS, NoPathError, route
+from sim.fabric.spec import load_spec
+from sim.fabric.te import colour, te_route
+from sim.fabric.topology import load_topology, topology_from_layout
 from tests.sim.test_routing import check_paths
 
 

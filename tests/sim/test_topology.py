@@ -1,4 +1,4 @@
-"""The backend fabric as arrays (sim/topology.py): link counts and capacities from the spec, inactive items left out.
+"""The backend fabric as arrays (sim/fabric/topology.py): link counts and capacities from the spec, inactive items left out.
 
 Capacities are bytes/s (a 400 Gb/s link carries 50e9 bytes/s each way); latencies seconds.
 """
@@ -7,10 +7,10 @@ import copy
 import numpy as np
 import pytest
 
-from sim.layout import (FABRIC_BACKEND, LINK_LEAF_SPINE, LINK_NIC_LEAF, LINK_SPINE_CORE, STATUS_DRAINED,
+from sim.fabric.layout import (FABRIC_BACKEND, LINK_LEAF_SPINE, LINK_NIC_LEAF, LINK_SPINE_CORE, STATUS_DRAINED,
                         STATUS_FAILED, STATUS_MAINTENANCE, TIER_CORE, TIER_LEAF, TIER_SPINE, expand)
-from sim.spec import load_spec, parse_spec
-from sim.topology import DEFAULT_HOP_LATENCY, topology_from_layout
+from sim.fabric.spec import load_spec, parse_spec
+from sim.fabric.topology import DEFAULT_HOP_LATENCY, topology_from_layout
 
 GB = 1e9
 

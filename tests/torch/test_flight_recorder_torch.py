@@ -8,8 +8,8 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (requirements-torch.txt): optional check")
 
-from sim.flight_recorder import rehearse  # noqa: E402
-from sim.fr_analyze import analyze  # noqa: E402
+from sim.debug.recorder import rehearse  # noqa: E402
+from sim.debug.analyze import analyze  # noqa: E402
 
 
 def test_pytorch_fr_trace_reads_our_dumps_and_names_the_missing_rank(tmp_path):

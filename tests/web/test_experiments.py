@@ -1,5 +1,5 @@
 """The Experiments pages render with the server's data: the runs list and its form (fields and choices from the
-kinds' parameter declarations, sim/params.py), a finished run, runs compared, the published figure; bad compare
+kinds' parameter declarations, sim/core/params.py), a finished run, runs compared, the published figure; bad compare
 requests get a clear 400/404. Given / when / then."""
 import json
 import re
@@ -7,12 +7,12 @@ import re
 import pytest
 from django.contrib.auth.models import Permission, User
 
-from sim import figures
-from sim.collectives import COLLECTIVES
-from sim.hostlist import MAX_LIST_BYTES
-from sim.params import COLLECTIVE, FIGURE, MAX_QPS
-from sim.placement import PLACEMENTS
-from sim.routing import ROUTINGS
+from sim.fabric import figures
+from sim.fabric.collectives import COLLECTIVES
+from sim.fabric.hostlist import MAX_LIST_BYTES
+from sim.fabric.params import COLLECTIVE, FIGURE, MAX_QPS
+from sim.fabric.placement import PLACEMENTS
+from sim.fabric.routing import ROUTINGS
 from twin.runs.models import SimulationRun
 
 pytestmark = pytest.mark.django_db

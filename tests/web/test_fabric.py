@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth.models import Permission, User
 from rest_framework.test import APIClient
 
-from sim.layout import STATUS_NAMES
+from sim.fabric.layout import STATUS_NAMES
 from tests.web.conftest import build
 from twin.api.models import ApiToken
 from twin.inventory import models as m

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from sim.params import FAILURES
+from sim.failures.params import FAILURES
 from twin.inventory.models import GPU
 from twin.runs.models import SimulationRun
 from twin.web.nav import nav_items

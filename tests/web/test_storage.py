@@ -1,12 +1,12 @@
 """The Storage page and its data: storage.json lists every storage server in StorageServer id order (the live
 server sections' order) with its store, rack and slot as the database holds them, a server of a failed rack as
 not active, active SSDs counted; the frontend fabric.json is in the frontend_util section's order; the page embeds
-the checkpoint form generated from sim.params.CHECKPOINT; an unknown cluster is a 404 that says so."""
+the checkpoint form generated from sim.storage.params.CHECKPOINT; an unknown cluster is a 404 that says so."""
 import json
 
 import pytest
 
-from sim.params import CHECKPOINT
+from sim.storage.params import CHECKPOINT
 from twin.inventory import models as m
 from twin.inventory.choices import STATUS_CODE
 from twin.runs.storage_kinds import RATED_PEAK_BPS, RATED_SUSTAINED_BPS

@@ -1,4 +1,4 @@
-"""The one adapter from the inventory to the engine: a cluster's rows as a ``sim.layout.ClusterLayout``.
+"""The one adapter from the inventory to the engine: a cluster's rows as a ``sim.fabric.layout.ClusterLayout``.
 
 The database is the source of truth, so the layout is read from the rows themselves (not re-expanded from the
 spec): a link set to failed through the API, a switch drained in the admin, a cable added by hand are all in the
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.layout import STATUS_ACTIVE, ClusterLayout
-from sim.spec import parse_spec
+from sim.fabric.layout import STATUS_ACTIVE, ClusterLayout
+from sim.fabric.spec import parse_spec
 from twin.inventory.choices import STATUS_CODE
 from twin.inventory.models import (
     GPU, NIC, SSD, CableModel, Fabric, Host, Link, NICModel, Port, Rack, StorageCluster, StorageServer, Switch,
@@ -113,7 +113,7 @@ def layout_from_db(cluster) -> ClusterLayout:
 
 def _with_rack(status: np.ndarray, rack_status: np.ndarray, rack: np.ndarray) -> np.ndarray:
     """A storage server's status as the engine sees it: its own, or its rack's when the rack is not active (a
-    failed or drained storage rack takes its servers out: sim.storage_topology leaves them out of placement)."""
+    failed or drained storage rack takes its servers out: sim.storage.topology leaves them out of placement)."""
     out = status.copy()
     down = rack_status[rack] != STATUS_ACTIVE
     take = down & (out == STATUS_ACTIVE)

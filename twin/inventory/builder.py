@@ -1,6 +1,6 @@
 """Build a cluster's rows from a spec, and delete them: whole tables at a time, inside one transaction.
 
-The spec is expanded by ``sim.layout.expand`` (the same arrays the engine simulates); every array becomes a
+The spec is expanded by ``sim.fabric.layout.expand`` (the same arrays the engine simulates); every array becomes a
 column. Primary keys are reserved up front (``bulk.reserve_ids``) so rows reference each other by
 ``base + layout index``; ``bulk.BulkLoad`` checks those references on the arrays before each table is written (and
 PostgreSQL's per-row foreign-key triggers are skipped where the role may). An error anywhere rolls the whole build
@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.db import IntegrityError, transaction
 
-from sim.catalog import load_catalog
-from sim.layout import ClusterLayout, expand
-from sim.names import FABRIC_SHORT, item_names  # noqa: F401  (one naming rule, shared with the engine)
-from sim.spec import ClusterSpec
+from sim.fabric.catalog import load_catalog
+from sim.fabric.layout import ClusterLayout, expand
+from sim.fabric.names import FABRIC_SHORT, item_names  # noqa: F401  (one naming rule, shared with the engine)
+from sim.fabric.spec import ClusterSpec
 from twin.inventory import changelog
 from twin.inventory.bulk import (
     BulkLoad, analyze, delete_where, foreign_key_triggers_off, referenced_from_outside,

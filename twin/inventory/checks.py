@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from django.db.models import Count, F, Q
 
-from sim.layout import expand
-from sim.spec import parse_spec
+from sim.fabric.layout import expand
+from sim.fabric.spec import parse_spec
 from twin.inventory.builder import item_names
 from twin.inventory.models import (
     GPU, NIC, SSD, Cluster, Host, Link, Port, Rack, StorageServer, Switch, Zone,

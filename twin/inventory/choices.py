@@ -1,7 +1,7 @@
-"""Choices of the inventory models. Integer values of the tier/zone/fabric choices match ``sim.layout``."""
+"""Choices of the inventory models. Integer values of the tier/zone/fabric choices match ``sim.fabric.layout``."""
 from django.db import models
 
-from sim import layout
+from sim.fabric import layout
 
 
 class Status(models.TextChoices):

@@ -140,28 +140,28 @@ FAILURE_EVENTS_SENT = 1024     # rows at most in one frame (24 KB): the newest
 
 
 def failure_states() -> dict[int, str]:
-    """The timeline's states (code -> name), declared once in the engine: :data:`sim.failures.STATES`."""
-    from sim.failures import STATES
+    """The timeline's states (code -> name), declared once in the engine: :data:`sim.failures.timeline.STATES`."""
+    from sim.failures.timeline import STATES
     return dict(enumerate(STATES))
 
 
 def failure_categories() -> dict[int, str]:
-    """The failure categories of Meta's table, in its order: :data:`sim.failure_rates.NAMES`."""
-    from sim.failure_rates import NAMES
+    """The failure categories of Meta's table, in its order: :data:`sim.failures.rates.NAMES`."""
+    from sim.failures.rates import NAMES
     return dict(enumerate(NAMES))
 
 
 def failure_consequences() -> dict[int, str]:
-    """What a failure does (:data:`sim.failure_rates.CONSEQUENCES`), and one that arrived while the job was
-    already down (:data:`sim.failures.WHILE_DOWN`)."""
-    from sim.failure_rates import CONSEQUENCES
-    from sim.failures import WHILE_DOWN
+    """What a failure does (:data:`sim.failures.rates.CONSEQUENCES`), and one that arrived while the job was
+    already down (:data:`sim.failures.timeline.WHILE_DOWN`)."""
+    from sim.failures.rates import CONSEQUENCES
+    from sim.failures.timeline import WHILE_DOWN
     return dict(enumerate(CONSEQUENCES + (WHILE_DOWN,)))
 
 
 def item_kinds() -> dict[int, str]:
-    """The kinds of item a failure hits: :data:`sim.failures.ITEM_KINDS`."""
-    from sim.failures import ITEM_KINDS
+    """The kinds of item a failure hits: :data:`sim.failures.timeline.ITEM_KINDS`."""
+    from sim.failures.timeline import ITEM_KINDS
     return dict(enumerate(ITEM_KINDS))
 
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.layout import LINK_NIC_LEAF, ZONE_COMPUTE
-from sim.spec import parse_spec
+from sim.fabric.layout import LINK_NIC_LEAF, ZONE_COMPUTE
+from sim.fabric.spec import parse_spec
 from twin.inventory.choices import FabricRole
 from twin.inventory.models import GPU, Cluster, Fabric, Host, Link, Rack, Switch, Zone
 from twin.inventory.structure_cache import StructureCache, rows_fingerprint, trusted_fingerprint

@@ -21,8 +21,8 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 from rest_framework import serializers
 
-from sim.errors import ParamError
-from sim.layout import STATUS_ACTIVE
+from sim.core.errors import ParamError
+from sim.fabric.layout import STATUS_ACTIVE
 from twin.runs import limits, publishing, registry, schedules
 from twin.runs.choices import ACTIVE, FINISHED, RunStatus
 from twin.runs.constants import EXECUTE_RUN_TASK, FINISH_SWEEP_TASK, PROGRESS_DB_INTERVAL, SCHEDULE_TASK, setting

@@ -25,7 +25,7 @@ DEFAULTS = {
     # A queued run older than this whose message the broker no longer holds (Redis restarted, flushed) is sent again.
     "TWIN_RUNS_REQUEUE_GRACE_SECONDS": env_int("TWIN_RUNS_REQUEUE_GRACE_SECONDS", 60, minimum=1),
     # Limits on what one request may make the workers do (twin.runs.limits), each refused with a 400 naming it.
-    # Seeds of one run (sim.params allows 100; the twin may allow fewer):
+    # Seeds of one run (sim.core.params allows 100; the twin may allow fewer):
     "TWIN_RUNS_MAX_SEEDS": env_int("TWIN_RUNS_MAX_SEEDS", 100, minimum=1),
     # Combinations a sweep may fan out to:
     "TWIN_RUNS_MAX_SWEEP_CHILDREN": env_int("TWIN_RUNS_MAX_SWEEP_CHILDREN", 256, minimum=1),

@@ -1,8 +1,8 @@
 """The debugging run kinds (docs/debugging.md, "In the twin"): ``debug`` rehearses a hang or a slowdown of a
-training job on the cluster as the inventory holds it (:func:`sim.flight_recorder.rehearse`: the job's collectives
-with the injected fault, every rank's flight-recorder dump, then :func:`sim.fr_analyze.analyze` names the culprit),
-and ``startup`` models the process groups' start-up over a range of scales (:func:`sim.startup.model`). Their
-parameters are the engine's declarations (:data:`sim.params.DEBUG`, :data:`sim.params.STARTUP`): the API, the CLI
+training job on the cluster as the inventory holds it (:func:`sim.debug.recorder.rehearse`: the job's collectives
+with the injected fault, every rank's flight-recorder dump, then :func:`sim.debug.analyze.analyze` names the culprit),
+and ``startup`` models the process groups' start-up over a range of scales (:func:`sim.debug.startup.model`). Their
+parameters are the engine's declarations (:data:`sim.debug.params.DEBUG`, :data:`sim.debug.params.STARTUP`): the API, the CLI
 and the forms refuse the same inputs in the same words.
 
 The fault of a rehearsal (``inject``, the engine's syntax: ``hang:rank=R``, ``desync:rank=R``, ``slow:rank=R``,
@@ -37,8 +37,8 @@ from typing import Callable
 
 import numpy as np
 
-from sim.errors import ParamError
-from sim.topology import topology_from_layout
+from sim.core.errors import ParamError
+from sim.fabric.topology import topology_from_layout
 from twin.live import frames
 from twin.runs import files
 from twin.runs.registry import Headline, Kind, register
@@ -100,7 +100,7 @@ def _resolve(names: dict[str, str], cluster) -> dict[str, tuple[int, int]]:
 
 def _job_values(values: dict) -> dict:
     """The job's parameters of a rehearsal (JOB's, which DEBUG reuses), ``gpus`` from the layout if left out."""
-    from sim.params import JOB
+    from sim.jobs.params import JOB
     out = {p.name: values[p.name] for p in JOB if p.name in values}
     if out.get("gpus") is None:
         out["gpus"] = int(np.prod([values.get(k) or 1 for k in ("tp", "cp", "pp", "dp")]))
@@ -165,7 +165,7 @@ def _check_debug(values: dict, cluster) -> None:
         return
     topo = topology_from_layout(layout_from_db(cluster))
     gpus = _place(topo, values) if names.keys() & {"gpu", "host"} else np.zeros(0, np.int64)
-    from sim.params import DEBUG
+    from sim.debug.params import DEBUG
     DEBUG.validate({**values, "inject": engine_inject(values, cluster, gpus, topo)})
 
 
@@ -191,7 +191,7 @@ def _validate_debug(values, cluster) -> dict:
     """DEBUG's validation, where the fault may name inventory items: the engine checks the fault with stand-ins
     for the names, then (with the cluster) with the numbers they resolve to; the parameters keep the names. Then
     the cluster checks (:func:`_check_debug`) and the twin's limits, as every kind."""
-    from sim.params import DEBUG
+    from sim.debug.params import DEBUG
     from twin.runs import limits
     from twin.runs.registry import get
     text = values.get("inject") if isinstance(values, dict) else None
@@ -244,7 +244,7 @@ def gpu_stop(n_gpus: int, rank_gpu: np.ndarray, heatmap: dict, state: np.ndarray
 
 
 def _directed_links(topo, names: list[str], gpus) -> np.ndarray:
-    """The topology's directed link ids of the analyzer's link names (:meth:`sim.topology.Topology.link_names`, the
+    """The topology's directed link ids of the analyzer's link names (:meth:`sim.fabric.topology.Topology.link_names`, the
     backend links at the culprit's GPUs): looked for among the links touching those GPUs' NICs, then among all; -1
     for a name not found."""
     if not names:
@@ -301,7 +301,8 @@ def _culprit(result: dict, rank_gpu: np.ndarray, cluster, topo) -> dict | None:
 def debug(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]:
     """Rehearse: place the job, simulate its collectives with the fault, write every rank's dump, pack them with
     the run, analyze them; see the module docstring."""
-    from sim import flight_recorder, fr_analyze
+    from sim.debug import recorder as flight_recorder
+    from sim.debug import analyze as fr_analyze
     topo = topology_from_layout(layout)
     gpus = _place(topo, params)
     n, done = int(gpus.size), {"simulating": 0.0, "dumping": 0.0, "analyzing": 0.0}
@@ -333,8 +334,8 @@ def debug(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]
 
 
 def startup(layout, params: dict, progress: Callable) -> tuple[dict, dict]:
-    """The start-up model over the run's scales (:func:`sim.startup.model`; well under a second)."""
-    from sim import startup as engine
+    """The start-up model over the run's scales (:func:`sim.debug.startup.model`; well under a second)."""
+    from sim.debug import startup as engine
     progress(0.0, "modelling the start-up")
     doc = engine.model(params)
     last = (doc.get("rows") or [None])[-1]
@@ -344,9 +345,9 @@ def startup(layout, params: dict, progress: Callable) -> tuple[dict, dict]:
 
 
 def register_kinds() -> bool:
-    """Register ``debug`` and ``startup`` when the engine declares them (``sim.params.DEBUG``, ``STARTUP``)."""
+    """Register ``debug`` and ``startup`` when the engine declares them (``sim.debug.params.DEBUG``, ``STARTUP``)."""
     try:
-        from sim.params import DEBUG, STARTUP
+        from sim.debug.params import DEBUG, STARTUP
     except ImportError:
         return False
     register(Kind("debug", "Debug rehearsal (a fault injected into a job; flight-recorder dumps analyzed)", DEBUG,

@@ -1,7 +1,7 @@
-"""The training-job run kinds: ``job`` (one job's step model, :mod:`sim.job`, on the cluster's inventory as it is),
-``jobs`` (several jobs sharing the fabric: each one's step together and alone, :func:`sim.job.run_shared`) and
-``schedule`` (a job queue under a placement policy over simulated time, :mod:`sim.scheduler`). Their parameters
-are the engine's own declarations (:data:`sim.params.JOB`, :data:`sim.params.JOBS`, :data:`sim.params.SCHEDULE`): the API, the CLI and the
+"""The training-job run kinds: ``job`` (one job's step model, :mod:`sim.jobs.job`, on the cluster's inventory as it is),
+``jobs`` (several jobs sharing the fabric: each one's step together and alone, :func:`sim.jobs.job.run_shared`) and
+``schedule`` (a job queue under a placement policy over simulated time, :mod:`sim.jobs.scheduler`). Their parameters
+are the engine's own declarations (:data:`sim.jobs.params.JOB`, :data:`sim.jobs.params.JOBS`, :data:`sim.jobs.params.SCHEDULE`): the API, the CLI and the
 form refuse the same inputs in the same words.
 
 A ``job`` run has a :class:`twin.runs.models.Job` from the moment it is queued (``Kind.on_create``); the run places
@@ -16,9 +16,9 @@ from typing import Callable
 
 import numpy as np
 
-from sim.errors import ParamError
-from sim.params import JOB_PARAMS
-from sim.topology import topology_from_layout
+from sim.core.errors import ParamError
+from sim.jobs.params import JOB_PARAMS
+from sim.fabric.topology import topology_from_layout
 from twin.runs import job_actions, limits
 from twin.runs.kinds import gpu_states
 from twin.runs.models import Job
@@ -28,14 +28,14 @@ JOB_HEADLINE = (Headline("mfu", "MFU", "pct"), Headline("tokens_per_s", "tokens/
                 Headline("step_time", "step time (s)", "text"))
 JOBS_HEADLINE = (Headline("worst_slowdown", "worst slowdown (together / alone - 1)", "pct"),)
 SCHEDULE_HEADLINE = (Headline("utilization", "GPU utilization", "pct"),)
-# The figures a Job keeps of its run's summary (sim.job.JobResult.to_dict(): what the queue, the live frames and
+# The figures a Job keeps of its run's summary (sim.jobs.job.JobResult.to_dict(): what the queue, the live frames and
 # the what-if table show); ``step_time`` is kept as ``step_time_s``, the breakdown without its total.
 JOB_PARAM_NAMES = tuple(p.name for p in JOB_PARAMS)       # what a Job row keeps of a job's parameters
 JOB_FIGURES = ("tokens_per_s", "tflops_per_gpu", "mfu", "memory_gb", "hottest", "routing", "placement")
 
 
 def job_results(doc: dict) -> dict:
-    """What a Job keeps of :meth:`sim.job.JobResult.to_dict`: step time (s), tokens/s, TFLOPs per GPU, MFU, the
+    """What a Job keeps of :meth:`sim.jobs.job.JobResult.to_dict`: step time (s), tokens/s, TFLOPs per GPU, MFU, the
     step's parts in seconds (compute, exposed tp/cp/pp/dp, bubble), each dimension's exposed and total
     communication, memory and the hottest links."""
     out = {k: doc[k] for k in JOB_FIGURES if k in doc}
@@ -69,11 +69,11 @@ def _job_of(run) -> Job:
     return job
 
 
-# ----------------------------------------------------------------------------------------- engine (sim.job)
+# ----------------------------------------------------------------------------------------- engine (sim.jobs.job)
 def place(topo, params: dict) -> np.ndarray:
-    """The job's GPUs (rank -> GPU) as :func:`sim.job.run_job` places them on its own (:func:`sim.placement.place`
+    """The job's GPUs (rank -> GPU) as :func:`sim.jobs.job.run_job` places them on its own (:func:`sim.fabric.placement.place`
     with the job's policy and seed), so the twin can record and publish the placement before the step is solved."""
-    from sim.placement import place as engine_place
+    from sim.fabric.placement import place as engine_place
     try:
         return np.asarray(engine_place(topo, params["gpus"], params["placement"], params["seed"]))
     except ValueError as e:
@@ -93,7 +93,7 @@ def job(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]:
     job_actions.place_job(the_job, gpus)
     job_actions.publish_jobs(progress, cluster, n, the_job, "simulating", 0.01)
     progress(None, gpu_state=gpu_states(topo, gpus))
-    from sim.job import run_job
+    from sim.jobs.job import run_job
     doc = run_job(topo, params, progress=progress, gpus=gpus).to_dict()
     job_actions.finish_job(the_job, job_results(doc))
     arrays = {"gpu_state": gpu_states(topo, gpus)}
@@ -105,13 +105,13 @@ def job(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]:
 
 def jobs(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]:
     """Several jobs on the cluster as it is (failed and drained GPUs excluded), placed one after the other, their
-    traffic solved together and each alone; summary :meth:`sim.job.JobsResult.to_dict`. Each placed job is then
+    traffic solved together and each alone; summary :meth:`sim.jobs.job.JobsResult.to_dict`. Each placed job is then
     recorded as a finished Job (its placement, its figures together plus ``alone_step_time_s`` and ``slowdown``),
     so the GPU page colours it."""
     topo = topology_from_layout(layout)
     cluster, n = run.cluster, int(topo.n_gpus)
     progress(0.0, "placing the jobs", gpu_state=gpu_states(topo))
-    from sim.job import run_shared
+    from sim.jobs.job import run_shared
     result = run_shared(topo, params, progress=progress)
     doc = result.to_dict()
     for name, r, d in zip(result.names, result.together, doc["jobs"]):
@@ -133,7 +133,7 @@ def schedule(layout, params: dict, progress: Callable, *, run) -> tuple[dict, di
     fragmentation, waits and each job's throughput under the policy."""
     topo = topology_from_layout(layout)
     progress(0.0, "scheduling", gpu_state=gpu_states(topo))
-    from sim.scheduler import run_schedule
+    from sim.jobs.scheduler import run_schedule
     return run_schedule(topo, params, progress=progress).to_dict(), {}
 
 
@@ -164,8 +164,8 @@ def _job_cost(values: dict, cluster) -> int:
 
 def _check_jobs(values: dict, cluster) -> None:
     """Each job's GPUs, and all of them together, against the cluster's usable GPUs (the file itself was checked
-    by :data:`sim.params.JOBS`)."""
-    from sim.job import shared_jobs
+    by :data:`sim.jobs.params.JOBS`)."""
+    from sim.jobs.job import shared_jobs
     usable = limits.usable_gpus(cluster)
     _, specs = shared_jobs(values)
     for i, p in enumerate(specs):
@@ -179,7 +179,7 @@ def _check_jobs(values: dict, cluster) -> None:
 def _jobs_cost(values: dict, cluster) -> int:
     """Every job's flows (:func:`_job_cost` on the set's fabric), twice: once solved together, once alone (an upper
     bound: a job that shares no link with another is not solved again)."""
-    from sim.job import shared_jobs
+    from sim.jobs.job import shared_jobs
     _, specs = shared_jobs(values)
     return 2 * sum(_job_cost(p, cluster) for p in specs)
 
@@ -191,10 +191,10 @@ def _schedule_cost(values: dict, cluster) -> int:
 
 
 def register_kinds() -> bool:
-    """Register ``job``, ``jobs`` and ``schedule`` when the engine declares them (``sim.params.JOB``, ``JOBS`` and
-    ``SCHEDULE``, and ``sim.scheduler`` for the latter two)."""
+    """Register ``job``, ``jobs`` and ``schedule`` when the engine declares them (``sim.jobs.params.JOB``, ``JOBS`` and
+    ``SCHEDULE``, and ``sim.jobs.scheduler`` for the latter two)."""
     try:
-        from sim.params import JOB, JOBS, SCHEDULE
+        from sim.jobs.params import JOB, JOBS, SCHEDULE
     except ImportError:
         return False
     import importlib.util
@@ -202,7 +202,7 @@ def register_kinds() -> bool:
                   headline=JOB_HEADLINE, best="mfu", arrays={"gpu_state": "uint8"}, view="job", form=False,
                   brief=("model", "gpus", "tp", "cp", "pp", "dp", "placement", "routing"), check=_check_job,
                   cost=_job_cost, on_create=_create_job, wants_run=True))
-    if importlib.util.find_spec("sim.scheduler") is None:
+    if importlib.util.find_spec("sim.jobs.scheduler") is None:
         return True
     register(Kind("jobs", "Jobs sharing the fabric (each one's step together and alone)", JOBS, jobs,
                   headline=JOBS_HEADLINE, arrays={"gpu_state": "uint8"}, view="jobs", brief=("routing", "qps"),

@@ -3,7 +3,7 @@ functions over the engine (``sim``).
 
 A kind's ``run(layout, params, progress) -> (summary, arrays)``: ``layout`` is the cluster read from the database
 (:func:`twin.inventory.adapter.layout_from_db`, failed and drained items included), ``params`` the parameters
-validated by the kind's :mod:`sim.params` declaration, ``progress(fraction, message="", *, link_util=None,
+validated by the kind's :mod:`sim.core.params` declaration, ``progress(fraction, message="", *, link_util=None,
 gpu_state=None)`` the run's reporter: ``fraction`` is the share of the work done as the engine counts it (the same
 numbers the CLI's progress bar shows); it raises :class:`RunCancelled` once the run was cancelled.
 
@@ -14,7 +14,7 @@ Arrays (the live view uses the same layouts; their dtypes are declared by each k
   in the median run; 0 for inactive cables.
 - ``gpu_state``: per GPU (cluster index order), codes of :data:`twin.live.frames.GPU_STATES`.
 
-Figures over several seeds are ``{"median", "min", "max"}`` (:meth:`sim.seeds.SeededResult.stats`); the
+Figures over several seeds are ``{"median", "min", "max"}`` (:meth:`sim.fabric.seeds.SeededResult.stats`); the
 nccl-tests ``rows``, ``hottest_links`` and ``link_utilization`` are the median run's, which ``table_of`` names.
 """
 from __future__ import annotations
@@ -26,16 +26,16 @@ from typing import Callable
 import numpy as np
 from rest_framework import serializers
 
-from sim import figures
-from sim.collectives import MAX_ALLTOALL_TRANSFERS, CollectiveError
-from sim.errors import ParamError
-from sim.hostlist import HostIndex, ListError, given_placement, order_note
-from sim.layout import FABRIC_BACKEND, STATUS_ACTIVE
-from sim.nccl import ring_channels
-from sim.params import COLLECTIVE, FABRIC_HEALTH, FIGURE, GIVEN
-from sim.routing import NoPathError, default_routing
-from sim.seeds import SeededResult, run_collective_seeds
-from sim.topology import topology_from_layout
+from sim.fabric import figures
+from sim.fabric.collectives import MAX_ALLTOALL_TRANSFERS, CollectiveError
+from sim.core.errors import ParamError
+from sim.fabric.hostlist import HostIndex, ListError, given_placement, order_note
+from sim.fabric.layout import FABRIC_BACKEND, STATUS_ACTIVE
+from sim.fabric.nccl import ring_channels
+from sim.fabric.params import COLLECTIVE, FABRIC_HEALTH, FIGURE, GIVEN
+from sim.fabric.routing import NoPathError, default_routing
+from sim.fabric.seeds import SeededResult, run_collective_seeds
+from sim.fabric.topology import topology_from_layout
 from twin.live.frames import GPU_IDLE, GPU_IN_JOB, GPU_UNUSABLE
 from twin.runs import limits
 from twin.runs.params import validate_params
@@ -97,7 +97,7 @@ def _usable(topo) -> int:
 # ----------------------------------------------------------------------------------------------------- kinds
 def collective(layout, params: dict, progress: Callable) -> tuple[dict, dict]:
     """A collective over the backend fabric, as ``python -m sim collective`` runs it: the same
-    :func:`sim.seeds.run_collective_seeds`, once per seed, with the same progress fractions. Each seed's link
+    :func:`sim.fabric.seeds.run_collective_seeds`, once per seed, with the same progress fractions. Each seed's link
     utilization goes to the live view as it ends; the stored arrays are the median run's."""
     topo = topology_from_layout(layout)
     usable = _usable(topo)
@@ -175,10 +175,10 @@ FIGURE_HEADLINE_SERIES = {"optimized_norm_busbw": "c", "baseline_norm_busbw": "b
 
 
 def figure(layout, params: dict, progress: Callable) -> tuple[dict, dict]:
-    """The published AllGather figure on this cluster (:func:`sim.figures.run_series`, the series of
-    :func:`sim.figures.allgather_series` for the cluster's fabric); progress is the share of its simulated runs
+    """The published AllGather figure on this cluster (:func:`sim.fabric.figures.run_series`, the series of
+    :func:`sim.fabric.figures.allgather_series` for the cluster's fabric); progress is the share of its simulated runs
     done. Summary: the per-series, per-job-size min/median/max of the normalized busbw limit
-    (:func:`sim.figures.summarize`), the series (labels, groups, colours and line styles of the published
+    (:func:`sim.fabric.figures.summarize`), the series (labels, groups, colours and line styles of the published
     drawing), the panels, the jobs, and as headline the optimized (c) and 5-tuple ECMP (b) series at the largest
     job each ran."""
     topo = topology_from_layout(layout)
@@ -246,7 +246,7 @@ def _check_given(values: dict, cluster) -> None:
 
 def _check_collective(values: dict, cluster) -> None:
     """A host or GPU list against the inventory, usable GPUs, and an AllToAll's N (N - 1) x qps transfers within
-    the engine's own budget (``sim.collectives.MAX_ALLTOALL_TRANSFERS``), refused here rather than after the run
+    the engine's own budget (``sim.fabric.collectives.MAX_ALLTOALL_TRANSFERS``), refused here rather than after the run
     started."""
     _check_given(values, cluster)
     _check_gpus(values, cluster)
@@ -270,7 +270,7 @@ def _check_figure(values: dict, cluster) -> None:
 
 def _collective_cost(values: dict, cluster) -> int:
     """Flows of a collective over its seeds: per seed, N (N - 1) x qps for AllToAll, else N x channels x qps (a
-    ring or chain per channel; channels default to NCCL's own count for the hosts, :func:`sim.nccl.ring_channels`)."""
+    ring or chain per channel; channels default to NCCL's own count for the hosts, :func:`sim.fabric.nccl.ring_channels`)."""
     n, qps = values["gpus"], values["qps"]
     per_seed = n * (n - 1) if values["collective"] == "alltoall" else \
         n * (values["channels"] or _nccl_channels(cluster, values))

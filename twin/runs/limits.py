@@ -17,15 +17,15 @@ from django.contrib.auth import get_user_model
 from django.db.models import Count
 from rest_framework import serializers
 
-from sim.errors import ParamError
-from sim.layout import STATUS_ACTIVE
+from sim.core.errors import ParamError
+from sim.fabric.layout import STATUS_ACTIVE
 from twin.runs.choices import ACTIVE
 from twin.runs.constants import setting
 
 
 def usable_mask(cluster) -> np.ndarray:
     """Per GPU of ``cluster`` (index order), whether a job can use it: the GPU, its backend NIC, the NIC's port,
-    its cable, the leaf's port and the leaf switch all active (the rule of ``sim.topology`` as the GPU page computes
+    its cable, the leaf's port and the leaf switch all active (the rule of ``sim.fabric.topology`` as the GPU page computes
     it from the inventory, :mod:`twin.web.gpu_data`: its structure cached by fingerprint, the statuses read from
     the non-active rows only, so no topology is built per request)."""
     from twin.web import gpu_data
@@ -43,7 +43,7 @@ def usable_gpus(cluster) -> int:
 
 def gpus_per_host(cluster) -> int:
     """The most GPUs one host of ``cluster`` holds (one backend NIC each: the NICs NCCL's channel count starts
-    from, :func:`sim.nccl.ring_channels`)."""
+    from, :func:`sim.fabric.nccl.ring_channels`)."""
     from twin.inventory.models import GPU
     counts = GPU.objects.filter(cluster=cluster).values("host").annotate(n=Count("id")).values_list("n", flat=True)
     return max(counts, default=1)

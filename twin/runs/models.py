@@ -163,7 +163,7 @@ class Job(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    results = models.JSONField(null=True, blank=True, help_text="the step model's figures (sim.job result)")
+    results = models.JSONField(null=True, blank=True, help_text="the step model's figures (sim.jobs.job result)")
     error = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")

@@ -1,9 +1,9 @@
-"""Run parameters in the API and the form, built from the one declaration of each kind (:mod:`sim.params`).
+"""Run parameters in the API and the form, built from the one declaration of each kind (:mod:`sim.core.params`).
 
 - :func:`serializer_for` makes a DRF serializer per kind whose fields come from the kind's ``Param`` objects (type,
   range, default, choices, help: what the OpenAPI schema shows) and whose validation *is* ``ParamSet.validate``
   (plus the kind's cluster checks), so the API refuses exactly what ``python -m sim`` refuses, in the same words.
-- :func:`validate_params` turns a :class:`sim.errors.ParamError` into the DRF 400 shape
+- :func:`validate_params` turns a :class:`sim.core.errors.ParamError` into the DRF 400 shape
   ``{"params": {field: [reasons]}}``.
 - :func:`form_fields` gives the browser's form the same ``Param`` objects as JSON.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from sim.errors import ParamError
-from sim.params import MAX_LIST, Param, ParamSet
+from sim.core.errors import ParamError
+from sim.core.params import MAX_LIST, Param, ParamSet
 from twin.runs import registry
 
 

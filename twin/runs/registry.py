@@ -11,8 +11,8 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from sim.errors import ParamError
-from sim.params import ParamSet
+from sim.core.errors import ParamError
+from sim.core.params import ParamSet
 from twin.runs import limits
 
 SWEEP = "sweep"                     # the kind that fans out into child runs of another kind
@@ -37,7 +37,7 @@ class Kind:
       gpu_state=None, force=False, **arrays)`` (``arrays``: the storage sections of
       :func:`twin.live.frames.build_sections`) with ``fraction`` the share of the work done (0..1, the engine's own
       numbers); it raises :class:`RunCancelled` once the run was cancelled. ``None`` for a kind that computes nothing itself (sweep).
-    - ``params``: the :class:`sim.params.ParamSet` its parameters are declared by (the API's serializer and the
+    - ``params``: the :class:`sim.core.params.ParamSet` its parameters are declared by (the API's serializer and the
       form are built from it); ``check(values, cluster)`` adds the checks that need the cluster (raises
       :class:`ParamError`); ``validate`` replaces both for a kind whose parameters are not a ParamSet (sweep).
     - ``headline``: the summary's headline figures, ``best`` the key a sweep ranks its children by (higher wins).

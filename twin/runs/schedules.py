@@ -7,7 +7,7 @@ from __future__ import annotations
 from celery.schedules import ParseException, crontab
 from django_celery_beat.models import CrontabSchedule
 
-from sim.errors import ParamError
+from sim.core.errors import ParamError
 from twin.runs.constants import setting
 
 # The crontab fields, each with its default and the values Celery accepts (the ranges of celery.schedules.crontab).

@@ -1,8 +1,8 @@
-"""The storage run kinds: ``checkpoint`` (a job saves or restores its state, :func:`sim.checkpoint.run_checkpoint`)
-and ``storage`` (N clients open and read the same small files, :func:`sim.storage_fanout.run_fanout`), registered
+"""The storage run kinds: ``checkpoint`` (a job saves or restores its state, :func:`sim.storage.checkpoint.run_checkpoint`)
+and ``storage`` (N clients open and read the same small files, :func:`sim.storage.fanout.run_fanout`), registered
 like the collective kinds (:mod:`twin.runs.kinds`), on the cluster as the inventory holds it: failed or drained
 storage servers, SSDs, storage racks (their servers count as down: :mod:`twin.inventory.adapter`), NICs, links and
-switches of the frontend fabric are left out or lower capacity, as :mod:`sim.storage_topology` says.
+switches of the frontend fabric are left out or lower capacity, as :mod:`sim.storage.topology` says.
 
 Arrays (orders are the live frames' sections, :mod:`twin.live.frames`):
 
@@ -30,9 +30,9 @@ from typing import Callable
 
 import numpy as np
 
-from sim.errors import ParamError
-from sim.layout import FABRIC_FRONTEND
-from sim.params import CHECKPOINT, STORAGE_FANOUT
+from sim.core.errors import ParamError
+from sim.fabric.layout import FABRIC_FRONTEND
+from sim.storage.params import CHECKPOINT, STORAGE_FANOUT
 from twin.live import frames
 from twin.runs import limits
 from twin.runs.registry import Headline, Kind, register
@@ -54,9 +54,9 @@ FANOUT_HEADLINE = (Headline("seconds", "every client has read every file", "s"),
 # ------------------------------------------------------------------------------------------------- helpers
 def frontend_cable_utilization(layout, directed: np.ndarray) -> np.ndarray:
     """Per frontend cable (Link rows of the frontend fabric, by id) the larger utilization of its two directions;
-    ``directed`` is per directed link of the frontend topology (:func:`sim.storage_topology.frontend_topology`,
+    ``directed`` is per directed link of the frontend topology (:func:`sim.storage.topology.frontend_topology`,
     whose ``link_cable`` maps them to layout links)."""
-    from sim.storage_topology import frontend_topology
+    from sim.storage.topology import frontend_topology
     topo = frontend_topology(layout)
     front = np.flatnonzero(np.asarray(layout.link_fabric) == FABRIC_FRONTEND)
     out = np.zeros(front.size, dtype=np.float32)
@@ -83,7 +83,7 @@ def _per_host(layout, hosts, values, fill=-1.0) -> np.ndarray:
 def checkpoint(layout, params: dict, progress: Callable) -> tuple[dict, dict]:
     """A checkpoint (or restore) of a job as ``python -m sim checkpoint`` runs it (the same engine call, the same
     progress fractions); see the module docstring for the arrays and frames."""
-    from sim.checkpoint import run_checkpoint
+    from sim.storage.checkpoint import run_checkpoint
     restore = params["restore"]
     progress(0.0, "placing the job", checkpoint_phase=frames.PHASE_PLANNING, force=True)
     r = run_checkpoint(layout, **params, progress=lambda f, message="": progress(0.99 * f, message))
@@ -131,7 +131,7 @@ def storage_fanout(layout, params: dict, progress: Callable) -> tuple[dict, dict
     """N clients open and read the same small files (``python -m sim storage-fanout``): the time for the
     requested client count (and, with ``sweep``, for 1,024, 2,048, ... up to it), what bounds it, and the
     per-server read rate over the run as the ``server_read`` frame section."""
-    from sim.storage_fanout import run_fanout
+    from sim.storage.fanout import run_fanout
     progress(0.0, "placing the clients")
     r = run_fanout(layout, **params, progress=lambda f, message="": progress(0.99 * f, message))
     seconds = r.run.seconds
@@ -145,7 +145,7 @@ def storage_fanout(layout, params: dict, progress: Callable) -> tuple[dict, dict
 
 
 def _server_names(layout, servers) -> list[str]:
-    from sim.storage_topology import server_names
+    from sim.storage.topology import server_names
     return server_names(layout, servers)
 
 
@@ -202,7 +202,7 @@ def _check_fanout(values: dict, cluster) -> None:
 
 
 def _checkpoint_cost(values: dict, cluster) -> int:
-    """Flows of one checkpoint (sim.checkpoint, sim.storage.spread_segments): a staging flow per writing GPU, two
+    """Flows of one checkpoint (sim.storage.checkpoint, sim.storage.stores.spread_segments): a staging flow per writing GPU, two
     metadata flows per host, and the data segments: about hosts x spread + rounds x servers, rounds =
     ceil(spread x hosts / servers); as many again for training-data loading."""
     hosts = -(-values["gpus"] // limits.gpus_per_host(cluster))
@@ -215,7 +215,7 @@ def _checkpoint_cost(values: dict, cluster) -> int:
 def _fanout_cost(values: dict, cluster) -> int:
     """Flows of every client count simulated: per host a metadata flow and a data flow per server holding
     files."""
-    from sim.storage_fanout import SWEEP
+    from sim.storage.fanout import SWEEP
     counts = sorted({c for c in SWEEP if c < values["clients"]} | {values["clients"]}) if values["sweep"] \
         else [values["clients"]]
     holding = min(values["files"], values["servers"] or _store_servers(cluster, values["store"]))

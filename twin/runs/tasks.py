@@ -53,7 +53,7 @@ class Heartbeat(threading.Thread):
 
 
 class Reporter:
-    """The progress callback handed to a kind, in the engine's terms (:mod:`sim.progress`):
+    """The progress callback handed to a kind, in the engine's terms (:mod:`sim.core.progress`):
     ``reporter(fraction, message="", *, link_util=None, gpu_state=None, force=False, **arrays)`` (``arrays``: the
     storage sections of :func:`twin.live.frames.build_sections`; ``force``: past the publisher's throttle) with
     ``fraction`` the share of the work done (0..1; None: arrays only; the message is for the CLI's bar, a run does

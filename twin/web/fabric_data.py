@@ -23,7 +23,7 @@ import numpy as np
 from django.db import connection
 from django.db.models import Q, Sum
 
-from sim.layout import LINK_NIC_LEAF, STATUS_NAMES, TIER_LEAF
+from sim.fabric.layout import LINK_NIC_LEAF, STATUS_NAMES, TIER_LEAF
 from twin.inventory.choices import STATUS_CODE, FabricRole, not_active_rows
 from twin.inventory.models import Cluster, Fabric, Link, Port, Rack, Switch, SwitchModel, Zone
 from twin.inventory.structure_cache import StructureCache, rows_fingerprint, trusted_fingerprint

@@ -9,7 +9,7 @@ Two parts, read differently because they change differently:
   time, count and largest id of the GPU, host and backend link tables, like the live link index of
   ``twin.live.meta``).
 - The statuses are read fresh on every request, but only the non-active rows, through the ``status`` index (one
-  query per table, about a millisecond each). A GPU is unusable, as ``sim.topology`` decides for every simulation,
+  query per table, about a millisecond each). A GPU is unusable, as ``sim.fabric.topology`` decides for every simulation,
   when the GPU, its backend NIC, the NIC's port, its cable, the leaf's port or the leaf switch is not active;
   ``unusable`` says which of these hold, as bits.
 
@@ -28,7 +28,7 @@ import numpy as np
 from django.db.models import CharField, F, Value
 from django.db.models.functions import Cast, Concat
 
-from sim.layout import LINK_NIC_LEAF, STATUS_NAMES
+from sim.fabric.layout import LINK_NIC_LEAF, STATUS_NAMES
 from twin.inventory.choices import STATUS_CODE, FabricRole, not_active_rows
 from twin.inventory.models import GPU, NIC, Cluster, Fabric, Host, Link, Port, Rack, Switch, Zone
 from twin.inventory.structure_cache import StructureCache

@@ -13,7 +13,7 @@ import json
 
 from django.db.models import Count, Q
 
-from sim.spec import parse_spec
+from sim.fabric.spec import parse_spec
 from twin.inventory.choices import STATUS_CODE, FabricRole
 from twin.inventory.models import Fabric, Rack, StorageCluster, StorageServer
 from twin.runs.storage_kinds import rated_bandwidth

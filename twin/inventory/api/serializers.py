@@ -1,8 +1,8 @@
 """Serializers of every inventory model: the model's fields plus id, url and display; relations as {id, url}."""
 from rest_framework import serializers
 
-from sim.errors import SpecError
-from sim.spec import parse_spec
+from sim.core.errors import SpecError
+from sim.fabric.spec import parse_spec
 from twin.api.base import InventorySerializer
 from twin.inventory import models as m
 from twin.inventory.builder import build_cluster

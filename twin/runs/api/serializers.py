@@ -1,5 +1,5 @@
 """Serializers of the runs API. Kinds come from the registry (:mod:`twin.runs.registry`); parameters are validated
-by each kind's declaration (:mod:`twin.runs.params`, built from :mod:`sim.params`): a malformed scenario or run is
+by each kind's declaration (:mod:`twin.runs.params`, built from :mod:`sim.core.params`): a malformed scenario or run is
 a 400 naming the field, e.g. ``{"params": {"qps": ["must be at least 1"]}}``, the words ``python -m sim`` uses."""
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ class ParamsField(serializers.JSONField):
 
 
 class ParamsFieldSchema(OpenApiSerializerFieldExtension):
-    """In the OpenAPI schema ``params`` is any of the kinds' parameter serializers (generated from sim.params: one
+    """In the OpenAPI schema ``params`` is any of the kinds' parameter serializers (generated from sim.core.params: one
     component per kind, e.g. ``CollectiveParams``, with each parameter's type, range, default and help)."""
 
     target_class = ParamsField

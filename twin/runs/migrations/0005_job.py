@@ -29,7 +29,7 @@ class Migration(migrations.Migration):
                 ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
                 ('started_at', models.DateTimeField(blank=True, null=True)),
                 ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('results', models.JSONField(blank=True, help_text="the step model's figures (sim.job result)", null=True)),
+                ('results', models.JSONField(blank=True, help_text="the step model's figures (sim.jobs.job result)", null=True)),
                 ('error', models.TextField(blank=True)),
                 ('cluster', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='jobs', to='inventory.cluster')),
                 ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),

@@ -2,7 +2,7 @@
 sequence heatmap, per host when ranks are many), the culprit with its explanation, its GPUs on the GPU page
 (``?color=debug&run=<id>``) and its links on the fabric page, the straggler ranking, the dumps to download; and the
 start-up model's curve over scale (a ``startup`` run). The forms that start both come from the kinds' parameter
-declarations (``sim.params.DEBUG``, ``STARTUP``, through :func:`twin.runs.params.form_fields`). The page is a shell:
+declarations (``sim.debug.params.DEBUG``, ``STARTUP``, through :func:`twin.runs.params.form_fields`). The page is a shell:
 frontend/js/debug.js reads the runs API, ``debug/<run>.json`` (:mod:`twin.web.debug_data`) and the run's stream."""
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The Experiments pages: the runs list with the form that starts a run, one run live and its results, runs side by
 side, and the published AllGather figure. The pages are shells: their data comes from the runs API (/api/runs/)
 and the live streams (/ws/runs/<id>/); the forms get their fields, defaults, choices and bounds from the kinds'
-parameter declarations (:mod:`sim.params`, through :func:`twin.runs.params.form_fields`) and the kinds themselves
+parameter declarations (:mod:`sim.core.params`, through :func:`twin.runs.params.form_fields`) and the kinds themselves
 (label, result view, headline figures) from the registry (:mod:`twin.runs.registry`), so the browser holds no
 second copy of them."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ from django.http import HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, render
 from django.urls import path
 
-from sim.routing import default_routing
+from sim.fabric.routing import default_routing
 from twin.inventory.choices import FABRIC_KIND_BY_SPEC, FabricRole
 from twin.inventory.filtersets import INT64_MAX
 from twin.inventory.models import GPU, Cluster, Fabric
@@ -30,7 +30,7 @@ MAX_COMPARED = 8
 SPEC_KIND = {str(v): k for k, v in FABRIC_KIND_BY_SPEC.items()}
 
 # What the published figure reports (Gangidi et al., SIGCOMM 2024: docs/sources.md), per panel of
-# sim.figures.SCALE_PANELS and the series groups it speaks of: drawn beside the simulated curves as the published
+# sim.fabric.figures.SCALE_PANELS and the series groups it speaks of: drawn beside the simulated curves as the published
 # claim, not as data points.
 PUBLISHED = {
     "source": "Gangidi et al., RDMA over Ethernet for Distributed AI Training at Meta Scale, SIGCOMM 2024",
@@ -49,7 +49,7 @@ PUBLISHED = {
 
 # ---------------------------------------------------------------------------------------------- form data
 def param_fields(kind: str) -> list[dict]:
-    """The parameters of ``kind`` as the form draws them (from its ``sim.params`` declaration): name, type,
+    """The parameters of ``kind`` as the form draws them (from its ``sim.core.params`` declaration): name, type,
     default, choices, bounds, help text."""
     params = registry.get(kind).params
     return form_fields(params) if params is not None else []

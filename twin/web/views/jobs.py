@@ -2,7 +2,7 @@
 job's placement on the cluster, its step breakdown and throughput, and the form that submits a job or a what-if
 (the same job with another placement, routing or cluster side by side). The page is a shell: frontend/js/jobs.js
 reads the runs API (/api/runs/jobs/, /api/runs/) and the cluster's live stream; the form's fields come from the
-``job`` kind's parameter declaration (``sim.params.JOB`` through :func:`twin.runs.params.form_fields`).
+``job`` kind's parameter declaration (``sim.jobs.params.JOB`` through :func:`twin.runs.params.form_fields`).
 
 ``clusters/<name>/jobs/gpus.json`` is what runs where (:func:`twin.runs.job_actions.gpu_jobs`): the GPU -> job
 index (base64 of the uint16 array, the live ``gpu_job`` section's layout) and the jobs of its rows; the GPU page

@@ -1,8 +1,8 @@
 """The Reliability page of a cluster: a long training job's life under failures (the ``failures`` run kind,
-:mod:`twin.runs.failure_kinds`, over :mod:`sim.failures`): the timeline of one seed as a chart (state bands,
+:mod:`twin.runs.failure_kinds`, over :mod:`sim.failures.timeline`): the timeline of one seed as a chart (state bands,
 failures as marks, lost work shaded), the time lost by cause and by phase, the distribution over seeds, the
 checkpoint-interval sweep with the simulated optimum beside Young/Daly, and the form that starts a run (its fields
-from the kind's declaration, ``sim.params.FAILURES``, through :func:`twin.runs.params.form_fields`). The page is a
+from the kind's declaration, ``sim.failures.params.FAILURES``, through :func:`twin.runs.params.form_fields`). The page is a
 shell: frontend/js/reliability.js reads the runs API and follows the cluster's live stream.
 
 ``clusters/<name>/reliability/failed.json?run=<id>`` is what a run's failures hit, for the GPU page's replay

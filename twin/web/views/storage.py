@@ -12,7 +12,7 @@ from django.shortcuts import render
 from django.urls import path, reverse
 from django.views.decorators.gzip import gzip_page
 
-from sim.params import CHECKPOINT
+from sim.storage.params import CHECKPOINT
 from twin.inventory.models import Cluster
 from twin.runs.params import form_fields
 from twin.web import fabric_data, storage_data

@@ -5,9 +5,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from sim.errors import SpecError
-from sim.layout import expand
-from sim.spec import load_spec, preset_names
+from sim.core.errors import SpecError
+from sim.fabric.layout import expand
+from sim.fabric.spec import load_spec, preset_names
 from twin.inventory.builder import build_cluster, total_rows
 
 

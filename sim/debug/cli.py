@@ -1,0 +1,134 @@
+"""Command line of the debugging engine (contract), registered by :mod:`sim.cli`::
+
+    python -m sim debug --preset meta-roce-24k --gpus 16384 --tp 8 --pp 16 --dp 128 --inject hang:rank=12345 \\
+        --dump DIR [--json]
+    python -m sim debug analyze DIR [--preset meta-roce-24k | --spec FILE] [--json]
+    python -m sim startup --gpus 1024:32768 [--json]
+
+Options come from :data:`sim.debug.params.DEBUG` and :data:`sim.debug.params.STARTUP`; ``--preset``/``--spec``, ``--dump``,
+``--json`` and ``--quiet`` are the command line's own. ``debug analyze`` is parsed as the ``debug-analyze``
+command (:func:`rewrite`). Refused input: one line per field, exit status 2 (:func:`sim.cli.main`).
+"""
+from __future__ import annotations
+
+import json
+
+from sim.core.params import add_arguments, values_from_args
+
+from sim.debug.params import DEBUG, STARTUP
+
+COMMANDS = ("debug", "debug-analyze", "startup")
+
+
+def rewrite(argv: list[str]) -> list[str]:
+    """``debug analyze ...`` -> ``debug-analyze ...``."""
+    if len(argv) >= 2 and argv[0] == "debug" and argv[1] == "analyze":
+        return ["debug-analyze"] + argv[2:]
+    return argv
+
+
+def _where(p, default: bool = True) -> None:
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--preset", default=None, help="cluster preset" + (" (default meta-roce-24k)" if default
+                                                                          else " the dumps come from (names hosts "
+                                                                               "and links)"))
+    where.add_argument("--spec", default=None, metavar="FILE", help="cluster spec file (TOML, or JSON)")
+
+
+def add_parsers(sub) -> None:
+    d = sub.add_parser("debug", help="rehearse a fault in a training job: flight recorder dumps (debug analyze DIR "
+                                     "reads them)",
+                       description="Simulate a job's collectives with a fault injected and write the flight "
+                                   "recorder dump of every rank (docs/debugging.md). 'python -m sim debug analyze "
+                                   "DIR' names the culprit.")
+    _where(d)
+    add_arguments(d, DEBUG)
+    d.add_argument("--dump", required=True, metavar="DIR", help="folder for the dumps (created if missing)")
+    d.add_argument("--json", action="store_true", help="print one JSON document instead of the summary")
+    d.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    a = sub.add_parser("debug-analyze", help="(python -m sim debug analyze DIR) name the culprit in a folder of "
+                                             "flight recorder dumps",
+                       description="Read a folder of flight recorder dumps (ours or PyTorch's) and name the culprit, "
+                                   "the stragglers and each rank's progress (docs/debugging.md).")
+    a.add_argument("folder", metavar="DIR", help="folder of per-rank dumps (<prefix><rank>)")
+    _where(a, default=False)
+    a.add_argument("--json", action="store_true", help="print the result (schema in docs/debugging.md)")
+    a.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    s = sub.add_parser("startup", help="process-group start-up time over job size",
+                       description="Model the start-up of a 4D job's process groups (TCPStore, NCCL bootstrap, "
+                                   "groups) over job sizes (docs/debugging.md).")
+    add_arguments(s, STARTUP)
+    s.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
+    s.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+
+
+def run(args, bar) -> int:
+    if args.command == "startup":
+        from sim.debug.startup import format_model, model
+        d = model(values_from_args(args, STARTUP))
+        bar.close()
+        print(json.dumps(d) if args.json else format_model(d))
+        return 0
+    if args.command == "debug-analyze":
+        from sim.core.errors import UsageError
+        from sim.debug.analyze import DumpError, analyze
+        try:
+            d = analyze(args.folder, cluster=args.spec or args.preset, progress=bar)
+        except DumpError as e:
+            raise UsageError(str(e)) from None
+        bar.close()
+        print(json.dumps(d) if args.json else format_analysis(d))
+        return 0
+    from sim.debug.recorder import rehearse
+    from sim.core.progress import span
+    params = DEBUG.validate(values_from_args(args, DEBUG))
+    from sim.fabric.topology import load_topology
+    cluster, topo = load_topology(args.preset, args.spec, lambda message: bar(0.0, message))
+    r = rehearse(topo, params, progress=span(bar, 0.0, 0.5))
+    r.cluster = cluster.name
+    paths = r.write_dumps(args.dump, progress=span(bar, 0.5, 1.0))
+    bar.close()
+    d = r.to_dict() | {"folder": args.dump, "files": len(paths)}
+    if args.json:
+        print(json.dumps(d))
+    else:
+        f = d["fault"]
+        print(f"# {d['gpus']:,} ranks on {d['cluster']}, fault {f['kind']}"
+              + "".join(f", {k} {v}" for k, v in f.items() if k != "kind")
+              + f"; step {d['step_time']:.3f} s; dump at {d['dump_time_s']:.1f} s "
+              + ("(watchdog timeout)" if d["hung"] else "(on demand)"))
+        print(f"# {d['files']:,} dumps in {args.dump} (last {d['entries']:,} entries per rank); "
+              f"{len(d['dead_ranks'])} ranks left none; analyze: python -m sim debug analyze {args.dump}")
+    return 0
+
+
+def format_analysis(d: dict) -> str:
+    lines = [f"# {d['dumps']:,} dumps of {d['ranks']:,} ranks ({d['backend']}, flight recorder {d['version']}); "
+             f"verdict: {d['verdict']}"]
+    if d["missing_dumps"]:
+        m = d["missing_dumps"]
+        lines.append(f"# no dump from {len(m)} ranks: {', '.join(map(str, m[:16]))}{' ...' if len(m) > 16 else ''}")
+    c = d["culprit"]
+    if c:
+        pg = c["process_group"]
+        lines.append(f"# culprit ({c['kind']}): ranks {', '.join(map(str, c['ranks'][:16]))} at {c['op']} "
+                     f"#{c['collective_seq_id']} of group {pg['name']} ({pg['desc']}, {pg['size']} ranks)")
+        lines.append(f"#   {c['explanation']}")
+        if c["hosts"]:
+            lines.append(f"#   hosts: {', '.join(c['hosts'][:8])}")
+        for link in c["links"][:8]:
+            lines.append(f"#   link: {link}")
+        if len(d["mismatches"]) > 1:
+            lines.append(f"# {len(d['mismatches'])} groups stopped or disagree (first {min(5, len(d['mismatches']))}):")
+            for m in d["mismatches"][:5]:
+                lines.append(f"#   {m['kind']:7} {m['op']} #{m['collective_seq_id']} group {m['process_group']['name']}"
+                             f" ({m['process_group']['desc']}): ranks {', '.join(map(str, m['ranks'][:8]))}")
+    s = d["stragglers"]
+    if s["ranks"]:
+        lines.append("# stragglers (late: sum of arrivals after the group's first):")
+        for r in s["ranks"][:5]:
+            lines.append(f"#   rank {r['rank']:>6}  late {r['late_s']:.4f} s  {r['host'] or ''}")
+        for g in s["process_groups"][:5]:
+            lines.append(f"#   group {g['name']} ({g['desc']}): peers wait {g['wait_s']:.4f} s, excess "
+                         f"{g['excess_s']:.4f} s, slowest rank {g['slowest_rank']}")
+    return "\n".join(lines)

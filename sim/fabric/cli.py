@@ -1,0 +1,197 @@
+"""Command line of the fabric (contract): ``python -m sim collective ...`` and ``python -m sim figure ...``.
+
+    python -m sim collective --preset meta-roce-24k --collective allgather --gpus 4096 --placement fragmented \\
+        --routing ecmp --qps 1 --sizes 1M:1G --seed 0 [--seeds 5]
+    python -m sim collective --spec my-cluster.toml --collective allreduce --algorithm tree --gpus 64 --json
+    python -m sim collective --spec my-cluster.toml --catalog my-catalog.toml --hostfile hosts.txt -c allreduce
+    python -m sim figure allgather-scale --out var/figures [--preset meta-ib-24k] [--quick]
+    python -m sim figure roce-vs-ib --out var/figures
+
+The simulation's options come from :mod:`sim.fabric.params` (``COLLECTIVE``, ``FIGURE``), the declaration the REST
+API is built from, and are checked by the same :meth:`sim.core.params.ParamSet.validate`, so both refuse the same
+values with the same words. Options about where the cluster comes from and what to print (``--preset``/``--spec``,
+``--catalog``, ``--hostfile``/``--gpus-file`` (read into the ``hosts``/``gpu_list`` parameters), ``--json``,
+``--links``, ``--flows``, ``--quiet``, ``figure --out``, ``--quick``) are the command line's own.
+
+``collective`` prints a table in the nccl-tests layout (size, count, type, redop, root, time, algbw, busbw, plus
+the normalized busbw) and the hottest links with the flows that cross them; with ``--seeds N`` the table is the
+median run's (:mod:`sim.fabric.seeds`) and a line gives the median, min and max normalized busbw over the seeds.
+``--json`` prints the same as one JSON document. Refused input is reported by :func:`sim.cli.main` (one line per
+reason, exit status 2).
+"""
+from __future__ import annotations
+
+import json
+
+from sim.core.errors import UsageError
+from sim.core.params import add_arguments, values_from_args
+from sim.core.progress import Bar
+from sim.fabric.params import COLLECTIVE, FIGURE
+
+COMMANDS = ("collective", "figure")
+
+
+def add_parsers(sub) -> None:
+    from sim.fabric.figures import FIGURES
+    c = sub.add_parser("collective", help="simulate a collective over the fabric (nccl-tests style output)",
+                       description="Simulate one collective over a cluster's backend fabric at flow level.")
+    where = c.add_mutually_exclusive_group()
+    where.add_argument("--preset", default=None, help="cluster preset (default meta-roce-24k)")
+    where.add_argument("--spec", default=None, metavar="FILE", help="cluster spec file (TOML, or JSON)")
+    c.add_argument("--catalog", default=None, metavar="FILE",
+                   help="hardware catalog file (TOML, the shape of sim/presets/catalog.toml) the preset or spec "
+                        "names its models from (default: the built-in catalog)")
+    given = c.add_mutually_exclusive_group()
+    given.add_argument("--hostfile", default=None, metavar="FILE",
+                       help="host list: one host per line ('host', 'host slots=N' or 'host:N'; # comments), ranks "
+                            "in its order, a host's GPUs in slot order; --gpus defaults to its ranks")
+    given.add_argument("--gpus-file", dest="gpus_file", default=None, metavar="FILE",
+                       help="GPU list: rank r on the GPU of line r (a GPU id, 'host:slot' or '<host>.gpuN')")
+    add_arguments(c, COLLECTIVE, skip=("hosts", "gpu_list"))
+    c.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
+    c.add_argument("--links", action="store_true", help="with --json: include every fabric link's utilization")
+    c.add_argument("--flows", action="store_true", help="with --json: include every flow with its rate and path")
+    c.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+
+    f = sub.add_parser("figure", help="reproduce a published figure from simulations",
+                       description="Write a chart (PNG, SVG) and its data (CSV, JSON) into --out.")
+    f.add_argument("name", help=f"one of {', '.join(FIGURES)}")
+    f.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
+    f.add_argument("--preset", default=None, help="cluster for allgather-scale (default meta-roce-24k)")
+    add_arguments(f, FIGURE, skip=("figure",))
+    f.add_argument("--quick", action="store_true", help="a small, fast configuration (tests, smoke runs)")
+    f.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+
+
+def run(args, bar: Bar) -> int:
+    if args.command == "collective":
+        return _collective(args, bar)
+    return _figure(args, bar)
+
+
+def _collective(args, bar: Bar) -> int:
+    from sim.fabric.seeds import run_collective_seeds
+    from sim.fabric.topology import load_topology
+    from sim.fabric.hostlist import HostIndex, order_note, placement_of
+    values = values_from_args(args, COLLECTIVE)
+    source = args.hostfile or args.gpus_file
+    if source:
+        values["hosts" if args.hostfile else "gpu_list"] = read_list_file(source)
+    params = COLLECTIVE.validate(values)
+    cluster, topo = load_topology(args.preset, args.spec, lambda message: bar(0.0, message), catalog=args.catalog)
+    given = placement_of(topo, params, sources=(source, source))
+    note = None
+    if given is not None:
+        params["gpus"] = int(given.size)
+        note = order_note(HostIndex.of_topology(topo), given, params["intra_order"])
+        COLLECTIVE.check(params)                                 # root against the list's ranks
+    usable = int(topo.gpu_usable.sum())
+    if params["gpus"] > usable:
+        raise UsageError(f"asked for {params['gpus']:,} GPUs but {cluster.name} has only {usable:,} usable "
+                         f"(of {topo.n_gpus:,})")
+    seeded = run_collective_seeds(topo, params, bar, given=given)
+    result = seeded.median.result
+    placement = f"{params['placement']} ({source})" if source else params["placement"]
+    if args.json:
+        doc = {"cluster": cluster.name, "placement": params["placement"],
+               **({"ranks_from": source, "intra_order": params["intra_order"], "order_note": note} if source else {}),
+               **result.to_dict(links=args.links, flows=args.flows)}
+        if params["seeds"] > 1:
+            doc["seeds"] = {"count": params["seeds"], "median_seed": seeded.median.seed, "stats": seeded.stats(),
+                            "per_seed": seeded.per_seed()}
+        print(json.dumps(doc, indent=1))
+    else:
+        print(format_table(result, cluster.name, placement))
+        if note:
+            print(f"# Note: {note}")
+        if params["seeds"] > 1:
+            print(format_seeds(seeded))
+    return 0
+
+
+def read_list_file(path: str) -> str:
+    """The text of a host or GPU list file; UsageError naming the file when it is missing, too large (checked
+    before reading: :data:`sim.fabric.hostlist.MAX_LIST_BYTES`) or not UTF-8 text."""
+    from pathlib import Path
+
+    from sim.fabric.hostlist import MAX_LIST_BYTES, ListError
+    p = Path(path)
+    if not p.is_file():
+        raise ListError(path, 0, "is not a file")
+    if p.stat().st_size > MAX_LIST_BYTES:
+        raise ListError(path, 0, f"must be at most {MAX_LIST_BYTES:,} characters, the file has "
+                                 f"{p.stat().st_size:,} bytes (sim.fabric.hostlist.MAX_LIST_BYTES)")
+    try:
+        return p.read_text(encoding="utf-8")
+    except (UnicodeDecodeError, OSError) as e:
+        raise ListError(path, 0, f"cannot be read as UTF-8 text: {e}") from None
+
+
+def format_table(result, cluster: str, placement: str) -> str:
+    """The nccl-tests layout: a commented header, one row per size, then the summary and the hottest links."""
+    p = result.plan
+    redop = "sum" if p.collective in ("allreduce", "reducescatter", "reduce") else "none"
+    root = p.root if p.collective in ("broadcast", "reduce") else -1
+    lines = [
+        f"# Collective {p.collective} ({p.algorithm}) on {cluster} ({result.kind}): {p.n_ranks:,} GPUs on "
+        f"{p.n_hosts:,} hosts, {p.channels} channels",
+        f"# placement {placement}, routing {result.routing} ({result.hash} hash), {result.qps} QP per connection, "
+        f"UDP source port {result.udp_sport}, seed {result.seed}; {result.n_flows:,} flows",
+        f"# roofline busbw {result.roofline / 1e9:.1f} GB/s (same algorithm, packed hosts, only NIC and NVLink "
+        f"limits)",
+        f"# latency (critical path, {_hops(result)}): "
+        + ", ".join(f"{k} {v * 1e6:.1f} us" for k, v in result.latencies.items())
+        + f"; protocol {result.protocol}{' (NCCL tuning model)' if result.protocol == 'auto' else ''}",
+        "#",
+        f"# {'size':>12} {'count':>12} {'type':>8} {'redop':>6} {'root':>5} {'proto':>6} {'time':>11} {'algbw':>8} "
+        f"{'busbw':>8} {'norm':>6}",
+        f"# {'(B)':>12} {'(elements)':>12} {'':>8} {'':>6} {'':>5} {'':>6} {'(us)':>11} {'(GB/s)':>8} {'(GB/s)':>8} "
+        f"{'(%)':>6}",
+    ]
+    for r in result.rows:
+        lines.append(f"  {r.size:>12} {r.count:>12} {result.dtype:>8} {redop:>6} {root:>5} {r.protocol:>6} "
+                     f"{r.time * 1e6:>11.1f} {r.algbw / 1e9:>8.2f} {r.busbw / 1e9:>8.2f} {100 * r.norm:>6.1f}")
+    avg = sum(r.busbw for r in result.rows) / len(result.rows)
+    lines += [
+        f"# Avg bus bandwidth    : {avg / 1e9:.3f} GB/s",
+        f"# Large-message limit  : busbw {result.limit_busbw / 1e9:.2f} GB/s = {100 * result.limit_norm:.1f} % of "
+        f"the roofline",
+    ]
+    if result.hottest:
+        lines.append(f"# Hottest links (utilization during the {result.rows[-1].size} B collective; "
+                     f"slowest flows on them):")
+        for h in result.hottest:
+            flows = ", ".join(f"rank {f['src_rank']}->{f['dst_rank']} qp{f['qp']} ch{f['channel']} "
+                              f"{f['rate_GBps']:.2f} GB/s" for f in h.flows[:3])
+            lines.append(f"#   {100 * h.utilization:5.1f} % {h.n_flows:>5} flows  {h.name}  [{flows}]")
+    return "\n".join(lines)
+
+
+def _hops(result) -> str:
+    net, nvl = result.critical_hops.get("Simple", (0, 0))
+    return f"{net:,} network + {nvl:,} NVLink hops"
+
+
+def format_seeds(seeded) -> str:
+    """One line: the spread of the normalized busbw at the largest size over the seeds (the table is the median's)."""
+    st = seeded.stats()["norm_busbw"]
+    seeds = [r.seed for r in seeded.runs]
+    return (f"# Seeds {seeds[0]}..{seeds[-1]} ({len(seeds)} runs): normalized busbw at "
+            f"{seeded.median.result.rows[-1].size} B "
+            f"median {100 * st['median']:.1f} % (seed {seeded.median.seed}, the table above), "
+            f"min {100 * st['min']:.1f} %, max {100 * st['max']:.1f} %")
+
+
+def _figure(args, bar: Bar) -> int:
+    from sim.fabric.figures import FIGURES, QUICK_SEEDS, make_figure
+    if args.name not in FIGURES:
+        raise UsageError(f"unknown figure {args.name!r}: choose one of {', '.join(FIGURES)}")
+    given = values_from_args(args, FIGURE)
+    params = FIGURE.validate(given)
+    seeds = params["seeds"] if "seeds" in given or not args.quick else QUICK_SEEDS
+    paths = make_figure(args.name, args.out, preset=args.preset, jobs=params["jobs"], seeds=seeds,
+                        size=params["size"], quick=args.quick, background=params["background"], progress=bar,
+                        hash=params["hash"])
+    for path in paths:
+        print(path)
+    return 0

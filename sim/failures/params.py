@@ -1,0 +1,90 @@
+"""The parameters of a job's timeline under failures."""
+from __future__ import annotations
+
+from sim.core.params import MAX_GPUS, Param, ParamSet
+from sim.jobs.params import JOB_PARAMS
+from sim.storage.params import MAX_CHECKPOINT_BYTES
+
+
+# ------------------------------------------------------------------------------------------ failures over time
+MAX_DAYS = 3650.0                 # ten years of a job's wall clock
+MAX_FAILURE_SEEDS = 1000          # seeds of one Monte Carlo (the twin fans them out over its workers)
+MAX_INJECT_TEXT = 64 << 10        # chosen failures: at most 64 KiB of text
+
+
+def _failure_store_choices():
+    from sim.fabric.spec import STORAGE_KINDS
+    from sim.failures.timeline import NO_STORE
+    return STORAGE_KINDS + (NO_STORE,)
+
+
+def _check_failures(v: dict) -> None:
+    """Rules across the parameters (the job's layout as JOB checks it; the interval against the run; rates, repair
+    times, injected failures and the sweep parse): :func:`sim.failures.timeline.check_failures`."""
+    from sim.failures.timeline import check_failures
+    check_failures(v)
+
+
+def _failure_job_param(p: Param) -> Param:
+    """JOB's parameter, with the defaults of the job Meta's interruption table counts (Llama 3 405B on 16,384 GPUs,
+    TP 8, PP 16, DP 128 [S3])."""
+    from dataclasses import replace
+    return replace(p, default={"model": "llama3-405b", "gpus": 16384, "pp": 16}.get(p.name, p.default))
+
+
+FAILURES = ParamSet("failures", tuple(_failure_job_param(p) for p in JOB_PARAMS if p.name != "hottest") + (
+    Param("days", "float", 54.0, "wall-clock days the job runs (Meta's table spans 54)", min=0.001, max=MAX_DAYS),
+    Param("checkpoint_interval", "text", "30m", "training time between checkpoints (s, m, h, d: 30m, 2h)", max=40),
+    Param("seeds", "int", 1, "failure seeds (timelines) to simulate: seed, seed+1, ...", min=1,
+          max=MAX_FAILURE_SEEDS),
+    Param("spares", "int", None, "hot spare hosts a crashed job may restart on (a used spare comes back when the "
+                                 "failed host is repaired); null: every usable host the job does not use", min=0,
+          max=MAX_GPUS, nullable=True),
+    Param("store", "choice", None, "storage cluster whose simulated checkpoint and restore times the timeline uses "
+                                   "(sim.storage.checkpoint, run once each); off: no storage simulation, the "
+                                   "checkpoint_* and restore_s parameters; null: tectonic if the cluster has it, "
+                                   "else off",
+          choices=_failure_store_choices(), nullable=True),
+    Param("checkpoint_mode", "choice", "async", "sync: training waits until the checkpoint is durable; async: it "
+                                                "waits for the copy to host memory", choices=("sync", "async")),
+    Param("bytes_per_gpu", "size", None, "checkpoint bytes per GPU; null: the model's state (BF16 weights + FP32 "
+                                         "master weights and Adam moments, 14 bytes per parameter) over the GPUs",
+          min=1, max=MAX_CHECKPOINT_BYTES, nullable=True),
+    Param("checkpoint_blocked_s", "float", None, "seconds training waits per checkpoint; null: the storage "
+                                                 "model's (store off: the bytes at 2 TB/s)", min=0.0, max=1e6,
+          nullable=True),
+    Param("checkpoint_durable_s", "float", None, "seconds from a checkpoint's start until it is durable; null: the "
+                                                 "storage model's (store off: as blocked)", min=0.0, max=1e6,
+          nullable=True),
+    Param("restore_s", "float", None, "seconds to load the last checkpoint on restart; null: the storage model's "
+                                      "restore (store off: the bytes at 2 TB/s)", min=0.0, max=1e6, nullable=True),
+    Param("detection_s", "float", 600.0, "seconds from a crash until it is detected (NCCL watchdog / heartbeat "
+                                         "timeout; PyTorch's NCCL default is 10 min)", min=0.0, max=1e6),
+    Param("restart_s", "float", 300.0, "seconds to relaunch the job and start its process groups (assumption: "
+                                       "Meta cut this from hours to minutes)", min=0.0, max=1e6),
+    Param("planned_down_s", "float", 900.0, "seconds a planned maintenance keeps the job stopped, before its "
+                                            "restart (assumption)", min=0.0, max=1e7),
+    Param("thermal_speed", "float", 0.7, "share of its compute speed a thermally throttled GPU keeps (assumption); "
+                                         "the slowest rank paces the synchronous job", min=0.01, max=1.0),
+    Param("reroute", "bool", True, "a failed fabric cable or switch with other paths is routed around (the job "
+                                   "slows for the repair time); off: every network failure crashes the job"),
+    Param("fabric_states", "choice", "by_class", "the step under failed fabric items: exact (re-solved for each "
+                                                 "set of failed cables and switches), or by_class (for as many "
+                                                 "failed items of each class: leaf-spine cable, spine-core cable, "
+                                                 "spine, core; a few solves shared by every seed)",
+          choices=("by_class", "exact")),
+    Param("rates", "text", None, "failure rates per unit-hour replacing the table's, e.g. gpu=2e-6,hbm=1e-6 "
+                                 "(categories: docs/reliability.md; 0 switches one off); null: Meta's table",
+          max=4096, nullable=True),
+    Param("rate_scale", "float", 1.0, "factor on every unexpected failure rate (planned maintenance stays)",
+          min=0.0, max=1e4),
+    Param("repair_h", "text", None, "repair hours per category replacing the defaults, e.g. gpu=48,network=2",
+          max=4096, nullable=True),
+    Param("inject", "text", None, "chosen failures, comma-separated KIND:NAME@TIME: gpu:<GPU name>@10h, "
+                                  "link:<link name>@20h, switch:<switch name>@20h, host:<host name>@5h, or any "
+                                  "category (thermal:<GPU name>@3h, software@2h)", max=MAX_INJECT_TEXT,
+          nullable=True),
+    Param("sweep_interval", "text", None, "checkpoint intervals to sweep for the optimum: MIN:MAX (12 points, log "
+                                          "spaced), MIN:MAX:N or a list; null: no sweep", max=1000, nullable=True),
+), check=_check_failures, doc="A training job's wall clock over days: failures, restarts, re-routing, checkpoints, "
+                             "and the share of time it trains.")

@@ -1,0 +1,123 @@
+"""A training job's, a schedule's and shared jobs' parameters."""
+from __future__ import annotations
+
+from sim.core.params import MAX_GPUS, Param, ParamSet
+from sim.fabric.params import HASH, HOTTEST, MAX_QPS, QPS, ROUTING, SEED, UDP_SPORT
+from sim.fabric.placement import PLACEMENTS
+
+
+# ------------------------------------------------------------------------------------------- training jobs
+def _model_choices():
+    from sim.jobs.models import CUSTOM, MODELS
+    return tuple(MODELS) + (CUSTOM,)
+
+
+DIMENSIONS = ("tp", "cp", "pp", "dp")
+SCHEDULES = ("1f1b", "interleaved")
+PRECISIONS = ("bf16", "fp8")
+RECOMPUTE = ("none", "full", "auto")
+MAX_DIM = 1 << 17                 # any parallel dimension: at most 131,072 ways
+MAX_JOBS_TEXT = 4 << 20           # a schedule's jobs file: at most 4 MiB
+MAX_SHARED_JOBS = 64              # jobs sharing the fabric in one ``jobs`` simulation (each may need a solve alone)
+
+
+def _canonical_order(text: str) -> str:
+    return ",".join(p.strip().lower() for p in str(text).split(",") if p.strip())
+
+
+def _check_job(v: dict) -> None:
+    """Rules across the job's parameters (layout against the GPU count and the model; the memory check needs the
+    model's shape and is :func:`sim.jobs.job.check_job`)."""
+    from sim.jobs.job import check_job
+    check_job(v)
+
+
+JOB_PARAMS = (
+    Param("model", "choice", "llama3-8b", "model preset (Llama 3 shapes), or custom (give layers, dim, ffn_dim, "
+                                            "heads, kv_heads)", choices=_model_choices()),
+    Param("layers", "int", None, "transformer layers; null: the preset's", min=1, max=10_000, nullable=True),
+    Param("dim", "int", None, "model dimension; null: the preset's", min=1, max=1 << 20, nullable=True),
+    Param("ffn_dim", "int", None, "FFN (SwiGLU) dimension; null: the preset's", min=1, max=1 << 22, nullable=True),
+    Param("heads", "int", None, "attention heads; null: the preset's", min=1, max=65_536, nullable=True),
+    Param("kv_heads", "int", None, "key/value heads (GQA); null: the preset's", min=1, max=65_536, nullable=True),
+    Param("vocab", "int", None, "vocabulary; null: the preset's (128,256)", min=1, max=1 << 24, nullable=True),
+    Param("gpus", "int", None, "GPUs of the job; null: tp x cp x pp x dp", min=1, max=MAX_GPUS, nullable=True,
+          short="-n"),
+    Param("tp", "int", 8, "tensor-parallel ways (Megatron TP with sequence parallelism)", min=1, max=MAX_DIM),
+    Param("cp", "int", 1, "context-parallel ways (all-gather of K and V, as Llama 3)", min=1, max=MAX_DIM),
+    Param("pp", "int", 1, "pipeline stages", min=1, max=MAX_DIM),
+    Param("dp", "int", None, "data-parallel ways (FSDP); null: gpus / (tp x cp x pp)", min=1, max=MAX_GPUS,
+          nullable=True),
+    Param("order", "text", "tp,cp,pp,dp", "rank order of the dimensions, innermost first (tp,cp,pp,dp: TP on "
+                                          "consecutive ranks, as Llama 3)", max=64),
+    Param("seq", "int", 8192, "sequence length in tokens", min=1, max=1 << 24),
+    Param("batch_tokens", "size", "16M", "global batch in tokens (K/M: powers of 1024; 16M = 2,048 x 8,192)",
+          min=1, max=1 << 40),
+    Param("micro_batch", "int", 1, "sequences per micro-batch", min=1, max=1 << 20),
+    Param("schedule", "choice", "1f1b", "pipeline schedule: 1f1b, or interleaved (virtual stages)",
+          choices=SCHEDULES),
+    Param("virtual_stages", "int", 1, "model chunks per pipeline stage (interleaved: at least 2)", min=1, max=1024),
+    Param("precision", "choice", "bf16", "GEMM precision: bf16, or fp8 (weights, gradients and collectives stay "
+                                         "BF16/FP32)", choices=PRECISIONS),
+    Param("recompute", "choice", "auto", "activation recomputation: none, full (every layer's forward again), "
+                                         "auto (none if the job fits HBM, else full)", choices=RECOMPUTE),
+    Param("fsdp", "bool", True, "data parallelism as FSDP (all-gather weights, reduce-scatter gradients, sharded "
+                                "optimizer); off: DDP (all-reduce of gradients, replicated optimizer)"),
+    Param("overlap", "bool", True, "overlap data-parallel communication with compute (off: all of it exposed)"),
+    Param("gemm_efficiency", "float", None, "achieved share of the GPU's dense peak in GEMMs; null: 0.75 "
+                                            "(assumption, docs/jobs.md)", min=0.01, max=1.0, nullable=True),
+    Param("attention_efficiency", "float", None, "achieved share of the dense peak in attention; null: "
+                                                 "FlashAttention-3's (0.75 BF16, 0.61 FP8)", min=0.01, max=1.0,
+          nullable=True),
+    Param("hbm_gb", "float", None, "GPU memory in GB; null: the GPU's (80 on H100)", min=1.0, max=1e6,
+          nullable=True),
+    Param("placement", "choice", "topology", "how the job's GPUs are chosen", choices=PLACEMENTS),
+    SEED,
+    ROUTING,
+    QPS,
+    HASH,
+    UDP_SPORT,
+    HOTTEST,
+)
+
+JOB = ParamSet("job", JOB_PARAMS, check=_check_job,
+               doc="One training step of a 4D-parallel job: compute, every parallel group's traffic on the fabric, "
+                   "pipeline bubble.")
+
+POLICIES = ("topology", "first-fit", "random")
+
+SCHEDULE = ParamSet("schedule", (
+    Param("policy", "choice", "topology", "placement policy: topology (pack racks then zones), first-fit (lowest "
+                                          "GPU ids), random (whole hosts anywhere: fragmented)", choices=POLICIES),
+    Param("jobs", "text", None, "the job queue: a JSON list or TOML [[job]] tables (docs/jobs.md); null: "
+                                "synthetic arrivals", max=MAX_JOBS_TEXT, nullable=True),
+    Param("arrivals", "int", 200, "synthetic jobs when no jobs file is given", min=1, max=100_000),
+    Param("days", "float", 30.0, "simulated span of the synthetic arrivals, days", min=0.001, max=3650.0),
+    Param("max_gpus", "int", None, "largest synthetic job in GPUs; null: two thirds of the cluster", min=8,
+          max=MAX_GPUS, nullable=True),
+    SEED,
+    ROUTING,
+    Param("qps", "int", 16, QPS.help, min=1, max=MAX_QPS),
+    HASH,
+), doc="A job queue over simulated time on one cluster under a placement policy.")
+
+
+def _check_jobs(v: dict) -> None:
+    """The jobs file parses, each entry a valid JOB (errors name ``jobs[i].field``), and holds at most
+    :data:`MAX_SHARED_JOBS` jobs."""
+    from sim.jobs.scheduler import parse_jobs
+    parse_jobs(v["jobs"], timed=False, max_jobs=MAX_SHARED_JOBS)
+
+
+JOBS = ParamSet("jobs", (
+    Param("jobs", "text", None, "the jobs sharing the fabric: a JSON list or TOML [[job]] tables, each a job's "
+                                "parameters (docs/jobs.md); placed one after the other on what the previous left",
+          max=MAX_JOBS_TEXT),
+    ROUTING,
+    QPS,
+    HASH,
+    UDP_SPORT,
+    HOTTEST,
+), check=_check_jobs, doc="Several training jobs at once on one fabric: each one's step together and alone.")
+
+
