@@ -31,8 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.core.maxmin import max_min_rates
+from sim.core.units import IDX
 
-IDX = np.int64
 
 
 @dataclass

@@ -25,8 +25,8 @@ from functools import cached_property
 import numpy as np
 
 from sim.core.maxmin import identical_flows, identical_rows
+from sim.core.units import IDX
 
-IDX = np.int64
 DERIVED = ("src", "dst", "qp", "channel", "sqpn", "dqpn", "sport")      # per-flow arrays built on access
 DENSE_KEYS_PER_FLOW = 4        # group by a dense key table when it has at most this many slots per flow
 

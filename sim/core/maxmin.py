@@ -29,8 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from sim.core.units import IDX
 
-IDX = np.intp
 DEFAULT_RTOL = 1e-12   # relative tolerance under which two fair shares count as equal (ties freeze together)
 
 

@@ -1,9 +1,17 @@
-"""Byte sizes as people write them (``64M``, ``1G``, ``1M:1G``): the one parser behind the CLI, the API and specs."""
+"""The engine's units (bytes, GB, Gb/s, the index dtype) and byte sizes as people write them (``64M``, ``1G``, ``1M:1G``): the one parser behind the CLI, the API and specs."""
 from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from sim.core.errors import UsageError
+
+# The engine's units and index width, declared once (every module imports these, none redefines them).
+IDX = np.int64                    # the dtype of every index array (flows, links, GPUs, hosts)
+GB = 1e9                          # bytes in a GB, as nccl-tests prints GB/s (10^9, not 2^30)
+GiB = 1 << 30                     # bytes in a GiB
+GBPS = 1e9 / 8                    # bytes/s in one Gb/s (link and NIC speeds)
 
 UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)

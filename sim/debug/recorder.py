@@ -266,7 +266,7 @@ def _group_units(topo, gpus, p, fault: Fault, progress):
     """Per dimension: (group index of every rank-position, seconds per byte of each group, alpha of the
     dimension), from one max-min solve of every group's transfers (the link fault applied)."""
     from sim.jobs.job import JobTraffic, _pp_transfers, _ring_transfers, _solve, groups_of, parse_order, rank_grid
-    from sim.jobs.job import IDX
+    from sim.core.units import IDX
     sizes = {d: p[d] for d in DIM_NAMES}
     grid = rank_grid(sizes, parse_order(p["order"]))
     parts, steps, ranks, groups = [], {}, {}, {}

@@ -63,8 +63,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim.fabric.nccl import ring_channels
+from sim.core.units import IDX
 
-IDX = np.int64
 COLLECTIVES = ("allgather", "reducescatter", "allreduce", "alltoall", "broadcast", "reduce")
 ALGORITHMS = ("ring", "tree")
 INTRA_ORDERS = ("gpu", "rank")   # a host's GPUs in a ring: GPU index order (NCCL's search) or the ranks' order

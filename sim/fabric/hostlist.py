@@ -28,8 +28,8 @@ import numpy as np
 
 from sim.core.errors import UsageError
 from sim.fabric.names import host_names
+from sim.core.units import IDX
 
-IDX = np.int64
 MAX_LIST_BYTES = 4 * 1024 * 1024  # a host or GPU list's size: a GPU list of 131,072 inventory names is ~4 MB
 MAX_LIST_LINES = 1 << 20          # lines of a list (sim.core.params.MAX_GPUS: one GPU per line at most)
 

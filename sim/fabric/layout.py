@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim.fabric.spec import ClusterSpec, FabricSpec
+from sim.core.units import IDX
 
 ZONE_COMPUTE, ZONE_STORAGE = 0, 1
 FABRIC_BACKEND, FABRIC_FRONTEND = 0, 1
@@ -26,7 +27,6 @@ LINK_NIC_LEAF, LINK_LEAF_SPINE, LINK_SPINE_CORE = 0, 1, 2
 # Operational status codes of the ``*_status`` arrays; only ACTIVE items carry traffic.
 STATUS_ACTIVE, STATUS_FAILED, STATUS_DRAINED, STATUS_MAINTENANCE = 0, 1, 2, 3
 STATUS_NAMES = ("active", "failed", "drained", "maintenance")
-IDX = np.int64
 
 
 @dataclass

@@ -67,13 +67,12 @@ from sim.core.maxmin import link_loads, max_min_rates
 from sim.fabric.nccl_tuning import PROTOCOL_CHOICES, PROTOCOLS, SIMPLE, base_latency, choose, predict, sim_busbw, sim_hop
 from sim.fabric.nccl import DEFAULT_UDP_SPORT, connection_flows
 from sim.core.progress import silent, span, weighted
+from sim.core.units import IDX, GB
 
-IDX = np.int64
 NVLINK_DIRECTIONS = 2          # nvlink_bandwidth counts both directions
 BASE_RTT = {"roce": 22e-6, "infiniband": 5e-6}   # seconds (RoCE: docs/sources.md [S2]; InfiniBand: assumption)
 RTT_SWITCHES = {"roce": 5, "infiniband": 1}      # switches one way on the path the base RTT is for (assumption:
                                                  # RoCE, the fabric's longest, RTSW-CTSW-ATSW-CTSW-RTSW; IB: one leaf)
-GB = 1e9                       # nccl-tests' GB/s
 CSR_CHUNK = 1 << 20            # flows (rows of the router's table) taken at a time where a temporary is bounded
 EVENT_MERGE = 1e-2             # event-driven phases merge completions within 1 % of the makespan's lower bound
 

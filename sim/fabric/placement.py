@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.fabric.topology import IDX, Topology
+from sim.core.units import IDX
+from sim.fabric.topology import Topology
 
 PLACEMENTS = ("topology", "first-fit", "random", "fragmented")
 

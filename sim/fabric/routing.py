@@ -60,7 +60,8 @@ import numpy as np
 
 from sim.fabric.hashing import HASHES, SwitchHash, nic_ips, splitmix64  # noqa: F401  (splitmix64 re-exported)
 from sim.fabric.nccl import FIXED_UDP_SPORT
-from sim.fabric.topology import IDX, Topology
+from sim.core.units import IDX
+from sim.fabric.topology import Topology
 
 ROUTINGS = ("ecmp", "eecmp", "pinned", "dmodk", "te")
 

@@ -19,8 +19,8 @@ from sim.fabric.placement import place
 from sim.core.progress import Progress, weighted
 from sim.fabric.routing import default_routing
 from sim.core.units import parse_sizes
+from sim.core.units import GB
 
-GB = 1e9
 
 
 @dataclass

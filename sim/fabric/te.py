@@ -64,7 +64,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.fabric.routing import IDX, _csr, _flow_arrays, _nic_links, _no_path, max_path_links, routing_tables
+from sim.core.units import IDX
+from sim.fabric.routing import _csr, _flow_arrays, _nic_links, _no_path, max_path_links, routing_tables
 from sim.fabric.topology import Topology
 
 MAX_ROUNDS = 64          # local-search rounds per stage

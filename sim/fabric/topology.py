@@ -37,10 +37,9 @@ from sim.fabric.catalog import load_catalog, read_catalog
 from sim.fabric.layout import (FABRIC_BACKEND, LINK_LEAF_SPINE, LINK_NIC_LEAF, LINK_SPINE_CORE, STATUS_ACTIVE, TIER_CORE,
                         TIER_LEAF, TIER_SPINE, ClusterLayout, expand)
 from sim.fabric.spec import load_spec
+from sim.core.units import IDX, GBPS
 
-IDX = np.int64
 DEFAULT_HOP_LATENCY = 1e-6      # seconds per switch crossed (cut-through RoCE / InfiniBand switch, assumption)
-GBPS = 1e9 / 8                  # bytes/s per Gb/s
 
 
 @dataclass

@@ -36,8 +36,8 @@ from sim.jobs.models import BF16, CUSTOM, FP32, MODELS, ModelShape, memory_per_g
 from sim.fabric.netsim import link_capacity, link_names, solve_phase
 from sim.fabric.nccl_tuning import base_latency, sim_hop
 from sim.core.progress import silent, span
+from sim.core.units import IDX
 
-IDX = np.int64
 DIMS = ("tp", "cp", "pp", "dp")
 PEAK_FLOPS = {"bf16": 989e12, "fp8": 1979e12}     # H100 SXM dense tensor-core peak (docs/sources.md [S4])
 GEMM_EFFICIENCY = 0.75                            # assumption (docs/jobs.md): large BF16/FP8 GEMMs reach ~3/4 of peak

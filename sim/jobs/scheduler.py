@@ -30,8 +30,8 @@ from sim.core.errors import ParamError, UsageError
 from sim.jobs.job import DIMS, job_traffic, message_sizes, model_of, resolve_job, run_job
 from sim.fabric.placement import place
 from sim.core.progress import silent
+from sim.core.units import IDX
 
-IDX = np.int64
 HOUR = 3600.0
 DAY = 86400.0
 JOB_KEYS = ("name", "arrival_hours", "steps", "hours")    # a queued job's own keys; the rest are JOB parameters

@@ -37,9 +37,10 @@ from sim.core.flowcore import simulate_flows
 from sim.core.maxmin import link_loads
 from sim.core.progress import silent, span
 from sim.storage.stores import (REDUNDANCY, amplification, metadata_ops, spread_segments, store_model)
-from sim.storage.topology import GBPS, RES_LINK, RES_META, RES_NAMES, build_storage, host_names, server_names
+from sim.core.units import GBPS
+from sim.storage.topology import RES_LINK, RES_META, RES_NAMES, build_storage, host_names, server_names
+from sim.core.units import IDX
 
-IDX = np.int64
 EVENT_MERGE = 3e-2     # completions within 3 % of the data phase's lower bound leave together (flowcore; measured: docs/storage.md)
 CAT_STAGE, CAT_META, CAT_DATA, CAT_LOAD = range(4)
 CAT_NAMES = ("staging", "metadata", "data", "data-loading")

@@ -32,8 +32,8 @@ from sim.core.flowcore import simulate_flows
 from sim.core.maxmin import link_loads
 from sim.core.progress import silent, span
 from sim.storage.topology import build_storage
+from sim.core.units import IDX
 
-IDX = np.int64
 SWEEP = (1024, 2048, 4096, 8192, 16384, 24576)     # the "1k to 24k clients"
 EVENT_MERGE = 1e-2     # completions within 1 % of the busiest resource's lower bound leave together (flowcore)
 

@@ -33,8 +33,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from sim.core.units import IDX
 
-IDX = np.int64
 
 # Redundancy schemes: (chunks stored, chunks of data) per block. Amplification of a write = stored / data.
 REDUNDANCY = {"rs-9-6": (9, 6), "replicate-3": (3, 1), "replicate-2": (2, 1), "none": (1, 1)}

@@ -43,7 +43,8 @@ from sim.fabric.catalog import load_catalog
 from sim.fabric.layout import (FABRIC_FRONTEND, LINK_NIC_LEAF, STATUS_ACTIVE, TIER_LEAF, TIER_SPINE,
                         ClusterLayout)
 from sim.fabric.names import gpu_name, zone_labels
-from sim.fabric.topology import DEFAULT_HOP_LATENCY, GBPS, IDX, Topology, _parallel_index, _switch_tables
+from sim.core.units import GBPS, IDX
+from sim.fabric.topology import DEFAULT_HOP_LATENCY, Topology, _parallel_index, _switch_tables
 
 PCIE_GEN5_X16 = 64e9        # bytes/s each way: H100 SXM host interface, PCIe Gen5 x16 = 128 GB/s both ways [S4]
 HOST_MEMCPY = 200e9         # bytes/s a host copies (assumption: a third of 2 sockets x 8 DDR5-4800 channels)

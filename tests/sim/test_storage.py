@@ -13,7 +13,8 @@ from sim.fabric.routing import route
 from sim.fabric.spec import load_spec
 from sim.storage.stores import REDUNDANCY, STORES, amplification, metadata_ops, spread_segments
 from sim.storage.fanout import run_fanout
-from sim.storage.topology import GBPS, RES_SSD_WRITE, build_storage
+from sim.core.units import GBPS
+from sim.storage.topology import RES_SSD_WRITE, build_storage
 
 
 @pytest.fixture
