@@ -241,8 +241,8 @@ SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"].update({"RunKindEnum": "twin.runs.ch
                                                    "ListedPlacementEnum": "sim.fabric.params.LISTED_PLACEMENTS",
                                                    # a checkpoint's mode (checkpoint and failures kinds), the
                                                    # stores a failures run may take its checkpoint times from
-                                                   "CheckpointModeEnum": "twin.runs.failure_kinds.checkpoint_modes",
-                                                   "FailureStoreEnum": "twin.runs.failure_kinds.failure_stores",
+                                                   "CheckpointModeEnum": "twin.capabilities.failures.kinds.checkpoint_modes",
+                                                   "FailureStoreEnum": "twin.capabilities.failures.kinds.failure_stores",
                                                    "StoreEnum": "sim.fabric.spec.STORAGE_KINDS"})
 
 # The clusters the run command builds when they are absent.

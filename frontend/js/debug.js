@@ -1,6 +1,6 @@
-// The Debug page (twin/web/views/debug.py): pick a finished rehearsal (a `debug` run) and see the culprit with its
+// The Debug page (twin/capabilities/debug/page.py): pick a finished rehearsal (a `debug` run) and see the culprit with its
 // explanation, its GPUs on the GPU page and its links on the fabric page, where each rank stopped (a rank x sequence
-// heatmap on a canvas, one row per host when ranks are many: twin/web/debug_data.py), the straggler ranking and the
+// heatmap on a canvas, one row per host when ranks are many: twin/capabilities/debug/data.py), the straggler ranking and the
 // dumps to download; the start-up model's curve over scale (a `startup` run); the forms that start both (fields from
 // sim/core/params.py DEBUG and STARTUP, passed in #debug-info). A running rehearsal shows its stage and the engine's
 // fractions done from its live stream (the debug_progress section: frames.js debugRow).

@@ -1,4 +1,4 @@
-// The Jobs page (twin/web/views/jobs.py): a cluster's training-job queue from /api/runs/jobs/, kept live by the
+// The Jobs page (twin/capabilities/jobs/page.py): a cluster's training-job queue from /api/runs/jobs/, kept live by the
 // cluster's stream (the gpu_job and job_stats sections: frames.js jobRows), one job's placement on the cluster (a
 // canvas, one pixel per GPU), its step breakdown and its throughput over time (chart.js), and the form that
 // submits a job (a `job` run) or a what-if: the same job once per value of one parameter (placement, routing,

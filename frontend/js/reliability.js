@@ -1,4 +1,4 @@
-// The Reliability page (twin/web/views/reliability.py): a cluster's `failures` runs (twin/runs/failure_kinds.py over
+// The Reliability page (twin/capabilities/failures/page.py): a cluster's `failures` runs (twin/capabilities/failures/kinds.py over
 // sim/failures/timeline.py), one run's timeline drawn as state bands with its failures as marks and the lost work shaded, its
 // time lost by cause and by phase, the effective time over its seeds, the checkpoint-interval sweep (the simulated
 // optimum beside Young/Daly), its failures as a table, and the form that starts a run (fields from the kind's

@@ -442,7 +442,7 @@ export function renderJobs(el, s, { cluster, run }) {
     <section class="panel"><h3>Summary</h3><pre class="mono">${esc(JSON.stringify(s, null, 1))}</pre></section>`;
 }
 
-/** failures: a long job under failures (twin/runs/failure_kinds.py): headline figures, the effective time over
+/** failures: a long job under failures (twin/capabilities/failures/kinds.py): headline figures, the effective time over
  *  seeds, the mean time lost per phase, a link to the run on its cluster's Reliability page (its timeline, losses
  *  and sweep drawn), then the summary without the replayed timeline and the per-seed list. */
 export function renderFailures(el, s, { cluster, run }) {
@@ -462,7 +462,7 @@ export function renderFailures(el, s, { cluster, run }) {
     </section>`;
 }
 
-/** debug: a rehearsal (twin/runs/debug_kinds.py): the verdict and the culprit (its explanation, ranks, hosts and
+/** debug: a rehearsal (twin/capabilities/debug/kinds.py): the verdict and the culprit (its explanation, ranks, hosts and
  *  links), links to the Debug page (heatmap, stragglers), the GPU page coloured by it, the dumps; then the JSON. */
 export function renderDebug(el, s, { cluster, run }) {
   const c = s.culprit, at = (what) => `/clusters/${encodeURIComponent(cluster ?? "")}/${what}`;

@@ -2,7 +2,7 @@
 // fabric's heatmaps (the Fabric page's TierHeatmap on the frontend fabric), the checkpoint timeline of a run
 // (aggregate rate against the storage's rated bandwidth, blocked vs durable), and the form that starts a checkpoint
 // or a restore. Live: the cluster stream's storage sections (frames.js; twin/live/frames.py is the reference).
-// Data: storage.json (twin/web/storage_data.py), the frontend fabric.json (twin/web/fabric_data.py), the runs API.
+// Data: storage.json (twin/capabilities/storage/data.py), the frontend fabric.json (twin/web/fabric_data.py), the runs API.
 import { applyStatus, buildModel, rowBlocks } from "./fabric-model.js";
 import { fetchSnapshot, protocol } from "./frames.js";
 import { TierHeatmap } from "./heatmap.js";

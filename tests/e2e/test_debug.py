@@ -10,7 +10,7 @@ from tests.e2e.browser import screenshot
 JOB = {"model": "llama3-8b", "gpus": 64, "tp": 8, "pp": 2, "batch_tokens": "1M"}
 # debug.js: CULPRIT_COLOR (the mark left of a culprit's heatmap row), CELL_COLORS by state, the cells' layout
 CULPRIT_RED, ABSENT_GREY, STARTED_AMBER = [229, 72, 77], [58, 66, 82], [245, 165, 36]
-ABSENT, STARTED = 0, 2                # twin.web.debug_data.HEATMAP_STATES
+ABSENT, STARTED = 0, 2                # twin.capabilities.debug.data.HEATMAP_STATES
 LABEL_PX, COL_PX = 6, 18
 PIXEL = """([x, row]) => {
   const c = document.getElementById("stop-heatmap"), px = Math.floor(c.height / Number(c.dataset.rows));

@@ -103,7 +103,7 @@ def test_a_hang_on_a_named_gpu_is_rehearsed_found_stored_and_shown(workers, runn
     from sim.jobs.params import JOB as JOB_PARAMS
     from sim.fabric.topology import topology_from_layout
     from twin.inventory.adapter import layout_from_db
-    from twin.runs.job_kinds import place
+    from twin.capabilities.jobs.kinds import place
     gpus = place(topology_from_layout(layout_from_db(demo)), JOB_PARAMS.validate(JOB))
     target = GPU.objects.get(cluster=demo, index=int(gpus[5]))
     # when a hang of that GPU (by its inventory name) is rehearsed over REST
@@ -166,7 +166,7 @@ def test_a_clean_rehearsal_names_no_culprit_and_startup_grows_with_ranks(workers
 def test_host_names_resolve_to_the_layouts_host_order(db, demo):
     """A host's index (its position by id) is the layout's host order (twin.inventory.adapter)."""
     from twin.inventory.adapter import layout_from_db
-    from twin.runs.debug_kinds import _resolve
+    from twin.capabilities.debug.kinds import _resolve
     host = Host.objects.filter(cluster=demo).order_by("id")[7]
     _, index = _resolve({"host": host.name}, demo)["host"]
     lay = layout_from_db(demo)
@@ -180,7 +180,7 @@ def test_a_link_named_by_the_inventory_is_the_link_the_engine_slows(runner, demo
     from sim.debug.recorder import _with_link_fault, parse_fault
     from sim.fabric.topology import topology_from_layout
     from twin.inventory.adapter import layout_from_db
-    from twin.runs.debug_kinds import engine_inject
+    from twin.capabilities.debug.kinds import engine_inject
     topo = topology_from_layout(layout_from_db(demo))
     backend = Link.objects.filter(cluster=demo, fabric__role=FabricRole.BACKEND).order_by("id")
     rows = Link.objects.filter(cluster=demo).order_by("id").values_list("id", flat=True)

@@ -14,7 +14,7 @@ from twin.inventory.choices import FabricRole
 from twin.inventory.models import GPU, Link
 from twin.live import frames
 from twin.runs import actions
-from twin.runs.failure_kinds import fan_out, first_seed
+from twin.capabilities.failures.kinds import fan_out, first_seed
 from twin.runs.models import SimulationRun
 from twin.runs.params import validate_params
 
@@ -184,7 +184,7 @@ def test_a_fanned_out_parent_is_not_stalled_nor_requeued_while_its_children_work
 
 def test_the_live_view_is_handed_to_the_publisher_as_the_engine_simulates_at_most_at_the_tick(settings):
     # given a live view of one seed, and a publisher that records what it is handed
-    from twin.runs.failure_kinds import LiveTimeline
+    from twin.capabilities.failures.kinds import LiveTimeline
     settings.TWIN_LIVE_TICK_HZ = 4.0
     handed = []
 

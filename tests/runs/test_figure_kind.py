@@ -4,7 +4,7 @@ import pytest
 
 from sim.fabric import figures
 from tests.runs.test_runs import finished, running
-from twin.runs.kinds import default_figure_jobs
+from twin.capabilities.collectives.kinds import default_figure_jobs
 from twin.runs.params import validate_params
 
 QUICK = {"figure": "allgather-scale", "jobs": [32, 64, 128], "seeds": 2}

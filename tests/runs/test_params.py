@@ -33,7 +33,7 @@ def _value(p, v):
 
 
 def _cli_options(command: str) -> dict[str, list[str]]:
-    parser = build_parser()
+    parser, _, _ = build_parser([command])
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
     return {a.dest: a.option_strings for a in sub._actions}
 

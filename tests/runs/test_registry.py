@@ -17,7 +17,8 @@ from sim.fabric.topology import topology_from_layout
 from tests.runs import echo_kind
 from tests.runs.test_runs import finished
 from twin.live import store
-from twin.runs import kinds
+from twin.capabilities.collectives import kinds
+from twin.runs import sweep
 from twin.runs.actions import create_run
 from twin.runs.models import RunArray, Scenario, SimulationRun
 
@@ -172,6 +173,6 @@ def test_a_sweep_counts_its_children_by_status_and_ranks_by_the_kind_s_best_figu
                  "summary": None if st != "succeeded" else {"optimized_norm_busbw": {"median": m, "min": m,
                                                                                      "max": m}}}
                 for i, (s, st, m) in enumerate([(1, "succeeded", 0.7), (2, "succeeded", 0.9), (3, "failed", 0)])]
-    merged = kinds.merge_sweep({"kind": "figure", "sweep": {"seeds": [1, 2, 3]}}, children)
+    merged = sweep.merge_sweep({"kind": "figure", "sweep": {"seeds": [1, 2, 3]}}, children)
     assert (merged["succeeded"], merged["failed"], merged["cancelled"]) == (2, 1, 0)
     assert merged["best_by"] == "optimized_norm_busbw" and merged["best"]["run"] == 1

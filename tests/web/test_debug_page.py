@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from twin.runs.models import RunArray, SimulationRun
-from twin.web.debug_data import HEATMAP_STATES
+from twin.capabilities.debug.data import HEATMAP_STATES
 
 pytestmark = pytest.mark.django_db
 

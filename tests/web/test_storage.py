@@ -9,7 +9,7 @@ import pytest
 from sim.storage.params import CHECKPOINT
 from twin.inventory import models as m
 from twin.inventory.choices import STATUS_CODE
-from twin.runs.storage_kinds import RATED_PEAK_BPS, RATED_SUSTAINED_BPS
+from twin.capabilities.storage.kinds import RATED_PEAK_BPS, RATED_SUSTAINED_BPS
 
 pytestmark = pytest.mark.django_db
 

@@ -76,14 +76,14 @@ SECTION_HOST_PROGRESS = 5   # per host (Host rows by id), uint8: share of its ch
                             # HOST_NOT_IN_JOB for hosts outside the job
 SECTION_FRONTEND_UTIL = 6   # per frontend link (Link rows of the frontend fabric by id), as link_util
 SECTION_CHECKPOINT_PHASE = 7    # one uint8: the job's checkpoint phase, CHECKPOINT_PHASES codes
-# Training jobs (the job run kind, twin/runs/job_kinds.py):
+# Training jobs (the job run kind, twin/capabilities/jobs/kinds.py):
 SECTION_GPU_JOB = 8     # per GPU (by GPU.index), uint16: 0 no job, k the job of row k-1 of SECTION_JOB_STATS
 SECTION_JOB_STATS = 9   # float32, one row of JOB_FIELDS per job
-# A long job under failures (the failures run kind, twin/runs/failure_kinds.py):
+# A long job under failures (the failures run kind, twin/capabilities/failures/kinds.py):
 SECTION_FAILURE_STATE = 10     # float32, one row of FAILURE_FIELDS: the timeline's state and figures so far
 SECTION_FAILURE_EVENTS = 11    # float32, one row of FAILURE_EVENT_FIELDS per failure so far (the newest
                                # FAILURE_EVENTS_SENT)
-# Debug rehearsals (the debug run kind, twin/runs/debug_kinds.py); 10-11 belong to another capability:
+# Debug rehearsals (the debug run kind, twin/capabilities/debug/kinds.py); 10-11 belong to another capability:
 SECTION_DEBUG_PROGRESS = 12     # float32, one row of DEBUG_FIELDS: the rehearsal's stage and each stage's share done
 SECTION_DEBUG_STOP = 13         # per GPU (by GPU.index), uint8: where its rank stopped (DEBUG_* codes below)
 SECTION_NAMES = {SECTION_LINK_UTIL: "link_util", SECTION_GPU_STATE: "gpu_state",

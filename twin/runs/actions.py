@@ -26,7 +26,7 @@ from sim.fabric.layout import STATUS_ACTIVE
 from twin.runs import limits, publishing, registry, schedules
 from twin.runs.choices import ACTIVE, FINISHED, RunStatus
 from twin.runs.constants import EXECUTE_RUN_TASK, FINISH_SWEEP_TASK, PROGRESS_DB_INTERVAL, SCHEDULE_TASK, setting
-from twin.runs.kinds import combinations, merge_sweep
+from twin.runs.sweep import combinations, merge_sweep
 from twin.runs.models import RunArray, Scenario, SimulationRun
 from twin.runs.params import validate_params
 from twin.runs.registry import SWEEP, is_parent

@@ -33,7 +33,7 @@ DEFAULTS = {
     "TWIN_RUNS_MAX_RUN_FLOWS": env_int("TWIN_RUNS_MAX_RUN_FLOWS", 50_000_000, minimum=1),
     # A sweep's cost: the sum of its children's:
     "TWIN_RUNS_MAX_SWEEP_FLOWS": env_int("TWIN_RUNS_MAX_SWEEP_FLOWS", 200_000_000, minimum=1),
-    # A failures run (twin.runs.failure_kinds): the job's wall-clock days, its timelines (seeds x checkpoint
+    # A failures run (twin.capabilities.failures.kinds): the job's wall-clock days, its timelines (seeds x checkpoint
     # intervals of a sweep), and the seeds one child of its fan-out simulates (a Monte Carlo of more fans out):
     "TWIN_FAILURES_MAX_DAYS": env_int("TWIN_FAILURES_MAX_DAYS", 365, minimum=1),
     "TWIN_FAILURES_MAX_TIMELINES": env_int("TWIN_FAILURES_MAX_TIMELINES", 1200, minimum=1),
@@ -44,7 +44,7 @@ DEFAULTS = {
     "TWIN_SCHEDULE_MIN_INTERVAL_SECONDS": env_int("TWIN_SCHEDULE_MIN_INTERVAL_SECONDS", 300, minimum=1),
     # Where runs keep their files (twin/runs/files.py; twin/settings.py sets it from the environment):
     "TWIN_RUN_FILES_DIR": os.environ.get("TWIN_RUN_FILES_DIR") or "var/run-files",
-    # Ranks of one debug rehearsal (twin/runs/debug_kinds.py; its dumps are one file per rank):
+    # Ranks of one debug rehearsal (twin/capabilities/debug/kinds.py; its dumps are one file per rank):
     "TWIN_DEBUG_MAX_RANKS": env_int("TWIN_DEBUG_MAX_RANKS", 32768, minimum=1),
     # Extra modules that register run kinds (twin.runs.registry), comma-separated in the environment.
     "TWIN_RUN_KIND_MODULES": tuple(m.strip() for m in os.environ.get("TWIN_RUN_KIND_MODULES", "").split(",")

@@ -1,5 +1,5 @@
 """Every write of training jobs (:class:`twin.runs.models.Job`) goes through these functions, each in one
-transaction; the runs of the ``job`` and ``schedule`` kinds call them (:mod:`twin.runs.job_kinds`).
+transaction; the runs of the ``job`` and ``schedule`` kinds call them (:mod:`twin.capabilities.jobs.kinds`).
 
 A job's life: :func:`create_job` (queued, with its run) -> :func:`place_job` (running: its GPUs recorded) ->
 :func:`finish_job` (its step model's results) or :func:`fail_job` (the reason).

@@ -141,7 +141,7 @@ def _holds(small: np.ndarray, array: np.ndarray) -> bool:
 
 class Job(models.Model):
     """A training job on a cluster: its model and 4D layout, the GPU of every rank, its state and its step model's
-    results. Jobs are written by runs (``job`` and ``schedule`` kinds, :mod:`twin.runs.job_kinds`) through
+    results. Jobs are written by runs (``job`` and ``schedule`` kinds, :mod:`twin.capabilities.jobs.kinds`) through
     :mod:`twin.runs.job_actions`, never by the API.
 
     The placement is rank -> ``GPU.index`` (cluster order), stored as int32 differences between consecutive ranks,

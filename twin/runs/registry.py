@@ -163,24 +163,24 @@ def unregister(name: str) -> None:
 
 
 def _load() -> None:
-    """Import the modules that register kinds: the twin's own, then those of ``TWIN_RUN_KIND_MODULES``."""
+    """Import the modules that register kinds: every capability's ``kinds`` module
+    (:func:`twin.discovery.modules`), the sweep, then those of ``TWIN_RUN_KIND_MODULES``."""
     global _loaded
     if _loaded:
         return
     _loaded = True
+    from twin import discovery
     from twin.runs.constants import setting
-    importlib.import_module("twin.runs.kinds")
-    importlib.import_module("twin.runs.job_kinds")
-    importlib.import_module("twin.runs.storage_kinds")
-    importlib.import_module("twin.runs.failure_kinds")
-    importlib.import_module("twin.runs.debug_kinds")
+    discovery.modules("kinds")
+    importlib.import_module("twin.runs.sweep")
     for module in setting("TWIN_RUN_KIND_MODULES"):
         importlib.import_module(module)
 
 
 def kinds() -> dict[str, Kind]:
+    """Every kind, in registration order, the sweep (which runs the others) last."""
     _load()
-    return dict(_KINDS)
+    return dict(sorted(_KINDS.items(), key=lambda item: item[0] == SWEEP))
 
 
 def get(name) -> Kind:

@@ -1,5 +1,5 @@
 """The pages of the browser twin, as data: each page module under twin/web/views/ declares its routes and its
-navigation entry in one place, ``PAGE = Page(urlpatterns=[...], nav=NavItem(...))``; :func:`pages` finds them, and
+navigation entry in one place (and so does each capability's ``page`` module), ``PAGE = Page(urlpatterns=[...], nav=NavItem(...))``; :func:`pages` finds them, and
 twin/web/urls.py (the routes) and twin/web/context.py (the header's navigation) are both built from it. A later
 capability adds a page by adding one module."""
 from __future__ import annotations
@@ -33,14 +33,18 @@ class Page:
 
 @cache
 def pages() -> tuple[Page, ...]:
-    """Every ``PAGE`` of the modules and packages directly under twin/web/views/, in navigation order (pages
-    without an entry last, by module name). Found once per process."""
+    """Every ``PAGE`` of the modules and packages directly under twin/web/views/ and of every capability's ``page``
+    module (:func:`twin.discovery.modules`), in navigation order (pages without an entry last, by module name).
+    Found once per process."""
+    from twin import discovery
     package = importlib.import_module(PAGES_PACKAGE)
+    candidates = [importlib.import_module(f"{PAGES_PACKAGE}.{info.name}")
+                  for info in pkgutil.iter_modules(package.__path__)] + discovery.modules("page")
     found = []
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        page = getattr(importlib.import_module(f"{PAGES_PACKAGE}.{info.name}"), "PAGE", None)
+    for module in candidates:
+        page = getattr(module, "PAGE", None)
         if page is not None:
-            found.append((page.nav.order if page.nav else float("inf"), info.name, page))
+            found.append((page.nav.order if page.nav else float("inf"), module.__name__, page))
     return tuple(page for *_, page in sorted(found, key=lambda t: t[:2]))
 
 

@@ -1,5 +1,5 @@
 """The Reliability page of a cluster: a long training job's life under failures (the ``failures`` run kind,
-:mod:`twin.runs.failure_kinds`, over :mod:`sim.failures.timeline`): the timeline of one seed as a chart (state bands,
+:mod:`twin.capabilities.failures.kinds`, over :mod:`sim.failures.timeline`): the timeline of one seed as a chart (state bands,
 failures as marks, lost work shaded), the time lost by cause and by phase, the distribution over seeds, the
 checkpoint-interval sweep with the simulated optimum beside Young/Daly, and the form that starts a run (its fields
 from the kind's declaration, ``sim.failures.params.FAILURES``, through :func:`twin.runs.params.form_fields`). The page is a
@@ -17,7 +17,8 @@ from django.shortcuts import render
 from django.urls import path
 
 from twin.inventory.models import GPU, Cluster
-from twin.runs import failure_kinds, registry
+from twin.runs import registry
+from twin.capabilities.failures import kinds as failure_kinds
 from twin.runs.models import SimulationRun
 from twin.runs.params import form_fields
 from twin.web.access import readable

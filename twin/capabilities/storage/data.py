@@ -1,7 +1,7 @@
 """The Storage page's data: a cluster's storage clusters, their racks and servers in the order of the live frames'
 server sections (StorageServer rows by id), with each server's status and active SSDs, the frontend fabric (the
 same structure as the Fabric page's, :mod:`twin.web.fabric_data`, whose link order is the ``frontend_util``
-section's) and the storage's rated bandwidth (:func:`twin.runs.storage_kinds.rated_bandwidth`).
+section's) and the storage's rated bandwidth (:func:`twin.capabilities.storage.kinds.rated_bandwidth`).
 
 Server names are not sent: the inventory names a server after its rack (``<rack>.s<slot:02>``, checked by
 tests/web/test_storage.py) and the page writes them so. A server counts as down when it or its rack is not active
@@ -16,7 +16,7 @@ from django.db.models import Count, Q
 from sim.fabric.spec import parse_spec
 from twin.inventory.choices import STATUS_CODE, FabricRole
 from twin.inventory.models import Fabric, Rack, StorageCluster, StorageServer
-from twin.runs.storage_kinds import rated_bandwidth
+from twin.capabilities.storage.kinds import rated_bandwidth
 
 
 def frontend_fabric(cluster) -> Fabric | None:

@@ -1,5 +1,5 @@
 """What the Debug page draws of one run (frontend/js/debug.js), built from the run's summary and arrays
-(:mod:`twin.runs.debug_kinds`):
+(:mod:`twin.capabilities.debug.kinds`):
 
 - a ``debug`` rehearsal: the analyzer's result (docs/debugging.md) with the culprit's items and their inventory ids,
   the straggler ranking, the dumps' download URL, and the heatmap of where each rank stopped as the analyzer drew it

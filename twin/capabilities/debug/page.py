@@ -3,7 +3,7 @@ sequence heatmap, per host when ranks are many), the culprit with its explanatio
 (``?color=debug&run=<id>``) and its links on the fabric page, the straggler ranking, the dumps to download; and the
 start-up model's curve over scale (a ``startup`` run). The forms that start both come from the kinds' parameter
 declarations (``sim.debug.params.DEBUG``, ``STARTUP``, through :func:`twin.runs.params.form_fields`). The page is a shell:
-frontend/js/debug.js reads the runs API, ``debug/<run>.json`` (:mod:`twin.web.debug_data`) and the run's stream."""
+frontend/js/debug.js reads the runs API, ``debug/<run>.json`` (:mod:`twin.capabilities.debug.data`) and the run's stream."""
 from __future__ import annotations
 
 from django.http import JsonResponse
@@ -14,7 +14,7 @@ from twin.inventory.models import GPU, Cluster
 from twin.runs import registry
 from twin.runs.models import SimulationRun
 from twin.runs.params import form_fields
-from twin.web import debug_data
+from twin.capabilities.debug import data as debug_data
 from twin.web.access import readable
 from twin.web.context import missing_cluster
 from twin.web.nav import NavItem, Page
@@ -45,7 +45,7 @@ def page(request, cluster):
 
 @readable
 def run_data(request, cluster, run):
-    """One debug or startup run of ``cluster`` as the page draws it (:func:`twin.web.debug_data.run_data`)."""
+    """One debug or startup run of ``cluster`` as the page draws it (:func:`twin.capabilities.debug.data.run_data`)."""
     found = Cluster.objects.filter(name=cluster).first()
     if found is None:
         return JsonResponse({"detail": missing_cluster(cluster)}, status=404)

@@ -3,7 +3,7 @@ heatmaps (the Fabric page's component on the frontend fabric), a checkpoint time
 aggregate rate against the storage's rated bandwidth), and the form that starts a checkpoint or a restore
 (frontend/js/storage.js).
 
-Routes: the page; storage.json (stores, racks, servers in live order, twin/web/storage_data.py); the frontend
+Routes: the page; storage.json (stores, racks, servers in live order, twin/capabilities/storage/data.py); the frontend
 fabric's structure (twin/web/fabric_data.py, in the ``frontend_util`` section's link order)."""
 import time
 
@@ -15,7 +15,8 @@ from django.views.decorators.gzip import gzip_page
 from sim.storage.params import CHECKPOINT
 from twin.inventory.models import Cluster
 from twin.runs.params import form_fields
-from twin.web import fabric_data, storage_data
+from twin.web import fabric_data
+from twin.capabilities.storage import data as storage_data
 from twin.web.access import readable
 from twin.web.context import missing_cluster
 from twin.web.nav import NavItem, Page

@@ -110,7 +110,7 @@ def _job_values(values: dict) -> dict:
 
 def _place(topo, values: dict) -> np.ndarray:
     """Rank -> GPU of the rehearsed job, as the job kind places a job (the engine's placement and seed)."""
-    from twin.runs.job_kinds import place
+    from twin.capabilities.jobs.kinds import place
     return np.asarray(place(topo, _job_values(values)))
 
 
@@ -152,7 +152,7 @@ def _check_debug(values: dict, cluster) -> None:
     are an active link of the backend fabric."""
     from twin.inventory.adapter import layout_from_db
     from twin.runs.constants import setting
-    from twin.runs.job_kinds import _check_job
+    from twin.capabilities.jobs.kinds import _check_job
     _check_job(values, cluster)
     ranks, cap = _job_values(values)["gpus"], setting("TWIN_DEBUG_MAX_RANKS")
     if ranks > cap:
@@ -206,8 +206,8 @@ def _validate_debug(values, cluster) -> dict:
 
 
 def _debug_cost(values: dict, cluster) -> int:
-    """The rehearsal simulates the job's step once (:func:`twin.runs.job_kinds._job_cost`, its flows)."""
-    from twin.runs.job_kinds import _job_cost
+    """The rehearsal simulates the job's step once (:func:`twin.capabilities.jobs.kinds._job_cost`, its flows)."""
+    from twin.capabilities.jobs.kinds import _job_cost
     return _job_cost(values, cluster)
 
 

@@ -1,0 +1,1 @@
+"""Debugging rehearsals: the debug and startup run kinds and the Debug page."""

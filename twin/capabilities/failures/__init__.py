@@ -1,0 +1,1 @@
+"""Failures over time: the failures run kind (a long job's timeline) and the Reliability page."""

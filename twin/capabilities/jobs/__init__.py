@@ -1,0 +1,2 @@
+"""Training jobs: the job, jobs and schedule run kinds (a job's step, jobs sharing the fabric, a queue over time),
+the Jobs page."""

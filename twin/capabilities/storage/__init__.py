@@ -1,0 +1,1 @@
+"""Storage and checkpoints: the checkpoint and storage fan-out run kinds and the Storage page."""
