@@ -234,7 +234,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {"StatusEnum": "twin.inventory.choices.Status"},
 }
 
-SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"].update({"RunKindEnum": "twin.runs.choices.RunKind",
+SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"].update({"RunKindEnum": "twin.runs.registry.RunKind",
                                                    "RunStatusEnum": "twin.runs.choices.RunStatus",
                                                    # the placement policies, and a collective's (a list too)
                                                    "PlacementEnum": "sim.fabric.placement.PLACEMENTS",

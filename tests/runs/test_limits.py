@@ -7,10 +7,11 @@ import pytest
 from sim.fabric.collectives import MAX_ALLTOALL_TRANSFERS
 from sim.core.params import Param, ParamSet
 from sim.fabric.topology import topology_from_layout
+from twin.inventory import gpu_grid
 from twin.inventory.adapter import layout_from_db
 from twin.inventory.choices import Status
 from twin.inventory.models import NIC, Switch
-from twin.runs import limits, registry
+from twin.runs import registry
 from twin.runs.actions import fan_out_sweep
 from twin.runs.models import Scenario, SimulationRun
 from twin.runs.params import validate_params
@@ -86,7 +87,7 @@ def test_gpus_are_checked_against_the_usable_gpus_as_the_engine_counts_them(runn
         status=Status.FAILED)
     # then the twin's usable count is the engine's (sim.fabric.topology on the inventory as read by the workers)
     usable = int(np.sum(topology_from_layout(layout_from_db(demo)).gpu_usable))
-    assert usable < 256 and limits.usable_gpus(demo) == usable
+    assert usable < 256 and gpu_grid.usable_gpus(demo) == usable
     # and a job over the usable GPUs is refused naming gpus, one that fits is accepted
     assert f"{usable:,} usable" in refused(start(runner, "collective", {"gpus": usable + 1}), "gpus")
     assert f"{usable:,} usable" in refused(start(runner, "fabric_health", {"gpus": usable + 1}), "gpus")

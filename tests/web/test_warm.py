@@ -5,6 +5,7 @@ import pytest
 from twin.inventory import structure_cache as sc
 from twin.live import scope
 from twin.web import fabric_data, gpu_data, warm
+from twin.inventory import gpu_grid
 
 pytestmark = pytest.mark.django_db
 
@@ -52,7 +53,7 @@ def test_every_building_and_zone_is_built_onto_disk_once(slow, demo, monkeypatch
     # the demo cluster: one building (no buildings in its spec), and its zones holding GPUs
     assert [p.name for p in places][0] == "building 0" and len(places) == 1 + len(set(zones.gpu_zone.tolist()))
     assert len(list(slow.rglob("grid-*.pickle"))) == len(places) == len(list(slow.rglob("fabric-*.pickle")))
-    assert not gpu_data._structures._entries and not fabric_data._structures._entries  # not kept in memory
+    assert not gpu_grid._structures._entries and not fabric_data._structures._entries  # not kept in memory
     # and the next round, in this process or another, does not go over them again (nor builds them)
     monkeypatch.setattr(gpu_data, "build_structure", lambda *a: pytest.fail("built again"))
     monkeypatch.setattr(fabric_data, "_build", lambda *a: pytest.fail("built again"))

@@ -3,7 +3,8 @@ from django.apps import AppConfig
 
 class ApiConfig(AppConfig):
     """The REST API's shared parts: base viewset with bulk operations, fields, pagination, errors, hashed tokens,
-    rate limits and failed-login lockouts."""
+    rate limits and failed-login lockouts; and the inventory's endpoints (twin/api/inventory), which prime the list counts
+    after a build."""
 
     name = "twin.api"
     label = "api"
@@ -13,6 +14,8 @@ class ApiConfig(AppConfig):
 
         from twin import env
         from twin.api import logins  # noqa: F401 - connects the failed-login counter
+        from twin.api.inventory import priming
+        from twin.inventory.signals import cluster_built
         from twin.api.throttling import parse_rate
 
         for name in ("TWIN_API_RATE_ANON", "TWIN_API_RATE_USER"):
@@ -20,3 +23,5 @@ class ApiConfig(AppConfig):
                 parse_rate(getattr(settings, name))
             except ValueError as e:
                 raise env.SettingError(name, str(e)) from None
+
+        cluster_built.connect(priming.prime, dispatch_uid="twin.inventory.priming")

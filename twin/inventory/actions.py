@@ -21,19 +21,20 @@ from twin.inventory import changelog
 from twin.inventory.builder import delete_cluster
 from twin.inventory.choices import ChangeAction, Status
 from twin.inventory.models import Cluster, ObjectChange
-from twin.live.publish import publish_cluster_event
+from twin.inventory.signals import inventory_changed
 
 ID_BATCH = 10_000           # ids in one ``id__in`` (under SQLite's 32,766 bound variables)
 
 
 def _publish(changes: list[ObjectChange]) -> None:
-    """One ``inventory`` event per cluster touched, after the commit."""
+    """One ``inventory`` event per cluster touched (:data:`twin.inventory.signals.inventory_changed`; the live
+    layer publishes it after the commit)."""
     by_cluster: dict[int, list[ObjectChange]] = defaultdict(list)
     for c in changes:
         if c.cluster_id is not None:
             by_cluster[c.cluster_id].append(c)
     for cluster_id, rows in by_cluster.items():
-        publish_cluster_event(cluster_id, changelog.event(cluster_id, rows))
+        inventory_changed.send(sender=Cluster, cluster_id=cluster_id, event=changelog.event(cluster_id, rows))
 
 
 def _cluster_field(model) -> str:

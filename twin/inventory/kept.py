@@ -5,7 +5,7 @@ write changes the version, so a kept value is never stale. A write that bypasses
 is seen only after the next logged write.
 
 Kept in the process, and, for a ``Kept(shared=...)``, also in Redis (cache ``TWIN_KEPT_CACHE``) under the version:
-what one process (or the build, which primes them: twin/inventory/api/priming.py) computed, every other web process reads in a
+what one process (or the build, which primes them: twin/api/inventory/priming.py) computed, every other web process reads in a
 millisecond instead of computing it again on its first request. Redis unreachable: computed, as without it."""
 from __future__ import annotations
 

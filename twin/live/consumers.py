@@ -23,6 +23,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from redis.exceptions import RedisError
 
+from twin.inventory.zones import ScopeError, parse_building
 from twin.live import meta, scope, store
 from twin.live.auth import may_read
 
@@ -144,10 +145,10 @@ class ClusterConsumer(LiveConsumer):
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         zone, summary = query.get("zone", [""])[0], query.get("summary", [""])[0] in ("1", "true", "yes")
         try:
-            building = scope.parse_building(query.get("building", [""])[0])
+            building = parse_building(query.get("building", [""])[0])
             self.transform = scope.frame_scope(cluster, zone, summary, building)
             info = scope.scope_info(cluster, zone, summary, building)
-        except scope.ScopeError:
+        except ScopeError:
             return None
         snapshot = f"/api/live/clusters/{cluster.name}/snapshot/"
         if info:

@@ -21,6 +21,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from twin.inventory.models import Cluster
+from twin.inventory.zones import ScopeError, parse_building
 from twin.live import frames, meta, scope, store
 
 
@@ -121,12 +122,12 @@ class ClusterSnapshotView(SnapshotView):
         if cluster is None:
             return None
         try:
-            building = scope.parse_building(request.query_params.get("building"))
-        except scope.ScopeError as e:
+            building = parse_building(request.query_params.get("building"))
+        except ScopeError as e:
             raise ValidationError({"building": [str(e).removeprefix("building: ")]}) from None
         try:
             return scope.frame_scope(cluster, zone, summary, building)
-        except scope.ScopeError as e:
+        except ScopeError as e:
             raise NotFound(str(e)) from None
 
     def stream_and_fallback(self, name):

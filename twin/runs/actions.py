@@ -16,6 +16,7 @@ import uuid
 from datetime import timedelta
 
 import numpy as np
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
@@ -23,7 +24,7 @@ from rest_framework import serializers
 
 from sim.core.errors import ParamError
 from sim.fabric.layout import STATUS_ACTIVE
-from twin.runs import limits, publishing, registry, schedules
+from twin.runs import publishing, registry, schedules
 from twin.runs.choices import ACTIVE, FINISHED, RunStatus
 from twin.runs.constants import EXECUTE_RUN_TASK, FINISH_SWEEP_TASK, PROGRESS_DB_INTERVAL, SCHEDULE_TASK, setting
 from twin.runs.sweep import combinations, merge_sweep
@@ -47,6 +48,20 @@ def _enqueue(run_id: int, task_id: str):
     app.send_task(EXECUTE_RUN_TASK, args=(run_id,), task_id=task_id)
 
 
+def _check_active(user) -> None:
+    """``user``'s active runs (queued or running and not asked to stop; a sweep once, not its children) must leave
+    room for one more; called in the transaction that creates the run, the user's row locked."""
+    if user is None:
+        return
+    get_user_model().objects.select_for_update().filter(pk=user.pk).exists()
+    cap = setting("TWIN_RUNS_MAX_ACTIVE_PER_USER")
+    n = SimulationRun.objects.filter(created_by=user, parent=None, status__in=ACTIVE, cancel_requested=False).count()
+    if n >= cap:
+        raise serializers.ValidationError({"active_runs": [
+            f"you have {n} runs queued or running, at most {cap} (TWIN_RUNS_MAX_ACTIVE_PER_USER): wait for one to "
+            f"end, or cancel one"]})
+
+
 def create_run(kind: str, params: dict, cluster, *, scenario: Scenario | None = None, user=None,
                parent: SimulationRun | None = None, enqueue: bool = True, validated: bool = False) -> SimulationRun:
     """A queued run of ``kind`` on ``cluster``; its task is enqueued once the transaction commits.
@@ -56,7 +71,7 @@ def create_run(kind: str, params: dict, cluster, *, scenario: Scenario | None = 
         params = validate_params(kind, params, cluster)
     with transaction.atomic():
         if parent is None:
-            limits.check_active(user)
+            _check_active(user)
         run = SimulationRun.objects.create(kind=kind, params=params, cluster=cluster, scenario=scenario,
                                            parent=parent, created_by=user, celery_task_id=str(uuid.uuid4()))
         hook = registry.get(kind).on_create

@@ -17,15 +17,6 @@ FINISHED = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED)
 ACTIVE = (RunStatus.QUEUED, RunStatus.RUNNING)
 
 
-def __getattr__(name):
-    # settings.SPECTACULAR_SETTINGS names the kinds' enum "twin.runs.choices.RunKind": the registry's choices,
-    # read when the schema is built (after every kind registered).
-    if name == "RunKind":
-        from twin.runs.registry import choices
-        return choices()
-    raise AttributeError(name)
-
-
 class JobState(models.TextChoices):
     """Life of a training job in the twin (:class:`twin.runs.models.Job`): queued (its run waits for a worker) ->
     running (placed; its step is being simulated) -> finished (placed, its step model's results recorded) | failed

@@ -5,48 +5,16 @@ checked before a run is queued, and every refusal names its field (a 400):
   solves over all its simulated runs, ``TWIN_RUNS_MAX_RUN_FLOWS``), by :func:`check_run` for every kind;
 - a sweep's children (``TWIN_RUNS_MAX_SWEEP_CHILDREN``) and their summed cost (``TWIN_RUNS_MAX_SWEEP_FLOWS``), by
   :func:`check_sweep_size` and :func:`check_sweep_cost`;
-- GPUs against the cluster's usable GPUs (:func:`usable_gpus`; each kind's ``check``);
+- GPUs against the cluster's usable GPUs (:func:`twin.inventory.gpu_grid.usable_gpus`; each kind's ``check``);
 - active runs per user (``TWIN_RUNS_MAX_ACTIVE_PER_USER``), by :func:`check_active`;
 - a failures run's days (``TWIN_FAILURES_MAX_DAYS``) and timelines, seeds x checkpoint intervals
   (``TWIN_FAILURES_MAX_TIMELINES``), by :func:`check_failures`.
 """
 from __future__ import annotations
 
-import numpy as np
-from django.contrib.auth import get_user_model
-from django.db.models import Count
-from rest_framework import serializers
 
 from sim.core.errors import ParamError
-from sim.fabric.layout import STATUS_ACTIVE
-from twin.runs.choices import ACTIVE
 from twin.runs.constants import setting
-
-
-def usable_mask(cluster) -> np.ndarray:
-    """Per GPU of ``cluster`` (index order), whether a job can use it: the GPU, its backend NIC, the NIC's port,
-    its cable, the leaf's port and the leaf switch all active (the rule of ``sim.fabric.topology`` as the GPU page computes
-    it from the inventory, :mod:`twin.web.gpu_data`: its structure cached by fingerprint, the statuses read from
-    the non-active rows only, so no topology is built per request)."""
-    from twin.web import gpu_data
-    structure = gpu_data.structure(cluster)
-    fresh = gpu_data.statuses(cluster, structure)
-    down = np.asarray(fresh["status"]) != STATUS_ACTIVE
-    down[fresh["unusable"]["gpu"]] = True
-    return ~down
-
-
-def usable_gpus(cluster) -> int:
-    """GPUs of ``cluster`` a job can use (:func:`usable_mask`)."""
-    return int(usable_mask(cluster).sum())
-
-
-def gpus_per_host(cluster) -> int:
-    """The most GPUs one host of ``cluster`` holds (one backend NIC each: the NICs NCCL's channel count starts
-    from, :func:`sim.fabric.nccl.ring_channels`)."""
-    from twin.inventory.models import GPU
-    counts = GPU.objects.filter(cluster=cluster).values("host").annotate(n=Count("id")).values_list("n", flat=True)
-    return max(counts, default=1)
 
 
 def check_run(kind, values: dict, cluster) -> None:
@@ -75,21 +43,6 @@ def check_sweep_cost(kind, children: list[dict], cluster) -> None:
         if flows > cap:
             raise ParamError("sweep", f"{flows:,} simulated flows over its {len(children)} runs, at most {cap:,} "
                                       f"(TWIN_RUNS_MAX_SWEEP_FLOWS)")
-
-
-def check_active(user) -> None:
-    """``user``'s active runs (queued or running and not asked to stop; a sweep once, not its children) must leave
-    room for one more; called in the transaction that creates the run, the user's row locked."""
-    from twin.runs.models import SimulationRun
-    if user is None:
-        return
-    get_user_model().objects.select_for_update().filter(pk=user.pk).exists()
-    cap = setting("TWIN_RUNS_MAX_ACTIVE_PER_USER")
-    n = SimulationRun.objects.filter(created_by=user, parent=None, status__in=ACTIVE, cancel_requested=False).count()
-    if n >= cap:
-        raise serializers.ValidationError({"active_runs": [
-            f"you have {n} runs queued or running, at most {cap} (TWIN_RUNS_MAX_ACTIVE_PER_USER): wait for one to "
-            f"end, or cancel one"]})
 
 
 def check_failures(days: float, seeds: int, intervals: int) -> None:

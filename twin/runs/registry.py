@@ -201,3 +201,11 @@ def client_info() -> dict[str, dict]:
     return {k.name: {"label": k.label, "view": k.view, "form": k.form, "best": k.best,
                      "headline": [{"key": h.key, "label": h.label, "format": h.format} for h in k.headline]}
             for k in kinds().values()}
+
+
+def __getattr__(name):
+    # settings.SPECTACULAR_SETTINGS names the kinds' enum "twin.runs.registry.RunKind": the kinds' choices, read when
+    # the schema is built (after every kind registered).
+    if name == "RunKind":
+        return choices()
+    raise AttributeError(name)

@@ -27,6 +27,7 @@ from sim.fabric.layout import LINK_NIC_LEAF, STATUS_NAMES, TIER_LEAF
 from twin.inventory.choices import STATUS_CODE, FabricRole, not_active_rows
 from twin.inventory.models import Cluster, Fabric, Link, Port, Rack, Switch, SwitchModel, Zone
 from twin.inventory.structure_cache import StructureCache, rows_fingerprint, trusted_fingerprint
+from twin.inventory.zones import ZoneItems, cluster_zones
 from twin.live import scope
 
 LINK_DETAILS_MAX = 500        # links described by one links.json call (a heatmap row, the hottest, the failed)
@@ -127,14 +128,14 @@ def _port_slots(*port_ids: np.ndarray) -> list[np.ndarray]:
     return [slot[np.searchsorted(port_id, ids)] for ids in port_ids]
 
 
-def _build(fabric: Fabric, place: scope.ZoneItems | None = None) -> Structure:
+def _build(fabric: Fabric, place: ZoneItems | None = None) -> Structure:
     """Read the fabric's structure (a fixed number of column queries, numpy for the index maths), serialized.
     ``row_tier`` of a link tier is the switch tier of its heatmap rows; ``cols`` the longest row. With ``place`` (a
     zone, a building), its links and the switches at their ends."""
     cluster = fabric.cluster
     switches, links = Switch.objects.filter(fabric=fabric), Link.objects.filter(fabric=fabric)
     if place:
-        zones = scope.cluster_zones(cluster)
+        zones = cluster_zones(cluster)
         at = place.links
         ends = np.concatenate([zones.link_a[at], zones.link_b[at]])
         links = links.filter(_in_runs(zones.link_ids[at]))
@@ -189,18 +190,18 @@ def _build(fabric: Fabric, place: scope.ZoneItems | None = None) -> Structure:
     return Structure(link_id, sw_id, text[:-1])
 
 
-def _cached(fabric: Fabric, place: scope.ZoneItems | None) -> tuple:
+def _cached(fabric: Fabric, place: ZoneItems | None) -> tuple:
     """(owner, fingerprint, build, cluster id) of the fabric's or one place's structure in the cache."""
     return ((fabric.id, place.zone_ids) if place else fabric.id, structure_key(fabric), lambda: _build(fabric, place),
             fabric.cluster_id)
 
 
-def structure(fabric: Fabric, place: scope.ZoneItems | None = None) -> Structure:
+def structure(fabric: Fabric, place: ZoneItems | None = None) -> Structure:
     """The fabric's structure (or one place's part), from the process cache while its fingerprint holds."""
     return _structures.get(*_cached(fabric, place))
 
 
-def keep_on_disk(fabric: Fabric, place: scope.ZoneItems) -> None:
+def keep_on_disk(fabric: Fabric, place: ZoneItems) -> None:
     """Build one place's structure onto disk, for its first visit (twin/web/warm.py)."""
     _structures.keep_on_disk(*_cached(fabric, place))
 
@@ -220,13 +221,13 @@ def statuses(fabric: Fabric, s: Structure) -> dict:
             "switch_status": _not_active(Switch, fabric, s.switch_ids)}
 
 
-def page_data(fabric: Fabric, place: scope.ZoneItems | None = None) -> str:
+def page_data(fabric: Fabric, place: ZoneItems | None = None) -> str:
     """fabric.json: the cached structure with the current statuses."""
     s = structure(fabric, place)
     return f'{s.json},{json.dumps(statuses(fabric, s), separators=(",", ":"))[1:]}'
 
 
-def status_data(fabric: Fabric, place: scope.ZoneItems | None = None) -> dict:
+def status_data(fabric: Fabric, place: ZoneItems | None = None) -> dict:
     """The statuses alone, for a page that has the structure (refreshed while it stays open)."""
     s = structure(fabric, place)
     return {"links": {"count": len(s.link_ids)}, **statuses(fabric, s)}
@@ -236,7 +237,7 @@ def overview_data(fabric: Fabric) -> dict:
     """The zone overview: per zone (of the links' lower switches; "no zone" last when some have none) and link
     tier, the links, those not active (their own status or a switch at either end), and the mean and max
     utilization of the active ones in the cluster stream's last frame (twin.live.store)."""
-    zones = scope.cluster_zones(fabric.cluster)
+    zones = cluster_zones(fabric.cluster)
     links = zones.link_ids
     tier_names = dict(Switch.objects.filter(fabric=fabric).order_by().values_list("tier", "role").distinct())
     codes = sorted(set(zones.link_tier.tolist()))

@@ -1,268 +1,38 @@
-"""The GPU grid's page data: every GPU of a cluster, in ``GPU.index`` order (the order of the live ``gpu_state``
-section), as columnar arrays, plus the zones, racks and hosts they stand in.
-
-Two parts, read differently because they change differently:
-
-- The structure (which host, rack and zone each GPU is in, the names, and where the GPU's backend NIC cable sits in
-  the live ``link_util`` section) changes only when the cluster is rebuilt or rows are added or removed. It is read
-  once per process with ``values_list`` + numpy and kept as ready JSON, keyed by a fingerprint (cluster id and build
-  time, count and largest id of the GPU, host and backend link tables, like the live link index of
-  ``twin.live.meta``).
-- The statuses are read fresh on every request, but only the non-active rows, through the ``status`` index (one
-  query per table, about a millisecond each). A GPU is unusable, as ``sim.fabric.topology`` decides for every simulation,
-  when the GPU, its backend NIC, the NIC's port, its cable, the leaf's port or the leaf switch is not active;
-  ``unusable`` says which of these hold, as bits.
+"""The GPU page's data: the grid of a cluster's GPUs (:mod:`twin.inventory.gpu_grid`: the cached structure and the
+fresh statuses, spliced into one JSON document), only the statuses when the inventory changes, and above
+``OVERVIEW_ABOVE_GPUS`` GPUs the zone overview (:func:`overview_data`): per zone and per rack, how many GPUs are
+usable, in the last run, in training jobs, and the mean utilization of their NIC links and checkpoint progress.
 
 A page zoomed into one zone (``?zone=<name>``) or building (``?building=<n>``) reads the same data for that place
 alone: its GPUs (``gpus.index`` gives their GPU.index values), hosts and racks, and ``gpus.link`` as positions among
-the place's backend links, the order of a scoped live frame (twin/live/scope.py). Above ``OVERVIEW_ABOVE_GPUS`` GPUs
-the page opens on the zone overview (:func:`overview_data`): per zone and per rack, how many GPUs are usable, in the
-last run, in training jobs, and the mean utilization of their NIC links and checkpoint progress.
+the place's backend links, the order of a scoped live frame (twin/live/scope.py).
 """
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 import numpy as np
-from django.db.models import CharField, F, Value
-from django.db.models.functions import Cast, Concat
 
-from sim.fabric.layout import LINK_NIC_LEAF, STATUS_NAMES
-from twin.inventory.choices import STATUS_CODE, FabricRole, not_active_rows
-from twin.inventory.models import GPU, NIC, Cluster, Fabric, Host, Link, Port, Rack, Switch, Zone
-from twin.inventory.structure_cache import StructureCache
+from sim.fabric.layout import LINK_NIC_LEAF
+from twin.inventory.gpu_grid import IdIndex, rank_within, statuses, structure, unusable_gpu_ids
+from twin.inventory.models import Cluster
+from twin.inventory.zones import ZoneItems, backend_fabric, cluster_zones
 from twin.live import scope
 
-IDX = np.int64
+from sim.core.units import IDX
 
 # Above this many GPUs the GPU page opens on the zone overview instead of one cell per GPU: 24k clusters keep their
 # full grid (2-3 px cells on a laptop screen); 131k GPUs would be one device pixel each, unreadable and a 10 MB page.
 OVERVIEW_ABOVE_GPUS = 65_536
 
-# Why a GPU is unusable: bits of the ``unusable.reasons`` array (a GPU can have several).
-REASONS = ("NIC", "NIC port", "cable", "leaf port", "leaf switch", "no cable")
-R_NIC, R_NIC_PORT, R_CABLE, R_LEAF_PORT, R_LEAF, R_NO_CABLE = (1 << k for k in range(len(REASONS)))
-
-
-class IdIndex:
-    """Positions of ids in an id array (any order): calling it maps ids to positions, -1 where absent. One sort
-    up front, one ``searchsorted`` per lookup."""
-
-    def __init__(self, ids):
-        self.ids = np.asarray(ids, dtype=IDX)
-        self.order = np.argsort(self.ids, kind="stable")
-        self.sorted = self.ids[self.order]
-
-    def __call__(self, refs) -> np.ndarray:
-        refs = np.asarray(refs, dtype=IDX)
-        if not len(self.ids):
-            return np.full(len(refs), -1, dtype=IDX)
-        at = np.minimum(np.searchsorted(self.sorted, refs), len(self.ids) - 1)
-        return np.where(self.sorted[at] == refs, self.order[at], -1).astype(IDX)
-
-
-@dataclass
-class GridStructure:
-    """What does not change while a cluster stands, for the fresh status part: the GPU and host ids by position,
-    and for each kind of part a GPU needs (NIC, port, cable, leaf switch) the ids with the GPU position each serves
-    (a leaf switch serves many GPUs, so its id repeats). A GPU without a cable is unusable whatever its NIC."""
-
-    gpus: IdIndex                   # GPU ids in index order
-    hosts: IdIndex                  # host ids in the order of the ``hosts`` arrays
-    nic_id: np.ndarray              # per GPU cable (cable_gpu), the NIC at its lower end
-    port_id: np.ndarray             # NIC ports, then leaf ports, of the GPU cables
-    port_gpu: np.ndarray
-    port_reason: np.ndarray         # R_NIC_PORT or R_LEAF_PORT
-    cable_id: np.ndarray
-    cable_gpu: np.ndarray
-    leaf_id: np.ndarray             # per GPU cable, the leaf switch at its upper end
-    no_cable: np.ndarray            # GPU positions without a backend NIC cable
-    gpu_link: np.ndarray            # per GPU, its NIC cable's position in the link_util order (-1: none)
-    json: bytes                     # the structure part of the page data, a JSON object
-
-
-_structures: StructureCache[GridStructure] = StructureCache(size=32, name="grid")     # by cluster id, or (cluster id, zone)
-
-
-def backend_fabric(cluster: Cluster) -> Fabric | None:
-    return Fabric.objects.filter(cluster=cluster, role=FabricRole.BACKEND).first()
-
-
-def structure_key(cluster: Cluster, fabric: Fabric | None) -> tuple:
-    """A rebuilt cluster, or GPUs, hosts or backend links added or removed, give another key."""
-    return scope.structure_key(cluster, fabric)
-
-
-def _columns(queryset, *fields) -> list[list]:
-    rows = list(queryset.values_list(*fields))
-    return [list(col) for col in zip(*rows)] if rows else [[] for _ in fields]
-
-
-def _rank_within(group: np.ndarray, *keys: np.ndarray) -> np.ndarray:
-    """Each item's position among the items of its group, ordered by ``keys`` (the last key sorts first)."""
-    if not len(group):
-        return np.zeros(0, dtype=IDX)
-    order = np.lexsort((*keys, group))
-    g = group[order]
-    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
-    rank = np.empty(len(group), dtype=IDX)
-    rank[order] = np.arange(len(g)) - np.repeat(starts, np.diff(np.r_[starts, len(g)]))
-    return rank
-
-
-def _odd_gpu_names(gpu_rows, gpus: IdIndex) -> dict[str, str]:
-    """GPU names that do not follow "<host name>.gpu<slot>" (the builder's rule), by position: the page derives
-    the others, which saves 0.7 MB on a 24k cluster. Compared in SQL, so usually no row comes back."""
-    rule = Concat(F("host__name"), Value(".gpu"), Cast("slot", CharField()))
-    ids, names = _columns(gpu_rows.exclude(name=rule).order_by("index"), "id", "name")
-    return {str(pos): name for pos, name in zip(gpus(ids).tolist(), names)}
-
-
-def build_structure(cluster: Cluster, fabric: Fabric | None, place: scope.ZoneItems | None = None) -> GridStructure:
-    """Read the structure from the database: a fixed number of column queries, no model instances. With ``place``
-    (a zone or a building), that part alone, its links in the order of a scoped frame."""
-    of = {"cluster": cluster}
-    zones = list(place.zone_ids) if place else None
-    gpu_rows = GPU.objects.filter(**of, **({"host__rack__zone__in": zones} if place else {}))
-    gpu_id, gpu_index, gpu_host, gpu_slot = _columns(gpu_rows.order_by("index"), "id", "index", "host_id", "slot")
-    host_id, host_name, host_rack, host_slot = _columns(
-        Host.objects.filter(**of, **({"rack__zone__in": zones} if place else {})).order_by("id"),
-        "id", "name", "rack_id", "slot")
-    rack_id, rack_name, rack_zone, rack_number = _columns(
-        Rack.objects.filter(**of, **({"zone__in": zones} if place else {})).order_by("id"),
-        "id", "name", "zone_id", "number")
-    zone_id, zone_name = _columns(Zone.objects.filter(**of, **({"id__in": zones} if place else {})).order_by("id"),
-                                  "id", "name")
-    gpus, hosts = IdIndex(gpu_id), IdIndex(host_id)
-
-    # Only the racks holding hosts and the zones holding those racks (storage zones have no GPUs), densely renumbered.
-    host_rack_any = IdIndex(rack_id)(host_rack)
-    used_racks = np.unique(host_rack_any[host_rack_any >= 0])
-    rack_zone_any = IdIndex(zone_id)(np.asarray(rack_zone, dtype=IDX)[used_racks])
-    used_zones = np.unique(rack_zone_any)
-    rack_zone_pos = np.searchsorted(used_zones, rack_zone_any)
-    host_rack_pos = np.where(host_rack_any >= 0, np.searchsorted(used_racks, host_rack_any), -1)
-    gpu_host_pos = hosts(gpu_host)
-
-    # Each GPU's backend NIC cable (the Link whose lower port is on the GPU's NIC) and its position among the
-    # backend links by id: the order of the live link_util section.
-    link_ids = np.zeros(0, dtype=IDX)
-    cables = ([],) * 6
-    if fabric is not None:
-        if place is None:
-            link_ids = np.asarray(Link.objects.filter(fabric=fabric).order_by("id").values_list("id", flat=True),
-                                  dtype=IDX)
-        else:
-            link_ids = scope.cluster_zones(cluster).link_ids[place.links]
-        cables = _columns(Link.objects.filter(fabric=fabric, a_port__nic__gpu__isnull=False,
-                                              **({"a_port__nic__gpu__host__rack__zone__in": zones} if place else {}))
-                          .order_by("id"),
-                          "id", "a_port_id", "b_port_id", "b_switch_id", "a_port__nic_id", "a_port__nic__gpu_id")
-    cable_id, nic_port, leaf_port, leaf_id, nic_id, cable_gpu_id = (np.asarray(c, dtype=IDX) for c in cables)
-    cable_gpu = gpus(cable_gpu_id)
-    gpu_link = np.full(len(gpu_id), -1, dtype=IDX)
-    gpu_link[cable_gpu] = IdIndex(link_ids)(cable_id)
-
-    index = np.asarray(gpu_index, dtype=IDX)
-    doc = {
-        "cluster": {"id": cluster.id, "name": cluster.name, "title": cluster.title},
-        "zone": place.name if place else None,         # the place the page is zoomed into: a zone, a building
-        "status_names": list(STATUS_NAMES),
-        "reason_names": list(REASONS),
-        "zones": {"name": [zone_name[z] for z in used_zones.tolist()]},
-        "racks": {"name": [rack_name[r] for r in used_racks.tolist()], "zone": rack_zone_pos.tolist(),
-                  "pos": _rank_within(rack_zone_pos, np.asarray(rack_id, dtype=IDX)[used_racks],
-                                      np.asarray(rack_number, dtype=IDX)[used_racks]).tolist()},
-        "hosts": {"id": host_id, "name": host_name, "rack": host_rack_pos.tolist(),
-                  "pos": _rank_within(host_rack_pos, hosts.ids, np.asarray(host_slot, dtype=IDX)).tolist()},
-        "gpus": {"count": len(gpu_id), "host": gpu_host_pos.tolist(), "slot": gpu_slot, "link": gpu_link.tolist(),
-                 # GPU.index values where they are not 0..N-1 (a deleted GPU leaves a gap), else null
-                 "index": None if np.array_equal(index, np.arange(len(index))) else index.tolist(),
-                 "names": _odd_gpu_names(gpu_rows, gpus)},
-        "links": {"count": len(link_ids)},
-    }
-    return GridStructure(
-        gpus=gpus, hosts=hosts,
-        nic_id=nic_id,
-        port_id=np.r_[nic_port, leaf_port], port_gpu=np.r_[cable_gpu, cable_gpu],
-        port_reason=np.r_[np.full(len(nic_port), R_NIC_PORT), np.full(len(leaf_port), R_LEAF_PORT)],
-        cable_id=cable_id, cable_gpu=cable_gpu, leaf_id=leaf_id, no_cable=np.flatnonzero(gpu_link < 0),
-        gpu_link=gpu_link, json=json.dumps(doc, separators=(",", ":")).encode())
-
-
-def place_asked(cluster: Cluster, zone: str | None, building: str | None) -> scope.ZoneItems | None:
-    """The place a request zooms into (``?zone=<name>`` or ``?building=<n>``), None for the whole cluster;
-    ScopeError naming the field when the cluster has no such zone or building."""
-    number = scope.parse_building(building)
-    if not zone and number is None:
-        return None
-    if zone and not Zone.objects.filter(cluster=cluster, name=zone).exists():     # before reading the zone arrays
-        raise scope.ScopeError(f"zone: no zone named {zone!r} in cluster {cluster.name!r}")
-    return scope.cluster_zones(cluster).place(zone or None, number)
-
-
-def _cached(cluster: Cluster, place: scope.ZoneItems | None) -> tuple:
-    """(owner, fingerprint, build, cluster id) of the cluster's or one place's structure in the cache."""
-    fabric = backend_fabric(cluster)
-    return ((cluster.id, place.zone_ids) if place else cluster.id, structure_key(cluster, fabric),
-            lambda: build_structure(cluster, fabric, place), cluster.id)
-
-
-def structure(cluster: Cluster, place: scope.ZoneItems | None = None) -> GridStructure:
-    """The cluster's structure (or one place's), from the in-process cache while its fingerprint holds."""
-    return _structures.get(*_cached(cluster, place))
-
-
-def keep_on_disk(cluster: Cluster, place: scope.ZoneItems) -> None:
-    """Build one place's structure onto disk, for its first visit (twin/web/warm.py)."""
-    _structures.keep_on_disk(*_cached(cluster, place))
-
-
-def _not_active(model, cluster: Cluster) -> tuple[np.ndarray, np.ndarray]:
-    """(ids, status codes) of the cluster's non-active rows of ``model``."""
-    rows = not_active_rows(model.objects.filter(cluster=cluster))
-    ids = np.array([pk for pk, _ in rows], dtype=IDX)
-    return ids, np.array([STATUS_CODE[s] for _, s in rows], dtype=np.int8)
-
-
-def _mark(bits: np.ndarray, part_id: np.ndarray, part_gpu: np.ndarray, down: np.ndarray, reason) -> None:
-    """OR ``reason`` (a bit, or one per part) into the GPUs served by the parts whose ids are ``down``."""
-    hit = np.isin(part_id, down)
-    np.bitwise_or.at(bits, part_gpu[hit], reason[hit] if isinstance(reason, np.ndarray) else reason)
-
-
-def statuses(cluster: Cluster, st: GridStructure) -> dict:
-    """The fresh part: each GPU's status code, the unusable GPUs with their reasons (bits of ``REASONS``), and
-    the hosts that are not active (sparse)."""
-    status = np.zeros(len(st.gpus.ids), dtype=np.int8)
-    ids, codes = _not_active(GPU, cluster)
-    pos = st.gpus(ids)
-    status[pos[pos >= 0]] = codes[pos >= 0]
-    bits = np.zeros(len(st.gpus.ids), dtype=np.int64)
-    bits[st.no_cable] |= R_NO_CABLE
-    _mark(bits, st.nic_id, st.cable_gpu, _not_active(NIC, cluster)[0], R_NIC)
-    _mark(bits, st.port_id, st.port_gpu, _not_active(Port, cluster)[0], st.port_reason)
-    _mark(bits, st.cable_id, st.cable_gpu, _not_active(Link, cluster)[0], R_CABLE)
-    _mark(bits, st.leaf_id, st.cable_gpu, _not_active(Switch, cluster)[0], R_LEAF)
-    unusable = np.flatnonzero(bits)
-    ids, codes = _not_active(Host, cluster)
-    pos = st.hosts(ids)
-    return {
-        "status": status.tolist(),
-        "unusable": {"gpu": unusable.tolist(), "reasons": bits[unusable].tolist()},
-        "hosts_not_active": {"host": pos[pos >= 0].tolist(), "status": codes[pos >= 0].tolist()},
-    }
-
-
-def page_data(cluster: Cluster, place: scope.ZoneItems | None = None) -> bytes:
+def page_data(cluster: Cluster, place: ZoneItems | None = None) -> bytes:
     """The whole page data as JSON bytes: the cached structure with the fresh statuses spliced in."""
     st = structure(cluster, place)
     fresh = json.dumps(statuses(cluster, st), separators=(",", ":")).encode()
     return st.json[:-1] + b"," + fresh[1:]
 
 
-def status_data(cluster: Cluster, place: scope.ZoneItems | None = None) -> bytes:
+def status_data(cluster: Cluster, place: ZoneItems | None = None) -> bytes:
     """Only the fresh part (the page re-reads it when the inventory changes)."""
     return json.dumps(statuses(cluster, structure(cluster, place)), separators=(",", ":")).encode()
 
@@ -271,29 +41,6 @@ def _per(group: np.ndarray, n: int, weights=None) -> np.ndarray:
     """Sums per group (0..n-1) of ``weights`` (1 each by default); items of group -1 are left out."""
     ok = group >= 0
     return np.bincount(group[ok], weights=None if weights is None else weights[ok], minlength=n)[:n]
-
-
-def _unusable_gpu_ids(cluster: Cluster, fabric: Fabric | None) -> np.ndarray:
-    """Ids of the GPUs that are not active or whose NIC, NIC port, cable, leaf port or leaf switch is not (as
-    ``statuses`` decides, without the per-GPU structure): the non-active rows first (the status index: as many
-    as there are), then the GPUs they serve, by id; nothing more when every part is active."""
-    def bad(model):
-        return [pk for pk, _ in not_active_rows(model.objects.filter(cluster=cluster))]
-
-    def each(ids, query):                               # in chunks, under SQLite's limit of bound parameters
-        return [v for k in range(0, len(ids), 10_000) for v in query(ids[k:k + 10_000])]
-
-    found = bad(GPU)
-    found += each(bad(NIC), lambda ids: NIC.objects.filter(id__in=ids, gpu__isnull=False)
-                  .values_list("gpu_id", flat=True))
-    if fabric is not None:
-        cables = Link.objects.filter(fabric=fabric, a_port__nic__gpu__isnull=False)
-        ports, links, switches = bad(Port), bad(Link), bad(Switch)
-        for ids, field in ((links, "id__in"), (ports, "a_port_id__in"), (ports, "b_port_id__in"),
-                           (switches, "b_switch_id__in")):
-            found += each(ids, lambda chunk, f=field: cables.filter(**{f: chunk})
-                          .values_list("a_port__nic__gpu_id", flat=True))
-    return np.unique(np.asarray(found, dtype=IDX))
 
 
 def overview_data(cluster: Cluster) -> bytes:
@@ -305,7 +52,7 @@ def overview_data(cluster: Cluster) -> bytes:
     (its rack has more GPUs than NIC cables)."""
     from twin.live import frames
 
-    zones = scope.cluster_zones(cluster)
+    zones = cluster_zones(cluster)
     rack_ids = np.unique(zones.gpu_rack[zones.gpu_rack >= 0])
     rack_of = IdIndex(rack_ids)
     gpu_rack = np.where(zones.gpu_rack >= 0, rack_of(zones.gpu_rack), -1)
@@ -318,14 +65,14 @@ def overview_data(cluster: Cluster) -> bytes:
     nic_links = zones.link_tier == LINK_NIC_LEAF
     link_rack = np.where(nic_links & (zones.link_rack >= 0), rack_of(np.maximum(zones.link_rack, 0)), -1)
     cables = _per(link_rack, n).astype(IDX)
-    bad = IdIndex(zones.gpu_ids)(_unusable_gpu_ids(cluster, scope.backend_fabric(cluster)))
+    bad = IdIndex(zones.gpu_ids)(unusable_gpu_ids(cluster, backend_fabric(cluster)))
     bad_rack = gpu_rack[bad[bad >= 0]]
     not_usable = np.minimum(gpus, _per(bad_rack, n).astype(IDX) + np.maximum(gpus - cables, 0))
     doc = {"cluster": {"id": cluster.id, "name": cluster.name, "title": cluster.title},
            "zones": {"name": [zones.zone_names[z] for z in zone_ids.tolist()],
                      "building": [zones.zone_building.get(z, 0) for z in zone_ids.tolist()],
                      "gpus": _per(rack_zone, len(zone_ids), gpus.astype(float)).astype(int).tolist()},
-           "racks": {"zone": rack_zone.tolist(), "pos": _rank_within(rack_zone, rack_ids).tolist(),
+           "racks": {"zone": rack_zone.tolist(), "pos": rank_within(rack_zone, rack_ids).tolist(),
                      "gpus": gpus.tolist(), "not_usable": not_usable.tolist()},
            "run": None}
     frame = scope.last_frame(cluster)

@@ -24,8 +24,9 @@ from django.db.models import Count
 from twin.inventory.kept import Kept
 from twin.inventory.models import GPU, Cluster
 from twin.inventory.structure_cache import prune, warming_pass
-from twin.live import scope
-from twin.web import fabric_data, gpu_data
+from twin.inventory.zones import ClusterZones, ZoneItems, cluster_zones
+from twin.web import fabric_data
+from twin.inventory import gpu_grid
 from twin.web.gpu_data import OVERVIEW_ABOVE_GPUS
 
 log = logging.getLogger(__name__)
@@ -43,7 +44,7 @@ def large_clusters() -> list[int]:
     return _large.get("large clusters", find)
 
 
-def places(zones: scope.ClusterZones) -> list[scope.ZoneItems]:
+def places(zones: ClusterZones) -> list[ZoneItems]:
     """Where a user zooms into a cluster: each building, then each zone holding GPUs."""
     with_gpus = set(np.unique(zones.gpu_zone[zones.gpu_zone >= 0]).tolist())
     return ([zones.place(building=b) for b in range(zones.buildings)]
@@ -63,17 +64,17 @@ def warm_once(zoom: bool = True) -> int:
 
 def warm_cluster(cluster: Cluster, zoom: bool) -> None:
     """One large cluster's part of :func:`warm_once`."""
-    zones = scope.cluster_zones(cluster)
+    zones = cluster_zones(cluster)
     try:
         fabric = fabric_data.backend_fabric(cluster.name)
     except fabric_data.FabricDataError:
         fabric = None                           # no backend fabric: its page has nothing to draw
-    keys = (gpu_data.structure_key(cluster, fabric), fabric and fabric_data.structure_key(fabric))
+    keys = (gpu_grid.structure_key(cluster, fabric), fabric and fabric_data.structure_key(fabric))
     if not zoom:
         return
     with warming_pass(("zoom", cluster.id), keys, cluster.id) as mine:
         for place in places(zones) if mine else ():
-            gpu_data.keep_on_disk(cluster, place)
+            gpu_grid.keep_on_disk(cluster, place)
             if fabric is not None:
                 fabric_data.keep_on_disk(fabric, place)
 

@@ -34,7 +34,7 @@ from sim.fabric.params import COLLECTIVE, FABRIC_HEALTH, FIGURE, GIVEN
 from sim.fabric.routing import NoPathError, default_routing
 from sim.fabric.seeds import SeededResult, run_collective_seeds
 from sim.fabric.topology import topology_from_layout
-from twin.runs import limits
+from twin.inventory import gpu_grid
 from twin.runs.kinds import backend_cable_utilization, gpu_states
 from twin.runs.registry import Headline, Kind, register
 
@@ -190,20 +190,20 @@ def figure(layout, params: dict, progress: Callable) -> tuple[dict, dict]:
 def _check_gpus(values: dict, cluster) -> None:
     """A job may not ask for more GPUs than the cluster has usable (GPU, NIC, port, cable, leaf all active)."""
     asked = values["gpus"]
-    if asked is not None and asked > (usable := limits.usable_gpus(cluster)):
+    if asked is not None and asked > (usable := gpu_grid.usable_gpus(cluster)):
         raise ParamError("gpus", f"{asked:,} GPUs asked, {cluster.name} has {usable:,} usable")
 
 
 def host_index(cluster) -> HostIndex:
     """What a host or GPU list is read against, from the inventory: its host names (by id, the layout's host
-    order), each GPU's host and slot (by index) and whether a job can use it (:func:`limits.usable_mask`)."""
+    order), each GPU's host and slot (by index) and whether a job can use it (:func:`gpu_grid.usable_mask`)."""
     from twin.inventory.models import GPU, Host
     hosts = list(Host.objects.filter(cluster=cluster).order_by("id").values_list("id", "name"))
     host_ids = np.array([h for h, _ in hosts], dtype=np.int64)
     rows = np.array(list(GPU.objects.filter(cluster=cluster).order_by("index").values_list("host_id", "slot")),
                     dtype=np.int64).reshape(-1, 2)
     return HostIndex(cluster.name, [n for _, n in hosts], np.searchsorted(host_ids, rows[:, 0]), rows[:, 1],
-                     limits.usable_mask(cluster))
+                     gpu_grid.usable_mask(cluster))
 
 
 def _check_given(values: dict, cluster) -> None:
@@ -234,7 +234,7 @@ def _check_collective(values: dict, cluster) -> None:
 
 def _check_figure(values: dict, cluster) -> None:
     """Figure jobs must fit the cluster's usable GPUs; without jobs, the figure's defaults that fit are recorded."""
-    usable = limits.usable_gpus(cluster)
+    usable = gpu_grid.usable_gpus(cluster)
     jobs = values["jobs"] or default_figure_jobs(usable)
     if not jobs:
         raise ParamError("jobs", f"{cluster.name} has {usable} usable GPUs: too few for a job")
@@ -256,13 +256,13 @@ def _collective_cost(values: dict, cluster) -> int:
 def _nccl_channels(cluster, values: dict | None = None) -> int:
     """NCCL's channel count for jobs filling the cluster's hosts (under the run's NCCL_MIN/MAX_NCHANNELS)."""
     values = values or {}
-    return ring_channels(limits.gpus_per_host(cluster), min_channels=values.get("min_channels"),
+    return ring_channels(gpu_grid.gpus_per_host(cluster), min_channels=values.get("min_channels"),
                          max_channels=values.get("max_channels"))
 
 
 def _fabric_health_cost(values: dict, cluster) -> int:
     """Flows of its one ring AllGather over ``gpus`` (default: every usable GPU)."""
-    n = values["gpus"] or limits.usable_gpus(cluster)
+    n = values["gpus"] or gpu_grid.usable_gpus(cluster)
     return n * _nccl_channels(cluster) * values["qps"]
 
 

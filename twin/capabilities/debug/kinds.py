@@ -40,6 +40,7 @@ import numpy as np
 from sim.core.errors import ParamError
 from sim.fabric.topology import topology_from_layout
 from twin.live import frames
+from twin.capabilities.jobs.kinds import check_job, job_cost, place
 from twin.runs import files
 from twin.runs.registry import Headline, Kind, register
 
@@ -110,7 +111,6 @@ def _job_values(values: dict) -> dict:
 
 def _place(topo, values: dict) -> np.ndarray:
     """Rank -> GPU of the rehearsed job, as the job kind places a job (the engine's placement and seed)."""
-    from twin.capabilities.jobs.kinds import place
     return np.asarray(place(topo, _job_values(values)))
 
 
@@ -152,8 +152,7 @@ def _check_debug(values: dict, cluster) -> None:
     are an active link of the backend fabric."""
     from twin.inventory.adapter import layout_from_db
     from twin.runs.constants import setting
-    from twin.capabilities.jobs.kinds import _check_job
-    _check_job(values, cluster)
+    check_job(values, cluster)
     ranks, cap = _job_values(values)["gpus"], setting("TWIN_DEBUG_MAX_RANKS")
     if ranks > cap:
         raise ParamError("gpus", f"{ranks:,} ranks, at most {cap:,} (TWIN_DEBUG_MAX_RANKS)")
@@ -206,9 +205,8 @@ def _validate_debug(values, cluster) -> dict:
 
 
 def _debug_cost(values: dict, cluster) -> int:
-    """The rehearsal simulates the job's step once (:func:`twin.capabilities.jobs.kinds._job_cost`, its flows)."""
-    from twin.capabilities.jobs.kinds import _job_cost
-    return _job_cost(values, cluster)
+    """The rehearsal simulates the job's step once (:func:`twin.capabilities.jobs.kinds.job_cost`, its flows)."""
+    return job_cost(values, cluster)
 
 
 # ----------------------------------------------------------------------------------------------- the kinds

@@ -33,6 +33,7 @@ from sim.fabric.layout import FABRIC_BACKEND
 from sim.failures.params import FAILURES
 from sim.core.progress import weighted
 from sim.core.units import parse_duration, parse_durations
+from twin.inventory import gpu_grid
 from twin.live import frames
 from twin.runs import limits
 from twin.runs.constants import setting
@@ -299,7 +300,7 @@ def _check_failures(values: dict, cluster) -> None:
     """The job's GPUs against the cluster's usable GPUs; days and timelines within the twin's limits; every
     injected failure's item a real item of the cluster's inventory."""
     n = values.get("gpus")
-    if n is not None and n > (usable := limits.usable_gpus(cluster)):
+    if n is not None and n > (usable := gpu_grid.usable_gpus(cluster)):
         raise ParamError("gpus", f"{n:,} GPUs asked, {cluster.name} has {usable:,} usable")
     limits.check_failures(values["days"], values["seeds"], len(intervals_of(values)))
     _check_injected(values, cluster)
@@ -354,10 +355,10 @@ def failed_parts(cluster, run) -> dict:
     the item's name (hours): a GPU; a host's GPUs; a backend NIC cable's GPU; a leaf switch's GPUs. A failure
     deeper in the fabric takes down no GPU (the job is re-routed, slower), nor does a job-wide one (software)."""
     from twin.inventory.models import GPU, Host, Link, Switch
-    from twin.web import gpu_data
+    from twin.inventory import gpu_grid
     replay = (run.summary or {}).get("replay") or {}
     events = replay.get("events", [])
-    st = gpu_data.structure(cluster)
+    st = gpu_grid.structure(cluster)
     names: dict[str, set] = {}
     for e in events:
         names.setdefault(item_kind(e), set()).add(e["item"])

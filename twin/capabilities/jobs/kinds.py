@@ -19,7 +19,8 @@ import numpy as np
 from sim.core.errors import ParamError
 from sim.jobs.params import JOB_PARAMS
 from sim.fabric.topology import topology_from_layout
-from twin.runs import job_actions, limits
+from twin.inventory import gpu_grid
+from twin.runs import job_actions
 from twin.runs.kinds import gpu_states
 from twin.runs.models import Job
 from twin.runs.registry import Headline, Kind, register
@@ -138,12 +139,12 @@ def schedule(layout, params: dict, progress: Callable, *, run) -> tuple[dict, di
 
 
 # ------------------------------------------------------------------------------------- checks and cost
-def _check_job(values: dict, cluster) -> None:
+def check_job(values: dict, cluster) -> None:
     """The job's GPUs (tp x cp x pp x dp when ``gpus`` is left out) against the cluster's usable GPUs."""
     n = values.get("gpus")
     if n is None and all(values.get(k) for k in ("tp", "cp", "pp", "dp")):
         n = values["tp"] * values["cp"] * values["pp"] * values["dp"]
-    if n is not None and n > (usable := limits.usable_gpus(cluster)):
+    if n is not None and n > (usable := gpu_grid.usable_gpus(cluster)):
         raise ParamError("gpus", f"{n:,} GPUs asked, {cluster.name} has {usable:,} usable")
 
 
@@ -156,7 +157,7 @@ def _job_gpus(values: dict) -> int:
     return int(n)
 
 
-def _job_cost(values: dict, cluster) -> int:
+def job_cost(values: dict, cluster) -> int:
     """Flows of one step: every GPU in a ring per parallel group it is in (TP, CP, PP, DP: four), times the queue
     pairs (an upper bound of the engine's flows; TP inside a host routes none on the fabric)."""
     return _job_gpus(values) * 4 * values.get("qps", 1)
@@ -166,7 +167,7 @@ def _check_jobs(values: dict, cluster) -> None:
     """Each job's GPUs, and all of them together, against the cluster's usable GPUs (the file itself was checked
     by :data:`sim.jobs.params.JOBS`)."""
     from sim.jobs.job import shared_jobs
-    usable = limits.usable_gpus(cluster)
+    usable = gpu_grid.usable_gpus(cluster)
     _, specs = shared_jobs(values)
     for i, p in enumerate(specs):
         if p["gpus"] > usable:
@@ -177,17 +178,17 @@ def _check_jobs(values: dict, cluster) -> None:
 
 
 def _jobs_cost(values: dict, cluster) -> int:
-    """Every job's flows (:func:`_job_cost` on the set's fabric), twice: once solved together, once alone (an upper
+    """Every job's flows (:func:`job_cost` on the set's fabric), twice: once solved together, once alone (an upper
     bound: a job that shares no link with another is not solved again)."""
     from sim.jobs.job import shared_jobs
     _, specs = shared_jobs(values)
-    return 2 * sum(_job_cost(p, cluster) for p in specs)
+    return 2 * sum(job_cost(p, cluster) for p in specs)
 
 
 def _schedule_cost(values: dict, cluster) -> int:
     """The scheduler simulates each job's step once per placement: arrivals x the cluster's usable GPUs bounds it
     loosely; counted as the usable GPUs times the queue pairs per arrival batch of 8 (jobs share solves)."""
-    return max(1, values.get("arrivals", 1) // 8) * limits.usable_gpus(cluster) * values.get("qps", 1)
+    return max(1, values.get("arrivals", 1) // 8) * gpu_grid.usable_gpus(cluster) * values.get("qps", 1)
 
 
 def register_kinds() -> bool:
@@ -200,8 +201,8 @@ def register_kinds() -> bool:
     import importlib.util
     register(Kind("job", "Training job (one step of a 4D-parallel job on the fabric)", JOB, job,
                   headline=JOB_HEADLINE, best="mfu", arrays={"gpu_state": "uint8"}, view="job", form=False,
-                  brief=("model", "gpus", "tp", "cp", "pp", "dp", "placement", "routing"), check=_check_job,
-                  cost=_job_cost, on_create=_create_job, wants_run=True))
+                  brief=("model", "gpus", "tp", "cp", "pp", "dp", "placement", "routing"), check=check_job,
+                  cost=job_cost, on_create=_create_job, wants_run=True))
     if importlib.util.find_spec("sim.jobs.scheduler") is None:
         return True
     register(Kind("jobs", "Jobs sharing the fabric (each one's step together and alone)", JOBS, jobs,

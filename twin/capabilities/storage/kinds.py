@@ -33,8 +33,8 @@ import numpy as np
 from sim.core.errors import ParamError
 from sim.fabric.layout import FABRIC_FRONTEND
 from sim.storage.params import CHECKPOINT, STORAGE_FANOUT
+from twin.inventory import gpu_grid
 from twin.live import frames
-from twin.runs import limits
 from twin.runs.registry import Headline, Kind, register
 
 GB = 1e9
@@ -185,7 +185,7 @@ def _check_checkpoint(values: dict, cluster) -> None:
     """Usable GPUs (as the collectives count them), the store present with active servers, ``servers`` within
     them."""
     asked = values["gpus"]
-    if asked > (usable := limits.usable_gpus(cluster)):
+    if asked > (usable := gpu_grid.usable_gpus(cluster)):
         raise ParamError("gpus", f"{asked:,} GPUs asked, {cluster.name} has {usable:,} usable")
     _check_servers(values, _store_servers(cluster, values["store"]))
 
@@ -205,7 +205,7 @@ def _checkpoint_cost(values: dict, cluster) -> int:
     """Flows of one checkpoint (sim.storage.checkpoint, sim.storage.stores.spread_segments): a staging flow per writing GPU, two
     metadata flows per host, and the data segments: about hosts x spread + rounds x servers, rounds =
     ceil(spread x hosts / servers); as many again for training-data loading."""
-    hosts = -(-values["gpus"] // limits.gpus_per_host(cluster))
+    hosts = -(-values["gpus"] // gpu_grid.gpus_per_host(cluster))
     servers = values["servers"] or _store_servers(cluster, values["store"])
     rounds = -(-values["spread"] * hosts // servers)
     data = hosts * values["spread"] + rounds * servers

@@ -18,7 +18,8 @@ from django.urls import path
 from django.views.decorators.gzip import gzip_page
 
 from twin.live.scope import ScopeError
-from twin.web import fabric_data, gpu_data
+from twin.web import fabric_data
+from twin.inventory import gpu_grid
 from twin.web.views.gpus import zoom
 from twin.web.access import readable
 from twin.web.nav import NavItem, Page
@@ -37,7 +38,7 @@ def fabric_view(view):
         except fabric_data.FabricDataError as e:
             return JsonResponse({"detail": str(e)}, status=404)
         try:
-            request.place = gpu_data.place_asked(fabric.cluster, request.GET.get("zone"), request.GET.get("building"))
+            request.place = gpu_grid.place_asked(fabric.cluster, request.GET.get("zone"), request.GET.get("building"))
         except ScopeError as e:
             field, _, why = str(e).partition(": ")
             return JsonResponse({field: [why]}, status=404)

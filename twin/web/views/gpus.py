@@ -15,6 +15,7 @@ from twin.api.counts import count
 from twin.inventory.models import GPU, Cluster
 from twin.live.scope import ScopeError
 from twin.web import gpu_data
+from twin.inventory import gpu_grid
 from twin.web.access import readable
 from twin.web.context import missing_cluster
 from twin.web.nav import NavItem, Page
@@ -39,7 +40,7 @@ def zoom(request, cluster: Cluster, whole: str) -> dict:
     ("zones", or ``whole`` for everything), by default the zone overview above gpu_data.OVERVIEW_ABOVE_GPUS;
     ``scope`` and ``query``, the place as its data and live stream take it; ``snapshot_url``, the live snapshot
     of that view (the summary for the overview)."""
-    place = gpu_data.place_asked(cluster, request.GET.get("zone"), request.GET.get("building"))
+    place = gpu_grid.place_asked(cluster, request.GET.get("zone"), request.GET.get("building"))
     view = request.GET.get("view")
     if place is not None:
         view = "zone"
@@ -68,7 +69,7 @@ def _json_view(build, zoned=True):
         if found is None:
             return JsonResponse({"detail": missing_cluster(cluster)}, status=404)
         try:
-            place = gpu_data.place_asked(found, request.GET.get("zone"), request.GET.get("building")) \
+            place = gpu_grid.place_asked(found, request.GET.get("zone"), request.GET.get("building")) \
                 if zoned else None
         except ScopeError as e:
             field, _, why = str(e).partition(": ")

@@ -3,8 +3,8 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from twin.api.base import BulkRouter
-from twin.inventory.api.urls import register as register_inventory
-from twin.inventory.api.views import PathsView
+from twin.api.inventory.urls import register as register_inventory
+from twin.api.inventory.views import PathsView
 from twin.runs.api.urls import register as register_runs
 
 router = BulkRouter()

@@ -10,7 +10,7 @@ from django.conf import settings
 
 from twin.api import counts
 from twin.inventory import topology
-from twin.inventory.api.views import ENDPOINTS, SUMMARIES
+from twin.api.inventory.views import ENDPOINTS, SUMMARIES
 from twin.inventory.kept import Kept
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from django.db.models import Q
 from rest_framework import serializers, viewsets
 
 from twin.inventory.choices import ChangeAction
-from twin.inventory.api.views import ENDPOINTS
+from twin.api.inventory.views import ENDPOINTS
 from twin.inventory.filtersets import CharInFilter, ChoiceInFilter, NumberInFilter
 from twin.inventory.models import ObjectChange
 

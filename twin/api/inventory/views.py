@@ -12,7 +12,7 @@ from twin.api.base import InventoryViewSet
 from twin.api.permissions import InventoryPermission
 from twin.inventory import models as m
 from twin.inventory import exports, topology
-from twin.inventory.api.serializers import SERIALIZERS
+from twin.api.inventory.serializers import SERIALIZERS
 from twin.inventory.filtersets import FILTERSETS, INT64_MAX
 from twin.inventory.kept import Kept
 

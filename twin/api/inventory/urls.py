@@ -1,5 +1,5 @@
-from twin.inventory.api.changes import ChangeViewSet
-from twin.inventory.api.views import ENDPOINTS, VIEWSETS
+from twin.api.inventory.changes import ChangeViewSet
+from twin.api.inventory.views import ENDPOINTS, VIEWSETS
 
 
 def register(router):
