@@ -24,7 +24,7 @@ from rest_framework import serializers
 
 from sim.core.errors import ParamError
 from sim.fabric.layout import STATUS_ACTIVE
-from twin.runs import publishing, registry, schedules
+from twin.runs import job_actions, publishing, registry, schedules
 from twin.runs.choices import ACTIVE, FINISHED, RunStatus
 from twin.runs.constants import EXECUTE_RUN_TASK, FINISH_SWEEP_TASK, PROGRESS_DB_INTERVAL, SCHEDULE_TASK, setting
 from twin.runs.sweep import combinations, merge_sweep
@@ -100,8 +100,7 @@ def cancel_run(run: SimulationRun) -> SimulationRun:
         if run.status == RunStatus.QUEUED and run.kind != SWEEP:
             run.status, run.finished_at = RunStatus.CANCELLED, timezone.now()
             fields += ["status", "finished_at"]
-            from twin.runs.job_actions import fail_jobs_of_run
-            fail_jobs_of_run(run, "run cancelled before it started")
+            job_actions.fail_jobs_of_run(run, "run cancelled before it started")
             transaction.on_commit(lambda: _publish_finished(run.pk))
         run.save(update_fields=fields)
         children = list(run.children.filter(status__in=ACTIVE))
@@ -186,8 +185,7 @@ def _finish(run: SimulationRun, status: str, now=None, extra=()):
     run.status, run.finished_at = status, now or timezone.now()
     fields = ["status", "finished_at", *extra]
     if status != RunStatus.SUCCEEDED:           # its training jobs (job runs) end with it
-        from twin.runs.job_actions import fail_jobs_of_run
-        fail_jobs_of_run(run, run.error or f"run {status}")
+        job_actions.fail_jobs_of_run(run, run.error or f"run {status}")
     if status == RunStatus.SUCCEEDED:
         run.progress = 100.0
         fields.append("progress")

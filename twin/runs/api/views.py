@@ -163,13 +163,15 @@ class RunViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
                    filters=False)
     @action(detail=True, filter_backends=[], pagination_class=None)
     def dumps(self, request, pk=None):
-        """The flight-recorder dumps of a ``debug`` rehearsal: one tar.gz of its per-rank files (PyTorch's dump
-        format, docs/debugging.md), streamed as stored (404 while the run has none: not finished, another kind)."""
+        """The dumps a run keeps (a kind whose ``files`` name them: a debug rehearsal's per-rank flight-recorder
+        files in one tar.gz, docs/debugging.md), streamed as stored (404 while the run has none: not finished, or
+        a kind that keeps none)."""
         run = self.get_object()
         path = files.stored(run.pk)
         if path is None:
-            why = "it is not finished" if not run.finished else f"a {run.kind} run keeps none" \
-                if run.kind != "debug" else "none were stored"
+            kept = "dumps" in getattr(registry.kinds().get(run.kind), "files", ())
+            why = "it is not finished" if not run.finished else "none were stored" if kept \
+                else f"a {run.kind} run keeps none"
             return Response({"detail": f"run {run.pk} has no dumps: {why}"}, status=status.HTTP_404_NOT_FOUND)
         return FileResponse(path.open("rb"), as_attachment=True, filename=f"run-{run.pk}-{files.DUMPS_ARCHIVE}",
                             content_type="application/gzip")
