@@ -99,6 +99,10 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "frontend"]
+# frontend/ and each capability package's own static/ folder (twin/web/static_finder.py)
+STATICFILES_FINDERS = ["django.contrib.staticfiles.finders.FileSystemFinder",
+                       "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+                       "twin.web.static_finder.CapabilityFinder"]
 STATIC_ROOT = env.VAR_DIR / "static"
 
 REDIS_URL = env.redis_url()

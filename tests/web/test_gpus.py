@@ -16,7 +16,7 @@ from twin.api.models import ApiToken
 from twin.inventory import models as m
 from twin.inventory.adapter import layout_from_db
 from twin.live.meta import link_index
-from twin.web.gpu_data import REASONS
+from twin.inventory.gpu_grid import REASONS
 
 pytestmark = pytest.mark.django_db
 FAILED, DRAINED, MAINTENANCE = (STATUS_NAMES.index(s) for s in ("failed", "drained", "maintenance"))

@@ -11,7 +11,8 @@ from twin.inventory import structure_cache as sc
 from twin.inventory.actions import delete_items, set_status
 from twin.inventory.structure_cache import StructureCache
 from twin.live import scope
-from twin.web import fabric_data, gpu_data
+from twin.inventory import gpu_grid
+from twin.web import fabric_data
 
 ZONE = "demo-256.z00"
 
@@ -28,7 +29,7 @@ def another_process(monkeypatch):
     """Nothing kept in memory: the structure caches of the pages and the zone arrays start empty."""
     sc.forget()
     monkeypatch.setattr(scope, "_zones", StructureCache(name="zones"))
-    monkeypatch.setattr(gpu_data, "_structures", StructureCache(size=32, name="grid"))
+    monkeypatch.setattr(gpu_grid, "_structures", StructureCache(size=32, name="grid"))
     monkeypatch.setattr(fabric_data, "_structures", StructureCache(size=32, name="fabric"))
 
 

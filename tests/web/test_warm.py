@@ -4,7 +4,7 @@ import pytest
 
 from twin.inventory import structure_cache as sc
 from twin.live import scope
-from twin.web import fabric_data, gpu_data, warm
+from twin.web import fabric_data, warm
 from twin.inventory import gpu_grid
 
 pytestmark = pytest.mark.django_db
@@ -40,7 +40,7 @@ def test_the_thread_is_off_when_the_setting_says_so(settings):
 
 
 def fresh_caches(monkeypatch):
-    monkeypatch.setattr(gpu_data, "_structures", sc.StructureCache(size=32, name="grid"))
+    monkeypatch.setattr(gpu_grid, "_structures", sc.StructureCache(size=32, name="grid"))
     monkeypatch.setattr(fabric_data, "_structures", sc.StructureCache(size=32, name="fabric"))
 
 
@@ -55,7 +55,7 @@ def test_every_building_and_zone_is_built_onto_disk_once(slow, demo, monkeypatch
     assert len(list(slow.rglob("grid-*.pickle"))) == len(places) == len(list(slow.rglob("fabric-*.pickle")))
     assert not gpu_grid._structures._entries and not fabric_data._structures._entries  # not kept in memory
     # and the next round, in this process or another, does not go over them again (nor builds them)
-    monkeypatch.setattr(gpu_data, "build_structure", lambda *a: pytest.fail("built again"))
+    monkeypatch.setattr(gpu_grid, "build_structure", lambda *a: pytest.fail("built again"))
     monkeypatch.setattr(fabric_data, "_build", lambda *a: pytest.fail("built again"))
     monkeypatch.setattr(sc.StructureCache, "keep_on_disk", lambda *a: pytest.fail("gone over again"))
     warm.warm_once()

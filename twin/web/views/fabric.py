@@ -17,7 +17,7 @@ from django.shortcuts import render
 from django.urls import path
 from django.views.decorators.gzip import gzip_page
 
-from twin.live.scope import ScopeError
+from twin.inventory.zones import ScopeError
 from twin.web import fabric_data
 from twin.inventory import gpu_grid
 from twin.web.views.gpus import zoom

@@ -13,7 +13,7 @@ from django.urls import path, reverse
 
 from twin.api.counts import count
 from twin.inventory.models import GPU, Cluster
-from twin.live.scope import ScopeError
+from twin.inventory.zones import ScopeError
 from twin.web import gpu_data
 from twin.inventory import gpu_grid
 from twin.web.access import readable
