@@ -154,7 +154,7 @@ def test_fan_out_chunks_the_seeds_and_the_intervals_and_keeps_the_job_s_placemen
     ({"inject": "switch:no-such-switch@1h"}, "inject", "demo-256 has no switch named"),
     ({"inject": "meteor:x@1h"}, "inject", "unknown kind"),
     ({"gpus": 512, "pp": 4}, "gpus", "512 GPUs asked, demo-256 has 256 usable"),
-    ({"seeds": 101}, "seeds", "TWIN_RUNS_MAX_SEEDS"),
+    ({"seeds": 1001}, "seeds", "at most 1,000"),                  # the engine's bound, MAX_FAILURE_SEEDS
     ({"days": 400}, "days", "TWIN_FAILURES_MAX_DAYS"),
     ({"seeds": 100, "sweep_interval": "10m:4h:13"}, "seeds", "TWIN_FAILURES_MAX_TIMELINES"),
     ({"sweep_interval": "4h:10m"}, "sweep_interval", "MIN < MAX"),
