@@ -56,7 +56,7 @@ class Prepared:
     repair_s: dict                    # category -> seconds
     injections: list                  # (time, category, item index) resolved against the job
     steps: dict = field(default_factory=dict)     # frozenset of failed (kind, id) -> step seconds, None = no path
-    traffic: object = None            # the job's transfers (sim.jobs.job.JobTraffic), built at the first re-solve
+    traffic: object = None            # the job's transfers (sim.jobs.traffic.JobTraffic), built at the first re-solve
     solves: int = 0
     solve_seconds: float = 0.0
     _names: dict | None = None

@@ -19,8 +19,8 @@ def stats(x) -> dict:
 
 
 def summarize(results: list[dict]) -> dict:
-    """The distribution over seeds of :func:`simulate` results: effective ratio and interruptions per day (mean,
-    p5, p50, p95, min, max), and the mean seconds lost per phase and per cause."""
+    """The distribution over seeds of :func:`sim.failures.timeline.simulate` results: effective ratio and
+    interruptions per day (mean, p5, p50, p95, min, max), and the mean seconds lost per phase and per cause."""
     if not results:
         raise UsageError("summarize needs at least one result")
     n = len(results)

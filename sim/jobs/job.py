@@ -9,10 +9,10 @@ principles (docs/jobs.md).
   (:func:`sim.fabric.netsim.solve_phase`), each dimension's time per byte set by its slowest flow. A collective of
   ``S`` bytes over ``n`` ranks then costs ``unit x S + base + steps x alpha`` (alpha-beta: ``alpha`` the slowest
   one-way hop of that dimension's transfers plus NCCL's Simple protocol cost, ``base`` NCCL's Simple base latency;
-  :func:`collective_time`).
-* **Step** (:func:`step_breakdown`): ``m`` micro-batches; a pipeline slot = compute + TP + CP collectives of one
-  micro-batch on one stage (exposed: they sit between the GEMMs that need them); bubble ``(PP - 1) / v`` slots
-  (1F1B: ``(PP-1)/(m+PP-1)`` of the pipelined time); PP sends of the fill and drain exposed (``2 (PP v - 1)``
+  :func:`sim.jobs.step.collective_time`).
+* **Step** (:func:`sim.jobs.step.step_breakdown`): ``m`` micro-batches; a pipeline slot = compute + TP + CP
+  collectives of one micro-batch on one stage (exposed: they sit between the GEMMs that need them); bubble
+  ``(PP - 1) / v`` slots (1F1B: ``(PP-1)/(m+PP-1)`` of the pipelined time); PP sends of the fill and drain exposed (``2 (PP v - 1)``
   sends), the steady state's overlap the other micro-batches' compute; FSDP all-gathers (weights, BF16, once per
   step: no reshard after forward) and reduce-scatters (gradients, FP32) overlap the compute except the first
   layer's all-gather and the last layer's reduce-scatter, and whatever exceeds the compute time.
@@ -248,8 +248,8 @@ def _result(topo, p, model, gpus, unit, alpha, traffic, **extra) -> JobResult:
 def run_job(topo, params: dict, progress=None, gpus=None, traffic: JobTraffic | None = None) -> JobResult:
     """One step of the job ``params`` (validated by :data:`sim.jobs.params.JOB`) on ``topo``; ``gpus``: a given
     placement (rank -> GPU) instead of ``params['placement']``; ``traffic``: the job's transfers at that placement
-    when already built (:func:`job_traffic`: they depend on the placement and the hosts, not on the fabric's
-    state, so a re-solve after a link failure reuses them)."""
+    when already built (:func:`sim.jobs.traffic.job_traffic`: they depend on the placement and the hosts, not on
+    the fabric's state, so a re-solve after a link failure reuses them)."""
     t0 = time.perf_counter()
     say = progress or silent
     p = resolve_job(params)

@@ -26,7 +26,8 @@ DEFAULTS = {
     "TWIN_RUNS_REQUEUE_GRACE_SECONDS": env_int("TWIN_RUNS_REQUEUE_GRACE_SECONDS", 60, minimum=1),
     # Limits on what one request may make the workers do (twin.runs.limits), each refused with a 400 naming it.
     # Seeds of one run: the engine's bound of its kind (the seeds parameter's maximum, e.g. 100 for collective,
-    # sim.failures.params.MAX_FAILURE_SEEDS for failures) is the limit; this setting may only lower it (None: the engine's):
+    # sim.failures.params.MAX_FAILURE_SEEDS for failures) is the limit; this setting may only lower it (None: the
+    # engine's):
     "TWIN_RUNS_MAX_SEEDS": env_int("TWIN_RUNS_MAX_SEEDS", None, minimum=1),
     # Combinations a sweep may fan out to:
     "TWIN_RUNS_MAX_SWEEP_CHILDREN": env_int("TWIN_RUNS_MAX_SWEEP_CHILDREN", 256, minimum=1),

@@ -1,8 +1,9 @@
 """What one request may make the workers do. Every bound is a setting (:mod:`twin.runs.constants` DEFAULTS),
 checked before a run is queued, and every refusal names its field (a 400):
 
-- seeds (the kind's own bound, which ``TWIN_RUNS_MAX_SEEDS`` may only lower) and a run's cost, which its kind declares (``Kind.cost``: the flows it routes and
-  solves over all its simulated runs, ``TWIN_RUNS_MAX_RUN_FLOWS``), by :func:`check_run` for every kind;
+- seeds (the kind's own bound, which ``TWIN_RUNS_MAX_SEEDS`` may only lower) and a run's cost, which its kind
+  declares (``Kind.cost``: the flows it routes and solves over all its simulated runs, ``TWIN_RUNS_MAX_RUN_FLOWS``),
+  by :func:`check_run` for every kind;
 - a sweep's children (``TWIN_RUNS_MAX_SWEEP_CHILDREN``) and their summed cost (``TWIN_RUNS_MAX_SWEEP_FLOWS``), by
   :func:`check_sweep_size` and :func:`check_sweep_cost`;
 - GPUs against the cluster's usable GPUs (:func:`usable_gpus`; each kind's ``check``);
