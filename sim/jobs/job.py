@@ -12,9 +12,9 @@ principles (docs/jobs.md).
   :func:`sim.jobs.step.collective_time`).
 * **Step** (:func:`sim.jobs.step.step_breakdown`): ``m`` micro-batches; a pipeline slot = compute + TP + CP
   collectives of one micro-batch on one stage (exposed: they sit between the GEMMs that need them); bubble
-  ``(PP - 1) / v`` slots (1F1B: ``(PP-1)/(m+PP-1)`` of the pipelined time); PP sends of the fill and drain exposed (``2 (PP v - 1)``
-  sends), the steady state's overlap the other micro-batches' compute; FSDP all-gathers (weights, BF16, once per
-  step: no reshard after forward) and reduce-scatters (gradients, FP32) overlap the compute except the first
+  ``(PP - 1) / v`` slots (1F1B: ``(PP-1)/(m+PP-1)`` of the pipelined time); PP sends of the fill and drain
+  exposed (``2 (PP v - 1)`` sends), the steady state's overlap the other micro-batches' compute; FSDP all-gathers
+  (weights, BF16, once per step: no reshard after forward) and reduce-scatters (gradients, FP32) overlap the compute except the first
   layer's all-gather and the last layer's reduce-scatter, and whatever exceeds the compute time.
 
 ``run_job`` times one job; ``run_jobs`` several jobs sharing the fabric (their traffic in one solve) and each one's

@@ -61,7 +61,7 @@ def check_run(kind, values: dict, cluster) -> None:
     if limit is not None and seeds > limit:
         raise ParamError("seeds", f"{seeds:,} seeds, at most {limit:,} ("
                                   + ("TWIN_RUNS_MAX_SEEDS" if limit == cap else "the engine's bound")
-                                  + (f", which allows {bound:,}" if bound is not None and bound > limit else "") + ")")
+                                  + (f"; the engine allows {bound:,}" if bound is not None and bound > limit else "") + ")")
     if kind.cost is not None:
         flows, cap = kind.cost(values, cluster), setting("TWIN_RUNS_MAX_RUN_FLOWS")
         if flows > cap:
