@@ -35,12 +35,13 @@ def _topo():
 
 
 def case_timeline() -> dict:
-    from sim.failures.timeline import _Timeline, prepare
+    from sim.failures.prepare import prepare
+    from sim.failures.timeline import Timeline
     topo = _topo()
     t0 = time.perf_counter()
     ctx = prepare(topo, VALUES)
     t1 = time.perf_counter()
-    tl = _Timeline(ctx, 0, ctx.checkpoint["interval_s"]).run()
+    tl = Timeline(ctx, 0, ctx.checkpoint["interval_s"]).run()
     r = tl.to_dict()
     t2 = time.perf_counter()
     return {"wall": t2 - t0, "prepare": t1 - t0, "timeline": t2 - t1,
@@ -51,7 +52,9 @@ def case_timeline() -> dict:
 
 
 def case_seeds() -> dict:
-    from sim.failures.timeline import prepare, simulate_seeds, summarize
+    from sim.failures.prepare import prepare
+    from sim.failures.summary import summarize
+    from sim.failures.timeline import simulate_seeds
     topo = _topo()
     t0 = time.perf_counter()
     ctx = prepare(topo, VALUES)

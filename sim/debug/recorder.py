@@ -136,7 +136,7 @@ def parse_fault(text: str | None) -> Fault:
 
 def check_debug(v: dict) -> None:
     """Rules of :data:`sim.debug.params.DEBUG` across fields: the job's (:func:`sim.jobs.job.check_job`) and the fault's."""
-    from sim.jobs.job import check_job
+    from sim.jobs.layout import check_job
     check_job(v)
     if v["schedule"] != "1f1b":
         raise ParamError("schedule", "the rehearsal models the 1f1b schedule only")
@@ -167,7 +167,7 @@ class Op:
 def stage_program(model, p: dict, stage: int, ct: dict) -> list[Op]:
     """The ordered entries of one step on pipeline stage ``stage`` under 1F1B (warm-up forwards, one forward one
     backward, cool-down backwards); see the module docstring."""
-    from sim.jobs.job import message_sizes
+    from sim.jobs.step import message_sizes
     from sim.jobs.models import stage_layers
     tp, cp, pp, dp = p["tp"], p["cp"], p["pp"], p["dp"]
     m = p["micro_batches"]
@@ -265,7 +265,9 @@ def stage_program(model, p: dict, stage: int, ct: dict) -> list[Op]:
 def _group_units(topo, gpus, p, fault: Fault, progress):
     """Per dimension: (group index of every rank-position, seconds per byte of each group, alpha of the
     dimension), from one max-min solve of every group's transfers (the link fault applied)."""
-    from sim.jobs.job import JobTraffic, _pp_transfers, _ring_transfers, _solve, groups_of, parse_order, rank_grid
+    from sim.jobs.job import solve_traffic as _solve
+    from sim.jobs.layout import groups_of, parse_order, rank_grid
+    from sim.jobs.traffic import JobTraffic, pp_transfers as _pp_transfers, ring_transfers as _ring_transfers
     from sim.core.units import IDX
     sizes = {d: p[d] for d in DIM_NAMES}
     grid = rank_grid(sizes, parse_order(p["order"]))
@@ -406,7 +408,9 @@ class Rehearsal:
 def rehearse(cluster_or_spec, values: dict, progress=None) -> Rehearsal:
     """Simulate the job of ``values`` (:data:`sim.debug.params.DEBUG`, validated or not) on ``cluster_or_spec`` (a
     :class:`sim.fabric.topology.Topology`, a preset name or a spec path) with the fault ``values['inject']``."""
-    from sim.jobs.job import _check_usable, _place, compute_times, model_of, resolve_job
+    from sim.jobs.job import check_usable as _check_usable, place_job as _place
+    from sim.jobs.layout import model_of, resolve_job
+    from sim.jobs.step import compute_times
     from sim.debug.params import DEBUG
     t0 = time.perf_counter()
     say = progress or silent
@@ -420,7 +424,7 @@ def rehearse(cluster_or_spec, values: dict, progress=None) -> Rehearsal:
     say(0.02, f"placed {gpus.size:,} ranks; solving every group's transfers")
     units, _, _ = _group_units(topo, gpus, p, fault, span(progress, 0.02, 0.5))
     ct = compute_times(model, p)
-    from sim.jobs.job import DIMS, parse_order, rank_grid
+    from sim.jobs.layout import DIMS, parse_order, rank_grid
     grid = rank_grid({d: p[d] for d in DIMS}, parse_order(p["order"]))          # (dp, pp, cp, tp)
     R = gpus.size
     rank_group, group_ranks, pg_names = {}, {}, {}
@@ -527,7 +531,7 @@ def _simulate(p, programs, steps, grid, units, fault: Fault, host, progress):
             rg = np.empty(R, np.int64)
             rg[g.ravel()] = np.repeat(np.arange(g.shape[0]), g.shape[1])
             durations[(s, d)] = (unit[rg[ranks]], alpha, g.shape[1])
-    from sim.jobs.job import PROTOCOL
+    from sim.jobs.step import PROTOCOL
     from sim.fabric.nccl_tuning import base_latency
     base = base_latency("ring", PROTOCOL)
     traces = []

@@ -14,6 +14,10 @@ import json
 from sim.core.params import add_arguments, values_from_args
 
 from sim.failures.params import FAILURES
+from sim.failures.prepare import prepare
+from sim.failures.summary import summarize
+from sim.failures.sweep import sweep
+from sim.failures.timeline import simulate_seeds
 from sim.core.progress import weighted
 
 COMMANDS = ("failures",)
@@ -34,7 +38,6 @@ def add_parsers(sub) -> None:
 
 
 def run(args, bar) -> int:
-    from sim.failures.timeline import prepare, simulate_seeds, summarize, sweep
     params = FAILURES.validate(values_from_args(args, FAILURES))
     cluster = args.spec or args.preset or "meta-roce-24k"
     has_sweep = bool(params["sweep_interval"])

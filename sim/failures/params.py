@@ -1,7 +1,12 @@
 """The parameters of a job's timeline under failures."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sim.core.params import MAX_GPUS, Param, ParamSet
+from sim.fabric.spec import STORAGE_KINDS
+from sim.failures.checks import check_failures
+from sim.failures.costs import NO_STORE
 from sim.jobs.params import JOB_PARAMS
 from sim.storage.params import MAX_CHECKPOINT_BYTES
 
@@ -12,23 +17,9 @@ MAX_FAILURE_SEEDS = 1000          # seeds of one Monte Carlo (the twin fans them
 MAX_INJECT_TEXT = 64 << 10        # chosen failures: at most 64 KiB of text
 
 
-def _failure_store_choices():
-    from sim.fabric.spec import STORAGE_KINDS
-    from sim.failures.timeline import NO_STORE
-    return STORAGE_KINDS + (NO_STORE,)
-
-
-def _check_failures(v: dict) -> None:
-    """Rules across the parameters (the job's layout as JOB checks it; the interval against the run; rates, repair
-    times, injected failures and the sweep parse): :func:`sim.failures.timeline.check_failures`."""
-    from sim.failures.timeline import check_failures
-    check_failures(v)
-
-
 def _failure_job_param(p: Param) -> Param:
     """JOB's parameter, with the defaults of the job Meta's interruption table counts (Llama 3 405B on 16,384 GPUs,
     TP 8, PP 16, DP 128 [S3])."""
-    from dataclasses import replace
     return replace(p, default={"model": "llama3-405b", "gpus": 16384, "pp": 16}.get(p.name, p.default))
 
 
@@ -44,7 +35,7 @@ FAILURES = ParamSet("failures", tuple(_failure_job_param(p) for p in JOB_PARAMS 
                                    "(sim.storage.checkpoint, run once each); off: no storage simulation, the "
                                    "checkpoint_* and restore_s parameters; null: tectonic if the cluster has it, "
                                    "else off",
-          choices=_failure_store_choices(), nullable=True),
+          choices=STORAGE_KINDS + (NO_STORE,), nullable=True),
     Param("checkpoint_mode", "choice", "async", "sync: training waits until the checkpoint is durable; async: it "
                                                 "waits for the copy to host memory", choices=("sync", "async")),
     Param("bytes_per_gpu", "size", None, "checkpoint bytes per GPU; null: the model's state (BF16 weights + FP32 "
@@ -86,5 +77,5 @@ FAILURES = ParamSet("failures", tuple(_failure_job_param(p) for p in JOB_PARAMS 
           nullable=True),
     Param("sweep_interval", "text", None, "checkpoint intervals to sweep for the optimum: MIN:MAX (12 points, log "
                                           "spaced), MIN:MAX:N or a list; null: no sweep", max=1000, nullable=True),
-), check=_check_failures, doc="A training job's wall clock over days: failures, restarts, re-routing, checkpoints, "
+), check=check_failures, doc="A training job's wall clock over days: failures, restarts, re-routing, checkpoints, "
                              "and the share of time it trains.")

@@ -14,10 +14,15 @@ exit status 2).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+from sim.core.errors import UsageError
 from sim.core.params import add_arguments, values_from_args
-
-from sim.jobs.params import JOB, JOBS, SCHEDULE
+from sim.fabric.topology import load_topology
+from sim.jobs.job import run_job
+from sim.jobs.params import JOB, JOBS, MAX_JOBS_TEXT, SCHEDULE
+from sim.jobs.scheduler import run_schedule
+from sim.jobs.shared import run_shared
 
 COMMANDS = ("job", "schedule", "jobs")
 
@@ -53,10 +58,6 @@ def add_parsers(sub) -> None:
 
 def read_jobs_file(path: str) -> str:
     """The text of a jobs file; UsageError naming the file when it is missing, too large or not UTF-8."""
-    from pathlib import Path
-
-    from sim.core.errors import UsageError
-    from sim.jobs.params import MAX_JOBS_TEXT
     p = Path(path)
     if not p.is_file():
         raise UsageError(f"jobs file {path}: is not a file")
@@ -75,7 +76,6 @@ def _where(p) -> None:
 
 
 def run(args, bar) -> int:
-    from sim.fabric.topology import load_topology
     if args.command == "job":
         params = JOB.validate(values_from_args(args, JOB))
     elif args.command == "jobs":
@@ -86,8 +86,6 @@ def run(args, bar) -> int:
             values["jobs"] = read_jobs_file(args.jobs_file)
         params = SCHEDULE.validate(values)
     cluster, topo = load_topology(args.preset, args.spec, lambda message: bar(0.0, message))
-    from sim.jobs.job import run_job, run_shared
-    from sim.jobs.scheduler import run_schedule
     simulate, fmt = {"job": (run_job, format_job), "jobs": (run_shared, format_jobs),
                      "schedule": (run_schedule, format_schedule)}[args.command]
     result = simulate(topo, params, progress=bar)

@@ -4,37 +4,21 @@ from __future__ import annotations
 from sim.core.params import MAX_GPUS, Param, ParamSet
 from sim.fabric.params import HASH, HOTTEST, MAX_QPS, QPS, ROUTING, SEED, UDP_SPORT
 from sim.fabric.placement import PLACEMENTS
+from sim.jobs.layout import MAX_DIM, check_job
+from sim.jobs.models import CUSTOM, MODELS
+from sim.jobs.queue import MAX_SHARED_JOBS, read_jobs
 
 
 # ------------------------------------------------------------------------------------------- training jobs
-def _model_choices():
-    from sim.jobs.models import CUSTOM, MODELS
-    return tuple(MODELS) + (CUSTOM,)
-
-
-DIMENSIONS = ("tp", "cp", "pp", "dp")
 SCHEDULES = ("1f1b", "interleaved")
 PRECISIONS = ("bf16", "fp8")
 RECOMPUTE = ("none", "full", "auto")
-MAX_DIM = 1 << 17                 # any parallel dimension: at most 131,072 ways
 MAX_JOBS_TEXT = 4 << 20           # a schedule's jobs file: at most 4 MiB
-MAX_SHARED_JOBS = 64              # jobs sharing the fabric in one ``jobs`` simulation (each may need a solve alone)
-
-
-def _canonical_order(text: str) -> str:
-    return ",".join(p.strip().lower() for p in str(text).split(",") if p.strip())
-
-
-def _check_job(v: dict) -> None:
-    """Rules across the job's parameters (layout against the GPU count and the model; the memory check needs the
-    model's shape and is :func:`sim.jobs.job.check_job`)."""
-    from sim.jobs.job import check_job
-    check_job(v)
 
 
 JOB_PARAMS = (
     Param("model", "choice", "llama3-8b", "model preset (Llama 3 shapes), or custom (give layers, dim, ffn_dim, "
-                                            "heads, kv_heads)", choices=_model_choices()),
+                                            "heads, kv_heads)", choices=tuple(MODELS) + (CUSTOM,)),
     Param("layers", "int", None, "transformer layers; null: the preset's", min=1, max=10_000, nullable=True),
     Param("dim", "int", None, "model dimension; null: the preset's", min=1, max=1 << 20, nullable=True),
     Param("ffn_dim", "int", None, "FFN (SwiGLU) dimension; null: the preset's", min=1, max=1 << 22, nullable=True),
@@ -80,7 +64,7 @@ JOB_PARAMS = (
     HOTTEST,
 )
 
-JOB = ParamSet("job", JOB_PARAMS, check=_check_job,
+JOB = ParamSet("job", JOB_PARAMS, check=check_job,
                doc="One training step of a 4D-parallel job: compute, every parallel group's traffic on the fabric, "
                    "pipeline bubble.")
 
@@ -104,9 +88,8 @@ SCHEDULE = ParamSet("schedule", (
 
 def _check_jobs(v: dict) -> None:
     """The jobs file parses, each entry a valid JOB (errors name ``jobs[i].field``), and holds at most
-    :data:`MAX_SHARED_JOBS` jobs."""
-    from sim.jobs.scheduler import parse_jobs
-    parse_jobs(v["jobs"], timed=False, max_jobs=MAX_SHARED_JOBS)
+    :data:`sim.jobs.queue.MAX_SHARED_JOBS` jobs."""
+    read_jobs(v["jobs"], JOB.validate, timed=False, max_jobs=MAX_SHARED_JOBS)
 
 
 JOBS = ParamSet("jobs", (

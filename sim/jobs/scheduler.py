@@ -18,7 +18,6 @@ shape, placement shape: hosts, racks and zones spanned) so 1,000 arrivals stay f
 from __future__ import annotations
 
 import heapq
-import json
 import math
 import time
 from copy import copy
@@ -26,76 +25,23 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim.core.errors import ParamError, UsageError
-from sim.jobs.job import DIMS, job_traffic, message_sizes, model_of, resolve_job, run_job
-from sim.fabric.placement import place
+from sim.core.errors import UsageError
 from sim.core.progress import silent
-from sim.core.units import IDX
+from sim.fabric.placement import place
+from sim.jobs.job import run_job
+from sim.jobs.layout import DIMS, model_of, resolve_job
+from sim.jobs.params import JOB
+from sim.jobs.queue import HOUR, MAX_QUEUED, QueuedJob, read_jobs
+from sim.jobs.step import compute_times, message_sizes
+from sim.jobs.traffic import job_traffic
 
-HOUR = 3600.0
 DAY = 86400.0
-JOB_KEYS = ("name", "arrival_hours", "steps", "hours")    # a queued job's own keys; the rest are JOB parameters
-MAX_QUEUED = 100_000
 SYNTHETIC_MEDIAN_HOURS = 24.0     # synthetic jobs' median run time (assumption)
 
 
-@dataclass
-class QueuedJob:
-    """A job of the queue: ``params`` (validated :data:`sim.jobs.params.JOB`), ``arrival`` (s), and ``steps`` or
-    ``hours`` (run time)."""
-
-    name: str
-    arrival: float
-    params: dict
-    steps: int | None = None
-    hours: float | None = None
-
-
 def parse_jobs(text: str, timed: bool = True, max_jobs: int = MAX_QUEUED) -> list[QueuedJob]:
-    """The jobs file: a JSON list of objects, or TOML ``[[job]]`` tables. Each job: ``name`` (optional),
-    ``arrival_hours`` (default 0), ``steps`` or ``hours`` (one of them; with ``timed`` False, for jobs sharing the
-    fabric at one instant, both optional; at most ``max_jobs`` jobs), and any :data:`sim.jobs.params.JOB` parameter (``gpus``, ``model``, ``tp``,
-    ``pp``, ``dp``, ``batch_tokens``, ...). Refused with :class:`ParamError` naming ``jobs[i].field``."""
-    from sim.jobs.params import JOB
-    text = text or ""
-    try:
-        data = json.loads(text)
-    except ValueError:
-        import tomllib
-        try:
-            data = tomllib.loads(text).get("job")
-        except tomllib.TOMLDecodeError as e:
-            raise ParamError("jobs", f"neither a JSON list nor TOML [[job]] tables: {e}") from None
-    if not isinstance(data, list) or not data:
-        raise ParamError("jobs", "must be a non-empty list of jobs (JSON list, or TOML [[job]] tables)")
-    if len(data) > max_jobs:
-        raise ParamError("jobs", f"{len(data):,} jobs, at most {max_jobs:,}")
-    out = []
-    for i, item in enumerate(data):
-        where = f"jobs[{i}]"
-        if not isinstance(item, dict):
-            raise ParamError(where, "must be an object (table) of job fields")
-        own = {k: item[k] for k in JOB_KEYS if k in item}
-        rest = {k: v for k, v in item.items() if k not in JOB_KEYS}
-        rest.setdefault("placement", "topology")
-        try:
-            params = JOB.validate({**rest, "hottest": 0})
-        except ParamError as e:
-            raise ParamError({f"{where}.{k}": v for k, v in e.errors.items()}) from None
-        arrival = own.get("arrival_hours", 0.0)
-        if isinstance(arrival, bool) or not isinstance(arrival, (int, float)) or not 0 <= arrival < 1e6:
-            raise ParamError(f"{where}.arrival_hours", "must be a number of hours from 0")
-        steps, hours = own.get("steps"), own.get("hours")
-        if (steps is None) == (hours is None) and (timed or steps is not None):
-            raise ParamError(f"{where}.steps", "give steps or hours (one of them)")
-        if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= 10**9):
-            raise ParamError(f"{where}.steps", "must be a whole number from 1 to 1,000,000,000")
-        if hours is not None and (isinstance(hours, bool) or not isinstance(hours, (int, float))
-                                  or not 0 < hours <= 1e5):
-            raise ParamError(f"{where}.hours", "must be a number of hours above 0, at most 100,000")
-        name = str(own.get("name", f"job{i}"))[:64]
-        out.append(QueuedJob(name, float(arrival) * HOUR, params, steps, None if hours is None else float(hours)))
-    return out
+    """The jobs file (:func:`sim.jobs.queue.read_jobs`), each job checked as :data:`sim.jobs.params.JOB`."""
+    return read_jobs(text, JOB.validate, timed=timed, max_jobs=max_jobs)
 
 
 def synthetic_jobs(n: int, days: float, max_gpus: int, seed: int = 0) -> list[QueuedJob]:
@@ -105,8 +51,6 @@ def synthetic_jobs(n: int, days: float, max_gpus: int, seed: int = 0) -> list[Qu
     8,192; a run of log-normal length (median :data:`SYNTHETIC_MEDIAN_HOURS`, sigma 1: a mix of short experiments
     and long runs; assumption) turned into steps by the compute-only step estimate (no communication), so a job's
     real run time is that or longer, depending on its placement."""
-    from sim.jobs.job import compute_times
-    from sim.jobs.params import JOB
     rng = np.random.default_rng(seed)
     sizes = 2 ** np.arange(3, int(math.log2(max(max_gpus, 8))) + 1)
     w = sizes ** -0.5
@@ -241,7 +185,7 @@ def run_schedule(topo, params: dict, progress=None, jobs: list[QueuedJob] | None
     ok = host_ok(topo)
     usable = int(ok.sum())
     if jobs is None:
-        if params.get("jobs"):
+        if params["jobs"]:
             jobs = parse_jobs(params["jobs"])
         else:
             jobs = synthetic_jobs(params["arrivals"], params["days"], params["max_gpus"] or max(8, usable * 2 // 3),
@@ -250,8 +194,7 @@ def run_schedule(topo, params: dict, progress=None, jobs: list[QueuedJob] | None
         if j.params["gpus"] > usable:
             raise UsageError(f"job {j.name} asks for {j.params['gpus']:,} GPUs but the cluster has {usable:,} "
                              f"usable on healthy hosts")
-    fabric = {"routing": params.get("routing"), "qps": params.get("qps", 1), "hash": params.get("hash", "uniform"),
-              "seed": params.get("seed", 0)}
+    fabric = {k: params[k] for k in ("routing", "qps", "hash", "seed")}
     leaf = np.asarray(topo.gpu_leaf)
     zone = np.asarray(topo.switch_zone)[leaf]
     host = np.asarray(topo.gpu_host)
@@ -280,7 +223,7 @@ def run_schedule(topo, params: dict, progress=None, jobs: list[QueuedJob] | None
         started = []
         for i in queue:
             j = jobs[i]
-            gpus, order = _choose(topo, ok & ~busy, j.params, params["policy"], params.get("seed", 0) + i)
+            gpus, order = _choose(topo, ok & ~busy, j.params, params["policy"], params["seed"] + i)
             if gpus is None:
                 continue
             if busy[gpus].any() or not ok[gpus].all():

@@ -36,10 +36,12 @@ from sim.core.errors import ParamError, UsageError
 from sim.core.flowcore import simulate_flows
 from sim.core.maxmin import link_loads
 from sim.core.progress import silent, span
-from sim.storage.stores import (REDUNDANCY, amplification, metadata_ops, spread_segments, store_model)
-from sim.core.units import GBPS
+from sim.core.units import GBPS, IDX
+from sim.fabric.placement import place
+from sim.fabric.topology import topology_from_layout
+from sim.storage.flows import FlowBlocks, pairs_csr, route_data, store_of, usable_servers, wrap_links
+from sim.storage.stores import REDUNDANCY, amplification, metadata_ops, spread_segments
 from sim.storage.topology import RES_LINK, RES_META, RES_NAMES, build_storage, host_names, server_names
-from sim.core.units import IDX
 
 EVENT_MERGE = 3e-2     # completions within 3 % of the data phase's lower bound leave together (flowcore; measured: docs/storage.md)
 CAT_STAGE, CAT_META, CAT_DATA, CAT_LOAD = range(4)
@@ -141,60 +143,6 @@ def _finite(x: np.ndarray) -> list:
     return [float(v) if np.isfinite(v) else None for v in np.asarray(x, dtype=np.float64)]
 
 
-class _Flows:
-    """Flows collected block by block, then one CSR."""
-
-    def __init__(self):
-        self.parts = []
-
-    def add(self, ptr, links, size, cat, host, server=None, group=None, after=None, cap=None, persistent=False):
-        n = len(size)
-        full = lambda v, d: np.full(n, d) if v is None else np.broadcast_to(v, (n,))  # noqa: E731
-        self.parts.append(dict(ptr=np.asarray(ptr, IDX), links=np.asarray(links, IDX),
-                               size=np.asarray(size, np.float64), cat=np.full(n, cat, IDX),
-                               host=full(host, -1).astype(IDX), server=full(server, -1).astype(IDX),
-                               group=full(group, -1).astype(IDX), after=full(after, -1).astype(IDX),
-                               cap=full(cap, np.inf).astype(np.float64), persistent=full(persistent, False)))
-
-    def build(self) -> dict:
-        out = {}
-        base, ptrs = 0, [np.zeros(1, IDX)]
-        for p in self.parts:
-            ptrs.append(p["ptr"][1:] + base)
-            base += int(p["ptr"][-1])
-        out["ptr"] = np.concatenate(ptrs)
-        for k in ("links", "size", "cat", "host", "server", "group", "after", "cap", "persistent"):
-            out[k] = np.concatenate([p[k] for p in self.parts]) if self.parts else np.zeros(0)
-        out["persistent"] = out["persistent"].astype(bool)
-        return out
-
-
-def _pairs_csr(first, second):
-    """CSR of two-resource flows ``[first[i], second[i]]``."""
-    first, second = np.asarray(first, IDX), np.asarray(second, IDX)
-    return np.arange(0, 2 * first.size + 1, 2, dtype=IDX), np.stack([first, second], 1).ravel()
-
-
-def _wrap(ptr, links, before, after_):
-    """CSR with the per-flow resources ``before`` (F, a) prepended and ``after_`` (F, b) appended."""
-    F = len(ptr) - 1
-    before = np.asarray(before, IDX).reshape(F, -1)
-    after_ = np.asarray(after_, IDX).reshape(F, -1)
-    a, b = before.shape[1], after_.shape[1]
-    deg = np.diff(ptr)
-    new_ptr = np.zeros(F + 1, IDX)
-    np.cumsum(deg + a + b, out=new_ptr[1:])
-    out = np.empty(int(new_ptr[-1]), IDX)
-    pos = new_ptr[:-1]
-    for j in range(a):
-        out[pos + j] = before[:, j]
-    mid = np.repeat(pos + a - ptr[:-1], deg) + np.arange(len(links))
-    out[mid] = links
-    for j in range(b):
-        out[pos + a + deg + j] = after_[:, j]
-    return new_ptr, out
-
-
 def run_checkpoint(layout, *, gpus: int = 1024, bytes_per_gpu: int = 4 << 30, writers: int | None = None,
                    store: str = "tectonic", mode: str = "async", restore: bool = False, placement: str = "topology",
                    seed: int = 0, data_loading_gbps: float = 0.0, redundancy: str | None = None,
@@ -211,12 +159,9 @@ def run_checkpoint(layout, *, gpus: int = 1024, bytes_per_gpu: int = 4 << 30, wr
     passed when already built. Raises :class:`ParamError` naming the field for requests the cluster cannot serve
     (more GPUs than usable, more servers than the store has, a store the cluster lacks).
     """
-    from sim.fabric.placement import place
-    from sim.fabric.routing import route
-    from sim.fabric.topology import topology_from_layout
     t0 = time.perf_counter()
     say = progress or silent
-    model = _store(layout, store)
+    model = store_of(layout, store)
     redundancy = redundancy or model.redundancy
     if redundancy not in REDUNDANCY:
         raise ParamError("redundancy", f"unknown value {redundancy!r}: choose one of {', '.join(REDUNDANCY)}")
@@ -246,7 +191,7 @@ def run_checkpoint(layout, *, gpus: int = 1024, bytes_per_gpu: int = 4 << 30, wr
                                   host_memcpy=None if host_memcpy_gbps is None else host_memcpy_gbps * GBPS,
                                   server_cpu=None if server_cpu_gbps is None else server_cpu_gbps * GBPS,
                                   metadata_ops=meta_caps)
-    srv = _servers(layout, st, k, store, servers)
+    srv = usable_servers(layout, st, k, store, servers)
     say(0.05, f"job of {gpus:,} GPUs placed ({placement}); {store}: {srv.size:,} servers")
 
     # Hosts of the job and what each holds.
@@ -265,7 +210,7 @@ def run_checkpoint(layout, *, gpus: int = 1024, bytes_per_gpu: int = 4 << 30, wr
     file_ops = np.bincount(host_of_rank, file_ops, minlength=H)
     block_ops = np.bincount(host_of_rank, block_ops, minlength=H)
 
-    fl = _Flows()
+    fl = FlowBlocks()
     writing = np.flatnonzero(rank_bytes > 0)
     g_rank = ranks[writing]
     h_rank = host_of_rank[writing]
@@ -281,24 +226,24 @@ def run_checkpoint(layout, *, gpus: int = 1024, bytes_per_gpu: int = 4 << 30, wr
            after=G_META + wh, cap=mcap)
     # Data: host <-> servers, spread segments.
     sw, ss, sb = spread_segments(hbytes * amp, srv.size, spread, seed)
-    routed = _route_data(st, route, hosts, srv, sw, ss, restore, seed)
+    routed = route_data(st, hosts, srv, sw, ss, restore, seed)
     mem = st.host_mem[hosts[sw]]
     if restore:
-        dptr, dlinks = _wrap(*routed, np.stack([st.server_ssd_read[srv[ss]], st.server_cpu[srv[ss]]], 1), mem)
+        dptr, dlinks = wrap_links(*routed, np.stack([st.server_ssd_read[srv[ss]], st.server_cpu[srv[ss]]], 1), mem)
     else:
-        dptr, dlinks = _wrap(*routed, mem, np.stack([st.server_cpu[srv[ss]], st.server_ssd_write[srv[ss]]], 1))
+        dptr, dlinks = wrap_links(*routed, mem, np.stack([st.server_cpu[srv[ss]], st.server_ssd_write[srv[ss]]], 1))
     fl.add(dptr, dlinks, sb, CAT_DATA, sw, server=ss, group=G_DATA + sw, after=G_META + sw)
     # Staging: GPU -> host before (write) or host -> GPU after (restore).
     pcie, hmem = st.gpu_pcie[g_rank], st.host_mem[hosts[h_rank]]
     if restore:
-        fl.add(*_pairs_csr(hmem, pcie), rank_bytes[writing], CAT_STAGE, h_rank, after=G_DATA + h_rank)
+        fl.add(*pairs_csr(hmem, pcie), rank_bytes[writing], CAT_STAGE, h_rank, after=G_DATA + h_rank)
     else:
-        fl.add(*_pairs_csr(pcie, hmem), rank_bytes[writing], CAT_STAGE, h_rank, group=G_STAGE + h_rank)
+        fl.add(*pairs_csr(pcie, hmem), rank_bytes[writing], CAT_STAGE, h_rank, group=G_STAGE + h_rank)
     # Training-data loading: persistent reads from the same store, capped at the demand.
     demand = data_loading_gbps * GBPS
     if demand > 0:
         lw, ls, lb = spread_segments(np.where(n_ep > 0, 1.0, 0.0), srv.size, spread, seed + 1)
-        lptr, llinks = _wrap(*_route_data(st, route, hosts, srv, lw, ls, True, seed + 1),
+        lptr, llinks = wrap_links(*route_data(st, hosts, srv, lw, ls, True, seed + 1),
                              np.stack([st.server_ssd_read[srv[ls]], st.server_cpu[srv[ls]]], 1),
                              st.host_mem[hosts[lw]])
         fl.add(lptr, llinks, np.zeros(lw.size), CAT_LOAD, lw, server=ls, cap=lb * demand, persistent=True)
@@ -324,40 +269,6 @@ def run_checkpoint(layout, *, gpus: int = 1024, bytes_per_gpu: int = 4 << 30, wr
     say(1.0, f"{'restore' if restore else 'checkpoint'}: blocked {result.blocked_seconds:.2f} s, done "
         f"{result.durable_seconds:.2f} s ({result.seconds:.2f} s wall)")
     return result
-
-
-def _store(layout, store: str):
-    kinds = [s.kind for s in layout.spec.storage]
-    if store not in kinds:
-        raise ParamError("store", f"the cluster {layout.spec.name} has no {store} storage "
-                                  f"(it has: {', '.join(kinds) or 'none'})")
-    return store_model(store)
-
-
-def _servers(layout, st, k: int, store: str, servers: int | None) -> np.ndarray:
-    """Layout ids of the usable servers of storage cluster ``k`` (the first ``servers`` of them)."""
-    srv = np.flatnonzero((np.asarray(layout.server_storage) == k) & st.server_usable)
-    if srv.size == 0:
-        raise ParamError("store", f"{store} has no usable server (all failed, drained or cut off)")
-    if servers is not None:
-        if servers > srv.size:
-            raise ParamError("servers", f"asked for {servers:,} servers but {store} has only {srv.size:,} usable")
-        srv = srv[:servers]
-    return srv
-
-
-def _route_data(st, route, hosts, srv, w, s, read: bool, seed: int):
-    """Routed CSR of the flows host ``hosts[w]`` <-> server ``srv[s]`` (read: server -> host). A host's flows take
-    its usable frontend NICs in turn, as do a server's."""
-    j = np.arange(w.size)
-    hep = st.host_ep[hosts[w]]
-    hn = np.maximum((hep >= 0).sum(1), 1)
-    h_ep = hep[j, j % hn]
-    sep = st.server_ep[srv[s]]
-    sn = np.maximum((sep >= 0).sum(1), 1)
-    s_ep = sep[j, j % sn]
-    src, dst = (s_ep, h_ep) if read else (h_ep, s_ep)
-    return route(st.topo, src, dst, None, "ecmp", seed)
 
 
 class _Recorder:
@@ -520,3 +431,4 @@ def _tiers(st, util, carried) -> list[dict]:
 
 
 __all__ = ["run_checkpoint", "CheckpointResult", "Bottleneck", "RES_NAMES", "RES_LINK"]
+

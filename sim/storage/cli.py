@@ -13,7 +13,10 @@ from __future__ import annotations
 import json
 
 from sim.core.params import add_arguments, values_from_args
-
+from sim.fabric.layout import expand
+from sim.fabric.spec import load_spec
+from sim.storage.checkpoint import run_checkpoint
+from sim.storage.fanout import run_fanout
 from sim.storage.params import CHECKPOINT, STORAGE_FANOUT
 
 COMMANDS = ("checkpoint", "storage-fanout")
@@ -44,15 +47,12 @@ def _where(p) -> None:
 
 
 def run(args, bar) -> int:
-    from sim.fabric.layout import expand
-    from sim.fabric.spec import load_spec
     params_set = CHECKPOINT if args.command == "checkpoint" else STORAGE_FANOUT
     params = params_set.validate(values_from_args(args, params_set))
     cluster = load_spec(args.spec or args.preset or "meta-roce-24k")
     layout = expand(cluster)
     bar(0.0, f"cluster {cluster.name}: {len(layout.server_rack):,} storage servers")
     if args.command == "checkpoint":
-        from sim.storage.checkpoint import run_checkpoint
         result = run_checkpoint(layout, **params, progress=bar)
         bar.close()
         if args.json:
@@ -60,7 +60,6 @@ def run(args, bar) -> int:
         else:
             print(format_checkpoint(result, cluster.name))
         return 0
-    from sim.storage.fanout import run_fanout
     result = run_fanout(layout, **params, progress=bar)
     bar.close()
     if args.json:

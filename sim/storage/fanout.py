@@ -26,11 +26,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim.storage.checkpoint import _servers, _store, _wrap
 from sim.core.errors import ParamError
 from sim.core.flowcore import simulate_flows
 from sim.core.maxmin import link_loads
 from sim.core.progress import silent, span
+from sim.fabric.routing import route
+from sim.storage.flows import store_of, usable_servers, wrap_links
 from sim.storage.topology import build_storage
 from sim.core.units import IDX
 
@@ -91,7 +92,7 @@ def run_fanout(layout, *, store: str = "hammerspace", clients: int = 1024, clien
     ``clients``."""
     t0 = time.perf_counter()
     say = progress or silent
-    model = _store(layout, store)
+    model = store_of(layout, store)
     ops = model.read_ops_per_file if ops_per_file is None else int(ops_per_file)
     kops = model.metadata_kops if metadata_kops is None else float(metadata_kops)
     latency = (model.metadata_latency_us if metadata_latency_us is None else float(metadata_latency_us)) * 1e-6
@@ -99,7 +100,7 @@ def run_fanout(layout, *, store: str = "hammerspace", clients: int = 1024, clien
     caps = [1.0] * len(layout.spec.storage)
     caps[k] = kops * 1e3
     st = storage or build_storage(layout, metadata_ops=caps)
-    srv = _servers(layout, st, k, store, servers)
+    srv = usable_servers(layout, st, k, store, servers)
     hosts_ok = np.flatnonzero(st.host_ep[:, 0] >= 0)
     need = -(-clients // clients_per_host)
     if need > hosts_ok.size:
@@ -132,7 +133,6 @@ def run_fanout(layout, *, store: str = "hammerspace", clients: int = 1024, clien
 
 
 def _one(st, k, hosts_ok, holding, per_server, clients, cph, files, ops, latency, progress):
-    from sim.fabric.routing import route
     n_hosts = -(-clients // cph)
     hosts = hosts_ok[:n_hosts]
     on_host = np.full(n_hosts, cph, dtype=np.float64)
@@ -144,7 +144,7 @@ def _one(st, k, hosts_ok, holding, per_server, clients, cph, files, ops, latency
     w = np.repeat(np.arange(H, dtype=IDX), S)
     s = np.tile(np.arange(S, dtype=IDX), H)
     ptr, links = route(st.topo, *_fanout_endpoints(st, hosts, holding, w, s), None, "ecmp", 0)
-    dptr, dlinks = _wrap(ptr, links, st.server_cpu[holding[s]], st.host_mem[hosts[w]])
+    dptr, dlinks = wrap_links(ptr, links, st.server_cpu[holding[s]], st.host_mem[hosts[w]])
     all_ptr = np.concatenate([np.arange(H + 1, dtype=IDX), dptr[1:] + H])
     all_links = np.concatenate([np.full(H, st.metadata[k], dtype=IDX), dlinks])
     size = np.concatenate([m_ops, per_server[s]])

@@ -5,6 +5,8 @@ from sim.core.errors import ParamError
 from sim.core.params import MAX_GPUS, Param, ParamSet
 from sim.fabric.params import SEED
 from sim.fabric.placement import PLACEMENTS
+from sim.fabric.spec import STORAGE_KINDS
+from sim.storage.stores import REDUNDANCY
 
 
 # ------------------------------------------------------------------------------ storage and checkpoints
@@ -15,23 +17,13 @@ MAX_SPREAD = 256                  # storage servers one host's data is spread ov
 MAX_SAMPLES = 1000                # points of a result's time series
 
 
-def _store_choices():
-    from sim.fabric.spec import STORAGE_KINDS
-    return STORAGE_KINDS
-
-
-def _redundancy_choices():
-    from sim.storage.stores import REDUNDANCY
-    return tuple(REDUNDANCY)
-
-
 def _check_checkpoint(v: dict) -> None:
     if v["writers"] is not None and v["writers"] > v["gpus"]:
         raise ParamError("writers", f"must be at most gpus ({v['gpus']:,})")
 
 
 STORE = Param("store", "choice", "tectonic", "the storage cluster (by its kind in the spec)",
-              choices=_store_choices())
+              choices=STORAGE_KINDS)
 SERVERS = Param("servers", "int", None, "storage servers of the store to use (the first ones, in layout order); "
                                         "null: every active server", min=1, max=MAX_GPUS, nullable=True)
 METADATA_KOPS = Param("metadata_kops", "float", None, "metadata service capacity in thousands of operations per "
@@ -58,7 +50,7 @@ CHECKPOINT = ParamSet("checkpoint", (
                                              "checkpoint (0: none)", min=0.0, max=10_000.0),
     Param("redundancy", "choice", None, "write amplification: rs-9-6 (Reed-Solomon, 9 chunks per 6 of data), "
                                         "replicate-3, replicate-2, none; null: the store's default",
-          choices=_redundancy_choices(), nullable=True),
+          choices=tuple(REDUNDANCY), nullable=True),
     Param("block_size", "size", None, "bytes per block (one metadata entry per block); null: the store's default",
           min=1, max=MAX_CHECKPOINT_BYTES, nullable=True),
     Param("spread", "int", 16, "storage servers each host's data is spread over in the flow model (an "
@@ -77,7 +69,7 @@ CHECKPOINT = ParamSet("checkpoint", (
 ), check=_check_checkpoint, doc="A checkpoint (or restore) of a job to a storage cluster over the frontend fabric.")
 
 STORAGE_FANOUT = ParamSet("storage_fanout", (
-    Param("store", "choice", "hammerspace", STORE.help, choices=_store_choices()),
+    Param("store", "choice", "hammerspace", STORE.help, choices=STORAGE_KINDS),
     Param("clients", "int", 1024, "clients (processes) opening and reading the same files", min=1, max=MAX_GPUS),
     Param("clients_per_host", "int", 8, "clients on one host (one per GPU)", min=1, max=64),
     Param("files", "int", 100, "files every client opens and reads", min=1, max=MAX_FILES),

@@ -302,6 +302,7 @@ def test_failure_sections_round_trip_with_the_engine_s_code_tables():
     the engine's tables (sim.failures.timeline STATES and ITEM_KINDS, sim.failures.rates NAMES and CONSEQUENCES)."""
     from sim.failures import rates as failure_rates
     from sim.failures import timeline as failures
+    from sim.failures.inject import ITEM_KINDS
     state, events, frame = _failure_frame()
     back = frames.decode(frames.encode(frame))
     got = back.failure_state
@@ -311,7 +312,7 @@ def test_failure_sections_round_trip_with_the_engine_s_code_tables():
         [(e["category"], e["item_kind"], e["item"], e["consequence"]) for e in events]
     assert frames.failure_states() == dict(enumerate(failures.STATES))
     assert list(frames.failure_categories().values()) == list(failure_rates.NAMES)
-    assert list(frames.item_kinds().values()) == list(failures.ITEM_KINDS)
+    assert list(frames.item_kinds().values()) == list(ITEM_KINDS)
     assert failures.WHILE_DOWN in frames.failure_consequences().values()
     # and a frame keeps the newest FAILURE_EVENTS_SENT failures (24 KB), whatever the timeline holds
     many = [{**events[0], "t_hours": float(k)} for k in range(frames.FAILURE_EVENTS_SENT + 500)]

@@ -7,7 +7,10 @@ import base64
 import numpy as np
 import pytest
 
-from sim.failures import timeline as engine
+from sim.failures.prepare import prepare
+from sim.failures.summary import summarize
+from sim.failures.sweep import sweep
+from sim.failures.timeline import simulate
 from tests.runs.test_runs import finished
 from twin.inventory.adapter import layout_from_db
 from twin.inventory.choices import FabricRole
@@ -58,11 +61,11 @@ def test_a_monte_carlo_fans_out_over_the_workers_and_merges_to_the_engine_s_resu
     assert s["children"] == 2 and set(s["workers"]) <= workers.hostnames and run["progress"] == 100
     # and its seeds 0..11 are those the engine simulates in one process on one preparation, figure for figure
     params = validate_params("failures", {**JOB, "seeds": 12}, demo)
-    ctx = engine.prepare(layout_from_db(demo), params)
-    alone = [engine.simulate(ctx, params, seed) for seed in range(12)]
+    ctx = prepare(layout_from_db(demo), params)
+    alone = [simulate(ctx, params, seed) for seed in range(12)]
     assert [x["seed"] for x in s["per_seed"]] == list(range(12))
     assert [x["effective_ratio"] for x in s["per_seed"]] == pytest.approx([a["effective_ratio"] for a in alone])
-    assert same(s["distribution"], engine.summarize(alone))
+    assert same(s["distribution"], summarize(alone))
     assert s["effective_ratio"] == pytest.approx(s["distribution"]["effective_ratio"]["mean"])
     # and the replayed timeline is seed 0's, whole: segments covering the wall clock, its events
     assert s["replay"]["seed"] == 0 and same(s["replay"]["events"], alone[0]["events"])
@@ -89,7 +92,7 @@ def test_an_interval_sweep_fans_out_per_interval_and_finds_the_engine_s_optimum(
     # then one child per interval ran, and the merged sweep is the engine's sweep of the same seeds
     assert runner.get("/api/runs/", {"parent": run["id"]}).json()["count"] == 3
     sw = run["summary"]["sweep"]
-    want = engine.sweep(layout_from_db(demo), validate_params("failures", params, demo), "10m:4h:3", 2)
+    want = sweep(layout_from_db(demo), validate_params("failures", params, demo), "10m:4h:3", 2)
     assert sw["intervals_s"] == pytest.approx(want["intervals_s"])
     assert same([x["effective_ratio"] for x in sw["rows"]], [x["effective_ratio"] for x in want["rows"]])
     assert sw["best_interval_s"] == pytest.approx(want["best_interval_s"])
@@ -104,7 +107,7 @@ def test_an_injected_failure_hits_the_inventory_item_and_changes_nothing_in_it(w
     link = (Link.objects.filter(cluster=demo, fabric__role=FabricRole.BACKEND, a_port__nic__isnull=True)
             .order_by("id").first())
     Link.objects.filter(pk=link.pk).update(status="failed")
-    ctx = engine.prepare(layout_from_db(demo), validate_params("failures", params, demo))
+    ctx = prepare(layout_from_db(demo), validate_params("failures", params, demo))
     gpu = GPU.objects.get(cluster=demo, index=int(ctx.gpus[5]))
     before = actions.inventory_state(demo, layout_from_db(demo))
     # when a run injects that GPU's failure at hour 10 (no other failure)
@@ -151,7 +154,7 @@ def test_fan_out_chunks_the_seeds_and_the_intervals_and_keeps_the_job_s_placemen
     ({"inject": "switch:no-such-switch@1h"}, "inject", "demo-256 has no switch named"),
     ({"inject": "meteor:x@1h"}, "inject", "unknown kind"),
     ({"gpus": 512, "pp": 4}, "gpus", "512 GPUs asked, demo-256 has 256 usable"),
-    ({"seeds": 101}, "seeds", "TWIN_RUNS_MAX_SEEDS"),
+    ({"seeds": 1001}, "seeds", "at most 1,000"),                  # the engine's bound, MAX_FAILURE_SEEDS
     ({"days": 400}, "days", "TWIN_FAILURES_MAX_DAYS"),
     ({"seeds": 100, "sweep_interval": "10m:4h:13"}, "seeds", "TWIN_FAILURES_MAX_TIMELINES"),
     ({"sweep_interval": "4h:10m"}, "sweep_interval", "MIN < MAX"),

@@ -8,8 +8,10 @@ import pytest
 from sim.failures import rates as fr
 from sim.cli import main
 from sim.core.errors import ParamError
-from sim.failures.timeline import (NET_CABLE, NET_SWITCH, PHASES, STATES, _Timeline, prepare, simulate, summarize,
-                          sweep)
+from sim.failures.prepare import NET_CABLE, NET_SWITCH, prepare
+from sim.failures.summary import summarize
+from sim.failures.sweep import sweep
+from sim.failures.timeline import PHASES, STATES, Timeline, simulate
 from sim.failures.params import FAILURES
 from sim.fabric.topology import load_topology
 
@@ -160,7 +162,7 @@ def test_a_failed_fabric_switch_slows_the_job_and_does_not_kill_it(topo):
 
 def test_summary_over_seeds(topo):
     ctx = prepare(topo, {**JOB, "days": 5, "rate_scale": 20.0})
-    results = [_Timeline(ctx, s, ctx.checkpoint["interval_s"]).run().to_dict() for s in range(8)]
+    results = [Timeline(ctx, s, ctx.checkpoint["interval_s"]).run().to_dict() for s in range(8)]
     s = summarize(results)
     eff = [r["effective_ratio"] for r in results]
     assert s["count"] == 8 and s["effective_ratio"]["mean"] == pytest.approx(np.mean(eff))

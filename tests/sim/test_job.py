@@ -2,8 +2,10 @@
 import numpy as np
 import pytest
 
-from sim.jobs.job import (DIMS, GEMM_EFFICIENCY, ATTENTION_EFFICIENCY, PEAK_FLOPS, job_traffic, rank_grid, groups_of,
-                     resolve_job, run_job, run_jobs, step_breakdown)
+from sim.jobs.job import run_job, run_jobs
+from sim.jobs.layout import DIMS, groups_of, rank_grid, resolve_job
+from sim.jobs.step import ATTENTION_EFFICIENCY, GEMM_EFFICIENCY, PEAK_FLOPS, step_breakdown
+from sim.jobs.traffic import job_traffic
 from sim.jobs.models import MODELS, stage_layers
 from sim.fabric.nccl_tuning import base_latency, sim_hop
 from sim.fabric.netsim import LatencyModel

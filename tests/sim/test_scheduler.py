@@ -9,7 +9,7 @@ import pytest
 from sim.core.errors import ParamError
 from sim.jobs.params import SCHEDULE
 from sim.jobs.scheduler import host_ok, parse_jobs, run_schedule, zone_cut_bytes
-from sim.jobs.job import resolve_job
+from sim.jobs.layout import resolve_job
 from sim.jobs.params import JOB
 from sim.fabric.topology import load_topology
 

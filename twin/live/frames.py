@@ -160,8 +160,8 @@ def failure_consequences() -> dict[int, str]:
 
 
 def item_kinds() -> dict[int, str]:
-    """The kinds of item a failure hits: :data:`sim.failures.timeline.ITEM_KINDS`."""
-    from sim.failures.timeline import ITEM_KINDS
+    """The kinds of item a failure hits: :data:`sim.failures.inject.ITEM_KINDS`."""
+    from sim.failures.inject import ITEM_KINDS
     return dict(enumerate(ITEM_KINDS))
 
 

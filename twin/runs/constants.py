@@ -25,8 +25,10 @@ DEFAULTS = {
     # A queued run older than this whose message the broker no longer holds (Redis restarted, flushed) is sent again.
     "TWIN_RUNS_REQUEUE_GRACE_SECONDS": env_int("TWIN_RUNS_REQUEUE_GRACE_SECONDS", 60, minimum=1),
     # Limits on what one request may make the workers do (twin.runs.limits), each refused with a 400 naming it.
-    # Seeds of one run (sim.core.params allows 100; the twin may allow fewer):
-    "TWIN_RUNS_MAX_SEEDS": env_int("TWIN_RUNS_MAX_SEEDS", 100, minimum=1),
+    # Seeds of one run: the engine's bound of its kind (the seeds parameter's maximum, e.g. 100 for collective,
+    # sim.failures.params.MAX_FAILURE_SEEDS for failures) is the limit; this setting may only lower it (None: the
+    # engine's):
+    "TWIN_RUNS_MAX_SEEDS": env_int("TWIN_RUNS_MAX_SEEDS", None, minimum=1),
     # Combinations a sweep may fan out to:
     "TWIN_RUNS_MAX_SWEEP_CHILDREN": env_int("TWIN_RUNS_MAX_SWEEP_CHILDREN", 256, minimum=1),
     # A run's cost (its kind's Kind.cost): the flows it routes and solves, summed over its simulated runs:

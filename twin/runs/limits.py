@@ -1,8 +1,9 @@
 """What one request may make the workers do. Every bound is a setting (:mod:`twin.runs.constants` DEFAULTS),
 checked before a run is queued, and every refusal names its field (a 400):
 
-- seeds (``TWIN_RUNS_MAX_SEEDS``) and a run's cost, which its kind declares (``Kind.cost``: the flows it routes and
-  solves over all its simulated runs, ``TWIN_RUNS_MAX_RUN_FLOWS``), by :func:`check_run` for every kind;
+- seeds (the kind's own bound, which ``TWIN_RUNS_MAX_SEEDS`` may only lower) and a run's cost, which its kind
+  declares (``Kind.cost``: the flows it routes and solves over all its simulated runs, ``TWIN_RUNS_MAX_RUN_FLOWS``),
+  by :func:`check_run` for every kind;
 - a sweep's children (``TWIN_RUNS_MAX_SWEEP_CHILDREN``) and their summed cost (``TWIN_RUNS_MAX_SWEEP_FLOWS``), by
   :func:`check_sweep_size` and :func:`check_sweep_cost`;
 - GPUs against the cluster's usable GPUs (:func:`twin.inventory.gpu_grid.usable_gpus`; each kind's ``check``);
@@ -18,10 +19,17 @@ from twin.runs.constants import setting
 
 
 def check_run(kind, values: dict, cluster) -> None:
-    """The seeds and the cost of one run of ``kind``; raises :class:`ParamError` naming ``seeds`` or ``cost``."""
-    cap = setting("TWIN_RUNS_MAX_SEEDS")
-    if (values.get("seeds") or 0) > cap:
-        raise ParamError("seeds", f"{values['seeds']} seeds, at most {cap} (TWIN_RUNS_MAX_SEEDS)")
+    """The seeds and the cost of one run of ``kind``; raises :class:`ParamError` naming ``seeds`` or ``cost``. The
+    engine's bound on seeds (the kind's ``seeds`` parameter, checked by its validation) is the limit;
+    ``TWIN_RUNS_MAX_SEEDS`` may only lower it."""
+    cap, seeds = setting("TWIN_RUNS_MAX_SEEDS"), values.get("seeds") or 0
+    engine = kind.params.by_name.get("seeds") if kind.params is not None else None
+    bound = engine.max if engine is not None else None          # the engine's own (its validation checks it)
+    limit = cap if bound is None else bound if cap is None else min(cap, bound)
+    if limit is not None and seeds > limit:
+        raise ParamError("seeds", f"{seeds:,} seeds, at most {limit:,} ("
+                                  + ("TWIN_RUNS_MAX_SEEDS" if limit == cap else "the engine's bound")
+                                  + (f"; the engine allows {bound:,}" if bound is not None and bound > limit else "") + ")")
     if kind.cost is not None:
         flows, cap = kind.cost(values, cluster), setting("TWIN_RUNS_MAX_RUN_FLOWS")
         if flows > cap:

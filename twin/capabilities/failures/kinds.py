@@ -6,8 +6,8 @@ the same inputs in the same words.
 One 54-day timeline of a 16k-GPU job takes seconds, so a Monte Carlo over many seeds, and the checkpoint-interval
 sweep, fan out over the workers (``Kind.fan_out``): one child run per checkpoint interval and chunk of at most
 TWIN_FAILURES_SEEDS_PER_CHILD seeds, each a ``failures`` run of its own that simulates its seeds in one process on
-one preparation; the parent merges them (:func:`merge`: :func:`sim.failures.timeline.summarize`, and for a sweep the shape of
-:func:`sim.failures.timeline.sweep`), its progress the mean of its children's. A run with one interval and one chunk
+one preparation; the parent merges them (:func:`merge`: :func:`sim.failures.summary.summarize`, and for a sweep the shape of
+:func:`sim.failures.sweep.sweep`), its progress the mean of its children's. A run with one interval and one chunk
 computes in its own worker.
 
 Injected failures (``inject``: ``gpu:<GPU name>@10h``...) name the inventory's real items; the API refuses an unknown
@@ -87,7 +87,7 @@ def fan_out(params: dict) -> list[dict]:
 
 # ------------------------------------------------------------------------------------------------ live frames
 def item_kind(event: dict) -> str:
-    """The kind of item (:data:`sim.failures.timeline.ITEM_KINDS`) an engine event names: its category's unit (a GPU, a
+    """The kind of item (:data:`sim.failures.inject.ITEM_KINDS`) an engine event names: its category's unit (a GPU, a
     host, the job), or for a network failure a link (a cable's name joins its two ports with "~") or a switch."""
     c = CATEGORIES[event["category"]]
     if event["category"] == "network":
@@ -99,7 +99,7 @@ class ItemIndex:
     """Positions of named items in the live frames' orders (GPU: GPU.index; host: Host rows by id; link: backend
     Link rows by id, the link_util order; switch: Switch rows by id), from the names of the layout the run read
     (:func:`twin.inventory.adapter.layout_from_db` keeps those orders; the engine names items the same way,
-    :meth:`sim.failures.timeline.Prepared.names`)."""
+    :meth:`sim.failures.prepare.Prepared.names`)."""
 
     def __init__(self, names: dict, layout):
         backend = np.flatnonzero(np.asarray(layout.link_fabric) == FABRIC_BACKEND)
@@ -161,9 +161,9 @@ class LiveTimeline:
 # ----------------------------------------------------------------------------------------------------- kind
 def failures(layout, params: dict, progress: Callable, *, run=None) -> tuple[dict, dict]:
     """The run's seeds at its one checkpoint interval, one timeline after the other in this worker on one
-    preparation (:func:`sim.failures.timeline.prepare`: the job placed, its healthy step and checkpoint solved once; step
+    preparation (:func:`sim.failures.prepare.prepare`: the job placed, its healthy step and checkpoint solved once; step
     re-solves cached by fabric state): each seed's figures, the first seed's whole timeline (the page's replay),
-    and their distribution (:func:`sim.failures.timeline.summarize`). Each seed's end goes out as a live frame: its state
+    and their distribution (:func:`sim.failures.summary.summarize`). Each seed's end goes out as a live frame: its state
     and figures, and its failures."""
     from sim.failures.timeline import simulate
     seeds = list(range(first_seed(params), first_seed(params) + params["seeds"]))
@@ -194,11 +194,11 @@ PREPARED_KEPT = 2
 
 
 def prepared(layout, values: dict, run, progress):
-    """:func:`sim.failures.timeline.prepare` of ``values`` on ``layout``, or this process's earlier one for the same
+    """:func:`sim.failures.prepare.prepare` of ``values`` on ``layout``, or this process's earlier one for the same
     cluster, inventory state (the run's status hash) and parameters but the seed count."""
     import json
 
-    from sim.failures.timeline import prepare
+    from sim.failures.prepare import prepare
     state = (getattr(run, "inventory_state", None) or {}).get("status_hash")
     if run is None or state is None:
         return prepare(layout, values, progress)
@@ -232,7 +232,7 @@ def strip_timeline(res: dict) -> dict:
 def chunk_summary(params: dict, results: list[dict]) -> dict:
     """What a run of one interval says about its seeds: their distribution, each seed's figures, the first
     seed's timeline (``replay``), and the headline figures."""
-    from sim.failures.timeline import summarize
+    from sim.failures.summary import summarize
     dist = summarize(results)
     return {"checkpoint_interval": params["checkpoint_interval"], "seeds": len(results),
             "first_seed": results[0]["seed"], "replay": results[0],
@@ -245,10 +245,10 @@ def headline_figures(dist: dict) -> dict:
 
 
 def sweep_of(by_interval: dict[float, list[dict]]) -> dict:
-    """:func:`sim.failures.timeline.sweep`'s result from the timelines of each interval (the children's, the same seeds at
-    every interval): per interval the effective ratio's distribution (:func:`sim.failures.timeline.summarize`), the interval
+    """:func:`sim.failures.sweep.sweep`'s result from the timelines of each interval (the children's, the same seeds at
+    every interval): per interval the effective ratio's distribution (:func:`sim.failures.summary.summarize`), the interval
     of the best mean, and Young/Daly from the same preparation."""
-    from sim.failures.timeline import summarize
+    from sim.failures.summary import summarize
     intervals = sorted(by_interval)
     dists = [summarize(by_interval[i]) for i in intervals]
     means = np.array([d["effective_ratio"]["mean"] for d in dists])
@@ -269,8 +269,8 @@ def merge(params: dict, children: list[dict]) -> dict:
 def _merge(params: dict, children: list[dict]) -> dict:
     """The parent's summary from its children (each one interval and chunk of seeds): the distribution over all
     its seeds (at the best interval, with a sweep), each seed's figures, the first seed's timeline at the run's
-    own interval (``replay``), the workers that ran them; with a sweep, :func:`sim.failures.timeline.sweep`'s result."""
-    from sim.failures.timeline import summarize
+    own interval (``replay``), the workers that ran them; with a sweep, :func:`sim.failures.sweep.sweep`'s result."""
+    from sim.failures.summary import summarize
     by_interval: dict[float, list[dict]] = {}
     replay = None
     own = parse_duration(params["checkpoint_interval"])
@@ -315,7 +315,7 @@ def _inventory_models() -> dict:
 def _check_injected(values: dict, cluster) -> None:
     """Each injected failure's item must be an item of ``cluster`` of the kind it names (a 400 on ``inject``
     naming the item and the cluster); whether the job uses it is the engine's check once the job is placed."""
-    from sim.failures.timeline import parse_injections
+    from sim.failures.inject import parse_injections
     models = _inventory_models()
     wanted: dict[str, set[str]] = {}
     for inj in parse_injections(values.get("inject"), values["days"] * 86400.0):

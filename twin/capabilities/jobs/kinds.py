@@ -1,5 +1,5 @@
 """The training-job run kinds: ``job`` (one job's step model, :mod:`sim.jobs.job`, on the cluster's inventory as it is),
-``jobs`` (several jobs sharing the fabric: each one's step together and alone, :func:`sim.jobs.job.run_shared`) and
+``jobs`` (several jobs sharing the fabric: each one's step together and alone, :func:`sim.jobs.shared.run_shared`) and
 ``schedule`` (a job queue under a placement policy over simulated time, :mod:`sim.jobs.scheduler`). Their parameters
 are the engine's own declarations (:data:`sim.jobs.params.JOB`, :data:`sim.jobs.params.JOBS`, :data:`sim.jobs.params.SCHEDULE`): the API, the CLI and the
 form refuse the same inputs in the same words.
@@ -112,7 +112,7 @@ def jobs(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]:
     topo = topology_from_layout(layout)
     cluster, n = run.cluster, int(topo.n_gpus)
     progress(0.0, "placing the jobs", gpu_state=gpu_states(topo))
-    from sim.jobs.job import run_shared
+    from sim.jobs.shared import run_shared
     result = run_shared(topo, params, progress=progress)
     doc = result.to_dict()
     for name, r, d in zip(result.names, result.together, doc["jobs"]):
@@ -166,7 +166,7 @@ def job_cost(values: dict, cluster) -> int:
 def _check_jobs(values: dict, cluster) -> None:
     """Each job's GPUs, and all of them together, against the cluster's usable GPUs (the file itself was checked
     by :data:`sim.jobs.params.JOBS`)."""
-    from sim.jobs.job import shared_jobs
+    from sim.jobs.shared import shared_jobs
     usable = gpu_grid.usable_gpus(cluster)
     _, specs = shared_jobs(values)
     for i, p in enumerate(specs):
@@ -180,7 +180,7 @@ def _check_jobs(values: dict, cluster) -> None:
 def _jobs_cost(values: dict, cluster) -> int:
     """Every job's flows (:func:`job_cost` on the set's fabric), twice: once solved together, once alone (an upper
     bound: a job that shares no link with another is not solved again)."""
-    from sim.jobs.job import shared_jobs
+    from sim.jobs.shared import shared_jobs
     _, specs = shared_jobs(values)
     return 2 * sum(job_cost(p, cluster) for p in specs)
 

@@ -1,0 +1,131 @@
+"""A job's 4D-parallel layout: the rules across its parameters (the model shape, the parallel dimensions against
+the GPU count, memory against HBM) and its rank grid. The job's parameter declaration (:data:`sim.jobs.params.JOB`)
+checks with :func:`check_job`; every part of the job model starts from :func:`resolve_job`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from sim.core.errors import ParamError
+from sim.core.units import IDX
+from sim.jobs.models import CUSTOM, MODELS, ModelShape, memory_per_gpu
+
+DIMS = ("tp", "cp", "pp", "dp")
+MAX_DIM = 1 << 17                                 # any parallel dimension: at most 131,072 ways
+HBM_GB = 80.0                                     # H100 SXM 80 GB (docs/sources.md [S4])
+
+
+# ------------------------------------------------------------------------------------------------ validation
+def model_of(v: dict) -> ModelShape:
+    """The model shape: the preset with any given field replacing its own; ``custom`` needs every field."""
+    fields = ("layers", "dim", "ffn_dim", "heads", "kv_heads", "vocab")
+    if v["model"] == CUSTOM:
+        missing = [f for f in fields[:-1] if v.get(f) is None]
+        if missing:
+            raise ParamError({f: ["required for a custom model"] for f in missing})
+        base = {"layers": 0, "dim": 0, "ffn_dim": 0, "heads": 0, "kv_heads": 0, "vocab": MODELS["llama3-8b"].vocab}
+    else:
+        m = MODELS[v["model"]]
+        base = {f: getattr(m, f) for f in fields}
+    shape = {f: (v.get(f) if v.get(f) is not None else base[f]) for f in fields}
+    if shape["dim"] % shape["heads"]:
+        raise ParamError("heads", f"dim ({shape['dim']:,}) must be divisible by heads ({shape['heads']:,})")
+    if shape["heads"] % shape["kv_heads"]:
+        raise ParamError("kv_heads", f"heads ({shape['heads']:,}) must be divisible by kv_heads "
+                                     f"({shape['kv_heads']:,})")
+    return ModelShape(v["model"], **shape)
+
+
+def parse_order(text: str) -> tuple[str, ...]:
+    order = tuple(p.strip().lower() for p in str(text).split(",") if p.strip())
+    if sorted(order) != sorted(DIMS):
+        raise ParamError("order", f"must name each of {', '.join(DIMS)} once, innermost first, got {text!r}")
+    return order
+
+
+def check_job(v: dict) -> None:
+    """Rules across a job's parameters (called by ``sim.jobs.params.JOB.validate``): fills ``dp`` or ``gpus`` and
+    normalizes ``order``; raises :class:`ParamError` naming the field and why."""
+    derive_job(v)
+
+
+def resolve_job(params: dict) -> dict:
+    """A validated job's parameters plus what follows from them: ``micro_batches``, ``recompute_on`` (bool) and
+    ``memory`` (bytes on the busiest GPU, by part)."""
+    p = dict(params)
+    p.update(derive_job(p))
+    return p
+
+
+def derive_job(v: dict) -> dict:
+    """Checks ``v`` (filling ``dp``/``gpus``, ``order``) and returns the derived values (:func:`resolve_job`)."""
+    model = model_of(v)
+    tp, cp, pp = v["tp"], v["cp"], v["pp"]
+    inner = tp * cp * pp
+    if v["dp"] is None:
+        if v["gpus"] is None:
+            v["dp"] = 1
+        elif v["gpus"] % inner:
+            raise ParamError("gpus", f"{v['gpus']:,} GPUs are not divisible by tp x cp x pp = {inner:,}")
+        else:
+            v["dp"] = v["gpus"] // inner
+    if v["gpus"] is None:
+        v["gpus"] = inner * v["dp"]
+    if inner * v["dp"] != v["gpus"]:
+        raise ParamError("gpus", f"tp x cp x pp x dp = {tp} x {cp} x {pp} x {v['dp']} = {inner * v['dp']:,}, not "
+                                 f"gpus ({v['gpus']:,})")
+    v["order"] = ",".join(parse_order(v["order"]))
+    if model.heads % tp:
+        raise ParamError("tp", f"the model's {model.heads} heads are not divisible by tp ({tp})")
+    if cp > 1 and v["seq"] % (2 * cp):
+        raise ParamError("cp", f"seq ({v['seq']:,}) must be divisible by 2 x cp ({2 * cp}): each CP rank takes "
+                               f"two chunks for load balance")
+    vs = v["virtual_stages"]
+    if v["schedule"] == "1f1b" and vs != 1:
+        raise ParamError("virtual_stages", "1f1b has one model chunk per stage: use schedule interleaved")
+    if v["schedule"] == "interleaved" and (vs < 2 or pp < 2):
+        raise ParamError("virtual_stages", "interleaved needs pp of at least 2 and at least 2 virtual stages")
+    if model.layers < pp * vs:
+        raise ParamError("pp", f"pp x virtual_stages = {pp * vs:,} chunks but the model has only {model.layers} "
+                               f"layers")
+    per_mb = v["seq"] * v["micro_batch"] * v["dp"]
+    if v["batch_tokens"] % per_mb:
+        raise ParamError("batch_tokens", f"{v['batch_tokens']:,} tokens do not split into micro-batches of "
+                                         f"micro_batch x seq = {v['seq'] * v['micro_batch']:,} tokens on each of "
+                                         f"dp = {v['dp']:,} replicas")
+    m = v["batch_tokens"] // per_mb
+    if v["schedule"] == "interleaved" and m % pp:
+        raise ParamError("batch_tokens", f"the interleaved schedule needs micro-batches ({m:,}) divisible by pp "
+                                         f"({pp})")
+    hbm = (v.get("hbm_gb") or HBM_GB) * 1e9
+    mem = {rc: memory_per_gpu(model, tp=tp, cp=cp, pp=pp, dp=v["dp"], v=vs, seq=v["seq"],
+                              micro_batch=v["micro_batch"], micro_batches=m, fsdp=v["fsdp"], recompute=rc)
+           for rc in (False, True)}
+    on = {"none": False, "full": True, "auto": mem[False]["total"] > hbm}[v["recompute"]]
+    if mem[on]["total"] > hbm:
+        mm = mem[on]
+        raise ParamError("hbm_gb", f"the job needs {mm['total'] / 1e9:.1f} GB on a GPU of stage {mm['stage']} "
+                                   f"(weights {mm['weights'] / 1e9:.1f}, gradients {mm['gradients'] / 1e9:.1f}, "
+                                   f"optimizer {mm['optimizer'] / 1e9:.1f}, activations "
+                                   f"{mm['activations'] / 1e9:.1f}), more than {hbm / 1e9:g} GB"
+                                   + ("" if on else ": recompute, or more tp / pp / dp"))
+    return {"micro_batches": m, "recompute_on": on, "memory": mem[on]}
+
+
+# ------------------------------------------------------------------------------------------------ rank grid
+def rank_grid(sizes: dict, order) -> np.ndarray:
+    """(dp, pp, cp, tp) array of ranks: rank ``r`` is the mixed-radix number of its coordinates, ``order[0]`` the
+    fastest-varying digit."""
+    order = list(order)
+    n = int(np.prod([sizes[d] for d in DIMS]))
+    grid = np.arange(n, dtype=IDX).reshape([sizes[d] for d in reversed(order)])
+    # axes are reversed(order); move them into (dp, pp, cp, tp)
+    axes = [list(reversed(order)).index(d) for d in ("dp", "pp", "cp", "tp")]
+    return grid.transpose(axes)
+
+
+def groups_of(grid: np.ndarray, dim: str) -> np.ndarray:
+    """(groups, size) ranks of every ``dim`` group (size 1 groups included)."""
+    ax = ("dp", "pp", "cp", "tp").index(dim)
+    g = np.moveaxis(grid, ax, -1)
+    return g.reshape(-1, g.shape[-1])

@@ -1,0 +1,85 @@
+"""A job's step as transfers on the fabric: NCCL ring AllGathers of its TP, CP and DP groups and the sends between
+neighbouring pipeline stages, as one phase's worth (:class:`JobTraffic`), for one placement of its ranks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim.core.units import IDX
+from sim.fabric.collectives import plan_collective
+from sim.jobs.layout import DIMS, groups_of, parse_order, rank_grid
+
+
+def ring_transfers(gpus_of_groups: np.ndarray, gpu_host: np.ndarray, nic_bandwidth: float):
+    """Ring AllGather transfers of every group (rows of GPU ids) concatenated: ``(src, dst, share, channel,
+    group, steps)``. Groups that are the same pattern shifted by whole hosts reuse one plan."""
+    k, n = gpus_of_groups.shape
+    if n < 2:
+        e = np.zeros(0, IDX)
+        return e, e, np.zeros(0), e, e, 0
+    gph = int(np.bincount(gpu_host).max())
+    host = gpu_host[gpus_of_groups]
+    plans, out = {}, []
+    for i in range(k):
+        g, h = gpus_of_groups[i], host[i]
+        key = ((g - g[0]).tobytes(), (h - h[0]).tobytes(), int(g[0]) % gph)
+        ref = plans.get(key)
+        if ref is None:
+            ph = plan_collective("allgather", g, gpu_host, nic_bandwidth=nic_bandwidth).phases[0]
+            plans[key] = ref = (int(g[0]), ph)
+        g0, ph = ref
+        off = int(g[0]) - g0
+        out.append((ph.src + off, ph.dst + off, ph.share, ph.channel, np.full(ph.src.size, i, IDX)))
+    cat = [np.concatenate([o[j] for o in out]) for j in range(5)]
+    return (*cat, n - 1)
+
+
+def pp_transfers(gpus_of_groups: np.ndarray, interleaved: bool):
+    """Sends between neighbouring stages of every pipeline, both directions (forward activations, backward
+    gradients); with virtual stages the last stage also sends to the first."""
+    k, n = gpus_of_groups.shape
+    if n < 2:
+        e = np.zeros(0, IDX)
+        return e, e, np.zeros(0), e, e
+    a, b = gpus_of_groups[:, :-1], gpus_of_groups[:, 1:]
+    if interleaved:
+        a = np.concatenate([a, gpus_of_groups[:, -1:]], axis=1)
+        b = np.concatenate([b, gpus_of_groups[:, :1]], axis=1)
+    grp = np.broadcast_to(np.arange(k, dtype=IDX)[:, None], a.shape)
+    src = np.concatenate([a.ravel(), b.ravel()])
+    dst = np.concatenate([b.ravel(), a.ravel()])
+    return src, dst, np.ones(src.size), np.zeros(src.size, IDX), np.concatenate([grp.ravel(), grp.ravel()])
+
+
+@dataclass
+class JobTraffic:
+    """The transfers of one job's step as one phase's worth: ``tag`` (P,) the dimension index of each transfer
+    (in :data:`DIMS`), ``steps`` per dimension (ring steps of a collective; 1 for a PP send)."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    share: np.ndarray
+    channel: np.ndarray
+    tag: np.ndarray
+    steps: dict
+    ranks: dict                                   # dim -> ranks per group
+
+
+def job_traffic(topo, gpus: np.ndarray, p: dict) -> JobTraffic:
+    sizes = {d: p[d] for d in DIMS}
+    grid = rank_grid(sizes, parse_order(p["order"]))
+    parts, steps, ranks = [], {}, {}
+    for t, d in enumerate(DIMS):
+        g = groups_of(grid, d)
+        ranks[d] = g.shape[1]
+        if d == "pp":
+            src, dst, share, chan, _ = pp_transfers(gpus[g], p["schedule"] == "interleaved")
+            steps[d] = 1
+        else:
+            src, dst, share, chan, _, steps[d] = ring_transfers(gpus[g], np.asarray(topo.gpu_host),
+                                                                 topo.nic_bandwidth)
+        parts.append((src, dst, share, chan, np.full(src.size, t, IDX)))
+    cat = [np.concatenate([q[j] for q in parts]) for j in range(5)]
+    return JobTraffic(*cat, steps=steps, ranks=ranks)
