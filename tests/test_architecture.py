@@ -56,3 +56,25 @@ def test_the_command_line_imports_only_the_chosen_commands_package():
     others = {m for m in loaded if m.split(".")[1] in ("storage", "jobs", "failures", "debug") and m.count(".") > 1}
     assert not others, sorted(others)
     assert "sim.fabric.cli" in loaded
+
+
+def test_every_import_statement_names_a_module_and_name_that_exist():
+    # function-level imports run only when their function does: a moved name would fail there, late
+    import importlib
+    import importlib.util
+    missing = []
+    for path in python_files("sim", "twin", "tests", "bench"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.ImportFrom) and node.level == 0
+                    and (node.module or "").split(".")[0] in PROJECT):
+                continue
+            try:
+                module = importlib.import_module(node.module)
+            except ImportError as e:
+                missing.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.module}: {e}")
+                continue
+            for alias in node.names:
+                if alias.name != "*" and not hasattr(module, alias.name) \
+                        and importlib.util.find_spec(f"{node.module}.{alias.name}") is None:
+                    missing.append(f"{path.relative_to(ROOT)}:{node.lineno}: from {node.module} import {alias.name}")
+    assert not missing, "\n".join(missing)
