@@ -177,7 +177,7 @@ def test_host_names_resolve_to_the_layouts_host_order(db, demo):
 def test_a_link_named_by_the_inventory_is_the_link_the_engine_slows(runner, demo):
     """``link:id=<Link name>`` becomes the engine's ``id=`` (a directed link of the topology, whose cable is
     ``id % n_cables``): the link the engine slows is the inventory's link of that name, in both directions."""
-    from sim.debug.recorder import _with_link_fault, parse_fault
+    from sim.debug.faults import parse_fault, with_link_fault
     from sim.fabric.topology import topology_from_layout
     from twin.inventory.adapter import layout_from_db
     from twin.runs.debug_kinds import engine_inject
@@ -188,7 +188,7 @@ def test_a_link_named_by_the_inventory_is_the_link_the_engine_slows(runner, demo
     for link in (backend.first(), backend.order_by("-id").first()):   # a leaf cable and a spine cable
         text = engine_inject({"inject": f"link:id={link.name},factor=4"}, demo, np.arange(8), topo)
         fault = parse_fault(text)
-        slowed = np.flatnonzero(_with_link_fault(topo, fault).link_capacity < np.asarray(topo.link_capacity))
+        slowed = np.flatnonzero(with_link_fault(topo, fault).link_capacity < np.asarray(topo.link_capacity))
         assert slowed.size == 2 and set(np.asarray(topo.link_cable)[slowed].tolist()) == {position[link.id]}
     # a link the inventory has failed is not in the fabric the engine routes on: a 400 naming inject
     link = backend.first()
