@@ -80,8 +80,8 @@ class Fault:
         if self.kind == "desync" and self.what != "size":
             args.append(f"what={self.what}")
         if self.kind in ("slow", "link"):
-            f = self.factor
-            args.append(f"factor={int(f) if f.is_integer() else f!r}")
+            f = repr(self.factor)                                 # inf, 2.5, 1e+300; 4.0 as 4
+            args.append(f"factor={f[:-2] if f.endswith('.0') else f}")
         return f"{self.kind}:" + ",".join(args)
 
 

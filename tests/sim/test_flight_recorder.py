@@ -139,7 +139,8 @@ def test_a_fault_may_name_the_clusters_items_and_reads_back_as_its_text():
     assert resolve_fault(f, topo, gpus).text() == "hang:rank=0,op=3"
     f = resolve_fault(parse_fault("desync:gpu=demo-256.z00.r001.h0.gpu5,what=op"), topo, gpus)
     assert (f.rank, f.what, f.text()) == (13, "op", "desync:rank=13,what=op")
-    for text in ("slow:rank=5,factor=3", "link:id=3,factor=inf", "link:id=12,factor=2.5", "hang:rank=7", "none"):
+    for text in ("slow:rank=5,factor=3", "link:id=3,factor=inf", "link:id=12,factor=2.5", "slow:rank=1,factor=1e+300",
+                 "hang:rank=7", "none"):
         assert parse_fault(text).text() == text and parse_fault(parse_fault(text).text()) == parse_fault(text)
     for text, says in (("hang:gpu=demo-256.z09.r000.h0.gpu0", "has no gpu named"), ("slow:host=nowhere", "has no "
                        "host named"), ("link:id=not-a-link", "has no link named"),
