@@ -7,7 +7,11 @@
 
 Options come from :data:`sim.debug.params.DEBUG` and :data:`sim.debug.params.STARTUP`; ``--preset``/``--spec``, ``--dump``,
 ``--json`` and ``--quiet`` are the command line's own. ``debug analyze`` is parsed as the ``debug-analyze``
-command (:func:`rewrite`). Refused input: one line per field, exit status 2 (:func:`sim.cli.main`).
+command (:func:`rewrite`). Refused input (a bad ``--inject`` too: :func:`sim.debug.faults.parse_fault`): one line per
+field, exit status 2 (:func:`sim.cli.main`).
+
+The engine is imported at module level: :mod:`sim.debug.params`, which the options need, imports its checks anyway,
+and :mod:`sim.cli` imports this module only when one of its commands runs.
 """
 from __future__ import annotations
 
