@@ -15,8 +15,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from sim.debug.recorder import rehearse  # noqa: E402
 from sim.debug.analyze import analyze  # noqa: E402
+from sim.debug.params import DEBUG, STARTUP  # noqa: E402
+from sim.debug.recorder import rehearse  # noqa: E402
 from sim.debug.startup import model  # noqa: E402
 from sim.fabric.topology import load_topology  # noqa: E402
 
@@ -32,7 +33,8 @@ def main():
     a = ap.parse_args()
     out = a.out or tempfile.mkdtemp(prefix="bench_debug_")
     _, topo = load_topology("meta-roce-24k")
-    job = dict(model="llama3-405b", gpus=16384, tp=8, pp=16, dp=128, inject="hang:rank=12345", entries=2000)
+    job = DEBUG.validate(dict(model="llama3-405b", gpus=16384, tp=8, pp=16, dp=128, inject="hang:rank=12345",
+                              entries=2000))
     load = [os.getloadavg()[0]]
     t, c = time.perf_counter(), time.process_time()
     r = rehearse(topo, job)
@@ -49,7 +51,7 @@ def main():
     load.append(os.getloadavg()[0])
     c = res["culprit"]
     t = time.perf_counter()
-    model({"gpus": "1024:32768"})
+    model(STARTUP.validate({"gpus": "1024:32768"}))
     t_st = time.perf_counter() - t
     print(f"load average (1 min) at start / after each phase: {' / '.join(f'{x:.1f}' for x in load)} (2 cores)")
     print(f"simulate 16,384 ranks            {t_sim:7.1f} s   (CPU {c_sim:.1f} s)")

@@ -7,15 +7,25 @@
 
 Options come from :data:`sim.debug.params.DEBUG` and :data:`sim.debug.params.STARTUP`; ``--preset``/``--spec``, ``--dump``,
 ``--json`` and ``--quiet`` are the command line's own. ``debug analyze`` is parsed as the ``debug-analyze``
-command (:func:`rewrite`). Refused input: one line per field, exit status 2 (:func:`sim.cli.main`).
+command (:func:`rewrite`). Refused input (a bad ``--inject`` too: :func:`sim.debug.faults.parse_fault`): one line per
+field, exit status 2 (:func:`sim.cli.main`).
+
+The engine is imported at module level: :mod:`sim.debug.params`, which the options need, imports its checks anyway,
+and :mod:`sim.cli` imports this module only when one of its commands runs.
 """
 from __future__ import annotations
 
 import json
 
+from sim.core.errors import UsageError
 from sim.core.params import add_arguments, values_from_args
-
+from sim.core.progress import span
+from sim.debug.analyze import analyze
+from sim.debug.dumpformat import DumpError
 from sim.debug.params import DEBUG, STARTUP
+from sim.debug.recorder import rehearse
+from sim.debug.startup import format_model, model
+from sim.fabric.topology import load_topology
 
 COMMANDS = ("debug", "debug-analyze", "startup")
 
@@ -64,14 +74,11 @@ def add_parsers(sub) -> None:
 
 def run(args, bar) -> int:
     if args.command == "startup":
-        from sim.debug.startup import format_model, model
-        d = model(values_from_args(args, STARTUP))
+        d = model(STARTUP.validate(values_from_args(args, STARTUP)))
         bar.close()
         print(json.dumps(d) if args.json else format_model(d))
         return 0
     if args.command == "debug-analyze":
-        from sim.core.errors import UsageError
-        from sim.debug.analyze import DumpError, analyze
         try:
             d = analyze(args.folder, cluster=args.spec or args.preset, progress=bar)
         except DumpError as e:
@@ -79,10 +86,7 @@ def run(args, bar) -> int:
         bar.close()
         print(json.dumps(d) if args.json else format_analysis(d))
         return 0
-    from sim.debug.recorder import rehearse
-    from sim.core.progress import span
     params = DEBUG.validate(values_from_args(args, DEBUG))
-    from sim.fabric.topology import load_topology
     cluster, topo = load_topology(args.preset, args.spec, lambda message: bar(0.0, message))
     r = rehearse(topo, params, progress=span(bar, 0.0, 0.5))
     r.cluster = cluster.name

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from sim.core.params import Param, ParamSet
+from sim.debug.recorder import check_debug
+from sim.debug.startup import check_startup
 from sim.jobs.params import JOB, JOB_PARAMS, MAX_DIM
 
 
@@ -9,14 +11,7 @@ from sim.jobs.params import JOB, JOB_PARAMS, MAX_DIM
 FR_BUFFER_ENTRIES = 2000          # PyTorch's default flight recorder ring size (TORCH_FR_BUFFER_SIZE) [S32]
 FR_TIMEOUT_S = 600.0              # ProcessGroupNCCL's default collective timeout, 10 minutes [S32]
 MAX_FR_ENTRIES = 100_000          # ring entries per rank the rehearsal writes
-MAX_STARTUP_SCALES = 16           # job sizes of one start-up table
 MAX_FAULT_TEXT = 200              # a rehearsal's fault: one short spec
-
-
-def _check_debug(v: dict) -> None:
-    """The job's own rules (:func:`sim.jobs.job.check_job`), then the fault against the job (its rank exists, ...)."""
-    from sim.debug.recorder import check_debug
-    check_debug(v)
 
 
 DEBUG = ParamSet("debug", tuple(p for p in JOB_PARAMS if p.name != "hottest") + (
@@ -31,12 +26,7 @@ DEBUG = ParamSet("debug", tuple(p for p in JOB_PARAMS if p.name != "hottest") + 
                                               "timeout)", min=0.001, max=86_400.0),
     Param("steps_before", "int", 10, "training steps the job completed before the recorded ones (they set the "
                                      "record and sequence ids' offsets)", min=0, max=1_000_000),
-), check=_check_debug, doc="A fault rehearsal: a training job's collectives, a fault, the flight recorder dumps.")
-
-
-def _check_startup(v: dict) -> None:
-    from sim.debug.startup import check_startup
-    check_startup(v)
+), check=check_debug, doc="A fault rehearsal: a training job's collectives, a fault, the flight recorder dumps.")
 
 
 STARTUP = ParamSet("startup", (
@@ -56,4 +46,4 @@ STARTUP = ParamSet("startup", (
                                  "(no store round for their unique ids)"),
     Param("local_sync", "bool", True, "new_group(use_local_synchronization=True): only the group's members take "
                                       "part in its store barrier"),
-), check=_check_startup, doc="Process-group start-up of a 4D job: store, NCCL bootstrap, groups, over scale.")
+), check=check_startup, doc="Process-group start-up of a 4D job: store, NCCL bootstrap, groups, over scale.")

@@ -24,7 +24,9 @@ from __future__ import annotations
 import time
 
 from sim.core.errors import ParamError
+from sim.core.params import MAX_GPUS
 
+MAX_STARTUP_SCALES = 16           # job sizes of one start-up table
 DIMS = ("tp", "cp", "pp", "dp")
 
 # name: (value, unit, what, source tag in docs/sources.md)
@@ -63,8 +65,6 @@ def parse_scales(text: str) -> list[int]:
         raise ParamError("gpus", f"must be A:B (doubling) or A,B,C with 1 <= A <= B, got {text!r}") from None
     if not out or out[0] < 1:
         raise ParamError("gpus", "needs at least one job size of 1 rank or more")
-    from sim.core.params import MAX_GPUS
-    from sim.debug.params import MAX_STARTUP_SCALES
     if len(out) > MAX_STARTUP_SCALES:
         raise ParamError("gpus", f"at most {MAX_STARTUP_SCALES} job sizes, got {len(out)}")
     if out[-1] > MAX_GPUS:
@@ -95,11 +95,10 @@ def _terms(n: int, sizes: dict, store_rate: float, accept: float, creation: str,
 
 
 def model(values: dict) -> dict:
-    """The start-up time of every job size of ``values`` (:data:`sim.debug.params.STARTUP`), term by term, the dominant
-    term and what each optimization removes (schema: docs/debugging.md)."""
-    from sim.debug.params import STARTUP
+    """The start-up time of every job size of ``values`` (validated by :data:`sim.debug.params.STARTUP`), term by
+    term, the dominant term and what each optimization removes (schema: docs/debugging.md)."""
     t0 = time.perf_counter()
-    v = STARTUP.validate(dict(values))
+    v = values
     backend = v["store_backend"]
     rate = v["store_ops_per_s"] or _a(f"store_ops_per_s_{backend}")
     accept = _a(f"accept_s_{backend}")

@@ -73,7 +73,12 @@ def test_a_clusters_deletion_takes_its_runs_files(demo, tmp_path, django_capture
     ("hang:gpu=demo-256.z09.r000.h0.gpu0", "has no gpu named"),
     ("slow:host=nowhere", "has no host named"),
     ("link:id=not-a-link", "has no link named"),
-    ("hang", "expected fault:key=value"),
+    ("hang", "hang needs rank=N"),
+    ("hang:rank=1,rank=2", "rank is given twice"),                      # the engine's parser, as on the CLI
+    ("hang:host=demo-256.z00.r000.h0,gpu=demo-256.z00.r000.h0.gpu0", "takes one of rank=, gpu=, host="),
+    ("hang:rank=1,op=99999999999", "is out of range"),
+    ("desync:rank=9,op=100000", "is past the last collective"),
+    ("desync:host=demo-256.z00.r000.h1,op=100000", "is past the last collective"),
 ])
 def test_a_fault_naming_what_the_cluster_lacks_is_a_400_naming_inject(runner, demo, inject, says):
     r = runner.post("/api/runs/", {"kind": "debug", "cluster": "demo-256", "params": {**JOB, "inject": inject}},
@@ -164,20 +169,27 @@ def test_a_clean_rehearsal_names_no_culprit_and_startup_grows_with_ranks(workers
 
 
 def test_host_names_resolve_to_the_layouts_host_order(db, demo):
-    """A host's index (its position by id) is the layout's host order (twin.inventory.adapter)."""
+    """A host named by the inventory is the layout's host of that position by id (twin.inventory.adapter): the
+    engine resolves it (sim.debug.faults.resolve_fault, sim.fabric.names) to the first rank on its GPUs."""
+    from sim.debug.faults import parse_fault, resolve_fault
+    from sim.fabric.topology import topology_from_layout
     from twin.inventory.adapter import layout_from_db
-    from twin.capabilities.debug.kinds import _resolve
     host = Host.objects.filter(cluster=demo).order_by("id")[7]
-    _, index = _resolve({"host": host.name}, demo)["host"]
     lay = layout_from_db(demo)
-    assert index == 7 and np.flatnonzero(lay.gpu_host == index).tolist() == sorted(
-        GPU.objects.filter(host=host).values_list("index", flat=True))
+    on_host = sorted(GPU.objects.filter(host=host).values_list("index", flat=True))
+    assert np.flatnonzero(lay.gpu_host == 7).tolist() == on_host
+    gpus = np.arange(lay.gpu_host.size)[::-1]                       # rank r on GPU G - 1 - r
+    fault = resolve_fault(parse_fault(f"hang:host={host.name}"), topology_from_layout(lay), gpus)
+    assert fault.rank == int(np.flatnonzero(np.isin(gpus, on_host))[0])
+    gpu = GPU.objects.filter(host=host).order_by("index").last()
+    fault = resolve_fault(parse_fault(f"slow:gpu={gpu.name},factor=3"), topology_from_layout(lay), gpus)
+    assert fault.text() == f"slow:rank={lay.gpu_host.size - 1 - gpu.index},factor=3"
 
 
 def test_a_link_named_by_the_inventory_is_the_link_the_engine_slows(runner, demo):
     """``link:id=<Link name>`` becomes the engine's ``id=`` (a directed link of the topology, whose cable is
     ``id % n_cables``): the link the engine slows is the inventory's link of that name, in both directions."""
-    from sim.debug.recorder import _with_link_fault, parse_fault
+    from sim.debug.faults import parse_fault, with_link_fault
     from sim.fabric.topology import topology_from_layout
     from twin.inventory.adapter import layout_from_db
     from twin.capabilities.debug.kinds import engine_inject
@@ -186,16 +198,16 @@ def test_a_link_named_by_the_inventory_is_the_link_the_engine_slows(runner, demo
     rows = Link.objects.filter(cluster=demo).order_by("id").values_list("id", flat=True)
     position = {row: i for i, row in enumerate(rows)}   # the layout's link order (twin.inventory.adapter)
     for link in (backend.first(), backend.order_by("-id").first()):   # a leaf cable and a spine cable
-        text = engine_inject({"inject": f"link:id={link.name},factor=4"}, demo, np.arange(8), topo)
+        text = engine_inject({"inject": f"link:id={link.name},factor=4"}, np.arange(8), topo)
         fault = parse_fault(text)
-        slowed = np.flatnonzero(_with_link_fault(topo, fault).link_capacity < np.asarray(topo.link_capacity))
+        slowed = np.flatnonzero(with_link_fault(topo, fault).link_capacity < np.asarray(topo.link_capacity))
         assert slowed.size == 2 and set(np.asarray(topo.link_cable)[slowed].tolist()) == {position[link.id]}
     # a link the inventory has failed is not in the fabric the engine routes on: a 400 naming inject
     link = backend.first()
     link.status = Status.FAILED
     link.save()
     with pytest.raises(ParamError, match="not an active link"):
-        engine_inject({"inject": f"link:id={link.name}"}, demo, np.arange(8), topology_from_layout(layout_from_db(demo)))
+        engine_inject({"inject": f"link:id={link.name}"}, np.arange(8), topology_from_layout(layout_from_db(demo)))
     r = runner.post("/api/runs/", {"kind": "debug", "cluster": "demo-256",
                                    "params": {**JOB, "inject": f"link:id={link.name}"}}, format="json")
     assert r.status_code == 400 and "not an active link" in " ".join(r.json()["params"]["inject"])

@@ -1,9 +1,12 @@
-"""The analyzer (sim/debug/analyze.py) on hand-made PyTorch-format dumps: generic pickle path, errors naming the file."""
+"""The analyzer (sim/debug/analyze.py, reading with sim/debug/reader.py) on hand-made PyTorch-format dumps: generic pickle path, errors naming the file."""
 import pickle
 
 import pytest
 
-from sim.debug.analyze import DumpError, analyze
+from sim.debug.analyze import analyze
+from sim.debug.dumpformat import DumpError
+from sim.debug.params import DEBUG
+from sim.debug.recorder import rehearse
 
 
 def entry(rid, seq, name="nccl:all_reduce", state="completed", t=0, pg=("1", "dp")):
@@ -51,8 +54,8 @@ def test_truncated_and_corrupt_files_are_named(tmp_path):
 
 
 def test_our_fixed_layout_truncated_is_named(tmp_path):
-    from sim.debug.recorder import rehearse
-    r = rehearse("demo-256", dict(gpus=16, tp=8, dp=2, model="llama3-8b", batch_tokens=8192 * 2 * 2, entries=50))
+    r = rehearse("demo-256", DEBUG.validate(dict(gpus=16, tp=8, dp=2, model="llama3-8b", batch_tokens=8192 * 2 * 2,
+                                                    entries=50)))
     r.write_dumps(tmp_path)
     p = tmp_path / "nccl_trace_rank_3"
     p.write_bytes(p.read_bytes()[:-100])
@@ -65,21 +68,20 @@ def test_fixed_layout_reads_as_pickle_does(tmp_path, monkeypatch):
     columns pickle gives, and the whole analysis is the same either way (a desync: the desynced entries differ)."""
     import numpy as np
 
-    from sim.debug import analyze as fr_analyze
-    from sim.debug.recorder import rehearse
-    r = rehearse("demo-256", dict(gpus=32, tp=8, pp=2, dp=2, model="llama3-8b", batch_tokens=8192 * 2 * 4,
-                                  entries=120, inject="desync:rank=9"))
+    from sim.debug import reader
+    r = rehearse("demo-256", DEBUG.validate(dict(gpus=32, tp=8, pp=2, dp=2, model="llama3-8b",
+                                                 batch_tokens=8192 * 2 * 4, entries=120, inject="desync:rank=9")))
     r.write_dumps(tmp_path)
     for rank in (0, 9, 31):
         path = str(tmp_path / f"nccl_trace_rank_{rank}")
         d = pickle.load(open(path, "rb"))
         assert pickle.loads(pickle.dumps(d)) == d and len(d["entries"]) == 120
         assert all(type(e["time_discovered_completed_ns"]) in (int, type(None)) for e in d["entries"])
-        t_fast, t_slow = fr_analyze._Tables(), fr_analyze._Tables()
-        fast = fr_analyze._read(path, rank, t_fast)
+        t_fast, t_slow = reader.Tables(), reader.Tables()
+        fast = reader.read_dump(path, rank, t_fast)
         with monkeypatch.context() as m:
-            m.setattr(fr_analyze, "_fast", lambda data, bufs: None)
-            slow = fr_analyze._read(path, rank, t_slow)
+            m.setattr(reader, "_fast", lambda data, bufs: None)
+            slow = reader.read_dump(path, rank, t_slow)
         coll = ~slow["p2p"]
         for k in ("record_id", "p2p", "numel_in", "numel_out", "dtype", "state", "created", "done"):
             assert np.array_equal(np.asarray(fast[k]), slow[k]), k
@@ -88,15 +90,15 @@ def test_fixed_layout_reads_as_pickle_does(tmp_path, monkeypatch):
         assert np.array_equal(np.asarray(fast["seq"])[coll], slow["seq"][coll])
     a = analyze(tmp_path, "demo-256")
     with monkeypatch.context() as m:
-        m.setattr(fr_analyze, "_fast", lambda data, bufs: None)
+        m.setattr(reader, "_fast", lambda data, bufs: None)
         b = analyze(tmp_path, "demo-256")
     a.pop("seconds"), b.pop("seconds")
     assert a == b and a["verdict"] == "desync" and a["culprit"]["ranks"] == [9]
 
 
 def test_a_wrong_constant_byte_is_not_read_as_our_layout(tmp_path):
-    from sim.debug.recorder import rehearse
-    r = rehearse("demo-256", dict(gpus=16, tp=8, dp=2, model="llama3-8b", batch_tokens=8192 * 2 * 2, entries=50))
+    r = rehearse("demo-256", DEBUG.validate(dict(gpus=16, tp=8, dp=2, model="llama3-8b", batch_tokens=8192 * 2 * 2,
+                                                    entries=50)))
     r.write_dumps(tmp_path)
     p = tmp_path / "nccl_trace_rank_5"
     data = bytearray(p.read_bytes())

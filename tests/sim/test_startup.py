@@ -7,7 +7,7 @@ from sim.debug.startup import model
 
 
 def test_startup_grows_with_ranks_and_each_change_lowers_it():
-    d = model({"gpus": "1024:32768", "split": False, "creation": "eager"})
+    d = model(STARTUP.validate({"gpus": "1024:32768", "split": False, "creation": "eager"}))
     totals = [r["total_s"] for r in d["rows"]]
     assert totals == sorted(totals) and totals[0] < totals[-1]
     for r in d["rows"]:
@@ -18,7 +18,7 @@ def test_startup_grows_with_ranks_and_each_change_lowers_it():
 
 def test_global_barriers_grow_with_world_times_groups():
     # without local sync every rank joins every group's barrier: 2 x world x groups requests at the store's rate
-    d = model({"gpus": "1024,2048", "local_sync": False, "store_ops_per_s": 1000.0})
+    d = model(STARTUP.validate({"gpus": "1024,2048", "local_sync": False, "store_ops_per_s": 1000.0}))
     for r in d["rows"]:
         assert r["terms"]["barrier"] == pytest.approx(2 * r["gpus"] * r["groups"]["total"] / 1000.0)
 

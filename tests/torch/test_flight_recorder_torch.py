@@ -8,16 +8,17 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (requirements-torch.txt): optional check")
 
-from sim.debug.recorder import rehearse  # noqa: E402
 from sim.debug.analyze import analyze  # noqa: E402
+from sim.debug.params import DEBUG  # noqa: E402
+from sim.debug.recorder import rehearse  # noqa: E402
 
 
 def test_pytorch_fr_trace_reads_our_dumps_and_names_the_missing_rank(tmp_path):
     from torch.distributed.flight_recorder.components.builder import build_db
     from torch.distributed.flight_recorder.components.config_manager import JobConfig
     from torch.distributed.flight_recorder.components.loader import read_dir
-    r = rehearse("demo-256", dict(gpus=32, tp=8, pp=2, dp=2, model="llama3-8b", batch_tokens=8192 * 2 * 4,
-                                  inject="hang:rank=5,op=3", entries=100))
+    r = rehearse("demo-256", DEBUG.validate(dict(gpus=32, tp=8, pp=2, dp=2, model="llama3-8b",
+                                                 batch_tokens=8192 * 2 * 4, inject="hang:rank=5,op=3", entries=100)))
     r.write_dumps(tmp_path)
     args = JobConfig().parse_args([str(tmp_path), "--prefix", "nccl_trace_rank_"])
     details, version = read_dir(args)

@@ -5,12 +5,13 @@ and ``startup`` models the process groups' start-up over a range of scales (:fun
 parameters are the engine's declarations (:data:`sim.debug.params.DEBUG`, :data:`sim.debug.params.STARTUP`): the API, the CLI
 and the forms refuse the same inputs in the same words.
 
-The fault of a rehearsal (``inject``, the engine's syntax: ``hang:rank=R``, ``desync:rank=R``, ``slow:rank=R``,
-``host:rank=R``, ``link:id=L``) may also name the cluster's own items as the inventory names them: ``gpu=<GPU
-name>`` or ``host=<Host name>`` instead of ``rank=R`` (the rank on that GPU; a host's first rank), and ``link:id=<Link
-name>``. The API checks that the item exists in the cluster and, for a GPU or a host, that the job holds it (the
-job is placed as the run will place it, on the usable GPUs of the inventory as it is), else a 400 naming
-``inject``; the worker turns the names into the engine's numbers (:func:`engine_inject`).
+The fault of a rehearsal (``inject``) is the engine's text, parsed by the engine alone
+(:func:`sim.debug.faults.parse_fault`): ``hang:rank=R``, ``desync:rank=R``, ``slow:rank=R``, ``host:rank=R``,
+``link:id=L``, where ``gpu=<GPU name>`` or ``host=<Host name>`` may stand for ``rank=R`` (the rank on that GPU; a
+host's first rank) and ``link:id=<Link name>`` for the link's number, names as :mod:`sim.fabric.names` makes them
+(the inventory's). The API checks that the item exists in the cluster and, for a GPU or a host, that the job holds
+it (the job is placed as the run will place it, on the usable GPUs of the inventory as it is), else a 400 naming
+``inject``; the worker hands the engine the numbers the engine resolved the names to (:func:`engine_inject`).
 
 The dumps (one pickle per rank, PyTorch's format) are packed into one tar.gz stored with the run
 (:mod:`twin.runs.files`, ``GET /api/runs/<id>/dumps/``). The summary is the analyzer's result (docs/debugging.md)
@@ -31,13 +32,18 @@ then ``debug_stop`` with the last frame.
 """
 from __future__ import annotations
 
-import re
 import tempfile
 from typing import Callable
 
 import numpy as np
 
 from sim.core.errors import ParamError
+from sim.debug.analyze import analyze
+from sim.debug.cluster import gpu_links
+from sim.debug.faults import parse_fault, resolve_fault
+from sim.debug.params import DEBUG, STARTUP
+from sim.debug.recorder import rehearse
+from sim.debug.startup import model
 from sim.fabric.topology import topology_from_layout
 from twin.live import frames
 from twin.capabilities.jobs.kinds import check_job, job_cost, place
@@ -51,54 +57,10 @@ DEBUG_ARRAYS = {"rank_gpu": "int32", "heatmap_state": "uint8", "heatmap_started"
                 "heatmap_completed": "int64", "gpu_stop": "uint8"}
 # Stage shares of a rehearsal's progress (the run's percentage): the engine's fractions inside each.
 STAGE_SPAN = {"simulating": (0.0, 0.5), "dumping": (0.5, 0.8), "analyzing": (0.8, 1.0)}
-RANKED = ("hang", "desync", "slow", "host")     # the engine's faults that take a rank (link takes a link id)
 STARTED = 2                                     # the analyzer's heatmap state "started" (docs/debugging.md)
-_ITEM = re.compile(r"^\s*(?P<fault>[a-z_]+)\s*:(?P<args>.*)$")
 
 
 # --------------------------------------------------------------------------------------------- the fault
-def parse_inject(text: str) -> tuple[str, dict[str, str]]:
-    """``fault:key=value,key=value`` -> (fault, {key: value}); ParamError on ``inject`` when it is not of that form."""
-    m = _ITEM.match(text or "")
-    if not m:
-        raise ParamError("inject", f"expected fault:key=value[,key=value], got {str(text)[:80]!r}")
-    args = {}
-    for part in filter(None, (p.strip() for p in m["args"].split(","))):
-        key, sep, value = part.partition("=")
-        if not sep or not key.strip() or not value.strip():
-            raise ParamError("inject", f"expected key=value, got {part[:80]!r}")
-        args[key.strip()] = value.strip()
-    return m["fault"], args
-
-
-def format_inject(fault: str, args: dict) -> str:
-    return f"{fault}:" + ",".join(f"{k}={v}" for k, v in args.items())
-
-
-def _named(fault: str, args: dict) -> dict[str, str]:
-    """The inventory names a fault gives: ``gpu``/``host`` (a ranked fault), ``id`` of a link fault unless a number."""
-    out = {k: args[k] for k in ("gpu", "host") if k in args and fault in RANKED}
-    if fault == "link" and "id" in args and not args["id"].isdigit():
-        out["link"] = args["id"]
-    return out
-
-
-def _resolve(names: dict[str, str], cluster) -> dict[str, tuple[int, int]]:
-    """Inventory names -> {key: (row id, index)}; ParamError on ``inject`` naming the one the cluster lacks. A GPU's
-    index is GPU.index, a host's and a link's their position among the cluster's rows by id (the layout's order,
-    :mod:`twin.inventory.adapter`)."""
-    from twin.inventory.models import GPU, Host, Link
-    out = {}
-    for key, name in names.items():
-        model = {"gpu": GPU, "host": Host, "link": Link}[key]
-        row = model.objects.filter(cluster=cluster, name=name).values("id", *(["index"] if key == "gpu" else [])).first()
-        if row is None:
-            raise ParamError("inject", f"{cluster.name} has no {key} named {name[:120]!r}")
-        index = row["index"] if key == "gpu" else model.objects.filter(cluster=cluster, id__lt=row["id"]).count()
-        out[key] = (row["id"], index)
-    return out
-
-
 def _job_values(values: dict) -> dict:
     """The job's parameters of a rehearsal (JOB's, which DEBUG reuses), ``gpus`` from the layout if left out."""
     from sim.jobs.params import JOB
@@ -114,90 +76,43 @@ def _place(topo, values: dict) -> np.ndarray:
     return np.asarray(place(topo, _job_values(values)))
 
 
-def engine_inject(values: dict, cluster, gpus: np.ndarray, topo) -> str | None:
-    """The rehearsal's ``inject`` in the engine's terms: a GPU or a host given by name becomes ``rank=`` (the rank on
-    the GPU; the host's first rank), a link given by name ``id=``: its up link among the topology's directed links (the
-engine's ``id``, whose cable ``id % n_cables`` it slows in both directions; the cable's ``topo.link_cable`` is the
-Link row's position among the cluster's links by id)."""
+def engine_inject(values: dict, gpus: np.ndarray, topo) -> str | None:
+    """The rehearsal's ``inject`` in the engine's terms: parsed by the engine (:func:`sim.debug.faults.parse_fault`)
+    and its item names resolved by it on ``topo`` (the inventory's layout; :func:`sim.debug.faults.resolve_fault`,
+    names as :mod:`sim.fabric.names` makes them) with the job's ranks on ``gpus``: a GPU becomes the ``rank`` on it,
+    a host its first rank, a link its up link among the topology's directed links (the engine's ``id``, whose cable
+    ``id % n_cables``, the Link row's position among the cluster's links by id, it slows in both directions)."""
     if values.get("inject") is None:
         return None
-    fault, args = parse_inject(values["inject"])
-    named = _resolve(_named(fault, args), cluster)
-    gpus = np.asarray(gpus)
-    for key in ("gpu", "host"):
-        if key not in named:
-            continue
-        args.pop(key)
-        if key == "gpu":
-            held = np.flatnonzero(gpus == named["gpu"][1])
-        else:
-            from twin.inventory.models import GPU
-            on_host = list(GPU.objects.filter(host_id=named["host"][0]).values_list("index", flat=True))
-            held = np.flatnonzero(np.isin(gpus, on_host))
-        if held.size == 0:
-            raise ParamError("inject", f"{key} {values['inject'].split(key + '=', 1)[1].split(',')[0]!r} holds no "
-                                       f"rank of the job")
-        args = {"rank": str(int(held[0])), **args}
-    if "link" in named:
-        hit = np.flatnonzero(np.asarray(topo.link_cable) == named["link"][1])
-        if hit.size == 0:
-            raise ParamError("inject", f"link {args['id']!r} is not an active link of the backend fabric")
-        args["id"] = str(int(hit[0]))
-    return format_inject(fault, args)
+    return resolve_fault(parse_fault(values["inject"]), topo, gpus).text()
 
 
 def _check_debug(values: dict, cluster) -> None:
     """The job's GPUs against the usable ones and TWIN_DEBUG_MAX_RANKS; the items the fault names exist and, for a
     GPU or a host, hold a rank of the job (placed on the inventory as it is, as the worker will place it), for a link,
-    are an active link of the backend fabric."""
+    are an active link of the backend fabric; the fault in numbers passes the engine's checks (its op on the rank's
+    stage)."""
     from twin.inventory.adapter import layout_from_db
     from twin.runs.constants import setting
     check_job(values, cluster)
     ranks, cap = _job_values(values)["gpus"], setting("TWIN_DEBUG_MAX_RANKS")
     if ranks > cap:
         raise ParamError("gpus", f"{ranks:,} ranks, at most {cap:,} (TWIN_DEBUG_MAX_RANKS)")
-    if values.get("inject") is None:
-        return
-    fault, args = parse_inject(values["inject"])
-    names = _named(fault, args)
+    names = parse_fault(values.get("inject")).names()
     if not names:
         return
     topo = topology_from_layout(layout_from_db(cluster))
     gpus = _place(topo, values) if names.keys() & {"gpu", "host"} else np.zeros(0, np.int64)
-    from sim.debug.params import DEBUG
-    DEBUG.validate({**values, "inject": engine_inject(values, cluster, gpus, topo)})
-
-
-def _stand_in(text) -> str | None:
-    """``inject`` with its inventory names replaced by numbers the engine's own check accepts (``rank=0``, ``id=0``),
-    so the engine validates the rest of it; None when it names none."""
-    if not isinstance(text, str):
-        return None
-    fault, args = parse_inject(text)
-    names = _named(fault, args)
-    if not names:
-        return None
-    for key in ("gpu", "host"):
-        if key in names:
-            args.pop(key)
-            args = {"rank": "0", **args}
-    if "link" in names:
-        args["id"] = "0"
-    return format_inject(fault, args)
+    DEBUG.validate({**values, "inject": engine_inject(values, gpus, topo)})
 
 
 def _validate_debug(values, cluster) -> dict:
-    """DEBUG's validation, where the fault may name inventory items: the engine checks the fault with stand-ins
-    for the names, then (with the cluster) with the numbers they resolve to; the parameters keep the names. Then
-    the cluster checks (:func:`_check_debug`) and the twin's limits, as every kind."""
-    from sim.debug.params import DEBUG
+    """DEBUG's validation (the engine reads a fault naming inventory items and checks what it can without the
+    cluster); with the cluster, the names resolved (:func:`_check_debug`) and the twin's limits, as every kind. The
+    parameters keep the names."""
     from twin.runs import limits
     from twin.runs.registry import get
-    text = values.get("inject") if isinstance(values, dict) else None
-    stand_in = _stand_in(text)
-    out = DEBUG.validate(values if stand_in is None else {**values, "inject": stand_in})
-    if stand_in is not None:
-        out["inject"] = text
+    out = DEBUG.validate(values)
     if cluster is not None:
         _check_debug(out, cluster)
         limits.check_run(get("debug"), out, cluster)
@@ -241,35 +156,18 @@ def gpu_stop(n_gpus: int, rank_gpu: np.ndarray, heatmap: dict, state: np.ndarray
     return frames.debug_stop(lag, culprit)
 
 
-def _directed_links(topo, names: list[str], gpus) -> np.ndarray:
-    """The topology's directed link ids of the analyzer's link names (:meth:`sim.fabric.topology.Topology.link_names`, the
-    backend links at the culprit's GPUs): looked for among the links touching those GPUs' NICs, then among all; -1
-    for a name not found."""
-    if not names:
-        return np.zeros(0, np.int64)
-    tail, head = np.asarray(topo.link_tail), np.asarray(topo.link_head)
-    up = np.asarray(topo.gpu_uplink)[np.asarray(gpus, np.int64)]
-    nics = tail[up[up >= 0]]
-    out = np.full(len(names), -1, np.int64)
-    for ids in (np.flatnonzero(np.isin(tail, nics) | np.isin(head, nics)), np.arange(tail.size)):
-        want = out < 0
-        if not want.any() or not ids.size:
-            break
-        at = dict(zip(topo.link_names(ids), ids.tolist()))
-        out[want] = [at.get(n, -1) for n in np.asarray(names, dtype=object)[want]]
-    return out
-
-
-def culprit_links(topo, cluster, names: list[str], gpus) -> list[dict]:
-    """The analyzer's links (directed, named by the topology) as the inventory's Link rows, one per cable: its name
-    and id (the fabric page's ``#links=``), and the directions the analyzer named (``directions``). A directed link's
-    cable is the layout link ``topo.link_cable[e]``, the position of its row among the cluster's links by id
-    (:mod:`twin.inventory.adapter`), as :func:`engine_inject` maps a link name the other way."""
+def culprit_links(topo, cluster, gpus) -> list[dict]:
+    """The backend links at the culprit's GPUs, the ones the analyzer names (:func:`sim.debug.cluster.gpu_links`,
+    directed), as the inventory's Link rows, one per cable: its name and id (the fabric page's ``#links=``), and the
+    directions (``directions``: the analyzer's names, :meth:`sim.fabric.topology.Topology.link_names`). A directed
+    link's cable is the layout link ``topo.link_cable[e]``, the position of its row among the cluster's links by id
+    (:mod:`twin.inventory.adapter`)."""
     from twin.inventory.models import Link
-    directed = _directed_links(topo, names, gpus)
-    found = directed >= 0
-    position = np.full(len(names), -1, np.int64)
-    position[found] = np.asarray(topo.link_cable)[directed[found]]
+    directed = gpu_links(topo, gpus) if len(gpus) else np.zeros(0, np.int64)
+    if not directed.size:
+        return []
+    names = topo.link_names(directed)
+    position = np.asarray(topo.link_cable)[directed]
     row_ids = np.fromiter(Link.objects.filter(cluster=cluster).order_by("id").values_list("id", flat=True), np.int64)
     ids = [int(row_ids[p]) if 0 <= p < row_ids.size else None for p in position.tolist()]
     link_names = dict(Link.objects.filter(id__in=[i for i in ids if i is not None]).values_list("id", "name"))
@@ -292,26 +190,24 @@ def _culprit(result: dict, rank_gpu: np.ndarray, cluster, topo) -> dict | None:
     c["gpus"] = [int(rank_gpu[r]) for r in c.get("ranks", []) if 0 <= r < rank_gpu.size]
     host_ids = dict(Host.objects.filter(cluster=cluster, name__in=c.get("hosts", [])).values_list("name", "id"))
     c["hosts"] = [{"name": h, "id": host_ids.get(h)} for h in c.get("hosts", [])]
-    c["links"] = culprit_links(topo, cluster, list(c.get("links", [])), c["gpus"])
+    c["links"] = culprit_links(topo, cluster, c["gpus"]) if c.get("links") else []
     return c
 
 
 def debug(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]:
     """Rehearse: place the job, simulate its collectives with the fault, write every rank's dump, pack them with
     the run, analyze them; see the module docstring."""
-    from sim.debug import recorder as flight_recorder
-    from sim.debug import analyze as fr_analyze
     topo = topology_from_layout(layout)
     gpus = _place(topo, params)
     n, done = int(gpus.size), {"simulating": 0.0, "dumping": 0.0, "analyzing": 0.0}
-    values = {**params, "inject": engine_inject(params, run.cluster, gpus, topo)}
-    rehearsal = flight_recorder.rehearse(topo, values, progress=_stage_progress(progress, "simulating", done, n))
+    values = DEBUG.validate({**params, "inject": engine_inject(params, gpus, topo)})
+    rehearsal = rehearse(topo, values, progress=_stage_progress(progress, "simulating", done, n))
     done["simulating"] = 1.0
     with tempfile.TemporaryDirectory(prefix=f"twin-debug-{run.pk}-") as folder:
         rehearsal.write_dumps(folder, progress=_stage_progress(progress, "dumping", done, n))
         done["dumping"] = 1.0
         archive = files.pack_folder(run.pk, folder)
-        result = fr_analyze.analyze(folder, cluster=topo, progress=_stage_progress(progress, "analyzing", done, n))
+        result = analyze(folder, cluster=topo, progress=_stage_progress(progress, "analyzing", done, n))
     heatmap = dict(result.pop("heatmap", None) or {})
     state = np.asarray(heatmap.pop("state", []), dtype=np.uint8).reshape(len(heatmap.get("labels", [])), -1)
     started = np.asarray(heatmap.pop("last_started", []), dtype=np.int64)
@@ -333,9 +229,8 @@ def debug(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]
 
 def startup(layout, params: dict, progress: Callable) -> tuple[dict, dict]:
     """The start-up model over the run's scales (:func:`sim.debug.startup.model`; well under a second)."""
-    from sim.debug import startup as engine
     progress(0.0, "modelling the start-up")
-    doc = engine.model(params)
+    doc = model(STARTUP.validate(params))
     last = (doc.get("rows") or [None])[-1]
     doc["largest_text"] = f"{last['gpus']:,} ranks: {last['total_s']:.1f} s ({last['dominant']})" if last else ""
     progress(1.0)
@@ -343,11 +238,7 @@ def startup(layout, params: dict, progress: Callable) -> tuple[dict, dict]:
 
 
 def register_kinds() -> bool:
-    """Register ``debug`` and ``startup`` when the engine declares them (``sim.debug.params.DEBUG``, ``STARTUP``)."""
-    try:
-        from sim.debug.params import DEBUG, STARTUP
-    except ImportError:
-        return False
+    """Register ``debug`` and ``startup`` (``sim.debug.params.DEBUG``, ``STARTUP``)."""
     register(Kind("debug", "Debug rehearsal (a fault injected into a job; flight-recorder dumps analyzed)", DEBUG,
                   debug, headline=DEBUG_HEADLINE, arrays=DEBUG_ARRAYS, view="debug",
                   brief=("model", "gpus", "tp", "pp", "dp", "inject"), validate=_validate_debug, cost=_debug_cost,

@@ -1,0 +1,78 @@
+"""The cluster a rehearsal runs on and its dumps are read against: its topology from a preset, a spec or a
+:class:`sim.fabric.topology.Topology`; which GPU and host each rank had; the hosts and backend links at ranks.
+
+Why a module: the rehearsal (:mod:`sim.debug.recorder`), the analyzer (:mod:`sim.debug.analyze`) and the twin
+(which maps the analyzer's culprit to inventory rows) load the cluster and locate ranks on it the same way; the
+names are :mod:`sim.fabric.names`' (the inventory's, for a layout read from it) and the topology's link names.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from sim.debug.dumpformat import PLACEMENT_FILE, DumpError
+from sim.fabric.names import host_names
+from sim.fabric.placement import place
+from sim.fabric.topology import load_topology
+
+
+def load_cluster(cluster_or_spec):
+    """(topology, cluster name) of a :class:`sim.fabric.topology.Topology`, a preset name or a spec path (None: the
+    default preset)."""
+    if isinstance(cluster_or_spec, str) or cluster_or_spec is None:
+        is_file = isinstance(cluster_or_spec, str) and os.path.exists(cluster_or_spec)
+        cluster, topo = load_topology(None if is_file else cluster_or_spec, cluster_or_spec if is_file else None)
+        return topo, cluster.name
+    topo = cluster_or_spec
+    name = getattr(getattr(topo.layout, "spec", None), "name", "") if topo.layout is not None else ""
+    return topo, name
+
+
+def rank_placement(cluster, folder, world) -> dict | None:
+    """Rank -> GPU, host names and the topology, when the cluster is known: the placement file written beside our
+    dumps, else ranks on the cluster's GPUs in the topology placement (seed 0). None without a cluster."""
+    if cluster is None:
+        return None
+    topo, _ = load_cluster(cluster)
+    n = int(world.max()) + 1 if world.size else 0
+    path = os.path.join(folder, PLACEMENT_FILE)
+    gpus = None
+    if os.path.isfile(path):
+        try:
+            with open(path) as f:
+                gpus = np.asarray(json.load(f)["gpus"], np.int64)
+        except (OSError, ValueError, KeyError) as e:
+            raise DumpError(f"{path}: not a placement file ({e})") from None
+    if gpus is None or gpus.size < n or (gpus.size and gpus.max() >= topo.n_gpus):
+        try:
+            gpus = place(topo, n, "topology", 0)
+        except ValueError as e:
+            raise DumpError(f"{folder}: {n:,} ranks do not fit the cluster: {e}") from None
+    hosts = host_names(topo.layout)
+    rank_host = np.asarray(topo.gpu_host)[gpus]
+    return {"topo": topo, "gpus": gpus, "hosts": hosts, "rank_host": rank_host,
+            "host_names": [hosts[h] for h in rank_host.tolist()]}
+
+
+def gpu_links(topo, gpus) -> np.ndarray:
+    """The backend links at ``gpus`` (their NICs' links to and from the leaf): sorted directed link ids, the ones
+    :func:`culprit_where` names (``topo.link_names`` of these, in this order)."""
+    g = np.asarray(gpus, np.int64)
+    ids = np.concatenate([np.asarray(topo.gpu_uplink)[g], np.asarray(topo.gpu_downlink)[g]])
+    return np.unique(ids[ids >= 0])
+
+
+def culprit_where(info, ranks) -> tuple[list, list]:
+    """The blamed ranks' hosts, and the names of the backend links on their paths (:func:`gpu_links`); a group
+    inside one host uses NVLink only. ``info``: :func:`rank_placement`'s."""
+    if not ranks:
+        return [], []
+    topo = info["topo"]
+    r = np.asarray(ranks, np.int64)
+    r = r[r < info["gpus"].size]
+    g = info["gpus"][r]
+    hosts = sorted({info["hosts"][h] for h in np.asarray(topo.gpu_host)[g].tolist()})
+    ids = gpu_links(topo, g)
+    return hosts, topo.link_names(ids) if ids.size else []

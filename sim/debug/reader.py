@@ -1,0 +1,273 @@
+"""The reader of flight recorder dumps: one rank's file as columns of its entries, ours or PyTorch's.
+
+Why a module: reading is its own capability (docs/debugging.md, "How the dumps are written and read fast"), apart
+from the analysis that matches the columns across ranks (:mod:`sim.debug.analyze`). Our fixed-layout files
+(:mod:`sim.debug.dumpformat`) are checked and viewed as numpy records; any other dump (PyTorch's own) is unpickled.
+Strings met on the way (process groups, op names) go to global tables (:class:`Tables`).
+"""
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import re
+
+import numpy as np
+
+from sim.debug.dumpformat import ENTRIES_MARK, ENTRY_KEYS, HEAD, LONG8, NONE_FILL, TAIL, DumpError, record_dtype
+
+_NAME = re.compile(r"^(.*?)(\d+)$")
+STATE_CODE = {"scheduled": 1, "started": 2, "completed": 3}
+
+
+class Tables:
+    """Global string tables: process groups (name -> index, desc, members) and op names."""
+
+    def __init__(self):
+        self.pg_index, self.pg_name, self.pg_desc, self.pg_members = {}, [], [], []
+        self.ops, self.op_index = [], {}
+        self.version, self.backend = "", ""
+        self.unknown_members = 0                      # groups whose members no pg_config gave (yet)
+
+    def pg(self, name, desc, ranks_text=None):
+        i = self.pg_index.get(name)
+        if i is None:
+            i = self.pg_index[name] = len(self.pg_name)
+            self.pg_name.append(name)
+            self.pg_desc.append(desc)
+            self.pg_members.append(None)
+            self.unknown_members += 1
+        if ranks_text is not None and self.pg_members[i] is None:
+            try:
+                ranks = json.loads(ranks_text) if isinstance(ranks_text, str) else list(ranks_text)
+            except ValueError:
+                ranks = []
+            if ranks:
+                self.pg_members[i] = np.asarray(ranks, np.int64)
+                self.unknown_members -= 1
+        return i
+
+    def op(self, name):
+        i = self.op_index.get(name)
+        if i is None:
+            i = self.op_index[name] = len(self.ops)
+            self.ops.append(name)
+        return i
+
+
+_LAYOUTS = {}                         # memo positions of the entry keys -> _Layout
+
+
+class _Layout:
+    """The fixed entry layout of our dumps for one set of memo positions: the record dtype, and for checking a
+    file's records at once its constant bytes and their mask tiled over ``n`` records (8-byte words), the byte
+    columns of memo references, booleans and timestamp opcodes."""
+
+    def __init__(self, kidx: dict):
+        self.dt, consts = record_dtype(kidx)
+        const, mask = np.zeros(1, self.dt), np.zeros(1, self.dt)
+        for k, v in consts.items():
+            const[k] = v
+            mask[k] = b"\xff" * len(v)
+        self.const, self.mask = const.view(np.uint8), mask.view(np.uint8)
+        self.refs = ("process_group", "profiling_name", "state", "input_dtypes", "output_dtypes", "thread_name",
+                     "thread_id", "frames")
+        self.bools = ("retired", "is_p2p")
+        self.stamps = ("time_discovered_started_ns", "time_discovered_completed_ns")
+        self.tiled = {}
+
+    def words(self, n: int):
+        got = self.tiled.get(n)
+        if got is None:
+            if len(self.tiled) > 8:
+                self.tiled.clear()
+            size = n * self.dt.itemsize
+            pad = -size % 8
+            got = self.tiled[n] = tuple(np.r_[np.tile(a, n), np.zeros(pad, np.uint8)].view(np.uint64)
+                                        for a in (self.const, self.mask))
+        return got
+
+    def check(self, data, start: int, n: int, memo_size: int, bufs: "Buffers"):
+        """The records as numpy (in ``bufs``), or None when one of them is not what pickle would read the same
+        way."""
+        const, mask = self.words(n)
+        words = bufs.get("words", const.size, np.uint64)       # aligned 8-byte words of the records (the pad
+        words[-1] = 0                                          # past them: masked)
+        raw = words.view(np.uint8)[:n * self.dt.itemsize]
+        raw[:] = np.frombuffer(data, np.uint8, raw.size, start)
+        x = bufs.get("scratch", const.size, np.uint64)
+        np.bitwise_xor(words, const, out=x)
+        np.bitwise_and(x, mask, out=x)
+        if x.any():
+            return None                                        # a constant byte is not in place
+        rec = raw.view(self.dt)
+        if n and max(int(rec[k].max()) for k in self.refs) >= memo_size:
+            return None                                        # a memo reference to nothing
+        for k in self.bools:                                   # NEWTRUE / NEWFALSE
+            if ((rec[k] | 1) != 0x89).any():
+                return None
+        for k in self.stamps:                                  # LONG1 of 8 bytes, or None and the filler
+            op = rec[k + "_op"].view(np.uint16)
+            long = op == 0x088A
+            if not long.all():
+                none = ~long
+                if ((op[none] != 0x4A4E) | (rec[k][none] != NONE_FILL)).any():
+                    return None
+        return rec
+
+
+class Buffers:
+    """Buffers reused from file to file (a fresh large buffer costs a page fault per 4 kB): the file's bytes, the
+    records' aligned words, the check's scratch. What a read returns may point into them until the next read."""
+
+    def __init__(self):
+        self.arrays = {}
+
+    def get(self, name: str, size: int, dtype) -> np.ndarray:
+        a = self.arrays.get(name)
+        if a is None or a.size < size:
+            a = self.arrays[name] = np.empty(max(size, 2 * (a.size if a is not None else 0)), dtype)
+        return a[:size]
+
+
+def _fast(data, bufs: Buffers):
+    """Our fixed-layout dumps: the header unpickled alone, the entries as numpy records, after checking that every
+    record is what :mod:`pickle` would read the same way (constant bytes in place, timestamps LONG1 or None, booleans,
+    memo references in range). None if the file is not that layout (it is then read with pickle)."""
+    head = bytes(data[:1 << 16])
+    if not head.startswith(HEAD) or bytes(data[-3:]) != TAIL:
+        return None
+    start = head.find(ENTRIES_MARK)
+    if start < 0:
+        return None
+    start += len(ENTRIES_MARK)
+    try:
+        top = pickle.loads(head[:start] + TAIL)
+        memo = top["twin_memo"]
+        kidx = tuple(memo.index(k) for k in ENTRY_KEYS)
+    except Exception:
+        return None
+    lay = _LAYOUTS.get(kidx)
+    if lay is None:
+        lay = _LAYOUTS[kidx] = _Layout(dict(zip(ENTRY_KEYS, kidx)))
+    size = len(data) - 3 - start
+    if size % lay.dt.itemsize:
+        return None
+    rec = lay.check(data, start, size // lay.dt.itemsize, len(memo), bufs)
+    return None if rec is None else (top, memo, rec)
+
+
+def read_dump(path: str, rank: int, tab: Tables, bufs: Buffers | None = None) -> dict:
+    """One rank's entries as columns (record_id, pg, seq, p2p, op, numel_in/out, dtype, state, created, done),
+    and its timeout; DumpError naming the file if it cannot be read."""
+    bufs = bufs or Buffers()
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            buf = bufs.get("file", size + 1, np.uint8)
+            n = f.readinto(buf)
+            data = memoryview(buf)[:n] if n <= size else bytes(buf) + f.read()
+    except OSError as e:
+        raise DumpError(f"{path}: cannot be read ({e.strerror})") from None
+    fast = _fast(data, bufs)
+    if fast is not None:
+        out = _fast_columns(path, *fast, tab)
+        if out is not None:
+            return out
+    try:
+        top = pickle.loads(data)
+    except Exception as e:
+        what = "truncated" if isinstance(e, EOFError) or "truncated" in str(e) or "ran out" in str(e) else "corrupt"
+        raise DumpError(f"{path}: {what}: not a readable flight recorder dump ({type(e).__name__}: {e})") from None
+    del data
+    if not isinstance(top, dict) or "version" not in top:
+        raise DumpError(f"{path}: not a flight recorder dump (no 'version' key)")
+    _header(path, top, tab)
+    entries = top.get("entries", [])
+    try:
+        cols = {k: [] for k in ("record_id", "pg", "seq", "p2p", "op", "numel_in", "numel_out", "dtype", "state",
+                                "created", "done")}
+        timeout = 0
+        for e in entries:
+            name, desc = e["process_group"]
+            cols["record_id"].append(int(e["record_id"]))
+            cols["pg"].append(tab.pg(name, desc))
+            cols["seq"].append(int(e["p2p_seq_id"] if e.get("is_p2p") else e["collective_seq_id"]))
+            cols["p2p"].append(bool(e.get("is_p2p", False)))
+            prof = str(e["profiling_name"])
+            tab.backend = tab.backend or prof.split(":")[0]
+            cols["op"].append(tab.op(prof.split(" ")[0]))
+            cols["numel_in"].append(sum(int(np.prod(s)) for s in e.get("input_sizes") or []))
+            cols["numel_out"].append(sum(int(np.prod(s)) for s in e.get("output_sizes") or []))
+            cols["dtype"].append(hash(tuple(e.get("input_dtypes") or ())) & 0xFFFF)
+            st = STATE_CODE.get(e.get("state"), 1)
+            if e.get("retired") and st < 3 and e.get("time_discovered_completed_ns") is None and \
+                    e.get("state") == "scheduled":
+                st = 3                                       # gloo: no events; a retired work item has completed
+            cols["state"].append(st)
+            cols["created"].append(int(e.get("time_created_ns") or -1))
+            cols["done"].append(int(e.get("time_discovered_completed_ns") or -1))
+            timeout = int(e.get("timeout_ms") or timeout)
+    except (KeyError, TypeError, ValueError) as e:
+        raise DumpError(f"{path}: an entry lacks a field the analyzer needs ({type(e).__name__}: {e})") from None
+    out = {k: np.asarray(v, np.int64) for k, v in cols.items()}
+    out["p2p"] = out["p2p"].astype(bool)
+    out["state"] = out["state"].astype(np.int8)
+    out["timeout_ms"] = timeout
+    return out
+
+
+def _fast_columns(path, top, memo, rec, tab: Tables) -> dict | None:
+    """The columns of a fixed-layout dump, through lookup tables of its memo; None if a memo reference points at
+    the wrong kind of object (then pickle reads it). ``seq`` is the collective sequence id (p2p entries are not
+    matched); ``pgs`` the groups the memo names."""
+    _header(path, top, tab)
+    lut_pg = np.full(len(memo), -1, np.int64)
+    lut_op = np.full(len(memo), -1, np.int64)
+    lut_dt = np.zeros(len(memo), np.int64)
+    lut_state = np.zeros(len(memo), np.int8)
+    for i, obj in enumerate(memo):
+        if isinstance(obj, tuple):
+            lut_pg[i] = tab.pg(obj[0], obj[1])
+        elif isinstance(obj, str):
+            if ":" in obj:
+                lut_op[i] = tab.op(obj.split(" ")[0])
+            lut_dt[i] = hash((obj,)) & 0xFFFF                 # as the pickle path: hash of the dtypes tuple
+            lut_state[i] = STATE_CODE.get(obj, 0)
+    pg, op, state = lut_pg[rec["process_group"]], lut_op[rec["profiling_name"]], lut_state[rec["state"]]
+    if rec.size and (pg.min() < 0 or op.min() < 0 or state.min() < 1):
+        return None
+    done = rec["time_discovered_completed_ns"].astype(np.int64)
+    done[rec["time_discovered_completed_ns_op"].view(np.uint16) != np.frombuffer(LONG8, np.uint16)[0]] = -1
+    return {"record_id": rec["record_id"], "pg": pg, "seq": rec["collective_seq_id"], "p2p": rec["is_p2p"] == 0x88,
+            "op": op, "numel_in": rec["input_sizes"], "numel_out": rec["output_sizes"],
+            "dtype": lut_dt[rec["input_dtypes"]], "state": state, "created": rec["time_created_ns"], "done": done,
+            "timeout_ms": int(rec["timeout_ms"][0]) if rec.size else 0,
+            "pgs": sorted(set(lut_pg[lut_pg >= 0].tolist()))}
+
+
+def _header(path, top, tab: Tables):
+    tab.version = tab.version or str(top.get("version", ""))
+    cfg = top.get("pg_config") or {}
+    if not isinstance(cfg, dict):
+        raise DumpError(f"{path}: pg_config is not a mapping")
+    for name, info in cfg.items():
+        if isinstance(info, dict) and info.get("name", name) != "":
+            tab.pg(str(info.get("name", name)), str(info.get("desc", "")), info.get("ranks"))
+    if not tab.backend:
+        tab.backend = "nccl" if "twin_memo" in top else ""
+
+
+def dump_files(folder: str) -> list[tuple[int, str]]:
+    if not os.path.isdir(folder):
+        raise DumpError(f"{folder}: is not a folder")
+    found = {}
+    for f in sorted(os.listdir(folder)):
+        m = _NAME.match(f)
+        p = os.path.join(folder, f)
+        if m and os.path.isfile(p):
+            found.setdefault(m.group(1), []).append((int(m.group(2)), p))
+    if not found:
+        raise DumpError(f"{folder}: no dump files (named <prefix><rank>, e.g. nccl_trace_rank_0)")
+    prefix = max(found, key=lambda k: len(found[k]))
+    return sorted(found[prefix])
