@@ -17,7 +17,7 @@ Figures
         (fragmented, 1 QP; and ranks in random order); TE in the busy cluster (fragmented, 1 QP, the controller
         routing every job's flows).
     Every configuration runs for every job size and seed (placement and routing hash). The plotted value is the
-    large-message limit of the normalized busbw (the bandwidth term; :attr:`sim.fabric.netsim.CollectiveResult.limit_norm`)
+    large-message limit of the normalized busbw (the bandwidth term; :attr:`sim.fabric.results.CollectiveResult.limit_norm`)
     and the data files (and a dotted line per series) also hold the normalized busbw at ``--size`` (default 1 GiB),
     latency included, with the protocol NCCL's tuning model picks for that size.
 ``roce-vs-ib``

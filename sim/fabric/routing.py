@@ -79,6 +79,12 @@ def default_routing(kind: str) -> str:
     raise ValueError(f"fabric kind {kind!r} is not one of roce, infiniband")
 
 
+def resolve_routing(routing: str | None, kind: str) -> str:
+    """The routing a run uses: ``routing`` when given, else fabric ``kind``'s default (:func:`default_routing`).
+    The one place a null routing is resolved (CLI, twin, jobs, figures)."""
+    return routing or default_routing(kind)
+
+
 # --------------------------------------------------------------------------------------------------- hashing
 # The hash functions and header fields live in sim.fabric.hashing; splitmix64 stays importable from here.
 # --------------------------------------------------------------------------------------------------- tables

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.fabric.hostlist import placement_of
-from sim.fabric.netsim import CollectiveResult, LatencyModel, run_collective
+from sim.fabric.latency import LatencyModel
+from sim.fabric.netsim import run_collective
+from sim.fabric.results import CollectiveResult
 from sim.fabric.placement import place
 from sim.core.progress import Progress, weighted
 from sim.fabric.routing import default_routing

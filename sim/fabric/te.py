@@ -472,7 +472,7 @@ def route_together(topo: Topology, phases, build, seed: int = 0) -> list:
     """Route the flows of several phases that run at once (a job's phase and its background jobs') with one
     controller decision over all of them, each flow weighted by its bytes (``share``); return their FlowSets.
 
-    ``build(phase, router)`` makes a phase's FlowSet with a given router (:func:`sim.fabric.netsim.build_flows`). Two
+    ``build(phase, router)`` makes a phase's FlowSet with a given router (:func:`sim.fabric.flows.build_flows`). Two
     passes: the first records which flows each phase hands its router (their bytes are the first shares of the
     FlowSet: build_flows puts the routed flows first, in the order routed); :func:`te_route` then routes all of them
     at once, and the second pass gives each phase its slice of the result.

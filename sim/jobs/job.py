@@ -33,7 +33,8 @@ from sim.fabric.collectives import Phase, plan_collective
 from sim.core.errors import ParamError, UsageError
 from sim.core.maxmin import link_loads
 from sim.jobs.models import BF16, CUSTOM, FP32, MODELS, ModelShape, memory_per_gpu, stage_layers
-from sim.fabric.netsim import link_capacity, link_names, solve_phase
+from sim.fabric.flows import link_capacity, link_names
+from sim.fabric.netsim import solve_phase
 from sim.fabric.nccl_tuning import base_latency, sim_hop
 from sim.core.progress import silent, span
 from sim.core.units import IDX

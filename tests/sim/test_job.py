@@ -6,7 +6,7 @@ from sim.jobs.job import (DIMS, GEMM_EFFICIENCY, ATTENTION_EFFICIENCY, PEAK_FLOP
                      resolve_job, run_job, run_jobs, step_breakdown)
 from sim.jobs.models import MODELS, stage_layers
 from sim.fabric.nccl_tuning import base_latency, sim_hop
-from sim.fabric.netsim import LatencyModel
+from sim.fabric.latency import LatencyModel
 from sim.jobs.params import JOB
 from sim.fabric.placement import place
 from sim.fabric.topology import load_topology

@@ -13,7 +13,8 @@ import pytest
 import sim.fabric.nccl_tuning as nt
 from sim.fabric.collectives import plan_collective, ring_next
 from sim.fabric.nccl import ring_channels
-from sim.fabric.netsim import BASE_RTT, RTT_SWITCHES, LatencyModel, chain_sums, run_collective
+from sim.fabric.latency import BASE_RTT, RTT_SWITCHES, LatencyModel, chain_sums
+from sim.fabric.netsim import run_collective
 from sim.fabric.topology import DEFAULT_HOP_LATENCY
 from tests.sim.test_netsim import host_gpus, spec_data, topo_of
 
@@ -210,8 +211,8 @@ def test_tree_and_broadcast_predictions_follow_nccls_formulas():
 
 
 def test_doctests():
-    import sim.fabric.netsim
-    assert doctest.testmod(sim.fabric.netsim).failed == 0
+    import sim.fabric.latency
+    assert doctest.testmod(sim.fabric.latency).failed == 0
     assert doctest.testmod(nt).failed == 0
 
 

@@ -9,7 +9,7 @@ import sim.fabric.nccl
 from sim.fabric.collectives import plan_collective
 from sim.fabric.layout import expand
 from sim.fabric.nccl import (FIXED_UDP_SPORT, connection_flows, ring_channel_steps, ring_channels, udp_sport_of_qp)
-from sim.fabric.netsim import build_flows
+from sim.fabric.flows import build_flows
 from sim.fabric.spec import load_spec
 from sim.fabric.topology import topology_from_layout
 
@@ -134,7 +134,7 @@ def test_fixed_and_per_connection_ports():
 
 def test_ecmp_sees_one_path_per_nic_pair_with_a_fixed_port_and_spreads_per_qp_ports(demo):
     # Given one GPU pair across zones with 16 QPs on one connection, 5-tuple ECMP
-    from sim.fabric.netsim import Phase
+    from sim.fabric.collectives import Phase
     ph = Phase("one", np.array([0]), np.array([200]), np.array([1.0]), np.array([0]))
     paths = {}
     for mode in ("fixed", "per_qp"):

@@ -13,7 +13,8 @@ import pytest
 from sim.cli import main
 from sim.fabric.collectives import Phase
 from sim.fabric.layout import STATUS_FAILED, expand
-from sim.fabric.netsim import build_flows, solve_phase
+from sim.fabric.flows import build_flows
+from sim.fabric.netsim import solve_phase
 from sim.fabric.params import COLLECTIVE
 from sim.fabric.routing import ROUTINGS, NoPathError, route
 from sim.fabric.spec import load_spec
