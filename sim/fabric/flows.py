@@ -10,7 +10,8 @@ from sim.core.flowset import FlowHeader, FlowSet
 from sim.core.units import IDX
 from sim.fabric.collectives import Phase
 from sim.fabric.nccl import DEFAULT_UDP_SPORT, connection_flows
-from sim.fabric.routing import path_lengths, route
+from sim.fabric.paths import path_lengths
+from sim.fabric.routing import route
 
 NVLINK_DIRECTIONS = 2          # nvlink_bandwidth counts both directions
 CSR_CHUNK = 1 << 20            # flows (rows of the router's table) taken at a time where a temporary is bounded

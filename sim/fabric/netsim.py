@@ -215,7 +215,7 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
     the same fabric (disjoint GPUs); their traffic shares the links (their phase ``i`` runs beside this job's phase
     ``i``) but only this job is timed and reported. ``intra_order``: a host's GPUs in the rings in GPU order
     (NCCL's topology search) or in rank order (:func:`sim.fabric.collectives.host_groups`). Raises CollectiveError for impossible requests and
-    :class:`sim.fabric.routing.NoPathError` when a flow has no active path.
+    :class:`sim.fabric.paths.NoPathError` when a flow has no active path.
     """
     say = progress or silent
     t_start = time.perf_counter()

@@ -22,7 +22,7 @@ from sim.fabric.latency import LatencyModel
 from sim.fabric.netsim import run_collective
 from sim.fabric.roofline import roofline_busbw
 from sim.fabric.placement import place
-from sim.fabric.routing import NoPathError
+from sim.fabric.paths import NoPathError
 from sim.fabric.spec import parse_spec
 from sim.fabric.topology import topology_from_layout
 

@@ -33,7 +33,8 @@ from sim.fabric.hostlist import HostIndex, ListError, given_placement, order_not
 from sim.fabric.layout import FABRIC_BACKEND, STATUS_ACTIVE
 from sim.fabric.nccl import ring_channels
 from sim.fabric.params import COLLECTIVE, FABRIC_HEALTH, FIGURE, GIVEN
-from sim.fabric.routing import NoPathError, default_routing
+from sim.fabric.paths import NoPathError
+from sim.fabric.routing import default_routing
 from sim.fabric.seeds import SeededResult, run_collective_seeds
 from sim.fabric.topology import topology_from_layout
 from twin.live.frames import GPU_IDLE, GPU_IN_JOB, GPU_UNUSABLE
