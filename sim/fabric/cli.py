@@ -22,17 +22,21 @@ reason, exit status 2).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from sim.core.errors import UsageError
 from sim.core.params import add_arguments, values_from_args
 from sim.core.progress import Bar
+from sim.fabric.figures import FIGURES, QUICK_SEEDS, make_figure
+from sim.fabric.hostlist import MAX_LIST_BYTES, HostIndex, ListError, order_note, placement_of
 from sim.fabric.params import COLLECTIVE, FIGURE
+from sim.fabric.seeds import run_collective_seeds
+from sim.fabric.topology import load_topology
 
 COMMANDS = ("collective", "figure")
 
 
 def add_parsers(sub) -> None:
-    from sim.fabric.figures import FIGURES
     c = sub.add_parser("collective", help="simulate a collective over the fabric (nccl-tests style output)",
                        description="Simulate one collective over a cluster's backend fabric at flow level.")
     where = c.add_mutually_exclusive_group()
@@ -70,9 +74,6 @@ def run(args, bar: Bar) -> int:
 
 
 def _collective(args, bar: Bar) -> int:
-    from sim.fabric.seeds import run_collective_seeds
-    from sim.fabric.topology import load_topology
-    from sim.fabric.hostlist import HostIndex, order_note, placement_of
     values = values_from_args(args, COLLECTIVE)
     source = args.hostfile or args.gpus_file
     if source:
@@ -112,9 +113,6 @@ def _collective(args, bar: Bar) -> int:
 def read_list_file(path: str) -> str:
     """The text of a host or GPU list file; UsageError naming the file when it is missing, too large (checked
     before reading: :data:`sim.fabric.hostlist.MAX_LIST_BYTES`) or not UTF-8 text."""
-    from pathlib import Path
-
-    from sim.fabric.hostlist import MAX_LIST_BYTES, ListError
     p = Path(path)
     if not p.is_file():
         raise ListError(path, 0, "is not a file")
@@ -183,7 +181,6 @@ def format_seeds(seeded) -> str:
 
 
 def _figure(args, bar: Bar) -> int:
-    from sim.fabric.figures import FIGURES, QUICK_SEEDS, make_figure
     if args.name not in FIGURES:
         raise UsageError(f"unknown figure {args.name!r}: choose one of {', '.join(FIGURES)}")
     given = values_from_args(args, FIGURE)

@@ -139,7 +139,7 @@ def _nccl_busbw(collective: str, algorithm: str, proto: str, topo_busbw: float, 
     return sim_busbw(algorithm, proto, bw, n_nodes, channels)
 
 
-def _nccl_latency(collective: str, algorithm: str, proto: str, n_ranks: int, n_nodes: int) -> float:
+def nccl_latency(collective: str, algorithm: str, proto: str, n_ranks: int, n_nodes: int) -> float:
     """``comm->latencies[coll][algo][proto]``, seconds (``latencyInter`` 0: the IB plugin leaves it unset)."""
     a, p = _algo(algorithm), _p(proto)
     lat = BASE_LATENCY[a][p]
@@ -166,7 +166,7 @@ def predict(collective: str, algorithm: str, proto: str, size: int, n_ranks: int
     AllToAll ("direct") is point-to-point, outside this model: ``nan``."""
     if algorithm not in ("ring", "tree"):
         return math.nan
-    lat = _nccl_latency(collective, algorithm, proto, n_ranks, n_nodes)
+    lat = nccl_latency(collective, algorithm, proto, n_ranks, n_nodes)
     busbw = _nccl_busbw(collective, algorithm, proto, topo_busbw, n_nodes, channels)
     ratio = n_ranks / _nsteps(collective, n_ranks) if algorithm == "ring" else 0.5
     bw = busbw * ratio

@@ -81,6 +81,12 @@ def resolve_routing(routing: str | None, kind: str) -> str:
     return routing or default_routing(kind)
 
 
+def static_routing(kind: str) -> str:
+    """The static, destination-keyed routing of fabric ``kind``: Meta's path pinning on RoCE, the subnet manager's
+    D-mod-k on InfiniBand (and any other kind)."""
+    return "pinned" if kind == "roce" else "dmodk"
+
+
 # --------------------------------------------------------------------------------------------------- hashing
 # The hash functions and header fields live in sim.fabric.hashing; splitmix64 stays importable from here.
 # --------------------------------------------------------------------------------------------------- tables

@@ -128,11 +128,11 @@ class Topology:
         heads = self.node_names(self.link_head[ids])
         par = self.cache.get("_parallel")
         if par is None:
-            par = self.cache["_parallel"] = _parallel_index(self)
+            par = self.cache["_parallel"] = parallel_index(self)
         return [f"{t} -> {h} #{int(p)}" for t, h, p in zip(tails, heads, par[ids])]
 
 
-def _parallel_index(topo: Topology) -> np.ndarray:
+def parallel_index(topo: Topology) -> np.ndarray:
     """(E,) index of each link among the links with the same tail and head, in link id order."""
     key = topo.link_tail * topo.n_nodes + topo.link_head
     order = np.argsort(key, kind="stable")
@@ -181,7 +181,7 @@ def topology_from_layout(layout: ClusterLayout, hop_latency: float = DEFAULT_HOP
     gpu_leaf[lower[nic_cab] - n_sw] = upper[nic_cab]
     gpu_leaf_port = np.full(n_gpus, -1, dtype=IDX)
     gpu_leaf_port[lower[nic_cab] - n_sw] = lay.port_slot[cab["pb"][nic_cab]]
-    tables = _switch_tables(sw, cab)
+    tables = switch_tables(sw, cab)
 
     active = cab["active"]
     ids, lower, upper, tier = (x[active] for x in (cab["ids"], lower, upper, tier_all))
@@ -258,7 +258,7 @@ def _backend_cables(lay: ClusterLayout, sw: dict, gpu_of_nic: np.ndarray) -> dic
     return {"ids": cab, "pb": pb, "lower": lower, "upper": upper, "tier": lay.link_tier[cab], "active": active}
 
 
-def _switch_tables(sw: dict, cab: dict) -> dict:
+def switch_tables(sw: dict, cab: dict) -> dict:
     """The switches by tier and the routing tables of :class:`Topology` (``leaves`` ... ``spine_up``), built over
     every cable so positions do not move when one fails; -1 where a cable is inactive."""
     sw_tier, sw_zone, sw_group, sw_member = sw["tier"], sw["zone"], sw["group"], sw["member"]

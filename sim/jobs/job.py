@@ -447,8 +447,8 @@ def _place(topo, p: dict, taken: np.ndarray | None = None, gpus=None) -> np.ndar
 def _solve(topo, traffics: list[JobTraffic], p0: dict, progress):
     """One max-min solve of every job's transfers; per job and dimension: seconds per byte (``unit``) and the
     alpha (seconds per step)."""
-    from sim.fabric.routing import default_routing
-    routing = p0["routing"] or default_routing(topo.kind)
+    from sim.fabric.routing import resolve_routing
+    routing = resolve_routing(p0["routing"], topo.kind)
     job = np.concatenate([np.full(t.src.size, j, IDX) for j, t in enumerate(traffics)])
     tag = np.concatenate([t.tag for t in traffics])
     phase = Phase("job", np.concatenate([t.src for t in traffics]), np.concatenate([t.dst for t in traffics]),

@@ -147,7 +147,7 @@ def test_ecmp_sees_one_path_per_nic_pair_with_a_fixed_port_and_spreads_per_qp_po
 def test_qp_numbering_order_is_nic_channel_role_transfer():
     """The packed-key sort that numbers a NIC's endpoints gives lexsort's order (NIC, channel, send before receive,
     transfer), including when the fields do not fit in one 64-bit word."""
-    from sim.fabric.nccl import _endpoint_order
+    from sim.fabric.nccl import endpoint_order
     rng = np.random.default_rng(4)
     for nic_max in (50, 2**50):
         T = 500
@@ -156,4 +156,4 @@ def test_qp_numbering_order_is_nic_channel_role_transfer():
         channel = rng.integers(-1, 20, size=T)
         e = np.arange(2 * T)
         expected = np.lexsort((e % T, e // T, np.concatenate([channel, channel]), nic))
-        assert np.array_equal(_endpoint_order(nic, channel, T), expected)
+        assert np.array_equal(endpoint_order(nic, channel, T), expected)
