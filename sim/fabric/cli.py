@@ -27,6 +27,7 @@ from pathlib import Path
 from sim.core.errors import UsageError
 from sim.core.params import add_arguments, values_from_args
 from sim.core.progress import Bar
+from sim.core.units import GB
 from sim.fabric.figures import FIGURES, QUICK_SEEDS, make_figure
 from sim.fabric.hostlist import MAX_LIST_BYTES, HostIndex, ListError, order_note, placement_of
 from sim.fabric.params import COLLECTIVE, FIGURE
@@ -135,7 +136,7 @@ def format_table(result, cluster: str, placement: str) -> str:
         f"{p.n_hosts:,} hosts, {p.channels} channels",
         f"# placement {placement}, routing {result.routing} ({result.hash} hash), {result.qps} QP per connection, "
         f"UDP source port {result.udp_sport}, seed {result.seed}; {result.n_flows:,} flows",
-        f"# roofline busbw {result.roofline / 1e9:.1f} GB/s (same algorithm, packed hosts, only NIC and NVLink "
+        f"# roofline busbw {result.roofline / GB:.1f} GB/s (same algorithm, packed hosts, only NIC and NVLink "
         f"limits)",
         f"# latency (critical path, {_hops(result)}): "
         + ", ".join(f"{k} {v * 1e6:.1f} us" for k, v in result.latencies.items())
@@ -148,11 +149,11 @@ def format_table(result, cluster: str, placement: str) -> str:
     ]
     for r in result.rows:
         lines.append(f"  {r.size:>12} {r.count:>12} {result.dtype:>8} {redop:>6} {root:>5} {r.protocol:>6} "
-                     f"{r.time * 1e6:>11.1f} {r.algbw / 1e9:>8.2f} {r.busbw / 1e9:>8.2f} {100 * r.norm:>6.1f}")
+                     f"{r.time * 1e6:>11.1f} {r.algbw / GB:>8.2f} {r.busbw / GB:>8.2f} {100 * r.norm:>6.1f}")
     avg = sum(r.busbw for r in result.rows) / len(result.rows)
     lines += [
-        f"# Avg bus bandwidth    : {avg / 1e9:.3f} GB/s",
-        f"# Large-message limit  : busbw {result.limit_busbw / 1e9:.2f} GB/s = {100 * result.limit_norm:.1f} % of "
+        f"# Avg bus bandwidth    : {avg / GB:.3f} GB/s",
+        f"# Large-message limit  : busbw {result.limit_busbw / GB:.2f} GB/s = {100 * result.limit_norm:.1f} % of "
         f"the roofline",
     ]
     if result.hottest:

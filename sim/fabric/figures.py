@@ -41,7 +41,7 @@ import numpy as np
 
 from sim.core.errors import UsageError
 from sim.core.progress import Progress, fractions_only, silent, span, weighted
-from sim.core.units import GiB
+from sim.core.units import GB, GiB
 from sim.fabric.layout import expand
 from sim.fabric.nccl import DEFAULT_UDP_SPORT, ring_channels
 from sim.fabric.netsim import run_collective
@@ -203,7 +203,7 @@ def connections_per_pair(topo) -> int:
     """NCCL connections between the two GPUs of a ring hop on full hosts of ``topo``: its channels per NIC
     (:func:`sim.fabric.nccl.ring_channels`; 2 on 8-NIC H100 hosts)."""
     gph = int(np.bincount(np.asarray(topo.gpu_host)).max())
-    return max(ring_channels(gph, nic_gbps=topo.nic_bandwidth / 1e9) // gph, 1)
+    return max(ring_channels(gph, nic_gbps=topo.nic_bandwidth / GB) // gph, 1)
 
 
 def run_series(topo, cluster: str, series: list[Series], jobs, seeds: int, size: int,
@@ -243,8 +243,8 @@ def run_series(topo, cluster: str, series: list[Series], jobs, seeds: int, size:
                     "gpus": n, "seed": seed, "placement": s.placement, "routing": routing, "hash": hash,
                     "udp_sport": sport, "channels": r.plan.channels, "qps_per_pair": s.qps, "qps": qps,
                     "background_jobs": len(bg) if bg else 0,
-                    "norm_busbw_limit": round(r.limit_norm, 6), "busbw_limit_GBps": round(r.limit_busbw / 1e9, 4),
-                    "roofline_GBps": round(r.roofline / 1e9, 4), "size": size,
+                    "norm_busbw_limit": round(r.limit_norm, 6), "busbw_limit_GBps": round(r.limit_busbw / GB, 4),
+                    "roofline_GBps": round(r.roofline / GB, 4), "size": size,
                     "norm_busbw_at_size": round(r.rows[0].norm, 6), "time_us_at_size": round(r.rows[0].time * 1e6, 3),
                     "protocol_at_size": r.rows[0].protocol,
                     "latency_us": round(r.latency * 1e6, 3), "flows": r.n_flows,

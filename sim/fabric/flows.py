@@ -9,6 +9,7 @@ import numpy as np
 from sim.core.flowset import FlowHeader, FlowSet
 from sim.core.units import IDX
 from sim.fabric.collectives import Phase
+from sim.fabric.names import nvlink_link_name
 from sim.fabric.nccl import DEFAULT_UDP_SPORT, connection_flows
 from sim.fabric.paths import path_lengths
 from sim.fabric.routing import route
@@ -30,7 +31,7 @@ def nvlink_link_names(topo, ids) -> list[str]:
         g = (i - E) % G
         way = "egress" if i - E < G else "ingress"
         slot = int(topo.layout.gpu_slot[g]) if topo.layout is not None else g
-        out.append(f"nvlink {way} h{int(topo.gpu_host[g]):05d}.g{slot}")
+        out.append(nvlink_link_name(way, int(topo.gpu_host[g]), slot))
     return out
 
 

@@ -21,7 +21,7 @@ from sim.fabric.placement import place
 from sim.core.progress import Progress, weighted
 from sim.fabric.routing import resolve_routing
 from sim.core.units import parse_sizes
-from sim.core.units import GB
+from sim.core.units import GB, US
 
 
 
@@ -83,7 +83,7 @@ def run_collective_seeds(topo, params: dict, progress: Progress | None = None, h
     sizes = parse_sizes(params["sizes"])
     routing = resolve_routing(params["routing"], topo.kind)
     base_rtt = params.get("base_rtt_us")
-    latency = LatencyModel(base_rtt=None if base_rtt is None else base_rtt * 1e-6)
+    latency = LatencyModel(base_rtt=None if base_rtt is None else base_rtt * US)
     n = params["seeds"]
     shares = weighted(progress, [1] * n)
     runs = []

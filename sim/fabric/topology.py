@@ -36,6 +36,7 @@ import numpy as np
 from sim.fabric.catalog import load_catalog, read_catalog
 from sim.fabric.layout import (FABRIC_BACKEND, LINK_LEAF_SPINE, LINK_NIC_LEAF, LINK_SPINE_CORE, STATUS_ACTIVE, TIER_CORE,
                         TIER_LEAF, TIER_SPINE, ClusterLayout, expand)
+from sim.fabric.names import compute_zone_label, nic_node_name, switch_label
 from sim.fabric.spec import load_spec
 from sim.core.units import IDX, GBPS
 
@@ -106,18 +107,13 @@ class Topology:
         for n in np.atleast_1d(np.asarray(nodes, dtype=IDX)).tolist():
             if n >= self.n_switches:
                 g = n - self.n_switches
-                names.append(f"nic h{int(self.gpu_host[g]):05d}.r{int(lay.gpu_slot[g])}")
+                names.append(nic_node_name(int(self.gpu_host[g]), int(lay.gpu_slot[g])))
                 continue
             tier = int(self.switch_tier[n])
             name = lay.tier_names.get((FABRIC_BACKEND, tier), ("leaf", "spine", "core")[tier])
             zone, group = int(self.switch_zone[n]), int(self.switch_group[n])
-            if tier == TIER_LEAF:
-                names.append(f"{name} z{zone:02d}.{group:03d}")
-            elif tier == TIER_SPINE:
-                names.append(f"{name} z{zone:02d}.s{group:02d}")
-            else:
-                member = int(lay.switch_member[self.switch_layout_id[n]])
-                names.append(f"{name} p{group:02d}.c{member}")
+            member = int(lay.switch_member[self.switch_layout_id[n]]) if tier == TIER_CORE else 0
+            names.append(f"{name} {switch_label(tier, compute_zone_label(zone), group, member, member_digits=1)}")
         return names
 
     def link_names(self, ids) -> list[str]:

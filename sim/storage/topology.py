@@ -42,7 +42,7 @@ import numpy as np
 from sim.fabric.catalog import load_catalog
 from sim.fabric.layout import (FABRIC_FRONTEND, LINK_NIC_LEAF, STATUS_ACTIVE, TIER_LEAF, TIER_SPINE,
                         ClusterLayout)
-from sim.fabric.names import gpu_name, zone_labels
+from sim.fabric.names import gpu_name, host_labels, zone_labels
 from sim.core.units import GBPS, IDX
 from sim.fabric.topology import DEFAULT_HOP_LATENCY, Topology, parallel_index, switch_tables
 
@@ -99,7 +99,7 @@ def server_names(lay: ClusterLayout, servers, labels=None) -> list[str]:
 
 def host_names(lay: ClusterLayout, hosts, labels=None) -> list[str]:
     """Inventory-style names of hosts: ``z03.r045.h1``."""
-    return _rack_item_names(lay, hosts, lay.host_rack, lay.host_slot, "h{}", labels)
+    return host_labels(lay, hosts, labels)
 
 
 def endpoint_name(lay: ClusterLayout, nic: int, labels=None) -> str:
