@@ -27,7 +27,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sim.fabric.layout import FABRIC_BACKEND, LINK_NIC_LEAF, STATUS_FAILED, expand  # noqa: E402
 from sim.fabric.placement import place  # noqa: E402
-from sim.fabric.routing import ROUTINGS, route, routing_tables  # noqa: E402
+from sim.fabric.paths import routing_tables  # noqa: E402
+from sim.fabric.routing import ROUTINGS, route  # noqa: E402
 from sim.fabric.spec import load_spec  # noqa: E402
 from sim.fabric.topology import topology_from_layout  # noqa: E402
 

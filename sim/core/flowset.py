@@ -4,7 +4,7 @@ derived when a listing asks for it; and the classes of identical flows the solve
 Why: a ring phase over 589,824 GPUs with 16 QPs per GPU pair is 17.7M flows (docs/scale.md). Routing, the max-min
 solve and the timing need only each flow's links (CSR ``ptr``, ``links``), its bytes (``share``) and its transfer.
 The GPUs and channel of a flow are its transfer's, its QP index and numbers and UDP port its connection's
-(:mod:`sim.fabric.nccl`): :func:`sim.fabric.netsim.build_flows` hands those over per transfer and per network flow, and the
+(:mod:`sim.fabric.nccl`): :func:`sim.fabric.flows.build_flows` hands those over per transfer and per network flow, and the
 per-flow arrays (``src``, ``dst``, ``qp``, ``channel``, ``sqpn``, ``dqpn``, ``sport``) are built on first access
 (hottest links' samples, ``--flows`` listings), not for every run: 7 arrays of 17.7M entries not written, not paged in.
 
@@ -33,7 +33,7 @@ DENSE_KEYS_PER_FLOW = 4        # group by a dense key table when it has at most 
 
 @dataclass
 class FlowHeader:
-    """What the derived per-flow arrays of a :class:`FlowSet` laid out by :func:`sim.fabric.netsim.build_flows` come from:
+    """What the derived per-flow arrays of a :class:`FlowSet` laid out by :func:`sim.fabric.flows.build_flows` come from:
     the phase's per-transfer GPUs and channel, the first ``n_network`` flows' QP index (``qps`` QPs per connection,
     QP-minor) and QP numbers and UDP source ports (per network flow); NVLink flows have QP 0 and -1 for the rest."""
 
@@ -73,7 +73,7 @@ class FlowSet:
 
     @property
     def n_network_first(self) -> int | None:
-        """How many flows, all first, cross the fabric when the layout is :func:`sim.fabric.netsim.build_flows`'s."""
+        """How many flows, all first, cross the fabric when the layout is :func:`sim.fabric.flows.build_flows`'s."""
         return None if self.header is None else self.header.n_network
 
     @cached_property

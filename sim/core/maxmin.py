@@ -21,7 +21,7 @@ Conventions
 
 The flow-level network simulator (:mod:`sim.fabric.netsim`) calls :func:`max_min_rates` once per synchronous phase of a
 collective (every step of a ring has the same flows; the flows of other jobs in a busy cluster join the same solve)
-and at every event of :func:`sim.fabric.netsim.simulate_flows` (AllToAll). That is all it serves today. Rates are bytes/s
+and at every event of :func:`sim.core.flowcore.simulate_flows` (AllToAll). That is all it serves today. Rates are bytes/s
 throughout, loads are bytes/s, capacities bytes/s.
 """
 from __future__ import annotations

@@ -12,6 +12,7 @@ IDX = np.int64                    # the dtype of every index array (flows, links
 GB = 1e9                          # bytes in a GB, as nccl-tests prints GB/s (10^9, not 2^30)
 GiB = 1 << 30                     # bytes in a GiB
 GBPS = 1e9 / 8                    # bytes/s in one Gb/s (link and NIC speeds)
+US = 1e-6                         # seconds in a microsecond
 
 UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)

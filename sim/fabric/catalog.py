@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from sim.core.errors import SpecError
+from sim.core.nesting import check_depth
 
 CATALOG_PATH = Path(__file__).parent.parent / "presets" / "catalog.toml"
 KINDS = ("gpu", "nic", "switch", "platform", "storage_server", "ssd", "cable")
@@ -97,7 +98,6 @@ def load_catalog(path: Path = CATALOG_PATH) -> Catalog:
 def read_catalog(path) -> Catalog:
     """A user's catalog file (TOML); SpecError naming the file (missing, too large, not TOML, nested too deeply)
     or the field (:func:`parse_catalog`)."""
-    from sim.fabric.spec import _check_depth
     p = Path(path)
     if not p.is_file():
         raise SpecError("catalog", str(path), "is not a file")
@@ -111,5 +111,5 @@ def read_catalog(path) -> Catalog:
         raise SpecError("catalog", str(path), f"cannot be parsed: {e}") from None
     except RecursionError:
         raise SpecError("catalog", str(path), "cannot be parsed: nested too deeply") from None
-    _check_depth(data, str(path))
+    check_depth(data, str(path))
     return parse_catalog(data)

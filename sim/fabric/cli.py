@@ -22,17 +22,22 @@ reason, exit status 2).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from sim.core.errors import UsageError
 from sim.core.params import add_arguments, values_from_args
 from sim.core.progress import Bar
+from sim.core.units import GB
+from sim.fabric.figures import FIGURES, QUICK_SEEDS, make_figure
+from sim.fabric.hostlist import MAX_LIST_BYTES, HostIndex, ListError, order_note, placement_of
 from sim.fabric.params import COLLECTIVE, FIGURE
+from sim.fabric.seeds import run_collective_seeds
+from sim.fabric.topology import load_topology
 
 COMMANDS = ("collective", "figure")
 
 
 def add_parsers(sub) -> None:
-    from sim.fabric.figures import FIGURES
     c = sub.add_parser("collective", help="simulate a collective over the fabric (nccl-tests style output)",
                        description="Simulate one collective over a cluster's backend fabric at flow level.")
     where = c.add_mutually_exclusive_group()
@@ -70,9 +75,6 @@ def run(args, bar: Bar) -> int:
 
 
 def _collective(args, bar: Bar) -> int:
-    from sim.fabric.seeds import run_collective_seeds
-    from sim.fabric.topology import load_topology
-    from sim.fabric.hostlist import HostIndex, order_note, placement_of
     values = values_from_args(args, COLLECTIVE)
     source = args.hostfile or args.gpus_file
     if source:
@@ -112,9 +114,6 @@ def _collective(args, bar: Bar) -> int:
 def read_list_file(path: str) -> str:
     """The text of a host or GPU list file; UsageError naming the file when it is missing, too large (checked
     before reading: :data:`sim.fabric.hostlist.MAX_LIST_BYTES`) or not UTF-8 text."""
-    from pathlib import Path
-
-    from sim.fabric.hostlist import MAX_LIST_BYTES, ListError
     p = Path(path)
     if not p.is_file():
         raise ListError(path, 0, "is not a file")
@@ -137,7 +136,7 @@ def format_table(result, cluster: str, placement: str) -> str:
         f"{p.n_hosts:,} hosts, {p.channels} channels",
         f"# placement {placement}, routing {result.routing} ({result.hash} hash), {result.qps} QP per connection, "
         f"UDP source port {result.udp_sport}, seed {result.seed}; {result.n_flows:,} flows",
-        f"# roofline busbw {result.roofline / 1e9:.1f} GB/s (same algorithm, packed hosts, only NIC and NVLink "
+        f"# roofline busbw {result.roofline / GB:.1f} GB/s (same algorithm, packed hosts, only NIC and NVLink "
         f"limits)",
         f"# latency (critical path, {_hops(result)}): "
         + ", ".join(f"{k} {v * 1e6:.1f} us" for k, v in result.latencies.items())
@@ -150,11 +149,11 @@ def format_table(result, cluster: str, placement: str) -> str:
     ]
     for r in result.rows:
         lines.append(f"  {r.size:>12} {r.count:>12} {result.dtype:>8} {redop:>6} {root:>5} {r.protocol:>6} "
-                     f"{r.time * 1e6:>11.1f} {r.algbw / 1e9:>8.2f} {r.busbw / 1e9:>8.2f} {100 * r.norm:>6.1f}")
+                     f"{r.time * 1e6:>11.1f} {r.algbw / GB:>8.2f} {r.busbw / GB:>8.2f} {100 * r.norm:>6.1f}")
     avg = sum(r.busbw for r in result.rows) / len(result.rows)
     lines += [
-        f"# Avg bus bandwidth    : {avg / 1e9:.3f} GB/s",
-        f"# Large-message limit  : busbw {result.limit_busbw / 1e9:.2f} GB/s = {100 * result.limit_norm:.1f} % of "
+        f"# Avg bus bandwidth    : {avg / GB:.3f} GB/s",
+        f"# Large-message limit  : busbw {result.limit_busbw / GB:.2f} GB/s = {100 * result.limit_norm:.1f} % of "
         f"the roofline",
     ]
     if result.hottest:
@@ -183,7 +182,6 @@ def format_seeds(seeded) -> str:
 
 
 def _figure(args, bar: Bar) -> int:
-    from sim.fabric.figures import FIGURES, QUICK_SEEDS, make_figure
     if args.name not in FIGURES:
         raise UsageError(f"unknown figure {args.name!r}: choose one of {', '.join(FIGURES)}")
     given = values_from_args(args, FIGURE)

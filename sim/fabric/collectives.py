@@ -63,7 +63,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim.fabric.nccl import ring_channels
-from sim.core.units import IDX
+from sim.core.units import GB, IDX
 
 COLLECTIVES = ("allgather", "reducescatter", "allreduce", "alltoall", "broadcast", "reduce")
 ALGORITHMS = ("ring", "tree")
@@ -312,7 +312,7 @@ def plan_collective(collective: str, gpus, gpu_host, algorithm: str = "ring", *,
     g = host_groups(gpus, gpu_host, intra_order)
     gpus = np.asarray(gpus, dtype=IDX)
     n, h = gpus.size, g.n_hosts
-    C = int(channels) if channels else ring_channels(int(g.size.max()), h, nic_gbps=nic_bandwidth / 1e9,
+    C = int(channels) if channels else ring_channels(int(g.size.max()), h, nic_gbps=nic_bandwidth / GB,
                                                      min_channels=min_channels, max_channels=max_channels)
     if C < 1:
         raise CollectiveError(f"channels must be at least 1, got {channels}")

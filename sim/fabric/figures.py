@@ -17,7 +17,7 @@ Figures
         (fragmented, 1 QP; and ranks in random order); TE in the busy cluster (fragmented, 1 QP, the controller
         routing every job's flows).
     Every configuration runs for every job size and seed (placement and routing hash). The plotted value is the
-    large-message limit of the normalized busbw (the bandwidth term; :attr:`sim.fabric.netsim.CollectiveResult.limit_norm`)
+    large-message limit of the normalized busbw (the bandwidth term; :attr:`sim.fabric.results.CollectiveResult.limit_norm`)
     and the data files (and a dotted line per series) also hold the normalized busbw at ``--size`` (default 1 GiB),
     latency included, with the protocol NCCL's tuning model picks for that size.
 ``roce-vs-ib``
@@ -33,6 +33,7 @@ import csv
 import json
 import os
 import time
+import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -40,8 +41,15 @@ import numpy as np
 
 from sim.core.errors import UsageError
 from sim.core.progress import Progress, fractions_only, silent, span, weighted
+from sim.core.units import GB, GiB
+from sim.fabric.layout import expand
+from sim.fabric.nccl import DEFAULT_UDP_SPORT, ring_channels
+from sim.fabric.netsim import run_collective
+from sim.fabric.placement import place
+from sim.fabric.routing import resolve_routing, static_routing
+from sim.fabric.spec import PRESETS_DIR, parse_spec
+from sim.fabric.topology import load_topology, topology_from_layout
 
-GIB = 1 << 30
 FIGURES = ("allgather-scale", "roce-vs-ib")
 DEFAULT_JOBS = (512, 1024, 2048, 4096, 8192, 16384)
 DEFAULT_SEEDS = 4
@@ -174,11 +182,11 @@ def background_jobs(topo, gpus: np.ndarray, n: int, policy: str, seed: int) -> l
 
 
 def _resolve_routing(routing: str, kind: str) -> str:
-    from sim.fabric.routing import default_routing
+    """A series' routing on fabric ``kind``: ``"default"`` is the fabric's, ``"static"`` its static routing."""
     if routing == "default":
-        return default_routing(kind)
+        return resolve_routing(None, kind)
     if routing == "static":
-        return "pinned" if kind == "roce" else "dmodk"
+        return static_routing(kind)
     return routing
 
 
@@ -194,9 +202,8 @@ def series_jobs(s: Series, jobs, usable: int, zone_gpus: int) -> list[int]:
 def connections_per_pair(topo) -> int:
     """NCCL connections between the two GPUs of a ring hop on full hosts of ``topo``: its channels per NIC
     (:func:`sim.fabric.nccl.ring_channels`; 2 on 8-NIC H100 hosts)."""
-    from sim.fabric.nccl import ring_channels
     gph = int(np.bincount(np.asarray(topo.gpu_host)).max())
-    return max(ring_channels(gph, nic_gbps=topo.nic_bandwidth / 1e9) // gph, 1)
+    return max(ring_channels(gph, nic_gbps=topo.nic_bandwidth / GB) // gph, 1)
 
 
 def run_series(topo, cluster: str, series: list[Series], jobs, seeds: int, size: int,
@@ -208,9 +215,6 @@ def run_series(topo, cluster: str, series: list[Series], jobs, seeds: int, size:
     inside it the fractions of :func:`sim.fabric.netsim.run_collective` (routing, solver rounds) move the bar; the message
     names the series being run, then summarizes it. ``on_run(done, total)``, if given, is called after each
     simulated run (the ``figure`` run kind counts runs with it; it may raise to stop the figure)."""
-    from sim.fabric.nccl import DEFAULT_UDP_SPORT
-    from sim.fabric.netsim import run_collective
-    from sim.fabric.placement import place
     say = progress or silent
     conns = connections_per_pair(topo)
     usable = int(topo.gpu_usable.sum())
@@ -239,8 +243,8 @@ def run_series(topo, cluster: str, series: list[Series], jobs, seeds: int, size:
                     "gpus": n, "seed": seed, "placement": s.placement, "routing": routing, "hash": hash,
                     "udp_sport": sport, "channels": r.plan.channels, "qps_per_pair": s.qps, "qps": qps,
                     "background_jobs": len(bg) if bg else 0,
-                    "norm_busbw_limit": round(r.limit_norm, 6), "busbw_limit_GBps": round(r.limit_busbw / 1e9, 4),
-                    "roofline_GBps": round(r.roofline / 1e9, 4), "size": size,
+                    "norm_busbw_limit": round(r.limit_norm, 6), "busbw_limit_GBps": round(r.limit_busbw / GB, 4),
+                    "roofline_GBps": round(r.roofline / GB, 4), "size": size,
                     "norm_busbw_at_size": round(r.rows[0].norm, 6), "time_us_at_size": round(r.rows[0].time * 1e6, 3),
                     "protocol_at_size": r.rows[0].protocol,
                     "latency_us": round(r.latency * 1e6, 3), "flows": r.n_flows,
@@ -309,7 +313,7 @@ def _plot_panel(ax, summary, series_keys, title, jobs):
 
 def draw(summary: list[dict], panels: list[tuple[str, list[str]]], title: str, jobs, out_base: Path) -> list[Path]:
     """Write ``out_base``.png and .svg: one panel per (title, series keys)."""
-    import matplotlib
+    import matplotlib   # only when a figure is drawn: matplotlib would add ~0.3 s to every start-up (CLI, workers)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, len(panels), figsize=(5.6 * len(panels), 6.4), squeeze=False)
@@ -340,11 +344,6 @@ def _write_data(rows, summary, meta, out_base: Path) -> list[Path]:
 
 def _infiniband_twin(preset: str, say):
     """A preset's cluster with an InfiniBand backend of the same shape (for the quick comparison)."""
-    import tomllib
-
-    from sim.fabric.layout import expand
-    from sim.fabric.spec import PRESETS_DIR, parse_spec
-    from sim.fabric.topology import topology_from_layout
     with open(PRESETS_DIR / f"{preset}.toml", "rb") as f:
         data = tomllib.load(f)
     data["name"] = f"{preset}-ib"
@@ -357,14 +356,13 @@ def _infiniband_twin(preset: str, say):
 
 # ----------------------------------------------------------------------------------------------- entry point
 def make_figure(name: str, out_dir, preset: str | None = None, jobs=None, seeds: int | None = None,
-                size: int = GIB, quick: bool = False, background: bool = True,
+                size: int = GiB, quick: bool = False, background: bool = True,
                 progress: Progress | None = None, hash: str = "uniform") -> list[Path]:
     """Run the simulations of figure ``name`` and write its PNG, SVG, CSV and JSON into ``out_dir``; return the
     paths. ``quick``: a small cluster, few job sizes and seeds (seconds). ``background=False`` leaves out the
     busy-cluster series. ``progress(fraction, message)``: the clusters' runs (:func:`run_series`), then writing the
     files as one more run's share; it ends at 1.0. Refuses an output directory it cannot write before simulating
     (:class:`sim.core.errors.UsageError`)."""
-    from sim.fabric.topology import load_topology
     if name not in FIGURES:
         raise ValueError(f"unknown figure {name!r}: choose one of {', '.join(FIGURES)}")
     say = progress or silent

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.core.errors import UsageError
-from sim.fabric.names import host_names
+from sim.fabric.names import gpu_name, host_names, parse_gpu_name
 from sim.core.units import IDX
 
 MAX_LIST_BYTES = 4 * 1024 * 1024  # a host or GPU list's size: a GPU list of 131,072 inventory names is ~4 MB
@@ -161,10 +161,11 @@ def _gpu_of(idx: HostIndex, source: str, line: int, entry: str) -> int:
     if ":" in entry:
         name, _, slot = entry.rpartition(":")
     else:
-        name, dot, slot = entry.rpartition(".gpu")
-        if not dot:
+        parsed = parse_gpu_name(entry)
+        if parsed is None:
             raise ListError(source, line, f"{entry!r} is not a GPU: give a GPU id, 'host:slot' or "
-                                          f"'{idx.example()}.gpu0'")
+                                          f"'{gpu_name(idx.example(), 0)}'")
+        name, slot = parsed
     h = idx.host(name)
     if h is None:
         raise ListError(source, line, _unknown_host(idx, name))

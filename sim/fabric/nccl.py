@@ -182,7 +182,7 @@ def connection_flows(src_nic, dst_nic, channel, qps: int, udp_sport: str = DEFAU
     # Endpoints: the send side of every connection on its NIC, then the receive side; numbered per NIC in the
     # order (channel, send before receive, transfer).
     nic = np.concatenate([src_nic, dst_nic])
-    order = _endpoint_order(nic, channel, T)
+    order = endpoint_order(nic, channel, T)
     sorted_nic = nic[order]
     first = np.r_[True, sorted_nic[1:] != sorted_nic[:-1]]
     group_start = np.maximum.accumulate(np.where(first, np.arange(2 * T), 0))
@@ -205,7 +205,7 @@ def connection_flows(src_nic, dst_nic, channel, qps: int, udp_sport: str = DEFAU
                            sqpn=sqpn.ravel(), dqpn=dqpn.ravel(), sport=sport.ravel())
 
 
-def _endpoint_order(nic: np.ndarray, channel: np.ndarray, T: int) -> np.ndarray:
+def endpoint_order(nic: np.ndarray, channel: np.ndarray, T: int) -> np.ndarray:
     """The order of the ``2 T`` endpoints (send sides ``0..T-1``, then receive sides) by (NIC, channel, send before
     receive, transfer): one sort of packed 64-bit keys whose low bits are the endpoint itself, or a lexsort when the
     fields do not fit in 63 bits."""

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import math
 
+from sim.core.units import GB, US  # NCCL's bandwidths are GB/s (1e9 bytes/s), its latencies us
+
 NCCL_VERSION = "2.30.7 (commit 5067397c)"
 PROTOCOLS = ("LL", "LL128", "Simple")            # NCCL's ncclProtoStr, in NCCL_PROTO_* order
 PROTOCOL_CHOICES = ("auto",) + PROTOCOLS         # auto: NCCL's choice; else forced, as NCCL_PROTO=<one>
 LL, LL128, SIMPLE = PROTOCOLS
-US = 1e-6
-GBS = 1e9                                        # NCCL's bandwidths are GB/s (1e9 bytes/s)
 
 # baseLatencies[algorithm][protocol], us (tuning.cc ncclTunerConstantsDefaults).
 BASE_LATENCY = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4)}
@@ -106,17 +106,17 @@ def sim_hop(algorithm: str, proto: str, n_ranks: int, n_nodes: int) -> tuple[flo
 def _caps(algorithm: str, proto: str, n_nodes: int, channels: int) -> tuple[float, float]:
     """``(factor, cap)`` of a protocol's bandwidth relative to Simple's, cap in bytes/s (``inf``: none)."""
     i2 = _index2(n_nodes)
-    ll_max = (LL_MAX_BW["hopper"] if n_nodes == 1 else LL_MAX_BW[CPU_VENDOR])[i2] * GBS
+    ll_max = (LL_MAX_BW["hopper"] if n_nodes == 1 else LL_MAX_BW[CPU_VENDOR])[i2] * GB
     if algorithm == "ring":
         if proto == LL:
             return 0.5, ll_max
         if proto == LL128:
-            return 0.92, channels * PER_CH_MAX_RING_LL128_BW[i2] * GBS
+            return 0.92, channels * PER_CH_MAX_RING_LL128_BW[i2] * GB
     elif algorithm == "tree":
         if proto == LL:
             return 1 / 3.8, ll_max
         if proto == LL128:
-            return (7 / 9 if n_nodes == 1 else 120 / 128), channels * PER_CH_MAX_TREE_LL128_BW[i2] * GBS
+            return (7 / 9 if n_nodes == 1 else 120 / 128), channels * PER_CH_MAX_TREE_LL128_BW[i2] * GB
     elif proto == LL:                                # point-to-point LL: half of each 16-byte line is flags
         return 0.5, math.inf
     return 1.0, math.inf
@@ -135,11 +135,11 @@ def _nccl_busbw(collective: str, algorithm: str, proto: str, topo_busbw: float, 
     """``comm->bandwidths[coll][algo][proto]``: NCCL's algorithm bandwidth, bytes/s."""
     bw = topo_busbw
     if algorithm == "tree" and collective == "allreduce":
-        bw = min(bw * 0.92, channels * PER_CH_MAX_TREE_BW[_index2(n_nodes)] * GBS)
+        bw = min(bw * 0.92, channels * PER_CH_MAX_TREE_BW[_index2(n_nodes)] * GB)
     return sim_busbw(algorithm, proto, bw, n_nodes, channels)
 
 
-def _nccl_latency(collective: str, algorithm: str, proto: str, n_ranks: int, n_nodes: int) -> float:
+def nccl_latency(collective: str, algorithm: str, proto: str, n_ranks: int, n_nodes: int) -> float:
     """``comm->latencies[coll][algo][proto]``, seconds (``latencyInter`` 0: the IB plugin leaves it unset)."""
     a, p = _algo(algorithm), _p(proto)
     lat = BASE_LATENCY[a][p]
@@ -166,7 +166,7 @@ def predict(collective: str, algorithm: str, proto: str, size: int, n_ranks: int
     AllToAll ("direct") is point-to-point, outside this model: ``nan``."""
     if algorithm not in ("ring", "tree"):
         return math.nan
-    lat = _nccl_latency(collective, algorithm, proto, n_ranks, n_nodes)
+    lat = nccl_latency(collective, algorithm, proto, n_ranks, n_nodes)
     busbw = _nccl_busbw(collective, algorithm, proto, topo_busbw, n_nodes, channels)
     ratio = n_ranks / _nsteps(collective, n_ranks) if algorithm == "ring" else 0.5
     bw = busbw * ratio

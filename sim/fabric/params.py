@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from sim.fabric.collectives import ALGORITHMS, COLLECTIVES, DTYPES, INTRA_ORDERS, CollectiveError, canonical
-from sim.core.errors import ParamError, UsageError
+from sim.core.errors import ParamError
 from sim.fabric.figures import DEFAULT_SEEDS
 from sim.fabric.hostlist import MAX_LIST_BYTES
 from sim.fabric.nccl_tuning import PROTOCOL_CHOICES
@@ -10,7 +10,6 @@ from sim.fabric.hashing import HASHES
 from sim.fabric.nccl import DEFAULT_UDP_SPORT, MAX_QPS_PER_CONNECTION, MAXCHANNELS, UDP_SPORT_MODES
 from sim.fabric.placement import PLACEMENTS
 from sim.fabric.routing import ROUTINGS
-from sim.core.units import parse_size, parse_sizes
 from sim.core.params import MAX_GPUS, MAX_SEED, Param, ParamSet
 
 MAX_QPS = MAX_QPS_PER_CONNECTION  # NCCL's NCCL_IB_QPS_PER_CONNECTION upper bound (docs/sources.md [S6])

@@ -14,12 +14,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.fabric.hostlist import placement_of
-from sim.fabric.netsim import CollectiveResult, LatencyModel, run_collective
+from sim.fabric.latency import LatencyModel
+from sim.fabric.netsim import run_collective
+from sim.fabric.results import CollectiveResult
 from sim.fabric.placement import place
 from sim.core.progress import Progress, weighted
-from sim.fabric.routing import default_routing
+from sim.fabric.routing import resolve_routing
 from sim.core.units import parse_sizes
-from sim.core.units import GB
+from sim.core.units import GB, US
 
 
 
@@ -79,9 +81,9 @@ def run_collective_seeds(topo, params: dict, progress: Progress | None = None, h
     if given is None:
         given = placement_of(topo, params)
     sizes = parse_sizes(params["sizes"])
-    routing = params["routing"] or default_routing(topo.kind)
+    routing = resolve_routing(params["routing"], topo.kind)
     base_rtt = params.get("base_rtt_us")
-    latency = LatencyModel(base_rtt=None if base_rtt is None else base_rtt * 1e-6)
+    latency = LatencyModel(base_rtt=None if base_rtt is None else base_rtt * US)
     n = params["seeds"]
     shares = weighted(progress, [1] * n)
     runs = []

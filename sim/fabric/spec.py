@@ -11,17 +11,18 @@ spine ``i`` of every zone connects to the ``per_plane`` core switches of plane `
 """
 from __future__ import annotations
 
+import json
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sim.fabric.catalog import Catalog, load_catalog
 from sim.core.errors import SpecError
+from sim.core.nesting import MAX_DEPTH, check_depth
 
 PRESETS_DIR = Path(__file__).parent.parent / "presets"
 BACKEND_KINDS = ("roce", "infiniband")
 STORAGE_KINDS = ("tectonic", "hammerspace")
-MAX_DEPTH = 16                    # tables and lists inside each other: a spec needs 4; deeper input is refused
 
 
 @dataclass(frozen=True)
@@ -375,7 +376,7 @@ def _parse_storage(t: _Table, catalog: Catalog) -> StorageSpec:
 def parse_spec(data: dict, catalog: Catalog | None = None) -> ClusterSpec:
     """Validate a spec given as a dict (parsed TOML or JSON) and return it as a ClusterSpec."""
     catalog = catalog or load_catalog()
-    _check_depth(data)
+    check_depth(data)
     top = _Table(data, "")
     name = top.str("name")
     if not all(c.isalnum() or c == "-" for c in name) or not name[0].isalnum():
@@ -414,23 +415,6 @@ def parse_spec(data: dict, catalog: Catalog | None = None) -> ClusterSpec:
     return spec
 
 
-def _check_depth(data, source: str | None = None) -> None:
-    """Refuse input nested deeper than :data:`MAX_DEPTH` tables or lists, naming the top-level field (and the file
-    ``source``); walked level by level without recursion, so any depth is safe."""
-    if not isinstance(data, dict):
-        return
-    level = [(key, value) for key, value in data.items()]
-    for _ in range(MAX_DEPTH):
-        level = [(key, v) for key, x in level if isinstance(x, (dict, list, tuple))
-                 for v in (x.values() if isinstance(x, dict) else x)]
-        if not level:
-            return
-    key, reason = str(level[0][0]), f"is nested more than {MAX_DEPTH} tables or lists deep"
-    if source is None:
-        raise SpecError(key, "...", reason)
-    raise SpecError("spec", source, f"{reason} (field {key})")
-
-
 def preset_names() -> list[str]:
     return sorted(p.stem for p in PRESETS_DIR.glob("*.toml") if p.stem != "catalog")
 
@@ -445,7 +429,6 @@ def load_spec(preset_or_path: str, catalog: Catalog | None = None) -> ClusterSpe
                         f"is neither a preset ({', '.join(preset_names())}) nor a spec file")
     try:
         if path.suffix == ".json":
-            import json
             data = json.loads(path.read_text())
         else:
             with open(path, "rb") as f:
@@ -455,5 +438,5 @@ def load_spec(preset_or_path: str, catalog: Catalog | None = None) -> ClusterSpe
     except RecursionError:
         raise SpecError("spec", str(path), f"cannot be parsed: nested too deeply (a spec needs at most "
                                            f"{MAX_DEPTH} levels)") from None
-    _check_depth(data, str(path))
+    check_depth(data, str(path))
     return parse_spec(data, catalog)

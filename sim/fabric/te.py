@@ -7,7 +7,7 @@ Meta ran a centralized traffic-engineering controller in some zones of its RoCE 
 about every 30 s from the current traffic matrix and topology (Gangidi et al., SIGCOMM 2024, docs/sources.md [S2]).
 Here the traffic matrix is one phase of a collective (the job's flows and, with background jobs, theirs:
 :func:`sim.fabric.netsim.solve_phase` routes them together) and the topology is the current fabric (failed or drained
-links are not in it; :func:`sim.fabric.routing.routing_tables` says which next hops still reach the destination). Each
+links are not in it; :func:`sim.fabric.paths.routing_tables` says which next hops still reach the destination). Each
 flow carries ``weight`` bytes (its ``share``); the controller minimizes the most loaded link's utilization
 ``max over links of (bytes on the link / capacity)`` (MLU, the usual TE objective, e.g. Hedera's global placement
 of large flows in a Clos, Al-Fares et al., NSDI 2010, docs/sources.md [S20]).
@@ -23,7 +23,7 @@ them in three stages:
    ``(za, p)`` and the core downlinks into ``(zb, p)``. With equal flows this is bipartite edge colouring: by
    König's theorem a bipartite multigraph of maximum degree ``D`` has a proper ``D``-edge-colouring, so (splitting a
    leaf of degree ``d`` into ``ceil(d / P)`` copies of degree at most ``P``) every leaf gets each plane at most
-   ``ceil(d / P)`` times, which is the lower bound (docs/sources.md [S19]). :func:`colour` builds it: whole rounds
+   ``ceil(d / P)`` times, which is the lower bound (docs/sources.md [S19]). :func:`sim.fabric.colouring.colour` builds it: whole rounds
    of ``P`` flows of one (source, destination) block get every plane once (vectorized); the remainder, at most
    ``P - 1`` flows per block, is coloured round-robin at the source and its conflicts at the destination are
    repaired by alternating-path (Kempe chain) swaps, the constructive proof of König's theorem.
@@ -41,7 +41,7 @@ lowers its own bottleneck most; movers into one group are admitted heaviest-bott
 stays below the bottleneck they leave, so the maximum never rises. It stops at the lower bound, when no flow on the
 maximum can move, or after :data:`MAX_ROUNDS` rounds. Flows with failed choices skip the colouring and start on
 their first valid choice; a choice that is down is never taken, and a flow with no valid choice raises
-:class:`sim.fabric.routing.NoPathError`.
+:class:`sim.fabric.paths.NoPathError`.
 
 Guarantees: with equal flows and no failures, the leaf tiers (uplinks and downlinks) are exactly at their lower
 bound ``max over leaves of ceil(flows / (P m))`` flows per link, and the stage-2 tiers at theirs given the planes;
@@ -49,10 +49,10 @@ never worse than any hash on the same flows at the leaf tiers. With unequal flow
 zone layer, the result is a local optimum of the MLU (not a proof of optimality: the exact problem is an integer
 multicommodity flow).
 
-Complexity: O(F log F) vectorized numpy for the block rounds, sorting, cables and each local-search round
-(O(F_hot x K x 4) for ``F_hot`` flows on the hottest groups); the Kempe repair is a Python loop over the remainder
-edges that conflict (at most ``K - 1`` per block, typically a few percent of the flows), each swap walking one
-alternating path; above :data:`KEMPE_LIMIT` conflicting edges the repair is left to the local search.
+Complexity: O(F log F) vectorized numpy for the block rounds, sorting, cables and each local-search round (O(F_hot x
+K x 4) for ``F_hot`` flows on the hottest groups); the Kempe repair is a Python loop over the remainder edges that
+conflict (at most ``K - 1`` per block, typically a few percent of the flows), each swap walking one alternating
+path; above :data:`sim.fabric.colouring.KEMPE_LIMIT` conflicting edges the repair is left to the local search.
 
 Limitations: the controller in the paper recomputes about every 30 s; the twin has no time axis inside a
 collective, so every solve (each phase's traffic matrix) recomputes from scratch, as if the controller had
@@ -65,131 +65,13 @@ from __future__ import annotations
 import numpy as np
 
 from sim.core.units import IDX
-from sim.fabric.routing import _csr, _flow_arrays, _nic_links, _no_path, max_path_links, routing_tables
+from sim.fabric.colouring import colour, rank_in_groups
+from sim.fabric.paths import csr, flow_arrays, max_path_links, nic_links, no_path, routing_tables
 from sim.fabric.topology import Topology
 
 MAX_ROUNDS = 64          # local-search rounds per stage
-KEMPE_LIMIT = 400_000    # conflicting remainder edges repaired by Kempe chains; above this the local search does it
 CHUNK = 1 << 15          # flows per block when scoring alternatives (bounds memory to ~CHUNK x K x 4 floats)
 _REL = 1e-9              # relative tolerance of load comparisons
-
-
-# ---------------------------------------------------------------------------------------------- colouring
-def colour(left, right, k: int, seed: int = 0) -> np.ndarray:
-    """Colour the edges ``left[i] - right[i]`` of a bipartite multigraph with ``k`` colours so that every vertex of
-    degree ``d`` has each colour at most ``ceil(d / k)`` times (König's theorem with vertex splitting;
-    docs/sources.md [S19]).
-
-    Whole rounds of ``k`` parallel edges take every colour once; the remaining edges are split per vertex into
-    copies of at most ``k`` edges, coloured round-robin at the left copy (``seed`` rotates the start) and repaired
-    at the right copy by alternating-path swaps. Returns (n,) int colours.
-
-    >>> colour([0, 0, 1, 1], [0, 1, 0, 1], 2).tolist()
-    [0, 1, 1, 0]
-    """
-    left = np.asarray(left, dtype=IDX)
-    right = np.asarray(right, dtype=IDX)
-    n = left.size
-    out = np.full(n, -1, dtype=IDX)
-    if n == 0:
-        return out
-    nr = int(right.max()) + 1
-    # 1. whole rounds of k edges of one block (left, right) take each colour once
-    block = left * nr + right
-    order = np.argsort(block, kind="stable")
-    rank, size = _rank_in_groups(block[order])
-    whole = rank < (size // k) * k
-    out[order[whole]] = rank[whole] % k
-    rest = order[~whole]
-    if rest.size == 0:
-        return out
-    # 2. the remainder, split into vertex copies of at most k edges
-    lc = _copies(left[rest], k)
-    rc = _copies(right[rest], k)
-    rot = (seed + left[rest] * 7) % k
-    lrank, _ = _rank_in_groups_unsorted(lc)
-    guess = (lrank + rot) % k                              # distinct at each left copy
-    # keep the first edge of each (right copy, colour); the others are repaired
-    key = rc * k + guess
-    first = np.zeros(rest.size, dtype=bool)
-    _, idx = np.unique(key, return_index=True)
-    first[idx] = True
-    col = np.where(first, guess, -1)
-    todo = np.flatnonzero(~first)
-    if todo.size and todo.size <= KEMPE_LIMIT:
-        col = _kempe(lc, rc, col, todo, k)
-    elif todo.size:
-        col[todo] = guess[todo]                            # left balanced; the local search repairs the right
-    out[rest] = col
-    return out
-
-
-def _rank_in_groups(sorted_keys):
-    """For a sorted key array: each element's rank within its run of equal keys, and the run's size."""
-    n = sorted_keys.size
-    start = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
-    sizes = np.diff(np.r_[start, n])
-    rank = np.arange(n) - np.repeat(start, sizes)
-    return rank, np.repeat(sizes, sizes)
-
-
-def _rank_in_groups_unsorted(keys):
-    order = np.argsort(keys, kind="stable")
-    r, s = _rank_in_groups(keys[order])
-    rank, size = np.empty_like(r), np.empty_like(s)
-    rank[order], size[order] = r, s
-    return rank, size
-
-
-def _copies(vertex, k: int) -> np.ndarray:
-    """Split each vertex into copies of at most ``k`` of its edges; return each edge's copy id (dense)."""
-    rank, _ = _rank_in_groups_unsorted(vertex)
-    return np.unique(vertex * (1 << 20) + rank // k, return_inverse=True)[1].astype(IDX)
-
-
-def _kempe(lc, rc, col, todo, k: int) -> np.ndarray:
-    """Colour the edges ``todo`` (left copy ``lc``, right copy ``rc``) properly with ``k`` colours, the others being
-    coloured already (``col``, proper): König's alternating-path argument, one edge at a time."""
-    L = np.full((int(lc.max()) + 1, k), -1, dtype=IDX)
-    R = np.full((int(rc.max()) + 1, k), -1, dtype=IDX)
-    done = np.flatnonzero(col >= 0)
-    L[lc[done], col[done]] = done
-    R[rc[done], col[done]] = done
-    L, R, col_l = L.tolist(), R.tolist(), col.tolist()
-    lcl, rcl = lc.tolist(), rc.tolist()
-    for e in todo.tolist():
-        x, y = lcl[e], rcl[e]
-        Lx, Ry = L[x], R[y]
-        a = Lx.index(-1)                                   # free at x (x has at most k edges)
-        if Ry[a] == -1:
-            c = a
-        else:
-            b = Ry.index(-1)                               # free at y
-            if Lx[b] == -1:
-                c = b
-            else:
-                # walk the path from y along a, b, a, ... and swap a <-> b on it; it never reaches x
-                path, node, on_right, want = [], y, True, a
-                while True:
-                    f = (R[node] if on_right else L[node])[want]
-                    if f == -1:
-                        break
-                    path.append(f)
-                    node = lcl[f] if on_right else rcl[f]
-                    on_right = not on_right
-                    want = b if want == a else a
-                for f in path:
-                    L[lcl[f]][col_l[f]] = -1
-                    R[rcl[f]][col_l[f]] = -1
-                for f in path:
-                    col_l[f] = b if col_l[f] == a else a
-                    L[lcl[f]][col_l[f]] = f
-                    R[rcl[f]][col_l[f]] = f
-                c = a
-        col_l[e] = c
-        L[x][c] = e
-        R[y][c] = e
-    return np.asarray(col_l, dtype=IDX)
 
 
 # ---------------------------------------------------------------------------------------------- local search
@@ -293,20 +175,20 @@ def te_route(topo: Topology, src_gpu, dst_gpu, qp=None, weight=None, seed: int =
 
     ``weight`` (F,): bytes of each flow (default 1 each; only ratios matter). ``qp`` is accepted for the router
     signature; the controller assigns every flow (every QP) its own path whatever its QP number. ``seed`` rotates
-    where the round-robin starts (ties only). Deterministic. Raises :class:`sim.fabric.routing.NoPathError` when a flow has
+    where the round-robin starts (ties only). Deterministic. Raises :class:`sim.fabric.paths.NoPathError` when a flow has
     no active path.
     """
-    src, dst, _ = _flow_arrays(topo, src_gpu, dst_gpu, qp, "te")
+    src, dst, _ = flow_arrays(topo, src_gpu, dst_gpu, qp)
     F = src.size
     w_all = np.ones(F) if weight is None else np.broadcast_to(np.asarray(weight, dtype=np.float64), (F,))
     if F and (not np.isfinite(w_all).all() or (w_all < 0).any()):
         raise ValueError("weight must be finite and non-negative")
     paths = np.full((F, max_path_links(topo)), -1, dtype=IDX)
-    h = _nic_links(topo, src, dst, paths)
+    h = nic_links(topo, src, dst, paths)
     if h is None:
-        return _csr(paths)
+        return csr(paths)
     if not len(topo.spines):
-        _no_path(topo, src, dst, h.fl, F, "the fabric has no spine tier to leave the leaf")
+        no_path(topo, src, dst, h.fl, F, "the fabric has no spine tier to leave the leaf")
     t = routing_tables(topo)
     h.t, h.za, h.zb = t, t.leaf_zone[h.a], t.leaf_zone[h.b]
     w = np.asarray(w_all[h.fl], dtype=np.float64)
@@ -316,7 +198,7 @@ def te_route(topo: Topology, src_gpu, dst_gpu, qp=None, weight=None, seed: int =
     xz = np.flatnonzero(h.za != h.zb)
     member = _members(topo, t, h, w, cap, plane, spine, xz, seed) if xz.size else None
     _cables(topo, h, w, plane, spine, xz, member, paths, seed)
-    return _csr(paths)
+    return csr(paths)
 
 
 def _group_capacity(link_ids, cap, offset: int = 0):
@@ -417,7 +299,7 @@ def _spread(group, cand, w, seed):
     load = np.where(gok, 0.0, np.inf)
     tie = (np.arange(m)[None, :] - (seed + ug)[:, None]) % m        # rotated tie-break per group
     order = np.lexsort((np.arange(n), -w, g))
-    rank, _ = _rank_in_groups(g[order])
+    rank, _ = rank_in_groups(g[order])
     pos = rank % nv[g[order]]
     if np.all(w == w[0]):                   # equal flows: the rounds are plain round-robin over the active links
         kth = (pos + seed + ug[g[order]]) % nv[g[order]]
@@ -472,7 +354,7 @@ def route_together(topo: Topology, phases, build, seed: int = 0) -> list:
     """Route the flows of several phases that run at once (a job's phase and its background jobs') with one
     controller decision over all of them, each flow weighted by its bytes (``share``); return their FlowSets.
 
-    ``build(phase, router)`` makes a phase's FlowSet with a given router (:func:`sim.fabric.netsim.build_flows`). Two
+    ``build(phase, router)`` makes a phase's FlowSet with a given router (:func:`sim.fabric.flows.build_flows`). Two
     passes: the first records which flows each phase hands its router (their bytes are the first shares of the
     FlowSet: build_flows puts the routed flows first, in the order routed); :func:`te_route` then routes all of them
     at once, and the second pass gives each phase its slice of the result.

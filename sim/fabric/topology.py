@@ -36,6 +36,7 @@ import numpy as np
 from sim.fabric.catalog import load_catalog, read_catalog
 from sim.fabric.layout import (FABRIC_BACKEND, LINK_LEAF_SPINE, LINK_NIC_LEAF, LINK_SPINE_CORE, STATUS_ACTIVE, TIER_CORE,
                         TIER_LEAF, TIER_SPINE, ClusterLayout, expand)
+from sim.fabric.names import compute_zone_label, nic_node_name, switch_label
 from sim.fabric.spec import load_spec
 from sim.core.units import IDX, GBPS
 
@@ -106,18 +107,13 @@ class Topology:
         for n in np.atleast_1d(np.asarray(nodes, dtype=IDX)).tolist():
             if n >= self.n_switches:
                 g = n - self.n_switches
-                names.append(f"nic h{int(self.gpu_host[g]):05d}.r{int(lay.gpu_slot[g])}")
+                names.append(nic_node_name(int(self.gpu_host[g]), int(lay.gpu_slot[g])))
                 continue
             tier = int(self.switch_tier[n])
             name = lay.tier_names.get((FABRIC_BACKEND, tier), ("leaf", "spine", "core")[tier])
             zone, group = int(self.switch_zone[n]), int(self.switch_group[n])
-            if tier == TIER_LEAF:
-                names.append(f"{name} z{zone:02d}.{group:03d}")
-            elif tier == TIER_SPINE:
-                names.append(f"{name} z{zone:02d}.s{group:02d}")
-            else:
-                member = int(lay.switch_member[self.switch_layout_id[n]])
-                names.append(f"{name} p{group:02d}.c{member}")
+            member = int(lay.switch_member[self.switch_layout_id[n]]) if tier == TIER_CORE else 0
+            names.append(f"{name} {switch_label(tier, compute_zone_label(zone), group, member, member_digits=1)}")
         return names
 
     def link_names(self, ids) -> list[str]:
@@ -128,11 +124,11 @@ class Topology:
         heads = self.node_names(self.link_head[ids])
         par = self.cache.get("_parallel")
         if par is None:
-            par = self.cache["_parallel"] = _parallel_index(self)
+            par = self.cache["_parallel"] = parallel_index(self)
         return [f"{t} -> {h} #{int(p)}" for t, h, p in zip(tails, heads, par[ids])]
 
 
-def _parallel_index(topo: Topology) -> np.ndarray:
+def parallel_index(topo: Topology) -> np.ndarray:
     """(E,) index of each link among the links with the same tail and head, in link id order."""
     key = topo.link_tail * topo.n_nodes + topo.link_head
     order = np.argsort(key, kind="stable")
@@ -181,7 +177,7 @@ def topology_from_layout(layout: ClusterLayout, hop_latency: float = DEFAULT_HOP
     gpu_leaf[lower[nic_cab] - n_sw] = upper[nic_cab]
     gpu_leaf_port = np.full(n_gpus, -1, dtype=IDX)
     gpu_leaf_port[lower[nic_cab] - n_sw] = lay.port_slot[cab["pb"][nic_cab]]
-    tables = _switch_tables(sw, cab)
+    tables = switch_tables(sw, cab)
 
     active = cab["active"]
     ids, lower, upper, tier = (x[active] for x in (cab["ids"], lower, upper, tier_all))
@@ -258,7 +254,7 @@ def _backend_cables(lay: ClusterLayout, sw: dict, gpu_of_nic: np.ndarray) -> dic
     return {"ids": cab, "pb": pb, "lower": lower, "upper": upper, "tier": lay.link_tier[cab], "active": active}
 
 
-def _switch_tables(sw: dict, cab: dict) -> dict:
+def switch_tables(sw: dict, cab: dict) -> dict:
     """The switches by tier and the routing tables of :class:`Topology` (``leaves`` ... ``spine_up``), built over
     every cable so positions do not move when one fails; -1 where a cable is inactive."""
     sw_tier, sw_zone, sw_group, sw_member = sw["tier"], sw["zone"], sw["group"], sw["member"]

@@ -38,9 +38,10 @@ from sim.core.progress import silent, span
 from sim.core.units import IDX
 from sim.fabric.collectives import Phase
 from sim.fabric.nccl_tuning import sim_hop
-from sim.fabric.netsim import link_capacity, link_names, solve_phase
+from sim.fabric.flows import link_capacity, link_names
+from sim.fabric.netsim import solve_phase
 from sim.fabric.placement import place
-from sim.fabric.routing import default_routing
+from sim.fabric.routing import resolve_routing
 from sim.jobs.layout import DIMS, model_of, resolve_job
 from sim.jobs.models import ModelShape
 from sim.jobs.step import PEAK_FLOPS, PROTOCOL, message_sizes, step_breakdown
@@ -157,7 +158,7 @@ def place_job(topo, p: dict, taken: np.ndarray | None = None, gpus=None) -> np.n
 def solve_traffic(topo, traffics: list[JobTraffic], p0: dict, progress):
     """One max-min solve of every job's transfers; per job and dimension: seconds per byte (``unit``) and the
     alpha (seconds per step)."""
-    routing = p0["routing"] or default_routing(topo.kind)
+    routing = resolve_routing(p0["routing"], topo.kind)
     job = np.concatenate([np.full(t.src.size, j, IDX) for j, t in enumerate(traffics)])
     tag = np.concatenate([t.tag for t in traffics])
     phase = Phase("job", np.concatenate([t.src for t in traffics]), np.concatenate([t.dst for t in traffics]),

@@ -42,9 +42,9 @@ import numpy as np
 from sim.fabric.catalog import load_catalog
 from sim.fabric.layout import (FABRIC_FRONTEND, LINK_NIC_LEAF, STATUS_ACTIVE, TIER_LEAF, TIER_SPINE,
                         ClusterLayout)
-from sim.fabric.names import gpu_name, zone_labels
+from sim.fabric.names import gpu_name, host_labels, zone_labels
 from sim.core.units import GBPS, IDX
-from sim.fabric.topology import DEFAULT_HOP_LATENCY, Topology, _parallel_index, _switch_tables
+from sim.fabric.topology import DEFAULT_HOP_LATENCY, Topology, parallel_index, switch_tables
 
 PCIE_GEN5_X16 = 64e9        # bytes/s each way: H100 SXM host interface, PCIe Gen5 x16 = 128 GB/s both ways [S4]
 HOST_MEMCPY = 200e9         # bytes/s a host copies (assumption: a third of 2 sockets x 8 DDR5-4800 channels)
@@ -99,7 +99,7 @@ def server_names(lay: ClusterLayout, servers, labels=None) -> list[str]:
 
 def host_names(lay: ClusterLayout, hosts, labels=None) -> list[str]:
     """Inventory-style names of hosts: ``z03.r045.h1``."""
-    return _rack_item_names(lay, hosts, lay.host_rack, lay.host_slot, "h{}", labels)
+    return host_labels(lay, hosts, labels)
 
 
 def endpoint_name(lay: ClusterLayout, nic: int, labels=None) -> str:
@@ -142,7 +142,7 @@ def frontend_topology(lay: ClusterLayout, hop_latency: float = DEFAULT_HOP_LATEN
     ep_leaf[lower[nic_cab] - n_sw] = upper[nic_cab]
     ep_leaf_port = np.full(n_ep, -1, dtype=IDX)
     ep_leaf_port[lower[nic_cab] - n_sw] = lay.port_slot[pb[nic_cab]]
-    tables = _switch_tables(sw, cabinfo)
+    tables = switch_tables(sw, cabinfo)
 
     ids, lo, up, tier = (x[active] for x in (cab, lower, upper, tier_all))
     C = len(ids)
@@ -165,7 +165,7 @@ def frontend_topology(lay: ClusterLayout, hop_latency: float = DEFAULT_HOP_LATEN
         switch_tier=sw["tier"], switch_zone=sw["zone"], switch_group=sw["group"], switch_active=sw["active"],
         gpu_leaf=ep_leaf, gpu_leaf_port=ep_leaf_port, gpu_uplink=uplink, gpu_downlink=downlink, **tables,
         leaf_downlinks=int(ep_leaf_port.max()) + 1 if n_ep else 0, hop_latency=hop_latency)
-    topo.cache["_parallel"] = _parallel_index(topo)
+    topo.cache["_parallel"] = parallel_index(topo)
     return topo
 
 

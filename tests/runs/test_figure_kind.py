@@ -2,6 +2,7 @@
 real Celery worker. Given / when / then."""
 import pytest
 
+from sim.core.units import GiB
 from sim.fabric import figures
 from tests.runs.test_runs import finished, running
 from twin.capabilities.collectives.kinds import default_figure_jobs
@@ -116,7 +117,7 @@ def test_run_series_reports_each_run_and_can_be_stopped():
     series = figures.allgather_series(topo.kind)[:2]
     calls = []
     # when run_series runs with a progress hook
-    rows = figures.run_series(topo, "demo", series, (32, 64), 2, figures.GIB, on_run=lambda d, t: calls.append((d, t)))
+    rows = figures.run_series(topo, "demo", series, (32, 64), 2, GiB, on_run=lambda d, t: calls.append((d, t)))
     # then the hook saw every run, counted against the planned total
     assert calls == [(i + 1, len(rows)) for i in range(len(rows))]
 
@@ -129,4 +130,4 @@ def test_run_series_reports_each_run_and_can_be_stopped():
             raise Stop
 
     with pytest.raises(Stop):
-        figures.run_series(topo, "demo", series, (32, 64), 2, figures.GIB, on_run=stop_after_3)
+        figures.run_series(topo, "demo", series, (32, 64), 2, GiB, on_run=stop_after_3)

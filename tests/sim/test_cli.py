@@ -12,7 +12,7 @@ import sim.core.units
 from sim.cli import main
 from sim.core.errors import UsageError
 from sim.core.units import parse_size, parse_sizes
-from sim.fabric.routing import NoPathError
+from sim.fabric.paths import NoPathError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -315,7 +315,7 @@ def test_refused_input_ends_with_exit_2_and_one_line(capsys, tmp_path, argv, mes
 def test_no_path_is_a_one_line_error(capsys, monkeypatch):
     def no_path(*args, **kwargs):
         raise NoPathError("3 of 8 flows (1 GPU pairs) have no active path; first: GPU 0 -> GPU 8")
-    monkeypatch.setattr("sim.fabric.routing.route", no_path)
+    monkeypatch.setattr("sim.fabric.flows.route", no_path)
     code, out, err = run(capsys, "collective", "--preset", "demo-256", "--gpus", "16", "-q")
     assert code == 2 and err.strip().endswith("have no active path; first: GPU 0 -> GPU 8")
 

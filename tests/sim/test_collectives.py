@@ -11,7 +11,7 @@ import pytest
 import sim.fabric.collectives
 from sim.fabric.collectives import (COLLECTIVES, CollectiveError, btree_parents, busbw_factor, canonical, dtree_parents,
                              element_count, host_groups, plan_collective, tree_depth)
-from sim.fabric.netsim import critical_path
+from sim.fabric.latency import critical_path
 
 
 def packed(n, per_host=8):

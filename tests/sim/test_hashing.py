@@ -11,7 +11,8 @@ import pytest
 import sim.fabric.hashing
 from sim.fabric.hashing import (ROCE_UDP_DPORT, SwitchHash, crc16, crc32, header_bytes, nic_ips, switch_seeds)
 from sim.fabric.layout import expand
-from sim.fabric.routing import route, routing_tables
+from sim.fabric.paths import routing_tables
+from sim.fabric.routing import route
 from sim.fabric.spec import load_spec
 from sim.fabric.topology import topology_from_layout
 

@@ -8,7 +8,7 @@ from sim.jobs.step import ATTENTION_EFFICIENCY, GEMM_EFFICIENCY, PEAK_FLOPS, ste
 from sim.jobs.traffic import job_traffic
 from sim.jobs.models import MODELS, stage_layers
 from sim.fabric.nccl_tuning import base_latency, sim_hop
-from sim.fabric.netsim import LatencyModel
+from sim.fabric.latency import LatencyModel
 from sim.jobs.params import JOB
 from sim.fabric.placement import place
 from sim.fabric.topology import load_topology

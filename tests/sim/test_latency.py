@@ -13,7 +13,8 @@ import pytest
 import sim.fabric.nccl_tuning as nt
 from sim.fabric.collectives import plan_collective, ring_next
 from sim.fabric.nccl import ring_channels
-from sim.fabric.netsim import BASE_RTT, RTT_SWITCHES, LatencyModel, chain_sums, run_collective
+from sim.fabric.latency import BASE_RTT, RTT_SWITCHES, LatencyModel, chain_sums
+from sim.fabric.netsim import run_collective
 from sim.fabric.topology import DEFAULT_HOP_LATENCY
 from tests.sim.test_netsim import host_gpus, spec_data, topo_of
 
@@ -198,20 +199,20 @@ def test_latency_is_positive_and_each_protocols_time_grows_with_size(two_zones, 
 
 def test_tree_and_broadcast_predictions_follow_nccls_formulas():
     # Tree AllReduce over 16 nodes of 8 GPUs: base + 2 ((8 - 1) intra + log2(16) inter), Simple.
-    lat = nt._nccl_latency("allreduce", "tree", "Simple", 128, 16)
+    lat = nt.nccl_latency("allreduce", "tree", "Simple", 128, 16)
     assert lat == pytest.approx((8.4 + 2 * (7 * 4.0 + 4 * 14.0)) * 1e-6)
     # Broadcast: one hop latency per rank (NCCL's Simple uses the tree's network latency there).
-    assert nt._nccl_latency("broadcast", "ring", "Simple", 128, 16) == pytest.approx((8.4 + 128 * 14.0) * 1e-6)
+    assert nt.nccl_latency("broadcast", "ring", "Simple", 128, 16) == pytest.approx((8.4 + 128 * 14.0) * 1e-6)
     # One GPU per node: rings take the tree's network latency.
-    assert nt._nccl_latency("allgather", "ring", "LL", 4, 4) == pytest.approx((6.6 + 3 * 5.0) * 1e-6)
+    assert nt.nccl_latency("allgather", "ring", "LL", 4, 4) == pytest.approx((6.6 + 3 * 5.0) * 1e-6)
     assert math.isnan(nt.predict("alltoall", "direct", "LL", 1, 4, 4, 1, 1e9))
     assert nt.choose("alltoall", "direct", 4 * nt.P2P_LL_THRESHOLD, 4, 4, 1, 1e9) == "LL"
     assert nt.choose("alltoall", "direct", 4 * nt.P2P_LL_THRESHOLD + 4, 4, 4, 1, 1e9) == "Simple"
 
 
 def test_doctests():
-    import sim.fabric.netsim
-    assert doctest.testmod(sim.fabric.netsim).failed == 0
+    import sim.fabric.latency
+    assert doctest.testmod(sim.fabric.latency).failed == 0
     assert doctest.testmod(nt).failed == 0
 
 

@@ -9,7 +9,7 @@ import sim.fabric.nccl
 from sim.fabric.collectives import plan_collective
 from sim.fabric.layout import expand
 from sim.fabric.nccl import (FIXED_UDP_SPORT, connection_flows, ring_channel_steps, ring_channels, udp_sport_of_qp)
-from sim.fabric.netsim import build_flows
+from sim.fabric.flows import build_flows
 from sim.fabric.spec import load_spec
 from sim.fabric.topology import topology_from_layout
 
@@ -134,7 +134,7 @@ def test_fixed_and_per_connection_ports():
 
 def test_ecmp_sees_one_path_per_nic_pair_with_a_fixed_port_and_spreads_per_qp_ports(demo):
     # Given one GPU pair across zones with 16 QPs on one connection, 5-tuple ECMP
-    from sim.fabric.netsim import Phase
+    from sim.fabric.collectives import Phase
     ph = Phase("one", np.array([0]), np.array([200]), np.array([1.0]), np.array([0]))
     paths = {}
     for mode in ("fixed", "per_qp"):
@@ -147,7 +147,7 @@ def test_ecmp_sees_one_path_per_nic_pair_with_a_fixed_port_and_spreads_per_qp_po
 def test_qp_numbering_order_is_nic_channel_role_transfer():
     """The packed-key sort that numbers a NIC's endpoints gives lexsort's order (NIC, channel, send before receive,
     transfer), including when the fields do not fit in one 64-bit word."""
-    from sim.fabric.nccl import _endpoint_order
+    from sim.fabric.nccl import endpoint_order
     rng = np.random.default_rng(4)
     for nic_max in (50, 2**50):
         T = 500
@@ -156,4 +156,4 @@ def test_qp_numbering_order_is_nic_channel_role_transfer():
         channel = rng.integers(-1, 20, size=T)
         e = np.arange(2 * T)
         expected = np.lexsort((e % T, e // T, np.concatenate([channel, channel]), nic))
-        assert np.array_equal(_endpoint_order(nic, channel, T), expected)
+        assert np.array_equal(endpoint_order(nic, channel, T), expected)

@@ -10,15 +10,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import sim.fabric.netsim
+import sim.fabric.roofline
 from sim.fabric.catalog import load_catalog, parse_catalog
 from sim.fabric.collectives import CollectiveError
 from sim.fabric.layout import STATUS_FAILED, expand
 from sim.core.maxmin import csr_from_lists, link_loads
 from sim.fabric.nccl_tuning import base_latency, sim_hop
-from sim.fabric.netsim import (LatencyModel, link_capacity, roofline_busbw, run_collective, simulate_flows)
+from sim.core.flowcore import simulate_flows
+from sim.fabric.flows import link_capacity
+from sim.fabric.latency import LatencyModel
+from sim.fabric.netsim import run_collective
+from sim.fabric.roofline import roofline_busbw
 from sim.fabric.placement import place
-from sim.fabric.routing import NoPathError
+from sim.fabric.paths import NoPathError
 from sim.fabric.spec import parse_spec
 from sim.fabric.topology import topology_from_layout
 
@@ -65,7 +69,7 @@ def network_rates(result, phase=0):
 
 
 def test_doctests():
-    assert doctest.testmod(sim.fabric.netsim).failed == 0
+    assert doctest.testmod(sim.fabric.roofline).failed == 0
 
 
 # ------------------------------------------------------------------------------------------------ analytic cases
@@ -144,7 +148,7 @@ def test_a_run_reuses_its_plan_for_the_roofline_only_when_it_is_the_packed_one(c
     gpus = place(topo, 48, placement, seed=3)
     r = run_collective(topo, gpus, collective, [GIB], algorithm=algorithm)
     gph = int(np.bincount(np.asarray(topo.gpu_host)).max())
-    assert sim.fabric.netsim._packed_in_order(np.asarray(gpus), topo.gpu_host, gph) == (placement == "topology")
+    assert sim.fabric.roofline.packed_in_order(np.asarray(gpus), topo.gpu_host, gph) == (placement == "topology")
     assert r.roofline == roofline_busbw(r.plan.collective, r.plan.n_ranks, gph, topo.nic_bandwidth,
                                         topo.nvlink_bandwidth, r.plan.algorithm, r.plan.channels)
 
@@ -319,7 +323,7 @@ def test_merged_alltoall_matches_the_exact_event_simulation():
     # Given a 64-rank AllToAll over an oversubscribed fabric with 5-tuple ECMP (about 90 distinct finish times)
     from sim.fabric.topology import load_topology
     from sim.fabric.collectives import plan_collective
-    from sim.fabric.netsim import build_flows
+    from sim.fabric.flows import build_flows
     _, topo = load_topology("demo-256")
     plan = plan_collective("alltoall", place(topo, 64, "random", seed=1), topo.gpu_host)
     fl = build_flows(topo, plan.phases[0], 1, "ecmp", 0)
@@ -334,7 +338,8 @@ def test_a_phase_solved_by_classes_of_identical_flows_has_the_rates_of_every_flo
     """demo-256, 16 QPs per GPU pair over E-ECMP: many QPs share a path and the NVLink transfers of all channels
     share their two links; the merged solve must give each flow the rate the plain solve gives it."""
     from sim.core.maxmin import identical_flows, max_min_rates
-    from sim.fabric.netsim import _merged_rates, build_flows
+    from sim.fabric.flows import build_flows
+    from sim.fabric.netsim import merged_rates
     from sim.fabric.spec import load_spec
     from sim.fabric.collectives import plan_collective
     topo = topology_from_layout(expand(load_spec("demo-256")))
@@ -345,7 +350,7 @@ def test_a_phase_solved_by_classes_of_identical_flows_has_the_rates_of_every_flo
     assert rep.size < flows.n_flows                          # some flows do share a path
     capacity = link_capacity(topo)
     plain = max_min_rates(flows.ptr, flows.links, capacity)
-    assert np.allclose(_merged_rates(flows, capacity, None), plain, rtol=1e-12, atol=0)
+    assert np.allclose(merged_rates(flows, capacity, None), plain, rtol=1e-12, atol=0)
 
 
 def test_a_flow_set_derives_its_listing_and_groups_its_flows_as_the_plain_csr_does():
@@ -356,7 +361,7 @@ def test_a_flow_set_derives_its_listing_and_groups_its_flows_as_the_plain_csr_do
     from sim.fabric.collectives import plan_collective
     from sim.core.maxmin import identical_flows
     from sim.fabric.nccl import connection_flows
-    from sim.fabric.netsim import build_flows
+    from sim.fabric.flows import build_flows
     from sim.fabric.spec import load_spec
     topo = topology_from_layout(expand(load_spec("demo-256")))
     phase = plan_collective("allgather", place(topo, 200, "random", seed=5), topo.gpu_host, "ring").phases[0]
@@ -382,13 +387,13 @@ def test_a_flow_set_derives_its_listing_and_groups_its_flows_as_the_plain_csr_do
 
 
 def test_the_hottest_links_are_the_first_k_of_the_full_sort():
-    """_top_links sorts only the links that can be in the top k; its answer must be the full sort's first k:
+    """top_links sorts only the links that can be in the top k; its answer must be the full sort's first k:
     utilization (rounded) descending, then flows descending, then link id, with many ties."""
     import sim.core.flowset
-    from sim.fabric.netsim import _top_links
+    from sim.fabric.results import top_links
     assert doctest.testmod(sim.core.flowset).failed == 0
     rng = np.random.default_rng(1)
     for _ in range(2000):
         n, k = int(rng.integers(1, 60)), int(rng.integers(1, 15))
         util, n_on = np.round(rng.integers(0, 4, n) / 3, 9), rng.integers(0, 3, n)
-        assert np.array_equal(_top_links(util, n_on, k), np.lexsort((-n_on, -util))[:k])
+        assert np.array_equal(top_links(util, n_on, k), np.lexsort((-n_on, -util))[:k])

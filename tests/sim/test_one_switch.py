@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from sim.fabric.nccl_tuning import base_latency, sim_hop
-from sim.fabric.netsim import LatencyModel, run_collective
+from sim.fabric.latency import LatencyModel
+from sim.fabric.netsim import run_collective
 from sim.fabric.placement import place
 from sim.fabric.topology import load_topology
 

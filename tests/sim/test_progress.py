@@ -7,7 +7,8 @@ import pytest
 import sim.core.progress
 from sim.fabric.figures import make_figure
 from sim.core.maxmin import solve_max_min
-from sim.fabric.netsim import run_collective, simulate_flows
+from sim.core.flowcore import simulate_flows
+from sim.fabric.netsim import run_collective
 from sim.fabric.placement import place
 from sim.core.progress import Bar, fractions_only, weighted
 from sim.fabric.topology import load_topology

@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 from sim.fabric.layout import STATUS_DRAINED, STATUS_FAILED, expand
-from sim.fabric.routing import ROUTINGS, NoPathError, default_routing, max_path_links, route, routing_tables, splitmix64
+from sim.fabric.hashing import splitmix64
+from sim.fabric.paths import NoPathError, max_path_links, routing_tables
+from sim.fabric.routing import ROUTINGS, default_routing, route
 from sim.fabric.spec import load_spec, parse_spec
 from sim.fabric.topology import topology_from_layout
 

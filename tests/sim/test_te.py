@@ -13,11 +13,14 @@ import pytest
 from sim.cli import main
 from sim.fabric.collectives import Phase
 from sim.fabric.layout import STATUS_FAILED, expand
-from sim.fabric.netsim import build_flows, solve_phase
+from sim.fabric.flows import build_flows
+from sim.fabric.netsim import solve_phase
 from sim.fabric.params import COLLECTIVE
-from sim.fabric.routing import ROUTINGS, NoPathError, route
+from sim.fabric.paths import NoPathError
+from sim.fabric.routing import ROUTINGS, route
 from sim.fabric.spec import load_spec
-from sim.fabric.te import colour, te_route
+from sim.fabric.colouring import colour
+from sim.fabric.te import te_route
 from sim.fabric.topology import load_topology, topology_from_layout
 from tests.sim.test_routing import check_paths
 

@@ -31,7 +31,8 @@ from sim.fabric.hostlist import HostIndex, ListError, given_placement, order_not
 from sim.fabric.layout import FABRIC_BACKEND, STATUS_ACTIVE
 from sim.fabric.nccl import ring_channels
 from sim.fabric.params import COLLECTIVE, FABRIC_HEALTH, FIGURE, GIVEN
-from sim.fabric.routing import NoPathError, default_routing
+from sim.fabric.paths import NoPathError
+from sim.fabric.routing import resolve_routing
 from sim.fabric.seeds import SeededResult, run_collective_seeds
 from sim.fabric.topology import topology_from_layout
 from twin.inventory import gpu_grid
@@ -107,7 +108,7 @@ def fabric_health(layout, params: dict, progress: Callable) -> tuple[dict, dict]
     backend_switches = np.asarray(layout.switch_fabric) == FABRIC_BACKEND
     usable = _usable(topo)
     n = usable if params["gpus"] is None else min(params["gpus"], usable)
-    routing = params["routing"] or default_routing(topo.kind)
+    routing = resolve_routing(params["routing"], topo.kind)
     summary = {
         "gpus": int(topo.n_gpus), "usable_gpus": usable, "unreachable_gpus": int(topo.n_gpus - usable),
         "job_gpus": n,
