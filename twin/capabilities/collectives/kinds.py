@@ -12,7 +12,7 @@ Arrays (the live view uses the same layouts; their dtypes are declared by each k
 - ``link_utilization``: one value per cable of the backend fabric, in the order of the inventory's ``Link`` rows
   of that fabric by id; the busier direction's time-averaged utilization (0..1) during the largest message size,
   in the median run; 0 for inactive cables.
-- ``gpu_state``: per GPU (cluster index order), codes of :data:`twin.live.frames.GPU_STATES`.
+- ``gpu_state``: per GPU (cluster index order), codes of :data:`twin.live.sections.GPU_STATES`.
 
 Figures over several seeds are ``{"median", "min", "max"}`` (:meth:`sim.fabric.seeds.SeededResult.stats`); the
 nccl-tests ``rows``, ``hottest_links`` and ``link_utilization`` are the median run's, which ``table_of`` names.
