@@ -98,7 +98,7 @@ def test_a_frame_with_every_section_is_byte_identical_to_the_one_before_the_regi
 
 
 def test_frame_value_decodes_by_codec():
-    header, values = fixture()
+    _, values = fixture()
     f = frames.decode((FIXTURES / "frame_every_section.bin").read_bytes())
     assert f.value("checkpoint_phase") == "uploading"
     assert f.value("failure_state")[0]["state"] == "degraded" and f.value("failure_state")[0]["seeds"] == 8
@@ -123,7 +123,6 @@ def _plain(v):
 def test_the_browser_reads_every_registered_section_as_frame_value_does(tmp_path):
     """One frame of every registered section, decoded by frames.js's generic helpers (by codec, from the specs in
     the tables alone) and by Frame.value in Python: the same values."""
-    header, values = fixture()
     raw = (FIXTURES / "frame_every_section.bin").read_bytes()
     f = frames.decode(raw)
     specs = {s.name: s.codec for s in sections.sections()}

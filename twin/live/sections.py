@@ -20,8 +20,9 @@ A kind reports a section with the keyword of its ``name`` (``progress(f, link_ut
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

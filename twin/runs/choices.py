@@ -3,7 +3,6 @@ from django.db import models
 
 from twin.live.status import RUN_STATUSES
 
-
 # Life of a run: queued -> running -> succeeded | failed | cancelled (a lost worker's run may go back to queued
 # once, see :func:`twin.runs.actions.sweep_stuck_runs`). The statuses are declared once, in the live layer below
 # this app (twin/live/status.py: the frames' status byte reads the same list).
