@@ -2,11 +2,12 @@
 the scoped and summary forms of a cluster-stream frame (docs/live.md, "Scoped frames").
 
 A cluster-stream frame carries every GPU, every host and every backend link of the cluster (the sections declared
-``per`` "gpu", "host" or "link", :mod:`twin.live.sections`; e.g. ``gpu_state``, ``link_util``): 1.9 MB for roadmap-600k, 7.8 MB/s to every open page at the 4 Hz
-tick, far more than a page that shows one zone draws. A client that asks for a zone gets those sections cut to the
-zone's items (in the same order); a client that asks for the summary gets the header and the small sections only (it
-reads aggregated figures over REST: the GPU and fabric pages' ``zones.json``). Sections ``per`` "storage" (storage
-servers, frontend links) are left out of both forms; the others (one row, a table of jobs) go as published.
+``per`` "gpu", "host" or "link", :mod:`twin.live.sections`; e.g. ``gpu_state``, ``link_util``): 1.9 MB for
+roadmap-600k, 7.8 MB/s to every open page at the 4 Hz tick, far more than a page that shows one zone draws. A client
+that asks for a zone gets those sections cut to the zone's items (in the same order); a client that asks for the
+summary gets the header and the small sections only (it reads aggregated figures over REST: the GPU and fabric
+pages' ``zones.json``). Sections ``per`` "storage" (storage servers, frontend links) are left out of both forms; the
+others (one row, a table of jobs) go as published.
 
 A zone's items: its GPUs and hosts (those in its racks) and its backend links, a link belonging to the zone of its
 lower switch (for a NIC cable, the leaf it reaches), as the fabric page counts them. A building's items (the spec's

@@ -44,7 +44,7 @@ class Section:
     encode: Callable[[Any], np.ndarray] | None = None   # value -> array (default: the codec's)
     max_rows: int | None = None                # rows: the newest this many at most
     ints: tuple[str, ...] = ()                 # rows: fields decoded as ints
-    doc: str = ""                              # one line for the docs and the tables
+    doc: str = ""                              # one line for people reading the registry (not sent to clients)
     owner: str = ""                            # the module that registered it (set by register)
 
     def __post_init__(self):
@@ -77,9 +77,9 @@ class Registry:
     def register(self, section: Section) -> Section:
         for other in (self.by_id.get(section.id), self.by_name.get(section.name)):
             if other is not None and other is not section:
-                raise ValueError(f"live section {section.name!r} (id {section.id}, {section.owner or '?'}) clashes with "
-                                 f"section {other.name!r} (id {other.id}, {other.owner or '?'}): ids and names are "
-                                 f"unique")
+                raise ValueError(f"live section {section.name!r} (id {section.id}, {section.owner or '?'}) clashes "
+                                 f"with section {other.name!r} (id {other.id}, {other.owner or '?'}): ids and names "
+                                 f"are unique")
         self.by_id[section.id] = self.by_name[section.name] = section
         return section
 

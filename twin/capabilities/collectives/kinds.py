@@ -3,9 +3,10 @@ functions over the engine (``sim``).
 
 A kind's ``run(layout, params, progress) -> (summary, arrays)``: ``layout`` is the cluster read from the database
 (:func:`twin.inventory.adapter.layout_from_db`, failed and drained items included), ``params`` the parameters
-validated by the kind's :mod:`sim.core.params` declaration, ``progress(fraction, message="", *, link_util=None,
-gpu_state=None)`` the run's reporter: ``fraction`` is the share of the work done as the engine counts it (the same
-numbers the CLI's progress bar shows); it raises :class:`RunCancelled` once the run was cancelled.
+validated by the kind's :mod:`sim.core.params` declaration, ``progress(fraction, message="", *, force=False,
+**sections)`` the run's reporter (live sections by name: these kinds send ``link_util`` and ``gpu_state``):
+``fraction`` is the share of the work done as the engine counts it (the same numbers the CLI's progress bar shows);
+it raises :class:`RunCancelled` once the run was cancelled.
 
 Arrays (the live view uses the same layouts; their dtypes are declared by each kind):
 
