@@ -171,10 +171,10 @@ def main():
         util = rng.random(LINKS, dtype=np.float32)
         gpu = rng.integers(0, 5, GPUS, dtype=np.uint8)
         t = time.perf_counter()
-        links_only = frames.encode(frames.Frame(sections=frames.build_sections(util)))
+        links_only = frames.encode(frames.Frame(sections=frames.build_sections(link_util=util)))
         enc_ms = (time.perf_counter() - t) * 1000
-        both = frames.encode(frames.Frame(sections=frames.build_sections(util, gpu)))
-        f16 = frames.encode(frames.Frame(sections=frames.build_sections(util, link_dtype="float16")))
+        both = frames.encode(frames.Frame(sections=frames.build_sections(link_util=util, gpu_state=gpu)))
+        f16 = frames.encode(frames.Frame(sections=frames.build_sections(link_util=util.astype(np.float16))))
         print(f"frame, all {LINKS:,} backend links of meta-roce-24k, Uint8: {len(links_only):,} bytes "
               f"({len(links_only) / 1024:.1f} KiB; budget 64 KiB) {'OK' if len(links_only) <= 65536 else 'OVER'}; "
               f"encoded in {enc_ms:.1f} ms")

@@ -3,10 +3,10 @@
 // heatmap on a canvas, one row per host when ranks are many: twin/capabilities/debug/data.py), the straggler ranking and the
 // dumps to download; the start-up model's curve over scale (a `startup` run); the forms that start both (fields from
 // sim/core/params.py DEBUG and STARTUP, passed in #debug-info). A running rehearsal shows its stage and the engine's
-// fractions done from its live stream (the debug_progress section: frames.js debugRow).
+// fractions done from its live stream (the debug_progress section: frames.js sectionRow).
 import { api, esc, fmt, live, markReady, toast } from "./twin.js";
 import { mountKindForm, pageData } from "./run_form.js";
-import { debugRow } from "./frames.js";
+import { sectionRow } from "./frames.js";
 import { lineChart, PALETTE } from "./chart.js";
 
 const info = pageData("debug-info");
@@ -156,7 +156,7 @@ function watch(doc) {
   if (!["queued", "running"].includes(doc.status)) return;
   watching = live(`/ws/runs/${doc.id}/`, {
     onFrame(frame, merged) {
-      const row = debugRow(merged.debug_progress);
+      const row = sectionRow("debug_progress", merged.debug_progress);
       $("debug-live").textContent = `run #${doc.id} ${frame.status ?? ""} ${row ? `${row.stage}: simulating `
         + `${fmt.pct(row.simulating)} · dumping ${fmt.pct(row.dumping)} · analyzing ${fmt.pct(row.analyzing)}`
         : `${(frame.progress ?? 0).toFixed(0)} %`}`;

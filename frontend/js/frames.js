@@ -11,18 +11,14 @@
 // Then `section count` sections, each an 8-byte header
 //   0 u8 section id   1 u8 dtype code   2 u16 reserved   4 u32 count
 // then count * itemsize bytes, zero-padded to a multiple of 4 (every section starts 4-byte aligned).
-// Every code (magic, version, frame types, flags, sections, dtypes and their item sizes, statuses, GPU states, the
-// link_util scale) comes from the server's tables (twin/live/frames.py tables()): embedded in each page
-// (#live-protocol, web/base.html) and sent again in every stream's meta message. Nothing here repeats them.
-// link_util as Uint8 is utilization * link_util_scale; as Float16 it is 0..1. The sections named in util_sections
-// (link_util, frontend_util) are decoded to Float32Array 0..1; host_progress stays Uint8 (share x progress_scale,
-// host_not_in_job outside the job); server_write/server_read are Float16 GB/s; checkpoint_phase is one code of
-// checkpoint_phases. gpu_job (Uint16 per GPU) is 0 or the
-// 1-based row of job_stats (Float32, rows of job_fields per training job: jobRows()). failure_state (one Float32 row
-// of failure_fields: failureState()) and failure_events (rows of failure_event_fields: failureEvents()) follow a
-// long job's timeline under failures, their codes in failure_states, failure_categories, item_kinds and
-// failure_consequences. debug_progress is one Float32 row of debug_fields (debugRow()); debug_stop a
-// Uint8 per GPU: lag 0..debug_lag_max, debug_culprit, debug_not_in_job.
+// Every code (magic, version, frame types, flags, sections, dtypes and their item sizes, statuses) and every
+// section's spec (section_specs: id, dtype, codec, fields, code tables, constants, per) comes from the server's tables
+// (twin/live/frames.py tables(), the sections registered in twin/live/sections.py and the capabilities' live.py):
+// embedded in each page (#live-protocol, web/base.html) and sent again in every stream's meta message. Nothing here
+// repeats them, nor names a section. Sections of codec "util" (Uint8 = utilization x constants.scale) are decoded
+// to Float32Array 0..1 (as Float16 they are 0..1 already); the others stay as their typed arrays: read "rows"
+// sections with sectionRows()/sectionRow(), a "code" section with sectionCodeName(), a section's code table with
+// sectionCodes() and its constants with sectionConstants().
 // A section missing from a frame means "unchanged". seq jumping by more than 1 means frames were lost: fetch the
 // REST snapshot (JSON with `frame_b64`, or `?binary=1`) and decode it with this same function.
 
@@ -30,26 +26,21 @@ const HEADER_BYTES = 32, SECTION_HEADER_BYTES = 8;     // the layout above
 let tables = null;                                     // the protocol tables in use (useProtocol)
 
 /** Take the server's protocol tables (a stream's meta message, or the page's #live-protocol): codes become Maps
- *  both ways. Returns them (as protocol() does). */
+ *  both ways; `specs` maps each section's name to its spec (section_specs), its code tables as Maps (`codeMaps`:
+ *  field -> Map of code -> name). Returns them (as protocol() does). */
 export function useProtocol(info) {
-  const byCode = (t) => new Map(Object.entries(t).map(([code, v]) => [Number(code), v]));
-  const byName = (t) => Object.fromEntries(Object.entries(t).map(([code, name]) => [name, Number(code)]));
+  const byCode = (t) => new Map(Object.entries(t ?? {}).map(([code, v]) => [Number(code), v]));
+  const byName = (t) => Object.fromEntries(Object.entries(t ?? {}).map(([code, name]) => [name, Number(code)]));
+  const specs = new Map(Object.entries(info.section_specs ?? {}).map(([name, spec]) => [name, {
+    ...spec, name,
+    codeMaps: Object.fromEntries(Object.entries(spec.codes ?? {}).map(([field, t]) => [field, byCode(t)])),
+  }]));
   tables = {
     protocol: info.protocol, magic: Array.from(info.magic, (c) => c.charCodeAt(0)),
     frameType: byCode(info.frame_types), flag: byName(info.flags), section: byCode(info.sections),
     dtype: byCode(info.dtypes), itemSize: byCode(info.dtype_sizes),
     status: new Map(Object.entries(info.status_codes).map(([name, code]) => [code, name])),
-    gpuState: byName(info.gpu_states),                  // name -> code: {idle, in_job, unusable}
-    jobFields: info.job_fields ?? [], jobPhase: byCode(info.job_phases ?? {}),   // job_stats rows (training jobs)
-    utilScale: info.link_util_scale, utilSections: new Set(info.util_sections),
-    progressScale: info.progress_scale, hostNotInJob: info.host_not_in_job,
-    checkpointPhase: byCode(info.checkpoint_phases),    // code -> name: staging, uploading, durable...
-    // a long job under failures: failure_state (one row) and failure_events (one row per failure)
-    failureFields: info.failure_fields ?? [], failureEventFields: info.failure_event_fields ?? [],
-    failureState: byCode(info.failure_states ?? {}), failureCategory: byCode(info.failure_categories ?? {}),
-    failureConsequence: byCode(info.failure_consequences ?? {}), itemKind: byCode(info.item_kinds ?? {}),
-    debugFields: info.debug_fields ?? [], debugStage: byCode(info.debug_stages ?? {}),   // debug_progress row
-    debugLagMax: info.debug_lag_max, debugCulprit: info.debug_culprit, debugNotInJob: info.debug_not_in_job,
+    specs,
   };
   return tables;
 }
@@ -69,13 +60,14 @@ function float16(bits) {
   return s * (1 + m / 1024) * 2 ** (e - 15);
 }
 
-/** Section data by dtype name: (buffer, DataView, offset, count, section name, tables) -> typed array. */
+/** Section data by dtype name: (buffer, DataView, offset, count, section spec or undefined) -> typed array. */
 const READ = {
-  uint8(buffer, v, off, count, name, p) {
+  uint8(buffer, v, off, count, spec) {
     const data = new Uint8Array(buffer, off, count);
-    if (!p.utilSections.has(name)) return data;       // link_util, frontend_util: quantized utilization
-    const u = new Float32Array(count);                 // a plain loop: Float32Array.from with a map is ~20x slower
-    for (let j = 0; j < count; j++) u[j] = data[j] / p.utilScale;
+    if (spec?.codec !== "util") return data;           // quantized utilization: x / constants.scale
+    const scale = spec.constants.scale, u = new Float32Array(count);
+    // a plain loop: Float32Array.from with a map is ~20x slower
+    for (let j = 0; j < count; j++) u[j] = data[j] / scale;
     return u;
   },
   float16(buffer, v, off, count) {
@@ -101,37 +93,45 @@ export function rowsOf(data, fields, codes = {}) {
   return rows;
 }
 
-/** The rows of a job_stats section (Float32Array, one row of p.jobFields per job) as objects: job id, phase (its
- *  name), step_time_s, tokens_per_s, tflops_per_gpu, mfu, gpus; NaN becomes null. */
-export function jobRows(stats, p = protocol()) {
-  return rowsOf(stats, p.jobFields, { phase: p.jobPhase });
+/** The spec of the section `name` (section_specs: id, dtype, codec, fields, codes, constants, per, and codeMaps),
+ *  or null when the server has no such section. */
+export function sectionSpec(name, p = protocol()) {
+  return p.specs.get(name) ?? null;
 }
 
-/** A failure_state section as one object of p.failureFields (state by name: training, checkpointing, down...),
- *  or null. */
-export function failureState(data, p = protocol()) {
-  return rowsOf(data, p.failureFields, { state: p.failureState })[0] ?? null;
+/** A "rows" section's data (Float32Array) as objects of its fields: codes by name, NaN as null ([] without data). */
+export function sectionRows(name, data, p = protocol()) {
+  const spec = sectionSpec(name, p);
+  return spec && data ? rowsOf(data, spec.fields, spec.codeMaps) : [];
 }
 
-/** A failure_events section as objects of p.failureEventFields: t_hours, category, item_kind and consequence by
- *  name, item (the item's position in its kind's order, -1: none), lost_hours. */
-export function failureEvents(data, p = protocol()) {
-  return rowsOf(data, p.failureEventFields,
-                { category: p.failureCategory, item_kind: p.itemKind, consequence: p.failureConsequence });
+/** The first row of a "rows" section (sectionRows), or null. */
+export function sectionRow(name, data, p = protocol()) {
+  return sectionRows(name, data, p)[0] ?? null;
 }
 
-/** The debug_progress section (Float32Array, one row of p.debugFields) as an object: stage (its name), the shares
- *  done 0..1 of simulating, dumping and analyzing, ranks. null without the section. */
-export function debugRow(row, p = protocol()) {
-  if (!row || row.length < p.debugFields.length) return null;
-  const r = Object.fromEntries(p.debugFields.map((name, j) => [name, row[j]]));
-  r.stage = p.debugStage.get(r.stage) ?? "unknown";
-  return r;
+/** A "code" section's one code by its name (the code as text when the table lacks it), or null without data. */
+export function sectionCodeName(name, data, p = protocol()) {
+  if (!data || !data.length) return null;
+  return sectionSpec(name, p)?.codeMaps.value?.get(data[0]) ?? String(data[0]);
+}
+
+/** A section's code table for `field` ("value": the codes of a per-item or "code" section) both ways:
+ *  {byCode: Map of code -> name, byName: {name: code}}. */
+export function sectionCodes(name, field = "value", p = protocol()) {
+  const byCode = sectionSpec(name, p)?.codeMaps[field] ?? new Map();
+  return { byCode, byName: Object.fromEntries([...byCode].map(([code, n]) => [n, code])) };
+}
+
+/** A section's constants (e.g. {scale: 255} of a "util" section); {} for none. */
+export function sectionConstants(name, p = protocol()) {
+  return sectionSpec(name, p)?.constants ?? {};
 }
 
 /** Decode one frame (ArrayBuffer) into {type, seq, runId, clusterId, progress, status, final, timeMs, sections}
- *  with the protocol tables `p` (default: protocol()). sections.link_util is a Float32Array in 0..1 whatever the
- *  wire dtype; sections.gpu_state a Uint8Array of the codes of `p.gpuState`. */
+ *  with the protocol tables `p` (default: protocol()). sections holds each section by its name (its id as text for
+ *  a section the tables lack): a "util" section as a Float32Array in 0..1 whatever the wire dtype, the others as
+ *  their wire dtype's typed array (Float16 read into a Float32Array). */
 export function decodeFrame(buffer, p = protocol()) {
   const v = new DataView(buffer);
   if (buffer.byteLength < HEADER_BYTES || p.magic.some((c, i) => v.getUint8(i) !== c)) {
@@ -153,7 +153,7 @@ export function decodeFrame(buffer, p = protocol()) {
     if (!read) throw new Error(`unknown dtype ${code}`);
     const size = count * p.itemSize.get(code), name = p.section.get(id) ?? String(id);
     if (off + size > buffer.byteLength) throw new Error("truncated live frame");
-    frame.sections[name] = read(buffer, v, off, count, name, p);
+    frame.sections[name] = read(buffer, v, off, count, p.specs.get(name));
     off += size + ((4 - (size % 4)) % 4);
   }
   return frame;

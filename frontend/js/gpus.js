@@ -18,7 +18,7 @@
 import {
   COLORS, UTIL_GRADIENT, UTIL_PIXEL, api, cssPixel, esc, fmt, live, markReady, timeFrame, toast, twin, utilCss,
 } from "./twin.js";
-import { fetchSnapshot, jobRows, protocol } from "./frames.js";
+import { fetchSnapshot, sectionCodes, sectionConstants, sectionRows } from "./frames.js";
 
 const MODES = ["job", "training", "health", "utilization", "checkpoint", "failures", "debug"];
 const LEGEND_RUNS = 4;                           // runs named in the legend, the largest first
@@ -158,7 +158,7 @@ class LiveRuns {
       return false;
     }
     if (st) {
-      const { in_job: inJob, unusable } = protocol().gpuState;   // the codes, from the server's table
+      const { in_job: inJob, unusable } = sectionCodes("gpu_state").byName;   // the codes, from the server's table
       const runOf = this.runOf, marks = this.unusable;
       for (let i = 0; i < n; i++) {
         const s = st[i];
@@ -248,7 +248,7 @@ class TrainingJobs {
     const g = f.sections.gpu_job, stats = f.sections.job_stats;
     if (!g || !stats || g.length !== this.grid.n) return false;
     this.rowOf.set(g);
-    this.rows = jobRows(stats);
+    this.rows = sectionRows("job_stats", stats);
     const unknown = this.rows.map((r) => r.job).filter((id) => !this.names.has(id));
     if (unknown.length) {
       unknown.forEach((id) => this.names.set(id, { name: `job #${id}` }));
@@ -373,7 +373,7 @@ function colorize(mode, grid, inv, liveRuns, health, colors, training, replay) {
   if (mode === "debug") {
     // each GPU coloured by where its rank stopped in a rehearsal (debug_stop): lag 0 green to debug_lag_max red,
     // the culprit's GPUs in their own colour (CULPRIT_COLOR), GPUs outside the rehearsed job idle
-    const ds = liveRuns.debugStop, { debugLagMax, debugCulprit, debugNotInJob } = protocol();
+    const ds = liveRuns.debugStop, { lag_max: debugLagMax, culprit: debugCulprit, not_in_job: debugNotInJob } = sectionConstants("debug_stop");
     let inJob = 0, culprit = 0, behind = 0;
     for (let i = 0; i < n; i++) {
       const v = ds ? ds[i] : debugNotInJob;
@@ -387,7 +387,7 @@ function colorize(mode, grid, inv, liveRuns, health, colors, training, replay) {
   }
   if (mode === "checkpoint") {
     // each GPU coloured by its host's share of the checkpoint done (host_progress: share x progress_scale)
-    const hp = liveRuns.hostProgress, host = grid.D.gpus.host, { progressScale, hostNotInJob } = protocol();
+    const hp = liveRuns.hostProgress, host = grid.D.gpus.host, { scale: progressScale, not_in_job: hostNotInJob } = sectionConstants("host_progress");
     let inJob = 0, done = 0;
     for (let i = 0; i < n; i++) {
       const v = hp && host[i] >= 0 ? hp[host[i]] : hostNotInJob;

@@ -1,12 +1,12 @@
 // The Jobs page (twin/capabilities/jobs/page.py): a cluster's training-job queue from /api/runs/jobs/, kept live by the
-// cluster's stream (the gpu_job and job_stats sections: frames.js jobRows), one job's placement on the cluster (a
+// cluster's stream (the gpu_job and job_stats sections: frames.js sectionRows), one job's placement on the cluster (a
 // canvas, one pixel per GPU), its step breakdown and its throughput over time (chart.js), and the form that
 // submits a job (a `job` run) or a what-if: the same job once per value of one parameter (placement, routing,
 // qps) or on other clusters (RoCE against the InfiniBand twin), side by side as the runs end.
 // The form's fields come from the job kind's declaration (sim/core/params.py JOB, passed in #jobs-info).
 import { api, ApiError, coalesced, errorText, esc, fmt, live, markReady, timeFrame, toast, COLORS } from "./twin.js";
 import { fieldErrors, lockForm, pageData, paramFieldsHtml, parseValue, readFields, showErrors } from "./run_form.js";
-import { jobRows } from "./frames.js";
+import { sectionRows } from "./frames.js";
 import { barChart, lineChart, PALETTE } from "./chart.js";
 
 const info = pageData("jobs-info");
@@ -159,7 +159,7 @@ function renderDetail() {
 
 // ------------------------------------------------------------------------------------------------------ live
 function onFrame(frame, merged) {
-  const rows = frame.sections.job_stats ? jobRows(frame.sections.job_stats) : null;
+  const rows = frame.sections.job_stats ? sectionRows("job_stats", frame.sections.job_stats) : null;
   if (!rows && !frame.final) return;
   timeFrame(() => {
     let unknown = false;

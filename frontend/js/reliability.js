@@ -3,12 +3,12 @@
 // time lost by cause and by phase, the effective time over its seeds, the checkpoint-interval sweep (the simulated
 // optimum beside Young/Daly), its failures as a table, and the form that starts a run (fields from the kind's
 // declaration, sim/core/params.py FAILURES, passed in #reliability-info). A running run is followed on the cluster's live
-// stream (failure_state and failure_events sections: frames.js failureState / failureEvents); a finished one is
+// stream (failure_state and failure_events sections: frames.js sectionRow / sectionRows); a finished one is
 // replayed from its summary, a cursor moving over its timeline, and the GPU page marks its failed parts
 // (/clusters/<name>/gpus/?color=failures&run=<id>).
 import { api, ApiError, coalesced, errorText, esc, fmt, live, markReady, timeFrame, toast, twin } from "./twin.js";
 import { fieldErrors, lockForm, pageData, paramFieldsHtml, readFields, showErrors } from "./run_form.js";
-import { failureEvents, failureState } from "./frames.js";
+import { sectionRow, sectionRows } from "./frames.js";
 import { barChart, lineChart, PALETTE } from "./chart.js";
 
 const info = pageData("reliability-info");
@@ -357,14 +357,14 @@ function onFrame(frame) {
     }
     const row = liveRows.get(owner) ?? { state: null, events: [], segments: [] };
     if (st) {
-      const s = failureState(st);
+      const s = sectionRow("failure_state", st);
       if (!row.state || s.seed !== row.state.seed) row.segments = [];
       const last = row.segments.at(-1);
       if (last && last.state === s.state) last.end_h = s.t_hours;
       else row.segments.push({ state: s.state, start_h: last?.end_h ?? 0, end_h: s.t_hours });
       row.state = s;
     }
-    if (ev) row.events = failureEvents(ev);
+    if (ev) row.events = sectionRows("failure_events", ev);
     liveRows.set(owner, row);
     if (selected === owner) renderDetail();
     renderRuns();

@@ -4,7 +4,7 @@
 // or a restore. Live: the cluster stream's storage sections (frames.js; twin/live/frames.py is the reference).
 // Data: storage.json (twin/capabilities/storage/data.py), the frontend fabric.json (twin/web/fabric_data.py), the runs API.
 import { applyStatus, buildModel, rowBlocks } from "./fabric-model.js";
-import { fetchSnapshot, protocol } from "./frames.js";
+import { fetchSnapshot, sectionCodeName } from "./frames.js";
 import { TierHeatmap } from "./heatmap.js";
 import { mountKindForm, pageData } from "./run_form.js";
 import { checkpointChart, phaseBar } from "./run_results.js";
@@ -263,14 +263,13 @@ function renderIndicator(runId, status, progress, phase) {
 /** A frame of the cluster stream: the storage sections (when present) replace the grid's rates, the heatmaps'
  *  utilization and the phase. Returns whether it carried any. */
 function takeFrame(frame, merged) {
-  const p = protocol();
   const rate = merged.server_write ?? merged.server_read ?? null;
   const phaseCode = merged.checkpoint_phase?.[0];
   if (rate == null && phaseCode == null && merged.frontend_util == null) return false;
   state.direction = merged.server_read && !merged.server_write ? "read" : "write";
   if (rate && rate.length === state.doc.servers.count) { state.rate = rate; state.arrays = null; $("scrub-label").hidden = true; }
   if (merged.frontend_util && state.model && merged.frontend_util.length === state.model.L) state.util = merged.frontend_util;
-  state.phase = phaseCode != null ? p.checkpointPhase.get(phaseCode) : state.phase;
+  state.phase = phaseCode != null ? sectionCodeName("checkpoint_phase", merged.checkpoint_phase) : state.phase;
   renderIndicator(frame.runId, frame.status ?? "running", frame.progress, state.phase);
   drawGrid();
   if (state.model) drawHeatmaps();

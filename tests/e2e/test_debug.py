@@ -53,7 +53,7 @@ def test_a_rehearsed_hang_shows_its_culprit_heatmap_and_gpu(admin, twin):
     admin.wait_ready()
     # then the culprit's GPU is marked, and the legend counts one culprit GPU
     assert admin.twin_js("window.twin.gpuGrid.mode") == "debug"
-    page.wait_for_function(f"window.twin.gpuGrid.debugOf({gpu}) === 254")   # twin.live.frames.DEBUG_CULPRIT
+    page.wait_for_function(f"window.twin.gpuGrid.debugOf({gpu}) === 254")   # twin.capabilities.debug.live.DEBUG_CULPRIT
     assert "1" in page.locator("#gpu-legend [data-debug-culprit]").inner_text()
     screenshot(page, "gpus-debug")
     # and the runs' pages on Experiments show the culprit and the start-up rows

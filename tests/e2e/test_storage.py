@@ -49,7 +49,7 @@ def test_a_finished_checkpoint_draws_its_timeline_and_replays_its_servers(visito
 
 def test_a_running_checkpoint_is_shown_live_on_the_storage_and_gpu_pages(visitor, twin, orm):
     from twin.inventory.models import Cluster, Host, Link
-    from twin.live import frames
+    from twin.capabilities.storage import live as storage_live
     from twin.live.publish import RunPublisher
     from twin.runs.actions import cancelled_run
     from twin.runs.models import SimulationRun
@@ -77,8 +77,8 @@ def test_a_running_checkpoint_is_shown_live_on_the_storage_and_gpu_pages(visitor
         util = np.zeros(n_front, np.float32)
         util[n_front // 2] = 0.9
         in_thread(lambda: RunPublisher(run).progress(
-            40.0, server_write=rate, host_progress=frames.quantize_progress(share), frontend_util=util,
-            checkpoint_phase=frames.PHASE_UPLOADING, force=True))
+            40.0, server_write=rate, host_progress=storage_live.quantize_progress(share), frontend_util=util,
+            checkpoint_phase="uploading", force=True))
         # then the Storage page says the run is uploading and colours server 3 (and not server 4)
         page.wait_for_selector(f'#storage-run[data-run="{run.pk}"][data-phase="uploading"]', state="attached")
         assert page.evaluate(SERVER_COLOUR, 3) != NONE_COLOUR

@@ -10,7 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from twin.live import frames
+from twin.capabilities.debug import live as debug_live
+from twin.capabilities.failures import live as failures_live
+from twin.capabilities.storage import live as storage_live
+from twin.live import frames, sections
 from twin.live.meta import protocol_info
 
 META_ROCE_24K_BACKEND_LINKS = 56_256
@@ -21,26 +24,27 @@ def test_round_trip_keeps_header_and_sections():
     util = np.linspace(0, 1, 1001, dtype=np.float32)
     states = (np.arange(257) % 5).astype(np.uint8)
     f = frames.Frame(type=frames.FRAME_CLUSTER, seq=42, run_id=7, cluster_id=3, progress=37.5, status="running",
-                     sections=frames.build_sections(util, states), time_ms=1.7e12)
+                     sections=frames.build_sections(link_util=util, gpu_state=states), time_ms=1.7e12)
     # when it is encoded and decoded
     raw = frames.encode(f)
     g = frames.decode(raw)
     # then every field survives
     assert (g.type, g.seq, g.run_id, g.cluster_id, g.status, g.final) == (frames.FRAME_CLUSTER, 42, 7, 3, "running", False)
     assert g.progress == pytest.approx(37.5) and g.time_ms == 1.7e12
-    assert np.array_equal(g.gpu_state, states)
-    assert np.abs(g.link_util - util).max() <= 0.5 / 255 + 1e-6
+    assert np.array_equal(g.value("gpu_state"), states)
+    assert np.abs(g.value("link_util") - util).max() <= 0.5 / 255 + 1e-6
     # and every section starts 4-byte aligned (typed-array views in the browser)
     assert len(raw) == 32 + 8 + 1004 + 8 + 260
 
 
 def test_float16_section_and_final_flag():
     util = np.array([0.0, 0.25, 0.5, 1.0], dtype=np.float32)
-    f = frames.Frame(final=True, status="succeeded", sections=frames.build_sections(util, link_dtype="float16"))
+    f = frames.Frame(final=True, status="succeeded",
+                     sections=frames.build_sections(link_util=util.astype(np.float16)))
     g = frames.decode(frames.encode(f))
     assert g.final and g.status == "succeeded"
-    assert g.sections[frames.SECTION_LINK_UTIL].dtype == np.float16
-    assert np.array_equal(g.link_util, util)
+    assert g.sections[sections.LINK_UTIL.id].dtype == np.float16
+    assert np.array_equal(g.value("link_util"), util)
 
 
 def test_quantization_clamps_and_ignores_nan():
@@ -51,31 +55,35 @@ def test_quantization_clamps_and_ignores_nan():
 def test_all_links_frame_of_meta_roce_24k_fits_the_budget():
     # given every backend link of meta-roce-24k and every GPU
     util = np.random.default_rng(0).random(META_ROCE_24K_BACKEND_LINKS, dtype=np.float32)
-    raw = frames.encode(frames.Frame(sections=frames.build_sections(util)))
-    raw_gpus = frames.encode(frames.Frame(sections=frames.build_sections(util, np.zeros(24_576, np.uint8))))
+    raw = frames.encode(frames.Frame(sections=frames.build_sections(link_util=util)))
+    raw_gpus = frames.encode(frames.Frame(sections=frames.build_sections(link_util=util,
+                                                                         gpu_state=np.zeros(24_576, np.uint8))))
     # then the links alone fit in 64 KB (Float16 would not), and with the GPU states too
     assert len(raw) == 32 + 8 + META_ROCE_24K_BACKEND_LINKS
     assert len(raw) <= 64 * 1024
     assert len(raw_gpus) <= 80 * 1024
-    f16 = frames.encode(frames.Frame(sections=frames.build_sections(util, link_dtype="float16")))
+    f16 = frames.encode(frames.Frame(sections=frames.build_sections(link_util=util.astype(np.float16))))
     assert len(f16) > 64 * 1024
 
 
 def test_storage_sections_round_trip():
     # given a checkpoint's state: server rates (GB/s), host progress, frontend utilization, the phase
     rates = np.array([0.0, 1.5, 12.25, 100.0], np.float32)
-    progress = frames.quantize_progress([0.0, 0.5, 1.0, np.nan], in_job=[True, True, True, False])
+    progress = storage_live.quantize_progress([0.0, 0.5, 1.0, np.nan], in_job=[True, True, True, False])
     f = frames.Frame(sections=frames.build_sections(server_write=rates, server_read=rates[::-1],
                                                     host_progress=progress, frontend_util=[0.0, 0.5, 1.0],
-                                                    checkpoint_phase=frames.PHASE_UPLOADING))
+                                                    checkpoint_phase=storage_live.PHASE_UPLOADING))
     g = frames.decode(frames.encode(f))
     # then each comes back: float16 rates exactly (these values are float16 numbers), progress on its scale
-    assert np.array_equal(g.sections[frames.SECTION_SERVER_WRITE], rates)
-    assert np.array_equal(g.sections[frames.SECTION_SERVER_READ], rates[::-1])
-    assert g.sections[frames.SECTION_HOST_PROGRESS].tolist() == [0, frames.PROGRESS_SCALE // 2,
-                                                                 frames.PROGRESS_SCALE, frames.HOST_NOT_IN_JOB]
-    assert np.allclose(g.frontend_util, [0, 128 / 255, 1])
-    assert g.checkpoint_phase == "uploading"
+    assert np.array_equal(g.value("server_write"), rates)
+    assert np.array_equal(g.value("server_read"), rates[::-1])
+    assert g.value("host_progress").tolist() == [0, storage_live.PROGRESS_SCALE // 2, storage_live.PROGRESS_SCALE,
+                                                 storage_live.HOST_NOT_IN_JOB]
+    assert np.allclose(g.value("frontend_util"), [0, 128 / 255, 1])
+    assert g.value("checkpoint_phase") == "uploading"
+    # a phase goes by its name as well as by its code
+    by_name = frames.build_sections(checkpoint_phase="uploading")
+    assert by_name[storage_live.CHECKPOINT_PHASE.id].tolist() == [storage_live.PHASE_UPLOADING]
 
 
 def test_a_checkpoint_frame_of_meta_roce_24k_s_full_storage_fits_the_budget():
@@ -88,8 +96,8 @@ def test_a_checkpoint_frame_of_meta_roce_24k_s_full_storage_fits_the_budget():
     rng = np.random.default_rng(0)
     raw = frames.encode(frames.Frame(sections=frames.build_sections(
         server_write=rng.random(V) * 12, server_read=rng.random(V) * 12,
-        host_progress=frames.quantize_progress(rng.random(H)), frontend_util=rng.random(L),
-        checkpoint_phase=frames.PHASE_STAGING)))
+        host_progress=storage_live.quantize_progress(rng.random(H)), frontend_util=rng.random(L),
+        checkpoint_phase="staging")))
     # then it is within 64 KB: 2 B per server and direction, 1 B per host and per frontend link
     assert len(raw) == 32 + 5 * 8 + 2 * (2 * V) + H + L + (-L % 4) + 4
     assert len(raw) <= 64 * 1024
@@ -106,7 +114,7 @@ def test_malformed_frames_are_refused(bad, message):
 
 
 def test_truncated_section_is_refused():
-    raw = frames.encode(frames.Frame(sections=frames.build_sections(np.ones(100))))
+    raw = frames.encode(frames.Frame(sections=frames.build_sections(link_util=np.ones(100))))
     with pytest.raises(frames.FrameError, match="truncated"):
         frames.decode(raw[:-10])
 
@@ -130,10 +138,10 @@ def run_node(tmp_path, body: str) -> dict:
 def decode_in_node(tmp_path, raw: bytes, tables: dict) -> dict:
     """frames.js's decodeFrame on ``raw`` with the server's ``tables``, and the GPU state codes it takes from them."""
     return run_node(tmp_path, (
-        f"const p = frames.useProtocol({json.dumps(tables)});\n"
+        f"frames.useProtocol({json.dumps(tables)});\n"
         f"const f = frames.decodeFrame(bytes({json.dumps(base64.b64encode(raw).decode())}));\n"
         "for (const k in f.sections) f.sections[k] = Array.from(f.sections[k]);\n"
-        "console.log(JSON.stringify({ ...f, gpuState: p.gpuState }));\n"))
+        "console.log(JSON.stringify({ ...f, gpuState: frames.sectionCodes('gpu_state').byName }));\n"))
 
 
 def test_the_browser_decoder_reads_python_frames(tmp_path):
@@ -141,7 +149,8 @@ def test_the_browser_decoder_reads_python_frames(tmp_path):
     util = np.array([0.0, 0.5, 1.0], np.float32)
     raw = frames.encode(frames.Frame(type=frames.FRAME_CLUSTER, seq=9, run_id=4, cluster_id=2, progress=12.5,
                                      status="failed", final=True, time_ms=123.0,
-                                     sections={**frames.build_sections(util, np.array([1, 2, 3, 4, 5], np.uint8)),
+                                     sections={**frames.build_sections(link_util=util,
+                                                                       gpu_state=np.array([1, 2, 3, 4, 5], np.uint8)),
                                                99: np.array([0.25, -2.0], np.float16)}))
     out = decode_in_node(tmp_path, raw, protocol_info())
     assert {k: out[k] for k in ("type", "seq", "runId", "clusterId", "progress", "status", "final", "timeMs")} == {
@@ -156,42 +165,48 @@ def test_the_browser_decoder_reads_the_storage_sections(tmp_path):
     """frames.js decodes a checkpoint frame: frontend_util dequantized like link_util, rates as float16, progress
     and the phase as their codes, with the tables of protocol_info()."""
     raw = frames.encode(frames.Frame(sections=frames.build_sections(
-        server_write=np.array([2.5, 0.0], np.float32), host_progress=frames.quantize_progress([1.0, np.nan]),
-        frontend_util=[0.0, 1.0], checkpoint_phase=frames.PHASE_DURABLE)))
+        server_write=np.array([2.5, 0.0], np.float32), host_progress=storage_live.quantize_progress([1.0, np.nan]),
+        frontend_util=[0.0, 1.0], checkpoint_phase="durable")))
     out = run_node(tmp_path, (
-        f"const p = frames.useProtocol({json.dumps(protocol_info())});\n"
+        f"frames.useProtocol({json.dumps(protocol_info())});\n"
         f"const f = frames.decodeFrame(bytes({json.dumps(base64.b64encode(raw).decode())}));\n"
+        "const phase = frames.sectionCodeName('checkpoint_phase', f.sections.checkpoint_phase);\n"
         "for (const k in f.sections) f.sections[k] = Array.from(f.sections[k]);\n"
         "console.log(JSON.stringify({ sections: f.sections,\n"
-        "  phase: p.checkpointPhase.get(f.sections.checkpoint_phase[0]), notInJob: p.hostNotInJob }));\n"))
+        "  phase, notInJob: frames.sectionConstants('host_progress').not_in_job }));\n"))
     s = out["sections"]
     assert s["server_write"] == [2.5, 0.0] and s["frontend_util"] == [0.0, 1.0]
-    assert s["host_progress"] == [frames.PROGRESS_SCALE, out["notInJob"]] and out["phase"] == "durable"
+    assert s["host_progress"] == [storage_live.PROGRESS_SCALE, out["notInJob"]] and out["phase"] == "durable"
 
 
 def test_the_browser_decoder_takes_every_code_from_the_server(tmp_path, monkeypatch):
-    """Renumber every table of twin/live/frames.py (magic, version, frame types, flags, sections, dtypes, statuses,
-    GPU states, link_util scale): frames.js decodes the frames Python then writes, given only the new tables. A code
-    typed into frames.js would decode to the wrong name here."""
+    """Renumber every table of the format (magic, version, frame types, flags, dtypes, statuses) and every section
+    (ids, GPU state codes, the util scale): frames.js decodes the frames Python then writes, given only the new
+    tables. A code typed into frames.js would decode to the wrong name here."""
     u1, f2 = np.dtype("<u1"), np.dtype("<f2")
     renumbered = dict(
         MAGIC=b"QZ", VERSION=7, FRAME_RUN=5, FRAME_CLUSTER=3, FRAME_TYPES={5: "run", 3: "cluster"},
         FLAG_FINAL=8, FLAG_NAMES={8: "final"}, DTYPE_UINT8=6, DTYPE_FLOAT16=4, DTYPES={6: u1, 4: f2},
-        DTYPE_NAMES={6: "uint8", 4: "float16"}, SECTION_LINK_UTIL=9, SECTION_GPU_STATE=11, SECTION_FRONTEND_UTIL=13,
-        SECTION_NAMES={9: "link_util", 11: "gpu_state", 13: "frontend_util"},
-        STATUS_CODES={name: 10 + k for k, name in enumerate(reversed(list(frames.STATUS_CODES)))},
-        GPU_IDLE=3, GPU_IN_JOB=7, GPU_UNUSABLE=5, GPU_STATES={3: "idle", 7: "in_job", 5: "unusable"},
-        LINK_UTIL_SCALE=200)
+        DTYPE_NAMES={6: "uint8", 4: "float16"},
+        STATUS_CODES={name: 10 + k for k, name in enumerate(reversed(list(frames.STATUS_CODES)))})
     for name, value in renumbered.items():
         assert hasattr(frames, name), name
         monkeypatch.setattr(frames, name, value)
     monkeypatch.setattr(frames, "STATUS_NAMES", {v: k for k, v in frames.STATUS_CODES.items()})
+    registry = sections.Registry(loaded=True)
+    monkeypatch.setattr(sections, "_registry", registry)
+    sections.register(sections.Section(9, "link_util", "uint8", "util", constants={"scale": 200}, per="link"))
+    sections.register(sections.Section(11, "gpu_state", "uint8", codes={"value": {3: "idle", 7: "in_job",
+                                                                                  5: "unusable"}}, per="gpu"))
+    sections.register(sections.Section(13, "frontend_util", "uint8", "util", constants={"scale": 200}))
     util = np.array([0.0, 0.5, 1.0], np.float32)
     raw = frames.encode(frames.Frame(type=frames.FRAME_CLUSTER, seq=3, run_id=8, status="cancelled", final=True,
-                                     sections={**frames.build_sections(util, np.array([7, 3, 5], np.uint8),
+                                     sections={**frames.build_sections(link_util=util,
+                                                                       gpu_state=np.array([7, 3, 5], np.uint8),
                                                                        frontend_util=util),
                                                12: np.array([0.5], np.float16)}))
     assert frames.decode(raw).status == "cancelled"
+    assert set(frames.tables()["section_specs"]) == {"link_util", "gpu_state", "frontend_util"}
     out = decode_in_node(tmp_path, raw, frames.tables())
     assert (out["type"], out["status"], out["final"]) == ("cluster", "cancelled", True)
     assert np.allclose(out["sections"]["link_util"], [0, 100 / 200, 1])
@@ -205,20 +220,39 @@ def test_protocol_info_holds_every_table_of_the_frames():
     assert info["protocol"] == frames.VERSION and info["magic"] == frames.MAGIC.decode()
     assert info["frame_types"] == {str(k): v for k, v in frames.FRAME_TYPES.items()}
     assert info["flags"] == {str(frames.FLAG_FINAL): "final", str(frames.FLAG_SCOPED): "scoped"}
-    assert info["sections"] == {str(k): v for k, v in frames.SECTION_NAMES.items()}
+    assert info["sections"] == {str(s.id): s.name for s in sections.sections()}
     assert info["dtypes"] == {str(k): v for k, v in frames.DTYPE_NAMES.items()}
     assert info["dtype_sizes"] == {str(k): dt.itemsize for k, dt in frames.DTYPES.items()}
     assert info["status_codes"] == frames.STATUS_CODES
-    assert info["gpu_states"] == {str(k): v for k, v in frames.GPU_STATES.items()}
-    assert info["link_util_scale"] == frames.LINK_UTIL_SCALE
-    assert info["util_sections"] == ["link_util", "frontend_util"]
-    assert info["checkpoint_phases"] == {str(k): v for k, v in frames.CHECKPOINT_PHASES.items()}
-    assert info["failure_states"] == {str(k): v for k, v in frames.failure_states().items()}
-    assert info["failure_fields"] == list(frames.FAILURE_FIELDS)
-    assert info["failure_event_fields"] == list(frames.FAILURE_EVENT_FIELDS)
-    assert (info["progress_scale"], info["host_not_in_job"]) == (frames.PROGRESS_SCALE, frames.HOST_NOT_IN_JOB)
+    # the generic keys and the section specs, nothing named after a capability
+    assert set(info) == {"protocol", "magic", "frame_types", "flags", "sections", "dtypes", "dtype_sizes",
+                         "status_codes", "section_specs", "tick_hz"}
+    specs = info["section_specs"]
+    assert specs["gpu_state"] == {"id": 2, "dtype": "uint8", "codec": "array", "fields": [], "per": "gpu",
+                                  "codes": {"value": {str(k): v for k, v in sections.GPU_STATES.items()}},
+                                  "constants": {}}
+    assert specs["link_util"]["codec"] == "util" and specs["link_util"]["constants"] == {"scale": 255}
+    assert [n for n, s in specs.items() if s["codec"] == "util"] == ["link_util", "frontend_util"]
+    assert specs["checkpoint_phase"]["codes"]["value"] == {str(k): v for k, v in
+                                                          storage_live.CHECKPOINT_PHASES.items()}
+    assert specs["failure_state"]["codes"]["state"] == {str(k): v for k, v in failures_live.failure_states().items()}
+    assert specs["failure_state"]["fields"] == list(failures_live.FAILURE_FIELDS)
+    assert specs["failure_events"]["fields"] == list(failures_live.FAILURE_EVENT_FIELDS)
+    assert specs["host_progress"]["constants"] == {"scale": storage_live.PROGRESS_SCALE,
+                                                   "not_in_job": storage_live.HOST_NOT_IN_JOB}
+    assert specs["debug_stop"]["constants"] == {"lag_max": debug_live.DEBUG_LAG_MAX,
+                                                "culprit": debug_live.DEBUG_CULPRIT,
+                                                "not_in_job": debug_live.DEBUG_NOT_IN_JOB}
     assert frames.dequantize_util(frames.quantize_util([1.0]))[0] == 1.0
     json.dumps(info)
+
+
+def test_status_codes_are_the_run_statuses():
+    """One declaration (twin/live/status.py): the frames' status byte and the runs' RunStatus read it."""
+    from twin.runs.choices import RunStatus
+    assert list(frames.STATUS_CODES) == ["unknown", *RunStatus.values]
+    assert list(frames.STATUS_CODES.values()) == list(range(len(RunStatus.values) + 1))
+    assert RunStatus.CANCELLED == "cancelled" and RunStatus.CANCELLED.label == "Cancelled"
 
 
 # what typing a protocol code into the browser code looks like: a constant named after a table set to a number (the
@@ -233,11 +267,21 @@ CODE_LITERALS = [
 
 @pytest.mark.parametrize("js", [FRAMES_JS, GPUS_JS], ids=lambda p: p.name)
 def test_the_browser_types_no_protocol_table(js):
-    """frames.js and gpus.js take the codes from protocol() (the server's tables): none is typed into them."""
+    """frames.js and gpus.js take the codes from the server's tables (protocol(), the section helpers): none is
+    typed into them."""
     code = "\n".join(line for line in js.read_text().splitlines() if not line.lstrip().startswith(("//", "*")))
     found = [m.group(0) for rx in CODE_LITERALS for m in rx.finditer(code)]
     assert not found, f"{js.name} types protocol codes: {found}"
-    assert "protocol()" in code or "useProtocol" in code
+    assert any(use in code for use in ("protocol()", "useProtocol", "sectionCodes(", "sectionConstants("))
+
+
+def test_frames_js_names_no_section():
+    """frames.js is generic: no registered section's name (nor a capability's table) is written in it."""
+    code = FRAMES_JS.read_text()
+    named = [s.name for s in sections.sections() if re.search(rf"\b{s.name}\b", code)]
+    assert not named, f"frames.js names sections {named}"
+    for word in ("jobRows", "failureState", "failureEvents", "debugRow", "gpuState", "checkpoint", "progressScale"):
+        assert word not in code, word
 
 
 @pytest.mark.django_db
@@ -255,15 +299,15 @@ def _job_frame():
             {"job": 13, "phase": "queued", "gpus": 2}]
     gpu_job = np.array([0, 1, 1, 1, 2, 2, 0], np.uint16)
     return rows, gpu_job, frames.Frame(type=frames.FRAME_CLUSTER, seq=4, cluster_id=1,
-                                       sections=frames.build_sections(gpu_job=gpu_job, jobs=rows))
+                                       sections=frames.build_sections(gpu_job=gpu_job, job_stats=rows))
 
 
 def test_job_sections_round_trip():
     """gpu_job (uint16 per GPU) and job_stats (float32 rows of JOB_FIELDS) come back as they went, NaN as None."""
     rows, gpu_job, frame = _job_frame()
     back = frames.decode(frames.encode(frame))
-    assert back.gpu_job.dtype == np.dtype("<u2") and back.gpu_job.tolist() == gpu_job.tolist()
-    got = back.jobs
+    assert back.value("gpu_job").dtype == np.dtype("<u2") and back.value("gpu_job").tolist() == gpu_job.tolist()
+    got = back.value("job_stats")
     assert [r["job"] for r in got] == [12, 13] and [r["phase"] for r in got] == ["simulating", "queued"]
     assert got[0]["step_time_s"] == 6.5 and got[0]["tokens_per_s"] == 2.5e6 and abs(got[0]["mfu"] - 0.4) < 1e-7
     assert got[1]["step_time_s"] is None and got[1]["gpus"] == 2
@@ -278,7 +322,8 @@ def test_the_browser_decoder_reads_job_sections(tmp_path):
     out = run_node(tmp_path, (
         f"const p = frames.useProtocol({json.dumps(frames.tables())});\n"
         f"const f = frames.decodeFrame(bytes({json.dumps(base64.b64encode(raw).decode())}), p);\n"
-        "console.log(JSON.stringify({gpu: Array.from(f.sections.gpu_job), rows: frames.jobRows(f.sections.job_stats, p)}));\n"))
+        "console.log(JSON.stringify({gpu: Array.from(f.sections.gpu_job),\n"
+        "  rows: frames.sectionRows('job_stats', f.sections.job_stats)}));\n"))
     assert out["gpu"] == gpu_job.tolist()
     assert out["rows"][0]["job"] == 12 and out["rows"][0]["phase"] == "simulating"
     assert out["rows"][1]["phase"] == "queued" and out["rows"][1]["tflops_per_gpu"] is None
@@ -294,7 +339,7 @@ def _failure_frame():
                "lost_hours": 0.0},
               {"t_hours": 12.0, "category": "software", "item_kind": "job", "item": -1, "consequence": "crash",
                "lost_hours": 0.25}]
-    return state, events, frames.Frame(sections=frames.build_sections(failure=state, failures=events))
+    return state, events, frames.Frame(sections=frames.build_sections(failure_state=state, failure_events=events))
 
 
 def test_failure_sections_round_trip_with_the_engine_s_code_tables():
@@ -305,30 +350,31 @@ def test_failure_sections_round_trip_with_the_engine_s_code_tables():
     from sim.failures.inject import ITEM_KINDS
     state, events, frame = _failure_frame()
     back = frames.decode(frames.encode(frame))
-    got = back.failure_state
+    got = back.value("failure_state")[0]
     assert got["state"] == "restarting" and got["seed"] == 17 and got["interruptions"] == 4
     assert got["effective_ratio"] == pytest.approx(state["effective_ratio"], rel=1e-6)
-    assert [(e["category"], e["item_kind"], e["item"], e["consequence"]) for e in back.failure_events] == \
+    assert [(e["category"], e["item_kind"], e["item"], e["consequence"]) for e in back.value("failure_events")] == \
         [(e["category"], e["item_kind"], e["item"], e["consequence"]) for e in events]
-    assert frames.failure_states() == dict(enumerate(failures.STATES))
-    assert list(frames.failure_categories().values()) == list(failure_rates.NAMES)
-    assert list(frames.item_kinds().values()) == list(ITEM_KINDS)
-    assert failures.WHILE_DOWN in frames.failure_consequences().values()
+    assert failures_live.failure_states() == dict(enumerate(failures.STATES))
+    assert list(failures_live.failure_categories().values()) == list(failure_rates.NAMES)
+    assert list(failures_live.item_kinds().values()) == list(ITEM_KINDS)
+    assert failures.WHILE_DOWN in failures_live.failure_consequences().values()
     # and a frame keeps the newest FAILURE_EVENTS_SENT failures (24 KB), whatever the timeline holds
-    many = [{**events[0], "t_hours": float(k)} for k in range(frames.FAILURE_EVENTS_SENT + 500)]
-    rows = frames.decode(frames.encode(frames.Frame(sections=frames.build_sections(failures=many)))).failure_events
-    assert len(rows) == frames.FAILURE_EVENTS_SENT and rows[-1]["t_hours"] == many[-1]["t_hours"]
+    many = [{**events[0], "t_hours": float(k)} for k in range(failures_live.FAILURE_EVENTS_SENT + 500)]
+    back = frames.decode(frames.encode(frames.Frame(sections=frames.build_sections(failure_events=many))))
+    rows = back.value("failure_events")
+    assert len(rows) == failures_live.FAILURE_EVENTS_SENT and rows[-1]["t_hours"] == many[-1]["t_hours"]
 
 
 def test_the_browser_decoder_reads_failure_sections(tmp_path):
-    """frames.js failureState / failureEvents name the codes with the server's tables only."""
+    """frames.js sectionRow / sectionRows name the codes with the server's tables only."""
     state, events, frame = _failure_frame()
     raw = frames.encode(frame)
     out = run_node(tmp_path, (
         f"const p = frames.useProtocol({json.dumps(frames.tables())});\n"
         f"const f = frames.decodeFrame(bytes({json.dumps(base64.b64encode(raw).decode())}), p);\n"
-        "console.log(JSON.stringify({state: frames.failureState(f.sections.failure_state, p),\n"
-        "  events: frames.failureEvents(f.sections.failure_events, p)}));\n"))
+        "console.log(JSON.stringify({state: frames.sectionRow('failure_state', f.sections.failure_state),\n"
+        "  events: frames.sectionRows('failure_events', f.sections.failure_events)}));\n"))
     assert out["state"]["state"] == "restarting" and out["state"]["seeds_done"] == 3
     assert out["state"]["t_hours"] == 30.5 and out["state"]["productive_hours"] == 27.25
     assert [(e["category"], e["item_kind"], e["item"], e["consequence"]) for e in out["events"]] == \

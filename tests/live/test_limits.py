@@ -58,7 +58,7 @@ def test_a_24k_cluster_stream_without_index_0_gets_a_small_meta_and_stays_open(t
 
     meta, frame = async_to_sync(scenario)()
     assert meta["type"] == "meta" and meta["cluster"]["links"]["count"] == n_links
-    assert frames.decode(frame["bytes"]).link_util.shape == (n_links,)
+    assert frames.decode(frame["bytes"]).value("link_util").shape == (n_links,)
     # the tables come from REST: every backend link in id order, gzipped for a client that accepts it
     client = APIClient()
     resp = client.get(meta["cluster"]["links"]["index"], HTTP_ACCEPT_ENCODING="gzip")

@@ -114,8 +114,8 @@ def test_metadata_first_then_throttled_ordered_frames_to_run_and_cluster_sockets
         # and the final frame carries the latest state: the run's status, 100 %, the last arrays given
         final = got[-1]
         assert final.final and final.status == "succeeded" and final.progress == 100.0
-        assert np.abs(final.link_util - last_util).max() <= 0.5 / 255 + 1e-6
-        assert final.gpu_state.shape == (256,) and final.gpu_state[0] == 99 % 5
+        assert np.abs(final.value("link_util") - last_util).max() <= 0.5 / 255 + 1e-6
+        assert final.value("gpu_state").shape == (256,) and final.value("gpu_state")[0] == 99 % 5
     assert pub.dropped >= 90
 
 
@@ -202,7 +202,7 @@ def test_snapshot_returns_the_last_state_with_every_section(demo, make_run, sett
         assert body["sections"] == {"link_util": {"dtype": "uint8", "count": 576},
                                     "gpu_state": {"dtype": "uint8", "count": 256}}
         f = frames.decode(base64.b64decode(body["frame_b64"]))
-        assert f.seq == 2 and np.abs(f.link_util - util).max() <= 0.5 / 255 + 1e-6
+        assert f.seq == 2 and np.abs(f.value("link_util") - util).max() <= 0.5 / 255 + 1e-6
         resp = client.get(path + "?binary=1")
         assert resp["Content-Type"] == "application/octet-stream" and resp["X-Live-Seq"] == "2"
         assert frames.decode(resp.content).progress == 55
@@ -237,7 +237,7 @@ def test_a_client_detects_a_gap_and_resyncs_from_the_snapshot(demo, make_run):
     resync = frames.decode(base64.b64decode(snap["frame_b64"]))
     # ...and the snapshot gives the latest state, arrays included, at least as new as the frame after the gap
     assert resync.seq >= after_gap.seq and resync.progress == 30
-    assert np.allclose(resync.link_util, 0.1, atol=0.5 / 255 + 1e-6)
+    assert np.allclose(resync.value("link_util"), 0.1, atol=0.5 / 255 + 1e-6)
 
 
 def test_a_late_client_learns_the_stream_position_from_the_metadata(demo, make_run):

@@ -11,7 +11,7 @@ from channels.testing import WebsocketCommunicator
 from rest_framework.test import APIClient
 
 from twin.asgi import application
-from twin.live import frames, scope
+from twin.live import frames, scope, sections
 from twin.live.consumers import CLOSE_NOT_FOUND
 from twin.live.publish import RunPublisher
 
@@ -47,14 +47,14 @@ def test_a_zone_stream_and_a_summary_stream_get_their_cut_of_each_frame(demo):
     whole = got[""][1]
     assert not whole.scoped and zone.scoped and zone.seq == whole.seq and zone.run_id == 4
     assert zone.progress == pytest.approx(12.5)
-    assert np.array_equal(zone.gpu_state, state[items.gpus])
-    link_util = frames.SECTION_LINK_UTIL
+    assert np.array_equal(zone.value("gpu_state"), state[items.gpus])
+    link_util = sections.LINK_UTIL.id
     assert np.array_equal(zone.sections[link_util], whole.sections[link_util][items.links])
     meta, summary = got["summary=1"]
     assert meta["scope"] == {"summary": True} and summary.scoped and summary.sections == {}
     # the snapshot endpoint answers the same cut
     resp = APIClient().get(f"/api/live/clusters/{demo.name}/snapshot/?binary=1&zone={ZONE}")
-    assert resp.status_code == 200 and np.array_equal(frames.decode(resp.content).gpu_state, state[items.gpus])
+    assert resp.status_code == 200 and np.array_equal(frames.decode(resp.content).value("gpu_state"), state[items.gpus])
     assert APIClient().get(f"/api/live/clusters/{demo.name}/snapshot/?zone=nowhere").status_code == 404
 
 
@@ -68,3 +68,21 @@ def test_a_zone_the_cluster_does_not_have_closes_with_4404(demo):
 
     msg, closed = async_to_sync(scenario)()
     assert msg["type"] == "error" and msg["code"] == CLOSE_NOT_FOUND and closed["code"] == CLOSE_NOT_FOUND
+
+
+def test_scoped_sections_cut_each_section_by_what_it_is_indexed_by():
+    """Every registered section: those ``per`` gpu, host or link cut to the zone's items, ``per`` storage left out,
+    the others (``per`` None) as published; the summary keeps only the latter."""
+    items = scope.ZoneItems((1,), "z", gpus=np.array([1, 3]), hosts=np.array([0]), links=np.array([2, 4]))
+    whole = {s.id: np.arange(6, dtype=np.uint8) for s in sections.sections()}
+    cut = scope.scoped_sections(whole, items)
+    summary = scope.scoped_sections(whole, None)
+    at = {"gpu": [1, 3], "host": [0], "link": [2, 4]}
+    for s in sections.sections():
+        if s.per == "storage":
+            assert s.id not in cut and s.id not in summary, s.name
+        elif s.per is None:
+            assert cut[s.id].tolist() == list(range(6)) and s.id in summary, s.name
+        else:
+            assert cut[s.id].tolist() == at[s.per] and s.id not in summary, s.name
+    assert {s.name for s in sections.sections() if s.per == "gpu"} >= {"gpu_state", "gpu_job", "debug_stop"}

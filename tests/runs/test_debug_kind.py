@@ -12,6 +12,7 @@ from tests.runs.test_runs import finished
 from sim.core.errors import ParamError
 from twin.inventory.choices import FabricRole, Status
 from twin.inventory.models import GPU, Host, Link
+from twin.capabilities.debug import live as debug_live
 from twin.live import frames
 from twin.runs import actions, files
 from twin.runs.models import SimulationRun
@@ -138,14 +139,15 @@ def test_a_hang_on_a_named_gpu_is_rehearsed_found_stored_and_shown(workers, runn
     # and the GPU page's colouring marks the culprit's GPU, and no GPU outside the job
     stop = np.asarray(runner.get(f"/api/runs/{run['id']}/results/", {"names": "gpu_stop"}).json()
                       ["arrays"]["gpu_stop"]["data"])
-    assert stop[target.index] == frames.DEBUG_CULPRIT
+    assert stop[target.index] == debug_live.DEBUG_CULPRIT
     outside = np.setdiff1d(np.arange(256), gpus)
-    assert (stop[outside] == frames.DEBUG_NOT_IN_JOB).all() and (stop[gpus] != frames.DEBUG_NOT_IN_JOB).all()
+    assert (stop[outside] == debug_live.DEBUG_NOT_IN_JOB).all() and (stop[gpus] != debug_live.DEBUG_NOT_IN_JOB).all()
     # and the run's last frame carried the stage "done" and the same colouring
     import base64
     f = frames.decode(base64.b64decode(runner.get(f"/api/live/runs/{run['id']}/snapshot/").json()["frame_b64"]))
-    assert f.debug_progress["stage"] == "done" and f.debug_progress["ranks"] == 64
-    assert f.debug_stop.tolist() == stop.tolist()
+    row = f.value("debug_progress")[0]
+    assert row["stage"] == "done" and row["ranks"] == 64
+    assert f.value("debug_stop").tolist() == stop.tolist()
     # when the run is deleted, then its dumps go too
     assert runner.delete(f"/api/runs/{run['id']}/").status_code == 204
     assert not files.run_dir(run["id"]).exists()

@@ -73,10 +73,11 @@ def test_a_monte_carlo_fans_out_over_the_workers_and_merges_to_the_engine_s_resu
     # and a child's last frame is its last seed's state and failures, as the engine counted them
     f = snapshot(runner, children[1]["id"])
     last = alone[11]
-    assert f.final and f.failure_state["seed"] == 11 and f.failure_state["seeds_done"] == 2
-    assert f.failure_state["effective_ratio"] == pytest.approx(last["effective_ratio"], rel=1e-6)
-    assert f.failure_state["interruptions"] == last["interruptions"]
-    rows = f.failure_events
+    state = f.value("failure_state")[0]
+    assert f.final and state["seed"] == 11 and state["seeds_done"] == 2
+    assert state["effective_ratio"] == pytest.approx(last["effective_ratio"], rel=1e-6)
+    assert state["interruptions"] == last["interruptions"]
+    rows = f.value("failure_events")
     assert [e["category"] for e in rows] == [e["category"] for e in last["events"]]
     assert [e["t_hours"] for e in rows] == pytest.approx([e["time"] / 3600 for e in last["events"]], rel=1e-6)
 
@@ -129,7 +130,7 @@ def test_an_injected_failure_hits_the_inventory_item_and_changes_nothing_in_it(w
     doc = runner.get("/clusters/demo-256/reliability/failed.json", {"run": run["id"]}).json()
     assert [(e["t_hours"], e["gpus"]) for e in doc["events"]] == [(pytest.approx(10), [gpu.index])]
     # and the run's frame names it by its index
-    rows = snapshot(runner, run["id"]).failure_events
+    rows = snapshot(runner, run["id"]).value("failure_events")
     assert [(e["item_kind"], e["item"]) for e in rows] == [("gpu", gpu.index)]
 
 
@@ -203,5 +204,5 @@ def test_the_live_view_is_handed_to_the_publisher_as_the_engine_simulates_at_mos
     # then the first goes out at once and the rest wait for the tick; every failure's row is kept
     assert 1 <= len(handed) <= 2
     first = handed[0]
-    assert first["failure"]["state"] == "down" and first["failure"]["seed"] == 7 and first["force"]
-    assert len(live.rows) == 500 and handed[-1]["failures"] is live.rows
+    assert first["failure_state"]["state"] == "down" and first["failure_state"]["seed"] == 7 and first["force"]
+    assert len(live.rows) == 500 and handed[-1]["failure_events"] is live.rows

@@ -45,11 +45,11 @@ def test_a_job_run_places_simulates_and_records_its_job(workers, runner, demo):
     # and the run's last frame says which GPU runs which job, with the job's figures
     raw = base64.b64decode(runner.get(f"/api/live/runs/{run_id}/snapshot/").json()["frame_b64"])
     f = frames.decode(raw)
-    rows = f.jobs
+    rows = f.value("job_stats")
     mine = [k + 1 for k, row in enumerate(rows) if row["job"] == job["id"]]
     assert len(mine) == 1 and rows[mine[0] - 1]["phase"] == "finished"
     assert abs(rows[mine[0] - 1]["step_time_s"] - s["step_time"]) < 1e-6 * s["step_time"]
-    assert set(np.flatnonzero(f.gpu_job == mine[0]).tolist()) == set(gpus)
+    assert set(np.flatnonzero(f.value("gpu_job") == mine[0]).tolist()) == set(gpus)
 
 
 @pytest.mark.django_db

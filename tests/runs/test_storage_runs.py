@@ -5,7 +5,7 @@ import pytest
 
 from tests.runs.test_runs import finished
 from twin.inventory.models import Host, Link, Rack, StorageServer
-from twin.live import frames
+from twin.capabilities.storage import live as storage_live
 
 CHECKPOINT = {"gpus": 64, "bytes_per_gpu": "256M", "store": "tectonic", "mode": "async"}
 
@@ -56,8 +56,8 @@ def test_a_checkpoint_run_and_a_failed_storage_rack(workers, runner, demo):
     hosts = Host.objects.filter(cluster=demo).count()
     assert a["host_progress"].shape == (100, hosts)
     last = a["host_progress"][-1]
-    assert np.sum(last != frames.HOST_NOT_IN_JOB) == 8 and (last[last != frames.HOST_NOT_IN_JOB]
-                                                            == frames.PROGRESS_SCALE).all()
+    out = storage_live.HOST_NOT_IN_JOB
+    assert np.sum(last != out) == 8 and (last[last != out] == storage_live.PROGRESS_SCALE).all()
     assert (a["host_done"] == -1).sum() == hosts - 8 and (a["host_done"][a["host_done"] >= 0] > 0).all()
 
     # when two tectonic servers fail, and the rack of the hammerspace servers (demo-256 has one tectonic rack),

@@ -47,7 +47,7 @@ def test_the_overview_sums_each_zone_and_tier(client, demo, monkeypatch):
     zones = scope.cluster_zones(demo)
     util = np.linspace(0, 1, len(zones.link_ids))
     raw = frames.encode(frames.Frame(type=frames.FRAME_CLUSTER, seq=2, run_id=5, status="succeeded",
-                                     sections=frames.build_sections(util)))
+                                     sections=frames.build_sections(link_util=util)))
     mine = store.cluster_stream(demo.id)
     monkeypatch.setattr(store, "load_last", lambda stream: (2, raw) if stream == mine else None)
     # given a failed leaf in zone 0: its host links and uplinks count as not active

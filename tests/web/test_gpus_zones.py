@@ -11,6 +11,7 @@ from django.core.management import call_command
 
 from twin.inventory import models as m
 from twin.live import frames, scope, store
+from twin.live import sections as live_sections
 
 pytestmark = pytest.mark.django_db
 ZONE = "demo-256.z01"
@@ -43,25 +44,26 @@ def test_a_zone_scoped_frame_carries_the_zone_items_in_frame_order(demo):
     zones = scope.cluster_zones(demo)
     items = zones.items(ZONE)
     n_gpus, n_links, n_hosts = len(zones.gpu_zone), len(zones.link_ids), len(zones.host_zone)
-    sections = frames.build_sections(np.linspace(0, 1, n_links), np.arange(n_gpus) % 3,
-                                     host_progress=np.arange(n_hosts) % 250, jobs=[{"job": 7, "phase": "simulating"}],
+    sections = frames.build_sections(link_util=np.linspace(0, 1, n_links), gpu_state=np.arange(n_gpus) % 3,
+                                     host_progress=np.arange(n_hosts) % 250,
+                                     job_stats=[{"job": 7, "phase": "simulating"}],
                                      gpu_job=np.arange(n_gpus) % 2, server_write=np.ones(5))
+    sid = {s.name: s.id for s in live_sections.sections()}
     raw = frames.encode(frames.Frame(type=frames.FRAME_CLUSTER, seq=9, run_id=3, sections=sections))
     cut = frames.decode(scope.scope_frame(raw, items))
     summary = frames.decode(scope.scope_frame(raw, None))
     # the zone form: per-item sections cut to the zone (same order), the small ones kept, storage left out
     assert cut.scoped and cut.seq == 9 and cut.run_id == 3
-    assert np.array_equal(cut.gpu_state, sections[frames.SECTION_GPU_STATE][items.gpus])
-    assert np.array_equal(cut.sections[frames.SECTION_LINK_UTIL], sections[frames.SECTION_LINK_UTIL][items.links])
-    assert np.array_equal(cut.sections[frames.SECTION_HOST_PROGRESS],
-                          sections[frames.SECTION_HOST_PROGRESS][items.hosts])
-    assert cut.jobs[0]["job"] == 7 and frames.SECTION_SERVER_WRITE not in cut.sections
+    assert np.array_equal(cut.value("gpu_state"), sections[sid["gpu_state"]][items.gpus])
+    assert np.array_equal(cut.sections[sid["link_util"]], sections[sid["link_util"]][items.links])
+    assert np.array_equal(cut.value("host_progress"), sections[sid["host_progress"]][items.hosts])
+    assert cut.value("job_stats")[0]["job"] == 7 and sid["server_write"] not in cut.sections
     # every GPU of the zone is in the zone's racks, every link's lower switch (leaf for a NIC cable) in the zone
     rack_zone = dict(m.Rack.objects.filter(cluster=demo).values_list("id", "zone__name"))
     assert {rack_zone[r] for r in zones.gpu_rack[items.gpus]} == {ZONE}
     assert len(items.gpus) == 128 and len(items.links) < n_links
     # the summary form: the header and the small sections only
-    assert summary.scoped and set(summary.sections) == {frames.SECTION_JOB_STATS}
+    assert summary.scoped and set(summary.sections) == {sid["job_stats"]}
 
 
 def test_the_overview_sums_the_gpus_of_each_rack(client, demo, monkeypatch):
@@ -78,7 +80,7 @@ def test_the_overview_sums_the_gpus_of_each_rack(client, demo, monkeypatch):
     state = (np.arange(n_gpus) % 3 == 0).astype(np.uint8)
     util = np.linspace(0, 1, n_links)
     raw = frames.encode(frames.Frame(type=frames.FRAME_CLUSTER, seq=4, run_id=11, status="running",
-                                     sections=frames.build_sections(util, state)))
+                                     sections=frames.build_sections(link_util=util, gpu_state=state)))
     mine = store.cluster_stream(demo.id)
     monkeypatch.setattr(store, "load_last", lambda stream: (4, raw) if stream == mine else None)
     doc = get_json(client, "gpus/zones.json")

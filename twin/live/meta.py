@@ -1,4 +1,7 @@
-"""Metadata sent once, as JSON, when a client connects, and the link index tables its ``links.index`` URL serves."""
+"""Metadata sent once, as JSON, when a client connects, and the link index tables its ``links.index`` URL serves.
+
+The live layer sits below the runs app (twin.inventory <- twin.live <- twin.runs): it does not import the run model.
+The runs app hands it the lookup of a run by id when it starts (:func:`set_run_lookup`, twin/runs/apps.py)."""
 from __future__ import annotations
 
 import gzip
@@ -11,13 +14,22 @@ from twin.inventory.choices import FabricRole
 from twin.inventory.models import GPU, Cluster, Fabric, Link
 from twin.inventory.structure_cache import StructureCache, rows_fingerprint
 from twin.live import frames
-from twin.runs.models import SimulationRun
 
 _link_tables: StructureCache[tuple] = StructureCache(size=2)   # by backend fabric id
 
 
+_run_lookup = None      # run id -> the run (an object with id, kind, status, progress, params, cluster_id), or None
+
+
+def set_run_lookup(lookup) -> None:
+    """How a run is found by id (the runs app's, set in its AppConfig.ready)."""
+    global _run_lookup
+    _run_lookup = lookup
+
+
 def get_run(run_id: int):
-    return SimulationRun.objects.filter(pk=run_id).first()
+    """The run ``run_id``, or None (no such run, or no runs app in this process)."""
+    return _run_lookup(run_id) if _run_lookup is not None else None
 
 
 def cluster_index(cluster: Cluster) -> dict:

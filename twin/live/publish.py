@@ -74,14 +74,13 @@ class RunPublisher:
 
     # -- public API -------------------------------------------------------------------------------------------
 
-    def progress(self, percent: float, *, link_util=None, gpu_state=None, force: bool = False, **arrays) -> None:
-        """Report progress (0..100) and, optionally, link utilization (0..1 per backend link, Link ids of the
-        backend fabric in id order), GPU states (uint8 per GPU, by GPU.index), the storage and training-job
-        sections (``arrays``: keyword arguments of :func:`twin.live.frames.build_sections`, e.g. ``server_write``,
-        ``gpu_job``, ``jobs``)."""
+    def progress(self, percent: float, *, force: bool = False, **sections) -> None:
+        """Report progress (0..100) and, optionally, sections by name (:func:`twin.live.frames.build_sections`:
+        any registered section, e.g. ``link_util`` 0..1 per backend link, ``gpu_state`` codes per GPU, a
+        capability's own)."""
         pending = self._pending or {"sections": {}}
         pending["percent"] = float(percent)
-        pending["sections"].update(frames.build_sections(link_util, gpu_state, **arrays))
+        pending["sections"].update(frames.build_sections(**sections))
         self._pending = pending
         now = time.monotonic()
         if force or now >= self._next_at:

@@ -1,11 +1,13 @@
 """Zone scopes of a cluster's live frames: where one zone's GPUs, hosts and backend links sit in the frame order, and
 the scoped and summary forms of a cluster-stream frame (docs/live.md, "Scoped frames").
 
-A cluster-stream frame carries every GPU (``gpu_state``, ``gpu_job``), every host (``host_progress``) and every
-backend link (``link_util``) of the cluster: 1.9 MB for roadmap-600k, 7.8 MB/s to every open page at the 4 Hz
-tick, far more than a page that shows one zone draws. A client that asks for a zone gets those sections cut to the
-zone's items (in the same order); a client that asks for the summary gets the header and the small sections only (it
-reads aggregated figures over REST: the GPU and fabric pages' ``zones.json``).
+A cluster-stream frame carries every GPU, every host and every backend link of the cluster (the sections declared
+``per`` "gpu", "host" or "link", :mod:`twin.live.sections`; e.g. ``gpu_state``, ``link_util``): 1.9 MB for
+roadmap-600k, 7.8 MB/s to every open page at the 4 Hz tick, far more than a page that shows one zone draws. A client
+that asks for a zone gets those sections cut to the zone's items (in the same order); a client that asks for the
+summary gets the header and the small sections only (it reads aggregated figures over REST: the GPU and fabric
+pages' ``zones.json``). Sections ``per`` "storage" (storage servers, frontend links) are left out of both forms; the
+others (one row, a table of jobs) go as published.
 
 A zone's items: its GPUs and hosts (those in its racks) and its backend links, a link belonging to the zone of its
 lower switch (for a NIC cable, the leaf it reaches), as the fabric page counts them. A building's items (the spec's
@@ -15,22 +17,25 @@ first), a few column queries with numpy.
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 from twin.inventory.models import Cluster
 from twin.inventory.zones import ZoneItems, cluster_zones
 from twin.live import frames
+from twin.live.sections import sections as live_sections
+
+# ZoneItems' array of each ``per`` a section may declare; "storage" sections are not in a zone (left out)
+ITEMS_OF = {"gpu": "gpus", "host": "hosts", "link": "links"}
+
 
 def scoped_sections(sections: dict[int, np.ndarray], items: ZoneItems | None) -> dict[int, np.ndarray]:
     """A frame's sections cut to one zone's items (``items``), or, for the summary (``items`` None), without the
     per-item sections. A section whose length is not the cluster's (a frame of another structure) is dropped."""
-    per_item = {**{s: "gpus" for s in frames.PER_GPU_SECTIONS}, **{s: "hosts" for s in frames.PER_HOST_SECTIONS},
-                **{s: "links" for s in frames.PER_LINK_SECTIONS}}
+    per = {s.id: s.per for s in live_sections()}
     out = {}
     for sid, a in sections.items():
-        kind = per_item.get(sid)
-        if kind is None and sid not in frames.PER_STORAGE_SECTIONS:
+        kind = ITEMS_OF.get(per.get(sid))
+        if per.get(sid) is None:
             out[sid] = a
         elif kind is not None and items is not None:
             at = getattr(items, kind)

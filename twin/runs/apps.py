@@ -19,5 +19,7 @@ class RunsConfig(AppConfig):
     verbose_name = "Simulation runs"
 
     def ready(self):
+        from twin.live import meta
         from twin.runs.models import SimulationRun
+        meta.set_run_lookup(lambda run_id: SimulationRun.objects.filter(pk=run_id).first())
         post_delete.connect(_delete_run_files, sender=SimulationRun, dispatch_uid="runs-delete-files")

@@ -1,16 +1,12 @@
 """Choices of the runs app. Run kinds are not choices: they are registered objects (:mod:`twin.runs.registry`)."""
 from django.db import models
 
+from twin.live.status import RUN_STATUSES
 
-class RunStatus(models.TextChoices):
-    """Life of a run: queued -> running -> succeeded | failed | cancelled (a lost worker's run may go back to
-    queued once, see :func:`twin.runs.actions.sweep_stuck_runs`)."""
-
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    SUCCEEDED = "succeeded", "Succeeded"
-    FAILED = "failed", "Failed"
-    CANCELLED = "cancelled", "Cancelled"
+# Life of a run: queued -> running -> succeeded | failed | cancelled (a lost worker's run may go back to queued
+# once, see :func:`twin.runs.actions.sweep_stuck_runs`). The statuses are declared once, in the live layer below
+# this app (twin/live/status.py: the frames' status byte reads the same list).
+RunStatus = models.TextChoices("RunStatus", [(value.upper(), (value, label)) for value, label in RUN_STATUSES])
 
 
 FINISHED = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED)

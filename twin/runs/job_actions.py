@@ -6,7 +6,7 @@ A job's life: :func:`create_job` (queued, with its run) -> :func:`place_job` (ru
 
 What runs where (:func:`gpu_jobs`): the placed jobs of a cluster (running or finished, the newest
 ``JOBS_SHOWN``), newest first; a GPU held by several belongs to the newest. It is what the GPU page colours by
-and what the live ``gpu_job`` / ``job_stats`` sections carry (:mod:`twin.live.frames`).
+and what the live ``gpu_job`` / ``job_stats`` sections carry (:mod:`twin.capabilities.jobs.live`).
 """
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def fail_jobs_of_run(run, error: str) -> int:
 
 # ------------------------------------------------------------------------------------------------ what runs where
 def stats_row(job: Job, phase: str | None = None) -> dict:
-    """A job's row of the live ``job_stats`` section (:data:`twin.live.frames.JOB_FIELDS`)."""
+    """A job's row of the live ``job_stats`` section (:data:`twin.capabilities.jobs.live.JOB_FIELDS`)."""
     r = job.results or {}
     return {"job": job.pk, "phase": phase or _PHASE[job.state], "step_time_s": r.get("step_time_s"),
             "tokens_per_s": r.get("tokens_per_s"), "tflops_per_gpu": r.get("tflops_per_gpu"), "mfu": r.get("mfu"),
@@ -102,5 +102,5 @@ def publish_jobs(reporter, cluster, n_gpus: int, job: Job | None = None, phase: 
                  fraction=None) -> None:
     """Send the cluster's GPU -> job index and job rows (with ``job`` in ``phase``) through a run's reporter."""
     index, _, rows = gpu_jobs(cluster, n_gpus, extra=[(job, phase)] if job is not None else [])
-    reporter(fraction, gpu_job=index, jobs=rows, force=True)
+    reporter(fraction, gpu_job=index, job_stats=rows, force=True)
 

@@ -9,14 +9,14 @@ shows); it raises :class:`RunCancelled` once the run was cancelled.
 
 - ``link_utilization``: one value per cable of the backend fabric, in the order of the inventory's ``Link`` rows
   of that fabric by id; the busier direction's time-averaged utilization (0..1); 0 for inactive cables.
-- ``gpu_state``: per GPU (cluster index order), codes of :data:`twin.live.frames.GPU_STATES`.
+- ``gpu_state``: per GPU (cluster index order), codes of :data:`twin.live.sections.GPU_STATES`.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from sim.fabric.layout import FABRIC_BACKEND
-from twin.live.frames import GPU_IDLE, GPU_IN_JOB, GPU_UNUSABLE
+from twin.live.sections import GPU_IDLE, GPU_IN_JOB, GPU_UNUSABLE
 
 
 class RunCancelled(Exception):

@@ -22,11 +22,11 @@ def _publisher(run) -> RunPublisher:
     return p
 
 
-def progress(run, percent: float, *, link_util=None, gpu_state=None, force: bool = False, **arrays) -> None:
-    """Publish ``run``'s progress (percent) and arrays (throttled by the publisher; ``arrays``: the storage
-    and training-job sections, keyword arguments of :func:`twin.live.frames.build_sections`)."""
+def progress(run, percent: float, *, force: bool = False, **sections) -> None:
+    """Publish ``run``'s progress (percent) and sections by name (throttled by the publisher; any registered
+    section, :func:`twin.live.frames.build_sections`)."""
     try:
-        _publisher(run).progress(percent, link_util=link_util, gpu_state=gpu_state, force=force, **arrays)
+        _publisher(run).progress(percent, force=force, **sections)
     except Exception:  # noqa: BLE001
         log.exception("live publisher of run %s failed", run.pk)
 

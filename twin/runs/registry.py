@@ -33,10 +33,10 @@ class Headline:
 class Kind:
     """What a run kind is.
 
-    - ``run(layout, params, progress) -> (summary, arrays)``: ``progress(fraction, message="", *, link_util=None,
-      gpu_state=None, force=False, **arrays)`` (``arrays``: the storage sections of
-      :func:`twin.live.frames.build_sections`) with ``fraction`` the share of the work done (0..1, the engine's own
-      numbers); it raises :class:`RunCancelled` once the run was cancelled. ``None`` for a kind that computes nothing itself (sweep).
+    - ``run(layout, params, progress) -> (summary, arrays)``: ``progress(fraction, message="", *, force=False,
+      **sections)`` (``sections``: live sections by name, :func:`twin.live.frames.build_sections`) with
+      ``fraction`` the share of the work done (0..1, the engine's own numbers); it raises :class:`RunCancelled`
+      once the run was cancelled. ``None`` for a kind that computes nothing itself (sweep).
     - ``params``: the :class:`sim.core.params.ParamSet` its parameters are declared by (the API's serializer and the
       form are built from it); ``check(values, cluster)`` adds the checks that need the cluster (raises
       :class:`ParamError`); ``validate`` replaces both for a kind whose parameters are not a ParamSet (sweep).

@@ -54,8 +54,8 @@ class Heartbeat(threading.Thread):
 
 class Reporter:
     """The progress callback handed to a kind, in the engine's terms (:mod:`sim.core.progress`):
-    ``reporter(fraction, message="", *, link_util=None, gpu_state=None, force=False, **arrays)`` (``arrays``: the
-    storage sections of :func:`twin.live.frames.build_sections`; ``force``: past the publisher's throttle) with
+    ``reporter(fraction, message="", *, force=False, **sections)`` (``sections``: live sections by name, any
+    registered one, :func:`twin.live.frames.build_sections`; ``force``: past the publisher's throttle) with
     ``fraction`` the share of the work done (0..1; None: arrays only; the message is for the CLI's bar, a run does
     not keep it). The run's percentage is ``100 * fraction``, the number the CLI's bar shows for the same work.
     Writes progress and heartbeat at most every PROGRESS_DB_INTERVAL seconds, raises RunCancelled once cancellation
@@ -65,7 +65,7 @@ class Reporter:
         self.run = run
         self.percent, self.last = 0.0, 0.0
 
-    def __call__(self, fraction=None, message="", *, link_util=None, gpu_state=None, force=False, **arrays):
+    def __call__(self, fraction=None, message="", *, force=False, **sections):
         if fraction is not None:
             self.percent = max(self.percent, min(100.0, 100.0 * float(fraction)))
         now = time.monotonic()
@@ -77,7 +77,7 @@ class Reporter:
                 actions.sweep_progress(self.run.parent_id, force=False)
             if rows.values_list("cancel_requested", flat=True).first():
                 raise RunCancelled()
-        publishing.progress(self.run, self.percent, link_util=link_util, gpu_state=gpu_state, force=force, **arrays)
+        publishing.progress(self.run, self.percent, force=force, **sections)
 
 
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True,

@@ -250,7 +250,7 @@ def overview_data(fabric: Fabric) -> dict:
     bad_switches = np.array([i for i, _ in not_active_rows(Switch.objects.filter(fabric=fabric))], dtype=np.int64)
     down |= np.isin(zones.link_a, bad_switches) | np.isin(zones.link_b, bad_switches)
     frame = scope.last_frame(fabric.cluster)
-    util = frame.link_util if frame is not None else None
+    util = frame.value("link_util") if frame is not None else None
     if util is not None and len(util) != len(links):
         util = None                                   # a frame of another structure of the fabric
     tiers = []

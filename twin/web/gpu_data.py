@@ -50,7 +50,7 @@ def overview_data(cluster: Cluster) -> bytes:
     (twin.live.store). Built from the zone arrays of twin.live.scope and the non-active rows: not the per-GPU
     structure, which a 590k-GPU cluster takes seconds to read. A GPU whose NIC has no cable counts as not usable
     (its rack has more GPUs than NIC cables)."""
-    from twin.live import frames
+    from twin.live import sections
 
     zones = cluster_zones(cluster)
     rack_ids = np.unique(zones.gpu_rack[zones.gpu_rack >= 0])
@@ -80,18 +80,18 @@ def overview_data(cluster: Cluster) -> bytes:
         doc["run"] = {"id": frame.run_id, "status": frame.status, "progress": round(float(frame.progress), 1),
                       "seq": frame.seq}
         racks = doc["racks"]
-        state, job, util = frame.gpu_state, frame.gpu_job, frame.link_util
+        state, job, util = frame.value("gpu_state"), frame.value("gpu_job"), frame.value("link_util")
         if state is not None and len(state) == len(gpu_rack):
-            racks["in_run"] = _per(gpu_rack, n, (state == frames.GPU_IN_JOB).astype(float)).astype(int).tolist()
+            racks["in_run"] = _per(gpu_rack, n, (state == sections.GPU_IN_JOB).astype(float)).astype(int).tolist()
         if job is not None and len(job) == len(gpu_rack):
             racks["in_training"] = _per(gpu_rack, n, (job > 0).astype(float)).astype(int).tolist()
         if util is not None and len(util) == len(zones.link_ids):
             racks["util"] = np.round(_per(link_rack, n, util.astype(float)) / np.maximum(cables, 1), 4).tolist()
-        hp = frame.sections.get(frames.SECTION_HOST_PROGRESS)
+        hp, hp_of = frame.value("host_progress"), sections.by_name("host_progress").constants
         if hp is not None and len(hp) == len(zones.host_rack):
             host_rack = np.where(zones.host_rack >= 0, rack_of(np.maximum(zones.host_rack, 0)), -1)
-            inside = hp != frames.HOST_NOT_IN_JOB
-            share = np.where(inside, hp / frames.PROGRESS_SCALE, 0.0)
+            inside = hp != hp_of["not_in_job"]
+            share = np.where(inside, hp / hp_of["scale"], 0.0)
             hosts = _per(np.where(inside, host_rack, -1), n)
             racks["checkpoint"] = np.where(hosts > 0, np.round(_per(host_rack, n, share) / np.maximum(hosts, 1), 4),
                                            -1).tolist()

@@ -3,16 +3,17 @@ functions over the engine (``sim``).
 
 A kind's ``run(layout, params, progress) -> (summary, arrays)``: ``layout`` is the cluster read from the database
 (:func:`twin.inventory.adapter.layout_from_db`, failed and drained items included), ``params`` the parameters
-validated by the kind's :mod:`sim.core.params` declaration, ``progress(fraction, message="", *, link_util=None,
-gpu_state=None)`` the run's reporter: ``fraction`` is the share of the work done as the engine counts it (the same
-numbers the CLI's progress bar shows); it raises :class:`RunCancelled` once the run was cancelled.
+validated by the kind's :mod:`sim.core.params` declaration, ``progress(fraction, message="", *, force=False,
+**sections)`` the run's reporter (live sections by name: these kinds send ``link_util`` and ``gpu_state``):
+``fraction`` is the share of the work done as the engine counts it (the same numbers the CLI's progress bar shows);
+it raises :class:`RunCancelled` once the run was cancelled.
 
 Arrays (the live view uses the same layouts; their dtypes are declared by each kind):
 
 - ``link_utilization``: one value per cable of the backend fabric, in the order of the inventory's ``Link`` rows
   of that fabric by id; the busier direction's time-averaged utilization (0..1) during the largest message size,
   in the median run; 0 for inactive cables.
-- ``gpu_state``: per GPU (cluster index order), codes of :data:`twin.live.frames.GPU_STATES`.
+- ``gpu_state``: per GPU (cluster index order), codes of :data:`twin.live.sections.GPU_STATES`.
 
 Figures over several seeds are ``{"median", "min", "max"}`` (:meth:`sim.fabric.seeds.SeededResult.stats`); the
 nccl-tests ``rows``, ``hottest_links`` and ``link_utilization`` are the median run's, which ``table_of`` names.

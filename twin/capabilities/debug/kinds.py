@@ -24,8 +24,8 @@ arrays:
   record id; the row labels, their level (rank or host) and the columns' record ids stay in the summary's
   ``heatmap`` (with ``culprit_rows``, the rows holding a culprit's rank, instead of every row's ranks);
 - ``gpu_stop`` (G,) uint8: where each GPU's rank stopped, coded as the live ``debug_stop`` section
-  (:func:`twin.live.frames.debug_stop`: how many of the heatmap's collectives its row never started, the culprit's
-  GPUs marked): the GPU page's ``?color=debug&run=<id>``.
+  (:func:`twin.capabilities.debug.live.debug_stop`: how many of the heatmap's collectives its row never started,
+  the culprit's GPUs marked): the GPU page's ``?color=debug&run=<id>``.
 
 Live frames: ``debug_progress`` at every progress report (stage and the engine's fractions of its three stages),
 then ``debug_stop`` with the last frame.
@@ -45,7 +45,7 @@ from sim.debug.params import DEBUG, STARTUP
 from sim.debug.recorder import rehearse
 from sim.debug.startup import model
 from sim.fabric.topology import topology_from_layout
-from twin.live import frames
+from twin.capabilities.debug import live
 from twin.capabilities.jobs.kinds import check_job, job_cost, place
 from twin.runs import files
 from twin.runs.registry import Headline, Kind, register
@@ -135,7 +135,7 @@ def _stage_progress(progress: Callable, stage: str, done: dict, ranks: int) -> C
             return
         done[stage] = max(0.0, min(1.0, float(f)))
         progress(lo + (hi - lo) * done[stage], message,
-                 debug_progress=frames.debug_progress(stage, **done, ranks=ranks))
+                 debug_progress=live.debug_progress(stage, **done, ranks=ranks))
     return report
 
 
@@ -153,7 +153,7 @@ def gpu_stop(n_gpus: int, rank_gpu: np.ndarray, heatmap: dict, state: np.ndarray
     culprit = np.zeros(n_gpus, bool)
     ranks = np.asarray([r for r in culprit_ranks if 0 <= r < rank_gpu.size], dtype=np.int64)
     culprit[rank_gpu[ranks]] = True
-    return frames.debug_stop(lag, culprit)
+    return live.debug_stop(lag, culprit)
 
 
 def culprit_links(topo, cluster, gpus) -> list[dict]:
@@ -216,7 +216,7 @@ def debug(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]
     blamed = set(culprit["ranks"]) if culprit else set()
     stop = gpu_stop(int(topo.n_gpus), gpus, heatmap, state, sorted(blamed))
     heatmap["culprit_rows"] = [i for i, rs in enumerate(heatmap.pop("ranks", [])) if blamed & set(rs)]
-    progress(1.0, debug_progress=frames.debug_progress("done", simulating=1, dumping=1, analyzing=1, ranks=n),
+    progress(1.0, debug_progress=live.debug_progress("done", simulating=1, dumping=1, analyzing=1, ranks=n),
              debug_stop=stop, force=True)
     summary = {**result, "culprit": culprit, "heatmap": heatmap, "rehearsal": rehearsal.to_dict(),
                "culprit_text": (culprit or {}).get("explanation") or "none: a clean job", "ranks": n,

@@ -13,7 +13,7 @@ computes in its own worker.
 Injected failures (``inject``: ``gpu:<GPU name>@10h``...) name the inventory's real items; the API refuses an unknown
 name (a 400 naming ``inject``) and nothing in the inventory changes: a what-if is simulated, never applied.
 
-Live frames (:mod:`twin.live.frames`): as a seed's timeline is simulated, after its failures (at most
+Live frames (:mod:`twin.capabilities.failures.live`): as a seed's timeline is simulated, after its failures (at most
 TWIN_LIVE_TICK_HZ frames a second), ``failure_state`` (the job's state at that simulated hour: training, degraded,
 down; its productive hours and effective ratio so far, interruptions) and ``failure_events`` (each failure so far:
 time, category, the item it hit as its inventory position, consequence, lost work); at each seed's end the same for
@@ -34,7 +34,6 @@ from sim.failures.params import FAILURES
 from sim.core.progress import weighted
 from sim.core.units import parse_duration, parse_durations
 from twin.inventory import gpu_grid
-from twin.live import frames
 from twin.runs import limits
 from twin.runs.constants import setting
 from twin.runs.registry import Headline, Kind, register
@@ -155,7 +154,7 @@ class LiveTimeline:
         self.next_at = t + self.every
         row = failure_row(now["state"], now["time"], self.wall_s, now["productive_s"], now["effective_ratio"],
                           now["interruptions"], self.seed, self.k, self.seeds)
-        self.progress(None, failure=row, failures=self.rows, force=True)
+        self.progress(None, failure_state=row, failure_events=self.rows, force=True)
 
 
 # ----------------------------------------------------------------------------------------------------- kind
@@ -176,8 +175,8 @@ def failures(layout, params: dict, progress: Callable, *, run=None) -> tuple[dic
     for k, seed in enumerate(seeds):
         live = LiveTimeline(progress, items, seed, k, len(seeds), values["days"] * 24.0)
         res = simulate(ctx, values, seed, progress=reports[k + 1], on_failure=live.failure)
-        progress(None, failure=state_row(res, k + 1, len(seeds)),
-                 failures=[items.event_row(e) for e in res["events"]], force=True)
+        progress(None, failure_state=state_row(res, k + 1, len(seeds)),
+                 failure_events=[items.event_row(e) for e in res["events"]], force=True)
         results.append(res if k == 0 else strip_timeline(res))
     return json_safe(chunk_summary(params, results)), {}
 

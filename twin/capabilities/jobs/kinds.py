@@ -7,8 +7,8 @@ form refuse the same inputs in the same words.
 A ``job`` run has a :class:`twin.runs.models.Job` from the moment it is queued (``Kind.on_create``); the run places
 it (``running``), simulates its step and records the results (``finished``), or fails it with the run's error.
 Every stage goes out on the cluster's live stream as the ``gpu_job`` and ``job_stats`` sections (what runs where,
-and the job's phase, step time and throughput: :mod:`twin.live.frames`), so the GPU page and the Jobs page follow
-it.
+and the job's phase, step time and throughput: :mod:`twin.capabilities.jobs.live`), so the GPU page and the Jobs
+page follow it.
 """
 from __future__ import annotations
 

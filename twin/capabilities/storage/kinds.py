@@ -4,7 +4,7 @@ like the collective kinds (:mod:`twin.runs.kinds`), on the cluster as the invent
 storage servers, SSDs, storage racks (their servers count as down: :mod:`twin.inventory.adapter`), NICs, links and
 switches of the frontend fabric are left out or lower capacity, as :mod:`sim.storage.topology` says.
 
-Arrays (orders are the live frames' sections, :mod:`twin.live.frames`):
+Arrays (orders are the live frames' sections, :mod:`twin.capabilities.storage.live`):
 
 - ``server_rate`` (T, V) float16: each storage server's data rate in GB/s (10^9 bytes/s; write for a checkpoint,
   read for a restore or a fan-out) in each of the T samples of the result's time series; V = every StorageServer
@@ -33,8 +33,8 @@ import numpy as np
 from sim.core.errors import ParamError
 from sim.fabric.layout import FABRIC_FRONTEND
 from sim.storage.params import CHECKPOINT, STORAGE_FANOUT
+from twin.capabilities.storage import live
 from twin.inventory import gpu_grid
-from twin.live import frames
 from twin.runs.registry import Headline, Kind, register
 
 GB = 1e9
@@ -85,14 +85,14 @@ def checkpoint(layout, params: dict, progress: Callable) -> tuple[dict, dict]:
     progress fractions); see the module docstring for the arrays and frames."""
     from sim.storage.checkpoint import run_checkpoint
     restore = params["restore"]
-    progress(0.0, "placing the job", checkpoint_phase=frames.PHASE_PLANNING, force=True)
+    progress(0.0, "placing the job", checkpoint_phase="planning", force=True)
     r = run_checkpoint(layout, **params, progress=lambda f, message="": progress(0.99 * f, message))
     H = len(layout.host_rack)
     in_job = np.zeros(H, bool)
     in_job[r.hosts] = True
     server_rate = _per_server(layout, r.servers, r.server_rate) / GB
     share = _per_host(layout, r.hosts, r.host_progress, fill=0.0)
-    host_progress = np.stack([frames.quantize_progress(s, in_job) for s in share]) if len(share) else \
+    host_progress = np.stack([live.quantize_progress(s, in_job) for s in share]) if len(share) else \
         np.zeros((0, H), np.uint8)
     data = next((p for p in r.phases if p["name"] == ("reading" if restore else "uploading")), None)
     window = (data["end"] - data["start"]) if data and data["start"] is not None else 0.0
@@ -103,9 +103,9 @@ def checkpoint(layout, params: dict, progress: Callable) -> tuple[dict, dict]:
     if len(r.rate):                    # the busiest sample of the simulated timeline
         i = int(np.argmax(r.rate))
         progress(0.995, **{rate_key: server_rate[i]}, host_progress=host_progress[i], frontend_util=fe_util,
-                 checkpoint_phase=frames.PHASE_READING if restore else frames.PHASE_UPLOADING, force=True)
-    progress(1.0, **{rate_key: server_mean}, host_progress=frames.quantize_progress(np.ones(H), in_job),
-             frontend_util=fe_util, checkpoint_phase=frames.PHASE_LOADED if restore else frames.PHASE_DURABLE,
+                 checkpoint_phase="reading" if restore else "uploading", force=True)
+    progress(1.0, **{rate_key: server_mean}, host_progress=live.quantize_progress(np.ones(H), in_job),
+             frontend_util=fe_util, checkpoint_phase="loaded" if restore else "durable",
              force=True)
     doc = r.to_dict(series=False, links=False)
     doc.pop("per_host")

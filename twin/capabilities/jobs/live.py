@@ -1,0 +1,20 @@
+"""The training jobs' live sections: which job runs each GPU (``gpu_job``) and one row per job (``job_stats``), sent
+by the ``job`` kind as its job is placed, simulated and finished (:func:`twin.runs.job_actions.publish_jobs`)."""
+from __future__ import annotations
+
+from twin.live.sections import Section, register
+
+# A training job's row in job_stats (float32 each), and the codes of its ``phase``: where the job is in its life as
+# the twin simulates it (twin.runs.models.Job states, with ``placing`` and ``simulating`` inside running).
+JOB_FIELDS = ("job", "phase", "step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "gpus")
+JOB_QUEUED, JOB_PLACING, JOB_SIMULATING, JOB_FINISHED, JOB_FAILED = 0, 1, 2, 3, 4
+JOB_PHASES = {JOB_QUEUED: "queued", JOB_PLACING: "placing", JOB_SIMULATING: "simulating", JOB_FINISHED: "finished",
+              JOB_FAILED: "failed"}
+
+GPU_JOB = register(Section(
+    8, "gpu_job", "uint16", "array", per="gpu",
+    doc="per GPU (by GPU.index): 0 no job, k the job of row k of job_stats"))
+JOB_STATS = register(Section(
+    9, "job_stats", "float32", "rows", fields=JOB_FIELDS, codes={"phase": JOB_PHASES}, ints=("job", "gpus"),
+    doc="one row per job: its id, phase, step time (s), tokens/s, TFLOPs per GPU, MFU 0..1, GPU count; NaN where "
+        "not known yet"))
