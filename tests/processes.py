@@ -53,7 +53,7 @@ def server_env(queue: str, **extra: str) -> dict:
     return env
 
 
-class _Process:
+class ServerProcess:
     """A child process in its own session, its output appended to ``<log_dir>/<name>.log``."""
 
     def __init__(self, name: str, log_dir: Path):
@@ -98,7 +98,7 @@ class _Process:
         return (self.log_dir / f"{self.name}.log").read_bytes()[-n:].decode(errors="replace")
 
 
-class Worker(_Process):
+class Worker(ServerProcess):
     """One ``celery worker --pool=solo`` process on ``queue`` (default: the queue this process sends to)."""
 
     def __init__(self, name: str, log_dir: Path, queue: str | None = None, env: dict | None = None):
@@ -179,7 +179,7 @@ class Workers:
             w.stop()
 
 
-class Daphne(_Process):
+class Daphne(ServerProcess):
     """``daphne twin.asgi:application`` on 127.0.0.1:``port``; :meth:`start` returns once it answers HTTP.
     :meth:`stop` then :meth:`start` again is a real outage of the server (open WebSockets drop)."""
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 from django.conf import settings
 
-from tests.processes import _Process, server_env
+from tests.processes import ServerProcess, server_env
 
 
-class Beat(_Process):
+class Beat(ServerProcess):
     """``celery -A twin beat`` waking at least every ``max_interval`` seconds, sending to ``queue`` (default: the
     session's); ``env`` adds settings read from the environment (TWIN_RUNS_STALE_SECONDS, REDIS_URL)."""
 

@@ -10,7 +10,7 @@ from twin.inventory import models as m
 from twin.inventory import structure_cache as sc
 from twin.inventory.actions import delete_items, set_status
 from twin.inventory.structure_cache import StructureCache
-from twin.live import scope
+from twin.inventory import zones as zone_arrays
 from twin.inventory import gpu_grid
 from twin.web import fabric_data
 
@@ -28,7 +28,7 @@ def slow(monkeypatch, settings, tmp_path):
 def another_process(monkeypatch):
     """Nothing kept in memory: the structure caches of the pages and the zone arrays start empty."""
     sc.forget()
-    monkeypatch.setattr(scope, "_zones", StructureCache(name="zones"))
+    monkeypatch.setattr(zone_arrays, "_zones", StructureCache(name="zones"))
     monkeypatch.setattr(gpu_grid, "_structures", StructureCache(size=32, name="grid"))
     monkeypatch.setattr(fabric_data, "_structures", StructureCache(size=32, name="fabric"))
 
@@ -97,7 +97,7 @@ def test_pages_from_disk_show_fresh_statuses_and_changed_rows(slow, demo, client
     assert list(slow.rglob("zones-*.pickle")) and list(slow.rglob("grid-*.pickle"))
     # another process serves the same pages from disk, without reading the zone arrays from the database
     another_process(monkeypatch)
-    monkeypatch.setattr(scope, "_build", lambda *a: pytest.fail("zone arrays read from the database"))
+    monkeypatch.setattr(zone_arrays, "_build", lambda *a: pytest.fail("zone arrays read from the database"))
     assert {p: get(p) for p in paths} == before
     monkeypatch.undo()
     # when a link of the zone fails, another process shows it failed (the statuses are read fresh)

@@ -3,7 +3,7 @@ before the first visit, kept on disk for the processes that start later."""
 import pytest
 
 from twin.inventory import structure_cache as sc
-from twin.live import scope
+from twin.inventory import zones as zone_arrays
 from twin.web import fabric_data, warm
 from twin.inventory import gpu_grid
 
@@ -20,18 +20,18 @@ def slow(monkeypatch, settings, tmp_path):
 def test_a_large_cluster_is_warmed(slow, demo, monkeypatch):
     # given the 256-GPU demo counted as large
     monkeypatch.setattr(warm, "OVERVIEW_ABOVE_GPUS", 255)
-    monkeypatch.setattr(scope, "_zones", sc.StructureCache(name="zones"))
+    monkeypatch.setattr(zone_arrays, "_zones", sc.StructureCache(name="zones"))
     assert warm.warm_once() == 1
     # then its zone arrays are in this process and on disk, and so are both fingerprints
-    assert demo.id in scope._zones._entries
+    assert demo.id in zone_arrays._zones._entries
     assert len(list(slow.rglob("zones-*.pickle"))) == 1 and len(list(slow.rglob("fingerprint-*.pickle"))) == 2
 
 
 def test_a_cluster_below_the_overview_is_not(slow, demo, monkeypatch):
     monkeypatch.setattr(warm, "OVERVIEW_ABOVE_GPUS", 256)
-    monkeypatch.setattr(scope, "_zones", sc.StructureCache(name="zones"))
+    monkeypatch.setattr(zone_arrays, "_zones", sc.StructureCache(name="zones"))
     assert warm.warm_once() == 0
-    assert not scope._zones._entries and not list(slow.rglob("*.pickle"))
+    assert not zone_arrays._zones._entries and not list(slow.rglob("*.pickle"))
 
 
 def test_the_thread_is_off_when_the_setting_says_so(settings):
@@ -48,7 +48,7 @@ def test_every_building_and_zone_is_built_onto_disk_once(slow, demo, monkeypatch
     monkeypatch.setattr(warm, "OVERVIEW_ABOVE_GPUS", 255)
     fresh_caches(monkeypatch)
     warm.warm_once()
-    zones = scope.cluster_zones(demo)
+    zones = zone_arrays.cluster_zones(demo)
     places = warm.places(zones)
     # the demo cluster: one building (no buildings in its spec), and its zones holding GPUs
     assert [p.name for p in places][0] == "building 0" and len(places) == 1 + len(set(zones.gpu_zone.tolist()))
@@ -70,7 +70,7 @@ def test_every_building_and_zone_is_built_onto_disk_once(slow, demo, monkeypatch
 
 def test_what_a_gone_cluster_left_on_disk_is_removed(slow, demo, monkeypatch):
     monkeypatch.setattr(warm, "OVERVIEW_ABOVE_GPUS", 255)
-    monkeypatch.setattr(scope, "_zones", sc.StructureCache(name="zones"))
+    monkeypatch.setattr(zone_arrays, "_zones", sc.StructureCache(name="zones"))
     warm.warm_once()
     [mine] = {p.parent for p in slow.rglob("zones-*.pickle")}
     assert mine.name == f"c{demo.id}"
@@ -87,7 +87,7 @@ def test_a_build_puts_a_large_clusters_structures_on_disk(slow, db, monkeypatch,
     # given the warming on, and the 256-GPU demo counted as large
     settings.TWIN_WARM_STRUCTURES = True
     monkeypatch.setattr(warm, "OVERVIEW_ABOVE_GPUS", 255)
-    monkeypatch.setattr(scope, "_zones", sc.StructureCache(name="zones"))
+    monkeypatch.setattr(zone_arrays, "_zones", sc.StructureCache(name="zones"))
     # when it is built, as a user builds it
     from tests.web.conftest import build
     with django_capture_on_commit_callbacks(execute=True):
