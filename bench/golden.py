@@ -44,7 +44,7 @@ SHOWN_DIFFS = 10
 
 # Module paths the frames part imports (frames_cases); the only place to update when they move.
 IMPORTS = {
-    "frames": "twin.live.frames",             # build_sections, encode, Frame, SECTION_NAMES
+    "frames": "twin.live.frames",             # build_sections, encode, Frame, tables
     "registry": "twin.runs.registry",         # kinds(): name -> Kind (run, validated, wants_run)
     "actions": "twin.runs.actions",           # create_run(..., enqueue=False): the row a wants_run kind reads
     "adapter": "twin.inventory.adapter",      # layout_from_db(cluster)
@@ -420,16 +420,23 @@ def frames_cases(names: list[str]) -> dict[str, dict]:
         def __init__(self):
             self.frames = []
 
-        def __call__(self, fraction=None, message="", *, link_util=None, gpu_state=None, force=False, **arrays):
-            sections = frames.build_sections(link_util, gpu_state, **arrays)
+        def __call__(self, fraction=None, message="", *, force=False, **values):
+            # every section by the keyword the kind reports it under (link_util, gpu_state and the capabilities'),
+            # each encoded in a frame of its own: the digest does not depend on the order sections are packed in
+            given = {k: v for k, v in values.items() if v is not None}
+            sections = frames.build_sections(**given)
+            names = {int(k): v for k, v in frames.tables()["sections"].items()}
             progress = 100.0 * float(fraction) if fraction is not None else 0.0
-            # time_ms must not be 0: encode() writes the current time for 0
-            raw = frames.encode(frames.Frame(type=1, seq=len(self.frames), run_id=1, cluster_id=1, progress=progress,
-                                             status="running", time_ms=1.0, sections=sections))
-            self.frames.append({"progress": progress, "force": bool(force), "bytes": len(raw),
-                                "sha256": hashlib.sha256(raw).hexdigest(),
-                                "sections": {frames.SECTION_NAMES.get(sid, str(sid)): int(np.asarray(a).size)
-                                             for sid, a in sections.items()}})
+            digests, sizes = {}, {}
+            for sid, a in sections.items():
+                # time_ms must not be 0: encode() writes the current time for 0
+                raw = frames.encode(frames.Frame(type=1, seq=len(self.frames), run_id=1, cluster_id=1,
+                                                 progress=progress, status="running", time_ms=1.0,
+                                                 sections={sid: a}))
+                digests[names.get(sid, str(sid))] = hashlib.sha256(raw).hexdigest()
+                sizes[names.get(sid, str(sid))] = int(np.asarray(a).size)
+            self.frames.append({"progress": progress, "force": bool(force), "sections": sizes,
+                                "sha256": dict(sorted(digests.items()))})
 
     def array_digest(a):
         a = np.ascontiguousarray(a)
