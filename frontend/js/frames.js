@@ -237,3 +237,52 @@ export function openLive(path, { onMeta = () => {}, onEvent = () => {}, onFrame 
     socket() { return ws; },
   };
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// adapter until the generic sections land: the generic section API (sectionSpec, sectionRows, sectionRow,
+// sectionCodeName, sectionCodes, sectionConstants) over today's per-capability tables of useProtocol(), so that
+// code written against it works now. The generic frames.js replaces this whole block.
+const ADAPTED = {
+  // name: (tables) -> {fields, codes: {field: Map code -> name}, constants}
+  gpu_state: (p) => ({ codes: { value: new Map(Object.entries(p.gpuState).map(([k, v]) => [v, k])) } }),
+  job_stats: (p) => ({ fields: p.jobFields, codes: { phase: p.jobPhase } }),
+  host_progress: (p) => ({ constants: { scale: p.progressScale, not_in_job: p.hostNotInJob } }),
+  checkpoint_phase: (p) => ({ codes: { value: p.checkpointPhase } }),
+  failure_state: (p) => ({ fields: p.failureFields, codes: { state: p.failureState } }),
+  failure_events: (p) => ({ fields: p.failureEventFields, codes: { category: p.failureCategory,
+                                                                   item_kind: p.itemKind,
+                                                                   consequence: p.failureConsequence } }),
+  debug_progress: (p) => ({ fields: p.debugFields, codes: { stage: p.debugStage } }),
+  debug_stop: (p) => ({ constants: { lag_max: p.debugLagMax, culprit: p.debugCulprit, not_in_job: p.debugNotInJob } }),
+  link_util: (p) => ({ constants: { scale: p.utilScale } }),
+};
+
+/** A section's declaration: {name, fields, codes (field -> Map code -> name), constants}. */
+export function sectionSpec(name, p = protocol()) {
+  const s = ADAPTED[name]?.(p) ?? {};
+  return { name, fields: s.fields ?? [], codes: s.codes ?? {}, constants: s.constants ?? {} };
+}
+
+/** A Float32 section of rows as objects (codes by name, NaN -> null). */
+export function sectionRows(name, data) {
+  const s = sectionSpec(name);
+  return rowsOf(data, s.fields, s.codes);
+}
+
+/** A section of rows' first row, or null. */
+export function sectionRow(name, data) { return sectionRows(name, data)[0] ?? null; }
+
+/** A one-code section's code by name (null without the section). */
+export function sectionCodeName(name, data) {
+  if (!data?.length) return null;
+  return sectionSpec(name).codes.value?.get(data[0]) ?? "unknown";
+}
+
+/** A section's codes of `field`: {byCode: Map code -> name, byName: {name: code}}. */
+export function sectionCodes(name, field = "value") {
+  const byCode = sectionSpec(name).codes[field] ?? new Map();
+  return { byCode, byName: Object.fromEntries([...byCode].map(([code, n]) => [n, code])) };
+}
+
+/** A section's constants, e.g. host_progress {scale, not_in_job}, debug_stop {lag_max, culprit, not_in_job}. */
+export function sectionConstants(name) { return sectionSpec(name).constants; }
