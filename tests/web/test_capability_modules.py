@@ -45,6 +45,9 @@ def test_every_page_embeds_every_capability_module(client, demo, path):
     assert urls == browser_modules()
     for cap in ("collectives", "storage", "jobs", "failures", "debug"):
         assert static(f"js/capabilities/{cap}.js") in urls
+    if "/gpus/" in path:   # the GPU page imports them at start: preloaded
+        for url in urls:
+            assert f'<link rel="modulepreload" href="{url}">' in page
 
 
 def test_an_extra_capability_module_is_embedded(client, db, settings, tmp_path, monkeypatch):
