@@ -212,6 +212,9 @@ function healthCategories(statusNames) {
   return cats.map((c) => ({ ...c, px: cssPixel(c.color) }));
 }
 
+/** The zone overview's share of a rack's GPUs counted in `counts` (a zones.json racks column; null without it). */
+const rackShare = (counts, gpus, k) => (counts ? counts[k] / Math.max(1, gpus[k]) : null);
+
 /** The legend's items of groups of GPUs (runs, jobs...): `groups` [[id, count]], the largest LEGEND_RUNS named (in
  *  id order, so items do not swap), the rest summed; the legend stays one line (the grid must not move under the
  *  pointer). `item(id, count)` words one; `more(n, gpus)` the rest. */
@@ -244,6 +247,7 @@ registerColourMode("job", {
     return { byRun, idle, unusable, perZone };
   },
   zoneFigure: (ctx, v) => `${fmt.int(v)} in jobs`,
+  overview: { label: "share of the rack's GPUs in the last run", value: (r, k) => rackShare(r.in_run, r.gpus, k) },
   legend(ctx, counts) {
     const lr = ctx.live, byRun = [...counts.byRun].map(([r, c]) => [r, c.n]);
     let html = legendGroups(byRun, (r, c) => legendItem(lr.color(r), lr.label(r), c, ` data-run="${r}"`),
@@ -268,6 +272,7 @@ registerColourMode("health", {
     return { cat, perZone };
   },
   zoneFigure: (ctx, v) => (v ? `${fmt.int(v)} not usable` : "all usable"),
+  overview: { label: "share of the rack's GPUs not usable", value: (r, k) => rackShare(r.not_usable, r.gpus, k) },
   legend: (ctx, counts) => ctx.state.health.map((h, k) => legendItem(h.color, h.label ?? h.key, counts.cat[k],
                                                                      ` data-health="${h.key}"`)).join(""),
 });
@@ -290,6 +295,7 @@ registerColourMode("utilization", {
     return { buckets, none, mean: sum / Math.max(1, n - none), perZone };
   },
   zoneFigure: (ctx, v, total) => `mean ${fmt.pct(v / Math.max(1, total))}`,
+  overview: { label: "mean NIC-link utilization of the rack's GPUs", value: (r, k) => (r.util ? r.util[k] : null) },
   legend(ctx, counts) {
     const lr = ctx.live;
     let html = `<span class="item"><span class="util-scale" style="background:${UTIL_GRADIENT}">`

@@ -5,7 +5,9 @@
 import { esc, fmt } from "../twin.js";
 import { barChart, lineChart, sizeLabel } from "../chart.js";
 import { registerView } from "../registry.js";
-import { busbwChart, figureCards, headlineCards, median, NINETY, normClass, PERCENT_Y, pct } from "../run_results.js";
+import {
+  busbwChart, figureCards, headlineCards, median, NINETY, normClass, PERCENT_Y, pct,
+} from "../run_results.js";
 
 function ncclTable(rows) {
   const row = (r) => `<tr><td class="num">${sizeLabel(r.size)}</td><td class="num">${fmt.int(r.count)}</td>

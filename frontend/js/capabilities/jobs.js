@@ -116,7 +116,8 @@ const IDLE_PX = cssPixel(COLORS.idle), UNUSABLE_PX = cssPixel(COLORS.unusable);
 registerColourMode("training", {
   label: "training job", order: 20,
   // the Job placements are asked at page start, beside the grid data (1.6 MB on a 590k cluster)
-  prefetch: ({ canvas }) => api(canvas.dataset.jobsUrl).catch((e) => { toast(`training jobs: ${e.message}`); return null; }),
+  prefetch: ({ canvas }) => api(canvas.dataset.jobsUrl)
+    .catch((e) => { toast(`training jobs: ${e.message}`); return null; }),
   async attach(ctx) {
     const tj = ctx.state.training = new TrainingJobs(ctx.grid, ctx.palette, () => {
       if (ctx.mode === "training") ctx.renderLegend();
@@ -141,6 +142,8 @@ registerColourMode("training", {
     return { byJob, idle, unusable, perZone };
   },
   zoneFigure: (ctx, v) => `${fmt.int(v)} in training jobs`,
+  overview: { label: "share of the rack's GPUs in a training job",
+              value: (r, k) => (r.in_training ? r.in_training[k] / Math.max(1, r.gpus[k]) : null) },
   legend(ctx, counts) {
     const tj = ctx.state.training, byJob = [...counts.byJob].sort((a, b) => b[1] - a[1]), item = ctx.legendItem;
     const named = byJob.slice(0, ctx.legendRuns).sort((a, b) => a[0] - b[0]);
@@ -148,7 +151,8 @@ registerColourMode("training", {
     for (const [id, c] of named) html += item(tj.color(id), tj.label(id), c, ` data-job="${id}"`);
     if (byJob.length > ctx.legendRuns) {
       const rest = byJob.slice(ctx.legendRuns);
-      html += `<span class="item">${rest.length} more jobs <b>${fmt.int(rest.reduce((m, [, c]) => m + c, 0))}</b></span>`;
+      const gpus = rest.reduce((m, [, c]) => m + c, 0);
+      html += `<span class="item">${rest.length} more jobs <b>${fmt.int(gpus)}</b></span>`;
     }
     if (!byJob.length) html += `<span class="muted">no training job placed on the cluster</span>`;
     return html + item(COLORS.idle, "idle", counts.idle) + item(COLORS.unusable, "unusable", counts.unusable);
@@ -158,7 +162,9 @@ registerColourMode("training", {
     return `<tr><th>training job</th><td>${row ? esc(tj.label(tj.job(row).job))
       : '<span class="muted">none</span>'}</td></tr>`;
   },
-  test: (ctx) => ({ jobOf: (i) => { const tj = ctx.state.training, row = tj.rowOf[i]; return row ? tj.job(row).job : 0; } }),
+  test: (ctx) => ({
+    jobOf: (i) => { const tj = ctx.state.training, row = tj.rowOf[i]; return row ? tj.job(row).job : 0; },
+  }),
 });
 
 registerView("job", renderJob);

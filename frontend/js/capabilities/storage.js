@@ -117,6 +117,8 @@ registerColourMode("checkpoint", {
     return { inJob, done, perZone };
   },
   zoneFigure: (ctx, v) => `${fmt.int(v)} GPU-equivalents done`,
+  overview: { label: "mean checkpoint progress of the rack's hosts",
+              value: (r, k) => (r.checkpoint && r.checkpoint[k] >= 0 ? r.checkpoint[k] : null) },
   legend(ctx, counts) {
     const st = ctx.state.checkpoint;
     const from = st.run ? `from ${ctx.live.label(st.run)}` : "no checkpoint has published yet";
