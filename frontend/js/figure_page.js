@@ -4,7 +4,8 @@
 // published claim beside them.
 import { api, errorText, esc, markReady, toast } from "./twin.js";
 import { fieldHtml, lockForm, pageData, readFields, showErrors, startRun } from "./run_form.js";
-import { paramsText, progressBar, renderFigure, shortTime, statusBadge } from "./run_results.js";
+import { paramsText, progressBar, shortTime, statusBadge } from "./run_results.js";
+import { renderFigure } from "./capabilities/collectives.js";
 import { liveRunRows } from "./run_live.js";
 
 const page = pageData("figure-page");

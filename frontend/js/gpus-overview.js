@@ -1,11 +1,12 @@
 // The GPU page's zone overview (/clusters/<name>/gpus/?view=zones, where clusters above
-// gpu_data.OVERVIEW_ABOVE_GPUS open): one square per rack, zones as labelled blocks, each rack coloured by the share
-// of its GPUs in the mode's category (in the last run, in a training job, not usable) or by their mean (NIC-link
-// utilization, checkpoint progress). The figures come from gpus/zones.json (twin/web/gpu_data.py overview_data),
-// re-read when the cluster's summary stream (frames without per-item sections, docs/live.md) says a run published
+// gpu_data.OVERVIEW_ABOVE_GPUS open): one square per rack, zones as labelled blocks, each rack coloured by its value
+// in the colour mode (its `overview`, registry.js: e.g. the share of its GPUs in the last run or not usable, the mean
+// NIC-link utilization; a capability's mode declares its own). The figures come from gpus/zones.json
+// (twin/web/gpu_data.py overview_data), re-read when the cluster's summary stream (frames without per-item sections, docs/live.md) says a run published
 // and when the inventory changes. A click on a rack zooms into its zone: the GPU grid of that zone alone; a cluster
 // whose spec groups zones into buildings gets a link per building (?building=<n>: the grid of its zones).
 import { COLORS, UTIL_GRADIENT, UTIL_PIXEL, api, cssPixel, esc, fmt, live, markReady, toast, twin } from "./twin.js";
+import { colourMode } from "./registry.js";
 
 const REFRESH_MS = 1000;                          // at most one zones.json read per second while frames arrive
 const css = getComputedStyle(document.documentElement);
@@ -13,16 +14,12 @@ const THEME = { bg: css.getPropertyValue("--bg").trim(), zone: css.getPropertyVa
                 text: css.getPropertyValue("--text").trim(), muted: css.getPropertyValue("--muted").trim() };
 const NONE = cssPixel(COLORS.none);
 
-/** Per mode: the rack's value 0..1 (null: no data) and the legend's words. */
-const MODES = {
-  job: { label: "share of the rack's GPUs in the last run", value: (r, k) => share(r.in_run, r.gpus, k) },
-  training: { label: "share of the rack's GPUs in a training job", value: (r, k) => share(r.in_training, r.gpus, k) },
-  health: { label: "share of the rack's GPUs not usable", value: (r, k) => share(r.not_usable, r.gpus, k) },
-  utilization: { label: "mean NIC-link utilization of the rack's GPUs", value: (r, k) => (r.util ? r.util[k] : null) },
-  checkpoint: { label: "mean checkpoint progress of the rack's hosts",
-                value: (r, k) => (r.checkpoint && r.checkpoint[k] >= 0 ? r.checkpoint[k] : null) },
-};
-function share(counts, gpus, k) { return counts ? counts[k] / Math.max(1, gpus[k]) : null; }
+/** Per colour mode (registry.js): its `overview`, the rack's value 0..1 (`value(racks, k)`, null: no data) and the
+ *  legend's words; a mode without one draws no data here (zoom into a zone for it). */
+function overviewOf(mode) {
+  const m = colourMode(mode);
+  return m?.overview ?? { label: `${m?.label ?? mode} (zoom into a zone): no data per rack`, value: () => null };
+}
 
 /** The largest rack square that shows every zone in the space available (device pixels). */
 function overviewLayout(zones, racksPerZone, availW, availH, dpr) {
@@ -68,7 +65,7 @@ export async function startOverview(el, mode, onModeChange) {
   };
 
   function draw() {
-    const m = MODES[mode], R = doc.racks, n = R.zone.length, Z = doc.zones.name.length;
+    const m = overviewOf(mode), R = doc.racks, n = R.zone.length, Z = doc.zones.name.length;
     const img = ctx.createImageData(G.width, G.height), buf = new Uint32Array(img.data.buffer);
     buf.fill(cssPixel(THEME.bg));
     const zonePx = cssPixel(THEME.zone), zoneSum = new Float64Array(Z), zoneN = new Float64Array(Z);

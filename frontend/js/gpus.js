@@ -1,15 +1,15 @@
 // The GPU grid (/clusters/<name>/gpus/): every GPU of a cluster as one cell of a canvas, zones as labelled blocks,
-// racks as small squares inside them (their hosts stacked top to bottom, each host's GPUs in rows), coloured by job,
-// health or utilization. Drawn into one ImageData through a Uint32Array; hover and click find the GPU by arithmetic
-// on the layout. State comes from the page data (twin/web/gpu_data.py), the cluster's live snapshot, then the
-// cluster's live stream (docs/live.md), whose frames carry every run on the cluster and whose inventory events make
-// the page re-read the statuses.
+// racks as small squares inside them (their hosts stacked top to bottom, each host's GPUs in rows), coloured by one
+// of the colour modes (registry.js): the generic ones here (job: the runs' GPUs, health, utilization), the others
+// registered by the capabilities' browser modules (frontend/js/capabilities/). Drawn into one ImageData through a
+// Uint32Array; hover and click find the GPU by arithmetic on the layout. State comes from the page data
+// (twin/web/gpu_data.py), the cluster's live snapshot, then the cluster's live stream (docs/live.md), whose frames
+// carry every run on the cluster and whose inventory events make the page re-read the statuses.
 //
 // The pieces: Grid (the structure and its lookups), Inventory (statuses from the page data / status.json),
-// LiveRuns (what the frames say: each GPU's run, unusable marks, link utilization), TrainingJobs (which training job
-// each GPU runs: the Job placements of /clusters/<name>/jobs/gpus.json, then the frames' gpu_job and job_stats
-// sections), colorize() (a mode's colour per GPU and its figures), GridView (layout, drawing, legend, tooltip),
-// then start() wires them to the page.
+// LiveRuns (what the frames say: each GPU's run, unusable marks, link utilization), the colour modes (each colours
+// every GPU and words its legend, zone figures and tooltip rows from the page context `ctx`), GridView (layout,
+// drawing, legend, tooltip), then start() wires them to the page.
 //
 // Zoomed into one zone (?zone=<name>) or building (?building=<n>), the page data, the statuses and the live frames (a
 // scoped stream, docs/live.md) hold that place's GPUs and links alone, in the same format: everything below works
@@ -18,10 +18,11 @@
 import {
   COLORS, UTIL_GRADIENT, UTIL_PIXEL, api, cssPixel, esc, fmt, live, markReady, timeFrame, toast, twin, utilCss,
 } from "./twin.js";
-import { fetchSnapshot, sectionCodes, sectionConstants, sectionRows } from "./frames.js";
+import { fetchSnapshot, sectionCodes } from "./frames.js";
+import { colourMode, colourModes, loadCapabilities, registerColourMode } from "./registry.js";
 
-const MODES = ["job", "training", "health", "utilization", "checkpoint", "failures", "debug"];
-const LEGEND_RUNS = 4;                           // runs named in the legend, the largest first
+const DEFAULT_MODE = "job";
+const LEGEND_RUNS = 4;                           // runs (or other groups) named in the legend, the largest first
 
 // Jobs get distinct colours, none of them red (unusable) or grey (idle); a run keeps its colour while it runs.
 const JOB_COLORS = ["#4aa3ff", "#3fb950", "#f5a524", "#bc8cff", "#39c5cf", "#ff7eb6", "#a3e635", "#ffd33d",
@@ -33,13 +34,8 @@ const PART_DOWN = { key: "unusable", color: "#d55fde", label: "unusable (NIC, ca
 const css = getComputedStyle(document.documentElement);
 const THEME = Object.fromEntries(Object.entries({ bg: "--bg", zone: "--panel", text: "--text", muted: "--muted" })
   .map(([key, name]) => [key, css.getPropertyValue(name).trim()]));
-// A rehearsal's culprit: apart from the utilization scale's red end, which its lagging peers take in the debug mode.
-const CULPRIT_COLOR = "#e879f9";
 const PX = { idle: cssPixel(COLORS.idle), unusable: cssPixel(COLORS.unusable), none: cssPixel(COLORS.none),
-             bg: cssPixel(THEME.bg), zone: cssPixel(THEME.zone), culprit: cssPixel(CULPRIT_COLOR) };
-const FAILED_NOW = "#ff2e63", FAILED_BEFORE = "#f5a524";      // a replayed failure: down at the hour, repaired
-PX.failedNow = cssPixel(FAILED_NOW);
-PX.failedBefore = cssPixel(FAILED_BEFORE);
+             bg: cssPixel(THEME.bg), zone: cssPixel(THEME.zone) };
 const UTIL_BUCKETS = [[0, "< 1 %"], [0.01, "1–50 %"], [0.5, "50–90 %"], [0.9, "≥ 90 %"]];   // [from, label]
 
 // ------------------------------------------------------------------------------------------------------- grid
@@ -109,10 +105,7 @@ class LiveRuns {
     this.runOf = new Uint32Array(grid.n);
     this.unusable = new Uint8Array(grid.n);
     this.util = new Float32Array(grid.nLinks);
-    this.hostProgress = null;  // per host (Host rows by id): the last checkpoint's host_progress section, as sent
-    this.checkpointRun = 0;
-    this.debugStop = null;     // per GPU: a rehearsal's debug_stop codes (the ?run= one's, or the last one sent live)
-    this.debugRun = 0;
+    this.onRunFrame = () => {};   // a frame of a run was accepted (the colour modes' runFrame hooks)
     this.runs = new Map();   // run id -> {seen (by the cluster stream), final, status, progress, util, color, info}
     this.clusterSeq = 0;     // the last cluster-stream frame applied (initial snapshot included)
     this.mismatchShown = false;
@@ -167,12 +160,7 @@ class LiveRuns {
         if (markUnusable) marks[i] = s === unusable ? 1 : 0;
       }
     }
-    const hp = f.sections.host_progress;
-    if (hp && hp.length === this.grid.D.hosts.id.length) { this.hostProgress = hp; this.checkpointRun = r; }
-    const ds = f.sections.debug_stop;
-    if (ds && ds.length === this.grid.n && (!this.pinnedDebug || this.pinnedDebug === r)) {
-      this.debugStop = ds; this.debugRun = r;
-    }
+    this.onRunFrame(f);
     if (lu) {
       // a new run's utilization replaces the last values of finished runs; running runs combine (max per link)
       if (!run.final) for (const other of this.runs.values()) if (other.final) other.util = null;
@@ -216,99 +204,6 @@ class LiveRuns {
   }
 }
 
-// -------------------------------------------------------------------------------------------- training jobs
-/** Which training job each GPU runs (twin.runs.job_actions.gpu_jobs): `rowOf` per GPU, 0 or the 1-based row of
- *  `rows` (job id, phase, figures); names come from the page's jobs data and, for a job first seen in a frame,
- *  from the jobs API. Each job keeps its colour while the page is open. */
-class TrainingJobs {
-  constructor(grid, onInfo) {
-    this.grid = grid; this.onInfo = onInfo;
-    this.rowOf = new Uint16Array(grid.n);
-    this.rows = [];
-    this.names = new Map();          // job id -> {name, model, run}
-    this.colors = new Map();         // job id -> colour index
-  }
-
-  /** The page data: {gpus, gpu_job (base64 of uint16 per GPU of the cluster), jobs}; a zone's page takes its
-   *  GPUs' entries (by GPU.index). */
-  setData(doc) {
-    const grid = this.grid, zoned = grid.D.zone != null;
-    if (doc.gpus !== grid.n && !zoned) return false;
-    const bytes = Uint8Array.from(atob(doc.gpu_job), (c) => c.charCodeAt(0));
-    const all = new Uint16Array(bytes.buffer, 0, doc.gpus);
-    if (zoned) for (let i = 0; i < grid.n; i++) this.rowOf[i] = all[grid.gpuIndex(i)] ?? 0;
-    else this.rowOf.set(all);
-    this.rows = doc.jobs;
-    for (const j of doc.jobs) this.names.set(j.job, { name: j.name, model: j.model, run: j.run });
-    return true;
-  }
-
-  /** A live frame's gpu_job and job_stats sections (both come together); false when it has none. */
-  apply(f) {
-    const g = f.sections.gpu_job, stats = f.sections.job_stats;
-    if (!g || !stats || g.length !== this.grid.n) return false;
-    this.rowOf.set(g);
-    this.rows = sectionRows("job_stats", stats);
-    const unknown = this.rows.map((r) => r.job).filter((id) => !this.names.has(id));
-    if (unknown.length) {
-      unknown.forEach((id) => this.names.set(id, { name: `job #${id}` }));
-      api(`/api/runs/jobs/?id__in=${unknown.join(",")}&limit=${unknown.length}`).then((page) => {
-        for (const j of page.results ?? []) this.names.set(j.id, { name: j.name, model: j.model, run: j.run?.id });
-        this.onInfo();
-      }).catch(() => { /* the label stays "job #<id>" */ });
-    }
-    return true;
-  }
-
-  job(row) { return this.rows[row - 1]; }
-
-  color(id) {
-    if (!this.colors.has(id)) {
-      const used = new Set(this.rows.map((r) => this.colors.get(r.job)).filter((c) => c != null));
-      const k = JOB_COLORS.findIndex((_, c) => !used.has(c));
-      this.colors.set(id, k < 0 ? id % JOB_COLORS.length : k);
-    }
-    return JOB_COLORS[this.colors.get(id)];
-  }
-
-  label(id) {
-    const row = this.rows.find((r) => r.job === id), n = this.names.get(id);
-    return `job #${id}${n?.name ? ` ${n.name}` : ""}${row?.phase ? ` (${row.phase})` : ""}`;
-  }
-}
-
-// ---------------------------------------------------------------------------------------------- failure replay
-/** A failures run's replayed timeline on the grid (?color=failures&run=<id>&t=<hour>): which GPUs each of its
- *  failures takes down (/clusters/<name>/reliability/failed.json: a GPU, a host's GPUs, a NIC cable's GPU, a leaf's
- *  GPUs), and at the replay hour `t` which are down (failed, not repaired yet) and which failed earlier. */
-class FailureReplay {
-  constructor(grid) {
-    this.grid = grid; this.doc = null; this.t = 0;
-    this.down = new Uint8Array(grid.n);       // per GPU: 1 down at t, 2 failed earlier in the run (repaired)
-    this.cause = new Map();                   // GPU -> the last event that hit it by t
-  }
-
-  async load(url, run) {
-    this.doc = await api(`${url}?run=${encodeURIComponent(run)}`);
-    return this.doc;
-  }
-
-  at(t) {
-    this.t = t;
-    this.down.fill(0);
-    this.cause.clear();
-    for (const e of this.doc?.events ?? []) {
-      if (e.t_hours > t || e.consequence === "while_down") continue;
-      const now = t < e.until_hours ? 1 : 2;
-      for (const g of e.gpus) {
-        if (g >= this.grid.n) continue;
-        if (now === 1 || this.down[g] === 0) this.down[g] = now;
-        this.cause.set(g, e);
-      }
-    }
-  }
-}
-
 // ---------------------------------------------------------------------------------------------------- colours
 /** The health mode's categories: the inventory statuses in code order, then PART_DOWN. */
 function healthCategories(statusNames) {
@@ -317,25 +212,27 @@ function healthCategories(statusNames) {
   return cats.map((c) => ({ ...c, px: cssPixel(c.color) }));
 }
 
-/** Colour every GPU for `mode` into `colors`; returns the legend's figures and one figure per zone. */
-function colorize(mode, grid, inv, liveRuns, health, colors, training, replay) {
-  const { n, gpuZone } = grid, perZone = new Float64Array(grid.dims.zones);
-  const { status, reasons, blocked } = inv, { runOf, unusable: liveUnusable, util } = liveRuns;
-  if (mode === "training") {
-    const byJob = new Map(), px = training.rows.map((r) => cssPixel(training.color(r.job)));
-    let idle = 0, unusable = 0;
-    for (let i = 0; i < n; i++) {
-      const row = training.rowOf[i];
-      if (blocked[i] | liveUnusable[i]) { colors[i] = PX.unusable; unusable += 1; continue; }
-      if (!row || row > px.length) { colors[i] = PX.idle; idle += 1; continue; }
-      colors[i] = px[row - 1]; perZone[gpuZone[i]] += 1;
-      const id = training.rows[row - 1].job;
-      byJob.set(id, (byJob.get(id) ?? 0) + 1);
-    }
-    return { byJob, idle, unusable, perZone };
+/** The zone overview's share of a rack's GPUs counted in `counts` (a zones.json racks column; null without it). */
+const rackShare = (counts, gpus, k) => (counts ? counts[k] / Math.max(1, gpus[k]) : null);
+
+/** The legend's items of groups of GPUs (runs, jobs...): `groups` [[id, count]], the largest LEGEND_RUNS named (in
+ *  id order, so items do not swap), the rest summed; the legend stays one line (the grid must not move under the
+ *  pointer). `item(id, count)` words one; `more(n, gpus)` the rest. */
+function legendGroups(groups, item, more) {
+  const sorted = [...groups].sort((a, b) => b[1] - a[1]);
+  let html = sorted.slice(0, LEGEND_RUNS).sort((a, b) => a[0] - b[0]).map(([id, c]) => item(id, c)).join("");
+  if (sorted.length > LEGEND_RUNS) {
+    const rest = sorted.slice(LEGEND_RUNS);
+    html += more(rest.length, rest.reduce((m, [, c]) => m + c, 0));
   }
-  if (mode === "job") {
-    const byRun = new Map();
+  return html;
+}
+
+registerColourMode("job", {
+  label: "run", order: 10,
+  colorize(ctx, colors) {
+    const { grid: { n, gpuZone }, inv: { blocked }, live: liveRuns } = ctx, { runOf, unusable: liveUnusable } = liveRuns;
+    const perZone = new Float64Array(ctx.grid.dims.zones), byRun = new Map();
     let idle = 0, unusable = 0, lastRun = 0, lastColor = 0, lastCount = null;
     for (let i = 0; i < n; i++) {
       const r = runOf[i];
@@ -348,8 +245,24 @@ function colorize(mode, grid, inv, liveRuns, health, colors, training, replay) {
       colors[i] = lastColor; lastCount.n += 1; perZone[gpuZone[i]] += 1;
     }
     return { byRun, idle, unusable, perZone };
-  }
-  if (mode === "health") {
+  },
+  zoneFigure: (ctx, v) => `${fmt.int(v)} in jobs`,
+  overview: { label: "share of the rack's GPUs in the last run", value: (r, k) => rackShare(r.in_run, r.gpus, k) },
+  legend(ctx, counts) {
+    const lr = ctx.live, byRun = [...counts.byRun].map(([r, c]) => [r, c.n]);
+    let html = legendGroups(byRun, (r, c) => legendItem(lr.color(r), lr.label(r), c, ` data-run="${r}"`),
+                            (k, gpus) => `<span class="item">${k} more runs <b>${fmt.int(gpus)}</b></span>`);
+    if (!byRun.length) html += `<span class="muted">no job on the cluster</span>`;
+    return html + legendItem(COLORS.idle, "idle", counts.idle) + legendItem(COLORS.unusable, "unusable", counts.unusable);
+  },
+});
+
+registerColourMode("health", {
+  label: "health", order: 30,
+  attach(ctx) { ctx.state.health = healthCategories(ctx.grid.D.status_names); },
+  colorize(ctx, colors) {
+    const { grid, inv: { status, reasons }, live: { unusable: liveUnusable } } = ctx, { n, gpuZone } = grid;
+    const health = ctx.state.health, perZone = new Float64Array(grid.dims.zones);
     const cat = new Uint32Array(health.length), partDown = health.length - 1, active = grid.active;
     for (let i = 0; i < n; i++) {
       const k = status[i] !== active ? status[i] : (reasons[i] | liveUnusable[i]) !== 0 ? partDown : active;
@@ -357,61 +270,44 @@ function colorize(mode, grid, inv, liveRuns, health, colors, training, replay) {
       if (k !== active) perZone[gpuZone[i]] += 1;
     }
     return { cat, perZone };
-  }
-  if (mode === "failures") {
-    // the replayed run's failed parts at its replay hour: down now, failed earlier (repaired), the rest as health
-    let now = 0, before = 0, unusable = 0;
+  },
+  zoneFigure: (ctx, v) => (v ? `${fmt.int(v)} not usable` : "all usable"),
+  overview: { label: "share of the rack's GPUs not usable", value: (r, k) => rackShare(r.not_usable, r.gpus, k) },
+  legend: (ctx, counts) => ctx.state.health.map((h, k) => legendItem(h.color, h.label ?? h.key, counts.cat[k],
+                                                                     ` data-health="${h.key}"`)).join(""),
+});
+
+registerColourMode("utilization", {
+  label: "utilization", order: 40,
+  colorize(ctx, colors) {
+    const { grid, live: { util } } = ctx, { n, gpuZone } = grid, perZone = new Float64Array(grid.dims.zones);
+    const buckets = new Uint32Array(UTIL_BUCKETS.length), link = grid.D.gpus.link;
+    const [, from1, from2, from3] = UTIL_BUCKETS.map(([from]) => from);
+    let none = 0, sum = 0;
     for (let i = 0; i < n; i++) {
-      const d = replay?.down[i] ?? 0;
-      if (d === 1) { colors[i] = PX.failedNow; now += 1; perZone[gpuZone[i]] += 1; continue; }
-      if (d === 2) { colors[i] = PX.failedBefore; before += 1; continue; }
-      if (blocked[i]) { colors[i] = PX.unusable; unusable += 1; continue; }
-      colors[i] = PX.idle;
+      const l = link[i];
+      if (l < 0) { colors[i] = PX.none; none += 1; continue; }
+      const u = util[l];
+      colors[i] = UTIL_PIXEL[Math.min(255, Math.max(0, Math.round(u * 255)))];
+      buckets[u < from1 ? 0 : u < from2 ? 1 : u < from3 ? 2 : 3] += 1;
+      sum += u; perZone[gpuZone[i]] += u;
     }
-    return { now, before, unusable, perZone };
-  }
-  if (mode === "debug") {
-    // each GPU coloured by where its rank stopped in a rehearsal (debug_stop): lag 0 green to debug_lag_max red,
-    // the culprit's GPUs in their own colour (CULPRIT_COLOR), GPUs outside the rehearsed job idle
-    const ds = liveRuns.debugStop, { lag_max: debugLagMax, culprit: debugCulprit, not_in_job: debugNotInJob } = sectionConstants("debug_stop");
-    let inJob = 0, culprit = 0, behind = 0;
-    for (let i = 0; i < n; i++) {
-      const v = ds ? ds[i] : debugNotInJob;
-      if (v === debugNotInJob) { colors[i] = PX.idle; continue; }
-      inJob += 1;
-      if (v === debugCulprit) { colors[i] = PX.culprit; culprit += 1; perZone[gpuZone[i]] += 1; continue; }
-      if (v > 0) behind += 1;
-      colors[i] = UTIL_PIXEL[Math.round(255 * Math.min(1, v / Math.max(1, Math.min(debugLagMax, 8))))];
-    }
-    return { inJob, culprit, behind, perZone };
-  }
-  if (mode === "checkpoint") {
-    // each GPU coloured by its host's share of the checkpoint done (host_progress: share x progress_scale)
-    const hp = liveRuns.hostProgress, host = grid.D.gpus.host, { scale: progressScale, not_in_job: hostNotInJob } = sectionConstants("host_progress");
-    let inJob = 0, done = 0;
-    for (let i = 0; i < n; i++) {
-      const v = hp && host[i] >= 0 ? hp[host[i]] : hostNotInJob;
-      if (v === hostNotInJob) { colors[i] = PX.idle; continue; }
-      colors[i] = UTIL_PIXEL[Math.round((255 * v) / progressScale)];
-      inJob += 1;
-      if (v === progressScale) done += 1;
-      perZone[gpuZone[i]] += v / progressScale;
-    }
-    return { inJob, done, perZone };
-  }
-  const buckets = new Uint32Array(UTIL_BUCKETS.length), link = grid.D.gpus.link;
-  const [, from1, from2, from3] = UTIL_BUCKETS.map(([from]) => from);
-  let none = 0, sum = 0;
-  for (let i = 0; i < n; i++) {
-    const l = link[i];
-    if (l < 0) { colors[i] = PX.none; none += 1; continue; }
-    const u = util[l];
-    colors[i] = UTIL_PIXEL[Math.min(255, Math.max(0, Math.round(u * 255)))];
-    buckets[u < from1 ? 0 : u < from2 ? 1 : u < from3 ? 2 : 3] += 1;
-    sum += u; perZone[gpuZone[i]] += u;
-  }
-  return { buckets, none, mean: sum / Math.max(1, n - none), perZone };
-}
+    return { buckets, none, mean: sum / Math.max(1, n - none), perZone };
+  },
+  zoneFigure: (ctx, v, total) => `mean ${fmt.pct(v / Math.max(1, total))}`,
+  overview: { label: "mean NIC-link utilization of the rack's GPUs", value: (r, k) => (r.util ? r.util[k] : null) },
+  legend(ctx, counts) {
+    const lr = ctx.live;
+    let html = `<span class="item"><span class="util-scale" style="background:${UTIL_GRADIENT}">`
+      + `</span> NIC link utilization 0–100 %</span>`;
+    UTIL_BUCKETS.forEach(([from, label], k) => { html += legendItem(utilCss(from), label, counts.buckets[k]); });
+    if (counts.none) html += legendItem(COLORS.none, "no NIC cable", counts.none);
+    html += `<span class="item">mean <b>${fmt.pct(counts.mean, 1)}</b></span>`;
+    const src = [...lr.runs].filter(([, run]) => run.util).map(([id]) => lr.label(id));
+    const from = src.length ? `from ${src.join(", ")}` : "no run has published yet";
+    return `${html}<span class="item muted source" title="${esc(from)}">${esc(from)}</span>`;
+  },
+});
 
 // ------------------------------------------------------------------------------------------------------ layout
 /** Choose the largest cell that shows the whole cluster in the space available (device pixels): a host is its
@@ -451,11 +347,12 @@ function computeLayout(dims, availW, availH, dpr) {
 /** The canvas, its legend, hover box and tooltip: lays the grid out, draws only what changed, finds the GPU under
  *  the pointer. */
 class GridView {
-  constructor(el, grid, inv, liveRuns, mode) {
+  constructor(el, page, mode) {
     this.el = el;                                       // {canvas, wrap, tooltip, hoverBox, legend}
     this.ctx = el.canvas.getContext("2d");
+    this.page = page;                                   // the context the colour modes see (start())
+    const { grid, inv, live: liveRuns } = page;
     this.grid = grid; this.inv = inv; this.live = liveRuns; this.mode = mode;
-    this.health = healthCategories(grid.D.status_names);
     this.colors = new Uint32Array(grid.n);              // per GPU: its colour now
     this.dirty = new Int32Array(4 * grid.dims.zones);   // per zone: the rectangle of the cells a draw changed
     this.hovered = -1;
@@ -545,7 +442,7 @@ class GridView {
    *  than the colouring loop. */
   draw() {
     const { grid, colors, drawn, cellOff, buf, G } = this, n = grid.n, gpuZone = grid.gpuZone;
-    this.counts = colorize(this.mode, grid, this.inv, this.live, this.health, colors, this.training, this.replay);
+    this.counts = this.colourMode().colorize(this.page, colors);
     const c = G.fill, W = G.width, box = this.dirty.fill(-1);   // per zone: x0, y0, x1, y1 of the changed cells
     for (let i = 0; i < n; i++) {
       const col = colors[i], o = cellOff[i];
@@ -567,15 +464,14 @@ class GridView {
     if (this.hovered >= 0) this.showTooltip(this.hovered);
   }
 
-  zoneFigure(z) {
-    const v = this.counts.perZone[z], total = this.grid.zoneGpus[z];
-    if (this.mode === "job") return `${fmt.int(v)} in jobs`;
-    if (this.mode === "training") return `${fmt.int(v)} in training jobs`;
-    if (this.mode === "health") return v ? `${fmt.int(v)} not usable` : "all usable";
-    if (this.mode === "checkpoint") return `${fmt.int(v)} GPU-equivalents done`;
-    if (this.mode === "failures") return `${fmt.int(v)} down`;
-    if (this.mode === "debug") return v ? `${fmt.int(v)} culprit GPUs` : "no culprit";
-    return `mean ${fmt.pct(v / Math.max(1, total))}`;
+  /** The colour mode in use (the default one for a name no module registered). */
+  colourMode() { return colourMode(this.mode) ?? colourMode(DEFAULT_MODE); }
+
+  zoneFigure(z) { return this.colourMode().zoneFigure(this.page, this.counts.perZone[z], this.grid.zoneGpus[z]); }
+
+  renderLegend() {
+    const html = this.colourMode().legend(this.page, this.counts);
+    if (html !== this.legendHtml) this.el.legend.innerHTML = this.legendHtml = html;
   }
 
   /** Each zone's label: its name and figures, redrawn when the text changed. */
@@ -585,84 +481,18 @@ class GridView {
     ctx.textBaseline = "middle";
     for (let z = 0; z < grid.dims.zones; z++) {
       const name = grid.short(grid.D.zones.name[z]);
-      const figure = `${fmt.int(grid.zoneGpus[z])} GPUs · ${this.zoneFigure(z)}`;
-      if (this.labels[z] === figure) continue;
-      this.labels[z] = figure;
+      const text = `${fmt.int(grid.zoneGpus[z])} GPUs · ${this.zoneFigure(z)}`;
+      if (this.labels[z] === text) continue;
+      this.labels[z] = text;
       const [x, y] = this.zoneOrigin(z), top = y + G.pad, mid = top + G.label / 2 - G.dpr;
       ctx.fillStyle = THEME.zone;
       ctx.fillRect(x, top, G.zoneW, G.label);
       ctx.fillStyle = THEME.text;
       ctx.fillText(name, x + G.pad, mid);
       ctx.fillStyle = THEME.muted;
-      ctx.fillText(figure, x + G.pad + ctx.measureText(`${name}  `).width, mid,
+      ctx.fillText(text, x + G.pad + ctx.measureText(`${name}  `).width, mid,
                    G.zoneW - 3 * G.pad - ctx.measureText(name).width);
     }
-  }
-
-  renderLegend() {
-    const { counts, live: lr } = this;
-    let html = "";
-    if (this.mode === "training") {
-      const tj = this.training, byJob = [...counts.byJob].sort((a, b) => b[1] - a[1]);
-      const named = byJob.slice(0, LEGEND_RUNS).sort((a, b) => a[0] - b[0]);
-      for (const [id, c] of named) html += legendItem(tj.color(id), tj.label(id), c, ` data-job="${id}"`);
-      if (byJob.length > LEGEND_RUNS) {
-        const rest = byJob.slice(LEGEND_RUNS);
-        html += `<span class="item">${rest.length} more jobs <b>${fmt.int(rest.reduce((m, [, c]) => m + c, 0))}</b></span>`;
-      }
-      if (!byJob.length) html += `<span class="muted">no training job placed on the cluster</span>`;
-      html += legendItem(COLORS.idle, "idle", counts.idle) + legendItem(COLORS.unusable, "unusable", counts.unusable);
-    } else if (this.mode === "job") {
-      // the legend stays one line (the grid must not move under the pointer): the largest jobs, then the rest
-      const byRun = [...counts.byRun].sort((a, b) => b[1].n - a[1].n);
-      const named = byRun.slice(0, LEGEND_RUNS).sort((a, b) => a[0] - b[0]);   // in run order, so items do not swap
-      for (const [r, c] of named) html += legendItem(lr.color(r), lr.label(r), c.n, ` data-run="${r}"`);
-      if (byRun.length > LEGEND_RUNS) {
-        const rest = byRun.slice(LEGEND_RUNS), gpus = rest.reduce((m, [, c]) => m + c.n, 0);
-        html += `<span class="item">${rest.length} more runs <b>${fmt.int(gpus)}</b></span>`;
-      }
-      if (!byRun.length) html += `<span class="muted">no job on the cluster</span>`;
-      html += legendItem(COLORS.idle, "idle", counts.idle) + legendItem(COLORS.unusable, "unusable", counts.unusable);
-    } else if (this.mode === "health") {
-      this.health.forEach((h, k) => {
-        html += legendItem(h.color, h.label ?? h.key, counts.cat[k], ` data-health="${h.key}"`);
-      });
-    } else if (this.mode === "failures") {
-      const rp = this.replay, doc = rp?.doc;
-      html += legendItem(FAILED_NOW, "down at this hour", counts.now, ' data-failed-now="1"');
-      html += legendItem(FAILED_BEFORE, "failed earlier, repaired", counts.before);
-      html += legendItem(COLORS.unusable, "unusable in the inventory", counts.unusable);
-      html += `<span class="item muted source">${doc ? `run #${doc.run}: hour ${rp.t.toFixed(1)} of `
-        + `${doc.hours.toFixed(0)}, ${doc.events.filter((e) => e.t_hours <= rp.t).length} failures so far`
-        : "no failures run chosen: open one from the Reliability page"}</span>`;
-    } else if (this.mode === "debug") {
-      html += `<span class="item"><span class="util-scale" style="background:${UTIL_GRADIENT}">`
-        + `</span> collectives behind the furthest rank 0–8+</span>`;
-      html += legendItem(CULPRIT_COLOR, "culprit", counts.culprit, ' data-debug-culprit="1"');
-      html += legendItem(COLORS.idle, "not in the rehearsal", this.grid.n - counts.inJob);
-      html += `<span class="item" data-debug="${counts.inJob}">GPUs in it <b>${fmt.int(counts.inJob)}</b>, behind `
-        + `<b>${fmt.int(counts.behind)}</b></span>`;
-      const from = lr.debugRun ? `from ${lr.label(lr.debugRun)}` : "no rehearsal chosen or sent yet";
-      html += `<span class="item muted source" title="${esc(from)}">${esc(from)}</span>`;
-    } else if (this.mode === "checkpoint") {
-      html += `<span class="item"><span class="util-scale" style="background:${UTIL_GRADIENT}">`
-        + `</span> host's checkpoint done 0–100 %</span>`;
-      html += legendItem(COLORS.idle, "not in the checkpoint", this.grid.n - counts.inJob);
-      html += `<span class="item" data-checkpoint="${counts.inJob}">GPUs in it <b>${fmt.int(counts.inJob)}</b></span>`;
-      html += `<span class="item">done <b>${fmt.int(counts.done)}</b></span>`;
-      const from = lr.checkpointRun ? `from ${lr.label(lr.checkpointRun)}` : "no checkpoint has published yet";
-      html += `<span class="item muted source" title="${esc(from)}">${esc(from)}</span>`;
-    } else {
-      html += `<span class="item"><span class="util-scale" style="background:${UTIL_GRADIENT}">`
-        + `</span> NIC link utilization 0–100 %</span>`;
-      UTIL_BUCKETS.forEach(([from, label], k) => { html += legendItem(utilCss(from), label, counts.buckets[k]); });
-      if (counts.none) html += legendItem(COLORS.none, "no NIC cable", counts.none);
-      html += `<span class="item">mean <b>${fmt.pct(counts.mean, 1)}</b></span>`;
-      const src = [...lr.runs].filter(([, run]) => run.util).map(([id]) => lr.label(id));
-      const from = src.length ? `from ${src.join(", ")}` : "no run has published yet";
-      html += `<span class="item muted source" title="${esc(from)}">${esc(from)}</span>`;
-    }
-    if (html !== this.legendHtml) this.el.legend.innerHTML = this.legendHtml = html;
   }
 
   showTooltip(i) {
@@ -685,13 +515,7 @@ class GridView {
       + `<tr><th>status</th><td><span class="badge ${st}">${st}</span>`
       + `${why.length ? ` <span class="bad">unusable: ${esc(why.join("; "))}</span>` : ""}</td></tr>`
       + `<tr><th>run</th><td>${run ? esc(lr.label(run)) : '<span class="muted">idle</span>'}</td></tr>`
-      + (this.mode === "failures" && this.replay?.cause.has(i) ? `<tr><th>failure</th><td>${esc((() => {
-        const e = this.replay.cause.get(i);
-        return `${e.category} at hour ${e.t_hours.toFixed(1)} (${e.consequence}, ${e.item_kind} `
-          + `${grid.short(e.item)}), `
-          + `back at hour ${e.until_hours.toFixed(1)}`; })())}</td></tr>` : "")
-      + `<tr><th>training job</th><td>${this.training.rowOf[i] ? esc(this.training.label(
-        this.training.job(this.training.rowOf[i]).job)) : '<span class="muted">none</span>'}</td></tr>`
+      + colourModes().map((m) => m.hover?.(this.page, i, m.name === this.mode) ?? "").join("")
       + `<tr><th>NIC link</th><td>${l < 0 ? '<span class="muted">no cable</span>'
         : lr.hasUtil() ? `${fmt.pct(lr.util[l], 1)} utilization`
           : '<span class="muted">no utilization published yet</span>'}`
@@ -740,24 +564,12 @@ const el = {
   buildings: document.getElementById("gpu-buildings"),
 };
 
-/** ?run=<id> with ?color=debug: that rehearsal's stored colouring (its gpu_stop array, coded as the live debug_stop
- *  section), kept while other rehearsals publish on the cluster's stream. */
-async function pinDebugRun(liveRuns) {
-  const q = new URLSearchParams(location.search), r = Number(q.get("run"));
-  if (!r || q.get("color") !== "debug") return;
-  try {
-    const doc = await api(`/api/runs/${r}/results/?names=gpu_stop&arrays=base64`);
-    const a = doc.arrays.gpu_stop;
-    if (!a) { toast(`run #${r} has no debug colouring (a ${doc.kind} run, ${doc.status})`); return; }
-    liveRuns.debugStop = Uint8Array.from(atob(a.data), (c) => c.charCodeAt(0));
-    liveRuns.debugRun = liveRuns.pinnedDebug = r;
-  } catch (e) { toast(`run #${r}: ${e.message}`); }
-}
-
-/** The mode from the URL (?color=), kept in the URL when the user changes it. */
+/** The select's options, one per registered colour mode (registry.js), then the mode from the URL (?color=; the
+ *  default one for a name no module registered), kept in the URL when the user changes it. */
 function modeControl(onChange) {
-  const asked = new URLSearchParams(location.search).get("color");
-  el.mode.value = MODES.includes(asked) ? asked : "job";
+  const modes = colourModes(), asked = new URLSearchParams(location.search).get("color");
+  el.mode.replaceChildren(...modes.map((m) => new Option(m.label, m.name)));
+  el.mode.value = modes.some((m) => m.name === asked) ? asked : DEFAULT_MODE;
   el.mode.addEventListener("change", () => {
     const q = new URLSearchParams(location.search);
     q.set("color", el.mode.value);
@@ -790,34 +602,6 @@ function statusReader(url, apply) {
   };
 }
 
-/** The failure replay of ?color=failures&run=<id> (a failures run of this cluster), its hour from ?t= (default: the
- *  run's end) and the page's replay slider (kept in the URL); null otherwise (?run= of another colouring names
- *  another kind of run, a debug rehearsal's). */
-async function failureReplay(grid, url, redraw) {
-  const q = new URLSearchParams(location.search), run = q.get("run");
-  const box = document.getElementById("gpu-replay");
-  if (!run || !box || q.get("color") !== "failures") return null;
-  const replay = new FailureReplay(grid);
-  try { await replay.load(url, run); } catch (e) { toast(`failures run #${run}: ${e.message}`); return null; }
-  const hours = replay.doc.hours || 1, slider = document.getElementById("gpu-replay-time");
-  const asked = Number(q.get("t"));
-  replay.at(Number.isFinite(asked) && q.has("t") ? Math.min(asked, hours) : hours);
-  box.hidden = false;
-  const link = document.getElementById("gpu-replay-run");
-  link.textContent = `#${run}`;
-  link.href = `/clusters/${encodeURIComponent(grid.clusterName)}/reliability/?run=${encodeURIComponent(run)}`;
-  slider.value = String(Math.round((1000 * replay.t) / hours));
-  slider.addEventListener("input", () => {
-    replay.at((hours * slider.value) / 1000);
-    const u = new URLSearchParams(location.search);
-    u.set("t", replay.t.toFixed(2));
-    history.replaceState(null, "", `${location.pathname}?${u}`);
-    redraw();
-  });
-  twin.failureReplay = { at: (h) => { replay.at(h); redraw(); }, downOf: (i) => replay.down[i], replay };
-  return replay;
-}
-
 /** Runs that were already running when the page opened: their own last frames (the cluster snapshot holds only
  *  the last run's). Applied only where the cluster stream has not spoken for that run yet. */
 async function loadRunningRuns(clusterName, liveRuns, view) {
@@ -832,6 +616,7 @@ async function loadRunningRuns(clusterName, liveRuns, view) {
 async function start() {
   // zoomed into a zone or a building: "zone=<name>" or "building=<n>", the query of its data and its live stream
   const { canvas, wrap } = el, clusterName = canvas.dataset.cluster, scope = canvas.dataset.scope;
+  await loadCapabilities();                            // the capabilities' colour modes, registered by name
   if (canvas.dataset.view === "zones") {
     let follow = null;
     const mode = modeControl((m) => follow?.(m));
@@ -841,8 +626,9 @@ async function start() {
   }
   let view = null;
   const mode = modeControl((m) => { if (view) { view.mode = m; view.draw(); } });
-  // the training jobs' placements are asked at once too (not after the grid data: 1.6 MB on a 590k cluster)
-  const jobsRead = api(canvas.dataset.jobsUrl).catch((e) => { toast(`training jobs: ${e.message}`); return null; });
+  // what a mode reads besides the grid is asked at once too (not after the grid data: 1.6 MB on a 590k cluster)
+  const page = { canvas, clusterName, scope, el };
+  const prefetched = Object.fromEntries(colourModes().filter((m) => m.prefetch).map((m) => [m.name, m.prefetch(page)]));
   const [data, snap] = await Promise.all([   // both preloaded by the template
     api(canvas.dataset.dataUrl),
     fetchSnapshot(canvas.dataset.snapshotUrl).catch((e) => { toast(`live snapshot: ${e.message}`); return null; }),
@@ -852,12 +638,18 @@ async function start() {
     onRunInfo: () => { if (view?.counts && view.mode !== "health") view.renderLegend(); },
   });
   inv.set(data);
-  view = new GridView(el, grid, inv, liveRuns, mode);
-  const training = view.training = new TrainingJobs(grid, () => { if (view.mode === "training") view.renderLegend(); });
-  view.replay = await failureReplay(grid, canvas.dataset.failedUrl, () => view?.draw());
-  const jobsDoc = await jobsRead;
-  if (jobsDoc) training.setData(jobsDoc);
-  await pinDebugRun(liveRuns);
+  /** What a colour mode sees (registry.js): the page's pieces, each mode's state, and what it may call. */
+  const ctx = {
+    page, grid, inv, live: liveRuns, state: {}, prefetched, legendItem, palette: JOB_COLORS, legendRuns: LEGEND_RUNS,
+    get mode() { return view.mode; },
+    redraw: () => view?.draw(),
+    renderLegend: () => { if (view?.counts) view.renderLegend(); },
+  };
+  view = new GridView(el, ctx, mode);
+  for (const m of colourModes()) {
+    try { await m.attach?.(ctx); } catch (e) { toast(`colour mode ${m.label}: ${e.message}`); }
+  }
+  liveRuns.onRunFrame = (f) => { for (const m of colourModes()) m.runFrame?.(ctx, f); };
   document.getElementById("gpu-summary").textContent = grid.summary();
   if (!grid.n) {
     wrap.insertAdjacentHTML("afterbegin", '<p class="muted">This cluster has no GPU.</p>');
@@ -872,10 +664,9 @@ async function start() {
     get mode() { return view.mode; },
     cellCenter: (i) => view.cellCenter(i),
     runOf: (i) => liveRuns.runOf[i],
-    jobOf: (i) => { const row = view.training.rowOf[i]; return row ? view.training.job(row).job : 0; },
-    debugOf: (i) => (liveRuns.debugStop ? liveRuns.debugStop[i] : null),
     statusReads: 0,
   };
+  for (const m of colourModes()) Object.assign(twin.gpuGrid, m.test?.(ctx) ?? {});   // the modes' own hooks
 
   // the inventory statuses: re-read when the cluster stream says the inventory changed, and after a reconnection
   // (events sent while the socket was down are lost); a read replaces the unusable marks of earlier frames
@@ -895,8 +686,9 @@ async function start() {
     },
     onEvent: (msg) => { if (msg.type === "inventory") readStatuses(); },
     onFrame: (f) => timeFrame(() => {
-      const jobs = training.apply(f), runs = liveRuns.apply(f);
-      if (runs || jobs) view.draw();
+      let changed = false;
+      for (const m of colourModes()) if (m.frame?.(ctx, f)) changed = true;
+      if (liveRuns.apply(f) || changed) view.draw();
     }),
   });
   // (a run's own stream is not zone-scoped: a zone's page has the cluster stream's view of the runs only)

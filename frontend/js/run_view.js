@@ -1,7 +1,8 @@
 // /experiments/<id>/ : one run. Its state comes from GET /api/runs/<id>/, its progress live from /ws/runs/<id>/
 // (#run-progress keeps data-progress and data-status current; each frame is applied inside timeFrame()); when the
 // final frame arrives (or the run had already ended) the results are fetched and drawn by the result view the server
-// names (`run.view`, run_results.js VIEWS). A sweep also follows its children on the cluster's stream (one socket
+// names (`run.view`, registered by name in registry.js: run_results.js the generic ones, each capability's
+// browser module its own; an unknown name draws the generic summary). A sweep also follows its children on the cluster's stream (one socket
 // for all of them); its bar is their mean progress. A deleted run says so. While the run is not finished its state
 // is read again every STALL_POLL_MS, so a run whose worker went silent shows "stalled" (the server derives it from
 // the heartbeat), with no frame to say so.
@@ -9,8 +10,9 @@ import { api, esc, fmt, live, markReady, timeFrame, toast } from "./twin.js";
 import { pageData } from "./run_form.js";
 import { applyRowFrame, followSweep, sweepChildren, sweepProgress } from "./run_live.js";
 import {
-  figureText, paramsText, paramValue, pct, stalledBadge, sweepBars, sweepLines, sweepTable, VIEWS,
+  figureText, paramsText, paramValue, pct, stalledBadge, sweepBars, sweepLines, sweepTable,
 } from "./run_results.js";
+import { loadCapabilities, view } from "./registry.js";
 
 const page = pageData("run-page");
 const published = pageData("published-claims");
@@ -101,7 +103,10 @@ async function drawResults() {
     const error = run.error ? `: <span class="mono">${esc(run.error)}</span>` : "";
     results.innerHTML = `<p class="${run.status === "failed" ? "bad" : "muted"}">No results: the run
       ${esc(run.status)}${error}.</p>`;
-  } else (VIEWS[run.view] ?? VIEWS.summary)(results, summary, { cluster: page.cluster, run, published });
+  } else {
+    await loadCapabilities();
+    view(run.view)(results, summary, { cluster: page.cluster, run, published });
+  }
 }
 
 // --------------------------------------------------------------------------------------------------- sweeps

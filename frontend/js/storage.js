@@ -7,7 +7,7 @@ import { applyStatus, buildModel, rowBlocks } from "./fabric-model.js";
 import { fetchSnapshot, sectionCodeName } from "./frames.js";
 import { TierHeatmap } from "./heatmap.js";
 import { mountKindForm, pageData } from "./run_form.js";
-import { checkpointChart, phaseBar } from "./run_results.js";
+import { checkpointChart, phaseBar } from "./capabilities/storage.js";
 import { api, COLORS, cssPixel, esc, fmt, live, markReady, timeFrame, toast, twin, UTIL_GRADIENT, UTIL_PIXEL }
   from "./twin.js";
 

@@ -55,3 +55,42 @@ def test_the_gpu_grid_shows_a_gpu_failed_through_the_api_without_a_reload(visito
         assert page.evaluate("window.twin.gpuGrid.statusReads") >= 2
     finally:
         GPU.objects.filter(pk=gpu.pk).update(status="active")
+
+
+# The colour modes the page registered (registry.js: gpus.js's generic ones and the capabilities' modules), in order.
+COLOUR_MODES = """() => import('/static/js/registry.js').then((r) => r.colourModes().map((m) => [m.name, m.label]))"""
+OPTIONS = """() => [...document.querySelectorAll('#gpu-color-mode option')].map((o) => [o.value, o.textContent])"""
+
+
+def test_every_colour_mode_is_offered_and_colours_every_gpu(visitor, twin):
+    from tests.e2e.test_pages import PAINTED
+
+    n = twin.gpus["demo-256"]
+    # given the GPU grid of demo-256 opened with no mode asked: the default one, "run"
+    page = visitor.visit("/clusters/demo-256/gpus/")
+    modes = page.evaluate(COLOUR_MODES)
+    # then the select offers every registered colour mode, the generic ones and each capability's, in their order
+    assert page.evaluate(OPTIONS) == modes
+    assert {name for name, _ in modes} >= {"job", "training", "health", "utilization", "checkpoint", "failures",
+                                           "debug"}
+    assert page.locator("#gpu-color-mode").input_value() == "job" == visitor.twin_js("window.twin.gpuGrid.mode")
+    grid = page.locator("canvas#gpu-grid")
+    # and each mode, chosen, colours every GPU, says so in the URL and words its legend and the zones' figures
+    for name, label in modes:
+        page.select_option("select#gpu-color-mode", name)
+        assert grid.get_attribute("data-mode") == name
+        assert grid.evaluate(PAINTED)["painted"] >= n, name
+        assert f"color={name}" in page.url
+        assert page.locator("#gpu-legend .item, #gpu-legend .muted").count() >= 1, name
+    visitor.probe.assert_clean()
+
+
+def test_the_colour_mode_comes_from_the_url(visitor, twin):
+    # a capability's mode asked in the URL is the one drawn; an unknown one falls back to the default
+    page = visitor.visit("/clusters/demo-256/gpus/?color=checkpoint")
+    assert page.locator("#gpu-color-mode").input_value() == "checkpoint"
+    assert visitor.twin_js("window.twin.gpuGrid.mode") == "checkpoint"
+    assert page.locator("#gpu-legend [data-checkpoint]").count() == 1
+    page = visitor.visit("/clusters/demo-256/gpus/?color=no-such-mode")
+    assert page.locator("#gpu-color-mode").input_value() == "job"
+    assert visitor.twin_js("window.twin.gpuGrid.mode") == "job"

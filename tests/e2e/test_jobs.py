@@ -53,6 +53,11 @@ def test_a_job_submitted_from_the_jobs_page_shows_its_live_state(admin, twin):
     assert admin.twin_js(f"window.twin.gpuGrid.jobOf({gpus[0]})") == int(job_id)
     assert "job #" in admin.page.locator("#gpu-legend").inner_text()
     screenshot(admin.page, "gpus-training-jobs")
+    # and its run's page on Experiments draws the job's own result view (capabilities/jobs.js): the step's parts
+    run_id = twin.api(f"/api/runs/jobs/{job_id}/")["run"]["id"]
+    page = admin.visit(f"/experiments/{run_id}/")
+    page.wait_for_selector("#results .job-breakdown-chart svg", state="attached")
+    assert page.locator(f"#results a[href$='/jobs/?job={job_id}']").count() == 1
 
 
 def test_a_what_if_runs_the_same_job_with_another_placement_side_by_side(admin, twin):

@@ -129,3 +129,21 @@ def test_search_finds_an_item_by_name(visitor, twin):
     # (a link to the GPU's page: the page repeats the query whatever it finds)
     assert page.locator(f'main a[href="/inventory/gpu/{twin.items["gpu"]}/"]').count() >= 1
     visitor.probe.assert_clean()
+
+
+# Per result view name: whether a module registered it, once every capability's module has loaded (registry.js).
+VIEWS_REGISTERED = """(names) => import('/static/js/registry.js').then(async (r) => {
+  await r.loadCapabilities();
+  return Object.fromEntries(names.map((n) => [n, r.hasView(n)]));
+})"""
+
+
+def test_every_kind_s_result_view_is_registered_in_the_browser(visitor, twin, finished_runs):
+    from twin.runs import registry
+
+    views = sorted({k.view for k in registry.kinds().values()} - {"sweep"})   # run_view.js draws a sweep itself
+    page = visitor.visit(f"/experiments/{finished_runs[0]}/")
+    assert page.evaluate(VIEWS_REGISTERED, views) == {v: True for v in views}
+    # and the collective run's page drew its own view (the chart and the nccl-tests table), not the summary
+    assert page.locator("#results .busbw-chart svg").count() >= 1
+    assert page.locator("#results table.nccl tbody tr").count() >= 1

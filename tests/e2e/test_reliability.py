@@ -48,3 +48,7 @@ def test_a_failures_run_from_the_form_draws_its_timeline_and_replays_on_the_gpu_
     screenshot(admin.page, "gpus-failures-replay")
     admin.twin_js("window.twin.failureReplay.at(0)")
     assert admin.twin_js(f"window.twin.failureReplay.downOf({hit['gpus'][0]})") == 0
+    # and the run's page on Experiments draws the failures result view (capabilities/failures.js)
+    page = admin.visit(f"/experiments/{run_id}/")
+    assert "mean time lost per phase" in page.locator("#results").inner_text().lower()   # (h3: upper case in CSS)
+    assert page.locator("#results a[href*='/reliability/?run=']").count() == 1

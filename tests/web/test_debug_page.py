@@ -4,12 +4,15 @@ arrays, and only for the cluster's debug and startup runs; the GPU page offers t
 import base64
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from twin.runs.models import RunArray, SimulationRun
 from twin.capabilities.debug.data import HEATMAP_STATES
+from twin.runs.models import RunArray, SimulationRun
+
+FRONTEND = Path(__file__).resolve().parents[2] / "frontend"
 
 pytestmark = pytest.mark.django_db
 
@@ -66,6 +69,8 @@ def test_only_the_clusters_debug_and_startup_runs_are_served(client, demo):
 
 def test_the_gpu_page_and_the_fabric_page_take_the_debug_links(client, demo):
     gpus = client.get("/clusters/demo-256/gpus/").content.decode()
-    assert '<option value="debug">' in gpus
+    # the colour mode is registered by the debug capability's browser module, which every page embeds
+    assert '"/static/js/capabilities/debug.js"' in gpus
+    assert 'registerColourMode("debug"' in (FRONTEND / "js/capabilities/debug.js").read_text()
     fabric = client.get("/clusters/demo-256/fabric/").content.decode()
     assert 'id="marked-list"' in fabric

@@ -3,11 +3,14 @@ kind's declaration) and says so for an unknown one; the GPU page offers the trai
 data is."""
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from twin.runs import job_actions, registry
+
+FRONTEND = Path(__file__).resolve().parents[2] / "frontend"
 
 pytestmark = pytest.mark.django_db
 
@@ -42,4 +45,6 @@ def test_an_unknown_cluster_is_a_404_that_says_so(client, demo):
 
 def test_the_gpu_page_colours_by_training_job(client, demo):
     html = client.get("/clusters/demo-256/gpus/").content.decode()
-    assert 'value="training"' in html and 'data-jobs-url="/clusters/demo-256/jobs/gpus.json"' in html
+    # the colour mode is registered by the jobs capability's browser module, which every page embeds
+    assert '"/static/js/capabilities/jobs.js"' in html and 'data-jobs-url="/clusters/demo-256/jobs/gpus.json"' in html
+    assert 'registerColourMode("training"' in (FRONTEND / "js/capabilities/jobs.js").read_text()

@@ -3,6 +3,7 @@ the failures kind's declaration, real items to inject) and says so for an unknow
 Jobs and Storage; its failed-parts data answers for a failures run of the cluster only; the GPU page offers the failures replay."""
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +11,8 @@ from sim.failures.params import FAILURES
 from twin.inventory.models import GPU
 from twin.runs.models import SimulationRun
 from twin.web.nav import nav_items
+
+FRONTEND = Path(__file__).resolve().parents[2] / "frontend"
 
 pytestmark = pytest.mark.django_db
 
@@ -77,5 +80,8 @@ def test_failed_parts_answer_for_a_failures_run_of_the_cluster_only(client, demo
 
 def test_the_gpu_page_offers_the_failures_replay(client, demo):
     html = client.get("/clusters/demo-256/gpus/").content.decode()
-    assert 'value="failures"' in html and 'data-failed-url="/clusters/demo-256/reliability/failed.json"' in html
-    assert 'id="gpu-replay-time"' in html
+    assert 'data-failed-url="/clusters/demo-256/reliability/failed.json"' in html
+    # the colour mode and its replay slider come from the failures capability's browser module, embedded in every page
+    assert '"/static/js/capabilities/failures.js"' in html
+    module = (FRONTEND / "js/capabilities/failures.js").read_text()
+    assert 'registerColourMode("failures"' in module and 'id="gpu-replay-time"' in module
