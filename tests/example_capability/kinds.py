@@ -6,17 +6,12 @@ import numpy as np
 
 from sim.core.params import Param, ParamSet
 from twin.runs.registry import Headline, Kind, register
-from tests.example_capability.live import HEAT_MAX
+from tests.example_capability.model import HEAT_MAX, heat
 
 EXAMPLE = ParamSet("example", (
     Param("steps", "int", 4, "steps to run, one live frame each", min=1, max=50),
     Param("stride", "int", 7, "how fast the heat pattern moves across the GPUs per step", min=1, max=1000),
 ), doc="A test-only capability's kind: a heat pattern over the GPUs.")
-
-
-def heat(n_gpus: int, step: int, stride: int) -> np.ndarray:
-    """GPU i's heat after ``step`` steps: (i + step x stride) mod (HEAT_MAX + 1), as uint8."""
-    return ((np.arange(n_gpus) + step * stride) % (HEAT_MAX + 1)).astype(np.uint8)
 
 
 def example(layout, params: dict, progress) -> tuple[dict, dict]:

@@ -1,0 +1,128 @@
+"""The example capability's end-to-end fixtures: a daphne server and a Celery worker of their own, started with
+``TWIN_EXTRA_CAPABILITIES=tests.example_capability`` (the only place the example is enabled), on the test database
+with demo-256 built and committed, and headless Chromium (tests/e2e/browser.py). Torn down, and the committed rows
+flushed, after the package's last test."""
+from __future__ import annotations
+
+import json
+import os
+import urllib.request
+import uuid
+from dataclasses import dataclass
+
+import pytest
+
+from tests.e2e.browser import CHROMIUM, launch
+from tests.e2e.conftest import TEST_DATABASE_NAME, Visitor, database
+from tests.processes import Daphne, Workers, wait_for
+
+PACKAGE = "tests.example_capability"
+
+
+@pytest.fixture(scope="package", autouse=True)
+def chromium_here():
+    if not CHROMIUM.exists():
+        reason = f"{CHROMIUM} is missing (Debian: apt-get install chromium)"
+        if os.environ.get("TWIN_E2E_REQUIRED") == "1":
+            pytest.fail(f"end-to-end tests required (TWIN_E2E_REQUIRED=1) but {reason}", pytrace=False)
+        pytest.skip(f"end-to-end tests skipped: {reason}")
+
+
+@pytest.fixture(scope="package", autouse=True)
+def orm_beside_playwright():
+    """Playwright's sync API runs an event loop in the test thread, where Django's ORM refuses to run otherwise."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        yield
+
+
+@dataclass
+class ExampleTwin:
+    daphne: Daphne
+    workers: Workers
+    token: str
+
+    @property
+    def url(self) -> str:
+        return self.daphne.url
+
+    def api(self, path: str, body=None):
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method="GET" if body is None else "POST",
+                                     headers={"Authorization": f"Token {self.token}",
+                                              "Content-Type": "application/json", "Accept": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return json.loads(r.read() or b"null")
+
+    def wait_run(self, run_id: int, timeout: float = 120) -> dict:
+        def done():
+            run = self.api(f"/api/runs/{run_id}/")
+            return run if run["status"] in ("succeeded", "failed", "cancelled") else None
+        run = wait_for(done, timeout=timeout, interval=0.25, what=f"run {run_id} to finish")
+        assert run["status"] == "succeeded", f"{run}\nworker log:\n{self.workers.all[0].tail()}"
+        return run
+
+
+@pytest.fixture(scope="package")
+def example_twin(django_db_setup, django_db_blocker, tmp_path_factory):
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+    from django.db import connection
+    from django.test.utils import setup_databases, teardown_databases
+
+    from sim.fabric.spec import load_spec
+    from twin.api.models import ApiToken
+    from twin.inventory.builder import build_cluster
+
+    created = None
+    if connection.settings_dict["NAME"] != TEST_DATABASE_NAME:
+        with database(django_db_blocker):
+            created = setup_databases(verbosity=0, interactive=False, aliases={"default"})
+    logs = tmp_path_factory.mktemp("example-servers")
+    queue = f"twin-example-{uuid.uuid4().hex[:10]}"
+    prefix = f"test:example:{uuid.uuid4().hex[:12]}:"
+    env = {"TWIN_EXTRA_CAPABILITIES": PACKAGE, "TWIN_LIVE_KEY_PREFIX": prefix,
+           "TWIN_THROTTLE_KEY_PREFIX": f"{prefix}throttle"}
+    workers = Workers(logs, n=1, queue=queue, env=env)
+    daphne = Daphne(logs, queue, env=env)
+    try:
+        with database(django_db_blocker):
+            build_cluster(load_spec("demo-256"))
+            admin = User.objects.create_superuser("example-admin", password="example-not-secret")
+            token = ApiToken.issue(admin)[1]
+        workers.ensure()
+        daphne.start()
+        yield ExampleTwin(daphne=daphne, workers=workers, token=token)
+    finally:
+        daphne.stop()
+        workers.stop()
+        with database(django_db_blocker):
+            call_command("flush", interactive=False, verbosity=0)
+            if created is not None:
+                teardown_databases(created, verbosity=0)
+
+
+@pytest.fixture(scope="package")
+def example_browser(chromium_here):
+    from playwright.sync_api import sync_playwright
+
+    pw = sync_playwright().start()
+    try:
+        b = launch(pw)
+        try:
+            yield b
+        finally:
+            b.close()
+    finally:
+        pw.stop()
+
+
+@pytest.fixture
+def visitor(example_browser, example_twin):
+    """An anonymous user (the twin's pages and API answer reads without a login)."""
+    v = Visitor(example_browser, example_twin.url)
+    yield v
+    try:
+        v.probe.assert_clean()
+    finally:
+        v.close()
