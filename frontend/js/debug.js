@@ -2,7 +2,7 @@
 // explanation, its GPUs on the GPU page and its links on the fabric page, where each rank stopped (a rank x sequence
 // heatmap on a canvas, one row per host when ranks are many: twin/capabilities/debug/data.py), the straggler ranking and the
 // dumps to download; the start-up model's curve over scale (a `startup` run); the forms that start both (fields from
-// sim/core/params.py DEBUG and STARTUP, passed in #debug-info). A running rehearsal shows its stage and the engine's
+// sim/debug/params.py DEBUG and STARTUP, passed in #debug-info). A running rehearsal shows its stage and the engine's
 // fractions done from its live stream (the debug_progress section: frames.js sectionRow).
 import { api, esc, fmt, live, markReady, toast } from "./twin.js";
 import { mountKindForm, pageData } from "./run_form.js";

@@ -1,5 +1,5 @@
 // /experiments/figure/ : the published AllGather figure. A form starts a `figure` run on a cluster (its fields come
-// from the figure kind's parameter declaration, sim/core/params.py FIGURE), the table lists past figure runs with live
+// from the figure kind's parameter declaration, sim/fabric/params.py FIGURE), the table lists past figure runs with live
 // progress, and the panels of the chosen run (?run=<id>, else the newest that succeeded) are drawn with the
 // published claim beside them.
 import { api, errorText, esc, markReady, toast } from "./twin.js";

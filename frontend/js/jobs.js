@@ -3,7 +3,7 @@
 // canvas, one pixel per GPU), its step breakdown and its throughput over time (chart.js), and the form that
 // submits a job (a `job` run) or a what-if: the same job once per value of one parameter (placement, routing,
 // qps) or on other clusters (RoCE against the InfiniBand twin), side by side as the runs end.
-// The form's fields come from the job kind's declaration (sim/core/params.py JOB, passed in #jobs-info).
+// The form's fields come from the job kind's declaration (sim/jobs/params.py JOB, passed in #jobs-info).
 import { api, ApiError, coalesced, errorText, esc, fmt, live, markReady, timeFrame, toast, COLORS } from "./twin.js";
 import { fieldErrors, lockForm, pageData, paramFieldsHtml, parseValue, readFields, showErrors } from "./run_form.js";
 import { sectionRows } from "./frames.js";

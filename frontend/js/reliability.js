@@ -2,7 +2,7 @@
 // sim/failures/timeline.py), one run's timeline drawn as state bands with its failures as marks and the lost work shaded, its
 // time lost by cause and by phase, the effective time over its seeds, the checkpoint-interval sweep (the simulated
 // optimum beside Young/Daly), its failures as a table, and the form that starts a run (fields from the kind's
-// declaration, sim/core/params.py FAILURES, passed in #reliability-info). A running run is followed on the cluster's live
+// declaration, sim/failures/params.py FAILURES, passed in #reliability-info). A running run is followed on the cluster's live
 // stream (failure_state and failure_events sections: frames.js sectionRow / sectionRows); a finished one is
 // replayed from its summary, a cursor moving over its timeline, and the GPU page marks its failed parts
 // (/clusters/<name>/gpus/?color=failures&run=<id>).

@@ -42,7 +42,7 @@ class Kind:
       :class:`ParamError`); ``validate`` replaces both for a kind whose parameters are not a ParamSet (sweep).
     - ``headline``: the summary's headline figures, ``best`` the key a sweep ranks its children by (higher wins).
     - ``arrays``: name -> numpy dtype of every array it stores (never a silent float16: see ``RunArray.pack``).
-    - ``view``: the name of the browser's result view (``frontend/js/run_results.js`` ``VIEWS``).
+    - ``view``: the name of the browser's result view (registered by a capability's browser module with ``registerView``, frontend/js/registry.js).
     - ``cost(values, cluster) -> int``: the work a run asks for, in simulated flows (flows routed and solved,
       summed over its simulated runs); the API refuses a run over TWIN_RUNS_MAX_RUN_FLOWS and a sweep whose
       children sum over TWIN_RUNS_MAX_SWEEP_FLOWS (:mod:`twin.runs.limits`). None: the kind is not bounded.
