@@ -19,6 +19,7 @@ import importlib
 import pkgutil
 import sys
 
+import sim
 from sim.core.errors import ParamError, SpecError, UsageError
 from sim.core.progress import Bar
 
@@ -34,7 +35,6 @@ class _Parser(argparse.ArgumentParser):
 
 def commands() -> dict[str, tuple[str, str]]:
     """Every command of every capability package: name -> (package, one-line help), in package order."""
-    import sim
     found = {}
     for info in sorted(pkgutil.iter_modules(sim.__path__), key=lambda m: m.name):
         if not info.ispkg:

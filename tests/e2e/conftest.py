@@ -86,17 +86,12 @@ def in_thread(fn, *args):
 
 # ------------------------------------------------------------------------------------------------- the twin
 @dataclass
-class Twin:
-    """What the tests know of the running twin."""
+class ServedTwin:
+    """A running twin as its tests reach it: the server, the workers and a superuser's API token."""
 
     daphne: Daphne
     workers: Workers
     token: str                                     # the superuser's API token
-    clusters: dict[str, int]                       # name -> id
-    backend_links: dict[str, int]                  # name -> number of backend links
-    gpus: dict[str, int]                           # name -> number of GPUs
-    items: dict[str, int] = field(default_factory=dict)   # inventory kind -> pk of one item of demo-256
-    names: dict[str, str] = field(default_factory=dict)   # inventory kind -> its name
 
     @property
     def url(self) -> str:
@@ -111,9 +106,6 @@ class Twin:
         with urllib.request.urlopen(req, timeout=30) as r:
             return json.loads(r.read() or b"null")
 
-    def start_run(self, cluster: str, **params) -> int:
-        return self.api("/api/runs/", {"kind": "collective", "cluster": cluster, "params": params})["id"]
-
     def wait_run(self, run_id: int, timeout: float = RUN_SECONDS) -> dict:
         def done():
             run = self.api(f"/api/runs/{run_id}/")
@@ -121,6 +113,20 @@ class Twin:
         run = wait_for(done, timeout=timeout, interval=0.25, what=f"run {run_id} to finish")
         assert run["status"] == "succeeded", f"{run}\nworker log:\n{self.workers.all[0].tail()}"
         return run
+
+
+@dataclass
+class Twin(ServedTwin):
+    """What the tests of this package know of the running twin."""
+
+    clusters: dict[str, int] = field(default_factory=dict)        # name -> id
+    backend_links: dict[str, int] = field(default_factory=dict)   # name -> number of backend links
+    gpus: dict[str, int] = field(default_factory=dict)            # name -> number of GPUs
+    items: dict[str, int] = field(default_factory=dict)   # inventory kind -> pk of one item of demo-256
+    names: dict[str, str] = field(default_factory=dict)   # inventory kind -> its name
+
+    def start_run(self, cluster: str, **params) -> int:
+        return self.api("/api/runs/", {"kind": "collective", "cluster": cluster, "params": params})["id"]
 
 
 def _build(django_db_blocker) -> dict:
@@ -225,8 +231,9 @@ def orm(django_db_blocker):
 
 
 # --------------------------------------------------------------------------------------------------- browser
-@pytest.fixture(scope="package")
-def browser(chromium):
+@contextmanager
+def headless_browser():
+    """Headless Chromium through Playwright, closed after."""
     from playwright.sync_api import sync_playwright
 
     pw = sync_playwright().start()
@@ -238,6 +245,12 @@ def browser(chromium):
             b.close()
     finally:
         pw.stop()
+
+
+@pytest.fixture(scope="package")
+def browser(chromium):
+    with headless_browser() as b:
+        yield b
 
 
 class Visitor:

@@ -4,17 +4,14 @@ with demo-256 built and committed, and headless Chromium (tests/e2e/browser.py).
 flushed, after the package's last test."""
 from __future__ import annotations
 
-import json
 import os
-import urllib.request
 import uuid
-from dataclasses import dataclass
 
 import pytest
 
-from tests.e2e.browser import CHROMIUM, launch
-from tests.e2e.conftest import TEST_DATABASE_NAME, Visitor, database
-from tests.processes import Daphne, Workers, wait_for
+from tests.e2e.browser import CHROMIUM
+from tests.e2e.conftest import TEST_DATABASE_NAME, ServedTwin, Visitor, database, headless_browser
+from tests.processes import Daphne, Workers
 
 PACKAGE = "tests.example_capability"
 
@@ -34,33 +31,6 @@ def orm_beside_playwright():
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
         yield
-
-
-@dataclass
-class ExampleTwin:
-    daphne: Daphne
-    workers: Workers
-    token: str
-
-    @property
-    def url(self) -> str:
-        return self.daphne.url
-
-    def api(self, path: str, body=None):
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.url + path, data=data, method="GET" if body is None else "POST",
-                                     headers={"Authorization": f"Token {self.token}",
-                                              "Content-Type": "application/json", "Accept": "application/json"})
-        with urllib.request.urlopen(req, timeout=30) as r:
-            return json.loads(r.read() or b"null")
-
-    def wait_run(self, run_id: int, timeout: float = 120) -> dict:
-        def done():
-            run = self.api(f"/api/runs/{run_id}/")
-            return run if run["status"] in ("succeeded", "failed", "cancelled") else None
-        run = wait_for(done, timeout=timeout, interval=0.25, what=f"run {run_id} to finish")
-        assert run["status"] == "succeeded", f"{run}\nworker log:\n{self.workers.all[0].tail()}"
-        return run
 
 
 @pytest.fixture(scope="package")
@@ -92,7 +62,7 @@ def example_twin(django_db_setup, django_db_blocker, tmp_path_factory):
             token = ApiToken.issue(admin)[1]
         workers.ensure()
         daphne.start()
-        yield ExampleTwin(daphne=daphne, workers=workers, token=token)
+        yield ServedTwin(daphne=daphne, workers=workers, token=token)
     finally:
         daphne.stop()
         workers.stop()
@@ -104,17 +74,8 @@ def example_twin(django_db_setup, django_db_blocker, tmp_path_factory):
 
 @pytest.fixture(scope="package")
 def example_browser(chromium_here):
-    from playwright.sync_api import sync_playwright
-
-    pw = sync_playwright().start()
-    try:
-        b = launch(pw)
-        try:
-            yield b
-        finally:
-            b.close()
-    finally:
-        pw.stop()
+    with headless_browser() as b:
+        yield b
 
 
 @pytest.fixture
