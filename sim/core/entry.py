@@ -27,3 +27,13 @@ class ClusterResult:
 def cluster_name(cluster) -> str:
     """The name of a :class:`sim.fabric.topology.Topology`'s cluster (its spec's)."""
     return cluster.layout.spec.name
+
+
+@dataclass
+class Document:
+    """A result that is already the printed document (a JSON-ready dict): ``to_dict()`` returns it."""
+
+    doc: dict
+
+    def to_dict(self) -> dict:
+        return self.doc
