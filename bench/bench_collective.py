@@ -87,8 +87,9 @@ def case(name: str) -> dict:
         out["runs"] = runs
     elif name == "figure":
         from sim.fabric.figures import make_figure
+        from sim.fabric.params import FIGURE
         with tempfile.TemporaryDirectory() as tmp:
-            paths = make_figure("allgather-scale", tmp)
+            paths = make_figure("allgather-scale", tmp, FIGURE.validate({}))
             out["runs"] = len(json.loads(Path(paths[-1]).read_text())["runs"])
     elif name == "ar-4096":
         topo = one_switch_topology()

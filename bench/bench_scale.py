@@ -56,10 +56,11 @@ def case(name: str, qps: int) -> dict:
                    norm_limit=round(r.limit_norm, 4))
     elif name == "checkpoint-600k":
         from sim.storage.checkpoint import run_checkpoint
+        from sim.storage.params import CHECKPOINT
         from sim.fabric.layout import expand
         from sim.fabric.spec import load_spec
         layout = expand(load_spec(ROADMAP_600K))
-        r = run_checkpoint(layout, gpus=len(layout.gpu_host))
+        r = run_checkpoint(layout, CHECKPOINT.validate({"gpus": len(layout.gpu_host)}))
         out.update(blocked_s=round(r.blocked_seconds, 3), durable_s=round(r.durable_seconds, 2))
     elif name == "job-600k":
         from sim.jobs.job import run_job

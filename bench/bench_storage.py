@@ -44,7 +44,7 @@ def case_checkpoint() -> dict:
     lay, setup = _layout()
     params = CHECKPOINT.validate({"gpus": 16384, "bytes_per_gpu": "4G", "store": "tectonic", "mode": "async"})
     t = time.perf_counter()
-    r = run_checkpoint(lay, **params)
+    r = run_checkpoint(lay, params)
     wall = time.perf_counter() - t
     return {"wall_s": wall, "setup_s": setup, "flows": r.flows, "events": r.events, "servers": len(r.servers),
             "ssds": int(r.server_ssds.sum()), "blocked_s": r.blocked_seconds, "durable_s": r.durable_seconds,
@@ -58,7 +58,7 @@ def case_fanout() -> dict:
     lay, setup = _layout()
     params = STORAGE_FANOUT.validate({"store": "hammerspace", "clients": 24576})
     t = time.perf_counter()
-    r = run_fanout(lay, **params)
+    r = run_fanout(lay, params)
     wall = time.perf_counter() - t
     return {"wall_s": wall, "setup_s": setup, "seconds_24576": r.run.seconds, "limit": r.run.limit,
             "sweep": {x.clients: round(x.seconds, 3) for x in r.sweep}}
@@ -70,12 +70,12 @@ def case_spread() -> dict:
     out = {}
     for s in (4, 8, 16, 32):
         t = time.perf_counter()
-        r = ck.run_checkpoint(lay, gpus=16384, spread=s)
+        r = ck.run_checkpoint(lay, CHECKPOINT.validate(dict(gpus=16384, spread=s)))
         out[f"spread {s}"] = {"durable_s": round(r.durable_seconds, 3), "flows": r.flows,
                               "wall_s": round(time.perf_counter() - t, 2)}
     for m in (0.0, 3e-2):
         ck.EVENT_MERGE = m
-        r = ck.run_checkpoint(lay, gpus=2048)
+        r = ck.run_checkpoint(lay, CHECKPOINT.validate(dict(gpus=2048)))
         out[f"2,048 GPUs merge {m:g}"] = {"durable_s": round(r.durable_seconds, 4), "events": r.events}
     return out
 

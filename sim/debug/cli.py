@@ -22,9 +22,9 @@ from sim.core.params import add_arguments, values_from_args
 from sim.core.progress import span
 from sim.debug.analyze import analyze
 from sim.debug.dumpformat import DumpError
+from sim.debug.entry import run_debug, run_startup
 from sim.debug.params import DEBUG, STARTUP
-from sim.debug.recorder import rehearse
-from sim.debug.startup import format_model, model
+from sim.debug.startup import format_model
 from sim.fabric.topology import load_topology
 
 COMMANDS = ("debug", "debug-analyze", "startup")
@@ -74,7 +74,7 @@ def add_parsers(sub) -> None:
 
 def run(args, bar) -> int:
     if args.command == "startup":
-        d = model(STARTUP.validate(values_from_args(args, STARTUP)))
+        d = run_startup(None, STARTUP.validate(values_from_args(args, STARTUP)), progress=bar).to_dict()
         bar.close()
         print(json.dumps(d) if args.json else format_model(d))
         return 0
@@ -87,12 +87,11 @@ def run(args, bar) -> int:
         print(json.dumps(d) if args.json else format_analysis(d))
         return 0
     params = DEBUG.validate(values_from_args(args, DEBUG))
-    cluster, topo = load_topology(args.preset, args.spec, lambda message: bar(0.0, message))
-    r = rehearse(topo, params, progress=span(bar, 0.0, 0.5))
-    r.cluster = cluster.name
-    paths = r.write_dumps(args.dump, progress=span(bar, 0.5, 1.0))
+    _, topo = load_topology(args.preset, args.spec, lambda message: bar(0.0, message))
+    run = run_debug(topo, params, progress=span(bar, 0.0, 0.5))
+    run.write_dumps(args.dump, progress=span(bar, 0.5, 1.0))
     bar.close()
-    d = r.to_dict() | {"folder": args.dump, "files": len(paths)}
+    d = run.to_dict()
     if args.json:
         print(json.dumps(d))
     else:

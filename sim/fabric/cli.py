@@ -28,10 +28,10 @@ from sim.core.errors import UsageError
 from sim.core.params import add_arguments, values_from_args
 from sim.core.progress import Bar
 from sim.core.units import GB
-from sim.fabric.figures import FIGURES, QUICK_SEEDS, make_figure
-from sim.fabric.hostlist import MAX_LIST_BYTES, HostIndex, ListError, order_note, placement_of
+from sim.fabric.entry import run_collective, run_figure
+from sim.fabric.figures import FIGURES, QUICK_SEEDS
+from sim.fabric.hostlist import MAX_LIST_BYTES, ListError
 from sim.fabric.params import COLLECTIVE, FIGURE
-from sim.fabric.seeds import run_collective_seeds
 from sim.fabric.topology import load_topology
 
 COMMANDS = ("collective", "figure")
@@ -80,34 +80,17 @@ def _collective(args, bar: Bar) -> int:
     if source:
         values["hosts" if args.hostfile else "gpu_list"] = read_list_file(source)
     params = COLLECTIVE.validate(values)
-    cluster, topo = load_topology(args.preset, args.spec, lambda message: bar(0.0, message), catalog=args.catalog)
-    given = placement_of(topo, params, sources=(source, source))
-    note = None
-    if given is not None:
-        params["gpus"] = int(given.size)
-        note = order_note(HostIndex.of_topology(topo), given, params["intra_order"])
-        COLLECTIVE.check(params)                                 # root against the list's ranks
-    usable = int(topo.gpu_usable.sum())
-    if params["gpus"] > usable:
-        raise UsageError(f"asked for {params['gpus']:,} GPUs but {cluster.name} has only {usable:,} usable "
-                         f"(of {topo.n_gpus:,})")
-    seeded = run_collective_seeds(topo, params, bar, given=given)
-    result = seeded.median.result
-    placement = f"{params['placement']} ({source})" if source else params["placement"]
+    _, topo = load_topology(args.preset, args.spec, lambda message: bar(0.0, message), catalog=args.catalog)
+    run = run_collective(topo, params, bar, source=source)
     if args.json:
-        doc = {"cluster": cluster.name, "placement": params["placement"],
-               **({"ranks_from": source, "intra_order": params["intra_order"], "order_note": note} if source else {}),
-               **result.to_dict(links=args.links, flows=args.flows)}
-        if params["seeds"] > 1:
-            doc["seeds"] = {"count": params["seeds"], "median_seed": seeded.median.seed, "stats": seeded.stats(),
-                            "per_seed": seeded.per_seed()}
-        print(json.dumps(doc, indent=1))
+        print(json.dumps(run.to_dict(links=args.links, flows=args.flows), indent=1))
     else:
-        print(format_table(result, cluster.name, placement))
-        if note:
-            print(f"# Note: {note}")
-        if params["seeds"] > 1:
-            print(format_seeds(seeded))
+        placement = f"{run.values['placement']} ({source})" if source else run.values["placement"]
+        print(format_table(run.seeded.median.result, run.cluster, placement))
+        if run.note:
+            print(f"# Note: {run.note}")
+        if run.values["seeds"] > 1:
+            print(format_seeds(run.seeded))
     return 0
 
 
@@ -186,10 +169,10 @@ def _figure(args, bar: Bar) -> int:
         raise UsageError(f"unknown figure {args.name!r}: choose one of {', '.join(FIGURES)}")
     given = values_from_args(args, FIGURE)
     params = FIGURE.validate(given)
-    seeds = params["seeds"] if "seeds" in given or not args.quick else QUICK_SEEDS
-    paths = make_figure(args.name, args.out, preset=args.preset, jobs=params["jobs"], seeds=seeds,
-                        size=params["size"], quick=args.quick, background=params["background"], progress=bar,
-                        hash=params["hash"])
+    if args.quick and "seeds" not in given:
+        params["seeds"] = QUICK_SEEDS
+    paths = run_figure(None, params, bar, out_dir=args.out, name=args.name, preset=args.preset,
+                       quick=args.quick).paths
     for path in paths:
         print(path)
     return 0

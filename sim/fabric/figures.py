@@ -41,7 +41,7 @@ import numpy as np
 
 from sim.core.errors import UsageError
 from sim.core.progress import Progress, fractions_only, silent, span, weighted
-from sim.core.units import GB, GiB
+from sim.core.units import GB
 from sim.fabric.layout import expand
 from sim.fabric.nccl import DEFAULT_UDP_SPORT, ring_channels
 from sim.fabric.netsim import run_collective
@@ -355,21 +355,22 @@ def _infiniband_twin(preset: str, say):
 
 
 # ----------------------------------------------------------------------------------------------- entry point
-def make_figure(name: str, out_dir, preset: str | None = None, jobs=None, seeds: int | None = None,
-                size: int = GiB, quick: bool = False, background: bool = True,
-                progress: Progress | None = None, hash: str = "uniform") -> list[Path]:
+def make_figure(name: str, out_dir, values: dict, *, preset: str | None = None, quick: bool = False,
+                progress: Progress | None = None) -> list[Path]:
     """Run the simulations of figure ``name`` and write its PNG, SVG, CSV and JSON into ``out_dir``; return the
-    paths. ``quick``: a small cluster, few job sizes and seeds (seconds). ``background=False`` leaves out the
-    busy-cluster series. ``progress(fraction, message)``: the clusters' runs (:func:`run_series`), then writing the
-    files as one more run's share; it ends at 1.0. Refuses an output directory it cannot write before simulating
-    (:class:`sim.core.errors.UsageError`)."""
+    paths. ``values``: :data:`sim.fabric.params.FIGURE`'s, validated (the defaults live there only; its
+    ``figure`` is not read, ``name`` is); ``jobs`` null: the figure's job sizes. ``quick``: a small cluster, few
+    job sizes (and, from its caller, :data:`QUICK_SEEDS` seeds unless seeds were given, as ``python -m sim figure
+    --quick`` does). ``background`` false leaves out the busy-cluster series. ``progress(fraction, message)``: the
+    clusters' runs (:func:`run_series`), then writing the files as one more run's share; it ends at 1.0. Refuses
+    an output directory it cannot write before simulating (:class:`sim.core.errors.UsageError`)."""
+    jobs, seeds, size, background, hash = (values[k] for k in ("jobs", "seeds", "size", "background", "hash"))
     if name not in FIGURES:
         raise ValueError(f"unknown figure {name!r}: choose one of {', '.join(FIGURES)}")
     say = progress or silent
     out = writable_dir(out_dir)
     t0 = time.perf_counter()
     jobs = tuple(jobs or (QUICK_JOBS if quick else DEFAULT_JOBS))
-    seeds = seeds or (QUICK_SEEDS if quick else DEFAULT_SEEDS)
     meta = {"figure": name, "jobs": list(jobs), "seeds": seeds, "size": size, "hash": hash,
             "collective": "allgather",
             "algorithm": "ring", "metric": "norm_busbw_limit: busbw / roofline as the message size grows "

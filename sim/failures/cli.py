@@ -12,13 +12,9 @@ from __future__ import annotations
 import json
 
 from sim.core.params import add_arguments, values_from_args
-
+from sim.fabric.topology import load_topology
+from sim.failures.entry import run_failures
 from sim.failures.params import FAILURES
-from sim.failures.prepare import prepare
-from sim.failures.summary import summarize
-from sim.failures.sweep import sweep
-from sim.failures.timeline import simulate_seeds
-from sim.core.progress import weighted
 
 COMMANDS = ("failures",)
 
@@ -39,14 +35,8 @@ def add_parsers(sub) -> None:
 
 def run(args, bar) -> int:
     params = FAILURES.validate(values_from_args(args, FAILURES))
-    cluster = args.spec or args.preset or "meta-roce-24k"
-    has_sweep = bool(params["sweep_interval"])
-    prep, seeds_bar, sweep_bar = weighted(bar, (1, 2, 4 if has_sweep else 0))
-    ctx = prepare(cluster, params, progress=prep)
-    results = simulate_seeds(ctx, params, params["seeds"], progress=seeds_bar)
-    doc = {"cluster": ctx.cluster, "params": params, "result": results[0], "summary": summarize(results)}
-    if has_sweep:
-        doc["sweep"] = sweep(ctx, params, params["sweep_interval"], params["seeds"], progress=sweep_bar)
+    _, topo = load_topology(args.preset, args.spec)
+    doc = run_failures(topo, params, progress=bar).to_dict()
     bar.close()
     if args.json:
         print(json.dumps(doc))

@@ -8,6 +8,7 @@ from sim.core.errors import ParamError
 from sim.core.progress import span
 from sim.jobs.models import BF16, FP32
 from sim.storage.checkpoint import run_checkpoint
+from sim.storage.params import CHECKPOINT
 
 STORE_SUSTAINED_BPS = 2e12        # Tectonic's sustained 2 TB/s (docs/sources.md [S1]): store "off" defaults
 CHECKPOINT_BYTES_PER_PARAM = BF16 + 3 * FP32   # BF16 weights + FP32 master weights, Adam m and v [S22]
@@ -30,12 +31,13 @@ def checkpoint_costs(layout, topo, p: dict, job: dict, model, progress) -> dict:
         plain = per_gpu * gpus / STORE_SUSTAINED_BPS
         blocked, durable, restore, source = plain, plain, plain, "parameters (bytes at 2 TB/s)"
     else:
-        w = run_checkpoint(layout, gpus=gpus, bytes_per_gpu=per_gpu, store=store, mode=p["checkpoint_mode"],
-                           placement=p["placement"], seed=p["seed"], backend=topo, samples=2, hottest=0,
+        # CHECKPOINT's values built here, not re-validated: the bytes per GPU computed from the model may exceed
+        # the checkpoint command's maximum (MAX_CHECKPOINT_BYTES).
+        values = {**CHECKPOINT.validate({}), "gpus": gpus, "bytes_per_gpu": per_gpu, "store": store,
+                  "placement": p["placement"], "seed": p["seed"], "samples": 2, "hottest": 0}
+        w = run_checkpoint(layout, {**values, "mode": p["checkpoint_mode"]}, backend=topo,
                            progress=span(progress, 0.0, 0.5))
-        r = run_checkpoint(layout, gpus=gpus, bytes_per_gpu=per_gpu, store=store, restore=True,
-                           placement=p["placement"], seed=p["seed"], backend=topo, samples=2, hottest=0,
-                           progress=span(progress, 0.5, 1.0))
+        r = run_checkpoint(layout, {**values, "restore": True}, backend=topo, progress=span(progress, 0.5, 1.0))
         blocked, durable, restore = w.blocked_seconds, w.durable_seconds, r.blocked_seconds
         source = f"{store} model ({p['checkpoint_mode']})"
     if p["checkpoint_mode"] == "sync":

@@ -19,10 +19,8 @@ from pathlib import Path
 from sim.core.errors import UsageError
 from sim.core.params import add_arguments, values_from_args
 from sim.fabric.topology import load_topology
-from sim.jobs.job import run_job
+from sim.jobs.entry import run_job, run_jobs, run_schedule
 from sim.jobs.params import JOB, JOBS, MAX_JOBS_TEXT, SCHEDULE
-from sim.jobs.scheduler import run_schedule
-from sim.jobs.shared import run_shared
 
 COMMANDS = ("job", "schedule", "jobs")
 
@@ -85,16 +83,15 @@ def run(args, bar) -> int:
         if args.jobs_file:
             values["jobs"] = read_jobs_file(args.jobs_file)
         params = SCHEDULE.validate(values)
-    cluster, topo = load_topology(args.preset, args.spec, lambda message: bar(0.0, message))
-    simulate, fmt = {"job": (run_job, format_job), "jobs": (run_shared, format_jobs),
+    _, topo = load_topology(args.preset, args.spec, lambda message: bar(0.0, message))
+    simulate, fmt = {"job": (run_job, format_job), "jobs": (run_jobs, format_jobs),
                      "schedule": (run_schedule, format_schedule)}[args.command]
-    result = simulate(topo, params, progress=bar)
+    run = simulate(topo, params, progress=bar)
     bar.close()
     if args.json:
-        doc = result.to_dict(gpus=args.gpu_ids) if args.command == "schedule" else result.to_dict()
-        print(json.dumps({"cluster": cluster.name, **doc}))
+        print(json.dumps(run.to_dict(gpus=args.gpu_ids) if args.command == "schedule" else run.to_dict()))
     else:
-        print(fmt(result, cluster.name))
+        print(fmt(run.result, run.cluster))
     return 0
 
 

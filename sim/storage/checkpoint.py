@@ -143,22 +143,25 @@ def _finite(x: np.ndarray) -> list:
     return [float(v) if np.isfinite(v) else None for v in np.asarray(x, dtype=np.float64)]
 
 
-def run_checkpoint(layout, *, gpus: int = 1024, bytes_per_gpu: int = 4 << 30, writers: int | None = None,
-                   store: str = "tectonic", mode: str = "async", restore: bool = False, placement: str = "topology",
-                   seed: int = 0, data_loading_gbps: float = 0.0, redundancy: str | None = None,
-                   block_size: int | None = None, spread: int = 16, servers: int | None = None,
-                   pcie_gbps: float | None = None, host_memcpy_gbps: float | None = None,
-                   server_cpu_gbps: float | None = None, metadata_kops: float | None = None,
-                   metadata_latency_us: float | None = None, samples: int = 100, hottest: int = 10,
-                   rank_bytes=None, backend=None, storage=None, progress=None) -> CheckpointResult:
+VALUE_NAMES = ("gpus", "bytes_per_gpu", "writers", "store", "mode", "restore", "placement", "seed", "data_loading_gbps",
+               "redundancy", "block_size", "spread", "servers", "pcie_gbps", "host_memcpy_gbps", "server_cpu_gbps",
+               "metadata_kops", "metadata_latency_us", "samples", "hottest")   # CHECKPOINT's, in its order
+
+
+def run_checkpoint(layout, values: dict, *, rank_bytes=None, backend=None, storage=None,
+                   progress=None) -> CheckpointResult:
     """Simulate one checkpoint (or, with ``restore``, one restore) of a job; see the module docstring.
 
-    Keyword arguments are :data:`sim.storage.params.CHECKPOINT`'s (``run_checkpoint(layout, **CHECKPOINT.validate(v))``);
-    ``rank_bytes`` (gpus,) overrides ``bytes_per_gpu``/``writers`` with any per-rank sizes; ``backend`` (the
-    backend :class:`sim.fabric.topology.Topology`) and ``storage`` (:class:`sim.storage.topology.StorageSystem`) may be
-    passed when already built. Raises :class:`ParamError` naming the field for requests the cluster cannot serve
-    (more GPUs than usable, more servers than the store has, a store the cluster lacks).
+    ``values`` are :data:`sim.storage.params.CHECKPOINT`'s, validated (``CHECKPOINT.validate(v)``: every parameter,
+    defaults filled in; the defaults live there only) and not re-checked here; ``rank_bytes`` (gpus,) overrides
+    ``bytes_per_gpu``/``writers`` with any per-rank sizes; ``backend`` (the backend
+    :class:`sim.fabric.topology.Topology`) and ``storage`` (:class:`sim.storage.topology.StorageSystem`) may be passed
+    when already built. Raises :class:`ParamError` naming the field for requests the cluster cannot serve (more GPUs
+    than usable, more servers than the store has, a store the cluster lacks).
     """
+    (gpus, bytes_per_gpu, writers, store, mode, restore, placement, seed, data_loading_gbps, redundancy, block_size,
+     spread, servers, pcie_gbps, host_memcpy_gbps, server_cpu_gbps, metadata_kops, metadata_latency_us, samples,
+     hottest) = (values[k] for k in VALUE_NAMES)
     t0 = time.perf_counter()
     say = progress or silent
     model = store_of(layout, store)

@@ -13,10 +13,8 @@ from __future__ import annotations
 import json
 
 from sim.core.params import add_arguments, values_from_args
-from sim.fabric.layout import expand
-from sim.fabric.spec import load_spec
-from sim.storage.checkpoint import run_checkpoint
-from sim.storage.fanout import run_fanout
+from sim.fabric.topology import load_topology
+from sim.storage.entry import run_checkpoint, run_storage_fanout
 from sim.storage.params import CHECKPOINT, STORAGE_FANOUT
 
 COMMANDS = ("checkpoint", "storage-fanout")
@@ -49,23 +47,22 @@ def _where(p) -> None:
 def run(args, bar) -> int:
     params_set = CHECKPOINT if args.command == "checkpoint" else STORAGE_FANOUT
     params = params_set.validate(values_from_args(args, params_set))
-    cluster = load_spec(args.spec or args.preset or "meta-roce-24k")
-    layout = expand(cluster)
-    bar(0.0, f"cluster {cluster.name}: {len(layout.server_rack):,} storage servers")
+    cluster, topo = load_topology(args.preset, args.spec)
+    bar(0.0, f"cluster {cluster.name}: {len(topo.layout.server_rack):,} storage servers")
     if args.command == "checkpoint":
-        result = run_checkpoint(layout, **params, progress=bar)
+        run = run_checkpoint(topo, params, progress=bar)
         bar.close()
         if args.json:
-            print(json.dumps({"cluster": cluster.name, **result.to_dict(series=args.series, links=args.series)}))
+            print(json.dumps(run.to_dict(series=args.series, links=args.series)))
         else:
-            print(format_checkpoint(result, cluster.name))
+            print(format_checkpoint(run.result, run.cluster))
         return 0
-    result = run_fanout(layout, **params, progress=bar)
+    run = run_storage_fanout(topo, params, progress=bar)
     bar.close()
     if args.json:
-        print(json.dumps({"cluster": cluster.name, **result.to_dict()}))
+        print(json.dumps(run.to_dict()))
     else:
-        print(format_fanout(result, cluster.name))
+        print(format_fanout(run.result, run.cluster))
     return 0
 
 

@@ -82,14 +82,13 @@ class FanoutResult:
                 "wall_seconds": self.seconds}
 
 
-def run_fanout(layout, *, store: str = "hammerspace", clients: int = 1024, clients_per_host: int = 8,
-               files: int = 100, file_size: int = 16 << 10, ops_per_file: int | None = None,
-               servers: int | None = None, metadata_kops: float | None = None,
-               metadata_latency_us: float | None = None, sweep: bool = True, storage=None,
-               progress=None) -> FanoutResult:
+def run_fanout(layout, values: dict, *, storage=None, progress=None) -> FanoutResult:
     """Simulate ``clients`` clients opening and reading the same ``files`` files (see the module docstring);
-    keyword arguments are :data:`sim.storage.params.STORAGE_FANOUT`'s. With ``sweep`` also 1,024, 2,048, ... clients up to
-    ``clients``."""
+    ``values`` are :data:`sim.storage.params.STORAGE_FANOUT`'s, validated (every parameter, defaults filled in: the
+    defaults live there only). With ``sweep`` also 1,024, 2,048, ... clients up to ``clients``."""
+    store, clients, clients_per_host, files, file_size, ops_per_file, servers, metadata_kops, metadata_latency_us, \
+        sweep = (values[k] for k in ("store", "clients", "clients_per_host", "files", "file_size", "ops_per_file",
+                                     "servers", "metadata_kops", "metadata_latency_us", "sweep"))
     t0 = time.perf_counter()
     say = progress or silent
     model = store_of(layout, store)

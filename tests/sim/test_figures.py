@@ -6,14 +6,15 @@ import json
 import pytest
 
 from sim.cli import main
-from sim.fabric.figures import allgather_series, background_jobs, make_figure
+from sim.fabric.figures import QUICK_SEEDS, allgather_series, background_jobs, make_figure
+from sim.fabric.params import FIGURE
 from sim.fabric.placement import place
 
 
 @pytest.fixture(scope="module")
 def scale(tmp_path_factory):
     out = tmp_path_factory.mktemp("fig")
-    return out, make_figure("allgather-scale", out, quick=True)
+    return out, make_figure("allgather-scale", out, FIGURE.validate({"seeds": QUICK_SEEDS}), quick=True)
 
 
 def read_csv(path):

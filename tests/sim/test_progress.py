@@ -6,6 +6,7 @@ import pytest
 
 import sim.core.progress
 from sim.fabric.figures import make_figure
+from sim.fabric.params import FIGURE
 from sim.core.maxmin import solve_max_min
 from sim.core.flowcore import simulate_flows
 from sim.fabric.netsim import run_collective
@@ -81,7 +82,8 @@ def test_solver_and_events_count_fixed_flows():
 
 def test_a_figure_reports_its_runs_and_ends_at_one(tmp_path):
     seen = Recorder()
-    make_figure("allgather-scale", tmp_path, jobs=(32,), seeds=1, quick=True, background=False, progress=seen)
+    make_figure("allgather-scale", tmp_path, FIGURE.validate({"jobs": [32], "seeds": 1, "background": False}),
+                quick=True, progress=seen)
     inside = seen.check()
     assert len(inside) > 10                                       # runs, and routing/solving inside each run
     assert any(m.startswith("figure allgather-scale: wrote 4 files") for m in seen.messages)

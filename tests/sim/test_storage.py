@@ -87,12 +87,13 @@ def test_failed_items_lower_capacity_or_leave_the_server_out(lay):
 
 def test_fanout_is_latency_bound_for_few_clients_and_metadata_bound_for_many(lay):
     m = STORES["hammerspace"]
-    r = run_fanout(lay, clients=8, files=10, file_size=1024, sweep=False)
+    r = run_fanout(lay, STORAGE_FANOUT.validate(dict(clients=8, files=10, file_size=1024, sweep=False)))
     serial = 10 * m.read_ops_per_file * m.metadata_latency_us * 1e-6
     assert r.run.limit == "metadata-latency"
     assert r.run.metadata_seconds == pytest.approx(serial, rel=1e-9)
     # Many clients: the service's capacity; time grows linearly with the clients.
-    r = run_fanout(lay, clients=256, files=10, file_size=1024, metadata_kops=1.0)
+    r = run_fanout(lay, STORAGE_FANOUT.validate(dict(clients=256, files=10, file_size=1024,
+                                                metadata_kops=1.0)))
     big = r.sweep[-1]
     assert big.limit == "metadata-service"
     assert big.metadata_seconds == pytest.approx(256 * 10 * m.read_ops_per_file / 1e3, rel=1e-9)
@@ -103,8 +104,8 @@ def test_fanout_is_latency_bound_for_few_clients_and_metadata_bound_for_many(lay
 def test_fanout_of_big_files_is_bound_by_the_data_servers(lay):
     st = build_storage(lay)
     srv = np.flatnonzero(lay.server_storage == 1)
-    r = run_fanout(lay, clients=64, clients_per_host=8, files=2, file_size=1 << 30, sweep=False,
-                   metadata_latency_us=0, metadata_kops=1e6)
+    r = run_fanout(lay, STORAGE_FANOUT.validate(dict(clients=64, clients_per_host=8, files=2, file_size=1 << 30,
+                                                sweep=False, metadata_latency_us=0, metadata_kops=1e6)))
     nic = st.capacity[st.topo.gpu_uplink[st.server_ep[srv, 0]]]
     # 8 hosts each fetch both files once (page cache); each file on its own server.
     assert r.run.limit == "data"
@@ -117,5 +118,5 @@ def test_fanout_of_big_files_is_bound_by_the_data_servers(lay):
                                            ({"servers": 3}, "servers")])
 def test_fanout_bad_input_names_the_field(lay, values, field):
     with pytest.raises(ParamError) as e:
-        run_fanout(lay, **STORAGE_FANOUT.validate(values))
+        run_fanout(lay, STORAGE_FANOUT.validate(values))
     assert field in e.value.errors

@@ -34,6 +34,7 @@ from sim.fabric.nccl import ring_channels
 from sim.fabric.params import COLLECTIVE, FABRIC_HEALTH, FIGURE, GIVEN
 from sim.fabric.paths import NoPathError
 from sim.fabric.routing import resolve_routing
+from sim.fabric.entry import run_collective
 from sim.fabric.seeds import SeededResult, run_collective_seeds
 from sim.fabric.topology import topology_from_layout
 from twin.inventory import gpu_grid
@@ -128,7 +129,7 @@ def fabric_health(layout, params: dict, progress: Callable) -> tuple[dict, dict]
                                "sizes": params["sizes"], "seed": params["seed"],
                                "hottest": params["hottest"]})
     try:
-        res = run_collective_seeds(topo, job, progress)
+        res = run_collective(topo, job, progress).seeded
     except NoPathError as e:
         return {**summary, "healthy": False, "norm_busbw": nothing, "problem": f"unroutable: {e}"}, \
             {"gpu_state": gpu_states(topo)}

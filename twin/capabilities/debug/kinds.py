@@ -40,10 +40,9 @@ import numpy as np
 from sim.core.errors import ParamError
 from sim.debug.analyze import analyze
 from sim.debug.cluster import gpu_links
+from sim.debug.entry import run_debug, run_startup
 from sim.debug.faults import parse_fault, resolve_fault
 from sim.debug.params import DEBUG, STARTUP
-from sim.debug.recorder import rehearse
-from sim.debug.startup import model
 from sim.fabric.topology import topology_from_layout
 from twin.capabilities.debug import live
 from twin.capabilities.jobs.kinds import check_job, job_cost, place
@@ -201,7 +200,7 @@ def debug(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]
     gpus = _place(topo, params)
     n, done = int(gpus.size), {"simulating": 0.0, "dumping": 0.0, "analyzing": 0.0}
     values = DEBUG.validate({**params, "inject": engine_inject(params, gpus, topo)})
-    rehearsal = rehearse(topo, values, progress=_stage_progress(progress, "simulating", done, n))
+    rehearsal = run_debug(topo, values, progress=_stage_progress(progress, "simulating", done, n)).rehearsal
     done["simulating"] = 1.0
     with tempfile.TemporaryDirectory(prefix=f"twin-debug-{run.pk}-") as folder:
         rehearsal.write_dumps(folder, progress=_stage_progress(progress, "dumping", done, n))
@@ -230,7 +229,7 @@ def debug(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]
 def startup(layout, params: dict, progress: Callable) -> tuple[dict, dict]:
     """The start-up model over the run's scales (:func:`sim.debug.startup.model`; well under a second)."""
     progress(0.0, "modelling the start-up")
-    doc = model(STARTUP.validate(params))
+    doc = run_startup(None, STARTUP.validate(params)).to_dict()
     last = (doc.get("rows") or [None])[-1]
     doc["largest_text"] = f"{last['gpus']:,} ranks: {last['total_s']:.1f} s ({last['dominant']})" if last else ""
     progress(1.0)

@@ -112,8 +112,8 @@ def jobs(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]:
     topo = topology_from_layout(layout)
     cluster, n = run.cluster, int(topo.n_gpus)
     progress(0.0, "placing the jobs", gpu_state=gpu_states(topo))
-    from sim.jobs.shared import run_shared
-    result = run_shared(topo, params, progress=progress)
+    from sim.jobs.entry import run_jobs
+    result = run_jobs(topo, params, progress=progress).result
     doc = result.to_dict()
     for name, r, d in zip(result.names, result.together, doc["jobs"]):
         row = job_actions.create_job(cluster=cluster, name=f"{name}: {job_name(r.params)}", model=d["model"]["name"],
@@ -134,8 +134,8 @@ def schedule(layout, params: dict, progress: Callable, *, run) -> tuple[dict, di
     fragmentation, waits and each job's throughput under the policy."""
     topo = topology_from_layout(layout)
     progress(0.0, "scheduling", gpu_state=gpu_states(topo))
-    from sim.jobs.scheduler import run_schedule
-    return run_schedule(topo, params, progress=progress).to_dict(), {}
+    from sim.jobs.entry import run_schedule
+    return run_schedule(topo, params, progress=progress).result.to_dict(), {}
 
 
 # ------------------------------------------------------------------------------------- checks and cost

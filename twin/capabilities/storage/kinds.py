@@ -83,10 +83,12 @@ def _per_host(layout, hosts, values, fill=-1.0) -> np.ndarray:
 def checkpoint(layout, params: dict, progress: Callable) -> tuple[dict, dict]:
     """A checkpoint (or restore) of a job as ``python -m sim checkpoint`` runs it (the same engine call, the same
     progress fractions); see the module docstring for the arrays and frames."""
-    from sim.storage.checkpoint import run_checkpoint
+    from sim.fabric.topology import topology_from_layout
+    from sim.storage.entry import run_checkpoint
     restore = params["restore"]
     progress(0.0, "placing the job", checkpoint_phase="planning", force=True)
-    r = run_checkpoint(layout, **params, progress=lambda f, message="": progress(0.99 * f, message))
+    r = run_checkpoint(topology_from_layout(layout), params,
+                       progress=lambda f, message="": progress(0.99 * f, message)).result
     H = len(layout.host_rack)
     in_job = np.zeros(H, bool)
     in_job[r.hosts] = True
@@ -133,7 +135,7 @@ def storage_fanout(layout, params: dict, progress: Callable) -> tuple[dict, dict
     per-server read rate over the run as the ``server_read`` frame section."""
     from sim.storage.fanout import run_fanout
     progress(0.0, "placing the clients")
-    r = run_fanout(layout, **params, progress=lambda f, message="": progress(0.99 * f, message))
+    r = run_fanout(layout, params, progress=lambda f, message="": progress(0.99 * f, message))
     seconds = r.run.seconds
     server_mean = _per_server(layout, r.servers, r.server_bytes / seconds / GB if seconds > 0 else
                               np.zeros(len(r.servers)))
