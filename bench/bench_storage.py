@@ -66,6 +66,7 @@ def case_fanout() -> dict:
 
 def case_spread() -> dict:
     import sim.storage.checkpoint as ck
+    from sim.storage.params import CHECKPOINT
     lay, _ = _layout()
     out = {}
     for s in (4, 8, 16, 32):

@@ -56,8 +56,7 @@ class Param:
     def parse(self, value):
         """``value`` (from JSON, a form or the command line, so strings are accepted for numbers) converted and
         checked; raises :class:`ParamError` naming this parameter."""
-        if value is None or (isinstance(value, str) and value.strip().lower() in ("", "null", "none")
-                             and self.nullable):
+        if value is None or (isinstance(value, str) and self.nullable and self._names_null(value)):
             if self.nullable:
                 return None
             raise ParamError(self.name, "may not be null")
@@ -67,6 +66,12 @@ class Param:
             if isinstance(e, ParamError):
                 raise
             raise ParamError(self.name, str(e)) from None
+
+    def _names_null(self, text: str) -> bool:
+        """Whether ``text`` means null: empty, ``null``, or ``none`` unless ``none`` is one of the choices (a
+        checkpoint's ``redundancy`` may be ``none``: no redundancy, not the store's default)."""
+        word = text.strip().lower()
+        return word in ("", "null") or (word == "none" and "none" not in (self.choices or ()))
 
     def _bounds(self, v, what: str = ""):
         if self.min is not None and v < self.min:

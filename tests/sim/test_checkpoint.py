@@ -173,3 +173,10 @@ def test_bad_input_names_the_field(lay, values, field):
     with pytest.raises(ParamError) as e:
         run_checkpoint(lay, _values(values))
     assert field in e.value.errors
+
+
+def test_no_redundancy_is_a_choice_not_the_stores_default():
+    # "none" is one of redundancy's choices: it must not read as null (the store's default erasure code)
+    assert CHECKPOINT.validate({"redundancy": "none"})["redundancy"] == "none"
+    assert CHECKPOINT.validate({"redundancy": "null"})["redundancy"] is None
+    assert CHECKPOINT.validate({"redundancy": ""})["redundancy"] is None
