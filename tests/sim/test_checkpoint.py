@@ -25,12 +25,6 @@ def exact(monkeypatch):
     monkeypatch.setattr(ck, "EVENT_MERGE", 0.0)                     # exact events (merging tested separately)
 
 
-def _values(values: dict) -> dict:
-    """``values`` validated by CHECKPOINT, with a ``redundancy`` given kept as given (``validate`` reads the text
-    "none" of a nullable parameter as null: the store's default)."""
-    return {**CHECKPOINT.validate(values), **{k: values[k] for k in ("redundancy",) if k in values}}
-
-
 def _upload(r):
     p = {ph["name"]: ph for ph in r.phases}
     name = "reading" if r.restore else "uploading"
@@ -45,7 +39,7 @@ def test_one_client_one_server_runs_at_the_slowest_of_nic_server_nic_and_ssd(lay
     st = build_storage(lay)
     srv = _tectonic(lay)[0]
     B = 1 << 30
-    r = run_checkpoint(lay, _values(dict(gpus=1, bytes_per_gpu=B, servers=1, spread=1, redundancy="none",
+    r = run_checkpoint(lay, CHECKPOINT.validate(dict(gpus=1, bytes_per_gpu=B, servers=1, spread=1, redundancy="none",
                                                   **FAST_META)))
     host = int(r.hosts[0])
     client_nic = st.capacity[st.topo.gpu_uplink[st.host_ep[host, 0]]]
@@ -56,7 +50,7 @@ def test_one_client_one_server_runs_at_the_slowest_of_nic_server_nic_and_ssd(lay
     lay.ssd_status[lay.ssd_server == srv] = [STATUS_FAILED, STATUS_FAILED, STATUS_FAILED, 0]
     ssd1 = build_storage(lay).capacity[st.server_ssd_write[srv]]
     assert ssd1 == pytest.approx(ssd / 4)
-    r = run_checkpoint(lay, _values(dict(gpus=1, bytes_per_gpu=B, servers=1, spread=1, redundancy="none",
+    r = run_checkpoint(lay, CHECKPOINT.validate(dict(gpus=1, bytes_per_gpu=B, servers=1, spread=1, redundancy="none",
                                                   **FAST_META)))
     assert _upload(r) == pytest.approx(B / min(client_nic, server_nic, ssd1), rel=1e-9)
     assert r.bottlenecks[0].tier == "ssd-write"
@@ -66,7 +60,7 @@ def test_restore_of_one_client_reads_at_the_slowest_of_ssd_read_and_nics(lay):
     st = build_storage(lay)
     srv = _tectonic(lay)[0]
     B = 1 << 30
-    r = run_checkpoint(lay, _values(dict(gpus=1, bytes_per_gpu=B, servers=1, spread=1, restore=True,
+    r = run_checkpoint(lay, CHECKPOINT.validate(dict(gpus=1, bytes_per_gpu=B, servers=1, spread=1, restore=True,
                                                   **FAST_META)))
     host = int(r.hosts[0])
     rate = min(st.capacity[st.topo.gpu_downlink[st.host_ep[host, 0]]],
@@ -83,20 +77,20 @@ def test_many_clients_over_few_servers_are_network_bound_then_ssd_bound(lay):
     kw = dict(gpus=32, bytes_per_gpu=B, servers=2, redundancy="none", **FAST_META)
     nic = st.capacity[st.topo.gpu_downlink[st.server_ep[srv, 0]]]
     assert (st.capacity[st.server_ssd_write[srv]] > nic).all()         # enough SSDs
-    r = run_checkpoint(lay, _values(kw))
+    r = run_checkpoint(lay, CHECKPOINT.validate(kw))
     assert _upload(r) == pytest.approx(32 * B / nic.sum(), rel=1e-6)
     assert r.bottlenecks[0].tier == "storage-nic down"
     lay.ssd_status[np.isin(lay.ssd_server, srv) & (lay.ssd_slot > 0)] = STATUS_FAILED
     ssd = build_storage(lay).capacity[st.server_ssd_write[srv]]
     assert (ssd < nic).all()                                             # few SSDs
-    r = run_checkpoint(lay, _values(kw))
+    r = run_checkpoint(lay, CHECKPOINT.validate(kw))
     assert _upload(r) == pytest.approx(32 * B / ssd.sum(), rel=1e-6)
     assert r.bottlenecks[0].tier == "ssd-write"
 
 
 @pytest.mark.parametrize("redundancy, amp", [("rs-9-6", 1.5), ("replicate-3", 3.0), ("none", 1.0)])
 def test_write_amplification_multiplies_server_side_bytes_and_every_byte_arrives(lay, redundancy, amp):
-    r = run_checkpoint(lay, _values(dict(gpus=64, bytes_per_gpu=64 << 20, writers=40,
+    r = run_checkpoint(lay, CHECKPOINT.validate(dict(gpus=64, bytes_per_gpu=64 << 20, writers=40,
                                                       redundancy=redundancy)))
     assert r.bytes == 40 * (64 << 20)
     assert r.stored_bytes == pytest.approx(amp * r.bytes)
@@ -109,11 +103,11 @@ def test_write_amplification_multiplies_server_side_bytes_and_every_byte_arrives
 
 def test_async_blocked_time_ignores_storage_bandwidth_but_durable_time_does_not(lay):
     kw = dict(gpus=64, bytes_per_gpu=256 << 20, mode="async")
-    many = run_checkpoint(lay, _values(kw))
-    few = run_checkpoint(lay, _values({**kw, "servers": 1}))
+    many = run_checkpoint(lay, CHECKPOINT.validate(kw))
+    few = run_checkpoint(lay, CHECKPOINT.validate({**kw, "servers": 1}))
     assert few.blocked_seconds == pytest.approx(many.blocked_seconds, rel=1e-12)
     assert few.durable_seconds > 2 * many.durable_seconds
-    sync = run_checkpoint(lay, _values({**kw, "mode": "sync", "servers": 1}))
+    sync = run_checkpoint(lay, CHECKPOINT.validate({**kw, "mode": "sync", "servers": 1}))
     assert sync.blocked_seconds == sync.durable_seconds == pytest.approx(few.durable_seconds)
     # Blocked in async mode = staging: each host's GPUs copy over PCIe into the host's memory copy bandwidth.
     st = build_storage(lay)
@@ -124,21 +118,21 @@ def test_async_blocked_time_ignores_storage_bandwidth_but_durable_time_does_not(
 
 def test_a_failed_server_gets_nothing_and_lowers_capacity(lay):
     kw = dict(gpus=64, bytes_per_gpu=1 << 30, redundancy="none", **FAST_META)
-    full = run_checkpoint(lay, _values(kw))
+    full = run_checkpoint(lay, CHECKPOINT.validate(kw))
     srv = _tectonic(lay)
     lay.server_status[srv[:4]] = STATUS_FAILED
-    half = run_checkpoint(lay, _values(kw))
+    half = run_checkpoint(lay, CHECKPOINT.validate(kw))
     assert set(half.servers.tolist()) == set(srv[4:].tolist())
     assert _upload(half) > 1.5 * _upload(full)
     lay.server_status[srv] = STATUS_FAILED
     with pytest.raises(ParamError, match="store"):
-        run_checkpoint(lay, _values(kw))
+        run_checkpoint(lay, CHECKPOINT.validate(kw))
 
 
 def test_data_loading_competes_with_a_restore(lay):
     kw = dict(gpus=32, bytes_per_gpu=1 << 30, restore=True, servers=2)
-    alone = run_checkpoint(lay, _values(kw))
-    busy = run_checkpoint(lay, _values({**kw, "data_loading_gbps": 400}))
+    alone = run_checkpoint(lay, CHECKPOINT.validate(kw))
+    busy = run_checkpoint(lay, CHECKPOINT.validate({**kw, "data_loading_gbps": 400}))
     assert busy.durable_seconds > alone.durable_seconds
     assert 0 < busy.data_loading["kept"] < 1
     assert busy.loading_rate.max() > 0 and alone.loading_rate.max() == 0
@@ -146,9 +140,9 @@ def test_data_loading_competes_with_a_restore(lay):
 
 def test_merging_events_stays_within_the_merge_window_of_the_exact_run(lay, monkeypatch):
     kw = dict(gpus=128, bytes_per_gpu=512 << 20, writers=100)
-    exact = run_checkpoint(lay, _values(kw))
+    exact = run_checkpoint(lay, CHECKPOINT.validate(kw))
     monkeypatch.setattr(ck, "EVENT_MERGE", 3e-2)
-    merged = run_checkpoint(lay, _values(kw))
+    merged = run_checkpoint(lay, CHECKPOINT.validate(kw))
     assert merged.events <= exact.events
     assert merged.durable_seconds == pytest.approx(exact.durable_seconds, rel=3e-2)
     assert merged.durable_seconds >= exact.durable_seconds * (1 - 1e-9)
@@ -156,7 +150,7 @@ def test_merging_events_stays_within_the_merge_window_of_the_exact_run(lay, monk
 
 def test_result_is_json_able_with_bounded_series(lay):
     import json
-    r = run_checkpoint(lay, _values({"gpus": 64, "bytes_per_gpu": "64M", "samples": 20}))
+    r = run_checkpoint(lay, CHECKPOINT.validate({"gpus": 64, "bytes_per_gpu": "64M", "samples": 20}))
     doc = json.loads(json.dumps(r.to_dict()))
     assert len(doc["series"]["rate"]) == 20 and len(doc["series"]["server_rate"][0]) == len(r.servers)
     assert len(doc["link_utilization"]) == build_storage(lay).n_links
@@ -171,7 +165,7 @@ def test_result_is_json_able_with_bounded_series(lay):
 ])
 def test_bad_input_names_the_field(lay, values, field):
     with pytest.raises(ParamError) as e:
-        run_checkpoint(lay, _values(values))
+        run_checkpoint(lay, CHECKPOINT.validate(values))
     assert field in e.value.errors
 
 
