@@ -6,7 +6,7 @@
 // and when the inventory changes. A click on a rack zooms into its zone: the GPU grid of that zone alone; a cluster
 // whose spec groups zones into buildings gets a link per building (?building=<n>: the grid of its zones).
 import { COLORS, UTIL_GRADIENT, UTIL_PIXEL, api, cssPixel, esc, fmt, live, markReady, toast, twin } from "./twin.js";
-import { colourMode } from "./registry.js";
+import { colourMode, colourModes } from "./registry.js";
 
 const REFRESH_MS = 1000;                          // at most one zones.json read per second while frames arrive
 const css = getComputedStyle(document.documentElement);
@@ -130,7 +130,8 @@ export async function startOverview(el, mode, onModeChange) {
       <table><tr><th>GPUs</th><td>${fmt.int(R.gpus[k])}</td></tr>
       <tr><th>not usable</th><td>${figure(R.not_usable)}</td></tr>
       <tr><th>in the last run</th><td>${figure(R.in_run)}</td></tr>
-      <tr><th>in training jobs</th><td>${figure(R.in_training)}</td></tr>
+${colourModes().filter((m) => m.overview?.tooltip).map((m) => `
+      <tr><th>${esc(m.overview.tooltip)}</th><td>${((v) => (v == null ? "–" : fmt.pct(v, 0)))(m.overview.value(R, k))}</td></tr>`).join("")}
       <tr><th>NIC links</th><td>${figure(R.util, (v) => `${fmt.pct(v, 1)} mean utilization`)}</td></tr></table>
       <div class="muted">click: zoom into the zone, down to its GPUs</div>`;
     tooltip.hidden = false;

@@ -79,8 +79,12 @@ def test_the_overview_sums_the_gpus_of_each_rack(client, demo, monkeypatch):
     leaf.save()
     state = (np.arange(n_gpus) % 3 == 0).astype(np.uint8)
     util = np.linspace(0, 1, n_links)
+    gpu_job = (np.arange(n_gpus) % 4 == 1).astype(np.uint16)                  # a training job on every 4th GPU
+    n_hosts = len(grid_hosts := get_json(client, "gpus.json")["hosts"]["rack"])
+    progress = np.where(np.arange(n_hosts) % 2 == 0, np.arange(n_hosts) % 251, 255).astype(np.uint8)  # odd: none
     raw = frames.encode(frames.Frame(type=frames.FRAME_CLUSTER, seq=4, run_id=11, status="running",
-                                     sections=frames.build_sections(link_util=util, gpu_state=state)))
+                                     sections=frames.build_sections(link_util=util, gpu_state=state, gpu_job=gpu_job,
+                                                                    host_progress=progress)))
     mine = store.cluster_stream(demo.id)
     monkeypatch.setattr(store, "load_last", lambda stream: (4, raw) if stream == mine else None)
     doc = get_json(client, "gpus/zones.json")
@@ -101,6 +105,13 @@ def test_the_overview_sums_the_gpus_of_each_rack(client, demo, monkeypatch):
         links = np.array(grid["gpus"]["link"])[mine]
         assert racks["util"][k] == pytest.approx(frames.dequantize_util(frames.quantize_util(util[links])).mean(),
                                                  abs=1e-4)
+        # and the capabilities' sections give theirs (Section.rack_figure): the share of the rack's GPUs in a job,
+        # the mean checkpoint progress of its hosts in the job (-1: none)
+        assert racks["gpu_job"][k] == pytest.approx(float((gpu_job[mine] > 0).mean()), abs=1e-4)
+        hosts = np.flatnonzero(np.array(grid_hosts) == r)
+        inside = progress[hosts] != 255
+        assert racks["host_progress"][k] == (pytest.approx(float((progress[hosts][inside] / 250).mean()), abs=1e-4)
+                                             if inside.any() else -1)
     assert sum(doc["zones"]["gpus"]) == n_gpus and doc["run"]["id"] == 11
     assert sum(racks["not_usable"]) == 1 + 16                     # the failed GPU, the leaf's rack
 

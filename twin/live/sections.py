@@ -45,6 +45,9 @@ class Section:
     max_rows: int | None = None                # rows: the newest this many at most
     ints: tuple[str, ...] = ()                 # rows: fields decoded as ints
     doc: str = ""                              # one line for people reading the registry (not sent to clients)
+    # a per-GPU or per-host section's figure per rack in the zone overview (twin/web/gpu_data.py): value ->
+    # (each item's weight 0..1, whether it counts); the rack's figure is the mean weight of its counted items
+    rack_figure: Callable[[np.ndarray, dict], tuple[np.ndarray, np.ndarray]] | None = None
     owner: str = ""                            # the module that registered it (set by register)
 
     def __post_init__(self):

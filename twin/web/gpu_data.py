@@ -45,8 +45,10 @@ def _per(group: np.ndarray, n: int, weights=None) -> np.ndarray:
 
 def overview_data(cluster: Cluster) -> bytes:
     """The zone overview: per zone holding GPUs (name, GPU count) and per rack of those zones (its zone and place,
-    GPU count, and the GPUs not usable, in the last run, in a training job; the mean utilization of the NIC links
-    into its leaf, the mean checkpoint progress of its hosts), the live figures from the cluster stream's last frame
+    GPU count, and the GPUs not usable and in the last run; the mean utilization of the NIC links into its leaf; and
+    each capability section's figure, by the section's name: :attr:`twin.live.sections.Section.rack_figure`, e.g. the
+    share of its GPUs in a training job, the mean checkpoint progress of its hosts), the live figures from the cluster
+    stream's last frame
     (twin.live.store). Built from the zone arrays of twin.live.scope and the non-active rows: not the per-GPU
     structure, which a 590k-GPU cluster takes seconds to read. A GPU whose NIC has no cable counts as not usable
     (its rack has more GPUs than NIC cables)."""
@@ -80,19 +82,19 @@ def overview_data(cluster: Cluster) -> bytes:
         doc["run"] = {"id": frame.run_id, "status": frame.status, "progress": round(float(frame.progress), 1),
                       "seq": frame.seq}
         racks = doc["racks"]
-        state, job, util = frame.value("gpu_state"), frame.value("gpu_job"), frame.value("link_util")
+        state, util = frame.value("gpu_state"), frame.value("link_util")
         if state is not None and len(state) == len(gpu_rack):
             racks["in_run"] = _per(gpu_rack, n, (state == sections.GPU_IN_JOB).astype(float)).astype(int).tolist()
-        if job is not None and len(job) == len(gpu_rack):
-            racks["in_training"] = _per(gpu_rack, n, (job > 0).astype(float)).astype(int).tolist()
         if util is not None and len(util) == len(zones.link_ids):
             racks["util"] = np.round(_per(link_rack, n, util.astype(float)) / np.maximum(cables, 1), 4).tolist()
-        hp, hp_of = frame.value("host_progress"), sections.by_name("host_progress").constants
-        if hp is not None and len(hp) == len(zones.host_rack):
-            host_rack = np.where(zones.host_rack >= 0, rack_of(np.maximum(zones.host_rack, 0)), -1)
-            inside = hp != hp_of["not_in_job"]
-            share = np.where(inside, hp / hp_of["scale"], 0.0)
-            hosts = _per(np.where(inside, host_rack, -1), n)
-            racks["checkpoint"] = np.where(hosts > 0, np.round(_per(host_rack, n, share) / np.maximum(hosts, 1), 4),
-                                           -1).tolist()
+        host_rack = np.where(zones.host_rack >= 0, rack_of(np.maximum(zones.host_rack, 0)), -1)
+        item_rack = {"gpu": gpu_rack, "host": host_rack}
+        for section in sections.sections():            # the capabilities' figures per rack (Section.rack_figure)
+            value, where = frame.value(section.name), item_rack.get(section.per)
+            if section.rack_figure is None or value is None or where is None or len(value) != len(where):
+                continue
+            weight, counted = section.rack_figure(np.asarray(value), section.constants)
+            items = _per(np.where(counted, where, -1), n)
+            racks[section.name] = np.where(items > 0, np.round(_per(where, n, np.where(counted, weight, 0.0))
+                                                               / np.maximum(items, 1), 4), -1).tolist()
     return json.dumps(doc, separators=(",", ":")).encode()

@@ -143,7 +143,7 @@ registerColourMode("training", {
   },
   zoneFigure: (ctx, v) => `${fmt.int(v)} in training jobs`,
   overview: { label: "share of the rack's GPUs in a training job",
-              value: (r, k) => (r.in_training ? r.in_training[k] / Math.max(1, r.gpus[k]) : null) },
+              value: (r, k) => (r.gpu_job && r.gpu_job[k] >= 0 ? r.gpu_job[k] : null), tooltip: "in training jobs" },
   legend(ctx, counts) {
     const tj = ctx.state.training, byJob = [...counts.byJob].sort((a, b) => b[1] - a[1]), item = ctx.legendItem;
     const named = byJob.slice(0, ctx.legendRuns).sort((a, b) => a[0] - b[0]);

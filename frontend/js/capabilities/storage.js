@@ -118,7 +118,8 @@ registerColourMode("checkpoint", {
   },
   zoneFigure: (ctx, v) => `${fmt.int(v)} GPU-equivalents done`,
   overview: { label: "mean checkpoint progress of the rack's hosts",
-              value: (r, k) => (r.checkpoint && r.checkpoint[k] >= 0 ? r.checkpoint[k] : null) },
+              value: (r, k) => (r.host_progress && r.host_progress[k] >= 0 ? r.host_progress[k] : null),
+              tooltip: "checkpoint done" },
   legend(ctx, counts) {
     const st = ctx.state.checkpoint;
     const from = st.run ? `from ${ctx.live.label(st.run)}` : "no checkpoint has published yet";

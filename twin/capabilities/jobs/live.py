@@ -2,6 +2,8 @@
 by the ``job`` kind as its job is placed, simulated and finished (:func:`twin.runs.job_actions.publish_jobs`)."""
 from __future__ import annotations
 
+import numpy as np
+
 from twin.live.sections import Section, register
 
 # A training job's row in job_stats (float32 each), and the codes of its ``phase``: where the job is in its life as
@@ -13,6 +15,7 @@ JOB_PHASES = {JOB_QUEUED: "queued", JOB_PLACING: "placing", JOB_SIMULATING: "sim
 
 GPU_JOB = register(Section(
     8, "gpu_job", "uint16", "array", per="gpu",
+    rack_figure=lambda job, constants: (job > 0, np.ones(job.shape, bool)),    # share of the rack's GPUs in a job
     doc="per GPU (by GPU.index): 0 no job, k the job of row k of job_stats"))
 JOB_STATS = register(Section(
     9, "job_stats", "float32", "rows", fields=JOB_FIELDS, codes={"phase": JOB_PHASES}, ints=("job", "gpus"),

@@ -37,6 +37,8 @@ SERVER_READ = register(Section(
 HOST_PROGRESS = register(Section(
     5, "host_progress", "uint8", "array", per="host",
     constants={"scale": PROGRESS_SCALE, "not_in_job": HOST_NOT_IN_JOB},
+    # the mean checkpoint progress of the rack's hosts in the job
+    rack_figure=lambda hp, c: (np.where(hp != c["not_in_job"], hp / c["scale"], 0.0), hp != c["not_in_job"]),
     doc="per host (Host rows by id), share of its checkpoint bytes done x scale (quantize_progress); not_in_job "
         "outside the job"))
 FRONTEND_UTIL = register(Section(
