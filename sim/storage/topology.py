@@ -42,7 +42,7 @@ import numpy as np
 from sim.fabric.catalog import load_catalog
 from sim.fabric.layout import (FABRIC_FRONTEND, LINK_NIC_LEAF, STATUS_ACTIVE, TIER_LEAF, TIER_SPINE,
                         ClusterLayout)
-from sim.fabric.names import gpu_name, host_labels, zone_labels
+from sim.fabric.names import gpu_name, host_labels, switch_label, zone_labels
 from sim.core.units import GBPS, IDX
 from sim.fabric.topology import DEFAULT_HOP_LATENCY, Topology, parallel_index, switch_tables
 
@@ -71,13 +71,8 @@ class FrontendTopology(Topology):
             tier = int(self.switch_tier[n])
             name = lay.tier_names.get((FABRIC_FRONTEND, tier), ("leaf", "spine", "core")[tier])
             zone, group = int(self.switch_zone[n]), int(self.switch_group[n])
-            if tier == TIER_LEAF:
-                names.append(f"{name} {labels[zone]}.{group:03d}")
-            elif tier == TIER_SPINE:
-                names.append(f"{name} {labels[zone]}.s{group:02d}")
-            else:
-                member = int(lay.switch_member[self.switch_layout_id[n]])
-                names.append(f"{name} p{group:02d}.c{member:02d}")
+            member = int(lay.switch_member[self.switch_layout_id[n]]) if tier not in (TIER_LEAF, TIER_SPINE) else 0
+            names.append(f"{name} {switch_label(tier, labels[zone] if zone >= 0 else '', group, member)}")
         return names
 
 
