@@ -51,6 +51,8 @@ class Kind:
       ``headline_of(summary)`` replace the generic line and headline (sweep: its base kind's, of the best child).
     - ``on_create(run)``: called in the transaction that queues a run of the kind (``job``: its queued Job row);
       ``wants_run``: ``run`` is also called with the run itself (``run=``), for kinds that write rows of their own.
+    - ``main``: the parameters a form shows first (the others fold under "more parameters"); ``published``: the
+      published figures its result view draws beside the simulated ones (the figure kind: the paper's claims).
     - ``files``: the files a run of the kind keeps beside its rows (:mod:`twin.runs.files`), by the name the runs API
       serves them under (``debug``: ``("dumps",)``, ``GET /api/runs/<id>/dumps/``).
     - ``fan_out(params) -> list[dict]``: the validated parameters of the child runs (of this same kind) that do a
@@ -77,6 +79,8 @@ class Kind:
     on_create: Callable[[Any], None] | None = None
     wants_run: bool = False
     files: tuple[str, ...] = ()
+    main: tuple[str, ...] = ()
+    published: dict | None = None
     fan_out: Callable[[dict], list[dict]] | None = None
     merge: Callable[[dict, list[dict]], dict] | None = None
 

@@ -148,6 +148,24 @@ def default_figure_jobs(n_gpus: int) -> list[int]:
 
 # The normalized busbw limit of two series at the largest job each ran: the optimized configuration, and the
 # fragmented one routed out of the box by hashing (5-tuple ECMP on RoCE).
+# What the published figure reports (Gangidi et al., SIGCOMM 2024: docs/sources.md), per panel of
+# sim.fabric.figures.SCALE_PANELS and the series groups it speaks of: drawn beside the simulated curves as the published
+# claim, not as data points.
+PUBLISHED = {
+    "source": "Gangidi et al., RDMA over Ethernet for Distributed AI Training at Meta Scale, SIGCOMM 2024",
+    "metric": "normalized AllGather busbw (% of roofline) at message sizes where roofline performance is expected",
+    "claims": [
+        {"panel": 0, "groups": ["a"], "low": 0.90, "high": 1.00, "label": "small clusters: 90 %+ out of the box"},
+        {"panel": 0, "groups": ["b"], "low": 0.10, "high": 0.90, "label": "large cluster, unoptimized: 10-90 %"},
+        {"panel": 1, "groups": ["b"], "low": 0.10, "high": 0.90, "label": "large cluster, unoptimized: 10-90 %"},
+        {"panel": 2, "groups": ["c"], "low": 0.90, "high": 1.00,
+         "label": "optimized (topology-aware scheduling, routing and collective-library changes): 90 %+"},
+        {"panel": 3, "groups": ["c"], "low": 0.90, "high": 1.00,
+         "label": "optimized, with a centralized TE controller in some zones: 90 %+"},
+    ],
+}
+
+
 FIGURE_HEADLINE = (Headline("optimized_norm_busbw", "optimized (c), largest job"),
                    Headline("baseline_norm_busbw", "fragmented, hashed (b), largest job"))
 FIGURE_HEADLINE_SERIES = {"optimized_norm_busbw": "c", "baseline_norm_busbw": "b-ecmp"}
@@ -279,11 +297,12 @@ def _figure_cost(values: dict, cluster) -> int:
 # ------------------------------------------------------------------------------------------------ registration
 register(Kind("collective", "Collective (nccl-tests style)", COLLECTIVE, collective,
               headline=COLLECTIVE_HEADLINE, best="norm_busbw", arrays=LINK_ARRAYS, view="collective", form=True,
+              main=("collective", "gpus", "placement", "routing", "qps", "sizes", "algorithm", "seeds", "seed"),
               brief=("collective", "gpus", "placement", "routing", "qps", "sizes"), check=_check_collective,
               cost=_collective_cost))
 register(Kind("fabric_health", "Fabric health (large AllGather under the current inventory)", FABRIC_HEALTH,
               fabric_health, headline=COLLECTIVE_HEADLINE, best="norm_busbw", arrays=LINK_ARRAYS,
               view="fabric_health", brief=("gpus", "sizes", "routing"), check=_check_gpus, cost=_fabric_health_cost))
 register(Kind("figure", "Figure (the published AllGather result: normalized busbw against job size)", FIGURE,
-              figure, headline=FIGURE_HEADLINE, best="optimized_norm_busbw", view="figure",
+              figure, headline=FIGURE_HEADLINE, best="optimized_norm_busbw", view="figure", published=PUBLISHED,
               brief=("figure", "jobs", "seeds"), check=_check_figure, cost=_figure_cost))

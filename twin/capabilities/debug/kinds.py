@@ -241,9 +241,9 @@ def register_kinds() -> bool:
     register(Kind("debug", "Debug rehearsal (a fault injected into a job; flight-recorder dumps analyzed)", DEBUG,
                   debug, headline=DEBUG_HEADLINE, arrays=DEBUG_ARRAYS, view="debug",
                   brief=("model", "gpus", "tp", "pp", "dp", "inject"), validate=_validate_debug, cost=_debug_cost,
-                  wants_run=True, files=("dumps",)))
+                  wants_run=True, files=("dumps",), main=("model", "gpus", "tp", "cp", "pp", "dp", "inject")))
     register(Kind("startup", "Process-group start-up (time to initialize every group over scale)", STARTUP, startup,
-                  headline=STARTUP_HEADLINE, view="startup", brief=("gpus",)))
+                  headline=STARTUP_HEADLINE, view="startup", brief=("gpus",), main=("gpus",)))
     return True
 
 

@@ -22,13 +22,12 @@ from twin.web.views.experiments import ADD_RUN
 
 DEBUG_KINDS = ("debug", "startup")
 # The parameters each form shows first; the others go under "more parameters".
-MAIN_FIELDS = {"debug": ("model", "gpus", "tp", "cp", "pp", "dp", "inject"), "startup": ("gpus",)}
 
 
 def forms() -> dict:
     """Each debugging kind's form fields (a kind the engine does not declare yet is left out)."""
     kinds = registry.kinds()
-    return {k: {"kind": k, "label": kinds[k].label, "fields": form_fields(kinds[k].params), "main": MAIN_FIELDS[k]}
+    return {k: {"kind": k, "label": kinds[k].label, "fields": form_fields(kinds[k].params), "main": list(kinds[k].main)}
             for k in DEBUG_KINDS if k in kinds and kinds[k].params is not None}
 
 

@@ -410,4 +410,5 @@ def failure_stores() -> tuple:
 register(Kind(KIND, "Failures over time (a long job's interruptions, restarts and effective training time)",
               FAILURES, failures, headline=HEADLINE, best="effective_ratio", view="failures", form=False,
               brief=("gpus", "days", "checkpoint_interval", "seeds", "sweep_interval", "inject"),
-              check=_check_failures, wants_run=True, fan_out=fan_out, merge=merge))
+              check=_check_failures, wants_run=True, fan_out=fan_out, merge=merge,
+              main=("gpus", "days", "checkpoint_interval", "spares", "seeds", "sweep_interval", "inject")))

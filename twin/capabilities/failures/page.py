@@ -27,8 +27,6 @@ from twin.web.nav import NavItem, Page
 from twin.web.views.experiments import ADD_RUN
 
 KIND = failure_kinds.KIND
-# The parameters the form shows first; the others go under "more parameters".
-MAIN_FIELDS = ("gpus", "days", "checkpoint_interval", "spares", "seeds", "sweep_interval", "inject")
 
 
 def failures_form() -> dict | None:
@@ -38,7 +36,7 @@ def failures_form() -> dict | None:
         return None
     fields = form_fields(kind.params)
     names = {f["name"] for f in fields}
-    return {"kind": KIND, "fields": fields, "main": [n for n in MAIN_FIELDS if n in names]}
+    return {"kind": KIND, "fields": fields, "main": [n for n in kind.main if n in names]}
 
 
 @readable

@@ -202,7 +202,8 @@ def register_kinds() -> bool:
     register(Kind("job", "Training job (one step of a 4D-parallel job on the fabric)", JOB, job,
                   headline=JOB_HEADLINE, best="mfu", arrays={"gpu_state": "uint8"}, view="job", form=False,
                   brief=("model", "gpus", "tp", "cp", "pp", "dp", "placement", "routing"), check=check_job,
-                  cost=job_cost, on_create=_create_job, wants_run=True))
+                  cost=job_cost, on_create=_create_job, wants_run=True,
+                  main=("model", "gpus", "tp", "cp", "pp", "dp", "seq", "batch_tokens", "placement", "routing", "qps")))
     if importlib.util.find_spec("sim.jobs.scheduler") is None:
         return True
     register(Kind("jobs", "Jobs sharing the fabric (each one's step together and alone)", JOBS, jobs,

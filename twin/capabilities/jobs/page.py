@@ -24,8 +24,6 @@ from twin.web.nav import NavItem, Page
 from twin.web.views.experiments import ADD_RUN, clusters_info
 
 JOB_KIND = "job"
-# The job parameters the form shows first; the others go under "more parameters".
-MAIN_JOB_FIELDS = ("model", "gpus", "tp", "cp", "pp", "dp", "seq", "batch_tokens", "placement", "routing", "qps")
 # What a what-if may vary (each a parameter of the job kind; "cluster" runs the same job on another cluster, e.g.
 # the InfiniBand twin beside the RoCE one).
 WHATIF_AXES = ("placement", "routing", "qps", "cluster")
@@ -37,7 +35,7 @@ def job_form() -> dict | None:
     kind = registry.kinds().get(JOB_KIND)
     if kind is None or kind.params is None:
         return None
-    return {"kind": JOB_KIND, "fields": form_fields(kind.params), "main": list(MAIN_JOB_FIELDS),
+    return {"kind": JOB_KIND, "fields": form_fields(kind.params), "main": list(kind.main),
             "whatif": list(WHATIF_AXES)}
 
 

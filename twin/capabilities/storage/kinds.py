@@ -227,7 +227,8 @@ def _fanout_cost(values: dict, cluster) -> int:
 register(Kind("checkpoint", "Checkpoint or restore (a job's state to storage over the frontend fabric)", CHECKPOINT,
               checkpoint, headline=CHECKPOINT_HEADLINE, best="checkpoint_rate", arrays=CHECKPOINT_ARRAYS,
               view="checkpoint", form=False, brief=("gpus", "bytes_per_gpu", "store", "mode", "restore"),
-              check=_check_checkpoint, cost=_checkpoint_cost))
+              check=_check_checkpoint, cost=_checkpoint_cost,
+              main=("gpus", "bytes_per_gpu", "store", "mode", "restore", "data_loading_gbps")))
 register(Kind("storage", "Storage fan-out (N clients open and read the same small files)", STORAGE_FANOUT,
               storage_fanout, headline=FANOUT_HEADLINE, best="opens_per_s", arrays=FANOUT_ARRAYS,
               view="storage", form=False, brief=("store", "clients", "files", "file_size"), check=_check_fanout,

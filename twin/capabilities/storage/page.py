@@ -15,6 +15,7 @@ from django.views.decorators.gzip import gzip_page
 from sim.storage.params import CHECKPOINT
 from twin.inventory.models import Cluster
 from twin.runs.params import form_fields
+from twin.runs import registry
 from twin.web import fabric_data
 from twin.capabilities.storage import data as storage_data
 from twin.web.access import readable
@@ -22,8 +23,6 @@ from twin.web.context import missing_cluster
 from twin.web.nav import NavItem, Page
 from twin.web.views.experiments import ADD_RUN
 
-# The checkpoint parameters the form shows first; the others go under "more parameters".
-MAIN_FIELDS = ("gpus", "bytes_per_gpu", "store", "mode", "restore", "data_loading_gbps")
 
 
 
@@ -32,7 +31,7 @@ def page(request, cluster):
     found = Cluster.objects.filter(name=cluster).first()
     if found is None:
         return render(request, "web/storage.html", {"nav": "storage", "missing": missing_cluster(cluster)}, status=404)
-    form = {"fields": form_fields(CHECKPOINT), "main": MAIN_FIELDS, "kind": "checkpoint",
+    form = {"fields": form_fields(CHECKPOINT), "main": list(registry.get("checkpoint").main), "kind": "checkpoint",
             "can_start": request.user.has_perm(ADD_RUN), "authenticated": request.user.is_authenticated}
     return render(request, "web/storage.html", {
         "nav": "storage", "cluster": found, "form": form,

@@ -7,7 +7,6 @@ second copy of them."""
 from __future__ import annotations
 
 from django.db.models import Count
-from django.http import HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, render
 from django.urls import path
 
@@ -23,29 +22,8 @@ from twin.web.access import readable
 from twin.web.context import about_cluster, current_cluster
 
 ADD_RUN = "runs.add_simulationrun"          # the API asks it to start a run and to cancel one (both are POSTs)
-# The collective parameters the form shows first; the others go under "more parameters".
-MAIN_COLLECTIVE_FIELDS = ("collective", "gpus", "placement", "routing", "qps", "sizes", "algorithm", "seeds", "seed")
-SWEPT_KIND = "collective"                   # the kind the form's sweeps sweep
 MAX_COMPARED = 8
 SPEC_KIND = {str(v): k for k, v in FABRIC_KIND_BY_SPEC.items()}
-
-# What the published figure reports (Gangidi et al., SIGCOMM 2024: docs/sources.md), per panel of
-# sim.fabric.figures.SCALE_PANELS and the series groups it speaks of: drawn beside the simulated curves as the published
-# claim, not as data points.
-PUBLISHED = {
-    "source": "Gangidi et al., RDMA over Ethernet for Distributed AI Training at Meta Scale, SIGCOMM 2024",
-    "metric": "normalized AllGather busbw (% of roofline) at message sizes where roofline performance is expected",
-    "claims": [
-        {"panel": 0, "groups": ["a"], "low": 0.90, "high": 1.00, "label": "small clusters: 90 %+ out of the box"},
-        {"panel": 0, "groups": ["b"], "low": 0.10, "high": 0.90, "label": "large cluster, unoptimized: 10-90 %"},
-        {"panel": 1, "groups": ["b"], "low": 0.10, "high": 0.90, "label": "large cluster, unoptimized: 10-90 %"},
-        {"panel": 2, "groups": ["c"], "low": 0.90, "high": 1.00,
-         "label": "optimized (topology-aware scheduling, routing and collective-library changes): 90 %+"},
-        {"panel": 3, "groups": ["c"], "low": 0.90, "high": 1.00,
-         "label": "optimized, with a centralized TE controller in some zones: 90 %+"},
-    ],
-}
-
 
 # ---------------------------------------------------------------------------------------------- form data
 def param_fields(kind: str) -> list[dict]:
@@ -67,7 +45,7 @@ def clusters_info() -> list[dict]:
     return out
 
 
-def _common(request, subnav: str = "runs", **extra) -> dict:
+def experiments_context(request, subnav: str = "runs", **extra) -> dict:
     """Context of every Experiments page: the clusters, statuses and kinds, and what the visitor may do."""
     clusters = clusters_info()
     user = {"can_start": request.user.has_perm(ADD_RUN), "authenticated": request.user.is_authenticated,
@@ -83,10 +61,11 @@ def _common(request, subnav: str = "runs", **extra) -> dict:
 def runs_page(request):
     """Runs, newest first, live progress, filters, compare; the form that starts a collective or a sweep."""
     offered = [k for k in registry.kinds().values() if k.form]
-    form = {"kinds": [k.name for k in offered], "main": MAIN_COLLECTIVE_FIELDS,
+    swept = next((k for k in offered if k.params is not None), None)      # the kind the form's sweeps sweep
+    form = {"kinds": [k.name for k in offered], "main": list(swept.main) if swept else [],
             "params": {k.name: param_fields(k.name) for k in offered if k.params is not None},
-            "sweep_kind": SWEPT_KIND}
-    return render(request, "web/experiments.html", _common(request, form=form))
+            "sweep_kind": swept.name if swept else None}
+    return render(request, "web/experiments.html", experiments_context(request, form=form))
 
 
 @readable
@@ -95,8 +74,8 @@ def run_page(request, run_id: int):
     run = get_object_or_404(SimulationRun.objects.select_related("cluster").only(
         "id", "kind", "status", "progress", "parent_id", "cluster__name"), pk=run_id)
     about_cluster(request, run.cluster.name)
-    return render(request, "web/experiments_run.html", _common(
-        request, run=run, published=PUBLISHED,
+    return render(request, "web/experiments_run.html", experiments_context(
+        request, run=run, published=getattr(registry.kinds().get(run.kind), "published", None),
         page={"id": run.pk, "kind": run.kind, "cluster": run.cluster.name, "parent": run.parent_id,
               "can_cancel": request.user.has_perm(ADD_RUN)}))
 
@@ -128,30 +107,18 @@ def compare_page(request):
     missing = [i for i in ids if i not in found]
     if missing:
         return _compare_error(request, f"runs: no run {', '.join(f'#{i}' for i in missing)}", 404)
-    return render(request, "web/experiments_compare.html", _common(request, page={"runs": ids}))
+    return render(request, "web/experiments_compare.html", experiments_context(request, page={"runs": ids}))
 
 
 def _compare_error(request, message: str, status: int):
     """The compare page saying what is wrong with its ?runs= (a 400 or 404 the user can read)."""
-    return render(request, "web/experiments_compare.html", _common(request, error=message), status=status)
-
-
-@readable
-def figure_page(request):
-    """The published AllGather figure: start a figure run on a cluster, past figure runs, their panels."""
-    try:
-        selected = int(request.GET["run"]) if request.GET.get("run") else None
-    except ValueError:
-        return HttpResponseBadRequest("run: expected a run id, e.g. ?run=12", content_type="text/plain")
-    return render(request, "web/experiments_figure.html", _common(
-        request, "figure", page={"run": selected, "params": param_fields("figure"), "published": PUBLISHED}))
+    return render(request, "web/experiments_compare.html", experiments_context(request, error=message), status=status)
 
 
 urlpatterns = [
     path("experiments/", runs_page, name="experiments"),
     path("experiments/<int:run_id>/", run_page, name="experiment-run"),
     path("experiments/compare/", compare_page, name="experiments-compare"),
-    path("experiments/figure/", figure_page, name="experiments-figure"),
 ]
 
 
