@@ -19,7 +19,6 @@ numpy).
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3     # glibc <malloc.h>
 REUSE_BYTES = 2**31 - 1                         # mallopt takes a C int: the largest threshold it can set
@@ -30,8 +29,9 @@ def reuse_freed_memory() -> bool:
     C library took both thresholds."""
     _no_hugepage_hint()
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
+        # the process's own symbols hold glibc's: no library search (ctypes.util.find_library runs ldconfig, a
+        # subprocess that cost a one-shot command a noticeable part of its start-up)
+        mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
