@@ -36,6 +36,8 @@ def assert_one_line_naming(code, lines, name):
     ("DEBUG", "maybe"),
     ("SECRET_KEY", "too-short"),
     ("TWIN_WARM_STRUCTURES", "maybe"),
+    ("TWIN_EXTRA_CAPABILITIES", "no_such_package"),
+    ("TWIN_EXTRA_CAPABILITIES", "twin.capabilities, rm -rf"),
 ])
 def test_manage_py_reports_a_bad_value_in_one_line(tmp_path, name, value):
     # given a bad value / when manage.py check runs
@@ -57,6 +59,7 @@ def test_manage_py_reports_an_unreachable_database_in_one_line(tmp_path):
     ("REDIS_URL", "redis://127.0.0.1:1/0"),
     ("DEBUG", "maybe"),
     ("TWIN_PORT", "eighty"),
+    ("TWIN_EXTRA_CAPABILITIES", "twin.no_such_capability"),
 ])
 def test_launcher_reports_a_bad_setting_in_one_line_before_starting_anything(tmp_path, name, value):
     code, lines = run(["-m", "twin.launcher", "--no-build"], tmp_path, **{name: value})

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
 import pkgutil
 from functools import cache
 from types import ModuleType
@@ -21,13 +20,11 @@ CAPABILITIES_PACKAGE = "twin.capabilities"
 
 
 def extra_capabilities() -> tuple[str, ...]:
-    """Capability packages outside twin/capabilities, from ``TWIN_EXTRA_CAPABILITIES`` (Django setting or
-    environment)."""
+    """Capability packages outside twin/capabilities: the setting ``TWIN_EXTRA_CAPABILITIES`` (read from the
+    environment by twin/settings.py, each package checked to exist), a tuple or a comma-separated string."""
     from django.conf import settings
 
-    raw = getattr(settings, "TWIN_EXTRA_CAPABILITIES", None)
-    if raw is None:
-        raw = os.environ.get("TWIN_EXTRA_CAPABILITIES", "")
+    raw = getattr(settings, "TWIN_EXTRA_CAPABILITIES", ())
     if isinstance(raw, str):
         raw = raw.split(",")
     return tuple(name.strip() for name in raw if name.strip())

@@ -55,6 +55,25 @@ def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
+def env_packages(name: str) -> tuple[str, ...]:
+    """Python packages named in ``name``, comma-separated, each one that exists (found without importing it)."""
+    import importlib.util
+    import re
+
+    found = []
+    for package in env_list(name, ""):
+        if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", package):
+            raise SettingError(name, f"{package[:80]!r} is not a Python package name")
+        try:
+            spec = importlib.util.find_spec(package)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None or spec.submodule_search_locations is None:
+            raise SettingError(name, f"no Python package {package!r} on the path")
+        found.append(package)
+    return tuple(found)
+
+
 def private_dir(path: Path) -> Path:
     """``path`` as a directory only its owner can enter (the twin's state: database, keys, tokens, Redis)."""
     path.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -99,6 +99,8 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "frontend"]
+# Capability packages beyond twin/capabilities (twin/discovery.py, docs/architecture.md)
+TWIN_EXTRA_CAPABILITIES = env.env_packages("TWIN_EXTRA_CAPABILITIES")
 # frontend/ and each capability package's own static/ folder (twin/web/static_finder.py)
 STATICFILES_FINDERS = ["django.contrib.staticfiles.finders.FileSystemFinder",
                        "django.contrib.staticfiles.finders.AppDirectoriesFinder",
