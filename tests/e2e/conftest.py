@@ -265,6 +265,9 @@ class Visitor:
 
     def visit(self, path: str, shot: str | None = None):
         """Open ``path``, wait until the page says it is drawn with data, save a screenshot, check for problems."""
+        if self.page.url not in ("", "about:blank"):
+            # the page being left: its reads done first (leaving aborts them, which the probe reports as problems)
+            self.page.wait_for_load_state("networkidle")
         response = self.page.goto(path)
         assert response is not None and response.ok, f"GET {path}: HTTP {response and response.status}"
         self.wait_ready()
