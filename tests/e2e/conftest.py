@@ -265,9 +265,7 @@ class Visitor:
 
     def visit(self, path: str, shot: str | None = None):
         """Open ``path``, wait until the page says it is drawn with data, save a screenshot, check for problems."""
-        if self.page.url not in ("", "about:blank"):
-            # the page being left: its reads done first (leaving aborts them, which the probe reports as problems)
-            self.page.wait_for_load_state("networkidle")
+        self.settle()
         response = self.page.goto(path)
         assert response is not None and response.ok, f"GET {path}: HTTP {response and response.status}"
         self.wait_ready()
@@ -275,6 +273,17 @@ class Visitor:
             screenshot(self.page, shot)
         self.probe.assert_clean()
         return self.page
+
+    def settle(self):
+        """Before leaving the page: its reads done (leaving aborts them, which the probe reports as problems)."""
+        if self.page.url not in ("", "about:blank"):
+            self.page.wait_for_load_state("networkidle")
+
+    def follow(self, action, **expected):
+        """Leave the page by ``action`` (a click on a link, say), once it has settled; wait for the navigation."""
+        self.settle()
+        with self.page.expect_navigation(**expected):
+            action()
 
     def wait_ready(self):
         self.page.wait_for_selector(READY, state="attached")

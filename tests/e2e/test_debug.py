@@ -48,8 +48,7 @@ def test_a_rehearsed_hang_shows_its_culprit_heatmap_and_gpu(admin, twin):
     assert page.locator("#startup-rows tbody tr").count() == 3             # 1,024, 2,048, 4,096 ranks
     screenshot(page, "debug")
     # when they follow the link to the GPU page coloured by the rehearsal
-    with page.expect_navigation():
-        page.click("#gpu-link")
+    admin.follow(lambda: page.click("#gpu-link"))
     admin.wait_ready()
     # then the culprit's GPU is marked, and the legend counts one culprit GPU
     assert admin.twin_js("window.twin.gpuGrid.mode") == "debug"

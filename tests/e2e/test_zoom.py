@@ -16,8 +16,7 @@ def test_the_overviews_zoom_into_a_zone(visitor):
     rack = page.evaluate("""(z) => fetch(document.getElementById("gpu-grid").dataset.zonesUrl).then((r) => r.json())
                               .then((d) => d.racks.zone.indexOf(z))""", zones.index(ZONE))
     centre = page.evaluate("(k) => window.twin.gpuOverview.rackCenter(k)", rack)
-    with page.expect_navigation():
-        page.click("#gpu-grid", position=centre)
+    visitor.follow(lambda: page.click("#gpu-grid", position=centre))
     visitor.wait_ready()
     # then the page shows that zone's GPUs alone, one cell each, fed by the zone's live stream
     assert f"zone={ZONE}" in page.url
@@ -29,8 +28,7 @@ def test_the_overviews_zoom_into_a_zone(visitor):
 
     # given the fabric page's zone overview, when the user clicks zone z01 there
     page = visitor.visit("/clusters/demo-256/fabric/?view=zones", shot="fabric-demo-256-zones")
-    with page.expect_navigation():
-        page.click(f'#zone-table tr[data-zone="{ZONE}"] a')
+    visitor.follow(lambda: page.click(f'#zone-table tr[data-zone="{ZONE}"] a'))
     visitor.wait_ready()
     # then the fabric page shows the zone's links (heatmaps) and its racks, at once
     assert page.locator("#heatmaps canvas.heatmap").count() >= 2
