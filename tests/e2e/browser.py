@@ -56,3 +56,28 @@ def screenshot(page, name: str) -> Path:
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+def require_chromium() -> None:
+    """Skip the calling package's tests where Debian's chromium is missing; fail them instead under
+    TWIN_E2E_REQUIRED=1 (CI)."""
+    import os
+
+    import pytest
+
+    if not CHROMIUM.exists():
+        reason = f"{CHROMIUM} is missing (Debian: apt-get install chromium)"
+        if os.environ.get("TWIN_E2E_REQUIRED") == "1":
+            pytest.fail(f"end-to-end tests required (TWIN_E2E_REQUIRED=1) but {reason}", pytrace=False)
+        pytest.skip(f"end-to-end tests skipped: {reason}")
+
+
+@contextmanager
+def orm_beside_playwright():
+    """Playwright's sync API keeps an event loop running in the test thread, where Django's ORM then refuses to run
+    (SynchronousOnlyOperation): allowed while this lasts, in the test process only (the servers never get it)."""
+    import pytest
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        yield

@@ -13,7 +13,6 @@ Without /usr/bin/chromium the tests are skipped, unless TWIN_E2E_REQUIRED=1 (CI)
 from __future__ import annotations
 
 import json
-import os
 import threading
 import urllib.request
 import uuid
@@ -23,7 +22,7 @@ from dataclasses import dataclass, field
 import pytest
 from django.db import connections
 
-from tests.e2e.browser import CHROMIUM, READY, PageProbe, launch, screenshot
+from tests.e2e.browser import READY, PageProbe, launch, orm_beside_playwright, require_chromium, screenshot
 from tests.processes import Daphne, Workers, wait_for
 
 # The test database's name, taken before any set-up (which renames the connection's database to it).
@@ -35,19 +34,12 @@ RUN_SECONDS = 120
 
 @pytest.fixture(scope="package", autouse=True)
 def chromium():
-    if not CHROMIUM.exists():
-        reason = f"{CHROMIUM} is missing (Debian: apt-get install chromium)"
-        if os.environ.get("TWIN_E2E_REQUIRED") == "1":
-            pytest.fail(f"end-to-end tests required (TWIN_E2E_REQUIRED=1) but {reason}", pytrace=False)
-        pytest.skip(f"end-to-end tests skipped: {reason}")
+    require_chromium()
 
 
 @pytest.fixture(scope="package", autouse=True)
 def _orm_beside_playwright():
-    """Playwright's sync API keeps an event loop running in the test thread, where Django's ORM then refuses to run
-    (SynchronousOnlyOperation). Allowed for this package only; the servers never get the escape hatch."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with orm_beside_playwright():
         yield
 
 

@@ -4,12 +4,11 @@ with demo-256 built and committed, and headless Chromium (tests/e2e/browser.py).
 flushed, after the package's last test."""
 from __future__ import annotations
 
-import os
 import uuid
 
 import pytest
 
-from tests.e2e.browser import CHROMIUM
+from tests.e2e.browser import orm_beside_playwright, require_chromium
 from tests.e2e.conftest import TEST_DATABASE_NAME, ServedTwin, Visitor, database, headless_browser
 from tests.processes import Daphne, Workers
 
@@ -18,18 +17,12 @@ PACKAGE = "tests.example_capability"
 
 @pytest.fixture(scope="package", autouse=True)
 def chromium_here():
-    if not CHROMIUM.exists():
-        reason = f"{CHROMIUM} is missing (Debian: apt-get install chromium)"
-        if os.environ.get("TWIN_E2E_REQUIRED") == "1":
-            pytest.fail(f"end-to-end tests required (TWIN_E2E_REQUIRED=1) but {reason}", pytrace=False)
-        pytest.skip(f"end-to-end tests skipped: {reason}")
+    require_chromium()
 
 
 @pytest.fixture(scope="package", autouse=True)
-def orm_beside_playwright():
-    """Playwright's sync API runs an event loop in the test thread, where Django's ORM refuses to run otherwise."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+def example_orm_beside_playwright():
+    with orm_beside_playwright():
         yield
 
 
