@@ -363,7 +363,7 @@ def named_probes(probe: Probe, big: dict):
     run("nested `jobs` text (jobs kind)", "jobs", {"jobs": deep_json(50_000)})
     run("nested `jobs` text (schedule kind)", "schedule", {"jobs": deep_json(50_000)})
     run("failures sweep over the timelines cap (256 x 100 seeds)", "sweep",
-        {"kind": "failures", "params": {"gpus": 256, "pp": 4, "seeds": 100, "days": 1},
+        {"kind": "failures", "params": {"model": "llama3-8b", "gpus": 256, "seeds": 100, "days": 1},
          "sweep": {"seed": list(range(256))}})
     run(f"debug {big['ranks']} ranks x 100,000 entries on {big['name']}", "debug",
         {"gpus": big["ranks"], "entries": 100_000}, cluster=big["name"])
@@ -470,7 +470,7 @@ def run_probe(url, tokens, out_json=None):
         s = probe.get_json(f"/api/inventory/clusters/{c['id']}/summary/") or {}
         sizes.append((int(s.get("gpus") or s.get("gpu_count") or 0), c["name"]))
     gpus, big_name = max(sizes) if sizes else (256, probe.cluster_name)
-    big = {"name": big_name, "ranks": min(16384, gpus) if gpus else 16384}
+    big = {"name": big_name, "ranks": min(16384, gpus) if gpus else 256}    # unknown size: demo-256's
 
     ids: dict = {}
     if scratch:

@@ -123,9 +123,9 @@ class Server:
         self.proc = subprocess.Popen([str(checkout / ".venv/bin/python"), "-c", SERVER], cwd=checkout, env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
-    def run(self, argv, cwd, err_path):
+    def run(self, argv, cwd, err_path, timeout=None):
         self.proc.stdin.write(json.dumps({"argv": argv, "cwd": str(cwd), "stderr": str(err_path),
-                                          "timeout": self.timeout}) + "\n")
+                                          "timeout": timeout or self.timeout}) + "\n")
         self.proc.stdin.flush()
         return json.loads(self.proc.stdout.readline())
 
@@ -199,8 +199,11 @@ def payload_in_header(checkout: Path, sentinel: Path) -> bytes:
 def hostile_dumps(checkout: Path, work: Path, server_run) -> list[tuple[str, list, Path]]:
     """(label, argv, sentinel or None) of the debug analyze probes; good dumps made by a small debug run."""
     good = work / "good"
-    server_run(["debug", "--preset", PRESET, "--gpus", "16", "--entries", "50", "--quiet", "--dump", str(good)],
+    made = server_run(["debug", "--preset", PRESET, "--gpus", "16", "--entries", "50", "--quiet", "--dump", str(good)],
                "make good dumps")
+    if made["code"] != 0:
+        print(f"probe_cli: the good dumps were not made ({made}): the probes among good dumps are alone",
+              file=sys.stderr)
     cases = []
 
     def folder(name, files: dict, sentinel_name=None, with_good=False):
@@ -312,17 +315,17 @@ def main():
         errs = work / "stderr"
         errs.mkdir()
 
-        def run_one(i, argv, server):
+        def run_one(i, argv, server, timeout=None):
             err = errs / f"{i}.txt"
             if server is None:
-                r = spawn_run(checkout, argv, work, err, args.timeout)
+                r = spawn_run(checkout, argv, work, err, timeout or args.timeout)
             else:
-                r = server.run(argv, work, err)
+                r = server.run(argv, work, err, timeout)
             text = err.read_text(errors="replace")
             return r | {"stderr": text[-2000:]}
 
         first = servers[0] if servers else None
-        cases = hostile_dumps(checkout, work, lambda argv, label: run_one("setup", argv, first))
+        cases = hostile_dumps(checkout, work, lambda argv, label: run_one("setup", argv, first, 300))
         cases += corpus(spec, files, work)
         lock, nxt = threading.Lock(), iter(enumerate(cases))
 
