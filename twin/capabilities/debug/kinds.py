@@ -32,7 +32,6 @@ then ``debug_stop`` with the last frame.
 """
 from __future__ import annotations
 
-import tempfile
 from typing import Callable
 
 import numpy as np
@@ -40,13 +39,14 @@ import numpy as np
 from sim.core.errors import ParamError
 from sim.debug.analyze import analyze
 from sim.debug.cluster import gpu_links
+from sim.debug.dumpsize import check_room, dump_bytes
 from sim.debug.entry import run_debug, run_startup
 from sim.debug.faults import parse_fault, resolve_fault
 from sim.debug.params import DEBUG, STARTUP
 from sim.fabric.topology import topology_from_layout
 from twin.capabilities.debug import live
 from twin.capabilities.jobs.kinds import check_job, job_cost, place
-from twin.runs import files
+from twin.runs import files, tempfiles
 from twin.runs.registry import Headline, Kind, register
 
 DEBUG_HEADLINE = (Headline("culprit_text", "culprit", "text"), Headline("ranks", "ranks", "int"),
@@ -202,7 +202,9 @@ def debug(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]
     values = DEBUG.validate({**params, "inject": engine_inject(params, gpus, topo)})
     rehearsal = run_debug(topo, values, progress=_stage_progress(progress, "simulating", done, n)).rehearsal
     done["simulating"] = 1.0
-    with tempfile.TemporaryDirectory(prefix=f"twin-debug-{run.pk}-") as folder:
+    tempfiles.sweep_temp_dirs()                 # a dead run's dumps left on this worker's machine
+    with tempfiles.run_temp_dir(run, "debug") as folder:
+        check_room(folder, dump_bytes(values))  # room for every dump, or a clear error before the first
         rehearsal.write_dumps(folder, progress=_stage_progress(progress, "dumping", done, n))
         done["dumping"] = 1.0
         archive = files.pack_folder(run.pk, folder)
