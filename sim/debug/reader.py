@@ -130,9 +130,10 @@ class Buffers:
 
 
 def _fast(data, bufs: Buffers):
-    """Our fixed-layout dumps: the header parsed alone (:func:`sim.debug.safeload.parse_header`), the entries as numpy records, after checking that every
-    record is what :mod:`pickle` would read the same way (constant bytes in place, timestamps LONG1 or None, booleans,
-    memo references in range). None if the file is not that layout (it is then read as PyTorch's)."""
+    """Our fixed-layout dumps: the header parsed alone (:func:`sim.debug.safeload.parse_header`, no pickle), the
+    entries as numpy records, after checking that every record is what :mod:`pickle` would read the same way
+    (constant bytes in place, timestamps LONG1 or None, booleans, memo references in range). None if the file is not
+    that layout (it is then read as PyTorch's)."""
     head = bytes(data[:1 << 16])
     if not head.startswith(HEAD) or bytes(data[-3:]) != TAIL:
         return None

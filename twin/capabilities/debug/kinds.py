@@ -13,8 +13,11 @@ host's first rank) and ``link:id=<Link name>`` for the link's number, names as :
 it (the job is placed as the run will place it, on the usable GPUs of the inventory as it is), else a 400 naming
 ``inject``; the worker hands the engine the numbers the engine resolved the names to (:func:`engine_inject`).
 
-The dumps (one pickle per rank, PyTorch's format) are packed into one tar.gz stored with the run
-(:mod:`twin.runs.files`, ``GET /api/runs/<id>/dumps/``). The summary is the analyzer's result (docs/debugging.md)
+The dumps (one pickle per rank, PyTorch's format) are written in a temporary folder named after the run and its
+attempt (:mod:`twin.runs.tempfiles`, swept when the run is no longer running), after a check that its disk has room
+for them (:func:`sim.debug.dumpsize.check_room`), packed into one tar.gz stored with the run (:mod:`twin.runs.files`,
+``GET /api/runs/<id>/dumps/``) and read back by the engine's analyzer, which runs nothing in them
+(:mod:`sim.debug.safeload`). The summary is the analyzer's result (docs/debugging.md)
 with the culprit's items completed from the inventory (GPUs, host and link ids) and the heatmap's cells moved to
 arrays:
 
