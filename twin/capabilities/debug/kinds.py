@@ -13,8 +13,11 @@ host's first rank) and ``link:id=<Link name>`` for the link's number, names as :
 it (the job is placed as the run will place it, on the usable GPUs of the inventory as it is), else a 400 naming
 ``inject``; the worker hands the engine the numbers the engine resolved the names to (:func:`engine_inject`).
 
-The dumps (one pickle per rank, PyTorch's format) are packed into one tar.gz stored with the run
-(:mod:`twin.runs.files`, ``GET /api/runs/<id>/dumps/``). The summary is the analyzer's result (docs/debugging.md)
+The dumps (one pickle per rank, PyTorch's format) are written in a temporary folder named after the run and its
+attempt (:mod:`twin.runs.tempfiles`, swept when the run is no longer running), after a check that its disk has room
+for them (:func:`sim.debug.dumpsize.check_room`), packed into one tar.gz stored with the run (:mod:`twin.runs.files`,
+``GET /api/runs/<id>/dumps/``) and read back by the engine's analyzer, which runs nothing in them
+(:mod:`sim.debug.safeload`). The summary is the analyzer's result (docs/debugging.md)
 with the culprit's items completed from the inventory (GPUs, host and link ids) and the heatmap's cells moved to
 arrays:
 
@@ -32,7 +35,6 @@ then ``debug_stop`` with the last frame.
 """
 from __future__ import annotations
 
-import tempfile
 from typing import Callable
 
 import numpy as np
@@ -40,13 +42,14 @@ import numpy as np
 from sim.core.errors import ParamError
 from sim.debug.analyze import analyze
 from sim.debug.cluster import gpu_links
+from sim.debug.dumpsize import check_room, dump_bytes
 from sim.debug.entry import run_debug, run_startup
 from sim.debug.faults import parse_fault, resolve_fault
 from sim.debug.params import DEBUG, STARTUP
 from sim.fabric.topology import topology_from_layout
 from twin.capabilities.debug import live
 from twin.capabilities.jobs.kinds import check_job, job_cost, place
-from twin.runs import files
+from twin.runs import files, tempfiles
 from twin.runs.registry import Headline, Kind, register
 
 DEBUG_HEADLINE = (Headline("culprit_text", "culprit", "text"), Headline("ranks", "ranks", "int"),
@@ -202,7 +205,9 @@ def debug(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]
     values = DEBUG.validate({**params, "inject": engine_inject(params, gpus, topo)})
     rehearsal = run_debug(topo, values, progress=_stage_progress(progress, "simulating", done, n)).rehearsal
     done["simulating"] = 1.0
-    with tempfile.TemporaryDirectory(prefix=f"twin-debug-{run.pk}-") as folder:
+    tempfiles.sweep_temp_dirs()                 # a dead run's dumps left on this worker's machine
+    with tempfiles.run_temp_dir(run, "debug") as folder:
+        check_room(folder, dump_bytes(values))  # room for every dump, or a clear error before the first
         rehearsal.write_dumps(folder, progress=_stage_progress(progress, "dumping", done, n))
         done["dumping"] = 1.0
         archive = files.pack_folder(run.pk, folder)
