@@ -24,7 +24,7 @@ from rest_framework import serializers
 
 from sim.core.errors import ParamError
 from sim.fabric.layout import STATUS_ACTIVE
-from twin.runs import job_actions, publishing, registry, schedules
+from twin.runs import job_actions, limits, publishing, registry, schedules
 from twin.runs.choices import ACTIVE, FINISHED, RunStatus
 from twin.runs.constants import EXECUTE_RUN_TASK, FINISH_SWEEP_TASK, PROGRESS_DB_INTERVAL, SCHEDULE_TASK, setting
 from twin.runs.sweep import combinations, merge_sweep
@@ -48,30 +48,61 @@ def _enqueue(run_id: int, task_id: str):
     app.send_task(EXECUTE_RUN_TASK, args=(run_id,), task_id=task_id)
 
 
-def _check_active(user) -> None:
-    """``user``'s active runs (queued or running and not asked to stop; a sweep once, not its children) must leave
-    room for one more; called in the transaction that creates the run, the user's row locked."""
-    if user is None:
-        return
-    get_user_model().objects.select_for_update().filter(pk=user.pk).exists()
-    cap = setting("TWIN_RUNS_MAX_ACTIVE_PER_USER")
-    n = SimulationRun.objects.filter(created_by=user, parent=None, status__in=ACTIVE, cancel_requested=False).count()
-    if n >= cap:
-        raise serializers.ValidationError({"active_runs": [
-            f"you have {n} runs queued or running, at most {cap} (TWIN_RUNS_MAX_ACTIVE_PER_USER): wait for one to "
-            f"end, or cancel one"]})
+# The PostgreSQL advisory lock that serializes the active-run check of every creation (SQLite's IMMEDIATE
+# transactions already serialize writers): two users racing cannot both pass TWIN_RUNS_MAX_ACTIVE.
+ACTIVE_RUNS_LOCK = 0x7477696E_0024
+
+
+def active_load(user=None) -> int:
+    """Runs doing work that are queued or running and not asked to stop (``user``'s, or everyone's): a top-level
+    run counts as its active children once it has fanned out, before as the runs it will fan out to
+    (``Kind.tasks``: a sweep's combinations, a failures run's chunks), a run without children once."""
+    runs = SimulationRun.objects.filter(parent=None, status__in=ACTIVE, cancel_requested=False)
+    if user is not None:
+        runs = runs.filter(created_by=user)
+    rows = runs.annotate(n_children=Count("children"),
+                         n_active=Count("children", filter=Q(children__status__in=ACTIVE,
+                                                             children__cancel_requested=False)))
+    load = 0
+    for kind, params, n_children, n_active in rows.values_list("kind", "params", "n_children", "n_active"):
+        if n_children:
+            load += n_active
+            continue
+        try:
+            load += registry.get(kind).tasks(params)
+        except (ParamError, KeyError, TypeError, ValueError):    # a kind no longer registered, older parameters
+            load += 1
+    return load
+
+
+def _check_active(user, kind: str, params: dict) -> None:
+    """Room for a run of ``kind`` with ``params`` (counted as :meth:`Kind.tasks` runs) under
+    TWIN_RUNS_MAX_ACTIVE_PER_USER (``user``'s) and TWIN_RUNS_MAX_ACTIVE (everyone's); called in the transaction
+    that creates the run, under a lock, so that creations racing are counted one after the other."""
+    connection = transaction.get_connection()
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [ACTIVE_RUNS_LOCK])
+    if user is not None:
+        get_user_model().objects.select_for_update().filter(pk=user.pk).exists()
+    try:
+        limits.check_active(active_load(user) if user is not None else 0, active_load(),
+                            registry.get(kind).tasks(params))
+    except ParamError as e:
+        raise serializers.ValidationError(e.errors) from None
 
 
 def create_run(kind: str, params: dict, cluster, *, scenario: Scenario | None = None, user=None,
                parent: SimulationRun | None = None, enqueue: bool = True, validated: bool = False) -> SimulationRun:
     """A queued run of ``kind`` on ``cluster``; its task is enqueued once the transaction commits.
-    Raises a DRF ValidationError naming the bad parameter, or ``active_runs`` when ``user`` already has
-    TWIN_RUNS_MAX_ACTIVE_PER_USER runs queued or running (a sweep's children are its own, not counted)."""
+    Raises a DRF ValidationError naming the bad parameter, or ``active_runs`` when the runs it adds would take
+    ``user``'s active runs over TWIN_RUNS_MAX_ACTIVE_PER_USER or everyone's over TWIN_RUNS_MAX_ACTIVE (a child run
+    is counted with its parent, when the parent is created)."""
     if not validated:
         params = validate_params(kind, params, cluster)
     with transaction.atomic():
         if parent is None:
-            _check_active(user)
+            _check_active(user, kind, params)
         run = SimulationRun.objects.create(kind=kind, params=params, cluster=cluster, scenario=scenario,
                                            parent=parent, created_by=user, celery_task_id=str(uuid.uuid4()))
         hook = registry.get(kind).on_create

@@ -121,9 +121,34 @@ def _validate_debug(values, cluster) -> dict:
     return out
 
 
-def _debug_cost(values: dict, cluster) -> int:
+def _debug_cost(values: dict, cluster) -> dict:
     """The rehearsal simulates the job's step once (:func:`twin.capabilities.jobs.kinds.job_cost`, its flows)."""
-    return job_cost(values, cluster)
+    return {"flows": job_cost(values, cluster)}
+
+
+DUMP_ENTRIES = "TWIN_RUNS_DUMP_ENTRIES_PER_SECOND"
+
+
+def _debug_seconds(values: dict, cluster) -> float:
+    """Its step's flows over TWIN_RUNS_FLOWS_PER_SECOND, and its ranks x entries simulated, dumped and analyzed
+    over TWIN_RUNS_DUMP_ENTRIES_PER_SECOND (bench/bench_limits.py)."""
+    from twin.runs import limits
+    entries = _job_values(values)["gpus"] * values["entries"]
+    return limits.flows_estimate(values, cluster, _debug_cost) + limits.per_second(entries, DUMP_ENTRIES)
+
+
+def _startup_cost(values: dict, cluster) -> dict:
+    """The job sizes it models."""
+    from sim.debug.startup import parse_scales
+    return {"scales": len(parse_scales(values["gpus"]))}
+
+
+STARTUP_SCALES = "TWIN_RUNS_STARTUP_SCALES_PER_SECOND"
+
+
+def _startup_seconds(values: dict, cluster) -> float:
+    from twin.runs import limits
+    return limits.per_second(_startup_cost(values, cluster)["scales"], STARTUP_SCALES)
 
 
 # ----------------------------------------------------------------------------------------------- the kinds
@@ -246,9 +271,11 @@ def register_kinds() -> bool:
     register(Kind("debug", "Debug rehearsal (a fault injected into a job; flight-recorder dumps analyzed)", DEBUG,
                   debug, headline=DEBUG_HEADLINE, arrays=DEBUG_ARRAYS, view="debug",
                   brief=("model", "gpus", "tp", "pp", "dp", "inject"), validate=_validate_debug, cost=_debug_cost,
+                  estimate=_debug_seconds, drives="gpus", throughputs=("TWIN_RUNS_FLOWS_PER_SECOND", DUMP_ENTRIES),
                   wants_run=True, files=("dumps",), main=("model", "gpus", "tp", "cp", "pp", "dp", "inject")))
     register(Kind("startup", "Process-group start-up (time to initialize every group over scale)", STARTUP, startup,
-                  headline=STARTUP_HEADLINE, view="startup", brief=("gpus",), main=("gpus",)))
+                  headline=STARTUP_HEADLINE, view="startup", brief=("gpus",), main=("gpus",), cost=_startup_cost,
+                  estimate=_startup_seconds, drives="gpus", throughputs=(STARTUP_SCALES,)))
     return True
 
 
