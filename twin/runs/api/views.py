@@ -29,6 +29,7 @@ from twin.runs.choices import JobState, RunStatus
 from twin.runs.constants import SCHEDULE_TASK, TREND_LIMIT
 from twin.runs.models import Job, Scenario, SimulationRun
 from twin.runs.registry import median_of
+from twin.runs.server_paths import scrub
 
 
 class IdFilters(filters.FilterSet):
@@ -200,8 +201,8 @@ class RunViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
                 arrays[a.name] = {"dtype": a.dtype, "shape": a.shape,
                                   "data": base64.b64encode(data.tobytes()).decode() if mode == "base64"
                                   else data.astype(float if data.dtype.kind == "f" else int).tolist()}
-        return Response({"id": run.pk, "kind": run.kind, "status": run.status, "error": run.error,
-                         "summary": run.summary, "inventory_state": run.inventory_state, "arrays": arrays})
+        return Response({"id": run.pk, "kind": run.kind, "status": run.status, "error": scrub(run.error),
+                         "summary": scrub(run.summary), "inventory_state": run.inventory_state, "arrays": arrays})
 
     @extend_schema(responses={(200, "application/gzip"): OpenApiTypes.BINARY, 404: OpenApiTypes.OBJECT},
                    filters=False)
