@@ -204,3 +204,13 @@ def test_no_response_carries_a_workers_temporary_path(demo):
             body = client.get(path).content.decode()
             assert "/tmp" not in body and "twin-debug-7-x1y2z3" in body, (path, body[:300])
     assert "nccl_trace_rank_3: not a readable" in APIClient().get(f"/api/runs/{run.pk}/").json()["error"]
+
+
+def test_a_write_token_grants_no_manage_any_permission(db):
+    import io
+
+    from django.core.management import call_command
+    call_command("create_api_token", "script", "--create", "--write", stdout=io.StringIO())
+    user = User.objects.get(username="script")
+    assert user.has_perm("runs.delete_simulationrun") and user.has_perm("runs.change_scenario")
+    assert not any(user.has_perm(f"runs.{p}") for p in MANAGE_ANY)
