@@ -28,7 +28,7 @@ from twin.runs import job_actions, limits, publishing, registry, schedules
 from twin.runs.choices import ACTIVE, FINISHED, RunStatus
 from twin.runs.constants import EXECUTE_RUN_TASK, FINISH_SWEEP_TASK, PROGRESS_DB_INTERVAL, SCHEDULE_TASK, setting
 from twin.runs.sweep import combinations, merge_sweep
-from twin.runs.models import RunArray, Scenario, SimulationRun
+from twin.runs.models import RunArray, Scenario, ScheduleOwner, SimulationRun
 from twin.runs.params import validate_params
 from twin.runs.registry import SWEEP, is_parent
 
@@ -458,12 +458,13 @@ def requeue_lost_runs(grace: float | None = None, now=None) -> list[dict]:
 
 # ---------------------------------------------------------------------------------------------------- schedules
 def save_schedule(*, scenario: Scenario, name: str, crontab: dict | None = None, interval: dict | None = None,
-                  enabled: bool = True, instance=None):
+                  enabled: bool = True, instance=None, user=None):
     """Create or update the django-celery-beat PeriodicTask that starts ``scenario`` on a crontab
     (``{"minute", "hour", "day_of_week", "day_of_month", "month_of_year"}``, the missing fields at their default)
     or an interval (``{"every": 6, "period": "hours"}``), validated first (:mod:`twin.runs.schedules`: a DRF
     ValidationError ``{"crontab": {field: [...]}}``). A crontab is the schedule's own row, edited in place: no
-    other schedule shares it, so editing one never moves another."""
+    other schedule shares it, so editing one never moves another. A new schedule belongs to ``user``
+    (:class:`twin.runs.models.ScheduleOwner`; None: the system's), and the runs it starts are that user's."""
     from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
     if (crontab is None) == (interval is None):
         raise serializers.ValidationError({"crontab": ["give exactly one of crontab and interval"]})
@@ -490,7 +491,10 @@ def save_schedule(*, scenario: Scenario, name: str, crontab: dict | None = None,
         else:
             task.interval = (IntervalSchedule.objects.filter(**fields).order_by("id").first()
                              or IntervalSchedule.objects.create(**fields))
+        created = task.pk is None
         task.save()
+        if created:
+            ScheduleOwner.objects.create(task=task, user=user)
         if old_crontab is not None and task.crontab != old_crontab and not old_crontab.periodictask_set.exists():
             old_crontab.delete()
     return task

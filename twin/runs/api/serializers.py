@@ -1,6 +1,10 @@
 """Serializers of the runs API. Kinds come from the registry (:mod:`twin.runs.registry`); parameters are validated
 by each kind's declaration (:mod:`twin.runs.params`, built from :mod:`sim.core.params`): a malformed scenario or run is
-a 400 naming the field, e.g. ``{"params": {"qps": ["must be at least 1"]}}``, the words ``python -m sim`` uses."""
+a 400 naming the field, e.g. ``{"params": {"qps": ["must be at least 1"]}}``, the words ``python -m sim`` uses.
+
+Every run, scenario and schedule row says whether the request's user may change it (``can_change``: the one rule
+of :mod:`twin.runs.ownership`); ``created_by`` is null for anonymous readers (twin.api.fields.UserNameField); server
+paths are scrubbed from summaries, errors and notes (:mod:`twin.runs.server_paths`)."""
 from __future__ import annotations
 
 import json
@@ -12,11 +16,29 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from twin.api.base import InventorySerializer
+from twin.api.fields import UserNameField
+from twin.api.permissions import shows_user_names
 from twin.inventory.models import Cluster
-from twin.runs import registry
+from twin.runs import ownership, registry
 from twin.runs.models import Job, Scenario, SimulationRun
 from twin.runs.params import serializer_for, validate_params
 from twin.runs.schedules import CRONTAB_FIELDS, MAX_INTERVAL_SECONDS, PERIOD_SECONDS
+from twin.runs.server_paths import scrub
+
+
+@extend_schema_field(OpenApiTypes.BOOL)
+class CanChangeField(serializers.Field):
+    """Whether the request's user may cancel, delete or edit the row (:func:`twin.runs.ownership.may_change`)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(source="*", read_only=True, **kwargs)
+
+    def to_representation(self, obj) -> bool:
+        request = self.context.get("request")
+        return ownership.may_change(getattr(request, "user", None), obj)
+
+
+CAN_CHANGE_HELP = "whether you may cancel, delete or edit it: its owner, or a user with the manage-any permission"
 
 
 class KindField(serializers.ChoiceField):
@@ -46,14 +68,15 @@ class ParamsFieldSchema(OpenApiSerializerFieldExtension):
 class ScenarioSerializer(InventorySerializer):
     """A scenario; it is saved through :func:`twin.runs.actions.save_scenario`, which validates its parameters."""
 
-    created_by = serializers.CharField(source="created_by.username", read_only=True, default=None)
+    created_by = UserNameField(source="created_by.username")
+    can_change = CanChangeField(help_text=CAN_CHANGE_HELP)
     kind = KindField()
     params = ParamsField(required=False, default=dict)
 
     class Meta:
         model = Scenario
         fields = ("id", "url", "display", "name", "description", "kind", "cluster", "params", "created_at",
-                  "created_by")
+                  "created_by", "can_change")
         read_only_fields = ("created_at",)
 
 
@@ -68,7 +91,8 @@ class RunSerializer(InventorySerializer):
     """A run as the API shows it (results are at ``.../results/``), with what its kind says of it: its
     parameters in one line (``params_text``), its headline figures and the browser's result view."""
 
-    created_by = serializers.CharField(source="created_by.username", read_only=True, default=None)
+    created_by = UserNameField(source="created_by.username")
+    can_change = CanChangeField(help_text=CAN_CHANGE_HELP)
     params_text = serializers.SerializerMethodField()
     headline = serializers.SerializerMethodField()
     view = serializers.SerializerMethodField()
@@ -81,8 +105,15 @@ class RunSerializer(InventorySerializer):
         fields = ("id", "url", "display", "kind", "params", "params_text", "cluster", "scenario", "parent",
                   "status", "progress", "created_at", "started_at", "finished_at", "created_by", "error", "notes",
                   "summary", "headline", "view", "inventory_state", "worker", "heartbeat_at", "stalled",
-                  "stalled_reason", "attempts", "cancel_requested", "celery_task_id")
+                  "stalled_reason", "attempts", "cancel_requested", "celery_task_id", "can_change")
         read_only_fields = fields
+
+    def to_representation(self, run):
+        out = super().to_representation(run)
+        for key in ("summary", "error", "notes"):
+            if out.get(key):
+                out[key] = scrub(out[key])
+        return out
 
     @staticmethod
     def _kind(run):
@@ -168,6 +199,8 @@ class ScheduleSerializer(serializers.Serializer):
     interval = _Interval(required=False, allow_null=True)
     last_run_at = serializers.DateTimeField(read_only=True)
     total_run_count = serializers.IntegerField(read_only=True)
+    created_by = UserNameField(help_text="the schedule's owner, whose runs it starts (null for anonymous readers)")
+    can_change = serializers.BooleanField(read_only=True, help_text=CAN_CHANGE_HELP)
 
     def to_representation(self, task: PeriodicTask):
         c, i = task.crontab, task.interval
@@ -177,7 +210,15 @@ class ScheduleSerializer(serializers.Serializer):
             "crontab": None if c is None else {f: getattr(c, f) for f in CRONTAB_FIELDS},
             "interval": None if i is None else {"every": i.every, "period": i.period},
             "last_run_at": task.last_run_at, "total_run_count": task.total_run_count,
+            "created_by": self._owner_name(task), "can_change": ownership.may_change(self._user(), task),
         }
+
+    def _user(self):
+        return getattr(self.context.get("request"), "user", None)
+
+    def _owner_name(self, task) -> str | None:
+        owner = ownership.schedule_owner(task) if shows_user_names(self._user()) else None
+        return owner.get_username() if owner is not None else None
 
     def validate_name(self, value):
         clash = PeriodicTask.objects.filter(name=value)
@@ -205,7 +246,7 @@ class JobSerializer(InventorySerializer):
     """A training job: its model and layout (``params``), its cluster and run, state, times, GPU count and the step
     model's ``results``. Its rank -> GPU list is at ``.../gpus/`` (16,384 numbers are not for every list row)."""
 
-    created_by = serializers.CharField(source="created_by.username", read_only=True, default=None)
+    created_by = UserNameField(source="created_by.username")
     brief_fields = ("id", "url", "display", "name", "state")
 
     class Meta:
@@ -213,3 +254,9 @@ class JobSerializer(InventorySerializer):
         fields = ("id", "url", "display", "name", "cluster", "run", "model", "params", "state", "n_gpus", "gpu_min",
                   "gpu_max", "created_at", "started_at", "finished_at", "results", "error", "created_by")
         read_only_fields = fields
+
+    def to_representation(self, job):
+        out = super().to_representation(job)
+        if out.get("error"):
+            out["error"] = scrub(out["error"])
+        return out
