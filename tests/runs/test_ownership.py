@@ -139,6 +139,18 @@ def test_the_runs_a_schedule_starts_are_its_owners(owned):
     assert SimulationRun.objects.get(pk=run_id).created_by is None
 
 
+def test_a_schedule_whose_owner_is_at_the_active_limit_starts_nothing_and_says_why(owned, settings, caplog):
+    # given alice already at her limit of active runs (her run of the fixture is queued)
+    settings.TWIN_RUNS_MAX_ACTIVE_PER_USER = 1
+    task = PeriodicTask.objects.get(pk=owned["schedule"])
+    entry = ModelEntry(task, app=celery_app)
+    before = SimulationRun.objects.count()
+    # when beat fires her schedule, the task ends normally, starts nothing and logs the refusal
+    assert run_scenario.apply(args=entry.args, kwargs=entry.kwargs, **entry.options).get() is None
+    assert SimulationRun.objects.count() == before
+    assert "not started" in caplog.text and "TWIN_RUNS_MAX_ACTIVE_PER_USER" in caplog.text
+
+
 def test_the_run_page_offers_cancel_only_to_who_may(owned, settings):
     alice, bob = owned["alice"], _user("bob-other")[0]
     for user, offered in ((alice, True), (bob, False)):

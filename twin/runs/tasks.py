@@ -20,6 +20,9 @@ from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.db import close_old_connections, connection
 from django.utils import timezone
+from rest_framework.exceptions import ValidationError
+
+from sim.core.errors import ParamError
 
 from twin.runs import actions, publishing, registry
 from twin.runs.choices import RunStatus
@@ -147,4 +150,9 @@ def run_scenario(self, scenario_id: int):
     name = (self.request.headers or {}).get("periodic_task_name") or getattr(self.request, "periodic_task_name", None)
     task = PeriodicTask.objects.filter(name=name, task=self.name).first() if name else None
     user = schedule_owner(task) if task is not None else None
-    return actions.create_run_from_scenario(scenario, user=user).pk
+    try:
+        return actions.create_run_from_scenario(scenario, user=user).pk
+    except (ValidationError, ParamError) as e:     # a limit reached, or parameters today's declaration refuses
+        detail = e.detail if isinstance(e, ValidationError) else e.errors
+        log.warning("schedule %r: scenario %s not started: %s", name, scenario_id, detail)
+        return None

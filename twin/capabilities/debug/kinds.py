@@ -237,6 +237,7 @@ def debug(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]
         done["dumping"] = 1.0
         archive = files.pack_folder(run.pk, folder)
         result = analyze(folder, cluster=topo, progress=_stage_progress(progress, "analyzing", done, n))
+    result.pop("folder", None)                  # the worker's temporary folder: gone, and of no use to a reader
     heatmap = dict(result.pop("heatmap", None) or {})
     state = np.asarray(heatmap.pop("state", []), dtype=np.uint8).reshape(len(heatmap.get("labels", [])), -1)
     started = np.asarray(heatmap.pop("last_started", []), dtype=np.int64)
