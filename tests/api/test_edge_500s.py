@@ -58,6 +58,8 @@ def test_format_suffix_on_every_custom_action(demo, admin_writer):
         r = admin_writer.get(f"{path}.json")
         plain = admin_writer.get(f"{path}/")
         assert r.status_code == plain.status_code, path
+        unknown = admin_writer.get(f"{path}.xml")                       # a format no renderer has: a JSON 404
+        assert unknown.status_code == 404 and unknown["Content-Type"].startswith("application/json"), path
 
 
 def test_options_on_every_inventory_list_endpoint(demo, admin_writer):

@@ -169,7 +169,7 @@ class _Crontab(_Strict):
 
 
 class _Interval(_Strict):
-    """An interval: ``every`` x ``period`` of at most a year (checked on the product: :mod:`twin.runs.schedules`)."""
+    """An interval: every x period, at most a year (365 days) in all."""
 
     what = "an interval field"
     every = serializers.IntegerField(min_value=1, max_value=MAX_INTERVAL_SECONDS)
