@@ -195,6 +195,7 @@ REST_FRAMEWORK = {
     "NUM_PROXIES": env.env_int("TWIN_NUM_PROXIES", 0, minimum=0),
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "twin.api.exceptions.api_exception_handler",
+    "DEFAULT_METADATA_CLASS": "twin.api.metadata.Metadata",
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",

@@ -28,7 +28,7 @@ from twin.runs import job_actions, limits, publishing, registry, schedules
 from twin.runs.choices import ACTIVE, FINISHED, RunStatus
 from twin.runs.constants import EXECUTE_RUN_TASK, FINISH_SWEEP_TASK, PROGRESS_DB_INTERVAL, SCHEDULE_TASK, setting
 from twin.runs.sweep import combinations, merge_sweep
-from twin.runs.models import RunArray, Scenario, ScheduleOwner, SimulationRun
+from twin.runs.models import Job, RunArray, Scenario, ScheduleOwner, SimulationRun
 from twin.runs.params import validate_params
 from twin.runs.registry import SWEEP, is_parent
 
@@ -152,6 +152,27 @@ def delete_run(run: SimulationRun) -> None:
     with transaction.atomic():
         SimulationRun.objects.filter(pk=run_id).delete()
         transaction.on_commit(lambda: publishing.deleted(run_id, cluster_id))
+
+
+def delete_cluster_runs(cluster) -> dict[str, int]:
+    """What the runs app keeps of ``cluster``, deleted with it (the ``cluster_deleting`` receiver, inside the
+    cluster's delete transaction, docs/runs.md): its runs (active ones cancelled first, as :func:`delete_run` does;
+    their arrays and children with them, their stored files once the deletion commits), its scenarios, the
+    schedules that start them, and its jobs. Returns the counts deleted."""
+    from django_celery_beat.models import PeriodicTask
+    with transaction.atomic():
+        runs = SimulationRun.objects.filter(cluster=cluster)
+        for run in runs.filter(status__in=ACTIVE, parent=None):
+            cancel_run(run)                 # queued messages revoked once it commits; a running one stops
+        scenario_ids = set(Scenario.objects.filter(cluster=cluster).values_list("id", flat=True))
+        schedules = [t.pk for t in PeriodicTask.objects.select_for_update().filter(task=SCHEDULE_TASK).only("kwargs")
+                     if json.loads(t.kwargs or "{}").get("scenario_id") in scenario_ids]
+        PeriodicTask.objects.filter(pk__in=schedules).delete()
+        jobs = Job.objects.filter(cluster=cluster).delete()[0]
+        n_runs = runs.count()
+        runs.delete()
+        Scenario.objects.filter(pk__in=scenario_ids).delete()
+    return {"runs": n_runs, "scenarios": len(scenario_ids), "schedules": len(schedules), "jobs": jobs}
 
 
 # -------------------------------------------------------------------------------------------------- scenarios

@@ -177,6 +177,21 @@ def _check_jobs(values: dict, cluster) -> None:
         raise ParamError("jobs", f"the jobs ask for {total:,} GPUs together, {cluster.name} has {usable:,} usable")
 
 
+def _check_queue(values: dict, cluster) -> None:
+    """Each queued job's GPUs against the cluster's usable GPUs (the file itself was read by
+    :data:`sim.jobs.params.SCHEDULE`'s check): a job that could never start is refused here, naming its entry and
+    line, rather than failing the run in the worker."""
+    if values.get("jobs") is None:
+        return
+    from sim.jobs.scheduler import parse_jobs
+    usable = gpu_grid.usable_gpus(cluster)
+    for i, j in enumerate(parse_jobs(values["jobs"])):
+        if j.params["gpus"] > usable:
+            at = f" (line {j.line})" if j.line else ""
+            raise ParamError(f"jobs[{i}].gpus", f"{j.params['gpus']:,} GPUs asked, {cluster.name} has "
+                                                f"{usable:,} usable{at}")
+
+
 def _jobs_cost(values: dict, cluster) -> int:
     """Every job's flows (:func:`job_cost` on the set's fabric), twice: once solved together, once alone (an upper
     bound: a job that shares no link with another is not solved again)."""
@@ -239,8 +254,8 @@ def register_kinds() -> bool:
                   throughputs=(limits.FLOWS_PER_SECOND,), wants_run=True))
     register(Kind("schedule", "Scheduler (a job queue over simulated time under a placement policy)", SCHEDULE,
                   schedule, headline=SCHEDULE_HEADLINE, view="summary", brief=("policy", "arrivals", "days"),
-                  cost=_schedule_cost, estimate=_schedule_seconds, drives="arrivals", throughputs=(SCHEDULE_PAIRS,),
-                  wants_run=True))
+                  check=_check_queue, cost=_schedule_cost, estimate=_schedule_seconds, drives="arrivals",
+                  throughputs=(SCHEDULE_PAIRS,), wants_run=True))
     return True
 
 

@@ -172,7 +172,22 @@ class RunCreateSerializer(serializers.Serializer):
         return attrs
 
 
-class _Crontab(serializers.Serializer):
+class _Strict(serializers.Serializer):
+    """A nested object whose unknown keys are refused by name (DRF drops them: a crontab ``second`` was silently
+    ignored and the schedule fired once a minute instead)."""
+
+    what = "field"
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = sorted(str(k)[:64] for k in set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError({k: [f"not {self.what}: use {', '.join(self.fields)}"]
+                                                   for k in unknown})
+        return super().to_internal_value(data)
+
+
+class _Crontab(_Strict):
     """A crontab; a field left out is at its default (minute 0, the others ``*``), or on ``PATCH`` as the schedule
     has it. Every field is read by Celery's crontab parser before it is saved (:mod:`twin.runs.schedules`)."""
 
@@ -181,9 +196,13 @@ class _Crontab(serializers.Serializer):
     day_of_week = serializers.CharField(required=False, help_text="0-6 (0 is Sunday) or sun-sat")
     day_of_month = serializers.CharField(required=False, help_text="1-31")
     month_of_year = serializers.CharField(required=False, help_text="1-12")
+    what = "a crontab field"
 
 
-class _Interval(serializers.Serializer):
+class _Interval(_Strict):
+    """An interval: every x period, at most a year (365 days) in all."""
+
+    what = "an interval field"
     every = serializers.IntegerField(min_value=1, max_value=MAX_INTERVAL_SECONDS)
     period = serializers.ChoiceField(choices=list(PERIOD_SECONDS))
 
@@ -231,8 +250,9 @@ class ScheduleSerializer(serializers.Serializer):
     def validate(self, attrs):
         if self.partial and self.instance is not None:
             current = self.to_representation(self.instance)
-            if attrs.get("crontab") and current["crontab"]:
-                attrs["crontab"] = {**current["crontab"], **attrs["crontab"]}     # a partial crontab: the rest stays
+            for key in ("crontab", "interval"):                     # a partial crontab or interval: the rest stays
+                if attrs.get(key) and current[key]:
+                    attrs[key] = {**current[key], **attrs[key]}
             for key in ("crontab", "interval"):
                 attrs.setdefault(key, current[key])
             attrs.setdefault("scenario", Scenario.objects.filter(pk=current["scenario"]).first())
