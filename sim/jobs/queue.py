@@ -4,6 +4,7 @@ argument, so the declarations (:mod:`sim.jobs.params`) can check a jobs file wit
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 import tomllib
@@ -38,8 +39,17 @@ def read_jobs(text: str, validate, timed: bool = True, max_jobs: int = MAX_QUEUE
     ``timed`` False, for jobs sharing the fabric at one instant, both optional; at most ``max_jobs`` jobs), and any
     job parameter (``gpus``, ``model``, ``tp``, ``pp``, ``dp``, ``batch_tokens``, ...), checked by ``validate``
     (:data:`sim.jobs.params.JOB`'s). Refused with :class:`ParamError` naming ``jobs`` or ``jobs[i].field``, each
-    entry's reason ending with the line it starts on."""
-    text = text or ""
+    entry's reason ending with the line it starts on. The last few files read are remembered: one request checks
+    its file several times (the parameters, the GPUs, the cost, the time estimate), and 100,000 jobs take seconds."""
+    return list(_read_remembered(text or "", validate, timed, max_jobs))
+
+
+@functools.lru_cache(maxsize=4)
+def _read_remembered(text: str, validate, timed: bool, max_jobs: int) -> tuple[QueuedJob, ...]:
+    return tuple(_read(text, validate, timed, max_jobs))
+
+
+def _read(text: str, validate, timed: bool, max_jobs: int) -> list[QueuedJob]:
     try:
         data, lines = _parse(text)
     except RecursionError:
