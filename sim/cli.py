@@ -7,9 +7,9 @@ help) and implements them in its ``cli`` module (``add_parsers(sub)``, ``run(arg
 a command costs the start-up of its own capability, not of all of them. Adding a capability's command needs no edit
 here.
 
-Refused requests (a blank option, a parameter out of range, more GPUs than usable, an unknown preset, a spec that cannot be built,
-a flow with no path, an output folder that cannot be written) end with one line per reason on stderr and exit
-status 2. Progress goes to stderr as a bar (:class:`sim.core.progress.Bar`) drawn from the engine's own fractions,
+Refused requests (a blank option, a parameter out of range, more GPUs than usable, an unknown preset, a spec that
+cannot be built, a flow with no path, an output folder that cannot be written) end with one line per reason on
+stderr and exit status 2. Progress goes to stderr as a bar (:class:`sim.core.progress.Bar`) drawn from the engine's own fractions,
 the ones a run on Celery publishes (``--quiet`` silences it).
 """
 from __future__ import annotations
