@@ -182,6 +182,18 @@ def test_dumps_are_refused_to_anonymous_readers_by_default(owned, tmp_path):
     assert r.status_code == 401 and "TWIN_DUMPS_ACCESS" in r.json()["detail"]
 
 
+def test_a_debug_run_row_and_its_page_say_who_may_download_its_dumps(owned, demo):
+    # given a debug run of alice's (its kind keeps dumps) and the default TWIN_DUMPS_ACCESS (signed-in users)
+    run = SimulationRun.objects.create(kind="debug", cluster=demo, params={}, created_by=owned["alice"])
+    api, page = f"/api/runs/{run.pk}/", f"/clusters/{demo.name}/debug/{run.pk}.json"
+    # then anonymous readers are told why, in the row and on the Debug page's data; alice is offered the download
+    assert "sign in" in APIClient().get(api).json()["dumps_refusal"]
+    assert "sign in" in Client().get(page).json()["dumps_refusal"]
+    assert owned["a"].get(api).json()["dumps_refusal"] == ""
+    # and a kind that keeps no dumps says nothing
+    assert APIClient().get(f"/api/runs/{owned['run']}/").json()["dumps_refusal"] == ""
+
+
 # -------------------------------------------------------------------------------------------- names and paths
 def test_anonymous_responses_carry_no_user_names(owned, demo):
     # given alice's scenario, run, schedule, a job of hers and an inventory change she made

@@ -10,6 +10,8 @@ holders only. The model permissions (add, change, delete) are still needed on to
 """
 from __future__ import annotations
 
+from django.conf import settings
+
 from twin.runs.models import Scenario, ScheduleOwner, SimulationRun
 
 MANAGE_ANY = {SimulationRun: "runs.manage_any_run", Scenario: "runs.manage_any_scenario",
@@ -54,3 +56,18 @@ def refusal(user, obj) -> str | None:
 
 def may_change(user, obj) -> bool:
     return refusal(user, obj) is None
+
+
+def dumps_refusal(user, run) -> str | None:
+    """Why ``user`` may not download ``run``'s dumps archive (TWIN_DUMPS_ACCESS: ``authenticated``, the default,
+    ``anyone``, or ``owner``: the owner rule above), or None; read by the dumps endpoint and by every run row
+    (``dumps_refusal``), so that a page offers the download only to who may."""
+    access = settings.TWIN_DUMPS_ACCESS
+    if access == "anyone":
+        return None
+    if user is None or not user.is_authenticated:
+        return f"sign in to download dumps (TWIN_DUMPS_ACCESS is {access})"
+    if access == "owner" and not may_change(user, run):
+        return ("dumps are for the run's owner and users with the permission 'runs.manage_any_run' "
+                "(TWIN_DUMPS_ACCESS is owner)")
+    return None

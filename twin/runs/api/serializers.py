@@ -98,6 +98,9 @@ class RunSerializer(InventorySerializer):
     view = serializers.SerializerMethodField()
     stalled = serializers.SerializerMethodField(help_text="running, but no heartbeat for TWIN_RUNS_STALE_SECONDS")
     stalled_reason = serializers.SerializerMethodField(help_text="why it looks stalled (empty when it does not)")
+    dumps_refusal = serializers.SerializerMethodField(
+        help_text="why you may not download its dumps archive (TWIN_DUMPS_ACCESS); empty when you may, or when its "
+                  "kind keeps none")
     brief_fields = ("id", "url", "display", "kind", "status", "progress")
 
     class Meta:
@@ -105,7 +108,7 @@ class RunSerializer(InventorySerializer):
         fields = ("id", "url", "display", "kind", "params", "params_text", "cluster", "scenario", "parent",
                   "status", "progress", "created_at", "started_at", "finished_at", "created_by", "error", "notes",
                   "summary", "headline", "view", "inventory_state", "worker", "heartbeat_at", "stalled",
-                  "stalled_reason", "attempts", "cancel_requested", "celery_task_id", "can_change")
+                  "stalled_reason", "attempts", "cancel_requested", "celery_task_id", "can_change", "dumps_refusal")
         read_only_fields = fields
 
     def to_representation(self, run):
@@ -130,6 +133,13 @@ class RunSerializer(InventorySerializer):
     def get_headline(self, run):
         kind = self._kind(run)
         return kind.headline_values(run.summary) if kind else []
+
+    def get_dumps_refusal(self, run) -> str:
+        kind = self._kind(run)
+        if kind is None or "dumps" not in kind.files:
+            return ""
+        request = self.context.get("request")
+        return ownership.dumps_refusal(getattr(request, "user", None), run) or ""
 
     def get_stalled(self, run) -> bool:
         return bool(run.stalled())

@@ -1,12 +1,11 @@
 """Runs API: scenarios (CRUD, trend, start), runs (create, list, retrieve, cancel, results) and schedules.
 Views are thin: every write goes through :mod:`twin.runs.actions`. Cancelling, deleting and editing take the owner
 or a "manage any" permission (:class:`OwnerOrManager`, the rule of :mod:`twin.runs.ownership`); dumps archives
-follow TWIN_DUMPS_ACCESS (:func:`dumps_refusal`)."""
+follow TWIN_DUMPS_ACCESS (:func:`twin.runs.ownership.dumps_refusal`)."""
 from __future__ import annotations
 
 import base64
 
-from django.conf import settings
 from django.http import FileResponse
 from django_celery_beat.models import PeriodicTask
 from django_filters import rest_framework as filters
@@ -75,20 +74,6 @@ class OwnerOrManager(BasePermission):
 
 
 OWNED = [InventoryPermission, OwnerOrManager]
-
-
-def dumps_refusal(user, run) -> str | None:
-    """Why ``user`` may not download ``run``'s dumps archive (TWIN_DUMPS_ACCESS: ``authenticated``, the default,
-    ``anyone``, or ``owner``: the rule of :mod:`twin.runs.ownership`), or None."""
-    access = settings.TWIN_DUMPS_ACCESS
-    if access == "anyone":
-        return None
-    if user is None or not user.is_authenticated:
-        return f"sign in to download dumps (TWIN_DUMPS_ACCESS is {access})"
-    if access == "owner" and not ownership.may_change(user, run):
-        return ("dumps are for the run's owner and users with the permission 'runs.manage_any_run' "
-                "(TWIN_DUMPS_ACCESS is owner)")
-    return None
 
 
 class ScenarioViewSet(viewsets.ModelViewSet):
@@ -212,7 +197,7 @@ class RunViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         files in one tar.gz, docs/debugging.md), streamed as stored (404 while the run has none: not finished, or
         a kind that keeps none)."""
         run = self.get_object()
-        why = dumps_refusal(request.user, run)
+        why = ownership.dumps_refusal(request.user, run)
         if why is not None:
             raise PermissionDenied(why) if request.user.is_authenticated else NotAuthenticated(why)
         path = files.stored(run.pk)
