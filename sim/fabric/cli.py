@@ -96,7 +96,7 @@ def _collective(args, bar: Bar) -> int:
 
 def read_list_file(path: str) -> str:
     """The text of a host or GPU list file; UsageError naming the file when it is missing, too large (checked
-    before reading: :data:`sim.fabric.hostlist.MAX_LIST_BYTES`) or not UTF-8 text."""
+    before reading: :data:`sim.fabric.hostlist.MAX_LIST_BYTES`), not UTF-8 text or lists nothing."""
     p = Path(path)
     if not p.is_file():
         raise ListError(path, 0, "is not a file")
@@ -104,9 +104,12 @@ def read_list_file(path: str) -> str:
         raise ListError(path, 0, f"must be at most {MAX_LIST_BYTES:,} characters, the file has "
                                  f"{p.stat().st_size:,} bytes (sim.fabric.hostlist.MAX_LIST_BYTES)")
     try:
-        return p.read_text(encoding="utf-8")
+        text = p.read_text(encoding="utf-8")
     except (UnicodeDecodeError, OSError) as e:
         raise ListError(path, 0, f"cannot be read as UTF-8 text: {e}") from None
+    if not any(line.split("#", 1)[0].strip() for line in text.splitlines()):   # else read as "no list given"
+        raise ListError(path, 0, "lists nothing (one host or GPU per line; # starts a comment)")
+    return text
 
 
 def format_table(result, cluster: str, placement: str) -> str:

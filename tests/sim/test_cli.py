@@ -464,3 +464,11 @@ def test_a_name_the_system_refuses_is_one_line_naming_it(capsys):
     code, out, err = run(capsys, "collective", "--preset", "a" * 5000, "-q")
     assert code == 2 and "File name too long" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1 and len(err) < 300
+
+
+@pytest.mark.parametrize("option", ["--hostfile", "--gpus-file"])
+def test_a_list_file_that_lists_nothing_is_refused_not_read_as_no_list(capsys, tmp_path, option):
+    empty = tmp_path / "hosts.txt"
+    empty.write_text("# only a comment\n\n")
+    code, out, err = run(capsys, "collective", "--preset", "demo-256", "-q", option, str(empty))
+    assert code == 2 and f"{empty}: lists nothing" in err
