@@ -30,7 +30,7 @@ from sim.core.progress import Bar
 from sim.core.units import GB
 from sim.fabric.entry import run_collective, run_figure
 from sim.fabric.figures import FIGURES, QUICK_SEEDS
-from sim.fabric.hostlist import MAX_LIST_BYTES, ListError
+from sim.fabric.hostlist import MAX_LIST_BYTES, NO_ENTRY, ListError
 from sim.fabric.params import COLLECTIVE, FIGURE
 from sim.fabric.topology import load_topology
 
@@ -96,7 +96,7 @@ def _collective(args, bar: Bar) -> int:
 
 def read_list_file(path: str) -> str:
     """The text of a host or GPU list file; UsageError naming the file when it is missing, too large (checked
-    before reading: :data:`sim.fabric.hostlist.MAX_LIST_BYTES`), not UTF-8 text or lists nothing."""
+    before reading: :data:`sim.fabric.hostlist.MAX_LIST_BYTES`), not UTF-8 text or holds no entry."""
     p = Path(path)
     if not p.is_file():
         raise ListError(path, 0, "is not a file")
@@ -107,8 +107,8 @@ def read_list_file(path: str) -> str:
         text = p.read_text(encoding="utf-8")
     except (UnicodeDecodeError, OSError) as e:
         raise ListError(path, 0, f"cannot be read as UTF-8 text: {e}") from None
-    if not any(line.split("#", 1)[0].strip() for line in text.splitlines()):   # else read as "no list given"
-        raise ListError(path, 0, "lists nothing (one host or GPU per line; # starts a comment)")
+    if not text.strip():                        # the parameter would read it as "no list given"
+        raise ListError(path, 0, NO_ENTRY)
     return text
 
 

@@ -42,6 +42,9 @@ class ListError(UsageError):
         super().__init__(f"{source}, line {line}: {reason}" if line else f"{source}: {reason}")
 
 
+NO_ENTRY = "holds no entry (blank lines and # comments only)"
+
+
 @dataclass
 class HostIndex:
     """What a list is read against: the cluster's name, its host names (host index order) and, per GPU (GPU index
@@ -93,7 +96,7 @@ def _lines(text, source: str) -> list[tuple[int, str]]:
     out = [(i + 1, line.split("#", 1)[0].strip()) for i, line in enumerate(raw)]
     out = [(i, e) for i, e in out if e]
     if not out:
-        raise ListError(source, 0, "holds no entry (blank lines and # comments only)")
+        raise ListError(source, 0, NO_ENTRY)
     return out
 
 
