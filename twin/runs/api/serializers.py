@@ -166,7 +166,7 @@ class ScheduleSerializer(serializers.Serializer):
     enabled = serializers.BooleanField(default=True)
     crontab = _Crontab(required=False, allow_null=True)
     interval = _Interval(required=False, allow_null=True)
-    last_run_at = serializers.DateTimeField(read_only=True)
+    last_run_at = serializers.DateTimeField(read_only=True, allow_null=True)  # null until it first runs
     total_run_count = serializers.IntegerField(read_only=True)
 
     def to_representation(self, task: PeriodicTask):
