@@ -66,3 +66,9 @@ def test_error_statuses_and_open_reads_are_documented(schema):
     assert {"401", "403", "404", "429"} <= set(responses["get"]["responses"])
     assert {} in responses["get"]["security"] and {} not in responses["patch"]["security"]
     assert resolve(schema, responses["get"]["responses"]["404"]["content"]["application/json"]["schema"])
+
+
+def test_the_page_size_and_offset_bounds_are_documented(schema, anon):
+    parameters = {p["name"]: p["schema"] for p in schema["paths"]["/api/inventory/zones/"]["get"]["parameters"]}
+    assert parameters["limit"]["minimum"] == 1 and parameters["offset"]["minimum"] == 0
+    assert anon.get("/api/inventory/zones/", {"limit": 0}).status_code == 400

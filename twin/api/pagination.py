@@ -137,7 +137,10 @@ class TwinPagination(LimitOffsetPagination):
         return response
 
     def get_schema_operation_parameters(self, view):
-        return super().get_schema_operation_parameters(view) + [
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:  # the bounds query_int enforces
+            parameter["schema"].update({"limit": {"minimum": 1}, "offset": {"minimum": 0}}.get(parameter["name"], {}))
+        return parameters + [
             {"name": "cursor", "required": False, "in": "query", "schema": {"type": "string"},
              "description": "Cursor from a previous page's next/previous link."},
             {"name": "pagination", "required": False, "in": "query", "schema": {"type": "string", "enum": list(PAGINATIONS)},
