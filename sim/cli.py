@@ -7,9 +7,9 @@ help) and implements them in its ``cli`` module (``add_parsers(sub)``, ``run(arg
 a command costs the start-up of its own capability, not of all of them. Adding a capability's command needs no edit
 here.
 
-Refused requests (a parameter out of range, more GPUs than usable, an unknown preset, a spec that cannot be built,
-a flow with no path, an output folder that cannot be written) end with one line per reason on stderr and exit
-status 2. Progress goes to stderr as a bar (:class:`sim.core.progress.Bar`) drawn from the engine's own fractions,
+Refused requests (a blank option, a parameter out of range, more GPUs than usable, an unknown preset, a spec that
+cannot be built, a flow with no path, an output folder that cannot be written) end with one line per reason on
+stderr and exit status 2. Progress goes to stderr as a bar (:class:`sim.core.progress.Bar`) drawn from the engine's own fractions,
 the ones a run on Celery publishes (``--quiet`` silences it).
 """
 from __future__ import annotations
@@ -26,11 +26,28 @@ from sim.core.progress import Bar
 EXIT_USAGE = 2
 
 
+def given_text(text: str) -> str:
+    """An option's text must say something: a blank ``--preset ''`` or ``--routing ''`` would otherwise be read as
+    "not given" and run the default, silently."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be blank")
+    return text
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that reports a usage error as one line with exit status 2."""
 
     def error(self, message):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+class _CommandParser(_Parser):
+    """A command's parser: every text option and argument (declared without a type, whichever capability declared
+    it) is read with :func:`given_text`."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.register("type", None, given_text)
 
 
 def commands() -> dict[str, tuple[str, str]]:
@@ -50,7 +67,7 @@ def build_parser(argv: list[str]) -> tuple[argparse.ArgumentParser, list[str], o
     and for the error that names the choices); argv as that package rewrites it; the package's cli module."""
     table = commands()
     p = _Parser(prog="python -m sim", description="The cluster twin's simulation engine.")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
     chosen = table.get(argv[0])[0] if argv and argv[0] in table else None
     module = importlib.import_module(f"{chosen}.cli") if chosen else None
     if module is not None and hasattr(module, "rewrite"):
@@ -78,6 +95,9 @@ def main(argv=None) -> int:
         return _refuse(args, bar, [str(e)])
     except RecursionError:
         return _refuse(args, bar, ["the input is nested too deeply to read"])
+    except OSError as e:                        # a name the system refuses (too long, a device): the file named
+        name = str(e.filename or "a file")
+        return _refuse(args, bar, [f"{name if len(name) <= 80 else name[:77] + '...'}: {e.strerror or e}"])
     finally:
         bar.close()
 

@@ -51,6 +51,14 @@ def env_int(name: str, default: int, minimum: int | None = None) -> int:
     return value
 
 
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    """One of ``choices`` (case-insensitive), else a SettingError naming them."""
+    value = (os.environ.get(name) or default).strip().lower()
+    if value not in choices:
+        raise SettingError(name, f"{value!r} is not one of {', '.join(choices)}")
+    return value
+
+
 def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 

@@ -166,6 +166,10 @@ TWIN_EXPORT_CACHE_FABRICS = 4
 
 # REST API (twin/api): token auth for scripts, sessions for the browser; reads open unless turned off.
 TWIN_API_ANONYMOUS_READ = env.env_bool("TWIN_API_ANONYMOUS_READ", True)
+# Who may download a run's dumps archive (GET /api/runs/<id>/dumps/: flight-recorder files, what users copy off
+# production clusters): "authenticated" (any signed-in user), "anyone" (reads open as the rest), "owner" (the run's
+# owner and runs.manage_any_run holders).
+TWIN_DUMPS_ACCESS = env.env_choice("TWIN_DUMPS_ACCESS", "authenticated", ("authenticated", "anyone", "owner"))
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "twin.api.authentication.HashedTokenAuthentication",
@@ -191,6 +195,7 @@ REST_FRAMEWORK = {
     "NUM_PROXIES": env.env_int("TWIN_NUM_PROXIES", 0, minimum=0),
     "DEFAULT_SCHEMA_CLASS": "twin.api.schema.TwinAutoSchema",
     "EXCEPTION_HANDLER": "twin.api.exceptions.api_exception_handler",
+    "DEFAULT_METADATA_CLASS": "twin.api.metadata.Metadata",
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
@@ -203,8 +208,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env.env_int("TWIN_MAX_REQUEST_BODY", 5 * 1024 * 10
 TWIN_API_MAX_JSON_DEPTH = env.env_int("TWIN_API_MAX_JSON_DEPTH", 32, minimum=2)
 # Rate limits of API calls (twin/api/throttling.py), per user and per anonymous client address: generous, as the
 # pages call the API a lot. Failed logins (twin/api/logins.py): after TWIN_LOGIN_FAILURES_MAX within
-# TWIN_LOGIN_FAILURES_WINDOW seconds for one user name or one address, that name or address is refused until the
-# window ends. Counted in Redis, shared by every web process (cache "throttle", keys under its own prefix).
+# TWIN_LOGIN_FAILURES_WINDOW seconds, wrong passwords of one (user name, address) or device cookie lock that pair or
+# cookie, and wrong tokens from one address get 429; a valid token is always accepted. Counted in Redis, shared by every web process (cache "throttle", keys under its own prefix).
 TWIN_API_RATE_ANON = os.environ.get("TWIN_API_RATE_ANON") or "600/min"
 TWIN_API_RATE_USER = os.environ.get("TWIN_API_RATE_USER") or "3000/min"
 TWIN_LOGIN_FAILURES_MAX = env.env_int("TWIN_LOGIN_FAILURES_MAX", 10, minimum=1)

@@ -85,7 +85,8 @@ function renderCulprit(el, doc) {
       <a id="gpu-link" href="${clusterPath("gpus/")}?color=debug&run=${doc.id}">GPU page</a>
       ${links.length ? ` · <a id="fabric-link" href="${clusterPath("fabric/")}#links=${links.map((l) => l.id)
         .join(",")}&from=${from}">links on the fabric page</a>` : ""}
-      · <a id="dumps-link" href="/api/runs/${doc.id}/dumps/" download>dumps (${fmt.int(s.dumps_bytes)} bytes, tar.gz)</a>
+      · ${doc.dumps_refusal ? `<span id="dumps-link">dumps: ${esc(doc.dumps_refusal)}</span>`
+        : `<a id="dumps-link" href="/api/runs/${doc.id}/dumps/" download>dumps (${fmt.int(s.dumps_bytes)} bytes, tar.gz)</a>`}
       · <a href="/experiments/${doc.id}/">run #${doc.id}</a></p>`;
 }
 

@@ -38,7 +38,8 @@ function setProgress(progress, status) {
     const badge = document.getElementById("run-status");
     badge.className = `badge ${status}`;
     badge.textContent = status;
-    document.getElementById("cancel-run").hidden = !page.can_cancel || FINISHED.has(status);
+    // offered only where the server says the visitor may (page.can_cancel, then each read's can_change)
+    document.getElementById("cancel-run").hidden = !page.can_cancel || run?.can_change === false || FINISHED.has(status);
   }
 }
 

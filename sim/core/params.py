@@ -30,7 +30,8 @@ MAX_GPUS = 1 << 20                # more ranks than any cluster the twin models 
 class Param:
     """One parameter. ``type`` is one of :data:`TYPES`; ``min``/``max`` bound numbers (inclusive) and the length of
     lists; ``choices`` the accepted values of a ``choice`` (``normalize`` may map aliases onto them); ``nullable``
-    lets ``None`` mean "the engine's default" (said in ``help``); ``flag``/``short`` name the CLI option
+    lets ``None`` mean "the engine's default" (said in ``help``), and blank text with it unless ``blank_is_null``
+    is False (a file's text, where blank is a mistake and is refused); ``flag``/``short`` name the CLI option
     (default ``--name`` with dashes)."""
 
     name: str
@@ -45,6 +46,7 @@ class Param:
     flag: str | None = None
     short: str | None = None
     metavar: str | None = None
+    blank_is_null: bool = True
 
     def __post_init__(self):
         assert self.type in TYPES, self.type
@@ -56,6 +58,8 @@ class Param:
     def parse(self, value):
         """``value`` (from JSON, a form or the command line, so strings are accepted for numbers) converted and
         checked; raises :class:`ParamError` naming this parameter."""
+        if isinstance(value, str) and not self.blank_is_null and not value.strip():
+            raise ParamError(self.name, "is empty (or blank lines only): give its text, or null to leave it out")
         if value is None or (isinstance(value, str) and self.nullable and self._names_null(value)):
             if self.nullable:
                 return None

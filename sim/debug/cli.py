@@ -8,7 +8,8 @@
 Options come from :data:`sim.debug.params.DEBUG` and :data:`sim.debug.params.STARTUP`; ``--preset``/``--spec``, ``--dump``,
 ``--json`` and ``--quiet`` are the command line's own. ``debug analyze`` is parsed as the ``debug-analyze``
 command (:func:`rewrite`). Refused input (a bad ``--inject`` too: :func:`sim.debug.faults.parse_fault`): one line per
-field, exit status 2 (:func:`sim.cli.main`).
+field, exit status 2 (:func:`sim.cli.main`); so is a ``--dump`` folder that cannot take the dumps (not a folder,
+not writable, not enough room: :func:`sim.debug.dumpsize.prepare_folder`), checked before simulating.
 
 The engine is imported at module level: :mod:`sim.debug.params`, which the options need, imports its checks anyway,
 and :mod:`sim.cli` imports this module only when one of its commands runs.
@@ -22,6 +23,7 @@ from sim.core.params import add_arguments, values_from_args
 from sim.core.progress import span
 from sim.debug.analyze import analyze
 from sim.debug.dumpformat import DumpError
+from sim.debug.dumpsize import dump_bytes, prepare_folder
 from sim.debug.entry import run_debug, run_startup
 from sim.debug.params import DEBUG, STARTUP
 from sim.debug.startup import format_model
@@ -87,6 +89,10 @@ def run(args, bar) -> int:
         print(json.dumps(d) if args.json else format_analysis(d))
         return 0
     params = DEBUG.validate(values_from_args(args, DEBUG))
+    try:
+        prepare_folder(args.dump, dump_bytes(params))                   # before 20 s of simulation, not after
+    except UsageError as e:
+        raise UsageError(f"--dump {e}") from None
     _, topo = load_topology(args.preset, args.spec, lambda message: bar(0.0, message))
     run = run_debug(topo, params, progress=span(bar, 0.0, 0.5))
     run.write_dumps(args.dump, progress=span(bar, 0.5, 1.0))

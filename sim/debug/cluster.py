@@ -12,7 +12,7 @@ import os
 
 import numpy as np
 
-from sim.debug.dumpformat import PLACEMENT_FILE, DumpError
+from sim.debug.dumpformat import MAX_DUMP_BYTES, PLACEMENT_FILE, DumpError
 from sim.fabric.names import host_names
 from sim.fabric.placement import place
 from sim.fabric.topology import load_topology
@@ -32,28 +32,49 @@ def load_cluster(cluster_or_spec):
 
 def rank_placement(cluster, folder, world) -> dict | None:
     """Rank -> GPU, host names and the topology, when the cluster is known: the placement file written beside our
-    dumps, else ranks on the cluster's GPUs in the topology placement (seed 0). None without a cluster."""
+    dumps, else ranks on the cluster's GPUs in the topology placement (seed 0). None without a cluster. DumpError
+    naming both when the dumps do not match the cluster: written on another one (the placement file names it), a
+    rank on a GPU the cluster lacks, or more ranks than its GPUs."""
     if cluster is None:
         return None
-    topo, _ = load_cluster(cluster)
+    topo, name = load_cluster(cluster)
     n = int(world.max()) + 1 if world.size else 0
     path = os.path.join(folder, PLACEMENT_FILE)
     gpus = None
     if os.path.isfile(path):
-        try:
-            with open(path) as f:
-                gpus = np.asarray(json.load(f)["gpus"], np.int64)
-        except (OSError, ValueError, KeyError) as e:
-            raise DumpError(f"{path}: not a placement file ({e})") from None
-    if gpus is None or gpus.size < n or (gpus.size and gpus.max() >= topo.n_gpus):
+        gpus, wrote_on, wrote_gpus = _placement(path)
+        if wrote_on is not None and (wrote_on != name or wrote_gpus != topo.n_gpus):
+            raise DumpError(f"{folder}: the dumps were written on {wrote_on} ({wrote_gpus:,} GPUs), not on the "
+                            f"cluster given, {name} ({topo.n_gpus:,} GPUs)")
+        if gpus.size < n or (gpus.size and (gpus.min() < 0 or gpus.max() >= topo.n_gpus)):
+            raise DumpError(f"{path}: places {gpus.size:,} ranks on GPUs up to {int(gpus.max(initial=-1)):,}; the "
+                            f"dumps name {n:,} ranks and the cluster given, {name}, has {topo.n_gpus:,} GPUs")
+    if gpus is None:
         try:
             gpus = place(topo, n, "topology", 0)
         except ValueError as e:
-            raise DumpError(f"{folder}: {n:,} ranks do not fit the cluster: {e}") from None
+            raise DumpError(f"{folder}: {n:,} ranks do not fit the cluster given, {name} ({topo.n_gpus:,} GPUs): "
+                            f"{e}") from None
     hosts = host_names(topo.layout)
     rank_host = np.asarray(topo.gpu_host)[gpus]
     return {"topo": topo, "gpus": gpus, "hosts": hosts, "rank_host": rank_host,
             "host_names": [hosts[h] for h in rank_host.tolist()]}
+
+
+def _placement(path) -> tuple[np.ndarray, str | None, int | None]:
+    """The placement file's rank -> GPU, and the cluster it names (name, GPUs; None for a file without them)."""
+    try:
+        if os.path.getsize(path) > MAX_DUMP_BYTES:
+            raise ValueError(f"over {MAX_DUMP_BYTES:,} bytes (MAX_DUMP_BYTES)")
+        with open(path) as f:
+            doc = json.load(f)
+        gpus = np.asarray(doc["gpus"], np.int64).reshape(-1)
+        on, count = doc.get("cluster"), doc.get("cluster_gpus")
+        if on is not None and (not isinstance(on, str) or type(count) is not int):
+            raise ValueError("cluster must be a name and cluster_gpus a count")
+    except (OSError, ValueError, KeyError, TypeError, OverflowError, RecursionError, AttributeError) as e:
+        raise DumpError(f"{path}: not a placement file ({type(e).__name__}: {str(e)[:200]})") from None
+    return gpus, on, count
 
 
 def gpu_links(topo, gpus) -> np.ndarray:

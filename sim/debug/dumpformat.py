@@ -18,6 +18,8 @@ import struct
 
 import numpy as np
 
+from sim.core.params import MAX_GPUS
+
 DUMP_PREFIX = "nccl_trace_rank_"      # PyTorch's TORCH_NCCL_DEBUG_INFO_TEMP_FILE default, /tmp/nccl_trace_rank_ [S32]
 PLACEMENT_FILE = "twin_placement.json"      # rank -> GPU id, written beside our dumps
 FR_VERSION = "2.10"                   # FlightRecorder's version_val in PyTorch 2.13 [S33]
@@ -30,6 +32,12 @@ ENTRY_KEYS = ("record_id", "pg_id", "process_group", "thread_name", "thread_id",
               "output_dtypes", "state", "time_discovered_started_ns", "time_discovered_completed_ns", "retired",
               "timeout_ms", "is_p2p", "frames")
 LAYOUT_TAG = "cluster-twin fr layout 1"
+# What the analyzer reads at most (docs/debugging.md, "Reading untrusted dumps"): a dump larger than this is refused
+# before a byte is read (our largest, 100,000 entries of 145 bytes, is about 15 MB; PyTorch's default 2,000-entry
+# ring with stack frames a few MB), and a rank number (file name, pg_config members) at or above MAX_RANK is
+# refused (the analysis sizes per-rank arrays by the highest rank): the engine's MAX_GPUS, 2^20 ranks.
+MAX_DUMP_BYTES = 256 * 2**20
+MAX_RANK = MAX_GPUS
 
 
 class DumpError(ValueError):
@@ -67,6 +75,8 @@ FIXED_STRINGS = list(ENTRY_KEYS) + list(STATES) + list(DTYPES.values()) + [THREA
 # How a fixed-layout dump starts (PROTO 2, the top dict, the twin_memo key) and what precedes its entries' records.
 HEAD = b"\x80\x02}(" + pickle_str("twin_memo")
 ENTRIES_MARK = pickle_str("entries") + b"]("
+# Every dump's header starts with twin_memo's fixed strings (the reader parses them once: sim.debug.safeload).
+FIXED_HEAD = HEAD + b"](" + b"".join(pickle_str(s) + memo_put(i) for i, s in enumerate(FIXED_STRINGS))
 TAIL = b"eu."                                                          # APPENDS, SETITEMS, STOP
 
 

@@ -2,19 +2,22 @@
 
 Why a module: reading is its own capability (docs/debugging.md, "How the dumps are written and read fast"), apart
 from the analysis that matches the columns across ranks (:mod:`sim.debug.analyze`). Our fixed-layout files
-(:mod:`sim.debug.dumpformat`) are checked and viewed as numpy records; any other dump (PyTorch's own) is unpickled.
-Strings met on the way (process groups, op names) go to global tables (:class:`Tables`).
+(:mod:`sim.debug.dumpformat`) are checked and viewed as numpy records, their header parsed without pickle; any
+other dump (PyTorch's own) is unpickled by a reader that can build data only (:mod:`sim.debug.safeload`), streamed.
+A dump over MAX_DUMP_BYTES or naming a rank at or above MAX_RANK is refused naming the file. Strings met on the way
+(process groups, op names) go to global tables (:class:`Tables`).
 """
 from __future__ import annotations
 
 import json
 import os
-import pickle
 import re
 
 import numpy as np
 
-from sim.debug.dumpformat import ENTRIES_MARK, ENTRY_KEYS, HEAD, LONG8, NONE_FILL, TAIL, DumpError, record_dtype
+from sim.debug.dumpformat import (ENTRIES_MARK, ENTRY_KEYS, FIXED_HEAD, HEAD, LONG8, MAX_DUMP_BYTES, MAX_RANK,
+                                  NONE_FILL, TAIL, DumpError, record_dtype)
+from sim.debug.safeload import HeaderError, RefusedPickle, load_dump_pickle, parse_header
 
 _NAME = re.compile(r"^(.*?)(\d+)$")
 STATE_CODE = {"scheduled": 1, "started": 2, "completed": 3}
@@ -29,7 +32,8 @@ class Tables:
         self.version, self.backend = "", ""
         self.unknown_members = 0                      # groups whose members no pg_config gave (yet)
 
-    def pg(self, name, desc, ranks_text=None):
+    def pg(self, name, desc, members=None):
+        """The index of group ``name``; ``members`` (an int64 array, :func:`members_of`) recorded if first given."""
         i = self.pg_index.get(name)
         if i is None:
             i = self.pg_index[name] = len(self.pg_name)
@@ -37,14 +41,9 @@ class Tables:
             self.pg_desc.append(desc)
             self.pg_members.append(None)
             self.unknown_members += 1
-        if ranks_text is not None and self.pg_members[i] is None:
-            try:
-                ranks = json.loads(ranks_text) if isinstance(ranks_text, str) else list(ranks_text)
-            except ValueError:
-                ranks = []
-            if ranks:
-                self.pg_members[i] = np.asarray(ranks, np.int64)
-                self.unknown_members -= 1
+        if members is not None and members.size and self.pg_members[i] is None:
+            self.pg_members[i] = members
+            self.unknown_members -= 1
         return i
 
     def op(self, name):
@@ -131,9 +130,10 @@ class Buffers:
 
 
 def _fast(data, bufs: Buffers):
-    """Our fixed-layout dumps: the header unpickled alone, the entries as numpy records, after checking that every
-    record is what :mod:`pickle` would read the same way (constant bytes in place, timestamps LONG1 or None, booleans,
-    memo references in range). None if the file is not that layout (it is then read with pickle)."""
+    """Our fixed-layout dumps: the header parsed alone (:func:`sim.debug.safeload.parse_header`, no pickle), the
+    entries as numpy records, after checking that every record is what :mod:`pickle` would read the same way
+    (constant bytes in place, timestamps LONG1 or None, booleans, memo references in range). None if the file is not
+    that layout (it is then read as PyTorch's)."""
     head = bytes(data[:1 << 16])
     if not head.startswith(HEAD) or bytes(data[-3:]) != TAIL:
         return None
@@ -142,10 +142,10 @@ def _fast(data, bufs: Buffers):
         return None
     start += len(ENTRIES_MARK)
     try:
-        top = pickle.loads(head[:start] + TAIL)
+        top = parse_header(head[:start] + TAIL, FIXED_HEAD)  # our opcodes only: never pickle (safeload)
         memo = top["twin_memo"]
         kidx = tuple(memo.index(k) for k in ENTRY_KEYS)
-    except Exception:
+    except (HeaderError, KeyError, TypeError, ValueError):
         return None
     lay = _LAYOUTS.get(kidx)
     if lay is None:
@@ -157,29 +157,41 @@ def _fast(data, bufs: Buffers):
     return None if rec is None else (top, memo, rec)
 
 
-def read_dump(path: str, rank: int, tab: Tables, bufs: Buffers | None = None) -> dict:
+def read_dump(path: str, rank: int, tab: Tables, bufs: Buffers | None = None,
+              max_bytes: int = MAX_DUMP_BYTES) -> dict:
     """One rank's entries as columns (record_id, pg, seq, p2p, op, numel_in/out, dtype, state, created, done),
-    and its timeout; DumpError naming the file if it cannot be read."""
+    and its timeout; DumpError naming the file if it cannot be read, is over ``max_bytes`` or holds anything but
+    data (:mod:`sim.debug.safeload`)."""
     bufs = bufs or Buffers()
+    too_big = DumpError(f"{path}: over {max_bytes:,} bytes, the most a dump may have (MAX_DUMP_BYTES)")
     try:
-        with open(path, "rb") as f:
+        with open(path, "rb", buffering=0) as f:
             size = os.fstat(f.fileno()).st_size
-            buf = bufs.get("file", size + 1, np.uint8)
-            n = f.readinto(buf)
-            data = memoryview(buf)[:n] if n <= size else bytes(buf) + f.read()
+            if size > max_bytes:
+                raise DumpError(f"{path}: {size:,} bytes, over the {max_bytes:,} a dump may have (MAX_DUMP_BYTES)")
+            if f.read(len(HEAD)) == HEAD:                       # ours: read whole (bounded), viewed as records
+                f.seek(0)
+                buf = bufs.get("file", size + 1, np.uint8)
+                n = f.readinto(buf)
+                if n > size:
+                    raise DumpError(f"{path}: grew while it was read")
+                fast = _fast(memoryview(buf)[:n], bufs)
+                if fast is not None:
+                    out = _fast_columns(path, *fast, tab)
+                    if out is not None:
+                        return out
+            f.seek(0)
+            top = load_dump_pickle(f, max_bytes, too_big)       # PyTorch's, streamed; data only
     except OSError as e:
         raise DumpError(f"{path}: cannot be read ({e.strerror})") from None
-    fast = _fast(data, bufs)
-    if fast is not None:
-        out = _fast_columns(path, *fast, tab)
-        if out is not None:
-            return out
-    try:
-        top = pickle.loads(data)
-    except Exception as e:
+    except RefusedPickle as e:
+        raise DumpError(f"{path}: {e}") from None
+    except DumpError:
+        raise
+    except Exception as e:  # noqa: BLE001 - whatever a corrupt pickle raises, the file is named
         what = "truncated" if isinstance(e, EOFError) or "truncated" in str(e) or "ran out" in str(e) else "corrupt"
-        raise DumpError(f"{path}: {what}: not a readable flight recorder dump ({type(e).__name__}: {e})") from None
-    del data
+        raise DumpError(f"{path}: {what}: not a readable flight recorder dump ({type(e).__name__}: "
+                        f"{str(e)[:200]})") from None
     if not isinstance(top, dict) or "version" not in top:
         raise DumpError(f"{path}: not a flight recorder dump (no 'version' key)")
     _header(path, top, tab)
@@ -208,9 +220,10 @@ def read_dump(path: str, rank: int, tab: Tables, bufs: Buffers | None = None) ->
             cols["created"].append(int(e.get("time_created_ns") or -1))
             cols["done"].append(int(e.get("time_discovered_completed_ns") or -1))
             timeout = int(e.get("timeout_ms") or timeout)
-    except (KeyError, TypeError, ValueError) as e:
-        raise DumpError(f"{path}: an entry lacks a field the analyzer needs ({type(e).__name__}: {e})") from None
-    out = {k: np.asarray(v, np.int64) for k, v in cols.items()}
+        out = {k: np.asarray(v, np.int64) for k, v in cols.items()}
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError, RecursionError) as e:
+        raise DumpError(f"{path}: an entry lacks a field the analyzer needs or holds a number out of range "
+                        f"({type(e).__name__}: {str(e)[:200]})") from None
     out["p2p"] = out["p2p"].astype(bool)
     out["state"] = out["state"].astype(np.int8)
     out["timeout_ms"] = timeout
@@ -253,20 +266,45 @@ def _header(path, top, tab: Tables):
         raise DumpError(f"{path}: pg_config is not a mapping")
     for name, info in cfg.items():
         if isinstance(info, dict) and info.get("name", name) != "":
-            tab.pg(str(info.get("name", name)), str(info.get("desc", "")), info.get("ranks"))
+            tab.pg(str(info.get("name", name)), str(info.get("desc", "")), members_of(path, info.get("ranks")))
     if not tab.backend:
         tab.backend = "nccl" if "twin_memo" in top else ""
 
 
+def members_of(path, ranks) -> np.ndarray | None:
+    """A group's members from pg_config's ``ranks`` (JSON text, or a list), each a rank below MAX_RANK; None when
+    unreadable; DumpError naming the file for a rank out of range."""
+    if ranks is None:
+        return None
+    try:
+        ranks = json.loads(ranks) if isinstance(ranks, str) else list(ranks)
+    except (ValueError, TypeError, RecursionError):
+        return None
+    if not isinstance(ranks, list) or not all(type(r) is int for r in ranks):
+        return None
+    if ranks and not (0 <= min(ranks) and max(ranks) < MAX_RANK):
+        raise DumpError(f"{path}: pg_config names rank {max(ranks) if max(ranks) >= MAX_RANK else min(ranks)}, out "
+                        f"of range (0..{MAX_RANK - 1:,}, MAX_RANK)")
+    return np.asarray(ranks, np.int64)
+
+
 def dump_files(folder: str) -> list[tuple[int, str]]:
+    """(rank, path) of the dumps in ``folder`` (the most common ``<prefix><rank>`` prefix), by rank; DumpError
+    naming a file whose rank is at or above MAX_RANK."""
     if not os.path.isdir(folder):
         raise DumpError(f"{folder}: is not a folder")
     found = {}
+    width = len(str(MAX_RANK))
     for f in sorted(os.listdir(folder)):
         m = _NAME.match(f)
         p = os.path.join(folder, f)
         if m and os.path.isfile(p):
-            found.setdefault(m.group(1), []).append((int(m.group(2)), p))
+            digits = m.group(2)
+            rank = int(digits) if len(digits) <= width else MAX_RANK
+            if rank >= MAX_RANK:
+                raise DumpError(f"{p}: rank {digits[:24]}{'...' if len(digits) > 24 else ''} is out of range "
+                                f"(0..{MAX_RANK - 1:,}, MAX_RANK)")
+            found.setdefault(m.group(1), []).append((rank, p))
     if not found:
         raise DumpError(f"{folder}: no dump files (named <prefix><rank>, e.g. nccl_trace_rank_0)")
     prefix = max(found, key=lambda k: len(found[k]))

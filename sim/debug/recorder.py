@@ -24,6 +24,7 @@ import numpy as np
 from sim.core.errors import ParamError
 from sim.core.progress import span, silent
 from sim.debug.cluster import load_cluster
+from sim.debug.dumpsize import check_dump_bytes
 from sim.debug.faults import Fault, fault_op_error, parse_fault, resolve_fault
 from sim.debug.programs import DIM_NAMES, stage_program
 from sim.debug.timing import group_units, place_ranks, simulate
@@ -35,11 +36,13 @@ EPOCH_NS = 1_700_000_000 * 10**9      # the simulated job's clock starts here (2
 
 
 def check_debug(v: dict) -> None:
-    """Rules of :data:`sim.debug.params.DEBUG` across fields: the job's (:func:`sim.jobs.job.check_job`) and the
-    fault's: it parses, its rank is a rank of the job, its op a collective of a step on the rank's stage."""
+    """Rules of :data:`sim.debug.params.DEBUG` across fields: the job's (:func:`sim.jobs.job.check_job`), the dumps'
+    size (:func:`sim.debug.dumpsize.check_dump_bytes`) and the fault's: it parses, its rank is a rank of the job, its
+    op a collective of a step on the rank's stage."""
     check_job(v)
     if v["schedule"] != "1f1b":
         raise ParamError("schedule", "the rehearsal models the 1f1b schedule only")
+    check_dump_bytes(v)                                 # check_job filled gpus and dp
     f = parse_fault(v.get("inject"))
     if f.rank >= v["gpus"]:
         raise ParamError("inject", f"rank {f.rank:,} is not a rank of the job (0..{v['gpus'] - 1:,})")
@@ -71,6 +74,7 @@ class Rehearsal:
     seconds: float = 0.0
     cluster: str = ""
     host_names: list = None
+    cluster_gpus: int = 0              # the cluster's GPUs (the placement file names the cluster: the analyzer checks)
 
     # -------------------------------------------------------------------------------------------- summary
     def to_dict(self) -> dict:
@@ -145,7 +149,7 @@ def rehearse(cluster_or_spec, values: dict, progress=None) -> Rehearsal:
     out = Rehearsal(params=p, fault=fault, stages=stages, gpus=gpus, pg_names=pg_names, rank_group=rank_group,
                     group_ranks=group_ranks, dump_time=float(dump_time),
                     t0_ns=EPOCH_NS + int(p["steps_before"] * step_time * 1e9), dead=dead, fault_op=fault_op,
-                    step_time=float(step_time), cluster=cluster)
+                    step_time=float(step_time), cluster=cluster, cluster_gpus=int(topo.n_gpus))
     out.seconds = time.perf_counter() - t0
     why = "watchdog timeout" if math.isfinite(first_stall) else "on demand"
     say(1.0, f"dump at {dump_time:.1f} s of the window ({why})")

@@ -13,8 +13,8 @@ import os
 import numpy as np
 
 from sim.core.progress import silent
-from sim.debug.dumpformat import (DUMP_PREFIX, ENTRIES_MARK, ENTRY_KEYS, FIXED_STRINGS, FR_VERSION, HEAD, LONG8,
-                                  NCCL_VERSION, NONE10, NONE_FILL, PLACEMENT_FILE, TAIL, THREAD_NAME, memo_get,
+from sim.debug.dumpformat import (DUMP_PREFIX, ENTRIES_MARK, ENTRY_KEYS, FIXED_HEAD, FIXED_STRINGS, FR_VERSION,
+                                  LONG8, NCCL_VERSION, NONE10, NONE_FILL, PLACEMENT_FILE, TAIL, THREAD_NAME, memo_get,
                                   memo_put, pickle_int, pickle_str, record_dtype)
 from sim.debug.programs import DIM_NAMES, OPS
 
@@ -38,8 +38,8 @@ def write_dumps(reh, folder, progress=None) -> list:
             done += 1
             if done % 256 == 0:
                 say(done / R, f"{done:,} of {R:,} dumps written")
-    with open(os.path.join(folder, PLACEMENT_FILE), "w") as f:       # rank -> GPU, for the analyzer's hosts
-        json.dump({"gpus": reh.gpus.tolist()}, f)
+    with open(os.path.join(folder, PLACEMENT_FILE), "w") as f:       # rank -> GPU and the cluster, for the analyzer
+        json.dump({"gpus": reh.gpus.tolist(), "cluster": reh.cluster, "cluster_gpus": reh.cluster_gpus}, f)
     say(1.0, f"{len(paths):,} dumps written to {folder}")
     return paths
 
@@ -89,7 +89,6 @@ class StageLayout:
             raise RuntimeError("too many strings for one-byte memo references")
         pos = {s_: i for i, s_ in enumerate(FIXED_STRINGS)}
         self.pos = pos
-        self.memo_fixed = b"".join(pickle_str(s_) + memo_put(i) for i, s_ in enumerate(FIXED_STRINGS))
         self.memo_names = b"".join(pickle_str(s_) + memo_put(self.name_pos[j]) for j, s_ in names.items())
         self.memo_tuples = b"".join(memo_get(self.group_pos[d]) + memo_get(self.group_pos[d] + 1) + b"\x86"
                                     + memo_put(self.tuple_base + k) for k, d in enumerate(self.dims)) \
@@ -130,7 +129,7 @@ class StageLayout:
         t["is_p2p"] = np.where(op_kind >= 3, 0x88, 0x89)                 # NEWTRUE / NEWFALSE
         t["frames"] = self.frames_pos
         self.template = t
-        self.head = HEAD + b"](" + self.memo_fixed
+        self.head = FIXED_HEAD
         self.middle = (self.memo_names + self.memo_tuples + pickle_str("version") + memo_get(pos[FR_VERSION])
                        + pickle_str("comm_lib_version") + memo_get(pos[NCCL_VERSION]) + pickle_str("pg_config") + b"}(")
         self.status_head = b"u" + pickle_str("pg_status") + b"}("

@@ -55,16 +55,20 @@ def add_parsers(sub) -> None:
 
 
 def read_jobs_file(path: str) -> str:
-    """The text of a jobs file; UsageError naming the file when it is missing, too large or not UTF-8."""
+    """The text of a jobs file; UsageError naming the file when it is missing, too large, not UTF-8 or empty (blank
+    lines only: never read as "no file", which would run synthetic jobs)."""
     p = Path(path)
     if not p.is_file():
         raise UsageError(f"jobs file {path}: is not a file")
     if p.stat().st_size > MAX_JOBS_TEXT:
         raise UsageError(f"jobs file {path}: must be at most {MAX_JOBS_TEXT:,} bytes, it has {p.stat().st_size:,}")
     try:
-        return p.read_text(encoding="utf-8")
+        text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise UsageError(f"jobs file {path}: is not UTF-8 text") from None
+    if not text.strip():
+        raise UsageError(f"jobs file {path}: is empty (no jobs; leave --jobs out for synthetic arrivals)")
+    return text
 
 
 def _where(p) -> None:

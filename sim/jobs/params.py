@@ -6,7 +6,7 @@ from sim.fabric.params import HASH, HOTTEST, MAX_QPS, QPS, ROUTING, SEED, UDP_SP
 from sim.fabric.placement import PLACEMENTS
 from sim.jobs.layout import MAX_DIM, check_job
 from sim.jobs.models import CUSTOM, MODELS
-from sim.jobs.queue import MAX_SHARED_JOBS, read_jobs
+from sim.jobs.queue import MAX_QUEUED, MAX_SHARED_JOBS, read_jobs
 
 
 # ------------------------------------------------------------------------------------------- training jobs
@@ -70,11 +70,19 @@ JOB = ParamSet("job", JOB_PARAMS, check=check_job,
 
 POLICIES = ("topology", "first-fit", "random")
 
+
+def _check_queue(v: dict) -> None:
+    """The job queue, when given, read as the scheduler reads it (each entry a valid JOB, errors naming
+    ``jobs[i].field`` and the line), so a bad file is refused before a run is queued, not in the worker."""
+    if v["jobs"] is not None:
+        read_jobs(v["jobs"], JOB.validate, timed=True, max_jobs=MAX_QUEUED)
+
+
 SCHEDULE = ParamSet("schedule", (
     Param("policy", "choice", "topology", "placement policy: topology (pack racks then zones), first-fit (lowest "
                                           "GPU ids), random (whole hosts anywhere: fragmented)", choices=POLICIES),
     Param("jobs", "text", None, "the job queue: a JSON list or TOML [[job]] tables (docs/jobs.md); null: "
-                                "synthetic arrivals", max=MAX_JOBS_TEXT, nullable=True),
+                                "synthetic arrivals", max=MAX_JOBS_TEXT, nullable=True, blank_is_null=False),
     Param("arrivals", "int", 200, "synthetic jobs when no jobs file is given", min=1, max=100_000),
     Param("days", "float", 30.0, "simulated span of the synthetic arrivals, days", min=0.001, max=3650.0),
     Param("max_gpus", "int", None, "largest synthetic job in GPUs; null: two thirds of the cluster", min=8,
@@ -83,7 +91,7 @@ SCHEDULE = ParamSet("schedule", (
     ROUTING,
     Param("qps", "int", 16, QPS.help, min=1, max=MAX_QPS),
     HASH,
-), doc="A job queue over simulated time on one cluster under a placement policy.")
+), check=_check_queue, doc="A job queue over simulated time on one cluster under a placement policy.")
 
 
 def _check_jobs(v: dict) -> None:

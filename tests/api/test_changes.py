@@ -128,7 +128,12 @@ def test_filters_by_cluster_model_user_action_field_and_time(writer, demo, anon)
     assert ids(cluster=demo.name) == ids(cluster=demo.id) == everything
     assert ids(cluster="another") == set()
     assert ids(model=["link", "switch"]) == {("link", "update"), ("switch", "update")}
-    assert ids(user="writer") == {("link", "update"), ("switch", "update")}
+    # by user: by id for anonymous readers, by name too for signed-in ones (anonymous readers learn no names)
+    writer_id = ObjectChange.objects.filter(user_name="writer").values_list("user_id", flat=True).first()
+    assert ids(user=str(writer_id)) == {("link", "update"), ("switch", "update")}
+    assert ids(user="writer") == set()
+    by_name = writer.get(CHANGES, {"user": "writer"}).data["results"]
+    assert {(r["model"], r["action"]) for r in by_name} == {("link", "update"), ("switch", "update")}
     assert ids(action="create") == {("cluster", "create")}
     assert ids(field="status") == {("link", "update")}
     assert ids(time__lte=build.time.isoformat()) == {("cluster", "create")}

@@ -27,4 +27,5 @@ def example(layout, params: dict, progress) -> tuple[dict, dict]:
 KIND = register(Kind("example", "Example (a test-only capability)", EXAMPLE, example,
                      headline=(Headline("hot_gpus", "GPUs above half heat", "int"),), best="hot_gpus",
                      arrays={"example_heat": "uint8"}, view="example",
-                     cost=lambda values, cluster: 0))
+                     cost=lambda values, cluster: {"flows": 0},
+                     estimate=lambda values, cluster: values["steps"] * 0.01))

@@ -21,4 +21,6 @@ def echo(layout, params, progress):
 
 
 KIND = register(Kind("echo", "Echo (test kind)", ECHO, echo, headline=(Headline("steps", "steps", "int"),),
-                     best="steps", arrays={"big": "float64"}))
+                     best="steps", arrays={"big": "float64"},
+                     cost=lambda values, cluster: {"flows": values["n"]},
+                     estimate=lambda values, cluster: values["n"] * 0.01))

@@ -2,6 +2,7 @@
 downloadable, deleted with it) and ``startup``, through real workers; a fault naming the cluster's own items, and
 bad input refused with a 400 naming the field. Given / when / then."""
 import io
+import os
 import pickle
 import tarfile
 
@@ -213,3 +214,45 @@ def test_a_link_named_by_the_inventory_is_the_link_the_engine_slows(runner, demo
     r = runner.post("/api/runs/", {"kind": "debug", "cluster": "demo-256",
                                    "params": {**JOB, "inject": f"link:id={link.name}"}}, format="json")
     assert r.status_code == 400 and "not an active link" in " ".join(r.json()["params"]["inject"])
+
+
+@pytest.mark.django_db
+def test_dumps_over_the_bound_are_a_400_naming_entries(runner, demo):
+    # 16,384 ranks x 100,000 entries: about 238 GB of dumps (the probe), refused before the cluster is looked at
+    params = {"model": "llama3-405b", "gpus": 16384, "tp": 8, "pp": 16, "entries": 100_000}
+    r = runner.post("/api/runs/", {"kind": "debug", "cluster": "demo-256", "params": params}, format="json")
+    assert r.status_code == 400 and "MAX_DUMPS_BYTES" in " ".join(r.json()["params"]["entries"]), r.json()
+    assert not SimulationRun.objects.exists()
+
+
+# ------------------------------------------------------------------------------------------- temporary files
+@pytest.mark.django_db
+def test_temporary_dumps_of_runs_no_longer_running_are_swept(demo, tmp_path):
+    from twin.runs import beat, tempfiles
+    # given the folders a killed worker left for a finished run, a requeued run's first attempt and a deleted run,
+    # and the folder of a run running its second attempt
+    done = SimulationRun.objects.create(kind="debug", cluster=demo, status="failed", params={}, attempts=1)
+    running = SimulationRun.objects.create(kind="debug", cluster=demo, status="running", params={}, attempts=2)
+    gone = SimulationRun.objects.create(kind="debug", cluster=demo, status="running", params={}, attempts=1)
+    folders = {}
+    for name, run, attempt in (("done", done, 1), ("stale", running, 1), ("live", running, 2), ("gone", gone, 1)):
+        with tempfiles.run_temp_dir(run, "debug") as f:
+            pass
+        d = tmp_path / f"twin-debug-{run.pk}-a{attempt}-x{name}"
+        d.mkdir()
+        (d / "nccl_trace_rank_0").write_bytes(b"\0" * 4096)
+        folders[name] = d
+    assert os.path.basename(f).startswith(f"twin-debug-{gone.pk}-a1-")          # how run_temp_dir names them
+    gone_id = gone.pk
+    gone.delete()
+    other = tmp_path / "twin-debug-notarun"
+    other.mkdir()
+    # when the sweeper runs, then only the running attempt's folder (and what is not a run's) is kept
+    swept = tempfiles.sweep_temp_dirs(tmp_path)
+    assert {d["run"] for d in swept} == {done.pk, running.pk, gone_id} and len(swept) == 3
+    assert [n for n, d in folders.items() if d.exists()] == ["live"] and other.exists()
+    # and beat's pass runs it (on the system's temporary directory)
+    import tempfile
+    left = tempfile.mkdtemp(prefix=f"twin-debug-{done.pk}-a1-")
+    beat.sweep()
+    assert not os.path.exists(left)

@@ -43,7 +43,7 @@ def test_seeds_are_bounded_by_a_setting_below_the_engine_s_own_limit(runner, dem
 @pytest.mark.django_db
 def test_a_run_s_cost_is_its_kind_s_and_bounded_by_a_setting(runner, demo, settings):
     params = {"gpus": 128, "qps": 4, "seeds": 3}
-    flows = registry.get("collective").cost(validate_params("collective", params, demo), demo)
+    flows = registry.get("collective").cost(validate_params("collective", params, demo), demo)["flows"]
     settings.TWIN_RUNS_MAX_RUN_FLOWS = flows - 1
     assert "TWIN_RUNS_MAX_RUN_FLOWS" in refused(start(runner, "collective", params), "cost")
     assert not SimulationRun.objects.exists()
@@ -69,7 +69,7 @@ def test_a_sweep_s_children_and_their_summed_cost_are_bounded(runner, demo, sett
     assert "TWIN_RUNS_MAX_SWEEP_CHILDREN" in refused(start(runner, "sweep", sweep), "sweep")
     settings.TWIN_RUNS_MAX_SWEEP_CHILDREN = 4
     kind = registry.get("collective")
-    total = sum(kind.cost(validate_params("collective", {"gpus": 64, "qps": q, "routing": r}, demo), demo)
+    total = sum(kind.cost(validate_params("collective", {"gpus": 64, "qps": q, "routing": r}, demo), demo)["flows"]
                 for q in (1, 2) for r in ("ecmp", "eecmp"))
     settings.TWIN_RUNS_MAX_SWEEP_FLOWS = total - 1
     assert "TWIN_RUNS_MAX_SWEEP_FLOWS" in refused(start(runner, "sweep", sweep), "sweep")
@@ -96,9 +96,9 @@ def test_gpus_are_checked_against_the_usable_gpus_as_the_engine_counts_them(runn
 
 
 @pytest.mark.django_db
-def test_active_runs_per_user_are_bounded_and_a_sweep_counts_once(runner, demo, settings):
-    settings.TWIN_RUNS_MAX_ACTIVE_PER_USER = 2
-    # given a sweep that fanned out into four children
+def test_active_runs_per_user_are_bounded_and_a_sweep_counts_as_its_children(runner, demo, settings):
+    settings.TWIN_RUNS_MAX_ACTIVE_PER_USER = 5
+    # given a sweep that fanned out into four children (four runs doing work)
     sweep = start(runner, "sweep", {"kind": "collective", "params": {"gpus": 16},
                                     "sweep": {"qps": [1, 2], "routing": ["ecmp", "eecmp"]}}).json()
     fan_out_sweep(SimulationRun.objects.get(pk=sweep["id"]))
@@ -107,12 +107,12 @@ def test_active_runs_per_user_are_bounded_and_a_sweep_counts_once(runner, demo, 
     assert start(runner, "collective", {"gpus": 16}).status_code == 201
     before = SimulationRun.objects.count()
     says = refused(start(runner, "collective", {"gpus": 16}), "active_runs", where=None)
-    # then the third is refused naming the limit, and nothing is written
+    # then the sixth is refused naming the limit, and nothing is written
     assert "TWIN_RUNS_MAX_ACTIVE_PER_USER" in says and SimulationRun.objects.count() == before
     # and a scenario's run counts the same
     scenario = Scenario.objects.create(name="s", kind="collective", cluster=demo, params={"gpus": 16})
     assert runner.post(f"/api/runs/scenarios/{scenario.pk}/run/").status_code == 400
-    # and once one ends there is room again
+    # and once the sweep ends there is room again
     runner.post(f"/api/runs/{sweep['id']}/cancel/")
     assert start(runner, "collective", {"gpus": 16}).status_code == 201
 
@@ -122,7 +122,8 @@ def test_a_new_kind_declares_its_own_cost_and_is_bounded_by_it(runner, demo, set
     # given a kind registered with a cost hook: n units of a million flows
     priced = ParamSet("priced", (Param("n", "int", 1, "units", min=1, max=1000),))
     registry.register(registry.Kind("priced", "Priced", priced, lambda layout, p, progress: ({}, {}),
-                                    cost=lambda values, cluster: values["n"] * 1_000_000))
+                                    cost=lambda values, cluster: {"flows": values["n"] * 1_000_000},
+                                    estimate=lambda values, cluster: 1.0))
     try:
         settings.TWIN_RUNS_MAX_RUN_FLOWS = 5_000_000
         assert "TWIN_RUNS_MAX_RUN_FLOWS" in refused(start(runner, "priced", {"n": 6}), "cost")

@@ -439,3 +439,28 @@ def test_jobs_table_and_json(capsys, tmp_path):
         assert j["qps"] == 2 and j["routing"] == "ecmp"                       # the one fabric's options
         assert j["slowdown"] == pytest.approx(j["step_time"] / j["alone_step_time"])
     assert d["worst_slowdown"] == pytest.approx(max(j["slowdown"] for j in d["jobs"]) - 1) and d["worst_slowdown"] > 0
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["collective", "--preset", ""], "--preset"),
+    (["collective", "--routing", " "], "--routing"),
+    (["collective", "--hostfile", ""], "--hostfile"),
+    (["collective", "--gpus-file", ""], "--gpus-file"),
+    (["failures", "--spec", ""], "--spec"),
+    (["schedule", "--jobs", ""], "--jobs"),
+    (["debug", "--dump", "", "--inject", "hang:rank=1"], "--dump"),
+    (["debug", "--dump", "/tmp/x", "--inject", ""], "--inject"),
+    (["debug", "analyze", ""], "DIR"),
+])
+def test_a_blank_option_is_refused_naming_it_not_read_as_the_default(capsys, argv, named):
+    # a blank --preset used to run meta-roce-24k, a blank --routing the default routing, a blank --hostfile none
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and f"argument {named}: must not be blank" in err, err
+
+
+def test_a_name_the_system_refuses_is_one_line_naming_it(capsys):
+    code, out, err = run(capsys, "collective", "--preset", "a" * 5000, "-q")
+    assert code == 2 and "File name too long" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1 and len(err) < 300

@@ -89,9 +89,11 @@ def test_a_user_allowed_to_add_runs_gets_an_enabled_form(starter, demo):
 
 
 def test_the_page_of_a_finished_run_renders(starter, demo):
-    # given a finished collective run
+    # given a finished collective run of the user
     run = finished_collective(demo)
-    # when a user who may start (and cancel) runs opens its page
+    run.created_by = User.objects.get(username="starter")
+    run.save(update_fields=["created_by"])
+    # when that user, who may start (and cancel) runs, opens its page
     r = starter.get(f"/experiments/{run.pk}/")
     html = r.content.decode()
     # then it shows the run with its live progress bar and the links to the cluster's fabric and GPU pages

@@ -1,6 +1,6 @@
-"""``Authorization: Token <token>`` for the REST API, checked against the stored hashes (twin.api.models). A wrong
-token counts as a failed login of the client's address (twin.api.logins): past the limit the address is refused
-with 429 before any token is checked."""
+"""``Authorization: Token <token>`` for the REST API, checked against the stored hashes (twin.api.models). The token
+is checked first: a valid one is always accepted. A wrong one counts against the client's address
+(twin.api.logins.token_failed): 401, and past the limit 429 with ``Retry-After`` for that address's wrong tokens."""
 from __future__ import annotations
 
 from rest_framework import authentication, exceptions
@@ -15,13 +15,11 @@ class HashedTokenAuthentication(authentication.TokenAuthentication):
         return super().authenticate(request)
 
     def authenticate_credentials(self, key):
-        request = getattr(self, "_request", None)
-        address = logins.client_address(request) if request is not None else None
-        wait = logins.locked_for(address=address)
-        if wait:
-            raise exceptions.Throttled(wait, detail="too many failed logins from this address")
         user = ApiToken.user_for(key)
-        if user is None:
-            logins.record_failure(address=address)
-            raise exceptions.AuthenticationFailed("Invalid token.")
-        return user, key
+        if user is not None:
+            return user, key
+        request = getattr(self, "_request", None)
+        wait = logins.token_failed(logins.client_address(request) if request is not None else None)
+        if wait:
+            raise exceptions.Throttled(wait, detail="too many wrong tokens from this address")
+        raise exceptions.AuthenticationFailed("Invalid token.")

@@ -37,7 +37,29 @@ class BulkRouter(DefaultRouter):
 
     def register(self, prefix, viewset, basename=None):
         ROUTE_BY_MODEL[viewset.queryset.model] = basename
+        accept_format_suffix(viewset)
         super().register(prefix, viewset, basename)
+
+
+def accept_format_suffix(viewset) -> None:
+    """Let every custom action of ``viewset`` take the ``format`` keyword of its format-suffix route.
+
+    The router gives each route a suffixed twin (``/api/runs/4/results.json``) and DRF hands the suffix to the
+    handler as ``format=``; an action written as ``def results(self, request, pk=None)`` then failed with a
+    TypeError (a 500). Each action (and each method its ``mapping`` names) is wrapped once here, for every viewset
+    the router registers; the suffix has already chosen the renderer (``self.format_kwarg``), so it is dropped."""
+    for act in viewset.get_extra_actions():
+        for name in {act.__name__, *act.mapping.values()}:
+            method = getattr(viewset, name)
+            if getattr(method, "accepts_format", False):
+                continue
+
+            @functools.wraps(method)
+            def accepting(self, request, *args, _method=method, format=None, **kwargs):
+                return _method(self, request, *args, **kwargs)
+
+            accepting.accepts_format = True
+            setattr(viewset, name, accepting)
 
 
 @extend_schema_field({"type": "string", "format": "uri", "readOnly": True})

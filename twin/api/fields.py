@@ -1,8 +1,10 @@
 """Related objects as ``{"id": 5, "url": ".../api/inventory/hosts/5/"}``: read from the foreign key column
-(no join, no query), written as an id or as ``{"id": 5}``."""
+(no join, no query), written as an id or as ``{"id": 5}``; user names as the request's user may see them."""
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+
+from twin.api.permissions import shows_user_names
 
 
 def url_prefix(route: str, context: dict) -> str:
@@ -50,3 +52,22 @@ class LinkedRelatedField(serializers.PrimaryKeyRelatedField):
         return {}  # never enumerate 100k rows for the browsable API's forms
 
 
+
+
+@extend_schema_field({"type": "string", "nullable": True, "readOnly": True,
+                      "description": "a user name; null for anonymous readers (and for the system)"})
+class UserNameField(serializers.Field):
+    """A user's name read from ``source`` (e.g. ``created_by.username``), or None when the request's user may not
+    see names (:func:`twin.api.permissions.shows_user_names`) or there is no user."""
+
+    def __init__(self, **kwargs):
+        super().__init__(read_only=True, default=None, **kwargs)
+
+    def get_attribute(self, instance):
+        request = self.context.get("request")
+        if not shows_user_names(getattr(request, "user", None)):
+            return None
+        return super().get_attribute(instance)
+
+    def to_representation(self, value):
+        return str(value)

@@ -1,5 +1,6 @@
 """Reading may be open (setting TWIN_API_ANONYMOUS_READ, default on); every write needs an authenticated user
-holding the model's add/change/delete permission."""
+holding the model's add/change/delete permission. Who did what (user names) is for signed-in readers only:
+:func:`shows_user_names` is the one rule every response that carries a name follows."""
 from django.conf import settings
 from rest_framework.permissions import DjangoModelPermissions
 
@@ -11,3 +12,10 @@ class InventoryPermission(DjangoModelPermissions):
         if request.method in ("GET", "HEAD", "OPTIONS") and settings.TWIN_API_ANONYMOUS_READ:
             return True
         return super().has_permission(request, view)
+
+
+def shows_user_names(user) -> bool:
+    """Whether a response to ``user`` may carry user names (``created_by``, the change log's ``user_name``, the
+    live change events' ``by``): signed-in users only. Anonymous reading is for the state of the clusters, not
+    for learning the accounts that can write it."""
+    return bool(user is not None and user.is_authenticated)

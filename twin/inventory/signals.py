@@ -9,3 +9,9 @@ cluster_built = Signal()
 # ``cluster_id`` and ``event`` (the change log's summary, :func:`twin.inventory.changelog.event`): the live layer
 # publishes it on the cluster's stream once the transaction commits (twin/live/apps.py).
 inventory_changed = Signal()
+
+# Sent by :func:`twin.inventory.builder.delete_cluster` inside its transaction, before the cluster's own rows go,
+# with ``cluster``: each app above whose rows name the cluster deletes them there (twin/runs: its runs, scenarios,
+# their schedules and its jobs; twin/runs/apps.py) and returns what it deleted, ``{"runs": n, ...}``, which the
+# delete logs and ``build_cluster --replace`` says. One transaction: all of it goes, or none.
+cluster_deleting = Signal()

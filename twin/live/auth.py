@@ -18,17 +18,16 @@ from django.http.request import split_domain_port, validate_host
 
 @database_sync_to_async
 def user_for_token(key: str, address: str | None):
-    """The token's user, or None (a failed login of ``address``, as for the API: twin.api.logins); a locked
-    address gets None without its token being checked."""
+    """(user, None) for a valid token, always; else (None, why): a wrong token counts against ``address`` as for
+    the API (twin.api.logins.token_failed), and past the limit says so."""
     from twin.api import logins
     from twin.api.models import ApiToken
 
-    if logins.locked_for(address=address):
-        return None
     user = ApiToken.user_for(key)
-    if user is None:
-        logins.record_failure(address=address)
-    return user
+    if user is not None:
+        return user, None
+    wait = logins.token_failed(address)
+    return None, f"too many wrong tokens from this address: try again in {wait} s" if wait else "invalid token"
 
 
 def client_address(scope) -> str | None:
@@ -73,9 +72,9 @@ class TokenAuthMiddleware:
             scope = dict(scope)
             key = token_from_scope(scope)
             if key is not None:
-                user = await user_for_token(key, client_address(scope))
+                user, error = await user_for_token(key, client_address(scope))
                 scope["user"] = user or AnonymousUser()
-                scope["auth_error"] = None if user else "invalid token"
+                scope["auth_error"] = error
             elif not same_origin(scope):
                 scope["user"] = AnonymousUser()
         return await self.inner(scope, receive, send)

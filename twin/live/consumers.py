@@ -23,6 +23,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from redis.exceptions import RedisError
 
+from twin.api.permissions import shows_user_names
 from twin.inventory.zones import ScopeError, parse_building
 from twin.live import meta, scope, store
 from twin.live.auth import may_read
@@ -36,6 +37,14 @@ LAYER_DOWN = "live.unavailable"             # handled by LiveConsumer.live_unava
 LAYER_RETRY_SECONDS = 1.0                   # between reads of a channel layer that failed
 # What an unreachable Redis raises, through redis-py or channels_redis (which wraps some in OSError)
 REDIS_DOWN = (RedisError, OSError, asyncio.TimeoutError)
+
+
+def _without_names(message: dict) -> dict:
+    """An event with every change line's ``by`` (a user name) set to null."""
+    changes = message.get("changes")
+    if isinstance(changes, list):
+        message["changes"] = [{**c, "by": None} if isinstance(c, dict) and "by" in c else c for c in changes]
+    return message
 
 
 class LiveConsumer(AsyncWebsocketConsumer):
@@ -112,8 +121,12 @@ class LiveConsumer(AsyncWebsocketConsumer):
         await self.send(bytes_data=self.transform(raw) if self.transform else raw)
 
     async def live_event(self, event):
-        """A JSON event of the stream (twin.live.publish.send_event), e.g. an inventory change: a text message."""
-        await self.send(text_data=event["text"])
+        """A JSON event of the stream (twin.live.publish.send_event), e.g. an inventory change: a text message;
+        for a reader who may not see user names (twin.api.permissions.shows_user_names) without its ``by``."""
+        text = event["text"]
+        if '"by"' in text and not shows_user_names(self.scope.get("user")):
+            text = json.dumps(_without_names(json.loads(text)), separators=(",", ":"))
+        await self.send(text_data=text)
 
     def describe(self) -> dict | None:
         raise NotImplementedError

@@ -24,11 +24,11 @@ from rest_framework import serializers
 
 from sim.core.errors import ParamError
 from sim.fabric.layout import STATUS_ACTIVE
-from twin.runs import job_actions, publishing, registry, schedules
+from twin.runs import job_actions, limits, publishing, registry, schedules
 from twin.runs.choices import ACTIVE, FINISHED, RunStatus
 from twin.runs.constants import EXECUTE_RUN_TASK, FINISH_SWEEP_TASK, PROGRESS_DB_INTERVAL, SCHEDULE_TASK, setting
 from twin.runs.sweep import combinations, merge_sweep
-from twin.runs.models import RunArray, Scenario, SimulationRun
+from twin.runs.models import Job, RunArray, Scenario, ScheduleOwner, SimulationRun
 from twin.runs.params import validate_params
 from twin.runs.registry import SWEEP, is_parent
 
@@ -48,30 +48,61 @@ def _enqueue(run_id: int, task_id: str):
     app.send_task(EXECUTE_RUN_TASK, args=(run_id,), task_id=task_id)
 
 
-def _check_active(user) -> None:
-    """``user``'s active runs (queued or running and not asked to stop; a sweep once, not its children) must leave
-    room for one more; called in the transaction that creates the run, the user's row locked."""
-    if user is None:
-        return
-    get_user_model().objects.select_for_update().filter(pk=user.pk).exists()
-    cap = setting("TWIN_RUNS_MAX_ACTIVE_PER_USER")
-    n = SimulationRun.objects.filter(created_by=user, parent=None, status__in=ACTIVE, cancel_requested=False).count()
-    if n >= cap:
-        raise serializers.ValidationError({"active_runs": [
-            f"you have {n} runs queued or running, at most {cap} (TWIN_RUNS_MAX_ACTIVE_PER_USER): wait for one to "
-            f"end, or cancel one"]})
+# The PostgreSQL advisory lock that serializes the active-run check of every creation (SQLite's IMMEDIATE
+# transactions already serialize writers): two users racing cannot both pass TWIN_RUNS_MAX_ACTIVE.
+ACTIVE_RUNS_LOCK = 0x7477696E_0024
+
+
+def active_load(user=None) -> int:
+    """Runs doing work that are queued or running and not asked to stop (``user``'s, or everyone's): a top-level
+    run counts as its active children once it has fanned out, before as the runs it will fan out to
+    (``Kind.tasks``: a sweep's combinations, a failures run's chunks), a run without children once."""
+    runs = SimulationRun.objects.filter(parent=None, status__in=ACTIVE, cancel_requested=False)
+    if user is not None:
+        runs = runs.filter(created_by=user)
+    rows = runs.annotate(n_children=Count("children"),
+                         n_active=Count("children", filter=Q(children__status__in=ACTIVE,
+                                                             children__cancel_requested=False)))
+    load = 0
+    for kind, params, n_children, n_active in rows.values_list("kind", "params", "n_children", "n_active"):
+        if n_children:
+            load += n_active
+            continue
+        try:
+            load += registry.get(kind).tasks(params)
+        except (ParamError, KeyError, TypeError, ValueError):    # a kind no longer registered, older parameters
+            load += 1
+    return load
+
+
+def _check_active(user, kind: str, params: dict) -> None:
+    """Room for a run of ``kind`` with ``params`` (counted as :meth:`Kind.tasks` runs) under
+    TWIN_RUNS_MAX_ACTIVE_PER_USER (``user``'s) and TWIN_RUNS_MAX_ACTIVE (everyone's); called in the transaction
+    that creates the run, under a lock, so that creations racing are counted one after the other."""
+    connection = transaction.get_connection()
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [ACTIVE_RUNS_LOCK])
+    if user is not None:
+        get_user_model().objects.select_for_update().filter(pk=user.pk).exists()
+    try:
+        limits.check_active(active_load(user) if user is not None else 0, active_load(),
+                            registry.get(kind).tasks(params))
+    except ParamError as e:
+        raise serializers.ValidationError(e.errors) from None
 
 
 def create_run(kind: str, params: dict, cluster, *, scenario: Scenario | None = None, user=None,
                parent: SimulationRun | None = None, enqueue: bool = True, validated: bool = False) -> SimulationRun:
     """A queued run of ``kind`` on ``cluster``; its task is enqueued once the transaction commits.
-    Raises a DRF ValidationError naming the bad parameter, or ``active_runs`` when ``user`` already has
-    TWIN_RUNS_MAX_ACTIVE_PER_USER runs queued or running (a sweep's children are its own, not counted)."""
+    Raises a DRF ValidationError naming the bad parameter, or ``active_runs`` when the runs it adds would take
+    ``user``'s active runs over TWIN_RUNS_MAX_ACTIVE_PER_USER or everyone's over TWIN_RUNS_MAX_ACTIVE (a child run
+    is counted with its parent, when the parent is created)."""
     if not validated:
         params = validate_params(kind, params, cluster)
     with transaction.atomic():
         if parent is None:
-            _check_active(user)
+            _check_active(user, kind, params)
         run = SimulationRun.objects.create(kind=kind, params=params, cluster=cluster, scenario=scenario,
                                            parent=parent, created_by=user, celery_task_id=str(uuid.uuid4()))
         hook = registry.get(kind).on_create
@@ -121,6 +152,27 @@ def delete_run(run: SimulationRun) -> None:
     with transaction.atomic():
         SimulationRun.objects.filter(pk=run_id).delete()
         transaction.on_commit(lambda: publishing.deleted(run_id, cluster_id))
+
+
+def delete_cluster_runs(cluster) -> dict[str, int]:
+    """What the runs app keeps of ``cluster``, deleted with it (the ``cluster_deleting`` receiver, inside the
+    cluster's delete transaction, docs/runs.md): its runs (active ones cancelled first, as :func:`delete_run` does;
+    their arrays and children with them, their stored files once the deletion commits), its scenarios, the
+    schedules that start them, and its jobs. Returns the counts deleted."""
+    from django_celery_beat.models import PeriodicTask
+    with transaction.atomic():
+        runs = SimulationRun.objects.filter(cluster=cluster)
+        for run in runs.filter(status__in=ACTIVE, parent=None):
+            cancel_run(run)                 # queued messages revoked once it commits; a running one stops
+        scenario_ids = set(Scenario.objects.filter(cluster=cluster).values_list("id", flat=True))
+        schedules = [t.pk for t in PeriodicTask.objects.select_for_update().filter(task=SCHEDULE_TASK).only("kwargs")
+                     if json.loads(t.kwargs or "{}").get("scenario_id") in scenario_ids]
+        PeriodicTask.objects.filter(pk__in=schedules).delete()
+        jobs = Job.objects.filter(cluster=cluster).delete()[0]
+        n_runs = runs.count()
+        runs.delete()
+        Scenario.objects.filter(pk__in=scenario_ids).delete()
+    return {"runs": n_runs, "scenarios": len(scenario_ids), "schedules": len(schedules), "jobs": jobs}
 
 
 # -------------------------------------------------------------------------------------------------- scenarios
@@ -427,12 +479,13 @@ def requeue_lost_runs(grace: float | None = None, now=None) -> list[dict]:
 
 # ---------------------------------------------------------------------------------------------------- schedules
 def save_schedule(*, scenario: Scenario, name: str, crontab: dict | None = None, interval: dict | None = None,
-                  enabled: bool = True, instance=None):
+                  enabled: bool = True, instance=None, user=None):
     """Create or update the django-celery-beat PeriodicTask that starts ``scenario`` on a crontab
     (``{"minute", "hour", "day_of_week", "day_of_month", "month_of_year"}``, the missing fields at their default)
     or an interval (``{"every": 6, "period": "hours"}``), validated first (:mod:`twin.runs.schedules`: a DRF
     ValidationError ``{"crontab": {field: [...]}}``). A crontab is the schedule's own row, edited in place: no
-    other schedule shares it, so editing one never moves another."""
+    other schedule shares it, so editing one never moves another. A new schedule belongs to ``user``
+    (:class:`twin.runs.models.ScheduleOwner`; None: the system's), and the runs it starts are that user's."""
     from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
     if (crontab is None) == (interval is None):
         raise serializers.ValidationError({"crontab": ["give exactly one of crontab and interval"]})
@@ -459,7 +512,10 @@ def save_schedule(*, scenario: Scenario, name: str, crontab: dict | None = None,
         else:
             task.interval = (IntervalSchedule.objects.filter(**fields).order_by("id").first()
                              or IntervalSchedule.objects.create(**fields))
+        created = task.pk is None
         task.save()
+        if created:
+            ScheduleOwner.objects.create(task=task, user=user)
         if old_crontab is not None and task.crontab != old_crontab and not old_crontab.periodictask_set.exists():
             old_crontab.delete()
     return task

@@ -3,6 +3,12 @@ from django.db import transaction
 from django.db.models.signals import post_delete
 
 
+def _delete_with_cluster(sender, cluster, **kwargs) -> dict:
+    """A cluster's runs, scenarios, their schedules and its jobs go with it (twin.inventory's ``cluster_deleting``)."""
+    from twin.runs.actions import delete_cluster_runs
+    return delete_cluster_runs(cluster)
+
+
 def _delete_run_files(sender, instance, **kwargs):
     """A deleted run's files (twin/runs/files.py) go once the deletion commits: by the API, a sweep's children,
     a cluster's runs, the admin."""
@@ -23,3 +29,5 @@ class RunsConfig(AppConfig):
         from twin.runs.models import SimulationRun
         meta.set_run_lookup(lambda run_id: SimulationRun.objects.filter(pk=run_id).first())
         post_delete.connect(_delete_run_files, sender=SimulationRun, dispatch_uid="runs-delete-files")
+        from twin.inventory.signals import cluster_deleting
+        cluster_deleting.connect(_delete_with_cluster, dispatch_uid="runs-delete-with-cluster")

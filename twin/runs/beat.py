@@ -5,7 +5,8 @@
   on it at every start;
 - runs the runs sweeper in beat's own process every TWIN_RUNS_SWEEP_SECONDS (:func:`sweep`): a lost worker's
   run is requeued or failed, and a queued run whose message the broker lost is sent again, with no worker alive
-  to run a sweeper task (web, worker and beat may be separate processes).
+  to run a sweeper task (web, worker and beat may be separate processes), and the temporary files of runs no
+  longer running are removed (on beat's machine).
 """
 from __future__ import annotations
 
@@ -16,16 +17,16 @@ from django.db import close_old_connections
 from django_celery_beat.models import PeriodicTask
 from django_celery_beat.schedulers import DatabaseScheduler
 
-from twin.runs import actions
+from twin.runs import actions, tempfiles
 from twin.runs.constants import setting
 
 log = logging.getLogger("twin.runs")
 
 
 def sweep() -> list[dict]:
-    """One pass of the sweeper: lost workers' runs, then queued runs the broker lost (also ``manage.py
-    sweep_runs``)."""
-    return actions.sweep_stuck_runs() + actions.requeue_lost_runs()
+    """One pass of the sweeper: lost workers' runs, then queued runs the broker lost, then the temporary files of
+    runs no longer running (:func:`twin.runs.tempfiles.sweep_temp_dirs`) (also ``manage.py sweep_runs``)."""
+    return actions.sweep_stuck_runs() + actions.requeue_lost_runs() + tempfiles.sweep_temp_dirs()
 
 
 class Scheduler(DatabaseScheduler):

@@ -31,17 +31,43 @@ DEFAULTS = {
     "TWIN_RUNS_MAX_SEEDS": env_int("TWIN_RUNS_MAX_SEEDS", None, minimum=1),
     # Combinations a sweep may fan out to:
     "TWIN_RUNS_MAX_SWEEP_CHILDREN": env_int("TWIN_RUNS_MAX_SWEEP_CHILDREN", 256, minimum=1),
-    # A run's cost (its kind's Kind.cost): the flows it routes and solves, summed over its simulated runs:
+    # A run's cost (its kind's Kind.cost) is named amounts of work, each in a unit of twin.runs.limits.UNITS with a
+    # cap per run and a cap per sweep (the sum over its children):
+    # flows routed and solved, summed over its simulated runs (collectives, storage, jobs, debug's step):
     "TWIN_RUNS_MAX_RUN_FLOWS": env_int("TWIN_RUNS_MAX_RUN_FLOWS", 50_000_000, minimum=1),
-    # A sweep's cost: the sum of its children's:
     "TWIN_RUNS_MAX_SWEEP_FLOWS": env_int("TWIN_RUNS_MAX_SWEEP_FLOWS", 200_000_000, minimum=1),
+    # failures timelines (seeds x checkpoint intervals; per run: TWIN_FAILURES_MAX_TIMELINES, below):
+    "TWIN_RUNS_MAX_SWEEP_TIMELINES": env_int("TWIN_RUNS_MAX_SWEEP_TIMELINES", 4800, minimum=1),
+    # jobs a scheduler run places (its synthetic arrivals, or the jobs of its jobs file):
+    "TWIN_RUNS_MAX_RUN_ARRIVALS": env_int("TWIN_RUNS_MAX_RUN_ARRIVALS", 100_000, minimum=1),
+    "TWIN_RUNS_MAX_SWEEP_ARRIVALS": env_int("TWIN_RUNS_MAX_SWEEP_ARRIVALS", 400_000, minimum=1),
+    # job sizes a start-up run models:
+    "TWIN_RUNS_MAX_RUN_SCALES": env_int("TWIN_RUNS_MAX_RUN_SCALES", 100, minimum=1),
+    "TWIN_RUNS_MAX_SWEEP_SCALES": env_int("TWIN_RUNS_MAX_SWEEP_SCALES", 10_000, minimum=1),
+    # Every run's estimated seconds (its kind's Kind.estimate, of its longest task) must fit TWIN_RUNS_SOFT_TIME_LIMIT.
+    # The estimates divide by these throughputs of one worker, measured by bench/bench_limits.py on the development
+    # machine (2 shared cores, load 4 to 9) and rounded down; set them from its figures on your workers.
+    # Flows routed and solved a second (measured 114,000 to 179,000):
+    "TWIN_RUNS_FLOWS_PER_SECOND": env_int("TWIN_RUNS_FLOWS_PER_SECOND", 100_000, minimum=1),
+    # GPU-days of failures timelines a second (measured 109,000 to 117,000 on demo-256, 221,000 to 323,000 at 16,384
+    # GPUs):
+    "TWIN_RUNS_FAILURE_GPU_DAYS_PER_SECOND": env_int("TWIN_RUNS_FAILURE_GPU_DAYS_PER_SECOND", 100_000, minimum=1),
+    # Scheduler: arrivals squared a second (1,000 arrivals: measured 22,000 to 74,000; it errs long for long queues,
+    # 4,000 arrivals measured 137,000):
+    "TWIN_RUNS_SCHEDULE_PAIRS_PER_SECOND": env_int("TWIN_RUNS_SCHEDULE_PAIRS_PER_SECOND", 25_000, minimum=1),
+    # Flight-recorder entries (ranks x entries) simulated, dumped and analyzed a second (4,096 ranks: 97,000):
+    "TWIN_RUNS_DUMP_ENTRIES_PER_SECOND": env_int("TWIN_RUNS_DUMP_ENTRIES_PER_SECOND", 90_000, minimum=1),
+    # Job sizes the start-up model evaluates a second (measured 10,600 to 13,000):
+    "TWIN_RUNS_STARTUP_SCALES_PER_SECOND": env_int("TWIN_RUNS_STARTUP_SCALES_PER_SECOND", 10_000, minimum=1),
     # A failures run (twin.capabilities.failures.kinds): the job's wall-clock days, its timelines (seeds x checkpoint
     # intervals of a sweep), and the seeds one child of its fan-out simulates (a Monte Carlo of more fans out):
     "TWIN_FAILURES_MAX_DAYS": env_int("TWIN_FAILURES_MAX_DAYS", 365, minimum=1),
     "TWIN_FAILURES_MAX_TIMELINES": env_int("TWIN_FAILURES_MAX_TIMELINES", 1200, minimum=1),
     "TWIN_FAILURES_SEEDS_PER_CHILD": env_int("TWIN_FAILURES_SEEDS_PER_CHILD", 10, minimum=1),
-    # Active (queued or running) runs one user may have; a sweep counts once, its children not:
-    "TWIN_RUNS_MAX_ACTIVE_PER_USER": env_int("TWIN_RUNS_MAX_ACTIVE_PER_USER", 10, minimum=1),
+    # Active (queued or running, not asked to stop) runs that do work (twin.runs.limits.check_active): a sweep counts
+    # as its children, a fanned-out run as its chunks, another run once. Per user, and over all users:
+    "TWIN_RUNS_MAX_ACTIVE_PER_USER": env_int("TWIN_RUNS_MAX_ACTIVE_PER_USER", 256, minimum=1),
+    "TWIN_RUNS_MAX_ACTIVE": env_int("TWIN_RUNS_MAX_ACTIVE", 1024, minimum=1),
     # Schedules: two starts of one schedule at least this far apart (a crontab by its closest two firings).
     "TWIN_SCHEDULE_MIN_INTERVAL_SECONDS": env_int("TWIN_SCHEDULE_MIN_INTERVAL_SECONDS", 300, minimum=1),
     # Where runs keep their files (twin/runs/files.py; twin/settings.py sets it from the environment):

@@ -1,5 +1,8 @@
-"""Scenarios (saved parameters), simulation runs (one execution, its status and results) and run arrays (large
-results stored compactly: zlib-compressed numpy bytes in the dtype their kind declares).
+"""Scenarios (saved parameters), simulation runs (one execution, its status and results), run arrays (large
+results stored compactly: zlib-compressed numpy bytes in the dtype their kind declares) and schedules' owners.
+
+Runs, scenarios and schedules belong to their creator (``created_by``, :class:`ScheduleOwner`): only the owner, or a
+user holding the model's "manage any" permission declared here, may change them (:mod:`twin.runs.ownership`).
 
 ``kind`` is a plain string validated against the registry of kinds (:mod:`twin.runs.registry`) by the API, not a
 database choice: a new kind needs no migration."""
@@ -32,6 +35,7 @@ class Scenario(models.Model):
 
     class Meta:
         ordering = ["name"]
+        permissions = [("manage_any_scenario", "Can edit or delete any user's scenarios")]
 
     def __str__(self):
         return self.name
@@ -69,6 +73,7 @@ class SimulationRun(models.Model):
     class Meta:
         ordering = ["-id"]
         indexes = [models.Index(fields=["status", "heartbeat_at"], name="runs_status_heartbeat")]
+        permissions = [("manage_any_run", "Can cancel or delete any user's runs")]
 
     def __str__(self):
         return f"run {self.pk} ({self.kind}, {self.status})"
@@ -89,6 +94,23 @@ class SimulationRun(models.Model):
             return ""
         since = f"for {age:.0f} s" if age is not None else "since it started"
         return f"no heartbeat from {self.worker or 'its worker'} {since} (TWIN_RUNS_STALE_SECONDS is {stale})"
+
+
+class ScheduleOwner(models.Model):
+    """Who owns a schedule (a django-celery-beat PeriodicTask, which has no owner of its own): its creator, whose
+    runs the schedule starts. A schedule without a row (made in the admin, or by the system: nightly health) is
+    nobody's: only "manage any" holders change it, and its runs have no owner."""
+
+    task = models.OneToOneField("django_celery_beat.PeriodicTask", on_delete=models.CASCADE, primary_key=True,
+                                related_name="twin_owner")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                             related_name="+")
+
+    class Meta:
+        permissions = [("manage_any_schedule", "Can edit or delete any user's schedules")]
+
+    def __str__(self):
+        return f"schedule {self.task_id} of user {self.user_id}"
 
 
 class RunArray(models.Model):

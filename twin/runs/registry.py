@@ -14,6 +14,7 @@ from typing import Any, Callable
 from sim.core.errors import ParamError
 from sim.core.params import ParamSet
 from twin.runs import limits
+from twin.runs.constants import DEFAULTS
 
 SWEEP = "sweep"                     # the kind that fans out into child runs of another kind
 
@@ -43,9 +44,15 @@ class Kind:
     - ``headline``: the summary's headline figures, ``best`` the key a sweep ranks its children by (higher wins).
     - ``arrays``: name -> numpy dtype of every array it stores (never a silent float16: see ``RunArray.pack``).
     - ``view``: the name of the browser's result view (registered by a capability's browser module with ``registerView``, frontend/js/registry.js).
-    - ``cost(values, cluster) -> int``: the work a run asks for, in simulated flows (flows routed and solved,
-      summed over its simulated runs); the API refuses a run over TWIN_RUNS_MAX_RUN_FLOWS and a sweep whose
-      children sum over TWIN_RUNS_MAX_SWEEP_FLOWS (:mod:`twin.runs.limits`). None: the kind is not bounded.
+    - ``cost(values, cluster) -> {unit: amount}``: the work a run asks for, in the units of
+      :data:`twin.runs.limits.UNITS` that mean something for it (``{"flows": n}``: flows routed and solved, summed
+      over its simulated runs; ``{"timelines": n}``; ``{"arrivals": n}``; ``{"scales": n}``); the API refuses a
+      run over a unit's cap per run and a sweep whose children sum over its cap per sweep. Every kind declares
+      one (:func:`register` refuses a kind without), but the sweep, whose cost is its children's.
+    - ``estimate(values, cluster) -> seconds``: how long a run of ``values`` computes in one worker process, from
+      its cost over the throughput settings it names in ``throughputs`` (measured by bench/bench_limits.py); the
+      API refuses a run whose longest task's estimate is over TWIN_RUNS_SOFT_TIME_LIMIT. Required as ``cost`` is.
+    - ``drives``: the parameter a refusal of the run's cost or time names (the one to lower); ``cost`` if none.
     - ``form``: whether the Experiments runs form offers it; ``brief``: the parameters its one-line description
       always shows (the others only when they differ from their default); ``describe(params)`` and
       ``headline_of(summary)`` replace the generic line and headline (sweep: its base kind's, of the best child).
@@ -72,7 +79,10 @@ class Kind:
     form: bool = False
     brief: tuple[str, ...] = ()
     check: Callable[[dict, Any], None] | None = None
-    cost: Callable[[dict, Any], int] | None = None
+    cost: Callable[[dict, Any], dict[str, int]] | None = None
+    estimate: Callable[[dict, Any], float] | None = None
+    drives: str = "cost"
+    throughputs: tuple[str, ...] = ()
     validate: Callable[[Any, Any], dict] | None = None
     describe: Callable[[dict], str] | None = None
     headline_of: Callable[[dict], list[dict]] | None = None
@@ -91,16 +101,27 @@ class Kind:
             return []
         return self.fan_out(params)
 
-    def validated(self, values, cluster=None) -> dict:
+    def tasks(self, params: dict | None) -> int:
+        """How many runs do the work of a run of this kind with ``params`` (what the active-run limits count): a
+        sweep's combinations, a fanned-out run's children, else the run itself."""
+        if self.name == SWEEP:
+            n = 1
+            for values in ((params or {}).get("sweep") or {}).values():
+                n *= max(1, len(values))
+            return n
+        return max(1, len(self.children_params(params)))
+
+    def validated(self, values, cluster=None, *, alone: bool = False) -> dict:
         """``values`` parsed, checked and completed with the defaults; with the ``cluster``, also checked against it
-        and against the twin's limits (:mod:`twin.runs.limits`). Raises :class:`ParamError`."""
+        and against the twin's limits (:mod:`twin.runs.limits`; ``alone``: as a sweep's child, which computes all its
+        work in one task). Raises :class:`ParamError`."""
         if self.validate is not None:
             return self.validate(values, cluster)
         out = self.params.validate(values)
         if cluster is not None:
             if self.check is not None:
                 self.check(out, cluster)
-            limits.check_run(self, out, cluster)
+            limits.check_run(self, out, cluster, alone=alone)
         return out
 
     def text(self, params: dict | None) -> str:
@@ -160,7 +181,16 @@ _loaded = False
 
 
 def register(kind: Kind) -> Kind:
-    """Make ``kind`` known to the API, the workers, the form and the browser (replaces a kind of the same name)."""
+    """Make ``kind`` known to the API, the workers, the form and the browser (replaces a kind of the same name).
+    Every kind but the sweep declares its cost and its time estimate (:mod:`twin.runs.limits`): none is unbounded."""
+    if kind.name != SWEEP:
+        missing = [n for n in ("cost", "estimate") if getattr(kind, n) is None]
+        if missing:
+            raise ValueError(f"kind {kind.name} declares no {' and no '.join(missing)}: every kind bounds its work "
+                             f"(Kind.cost, Kind.estimate; docs/runs.md, Limits)")
+        unknown = [t for t in kind.throughputs if t not in DEFAULTS]
+        if unknown:
+            raise ValueError(f"kind {kind.name}: throughputs {unknown} are not settings of twin.runs.constants")
     _KINDS[kind.name] = kind
     return kind
 

@@ -14,7 +14,7 @@ from twin.runs.constants import setting
 CRONTAB_FIELDS = {"minute": ("0", "0-59"), "hour": ("*", "0-23"), "day_of_week": ("*", "0-6 or sun-sat"),
                   "day_of_month": ("*", "1-31"), "month_of_year": ("*", "1-12")}
 PERIOD_SECONDS = {"days": 86400, "hours": 3600, "minutes": 60, "seconds": 1}
-MAX_INTERVAL_SECONDS = 366 * 86400      # an interval of at most a year (beat's timedelta, the database's integer)
+MAX_INTERVAL_SECONDS = 365 * 86400      # an interval of at most a year (beat's timedelta, the database's integer)
 
 
 def validated_crontab(fields: dict) -> dict:
@@ -40,6 +40,10 @@ def validated_crontab(fields: dict) -> dict:
         errors[name] = ["not a crontab field"]
     if errors:
         raise ParamError(errors)
+    try:
+        crontab(**out)
+    except ValueError as e:                 # each field reads, but together they name no date: 30 February
+        raise ParamError("day_of_month", f"never fires: {e}") from None
     gap, field = closest_firings(out)
     least = setting("TWIN_SCHEDULE_MIN_INTERVAL_SECONDS")
     if gap < least:
@@ -67,7 +71,8 @@ def validated_interval(every, period: str) -> dict:
     if period not in PERIOD_SECONDS:
         raise ParamError("period", f"choose one of {', '.join(PERIOD_SECONDS)}")
     if every * PERIOD_SECONDS[period] > MAX_INTERVAL_SECONDS:
-        raise ParamError("every", f"{every} {period} is more than a year ({MAX_INTERVAL_SECONDS} s)")
+        raise ParamError("every", f"{every} {period} is more than a year ({MAX_INTERVAL_SECONDS // 86400} days, "
+                                  f"{MAX_INTERVAL_SECONDS} s)")
     if every * PERIOD_SECONDS[period] < least:
         raise ParamError("every", f"{every} {period} is {every * PERIOD_SECONDS[period]} s, at least {least} s "
                                   f"(TWIN_SCHEDULE_MIN_INTERVAL_SECONDS)")

@@ -27,7 +27,9 @@ def combinations(axes: dict) -> list[dict]:
 def _validate_sweep(values, cluster) -> dict:
     """A sweep: a base ``kind`` (any kind with parameters) with its ``params`` and, in ``sweep``, a list of values
     per parameter; one child run per combination (the cartesian product, at most TWIN_RUNS_MAX_SWEEP_CHILDREN,
-    their summed cost at most TWIN_RUNS_MAX_SWEEP_FLOWS), each combination validated as its child run will be."""
+    their summed cost within each unit's cap per sweep, :func:`twin.runs.limits.check_sweep_cost`), each
+    combination validated as its child run will be (its time estimate of the whole child: a sweep's child does not
+    fan out)."""
     if not isinstance(values, dict):
         raise ParamError("params", "expected an object with kind, params and sweep")
     unknown = sorted(set(values) - {"kind", "params", "sweep"})
@@ -55,7 +57,7 @@ def _validate_sweep(values, cluster) -> dict:
     children = []
     for combo in combinations(axes):
         try:
-            children.append(base_kind.validated({**base, **combo}, cluster))
+            children.append(base_kind.validated({**base, **combo}, cluster, alone=True))
         except ParamError as e:
             raise serializers.ValidationError({"sweep": {"combination": combo, "errors": e.errors}}) from None
     limits.check_sweep_cost(base_kind, children, cluster)

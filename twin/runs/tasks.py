@@ -20,6 +20,9 @@ from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.db import close_old_connections, connection
 from django.utils import timezone
+from rest_framework.exceptions import ValidationError
+
+from sim.core.errors import ParamError
 
 from twin.runs import actions, publishing, registry
 from twin.runs.choices import RunStatus
@@ -131,12 +134,25 @@ def finish_sweep_task(parent_id: int):
     return parent_id
 
 
-@shared_task
-def run_scenario(scenario_id: int):
-    """Start a run of a saved scenario (what a django-celery-beat schedule calls)."""
+@shared_task(bind=True)
+def run_scenario(self, scenario_id: int):
+    """Start a run of a saved scenario (what a django-celery-beat schedule calls), as the schedule's owner: beat
+    names the schedule in the message's ``periodic_task_name`` header; a schedule with no owner (the system's, or
+    one made in the admin) starts runs with no owner."""
+    from django_celery_beat.models import PeriodicTask
+
     from twin.runs.models import Scenario
+    from twin.runs.ownership import schedule_owner
     scenario = Scenario.objects.select_related("cluster").filter(pk=scenario_id).first()
     if scenario is None:
         log.warning("schedule names scenario %s, which no longer exists", scenario_id)
         return None
-    return actions.create_run_from_scenario(scenario).pk
+    name = (self.request.headers or {}).get("periodic_task_name") or getattr(self.request, "periodic_task_name", None)
+    task = PeriodicTask.objects.filter(name=name, task=self.name).first() if name else None
+    user = schedule_owner(task) if task is not None else None
+    try:
+        return actions.create_run_from_scenario(scenario, user=user).pk
+    except (ValidationError, ParamError) as e:     # a limit reached, or parameters today's declaration refuses
+        detail = e.detail if isinstance(e, ValidationError) else e.errors
+        log.warning("schedule %r: scenario %s not started: %s", name, scenario_id, detail)
+        return None

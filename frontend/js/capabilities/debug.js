@@ -25,7 +25,8 @@ export function renderDebug(el, s, { cluster, run }) {
       <p id="debug-explanation">${esc(c?.explanation ?? (s.verdict === "slow" ? "no hang or desync; see the straggler "
         + "ranking" : "a clean job"))}</p>${culprit}
       <p class="hint">inject <span class="mono">${esc(s.inject ?? "none")}</span> · ${pages}
-        <a href="${esc(s.dumps_url ?? "")}" download>dumps (tar.gz)</a></p></section>
+        ${run.dumps_refusal ? `dumps: ${esc(run.dumps_refusal)}`
+          : `<a href="${esc(s.dumps_url ?? "")}" download>dumps (tar.gz)</a>`}</p></section>
     <section class="panel"><h3>Summary</h3><pre class="mono">${esc(JSON.stringify(s, null, 1))}</pre></section>`;
 }
 

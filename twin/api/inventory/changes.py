@@ -2,7 +2,8 @@
 field and time; paginated as every list (``?pagination=cursor`` walks it by id).
 
 Each row is one ``ObjectChange`` read without joins (the names are kept on the row), so a page costs two queries
-whatever its size.
+whatever its size. Anonymous readers see no user (``user`` and ``user_name`` null, the ``user`` filter by ids only):
+:func:`twin.api.permissions.shows_user_names`.
 """
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import django_filters as df
 from django.db.models import Q
 from rest_framework import serializers, viewsets
 
-from twin.inventory.choices import ChangeAction
+from twin.api.fields import UserNameField
 from twin.api.inventory.views import ENDPOINTS
+from twin.api.permissions import shows_user_names
+from twin.inventory.choices import ChangeAction
 from twin.inventory.filtersets import CharInFilter, ChoiceInFilter, NumberInFilter
 from twin.inventory.models import ObjectChange
 
@@ -22,6 +25,12 @@ LOGGED_MODELS = sorted(model._meta.model_name for model in ENDPOINTS)
 class ChangeSerializer(serializers.ModelSerializer):
     cluster = serializers.IntegerField(source="cluster_id", allow_null=True, read_only=True,
                                        help_text="the item's cluster id at the time (null for the catalog)")
+    user = serializers.SerializerMethodField(help_text="the user's id (null for the system and anonymous readers)")
+    user_name = UserNameField(help_text="the user's name at the time; empty: the system")
+
+    def get_user(self, change) -> int | None:
+        request = self.context.get("request")
+        return change.user_id if shows_user_names(getattr(request, "user", None)) else None
 
     class Meta:
         model = ObjectChange
@@ -40,6 +49,14 @@ def _ids_or_names(id_field: str, name_field: str):
     return method
 
 
+def _users(filterset, queryset, name, values):
+    """The ``user`` filter: ids or names for signed-in readers, ids only for anonymous ones (a name would tell
+    whether that account exists and what it did)."""
+    if not shows_user_names(getattr(filterset.request, "user", None)):
+        values = [v for v in values if v.isascii() and v.isdigit()] or ["0"]
+    return _ids_or_names("user_id", "user_name")(queryset, name, values)
+
+
 def _changed_field(queryset, name, value):
     return queryset.filter(action=ChangeAction.UPDATE, after__has_key=value)
 
@@ -49,7 +66,7 @@ class ChangeFilterSet(df.FilterSet):
     model = ChoiceInFilter(choices=[(m, m) for m in LOGGED_MODELS], label="the item's model: link, switch...")
     object_id = NumberInFilter(field_name="object_id", lookup_expr="in", label="the item's id")
     object_name = CharInFilter(field_name="object_name", lookup_expr="in", label="the item's name")
-    user = CharInFilter(method=_ids_or_names("user_id", "user_name"), label="user by id or name")
+    user = CharInFilter(method="filter_user", label="user by id or name (anonymous readers: by id)")
     action = ChoiceInFilter(choices=ChangeAction.choices)
     field = df.CharFilter(method=_changed_field, label="updates that changed this field (status...)")
     time__gte = df.IsoDateTimeFilter(field_name="time", lookup_expr="gte", label="at or after (ISO 8601)")
@@ -58,6 +75,9 @@ class ChangeFilterSet(df.FilterSet):
     class Meta:
         model = ObjectChange
         fields: list[str] = []
+
+    def filter_user(self, queryset, name, values):
+        return _users(self, queryset, name, values)
 
 
 class ChangeViewSet(viewsets.ReadOnlyModelViewSet):

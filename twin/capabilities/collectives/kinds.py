@@ -39,6 +39,7 @@ from sim.fabric.seeds import SeededResult, run_collective_seeds
 from sim.fabric.topology import topology_from_layout
 from twin.inventory import gpu_grid
 from twin.runs.kinds import backend_cable_utilization, gpu_states
+from twin.runs import limits
 from twin.runs.registry import Headline, Kind, register
 
 
@@ -271,7 +272,7 @@ def _collective_cost(values: dict, cluster) -> int:
     n, qps = values["gpus"], values["qps"]
     per_seed = n * (n - 1) if values["collective"] == "alltoall" else \
         n * (values["channels"] or _nccl_channels(cluster, values))
-    return per_seed * qps * values["seeds"]
+    return {"flows": per_seed * qps * values["seeds"]}
 
 
 def _nccl_channels(cluster, values: dict | None = None) -> int:
@@ -284,14 +285,19 @@ def _nccl_channels(cluster, values: dict | None = None) -> int:
 def _fabric_health_cost(values: dict, cluster) -> int:
     """Flows of its one ring AllGather over ``gpus`` (default: every usable GPU)."""
     n = values["gpus"] or gpu_grid.usable_gpus(cluster)
-    return n * _nccl_channels(cluster) * values["qps"]
+    return {"flows": n * _nccl_channels(cluster) * values["qps"]}
 
 
 def _figure_cost(values: dict, cluster) -> int:
     """Flows of every series' ring AllGather at every job size and seed (NCCL's channels on the cluster's hosts;
     the series are the same on either fabric)."""
     series = len(figures.allgather_series("roce"))
-    return sum(values["jobs"]) * values["seeds"] * series * _nccl_channels(cluster)
+    return {"flows": sum(values["jobs"]) * values["seeds"] * series * _nccl_channels(cluster)}
+
+
+def _seconds(cost):
+    """A flows kind's time estimate (:func:`twin.runs.limits.flows_estimate`)."""
+    return lambda values, cluster: limits.flows_estimate(values, cluster, cost)
 
 
 # ------------------------------------------------------------------------------------------------ registration
@@ -299,10 +305,12 @@ register(Kind("collective", "Collective (nccl-tests style)", COLLECTIVE, collect
               headline=COLLECTIVE_HEADLINE, best="norm_busbw", arrays=LINK_ARRAYS, view="collective", form=True,
               main=("collective", "gpus", "placement", "routing", "qps", "sizes", "algorithm", "seeds", "seed"),
               brief=("collective", "gpus", "placement", "routing", "qps", "sizes"), check=_check_collective,
-              cost=_collective_cost))
+              cost=_collective_cost, estimate=_seconds(_collective_cost), throughputs=(limits.FLOWS_PER_SECOND,)))
 register(Kind("fabric_health", "Fabric health (large AllGather under the current inventory)", FABRIC_HEALTH,
               fabric_health, headline=COLLECTIVE_HEADLINE, best="norm_busbw", arrays=LINK_ARRAYS,
-              view="fabric_health", brief=("gpus", "sizes", "routing"), check=_check_gpus, cost=_fabric_health_cost))
+              view="fabric_health", brief=("gpus", "sizes", "routing"), check=_check_gpus, cost=_fabric_health_cost,
+              estimate=_seconds(_fabric_health_cost), throughputs=(limits.FLOWS_PER_SECOND,)))
 register(Kind("figure", "Figure (the published AllGather result: normalized busbw against job size)", FIGURE,
               figure, headline=FIGURE_HEADLINE, best="optimized_norm_busbw", view="figure", published=PUBLISHED,
-              brief=("figure", "jobs", "seeds"), check=_check_figure, cost=_figure_cost))
+              brief=("figure", "jobs", "seeds"), check=_check_figure, cost=_figure_cost,
+              estimate=_seconds(_figure_cost), throughputs=(limits.FLOWS_PER_SECOND,)))

@@ -13,8 +13,11 @@ host's first rank) and ``link:id=<Link name>`` for the link's number, names as :
 it (the job is placed as the run will place it, on the usable GPUs of the inventory as it is), else a 400 naming
 ``inject``; the worker hands the engine the numbers the engine resolved the names to (:func:`engine_inject`).
 
-The dumps (one pickle per rank, PyTorch's format) are packed into one tar.gz stored with the run
-(:mod:`twin.runs.files`, ``GET /api/runs/<id>/dumps/``). The summary is the analyzer's result (docs/debugging.md)
+The dumps (one pickle per rank, PyTorch's format) are written in a temporary folder named after the run and its
+attempt (:mod:`twin.runs.tempfiles`, swept when the run is no longer running), after a check that its disk has room
+for them (:func:`sim.debug.dumpsize.check_room`), packed into one tar.gz stored with the run (:mod:`twin.runs.files`,
+``GET /api/runs/<id>/dumps/``) and read back by the engine's analyzer, which runs nothing in them
+(:mod:`sim.debug.safeload`). The summary is the analyzer's result (docs/debugging.md)
 with the culprit's items completed from the inventory (GPUs, host and link ids) and the heatmap's cells moved to
 arrays:
 
@@ -32,7 +35,6 @@ then ``debug_stop`` with the last frame.
 """
 from __future__ import annotations
 
-import tempfile
 from typing import Callable
 
 import numpy as np
@@ -40,13 +42,14 @@ import numpy as np
 from sim.core.errors import ParamError
 from sim.debug.analyze import analyze
 from sim.debug.cluster import gpu_links
+from sim.debug.dumpsize import check_room, dump_bytes
 from sim.debug.entry import run_debug, run_startup
 from sim.debug.faults import parse_fault, resolve_fault
 from sim.debug.params import DEBUG, STARTUP
 from sim.fabric.topology import topology_from_layout
 from twin.capabilities.debug import live
 from twin.capabilities.jobs.kinds import check_job, job_cost, place
-from twin.runs import files
+from twin.runs import files, tempfiles
 from twin.runs.registry import Headline, Kind, register
 
 DEBUG_HEADLINE = (Headline("culprit_text", "culprit", "text"), Headline("ranks", "ranks", "int"),
@@ -118,9 +121,34 @@ def _validate_debug(values, cluster) -> dict:
     return out
 
 
-def _debug_cost(values: dict, cluster) -> int:
+def _debug_cost(values: dict, cluster) -> dict:
     """The rehearsal simulates the job's step once (:func:`twin.capabilities.jobs.kinds.job_cost`, its flows)."""
-    return job_cost(values, cluster)
+    return {"flows": job_cost(values, cluster)}
+
+
+DUMP_ENTRIES = "TWIN_RUNS_DUMP_ENTRIES_PER_SECOND"
+
+
+def _debug_seconds(values: dict, cluster) -> float:
+    """Its step's flows over TWIN_RUNS_FLOWS_PER_SECOND, and its ranks x entries simulated, dumped and analyzed
+    over TWIN_RUNS_DUMP_ENTRIES_PER_SECOND (bench/bench_limits.py)."""
+    from twin.runs import limits
+    entries = _job_values(values)["gpus"] * values["entries"]
+    return limits.flows_estimate(values, cluster, _debug_cost) + limits.per_second(entries, DUMP_ENTRIES)
+
+
+def _startup_cost(values: dict, cluster) -> dict:
+    """The job sizes it models."""
+    from sim.debug.startup import parse_scales
+    return {"scales": len(parse_scales(values["gpus"]))}
+
+
+STARTUP_SCALES = "TWIN_RUNS_STARTUP_SCALES_PER_SECOND"
+
+
+def _startup_seconds(values: dict, cluster) -> float:
+    from twin.runs import limits
+    return limits.per_second(_startup_cost(values, cluster)["scales"], STARTUP_SCALES)
 
 
 # ----------------------------------------------------------------------------------------------- the kinds
@@ -202,11 +230,14 @@ def debug(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]
     values = DEBUG.validate({**params, "inject": engine_inject(params, gpus, topo)})
     rehearsal = run_debug(topo, values, progress=_stage_progress(progress, "simulating", done, n)).rehearsal
     done["simulating"] = 1.0
-    with tempfile.TemporaryDirectory(prefix=f"twin-debug-{run.pk}-") as folder:
+    tempfiles.sweep_temp_dirs()                 # a dead run's dumps left on this worker's machine
+    with tempfiles.run_temp_dir(run, "debug") as folder:
+        check_room(folder, dump_bytes(values))  # room for every dump, or a clear error before the first
         rehearsal.write_dumps(folder, progress=_stage_progress(progress, "dumping", done, n))
         done["dumping"] = 1.0
         archive = files.pack_folder(run.pk, folder)
         result = analyze(folder, cluster=topo, progress=_stage_progress(progress, "analyzing", done, n))
+    result.pop("folder", None)                  # the worker's temporary folder: gone, and of no use to a reader
     heatmap = dict(result.pop("heatmap", None) or {})
     state = np.asarray(heatmap.pop("state", []), dtype=np.uint8).reshape(len(heatmap.get("labels", [])), -1)
     started = np.asarray(heatmap.pop("last_started", []), dtype=np.int64)
@@ -241,9 +272,11 @@ def register_kinds() -> bool:
     register(Kind("debug", "Debug rehearsal (a fault injected into a job; flight-recorder dumps analyzed)", DEBUG,
                   debug, headline=DEBUG_HEADLINE, arrays=DEBUG_ARRAYS, view="debug",
                   brief=("model", "gpus", "tp", "pp", "dp", "inject"), validate=_validate_debug, cost=_debug_cost,
+                  estimate=_debug_seconds, drives="gpus", throughputs=("TWIN_RUNS_FLOWS_PER_SECOND", DUMP_ENTRIES),
                   wants_run=True, files=("dumps",), main=("model", "gpus", "tp", "cp", "pp", "dp", "inject")))
     register(Kind("startup", "Process-group start-up (time to initialize every group over scale)", STARTUP, startup,
-                  headline=STARTUP_HEADLINE, view="startup", brief=("gpus",), main=("gpus",)))
+                  headline=STARTUP_HEADLINE, view="startup", brief=("gpus",), main=("gpus",), cost=_startup_cost,
+                  estimate=_startup_seconds, drives="gpus", throughputs=(STARTUP_SCALES,)))
     return True
 
 

@@ -51,7 +51,7 @@ def run_data(request, cluster, run):
     r = SimulationRun.objects.filter(pk=run, cluster=found, kind__in=DEBUG_KINDS).first() if run < 2**63 else None
     if r is None:
         return JsonResponse({"detail": f"{found.name} has no debug or startup run {run}"}, status=404)
-    resp = JsonResponse(debug_data.run_data(r), json_dumps_params={"separators": (",", ":")})
+    resp = JsonResponse(debug_data.run_data(r, request.user), json_dumps_params={"separators": (",", ":")})
     resp["Cache-Control"] = "no-store"
     return resp
 

@@ -296,13 +296,32 @@ def _merge(params: dict, children: list[dict]) -> dict:
 
 # ------------------------------------------------------------------------------------- checks on the cluster
 def _check_failures(values: dict, cluster) -> None:
-    """The job's GPUs against the cluster's usable GPUs; days and timelines within the twin's limits; every
-    injected failure's item a real item of the cluster's inventory."""
+    """The job's GPUs against the cluster's usable GPUs; days within the twin's limit (its timelines are its cost,
+    checked as every kind's); every injected failure's item a real item of the cluster's inventory."""
     n = values.get("gpus")
     if n is not None and n > (usable := gpu_grid.usable_gpus(cluster)):
         raise ParamError("gpus", f"{n:,} GPUs asked, {cluster.name} has {usable:,} usable")
-    limits.check_failures(values["days"], values["seeds"], len(intervals_of(values)))
+    limits.check_failures(values["days"])
     _check_injected(values, cluster)
+
+
+# ------------------------------------------------------------------------------------- cost and time
+GPU_DAYS = "TWIN_RUNS_FAILURE_GPU_DAYS_PER_SECOND"
+
+
+def cost(values: dict, cluster) -> dict:
+    """Its timelines: seeds x checkpoint intervals (per run at most TWIN_FAILURES_MAX_TIMELINES)."""
+    return {"timelines": values["seeds"] * len(intervals_of(values))}
+
+
+def estimate(values: dict, cluster) -> float:
+    """Seconds of its timelines (and its preparation, PREPARE_WEIGHT timelines) in one process: a timeline's
+    failures, and the step re-solves after each, grow with the job's GPUs x days, simulated at
+    TWIN_RUNS_FAILURE_GPU_DAYS_PER_SECOND (bench/bench_limits.py). A run that fans out is bounded by its longest
+    child (:func:`twin.runs.limits.seconds_of`)."""
+    gpus = values.get("gpus") or int(np.prod([values.get(k) or 1 for k in ("tp", "cp", "pp", "dp")]))
+    timelines = cost(values, cluster)["timelines"] + PREPARE_WEIGHT
+    return limits.per_second(timelines * gpus * values["days"], GPU_DAYS)
 
 
 # The inventory model holding each kind of injected item, by the name the inventory and sim.fabric.names give it.
@@ -410,5 +429,6 @@ def failure_stores() -> tuple:
 register(Kind(KIND, "Failures over time (a long job's interruptions, restarts and effective training time)",
               FAILURES, failures, headline=HEADLINE, best="effective_ratio", view="failures", form=False,
               brief=("gpus", "days", "checkpoint_interval", "seeds", "sweep_interval", "inject"),
-              check=_check_failures, wants_run=True, fan_out=fan_out, merge=merge,
+              check=_check_failures, cost=cost, estimate=estimate, drives="seeds", throughputs=(GPU_DAYS,),
+              wants_run=True, fan_out=fan_out, merge=merge,
               main=("gpus", "days", "checkpoint_interval", "spares", "seeds", "sweep_interval", "inject")))

@@ -20,7 +20,7 @@ from sim.core.errors import ParamError
 from sim.jobs.params import JOB_PARAMS
 from sim.fabric.topology import topology_from_layout
 from twin.inventory import gpu_grid
-from twin.runs import job_actions
+from twin.runs import job_actions, limits
 from twin.runs.kinds import gpu_states
 from twin.runs.models import Job
 from twin.runs.registry import Headline, Kind, register
@@ -177,6 +177,21 @@ def _check_jobs(values: dict, cluster) -> None:
         raise ParamError("jobs", f"the jobs ask for {total:,} GPUs together, {cluster.name} has {usable:,} usable")
 
 
+def _check_queue(values: dict, cluster) -> None:
+    """Each queued job's GPUs against the cluster's usable GPUs (the file itself was read by
+    :data:`sim.jobs.params.SCHEDULE`'s check): a job that could never start is refused here, naming its entry and
+    line, rather than failing the run in the worker."""
+    if values.get("jobs") is None:
+        return
+    from sim.jobs.scheduler import parse_jobs
+    usable = gpu_grid.usable_gpus(cluster)
+    for i, j in enumerate(parse_jobs(values["jobs"])):
+        if j.params["gpus"] > usable:
+            at = f" (line {j.line})" if j.line else ""
+            raise ParamError(f"jobs[{i}].gpus", f"{j.params['gpus']:,} GPUs asked, {cluster.name} has "
+                                                f"{usable:,} usable{at}")
+
+
 def _jobs_cost(values: dict, cluster) -> int:
     """Every job's flows (:func:`job_cost` on the set's fabric), twice: once solved together, once alone (an upper
     bound: a job that shares no link with another is not solved again)."""
@@ -185,10 +200,36 @@ def _jobs_cost(values: dict, cluster) -> int:
     return 2 * sum(job_cost(p, cluster) for p in specs)
 
 
-def _schedule_cost(values: dict, cluster) -> int:
-    """The scheduler simulates each job's step once per placement: arrivals x the cluster's usable GPUs bounds it
-    loosely; counted as the usable GPUs times the queue pairs per arrival batch of 8 (jobs share solves)."""
-    return max(1, values.get("arrivals", 1) // 8) * gpu_grid.usable_gpus(cluster) * values.get("qps", 1)
+def _flows(values: dict, cluster) -> dict:
+    return {"flows": job_cost(values, cluster)}
+
+
+def _jobs_flows(values: dict, cluster) -> dict:
+    return {"flows": _jobs_cost(values, cluster)}
+
+
+def _seconds(cost):
+    """A flows kind's time estimate (:func:`twin.runs.limits.flows_estimate`)."""
+    return lambda values, cluster: limits.flows_estimate(values, cluster, cost)
+
+
+def _schedule_cost(values: dict, cluster) -> dict:
+    """The jobs the scheduler places: its jobs file's, else its synthetic arrivals (a bad file is refused here,
+    naming ``jobs``, as the engine would refuse it)."""
+    if values.get("jobs"):
+        from sim.jobs.scheduler import parse_jobs
+        return {"arrivals": len(parse_jobs(values["jobs"]))}
+    return {"arrivals": values["arrivals"]}
+
+
+SCHEDULE_PAIRS = "TWIN_RUNS_SCHEDULE_PAIRS_PER_SECOND"
+
+
+def _schedule_seconds(values: dict, cluster) -> float:
+    """At every arrival and end the scheduler scans its queue of waiting jobs, so its work grows as the arrivals
+    squared (bench/bench_limits.py: 1,000 arrivals on demo-256 took 13 s, 4,000 took 117 s): arrivals^2 over
+    TWIN_RUNS_SCHEDULE_PAIRS_PER_SECOND."""
+    return limits.per_second(_schedule_cost(values, cluster)["arrivals"] ** 2, SCHEDULE_PAIRS)
 
 
 def register_kinds() -> bool:
@@ -202,16 +243,19 @@ def register_kinds() -> bool:
     register(Kind("job", "Training job (one step of a 4D-parallel job on the fabric)", JOB, job,
                   headline=JOB_HEADLINE, best="mfu", arrays={"gpu_state": "uint8"}, view="job", form=False,
                   brief=("model", "gpus", "tp", "cp", "pp", "dp", "placement", "routing"), check=check_job,
-                  cost=job_cost, on_create=_create_job, wants_run=True,
+                  cost=_flows, estimate=_seconds(_flows), throughputs=(limits.FLOWS_PER_SECOND,),
+                  on_create=_create_job, wants_run=True,
                   main=("model", "gpus", "tp", "cp", "pp", "dp", "seq", "batch_tokens", "placement", "routing", "qps")))
     if importlib.util.find_spec("sim.jobs.scheduler") is None:
         return True
     register(Kind("jobs", "Jobs sharing the fabric (each one's step together and alone)", JOBS, jobs,
                   headline=JOBS_HEADLINE, arrays={"gpu_state": "uint8"}, view="jobs", brief=("routing", "qps"),
-                  check=_check_jobs, cost=_jobs_cost, wants_run=True))
+                  check=_check_jobs, cost=_jobs_flows, estimate=_seconds(_jobs_flows),
+                  throughputs=(limits.FLOWS_PER_SECOND,), wants_run=True))
     register(Kind("schedule", "Scheduler (a job queue over simulated time under a placement policy)", SCHEDULE,
                   schedule, headline=SCHEDULE_HEADLINE, view="summary", brief=("policy", "arrivals", "days"),
-                  cost=_schedule_cost, wants_run=True))
+                  check=_check_queue, cost=_schedule_cost, estimate=_schedule_seconds, drives="arrivals",
+                  throughputs=(SCHEDULE_PAIRS,), wants_run=True))
     return True
 
 

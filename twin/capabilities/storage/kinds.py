@@ -35,6 +35,7 @@ from sim.fabric.layout import FABRIC_FRONTEND
 from sim.storage.params import CHECKPOINT, STORAGE_FANOUT
 from twin.capabilities.storage import live
 from twin.inventory import gpu_grid
+from twin.runs import limits
 from twin.runs.registry import Headline, Kind, register
 
 GB = 1e9
@@ -211,7 +212,8 @@ def _checkpoint_cost(values: dict, cluster) -> int:
     servers = values["servers"] or _store_servers(cluster, values["store"])
     rounds = -(-values["spread"] * hosts // servers)
     data = hosts * values["spread"] + rounds * servers
-    return (values["writers"] or values["gpus"]) + 2 * hosts + data * (2 if values["data_loading_gbps"] else 1)
+    return {"flows": (values["writers"] or values["gpus"]) + 2 * hosts
+            + data * (2 if values["data_loading_gbps"] else 1)}
 
 
 def _fanout_cost(values: dict, cluster) -> int:
@@ -221,15 +223,21 @@ def _fanout_cost(values: dict, cluster) -> int:
     counts = sorted({c for c in SWEEP if c < values["clients"]} | {values["clients"]}) if values["sweep"] \
         else [values["clients"]]
     holding = min(values["files"], values["servers"] or _store_servers(cluster, values["store"]))
-    return sum(-(-c // values["clients_per_host"]) * (1 + holding) for c in counts)
+    return {"flows": sum(-(-c // values["clients_per_host"]) * (1 + holding) for c in counts)}
+
+
+def _seconds(cost):
+    """A flows kind's time estimate (:func:`twin.runs.limits.flows_estimate`)."""
+    return lambda values, cluster: limits.flows_estimate(values, cluster, cost)
 
 
 register(Kind("checkpoint", "Checkpoint or restore (a job's state to storage over the frontend fabric)", CHECKPOINT,
               checkpoint, headline=CHECKPOINT_HEADLINE, best="checkpoint_rate", arrays=CHECKPOINT_ARRAYS,
               view="checkpoint", form=False, brief=("gpus", "bytes_per_gpu", "store", "mode", "restore"),
-              check=_check_checkpoint, cost=_checkpoint_cost,
+              check=_check_checkpoint, cost=_checkpoint_cost, estimate=_seconds(_checkpoint_cost),
+              throughputs=(limits.FLOWS_PER_SECOND,),
               main=("gpus", "bytes_per_gpu", "store", "mode", "restore", "data_loading_gbps")))
 register(Kind("storage", "Storage fan-out (N clients open and read the same small files)", STORAGE_FANOUT,
               storage_fanout, headline=FANOUT_HEADLINE, best="opens_per_s", arrays=FANOUT_ARRAYS,
               view="storage", form=False, brief=("store", "clients", "files", "file_size"), check=_check_fanout,
-              cost=_fanout_cost))
+              cost=_fanout_cost, estimate=_seconds(_fanout_cost), throughputs=(limits.FLOWS_PER_SECOND,)))

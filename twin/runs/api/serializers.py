@@ -1,6 +1,10 @@
 """Serializers of the runs API. Kinds come from the registry (:mod:`twin.runs.registry`); parameters are validated
 by each kind's declaration (:mod:`twin.runs.params`, built from :mod:`sim.core.params`): a malformed scenario or run is
-a 400 naming the field, e.g. ``{"params": {"qps": ["must be at least 1"]}}``, the words ``python -m sim`` uses."""
+a 400 naming the field, e.g. ``{"params": {"qps": ["must be at least 1"]}}``, the words ``python -m sim`` uses.
+
+Every run, scenario and schedule row says whether the request's user may change it (``can_change``: the one rule
+of :mod:`twin.runs.ownership`); ``created_by`` is null for anonymous readers (twin.api.fields.UserNameField); server
+paths are scrubbed from summaries, errors and notes (:mod:`twin.runs.server_paths`)."""
 from __future__ import annotations
 
 import json
@@ -12,11 +16,29 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from twin.api.base import InventorySerializer
+from twin.api.fields import UserNameField
+from twin.api.permissions import shows_user_names
 from twin.inventory.models import Cluster
-from twin.runs import registry
+from twin.runs import ownership, registry
 from twin.runs.models import Job, Scenario, SimulationRun
 from twin.runs.params import serializer_for, validate_params
 from twin.runs.schedules import CRONTAB_FIELDS, MAX_INTERVAL_SECONDS, PERIOD_SECONDS
+from twin.runs.server_paths import scrub
+
+
+@extend_schema_field(OpenApiTypes.BOOL)
+class CanChangeField(serializers.Field):
+    """Whether the request's user may cancel, delete or edit the row (:func:`twin.runs.ownership.may_change`)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(source="*", read_only=True, **kwargs)
+
+    def to_representation(self, obj) -> bool:
+        request = self.context.get("request")
+        return ownership.may_change(getattr(request, "user", None), obj)
+
+
+CAN_CHANGE_HELP = "whether you may cancel, delete or edit it: its owner, or a user with the manage-any permission"
 
 
 class KindField(serializers.ChoiceField):
@@ -46,14 +68,15 @@ class ParamsFieldSchema(OpenApiSerializerFieldExtension):
 class ScenarioSerializer(InventorySerializer):
     """A scenario; it is saved through :func:`twin.runs.actions.save_scenario`, which validates its parameters."""
 
-    created_by = serializers.CharField(source="created_by.username", read_only=True, default=None)
+    created_by = UserNameField(source="created_by.username")
+    can_change = CanChangeField(help_text=CAN_CHANGE_HELP)
     kind = KindField()
     params = ParamsField(required=False, default=dict)
 
     class Meta:
         model = Scenario
         fields = ("id", "url", "display", "name", "description", "kind", "cluster", "params", "created_at",
-                  "created_by")
+                  "created_by", "can_change")
         read_only_fields = ("created_at",)
 
 
@@ -68,12 +91,16 @@ class RunSerializer(InventorySerializer):
     """A run as the API shows it (results are at ``.../results/``), with what its kind says of it: its
     parameters in one line (``params_text``), its headline figures and the browser's result view."""
 
-    created_by = serializers.CharField(source="created_by.username", read_only=True, default=None)
+    created_by = UserNameField(source="created_by.username")
+    can_change = CanChangeField(help_text=CAN_CHANGE_HELP)
     params_text = serializers.SerializerMethodField()
     headline = serializers.SerializerMethodField()
     view = serializers.SerializerMethodField()
     stalled = serializers.SerializerMethodField(help_text="running, but no heartbeat for TWIN_RUNS_STALE_SECONDS")
     stalled_reason = serializers.SerializerMethodField(help_text="why it looks stalled (empty when it does not)")
+    dumps_refusal = serializers.SerializerMethodField(
+        help_text="why you may not download its dumps archive (TWIN_DUMPS_ACCESS); empty when you may, or when its "
+                  "kind keeps none")
     brief_fields = ("id", "url", "display", "kind", "status", "progress")
 
     class Meta:
@@ -81,8 +108,15 @@ class RunSerializer(InventorySerializer):
         fields = ("id", "url", "display", "kind", "params", "params_text", "cluster", "scenario", "parent",
                   "status", "progress", "created_at", "started_at", "finished_at", "created_by", "error", "notes",
                   "summary", "headline", "view", "inventory_state", "worker", "heartbeat_at", "stalled",
-                  "stalled_reason", "attempts", "cancel_requested", "celery_task_id")
+                  "stalled_reason", "attempts", "cancel_requested", "celery_task_id", "can_change", "dumps_refusal")
         read_only_fields = fields
+
+    def to_representation(self, run):
+        out = super().to_representation(run)
+        for key in ("summary", "error", "notes"):
+            if out.get(key):
+                out[key] = scrub(out[key])
+        return out
 
     @staticmethod
     def _kind(run):
@@ -99,6 +133,13 @@ class RunSerializer(InventorySerializer):
     def get_headline(self, run):
         kind = self._kind(run)
         return kind.headline_values(run.summary) if kind else []
+
+    def get_dumps_refusal(self, run) -> str:
+        kind = self._kind(run)
+        if kind is None or "dumps" not in kind.files:
+            return ""
+        request = self.context.get("request")
+        return ownership.dumps_refusal(getattr(request, "user", None), run) or ""
 
     def get_stalled(self, run) -> bool:
         return bool(run.stalled())
@@ -141,7 +182,22 @@ class RunCreateSerializer(serializers.Serializer):
         return attrs
 
 
-class _Crontab(serializers.Serializer):
+class _Strict(serializers.Serializer):
+    """A nested object whose unknown keys are refused by name (DRF drops them: a crontab ``second`` was silently
+    ignored and the schedule fired once a minute instead)."""
+
+    what = "field"
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = sorted(str(k)[:64] for k in set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError({k: [f"not {self.what}: use {', '.join(self.fields)}"]
+                                                   for k in unknown})
+        return super().to_internal_value(data)
+
+
+class _Crontab(_Strict):
     """A crontab; a field left out is at its default (minute 0, the others ``*``), or on ``PATCH`` as the schedule
     has it. Every field is read by Celery's crontab parser before it is saved (:mod:`twin.runs.schedules`)."""
 
@@ -150,9 +206,13 @@ class _Crontab(serializers.Serializer):
     day_of_week = serializers.CharField(required=False, help_text="0-6 (0 is Sunday) or sun-sat")
     day_of_month = serializers.CharField(required=False, help_text="1-31")
     month_of_year = serializers.CharField(required=False, help_text="1-12")
+    what = "a crontab field"
 
 
-class _Interval(serializers.Serializer):
+class _Interval(_Strict):
+    """An interval: every x period, at most a year (365 days) in all."""
+
+    what = "an interval field"
     every = serializers.IntegerField(min_value=1, max_value=MAX_INTERVAL_SECONDS)
     period = serializers.ChoiceField(choices=list(PERIOD_SECONDS))
 
@@ -168,6 +228,8 @@ class ScheduleSerializer(serializers.Serializer):
     interval = _Interval(required=False, allow_null=True)
     last_run_at = serializers.DateTimeField(read_only=True, allow_null=True)  # null until it first runs
     total_run_count = serializers.IntegerField(read_only=True)
+    created_by = UserNameField(help_text="the schedule's owner, whose runs it starts (null for anonymous readers)")
+    can_change = serializers.BooleanField(read_only=True, help_text=CAN_CHANGE_HELP)
 
     def to_representation(self, task: PeriodicTask):
         c, i = task.crontab, task.interval
@@ -177,7 +239,15 @@ class ScheduleSerializer(serializers.Serializer):
             "crontab": None if c is None else {f: getattr(c, f) for f in CRONTAB_FIELDS},
             "interval": None if i is None else {"every": i.every, "period": i.period},
             "last_run_at": task.last_run_at, "total_run_count": task.total_run_count,
+            "created_by": self._owner_name(task), "can_change": ownership.may_change(self._user(), task),
         }
+
+    def _user(self):
+        return getattr(self.context.get("request"), "user", None)
+
+    def _owner_name(self, task) -> str | None:
+        owner = ownership.schedule_owner(task) if shows_user_names(self._user()) else None
+        return owner.get_username() if owner is not None else None
 
     def validate_name(self, value):
         clash = PeriodicTask.objects.filter(name=value)
@@ -190,8 +260,9 @@ class ScheduleSerializer(serializers.Serializer):
     def validate(self, attrs):
         if self.partial and self.instance is not None:
             current = self.to_representation(self.instance)
-            if attrs.get("crontab") and current["crontab"]:
-                attrs["crontab"] = {**current["crontab"], **attrs["crontab"]}     # a partial crontab: the rest stays
+            for key in ("crontab", "interval"):                     # a partial crontab or interval: the rest stays
+                if attrs.get(key) and current[key]:
+                    attrs[key] = {**current[key], **attrs[key]}
             for key in ("crontab", "interval"):
                 attrs.setdefault(key, current[key])
             attrs.setdefault("scenario", Scenario.objects.filter(pk=current["scenario"]).first())
@@ -205,7 +276,7 @@ class JobSerializer(InventorySerializer):
     """A training job: its model and layout (``params``), its cluster and run, state, times, GPU count and the step
     model's ``results``. Its rank -> GPU list is at ``.../gpus/`` (16,384 numbers are not for every list row)."""
 
-    created_by = serializers.CharField(source="created_by.username", read_only=True, default=None)
+    created_by = UserNameField(source="created_by.username")
     brief_fields = ("id", "url", "display", "name", "state")
 
     class Meta:
@@ -213,3 +284,9 @@ class JobSerializer(InventorySerializer):
         fields = ("id", "url", "display", "name", "cluster", "run", "model", "params", "state", "n_gpus", "gpu_min",
                   "gpu_max", "created_at", "started_at", "finished_at", "results", "error", "created_by")
         read_only_fields = fields
+
+    def to_representation(self, job):
+        out = super().to_representation(job)
+        if out.get("error"):
+            out["error"] = scrub(out["error"])
+        return out

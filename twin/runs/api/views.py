@@ -1,5 +1,7 @@
 """Runs API: scenarios (CRUD, trend, start), runs (create, list, retrieve, cancel, results) and schedules.
-Views are thin: every write goes through :mod:`twin.runs.actions`."""
+Views are thin: every write goes through :mod:`twin.runs.actions`. Cancelling, deleting and editing take the owner
+or a "manage any" permission (:class:`OwnerOrManager`, the rule of :mod:`twin.runs.ownership`); dumps archives
+follow TWIN_DUMPS_ACCESS (:func:`twin.runs.ownership.dumps_refusal`)."""
 from __future__ import annotations
 
 import base64
@@ -11,10 +13,14 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import NotAuthenticated, PermissionDenied
+from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 
+from twin.api.permissions import InventoryPermission
+
 from twin.inventory.filtersets import IntegerFilter, NumberInFilter
-from twin.runs import actions, files, registry
+from twin.runs import actions, files, ownership, registry
 from twin.runs.api.serializers import (JobSerializer, RunCreateSerializer, RunSerializer, ScenarioSerializer,
                                       ScheduleSerializer)
 from twin.runs import job_actions
@@ -22,6 +28,7 @@ from twin.runs.choices import JobState, RunStatus
 from twin.runs.constants import SCHEDULE_TASK, TREND_LIMIT
 from twin.runs.models import Job, Scenario, SimulationRun
 from twin.runs.registry import median_of
+from twin.runs.server_paths import scrub
 
 
 class IdFilters(filters.FilterSet):
@@ -50,10 +57,31 @@ class RunFilter(IdFilters):
         fields = {"cluster__name": ["exact"], "parent": ["isnull"], "worker": ["exact"]}
 
 
+class OwnerOrManager(BasePermission):
+    """The view's ``owner_actions`` (cancel, delete, edit) on an object take its owner or a "manage any"
+    permission (:func:`twin.runs.ownership.refusal`): else 403 saying why. Other actions are the model
+    permissions' business (InventoryPermission)."""
+
+    message = "only the owner or a user with the manage-any permission may change it"
+
+    def has_object_permission(self, request, view, obj):
+        if view.action not in view.owner_actions:
+            return True
+        why = ownership.refusal(request.user, obj)
+        if why is not None:
+            self.message = why
+        return why is None
+
+
+OWNED = [InventoryPermission, OwnerOrManager]
+
+
 class ScenarioViewSet(viewsets.ModelViewSet):
     """Saved parameters of a simulation kind on a cluster; ``trend`` is the history of its runs."""
 
     queryset = Scenario.objects.select_related("created_by")
+    permission_classes = OWNED
+    owner_actions = ("update", "partial_update", "destroy")
     serializer_class = ScenarioSerializer
     filterset_class = ScenarioFilter
     ordering_fields = ("id", "name", "created_at")
@@ -107,6 +135,8 @@ class RunViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
     """Simulation runs: create (from a scenario or inline), list, inspect, cancel, fetch results."""
 
     queryset = SimulationRun.objects.select_related("created_by")
+    permission_classes = OWNED
+    owner_actions = ("destroy", "cancel")
     serializer_class = RunSerializer
     filterset_class = RunFilter
     ordering_fields = ("id", "created_at", "finished_at", "status")
@@ -156,8 +186,8 @@ class RunViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
                 arrays[a.name] = {"dtype": a.dtype, "shape": a.shape,
                                   "data": base64.b64encode(data.tobytes()).decode() if mode == "base64"
                                   else data.astype(float if data.dtype.kind == "f" else int).tolist()}
-        return Response({"id": run.pk, "kind": run.kind, "status": run.status, "error": run.error,
-                         "summary": run.summary, "inventory_state": run.inventory_state, "arrays": arrays})
+        return Response({"id": run.pk, "kind": run.kind, "status": run.status, "error": scrub(run.error),
+                         "summary": scrub(run.summary), "inventory_state": run.inventory_state, "arrays": arrays})
 
     @extend_schema(responses={(200, "application/gzip"): OpenApiTypes.BINARY, 404: OpenApiTypes.OBJECT},
                    filters=False)
@@ -167,6 +197,9 @@ class RunViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         files in one tar.gz, docs/debugging.md), streamed as stored (404 while the run has none: not finished, or
         a kind that keeps none)."""
         run = self.get_object()
+        why = ownership.dumps_refusal(request.user, run)
+        if why is not None:
+            raise PermissionDenied(why) if request.user.is_authenticated else NotAuthenticated(why)
         path = files.stored(run.pk)
         if path is None:
             kept = "dumps" in getattr(registry.kinds().get(run.kind), "files", ())
@@ -180,7 +213,10 @@ class RunViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
 class ScheduleViewSet(viewsets.ModelViewSet):
     """Periodic runs of a scenario (django-celery-beat PeriodicTasks; also editable in the admin)."""
 
-    queryset = PeriodicTask.objects.filter(task=SCHEDULE_TASK).select_related("crontab", "interval")
+    queryset = PeriodicTask.objects.filter(task=SCHEDULE_TASK).select_related("crontab", "interval",
+                                                                             "twin_owner__user")
+    permission_classes = OWNED
+    owner_actions = ("update", "partial_update", "destroy")
     serializer_class = ScheduleSerializer
     filter_backends = []
     ordering = ("id",)
@@ -189,7 +225,8 @@ class ScheduleViewSet(viewsets.ModelViewSet):
         return super().get_queryset().order_by("id")
 
     def perform_create(self, serializer):
-        serializer.instance = actions.save_schedule(**serializer.validated_data)
+        user = self.request.user if self.request.user.is_authenticated else None
+        serializer.instance = actions.save_schedule(**serializer.validated_data, user=user)
 
     def perform_update(self, serializer):
         d = {k: serializer.validated_data.get(k) for k in ("scenario", "name", "crontab", "interval")}

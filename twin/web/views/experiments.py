@@ -14,7 +14,7 @@ from sim.fabric.routing import default_routing
 from twin.inventory.choices import FABRIC_KIND_BY_SPEC, FabricRole
 from twin.inventory.filtersets import INT64_MAX
 from twin.inventory.models import GPU, Cluster, Fabric
-from twin.runs import registry
+from twin.runs import ownership, registry
 from twin.runs.choices import FINISHED, RunStatus
 from twin.runs.models import SimulationRun
 from twin.runs.params import form_fields
@@ -72,12 +72,12 @@ def runs_page(request):
 def run_page(request, run_id: int):
     """One run: its parameters and state, live progress, then its results drawn for its kind."""
     run = get_object_or_404(SimulationRun.objects.select_related("cluster").only(
-        "id", "kind", "status", "progress", "parent_id", "cluster__name"), pk=run_id)
+        "id", "kind", "status", "progress", "parent_id", "created_by_id", "cluster__name"), pk=run_id)
     about_cluster(request, run.cluster.name)
     return render(request, "web/experiments_run.html", experiments_context(
         request, run=run, published=getattr(registry.kinds().get(run.kind), "published", None),
         page={"id": run.pk, "kind": run.kind, "cluster": run.cluster.name, "parent": run.parent_id,
-              "can_cancel": request.user.has_perm(ADD_RUN)}))
+              "can_cancel": request.user.has_perm(ADD_RUN) and ownership.may_change(request.user, run)}))
 
 
 def _compared_ids(text: str) -> list[int]:

@@ -53,5 +53,8 @@ class Command(BaseCommand):
             note = " (its stored spec differs from this one: use --replace to rebuild)" if result.spec_differs else ""
             self.stdout.write(f"{spec.name}: already built, nothing to do{note}")
             return
+        if result.replaced is not None:
+            gone = ", ".join(f"{n:,} {what}" for what, n in result.replaced.items()) or "nothing else"
+            self.stdout.write(f"{spec.name}: replaced; deleted with the old cluster: {gone}")
         self.stdout.write(self.style.SUCCESS(
             f"{spec.name}: built {result.rows:,} rows ({spec.layout.gpus:,} GPUs) in {time.perf_counter() - start:.1f} s"))

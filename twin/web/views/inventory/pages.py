@@ -90,7 +90,7 @@ def item(request, kind: str, pk: int):
                    statuses=Status.choices, status_hint=_status_hint(k), simulated=kind in SIMULATED)
     rows = PAGES[kind](request, obj)
     _add_labels(rows, cluster_name + ".")
-    ctx.update(rows, **item_changes(kind, pk))
+    ctx.update(rows, **item_changes(kind, pk, request.user))
     return render(request, f"web/inventory/{kind}.html", ctx)
 
 

@@ -1,0 +1,73 @@
+"""Who may change a run, a scenario or a schedule: the one rule, read by the API's object permission
+(:class:`twin.runs.api.views.OwnerOrManager`), the ``can_change`` field of every row the API sends, the run page's
+cancel button and the admin.
+
+Anyone allowed to read may read. Cancelling, deleting or editing takes the owner (the user who made it: a run's or
+a scenario's ``created_by``, a schedule's :class:`twin.runs.models.ScheduleOwner`; the runs a schedule starts are
+its owner's), or a user holding the model's "manage any" permission (superusers hold every permission). A run, a
+scenario or a schedule with no owner (made by the system: the nightly fabric health) is changed by permission
+holders only. The model permissions (add, change, delete) are still needed on top, as for any write.
+"""
+from __future__ import annotations
+
+from django.conf import settings
+
+from twin.runs.models import Scenario, ScheduleOwner, SimulationRun
+
+MANAGE_ANY = {SimulationRun: "runs.manage_any_run", Scenario: "runs.manage_any_scenario",
+              "schedule": "runs.manage_any_schedule"}
+WHAT = {SimulationRun: "run", Scenario: "scenario", "schedule": "schedule"}
+
+
+def _key(obj):
+    return obj.__class__ if obj.__class__ in MANAGE_ANY else "schedule"    # a PeriodicTask
+
+
+def owner_id(obj) -> int | None:
+    """The id of the user who owns ``obj`` (a run, a scenario or a schedule's PeriodicTask); None: the system's."""
+    if _key(obj) != "schedule":
+        return obj.created_by_id
+    try:
+        return obj.twin_owner.user_id
+    except ScheduleOwner.DoesNotExist:
+        return None
+
+
+def schedule_owner(task):
+    """The user who owns the schedule ``task`` (whose runs it starts), or None."""
+    try:
+        return task.twin_owner.user
+    except ScheduleOwner.DoesNotExist:
+        return None
+
+
+def refusal(user, obj) -> str | None:
+    """Why ``user`` may not cancel, delete or edit ``obj``, or None when it may."""
+    if user is None or not user.is_authenticated:
+        return "sign in to change it"
+    key = _key(obj)
+    owner = owner_id(obj)
+    if owner == user.pk or user.has_perm(MANAGE_ANY[key]):
+        return None
+    whose = "the system's" if owner is None else "another user's"
+    return (f"this {WHAT[key]} is {whose}: only its owner or a user with the permission {MANAGE_ANY[key]!r} may "
+            f"cancel, delete or edit it")
+
+
+def may_change(user, obj) -> bool:
+    return refusal(user, obj) is None
+
+
+def dumps_refusal(user, run) -> str | None:
+    """Why ``user`` may not download ``run``'s dumps archive (TWIN_DUMPS_ACCESS: ``authenticated``, the default,
+    ``anyone``, or ``owner``: the owner rule above), or None; read by the dumps endpoint and by every run row
+    (``dumps_refusal``), so that a page offers the download only to who may."""
+    access = settings.TWIN_DUMPS_ACCESS
+    if access == "anyone":
+        return None
+    if user is None or not user.is_authenticated:
+        return f"sign in to download dumps (TWIN_DUMPS_ACCESS is {access})"
+    if access == "owner" and not may_change(user, run):
+        return ("dumps are for the run's owner and users with the permission 'runs.manage_any_run' "
+                "(TWIN_DUMPS_ACCESS is owner)")
+    return None
