@@ -19,7 +19,7 @@ from rest_framework.routers import DefaultRouter, Route
 
 from twin.api.fields import LinkedRelatedField, url_prefix
 from twin.api.rows import RowRenderer
-from twin.api.schema import BRIEF_FIELDS
+from twin.api.schema import BRIEF_FIELDS, BULK
 from twin.inventory import actions
 from twin.inventory.filtersets import INT64_MAX
 
@@ -145,12 +145,13 @@ def _annotate_schema(viewset_class):
         "list": dict(parameters=[brief]),
         "retrieve": dict(parameters=[brief]),
         "bulk_update": dict(operation_id=f"{op}_bulk_update", request=many, responses=many,
+                            extensions={BULK: "update"},
                             description=f"Update several {name}s at once: a list of objects, each with its id. "
                                         "One transaction: all or nothing."),
         "bulk_partial_update": dict(operation_id=f"{op}_bulk_partial_update", request=many, responses=many,
+                                    extensions={BULK: "partial"},
                                     description="Partial bulk update. One transaction."),
-        "bulk_destroy": dict(operation_id=f"{op}_bulk_destroy", request=BulkDeleteSerializer(many=True),
-                             responses={204: None},
+        "bulk_destroy": dict(operation_id=f"{op}_bulk_destroy", responses={204: None}, extensions={BULK: "delete"},
                              description=f"Delete several {name}s: a list of {{\"id\": n}}. One transaction."),
     }
     for action, kwargs in annotations.items():
@@ -161,10 +162,6 @@ def _annotate_schema(viewset_class):
 
         copy.__name__, copy.__doc__ = action, method.__doc__
         setattr(viewset_class, action, extend_schema(**kwargs)(copy))
-
-
-class BulkDeleteSerializer(serializers.Serializer):
-    id = serializers.IntegerField(min_value=1)
 
 
 class InventoryViewSet(viewsets.ModelViewSet):

@@ -3,11 +3,17 @@
 
 - reads open to anonymous users (TWIN_API_ANONYMOUS_READ) declare their authentication optional;
 - every error status an operation can answer is documented, with the JSON error body (twin/api/exceptions.py);
-- ``?brief=1`` answers are documented as what they are: a ``Brief<Model>`` with only the brief fields.
+- ``?brief=1`` answers are documented as what they are: a ``Brief<Model>`` with only the brief fields;
+- bulk bodies (PUT/PATCH/DELETE on a list URL) are what the server reads: a JSON array of at least one object,
+  each with its ``id``;
+- a serializer's ``required_alternatives`` (e.g. a run from a ``scenario``, or from a ``kind`` and a ``cluster``)
+  become an ``anyOf`` of required sets on its request body.
 """
 from django.conf import settings
 from drf_spectacular.openapi import AutoSchema
 from rest_framework.permissions import SAFE_METHODS
+
+from twin.inventory.filtersets import INT64_MAX
 
 ERROR_REF = {"$ref": "#/components/schemas/Error"}
 ERROR = {"description": "A 4xx error: {\"detail\": reason}, or the fields named with their reasons "
@@ -24,6 +30,8 @@ WHY = {400: "Bad input: the body or a parameter, named with the reason.",
        429: "Rate limited; Retry-After says when to try again."}
 WRITES = ("post", "put", "patch", "delete")
 BRIEF_FIELDS = "x-brief-fields"  # on the `brief` parameter: the fields of the brief answer
+BULK = "x-bulk"  # on a bulk operation: "update", "partial" or "delete" (twin/api/base.py)
+ID = {"type": "integer", "minimum": 1, "maximum": INT64_MAX}  # an object's id, as every id the API reads
 
 
 class TwinAutoSchema(AutoSchema):
@@ -35,6 +43,19 @@ class TwinAutoSchema(AutoSchema):
                 and all(getattr(p, "opens_reads", False) for p in self.view.get_permissions())):
             auths.append({})
         return auths
+
+    def _map_basic_serializer(self, serializer, direction):
+        """A request body that needs one of several sets of fields (``required_alternatives`` on the serializer,
+        a tuple of tuples of field names) says so: ``anyOf`` the sets, each field there present and not null."""
+        schema = super()._map_basic_serializer(serializer, direction)
+        alternatives = getattr(serializer, "required_alternatives", ())
+        if direction == "request" and alternatives:
+            properties = schema.get("properties", {})
+            schema["anyOf"] = [{"required": list(names),
+                                "properties": {n: {k: v for k, v in properties[n].items() if k != "nullable"}
+                                               for n in names}}
+                               for names in alternatives]
+        return schema
 
 
 def error_statuses(method: str, operation: dict) -> list[int]:
@@ -67,14 +88,38 @@ def _brief(schemas: dict, ref: dict, fields: list[str]) -> dict:
     return {"oneOf": [ref, {"$ref": f"#/components/schemas/Brief{name}"}]}
 
 
+def _bulk(schemas: dict, operation: dict, kind: str) -> None:
+    """The body of a bulk call (``InventoryViewSet._objects_for`` reads it): JSON only (a form cannot carry a list
+    of objects), at least one object, each with its id (no id twice: what JSON Schema can say of it is that no two
+    objects are the same); an update's objects are the model's request component (its ``Patched`` one for a
+    partial update) plus ``id`` (registered as ``Bulk<component>``), and its answer the list of updated objects
+    (not a page)."""
+    if kind == "delete":
+        item = {"type": "object", "properties": {"id": ID}, "required": ["id"]}
+    else:
+        request = operation["requestBody"]["content"]["application/json"]["schema"]["items"]["$ref"].rsplit("/", 1)[1]
+        name = f"Patched{request}" if kind == "partial" and f"Patched{request}" in schemas else request
+        base = schemas[name]
+        schemas[f"Bulk{name}"] = {**base, "properties": {"id": ID, **base.get("properties", {})},
+                                  "required": ["id", *base.get("required", [])]}
+        item = {"$ref": f"#/components/schemas/Bulk{name}"}
+        answer = {"$ref": f"#/components/schemas/{request.removesuffix('Request')}"}
+        operation["responses"]["200"]["content"] = {"application/json": {"schema": {"type": "array",
+                                                                                    "items": answer}}}
+    operation["requestBody"] = {"required": True, "content": {"application/json": {
+        "schema": {"type": "array", "minItems": 1, "uniqueItems": True, "items": item}}}}
+
+
 def postprocess(result, generator, request, public):
-    """drf-spectacular postprocessing hook (SPECTACULAR_SETTINGS): error answers and brief answers."""
+    """drf-spectacular postprocessing hook (SPECTACULAR_SETTINGS): error answers, brief answers, bulk bodies."""
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     schemas["Error"] = ERROR
     for item in result.get("paths", {}).values():
         for method, operation in item.items():
             if not isinstance(operation, dict) or "responses" not in operation:
                 continue
+            if BULK in operation:
+                _bulk(schemas, operation, operation.pop(BULK))
             for code in error_statuses(method, operation):
                 operation["responses"].setdefault(str(code), {
                     "description": WHY[code], "content": {"application/json": {"schema": ERROR_REF}}})

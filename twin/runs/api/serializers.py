@@ -156,6 +156,9 @@ class RunSerializer(InventorySerializer):
 class RunCreateSerializer(serializers.Serializer):
     """Start a run: from a saved ``scenario``, or inline with ``kind``, ``params`` and ``cluster``."""
 
+    # what validate() requires, for the schema (twin/api/schema.py)
+    required_alternatives = (("scenario",), ("kind", "cluster"), ("kind", "cluster_id"))
+
     scenario = serializers.PrimaryKeyRelatedField(queryset=Scenario.objects.select_related("cluster"),
                                                   required=False, allow_null=True)
     kind = KindField(required=False)
