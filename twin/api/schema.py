@@ -7,8 +7,12 @@
 - bulk bodies (PUT/PATCH/DELETE on a list URL) are what the server reads: a JSON array of at least one object,
   each with its ``id``;
 - a serializer's ``required_alternatives`` (e.g. a run from a ``scenario``, or from a ``kind`` and a ``cluster``)
-  become an ``anyOf`` of required sets on its request body.
+  become an ``anyOf`` of required sets on its request body;
+- a serializer's ``create_only`` fields (a cluster's ``spec``) are required in a creation's body and absent from
+  an update's (a component of its own, ``<Name>UpdateRequest``).
 """
+import copy
+
 from django.conf import settings
 from drf_spectacular.openapi import AutoSchema
 from rest_framework.permissions import SAFE_METHODS
@@ -44,10 +48,26 @@ class TwinAutoSchema(AutoSchema):
             auths.append({})
         return auths
 
+    def get_serializer_name(self, serializer, direction):
+        name = super().get_serializer_name(serializer, direction)
+        if direction == "request" and self.method in ("PUT", "PATCH") and getattr(serializer, "create_only", ()):
+            return f"{name.removesuffix('Serializer')}Update"
+        return name
+
     def _map_basic_serializer(self, serializer, direction):
         """A request body that needs one of several sets of fields (``required_alternatives`` on the serializer,
         a tuple of tuples of field names) says so: ``anyOf`` the sets, each field there present and not null."""
         schema = super()._map_basic_serializer(serializer, direction)
+        create_only = getattr(serializer, "create_only", ())
+        if direction == "request" and create_only:
+            if self.method == "POST":
+                schema["required"] = [*schema.get("required", []), *create_only]
+            else:
+                for name in create_only:
+                    schema.get("properties", {}).pop(name, None)
+                schema["required"] = [n for n in schema.get("required", []) if n not in create_only]
+                if not schema["required"]:
+                    del schema["required"]
         alternatives = getattr(serializer, "required_alternatives", ())
         if direction == "request" and alternatives:
             properties = schema.get("properties", {})
@@ -103,9 +123,9 @@ def _bulk(schemas: dict, operation: dict, kind: str) -> None:
         schemas[f"Bulk{name}"] = {**base, "properties": {"id": ID, **base.get("properties", {})},
                                   "required": ["id", *base.get("required", [])]}
         item = {"$ref": f"#/components/schemas/Bulk{name}"}
-        answer = {"$ref": f"#/components/schemas/{request.removesuffix('Request')}"}
-        operation["responses"]["200"]["content"] = {"application/json": {"schema": {"type": "array",
-                                                                                    "items": answer}}}
+        ok = operation["responses"]["200"]["content"]["application/json"]
+        if "$ref" in ok["schema"]:  # a page (the list route's pagination): the list of its rows
+            ok["schema"] = copy.deepcopy(schemas[ok["schema"]["$ref"].rsplit("/", 1)[1]]["properties"]["results"])
     operation["requestBody"] = {"required": True, "content": {"application/json": {
         "schema": {"type": "array", "minItems": 1, "uniqueItems": True, "items": item}}}}
 
@@ -114,12 +134,15 @@ def postprocess(result, generator, request, public):
     """drf-spectacular postprocessing hook (SPECTACULAR_SETTINGS): error answers, brief answers, bulk bodies."""
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     schemas["Error"] = ERROR
+    operations = [operation for item in result.get("paths", {}).values() for operation in item.values()
+                  if isinstance(operation, dict) and "responses" in operation]
+    for operation in operations:  # before the brief answers change the pages' rows
+        if BULK in operation:
+            _bulk(schemas, operation, operation.pop(BULK))
     for item in result.get("paths", {}).values():
         for method, operation in item.items():
             if not isinstance(operation, dict) or "responses" not in operation:
                 continue
-            if BULK in operation:
-                _bulk(schemas, operation, operation.pop(BULK))
             for code in error_statuses(method, operation):
                 operation["responses"].setdefault(str(code), {
                     "description": WHY[code], "content": {"application/json": {"schema": ERROR_REF}}})
