@@ -193,7 +193,7 @@ REST_FRAMEWORK = {
     # Proxies in front of the twin (the compose set-up's Caddy: 1) whose X-Forwarded-For gives the client address
     # that rate limits and login failures count by; 0 trusts no header (REMOTE_ADDR).
     "NUM_PROXIES": env.env_int("TWIN_NUM_PROXIES", 0, minimum=0),
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "twin.api.schema.TwinAutoSchema",
     "EXCEPTION_HANDLER": "twin.api.exceptions.api_exception_handler",
     "DEFAULT_METADATA_CLASS": "twin.api.metadata.Metadata",
     "DEFAULT_RENDERER_CLASSES": [
@@ -242,6 +242,8 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    # error statuses, optional authentication of open reads, brief answers (twin/api/schema.py)
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "twin.api.schema.postprocess"],
     "ENUM_NAME_OVERRIDES": {"StatusEnum": "twin.inventory.choices.Status"},
 }
 

@@ -19,6 +19,7 @@ from rest_framework.routers import DefaultRouter, Route
 
 from twin.api.fields import LinkedRelatedField, url_prefix
 from twin.api.rows import RowRenderer
+from twin.api.schema import BRIEF_FIELDS, BULK
 from twin.inventory import actions
 from twin.inventory.filtersets import INT64_MAX
 
@@ -124,7 +125,14 @@ def brief_serializer(serializer_class):
     return type(f"Brief{serializer_class.__name__}", (serializer_class,), {"Meta": meta})
 
 
-BRIEF = OpenApiParameter("brief", bool, description="short representation: id, url, display, name")
+BRIEF_VALUES = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False, "": False}
+
+
+def brief_parameter(serializer_class) -> OpenApiParameter:
+    """``?brief=``, its answer's fields listed for the schema (twin/api/schema.py documents the brief answer)."""
+    fields = list(serializer_class.brief_fields)
+    return OpenApiParameter("brief", bool, description=f"short representation: {', '.join(fields)}",
+                            extensions={BRIEF_FIELDS: fields})
 
 
 def _annotate_schema(viewset_class):
@@ -132,16 +140,18 @@ def _annotate_schema(viewset_class):
     name = viewset_class.serializer_class.Meta.model.__name__
     op = name.lower()
     many = viewset_class.serializer_class(many=True)
+    brief = brief_parameter(viewset_class.serializer_class)
     annotations = {
-        "list": dict(parameters=[BRIEF]),
-        "retrieve": dict(parameters=[BRIEF]),
+        "list": dict(parameters=[brief]),
+        "retrieve": dict(parameters=[brief]),
         "bulk_update": dict(operation_id=f"{op}_bulk_update", request=many, responses=many,
+                            extensions={BULK: "update"},
                             description=f"Update several {name}s at once: a list of objects, each with its id. "
                                         "One transaction: all or nothing."),
         "bulk_partial_update": dict(operation_id=f"{op}_bulk_partial_update", request=many, responses=many,
+                                    extensions={BULK: "partial"},
                                     description="Partial bulk update. One transaction."),
-        "bulk_destroy": dict(operation_id=f"{op}_bulk_destroy", request=BulkDeleteSerializer(many=True),
-                             responses={204: None},
+        "bulk_destroy": dict(operation_id=f"{op}_bulk_destroy", responses={204: None}, extensions={BULK: "delete"},
                              description=f"Delete several {name}s: a list of {{\"id\": n}}. One transaction."),
     }
     for action, kwargs in annotations.items():
@@ -152,10 +162,6 @@ def _annotate_schema(viewset_class):
 
         copy.__name__, copy.__doc__ = action, method.__doc__
         setattr(viewset_class, action, extend_schema(**kwargs)(copy))
-
-
-class BulkDeleteSerializer(serializers.Serializer):
-    id = serializers.IntegerField(min_value=1)
 
 
 class InventoryViewSet(viewsets.ModelViewSet):
@@ -170,11 +176,17 @@ class InventoryViewSet(viewsets.ModelViewSet):
 
     @property
     def brief(self) -> bool:
+        """``?brief=``: 1/true/yes or 0/false/no (any case); anything else is a 400 naming it."""
         request = getattr(self, "request", None)
-        return bool(request) and request.query_params.get("brief", "").lower() in ("1", "true", "yes")
+        if not request:
+            return False
+        raw = request.query_params.get("brief", "")
+        if raw.lower() not in BRIEF_VALUES:
+            raise ValidationError({"brief": [f"expected true or false (1/0, yes/no), got {raw[:40]!r}"]})
+        return BRIEF_VALUES[raw.lower()]
 
     def get_serializer_class(self):
-        if self.brief and self.request.method == "GET":
+        if self.request.method == "GET" and self.brief:
             return brief_serializer(self.serializer_class)
         return self.serializer_class
 

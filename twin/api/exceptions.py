@@ -5,6 +5,8 @@ from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError
 from django.db.models import ProtectedError, RestrictedError
+from django.http import JsonResponse
+from django.views.defaults import page_not_found
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
@@ -30,3 +32,11 @@ def api_exception_handler(exc, context):
         return Response({"detail": f"refused by the database: {str(exc).strip().splitlines()[0]}"},
                         status=status.HTTP_409_CONFLICT)
     return exception_handler(exc, context)
+
+
+def not_found(request, exception):
+    """Django's 404 (handler404, twin/urls.py): JSON under /api/ (a path no route matches, such as a run id that
+    is not a number), the HTML page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": f"no such API path: {request.path[:200]}"}, status=404)
+    return page_not_found(request, exception)

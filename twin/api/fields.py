@@ -1,10 +1,12 @@
 """Related objects as ``{"id": 5, "url": ".../api/inventory/hosts/5/"}``: read from the foreign key column
 (no join, no query), written as an id or as ``{"id": 5}``; user names as the request's user may see them."""
 from django.urls import reverse
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from twin.api.permissions import shows_user_names
+from twin.api.schema import ID
 
 
 def url_prefix(route: str, context: dict) -> str:
@@ -18,9 +20,6 @@ def url_prefix(route: str, context: dict) -> str:
     return cache[route]
 
 
-@extend_schema_field({"type": "object", "nullable": True,
-                      "properties": {"id": {"type": "integer"}, "url": {"type": "string", "format": "uri"}},
-                      "required": ["id", "url"]})
 class LinkedRelatedField(serializers.PrimaryKeyRelatedField):
     """A foreign key shown as its id and its API URL; accepts ``5`` or ``{"id": 5}`` on input."""
 
@@ -52,6 +51,18 @@ class LinkedRelatedField(serializers.PrimaryKeyRelatedField):
         return {}  # never enumerate 100k rows for the browsable API's forms
 
 
+class LinkedRelatedFieldSchema(OpenApiSerializerFieldExtension):
+    """The schema of :class:`LinkedRelatedField` as the field reads and writes it: ``{"id", "url"}`` in answers;
+    an id or ``{"id": n}`` in requests (any ``url`` ignored). Nullable as the field is (``allow_null``, added by
+    drf-spectacular from the field)."""
+
+    target_class = LinkedRelatedField
+
+    def map_serializer_field(self, auto_schema, direction):
+        if direction == "request":
+            return {"anyOf": [ID, {"type": "object", "properties": {"id": ID}, "required": ["id"]}]}
+        return {"type": "object", "properties": {"id": {"type": "integer"}, "url": {"type": "string", "format": "uri"}},
+                "required": ["id", "url"]}
 
 
 @extend_schema_field({"type": "string", "nullable": True, "readOnly": True,

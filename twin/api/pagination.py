@@ -21,6 +21,7 @@ MAX_PAGE_SIZE = 1000
 # An offset page at least this deep starts at an id found first (offset_page); a shallower one reads past the rows
 # before it (a few ms).
 DEEP_OFFSET = 10_000
+PAGINATIONS = ("cursor",)  # ?pagination= values (absent: limit/offset)
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
@@ -100,7 +101,11 @@ class TwinPagination(LimitOffsetPagination):
         return counts.count(queryset)
 
     def _use_cursor(self, request):
-        return "cursor" in request.query_params or request.query_params.get("pagination") == "cursor"
+        """``?cursor=`` or ``?pagination=cursor``; another ``pagination`` is a 400 naming it."""
+        mode = request.query_params.get("pagination")
+        if mode not in (None, *PAGINATIONS):
+            raise ValidationError({"pagination": [f"expected one of {', '.join(PAGINATIONS)}, got {mode[:40]!r}"]})
+        return "cursor" in request.query_params or mode == "cursor"
 
     def paginate_queryset(self, queryset, request, view=None):
         self.cursor = _Cursor() if self._use_cursor(request) else None
@@ -132,9 +137,12 @@ class TwinPagination(LimitOffsetPagination):
         return response
 
     def get_schema_operation_parameters(self, view):
-        return super().get_schema_operation_parameters(view) + [
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:  # the bounds query_int enforces
+            parameter["schema"].update({"limit": {"minimum": 1}, "offset": {"minimum": 0}}.get(parameter["name"], {}))
+        return parameters + [
             {"name": "cursor", "required": False, "in": "query", "schema": {"type": "string"},
              "description": "Cursor from a previous page's next/previous link."},
-            {"name": "pagination", "required": False, "in": "query", "schema": {"type": "string", "enum": ["cursor"]},
+            {"name": "pagination", "required": False, "in": "query", "schema": {"type": "string", "enum": list(PAGINATIONS)},
              "description": "cursor: paginate by cursor from the first page on."},
         ]

@@ -6,6 +6,8 @@ from rest_framework.permissions import DjangoModelPermissions
 
 
 class InventoryPermission(DjangoModelPermissions):
+    opens_reads = True  # the schema declares reads' authentication optional (twin/api/schema.py)
+
     def has_permission(self, request, view):
         if request.method in ("GET", "HEAD", "OPTIONS") and settings.TWIN_API_ANONYMOUS_READ:
             return True

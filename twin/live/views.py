@@ -28,6 +28,8 @@ from twin.live import frames, meta, scope, store
 class LiveReadPermission(BasePermission):
     """Like the API's reads: open when TWIN_API_ANONYMOUS_READ, else any authenticated user."""
 
+    opens_reads = True  # the schema declares authentication optional (twin/api/schema.py)
+
     def has_permission(self, request, view):
         return bool(settings.TWIN_API_ANONYMOUS_READ or (request.user and request.user.is_authenticated))
 

@@ -1,4 +1,5 @@
 """Serializers of every inventory model: the model's fields plus id, url and display; relations as {id, url}."""
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from sim.core.errors import SpecError
@@ -17,9 +18,26 @@ def serializer_for(model, brief=("id", "url", "display", "name"), read_only=(), 
     return type(f"{model.__name__}Serializer", (base,), {"Meta": meta, "brief_fields": brief})
 
 
+TABLE = {"type": "object", "additionalProperties": True}
+TEXT = {"type": "string", "minLength": 1}
+
+
+@extend_schema_field({
+    "type": "object", "additionalProperties": False, "required": ["name", "layout", "backend", "frontend"],
+    "properties": {"name": {**TEXT, "pattern": "^[A-Za-z0-9][A-Za-z0-9-]*$"}, "title": TEXT, "description": TEXT,
+                   "layout": TABLE, "backend": TABLE, "frontend": TABLE, "storage": {"type": "array", "items": TABLE}},
+    "description": "a cluster spec: a preset (sim/presets/*.toml) as JSON, given at creation only; its tables' own "
+                   "rules (catalog models, port counts: sim.fabric.spec.parse_spec) are checked by the server"})
+class SpecField(serializers.JSONField):
+    """A cluster's spec: a JSON object (parsed and checked by :func:`sim.fabric.spec.parse_spec`)."""
+
+
 class ClusterBase(InventorySerializer):
     """Clusters are created from a spec (the same as ``build_cluster``, atomic); afterwards only title,
     description and status change."""
+
+    spec = SpecField(required=False)
+    create_only = ("spec",)  # required to create, refused in an update (validate; the schema says so)
 
     def validate(self, attrs):
         attrs = super().validate(attrs)
@@ -46,7 +64,7 @@ class ClusterBase(InventorySerializer):
 SERIALIZERS = {model: serializer_for(model, brief=("id", "url", "display", "slug", "name"))
                for model in m.CATALOG_MODELS.values()}
 SERIALIZERS[m.Cluster] = serializer_for(m.Cluster, read_only=("name", "built_at"), base=ClusterBase,
-                                        extra_kwargs={"title": {"required": False}, "spec": {"required": False}})
+                                        extra_kwargs={"title": {"required": False}})
 for _model in (m.Fabric, m.Zone, m.StorageCluster, m.Port):
     SERIALIZERS[_model] = serializer_for(_model, brief=("id", "url", "display", "name", "status")
                                          if hasattr(_model, "status") else ("id", "url", "display", "name"))

@@ -156,6 +156,9 @@ class RunSerializer(InventorySerializer):
 class RunCreateSerializer(serializers.Serializer):
     """Start a run: from a saved ``scenario``, or inline with ``kind``, ``params`` and ``cluster``."""
 
+    # what validate() requires, for the schema (twin/api/schema.py)
+    required_alternatives = (("scenario",), ("kind", "cluster"), ("kind", "cluster_id"))
+
     scenario = serializers.PrimaryKeyRelatedField(queryset=Scenario.objects.select_related("cluster"),
                                                   required=False, allow_null=True)
     kind = KindField(required=False)
@@ -226,7 +229,7 @@ class ScheduleSerializer(serializers.Serializer):
     enabled = serializers.BooleanField(default=True)
     crontab = _Crontab(required=False, allow_null=True)
     interval = _Interval(required=False, allow_null=True)
-    last_run_at = serializers.DateTimeField(read_only=True)
+    last_run_at = serializers.DateTimeField(read_only=True, allow_null=True)  # null until it first runs
     total_run_count = serializers.IntegerField(read_only=True)
     created_by = UserNameField(help_text="the schedule's owner, whose runs it starts (null for anonymous readers)")
     can_change = serializers.BooleanField(read_only=True, help_text=CAN_CHANGE_HELP)

@@ -10,7 +10,7 @@ from django.http import FileResponse
 from django_celery_beat.models import PeriodicTask
 from django_filters import rest_framework as filters
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotAuthenticated, PermissionDenied
@@ -46,9 +46,18 @@ class ScenarioFilter(IdFilters):
         fields = {"name": ["exact", "icontains"], "kind": ["exact"], "cluster__name": ["exact"]}
 
 
+@extend_schema_field({"$ref": "#/components/schemas/RunKindEnum"})
+class KindsFilter(filters.MultipleChoiceFilter):
+    """Run kinds: their choices read when used (every kind registered by then), documented as the kinds' enum
+    (drf-spectacular does not call a choices callable, and would document any string)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(choices=registry.choices, **kwargs)
+
+
 class RunFilter(IdFilters):
     status = filters.MultipleChoiceFilter(choices=RunStatus.choices)
-    kind = filters.MultipleChoiceFilter(choices=registry.choices)
+    kind = KindsFilter()
     scenario = IntegerFilter(field_name="scenario_id")
     parent = IntegerFilter(field_name="parent_id")
 
@@ -63,6 +72,7 @@ class OwnerOrManager(BasePermission):
     permissions' business (InventoryPermission)."""
 
     message = "only the owner or a user with the manage-any permission may change it"
+    opens_reads = True  # it judges owner actions only: reads stay as open as InventoryPermission makes them
 
     def has_object_permission(self, request, view, obj):
         if view.action not in view.owner_actions:
