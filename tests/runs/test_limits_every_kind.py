@@ -46,7 +46,7 @@ def refused(response, field, where="params") -> str:
 @pytest.mark.django_db
 def test_every_registered_kind_declares_a_cost_in_known_units_and_a_time_estimate(demo):
     for kind in registry.kinds().values():
-        if kind.name == registry.SWEEP:
+        if kind.name == registry.SWEEP or not kind.run.__module__.startswith("twin."):   # the product's kinds
             continue
         assert kind.cost is not None and kind.estimate is not None, kind.name
         assert kind.throughputs and all(t in DEFAULTS for t in kind.throughputs), kind.name
@@ -158,7 +158,7 @@ def test_two_users_racing_cannot_both_pass_the_global_cap(settings):
             t.join()
         # exactly one of the two is queued, the other refused
         assert sorted(codes) == [201, 400], codes
-        assert SimulationRun.objects.filter(status="queued", cancel_requested=False).count() == 1
+        assert SimulationRun.objects.count() == 1      # made once (a session's worker may already have run it)
         SimulationRun.objects.all().delete()
 
 

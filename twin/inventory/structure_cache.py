@@ -18,6 +18,7 @@ import pickle
 import shutil
 import threading
 import time
+import weakref
 from collections.abc import Callable, Hashable
 from contextlib import contextmanager
 from pathlib import Path
@@ -182,9 +183,11 @@ def _statuses_only_since(mark: tuple, cluster_id: int | None) -> tuple | None:
 
 
 def forget() -> None:
-    """Forget the fingerprints kept in this process (the tests: ids repeat from test to test)."""
+    """Forget the fingerprints and structures kept in this process (the tests: ids repeat from test to test)."""
     _trusted.clear()
     _fast.clear()
+    for cache in list(_caches):
+        cache.clear()
 
 
 def _holding(kept: _Read | None, version, cluster_id: int | None, key: Hashable) -> _Read | None:
@@ -233,6 +236,9 @@ def trusted_fingerprint(key: Hashable, read: Callable[[], tuple], cluster_id: in
     return kept.value
 
 
+_caches: weakref.WeakSet = weakref.WeakSet()      # every StructureCache of this process, for forget()
+
+
 class StructureCache(Generic[T]):
     """Built structures by owner id (a cluster's, a fabric's), each kept with the fingerprint it was built under.
 
@@ -247,6 +253,12 @@ class StructureCache(Generic[T]):
         self.name = name
         self._entries: dict[int, tuple[Hashable, T]] = {}
         self._lock = threading.Lock()
+        _caches.add(self)
+
+    def clear(self) -> None:
+        """Drop what this process holds (:func:`forget`)."""
+        with self._lock:
+            self._entries.clear()
 
     def get(self, owner: Hashable, fingerprint: Hashable, build: Callable[[], T], cluster_id: int | None = None) -> T:
         """The structure of ``owner`` (of cluster ``cluster_id``, for its file) as built under ``fingerprint``;
