@@ -4,7 +4,7 @@
 // dumps to download; the start-up model's curve over scale (a `startup` run); the forms that start both (fields from
 // sim/debug/params.py DEBUG and STARTUP, passed in #debug-info). A running rehearsal shows its stage and the engine's
 // fractions done from its live stream (the debug_progress section: frames.js sectionRow).
-import { api, esc, fmt, live, markReady, toast } from "./twin.js";
+import { api, coalesced, esc, fmt, live, markReady, toast } from "./twin.js";
 import { mountKindForm, pageData } from "./run_form.js";
 import { sectionRow } from "./frames.js";
 import { lineChart, PALETTE } from "./chart.js";
@@ -54,7 +54,7 @@ async function showDebug(id) {
   if (!s) {
     el.className = "culprit";
     el.innerHTML = doc.status === "failed" ? `<p class="bad">Run #${doc.id} failed: ${esc(doc.error)}</p>`
-      : `<p class="muted">Run #${doc.id} is ${esc(doc.status)}.</p>`;
+      : `<p class="muted" data-status="${esc(doc.status)}">Run #${doc.id} is ${esc(doc.status)}.</p>`;
     $("stop-heatmap").width = 0;
     $("stragglers").innerHTML = "";
     return;
@@ -149,19 +149,40 @@ function renderStragglers(st) {
   }).join("");
 }
 
-/** A rehearsal still running: its live stream's stage and fractions (debug_progress), reloaded when it ends. */
+const FINISHED = new Set(["succeeded", "failed", "cancelled"]);
+const QUIET_MS = 5000;           // a run stream silent that long reads its snapshot: a lost final frame is found
+
+/** A rehearsal still running: its live stream's stage and fractions (debug_progress), followed to its end (the
+ *  final frame, a frame or a reconnection's metadata saying it finished, or its snapshot when the stream went
+ *  quiet), then reloaded. */
 function watch(doc) {
   watching?.close();
   watching = null;
   $("debug-live").textContent = "";
-  if (!["queued", "running"].includes(doc.status)) return;
+  if (FINISHED.has(doc.status)) return;
+  let ended = false;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    watching?.close();
+    loadPickers(doc.id).catch((e) => toast(`run #${doc.id}: ${e.message}`));
+  };
   watching = live(`/ws/runs/${doc.id}/`, {
+    query: { index: "0" },
+    quietMs: QUIET_MS,
+    onMeta(meta) { if (FINISHED.has(meta.run?.status)) end(); },
     onFrame(frame, merged) {
       const row = sectionRow("debug_progress", merged.debug_progress);
-      $("debug-live").textContent = `run #${doc.id} ${frame.status ?? ""} ${row ? `${row.stage}: simulating `
+      const status = frame.status ?? doc.status;
+      if (status !== doc.status && !FINISHED.has(status)) {
+        doc.status = status;
+        const el = $("culprit").querySelector("[data-status]");
+        if (el) { el.dataset.status = status; el.textContent = `Run #${doc.id} is ${status}.`; }
+      }
+      $("debug-live").textContent = `run #${doc.id} ${status} ${row ? `${row.stage}: simulating `
         + `${fmt.pct(row.simulating)} · dumping ${fmt.pct(row.dumping)} · analyzing ${fmt.pct(row.analyzing)}`
         : `${(frame.progress ?? 0).toFixed(0)} %`}`;
-      if (frame.final) { watching?.close(); loadPickers(doc.id); }
+      if (frame.final || FINISHED.has(status)) end();
     },
   });
 }
@@ -214,3 +235,17 @@ $("startup-run").addEventListener("change", (ev) => showStartup(Number(ev.target
 mountForm($("debug-form"), info.forms.debug);
 mountForm($("startup-form"), info.forms.startup);
 loadPickers().catch((e) => toast(`runs not loaded: ${e.message}`)).finally(() => markReady());
+
+// The page's own events: a rehearsal or a start-up run created on this cluster (through the API too) joins its
+// picker, the runs shown staying; after a reconnection the pickers are read again (events of the outage lost).
+const selected = (id) => Number($(id).value) || null;
+const relist = coalesced(() => loadPickers(selected("debug-run"), selected("startup-run"))
+  .catch((e) => toast(`runs not loaded: ${e.message}`)));
+let connected = false;
+live(`/ws/clusters/${encodeURIComponent(cluster.name)}/`, {
+  query: { summary: "1" },
+  onMeta() { if (connected) relist(); connected = true; },
+  onEvent(msg) {
+    if ((msg.type === "run_created" && ["debug", "startup"].includes(msg.kind)) || msg.type === "run_deleted") relist();
+  },
+});

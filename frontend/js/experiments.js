@@ -1,7 +1,9 @@
-// /experiments/ : the runs (GET /api/runs/, newest first, filtered, paginated), their progress live (run_live.js:
-// one /ws/runs/<id>/ stream per unfinished run on the page, closed when it ends; a sweep's bar from its children),
+// /experiments/ : the runs (GET /api/runs/, newest first, filtered, paginated), listed again when a run is created
+// or deleted anywhere (the runs stream /ws/runs/: through the API, a form, a schedule), their progress live
+// (run_live.js: one /ws/runs/<id>/ stream per unfinished run on the page, closed when it ends; a sweep's bar from
+// its children),
 // ticks to compare runs, and the form that starts a collective or a sweep (run_form.js).
-import { api, esc, fmt, markReady, toast } from "./twin.js";
+import { api, coalesced, esc, fmt, live, markReady, toast } from "./twin.js";
 import { mountRunForm, pageData } from "./run_form.js";
 import { headlineCell, paramsText, progressBar, shortTime, stalledBadge, statusBadge } from "./run_results.js";
 import { liveRunRows } from "./run_live.js";
@@ -92,6 +94,15 @@ document.querySelector(".pager").addEventListener("click", (ev) => {
   if (!dir) return;
   offset = Math.max(0, offset + (dir === "next" ? PAGE_SIZE : -PAGE_SIZE));
   load();
+});
+
+// A run created or deleted anywhere: the list again (coalesced: a sweep creates its children at once); after a
+// reconnection too, the events of the outage being lost.
+const reload = coalesced(load);
+let connected = false;
+live("/ws/runs/", {
+  onMeta() { if (connected) reload(); connected = true; },
+  onEvent(msg) { if (msg.type === "run_created" || msg.type === "run_deleted") reload(); },
 });
 
 readUrl();

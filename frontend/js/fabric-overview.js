@@ -23,8 +23,11 @@ function utilTd(v, hasData) {
 
 function render(doc) {
   const hasData = doc.tiers.some((t) => t.mean), run = doc.run;
-  $("fabric-run").innerHTML = run ? `<div>State from <a href="/experiments/${run.id}/">run #${run.id}</a>
-      <span class="badge ${esc(run.status)}">${esc(run.status)}</span> ${fmt.int(run.progress)} %</div>`
+  const runLink = run && `<a href="/experiments/${run.id}/">run #${run.id}</a>
+      <span class="badge ${esc(run.status)}">${esc(run.status)}</span> ${fmt.int(run.progress)} %`;
+  // The last frame's run may bring no link utilization (a figure, a failures timeline): not a state to claim.
+  $("fabric-run").innerHTML = run && hasData ? `<div>State from ${runLink}</div>`
+    : run ? `<div class="no-util">Latest: ${runLink}: no link utilization from it, so no link state to show.</div>`
     : '<span class="muted">No simulation yet on this cluster: utilization shows once a run publishes.</span>';
   const figures = [[fmt.int(doc.links.count), "backend links"], [fmt.int(doc.zones.length), "zones"],
                    ...doc.tiers.map((t) => {

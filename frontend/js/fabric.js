@@ -112,8 +112,18 @@ function renderRun() {
     return;
   }
   const when = r.timeMs ? new Date(r.timeMs).toTimeString().slice(0, 8) : "";   // (not Intl: ms per call)
-  el.innerHTML = `<div>State from <a href="/experiments/${r.id}/">run #${r.id}</a>
-      <span class="muted">${esc(r.kind)}</span> ${badge(r.status ?? "unknown")} <span class="muted">${when}</span></div>
+  const runLink = `<a href="/experiments/${r.id}/">run #${r.id}</a> <span class="muted">${esc(r.kind)}</span>
+    ${badge(r.status ?? "unknown")} <span class="muted">${when}</span>`;
+  const u = state.utilRun;                    // the run whose link utilization is drawn (null: none yet)
+  el.dataset.utilRun = u ? String(u) : "";
+  // A run that brings no link utilization (a figure, a failures timeline) is not the state drawn: say which is.
+  const head = u === r.id ? `<div>State from ${runLink}</div>`
+    : u ? `<div>Link utilization from <a href="/experiments/${u}/">run #${u}</a>; the latest, ${runLink}, has sent
+        none</div>`
+    : `<div class="no-util">Latest: ${runLink}: no link utilization from it (${r.status === "running"
+        || r.status === "queued" ? "none sent yet" : "its kind simulates none"}), so no link state to show. Start a
+        collective or a job from <a href="/experiments/">Experiments</a>.</div>`;
+  el.innerHTML = `${head}
     <div class="run-progress"><span class="progress"><span style="width:${r.progress}%"></span></span>
       <span>${r.progress.toFixed(0)} %</span></div>${note}`;
 }
@@ -347,7 +357,8 @@ function renderHottest() {
   const m = state.model, hot = state.stats.hottest(), table = $("hottest-links");
   table.dataset.count = String(hot.length);
   if (!hot.length) {
-    const why = hasData() ? "no link carries traffic" : "no simulation yet";
+    const why = hasData() ? "no link carries traffic" : state.run.id
+      ? `no link utilization: run #${state.run.id} simulates none` : "no simulation yet";
     table.innerHTML = `<tbody><tr><td class="muted">${why}</td></tr></tbody>`;
     return;
   }
@@ -433,7 +444,7 @@ function takeFrame(frame, util, live = true) {
     util = null;
   } else if (util) state.note = "";
   const changed = util != null && util !== state.util;
-  if (changed) state.util = util;
+  if (changed) { state.util = util; state.utilRun = frame.runId || state.utilRun; }
   renderRun();
   return changed;
 }

@@ -169,23 +169,43 @@ export async function fetchSnapshot(url) {
   return f.seq > 0 ? f : null;
 }
 
+/** Close codes after which a stream is not tried again (twin/live/consumers.py): not authenticated (or too many
+ *  wrong tokens), no such run or cluster. */
+const FINAL_CLOSE = new Set([4401, 4404]);
+
+/** What a close code means when the server said nothing (the server gone: 1006, no close frame). */
+export function closeReason(code) {
+  return { 1000: "closed", 1001: "the server is going away", 1006: "the server is unreachable",
+           1011: "server error", 1012: "the server is restarting", 1013: "live push unavailable (Redis unreachable)",
+           4401: "not authenticated", 4404: "no such run or cluster" }[code] ?? `closed (code ${code})`;
+}
+
 /** Open a live stream and keep it open: calls onMeta(json) on every (re)connection, onEvent(json) for every other
  *  JSON message of the stream (e.g. {type: "inventory", ...}: docs/live.md), onFrame(frame, merged) per
  *  applied frame (a snapshot older than the last frame fills in sections only: its progress and status are null),
- *  onState("connecting" | "live" | "reconnecting" | "closed") as the connection changes.
+ *  onState(state, why) as the connection changes: state "connecting", "live", "reconnecting" (why: {code, reason,
+ *  retryMs}: the close code, the server's reason or what it means, the wait before the next try) or "closed" (why:
+ *  {code, reason} when the server refused the stream, 4401 not authenticated or too many wrong tokens, 4404 no such
+ *  run or cluster: not tried again; null when the page closed it).
  *  `merged` holds the latest of every section. A gap in sequence numbers, and every reconnection, fetch the REST
  *  snapshot; its sections are applied where no newer frame has already brought them (per-section sequence numbers),
  *  so a frame that overtakes the snapshot is never undone. After a dropped socket it reconnects with backoff
  *  (0.5 s doubling to 5 s). `seq`: the sequence number of a snapshot the page already applied (no second
- *  fetch when the stream has not moved on). Returns a controller: {close(), socket()}. */
+ *  fetch when the stream has not moved on). `quietMs`: after that long without a frame, fetch the snapshot (a run's
+ *  stream: its final frame lost on the way, with no later frame to show the gap, would leave the page waiting).
+ *  Returns a controller: {close(), socket()}. */
 export function openLive(path, { onMeta = () => {}, onEvent = () => {}, onFrame = () => {}, onState = () => {}, token = null,
-                                 query = {}, reconnect = true, seq = 0 } = {}) {
+                                 query = {}, reconnect = true, seq = 0, quietMs = 0 } = {}) {
   const proto = location.protocol === "https:" ? "wss:" : "ws:";
   const params = new URLSearchParams(query);
   if (token) params.set("token", token);
   const url = `${proto}//${location.host}${path}${params.toString() ? `?${params}` : ""}`;
   const merged = {}, sectionSeq = {};
-  let ws = null, meta = null, lastSeq = seq, closed = false, delay = 500, timer = null;
+  let ws = null, meta = null, lastSeq = seq, closed = false, delay = 500, timer = null, refusal = null;
+  let lastFrameAt = Date.now();
+  const quiet = quietMs > 0 ? setInterval(() => {
+    if (ws?.readyState === WebSocket.OPEN && Date.now() - lastFrameAt >= quietMs) { lastFrameAt = Date.now(); resync(); }
+  }, Math.min(quietMs, 1000)) : null;
 
   const apply = (f, fromSnapshot = false) => {
     for (const [name, data] of Object.entries(f.sections)) {
@@ -195,10 +215,11 @@ export function openLive(path, { onMeta = () => {}, onEvent = () => {}, onFrame 
     }
     const newer = f.seq >= lastSeq;
     if (newer) lastSeq = f.seq;
+    lastFrameAt = Date.now();
     onFrame(newer ? f : { ...f, progress: null, status: null }, merged);
   };
   async function resync() {
-    if (!meta) return;
+    if (!meta?.snapshot) return;                         // an events-only stream (ws/runs/) keeps none
     try {
       const f = await fetchSnapshot(meta.snapshot);
       if (f) apply(f, true);
@@ -212,6 +233,7 @@ export function openLive(path, { onMeta = () => {}, onEvent = () => {}, onFrame 
     ws.onmessage = (ev) => {
       if (typeof ev.data === "string") {
         const msg = JSON.parse(ev.data);
+        if (msg.type === "error") { refusal = msg; return; }   // the server says why, then closes
         if (msg.type === "meta") {
           meta = msg; useProtocol(msg); onState("live"); onMeta(msg);
           if (msg.seq !== lastSeq) { if (msg.seq < lastSeq) lastSeq = 0; resync(); }   // moved on, or reset
@@ -224,16 +246,19 @@ export function openLive(path, { onMeta = () => {}, onEvent = () => {}, onFrame 
       apply(f);
       if (gap) resync();
     };
-    ws.onclose = () => {
-      if (closed || !reconnect) { onState("closed"); return; }
-      onState("reconnecting");
+    ws.onclose = (ev) => {
+      const why = { code: ev.code, reason: refusal?.detail || ev.reason || closeReason(ev.code) };
+      refusal = null;
+      if (closed) { onState("closed", null); return; }
+      if (!reconnect || FINAL_CLOSE.has(ev.code)) { clearInterval(quiet); onState("closed", why); return; }
+      onState("reconnecting", { ...why, retryMs: delay });
       timer = setTimeout(connect, delay);
       delay = Math.min(delay * 2, 5000);
     };
   }
   connect();
   return {
-    close() { closed = true; clearTimeout(timer); if (ws) ws.close(); },
+    close() { closed = true; clearTimeout(timer); clearInterval(quiet); if (ws) ws.close(); },
     socket() { return ws; },
   };
 }

@@ -4,6 +4,9 @@
 // timeFrame().
 import { api, live, timeFrame, toast } from "./twin.js";
 
+/** A run's stream silent this long reads its snapshot: a final frame lost on the way still ends the run here. */
+export const QUIET_MS = 5000;
+
 /** How many child runs a sweep fans out to: one per combination of its axes. */
 const combinations = (sweep) => Object.values(sweep.params.sweep).reduce((n, values) => n * values.length, 1);
 
@@ -87,6 +90,7 @@ export function runStreams(finished, { onFrame, onEnd, onDeleted = () => {} }) {
         const sweep = r.view === "sweep";
         streams.set(r.id, live(`/ws/runs/${r.id}/`, {
           query: { index: "0" },
+          quietMs: QUIET_MS,
           onMeta(meta) {
             if (!meta.run) return;
             if (finished.has(meta.run.status)) end(r.id);

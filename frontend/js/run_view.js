@@ -6,9 +6,9 @@
 // for all of them); its bar is their mean progress. A deleted run says so. While the run is not finished its state
 // is read again every STALL_POLL_MS, so a run whose worker went silent shows "stalled" (the server derives it from
 // the heartbeat), with no frame to say so.
-import { api, esc, fmt, live, markReady, timeFrame, toast } from "./twin.js";
+import { api, esc, fmt, live, liveIdle, markReady, timeFrame, toast } from "./twin.js";
 import { pageData } from "./run_form.js";
-import { applyRowFrame, followSweep, sweepChildren, sweepProgress } from "./run_live.js";
+import { applyRowFrame, followSweep, QUIET_MS, sweepChildren, sweepProgress } from "./run_live.js";
 import {
   figureText, paramsText, paramValue, pct, stalledBadge, sweepBars, sweepLines, sweepTable,
 } from "./run_results.js";
@@ -178,6 +178,7 @@ function finish() {
 async function loadFinished() {
   runLive?.close();
   childLive?.close();
+  liveIdle(`run #${page.id} has ended: nothing more to follow`);
   try {
     run = await api(`/api/runs/${page.id}/`);
     drawHead(run);
@@ -189,6 +190,7 @@ async function loadFinished() {
 function follow() {
   runLive = live(`/ws/runs/${page.id}/`, {
     query: { index: "0" },
+    quietMs: QUIET_MS,
     onMeta(meta) {
       if (!meta.run) return;
       timeFrame(() => setProgress(isSweep() ? null : meta.run.progress, meta.run.status));

@@ -11,6 +11,7 @@ export function markReady(extra = {}) {
     twin.firstPaintMs = performance.now();
     Object.assign(twin, extra, { ready: true });
     document.body.dataset.ready = "1";
+    showLive();                       // a page with no stream of its own says so now, not "connecting"
   }
 }
 
@@ -129,22 +130,46 @@ export const COLORS = { failed: "#e5484d", drained: "#f5a524", idle: "#3a4252", 
                         none: "#262b36" };
 
 const LIVE_LABEL = { off: "live: off", connecting: "live: connecting", live: "live", reconnecting: "live: reconnecting" };
-const streams = new Map();               // the page's live streams and their states: the indicator sums them up
-let streamCount = 0;
-function setLiveState(stream, state) {
-  if (state === "closed") streams.delete(stream); else streams.set(stream, state);
-  const states = new Set(streams.values());
-  const shown = states.has("live") ? "live" : states.has("reconnecting") ? "reconnecting"
-    : states.has("connecting") ? "connecting" : "off";
+const streams = new Map();        // the page's live streams: {state, why, at}; the indicator sums them up
+let streamCount = 0, idleReason = "nothing on this page follows a live stream", countdown = null;
+
+/** Why nothing is live on this page when no stream is open (e.g. "run #12 succeeded: nothing more to follow"). */
+export function liveIdle(reason) { idleReason = reason; showLive(); }
+
+/** The header's indicator: "live" while any stream is, else the first reconnecting stream ("live: reconnecting in
+ *  3 s · the server is unreachable", counting down), else connecting, else off with the reason (a refusal's,
+ *  4401/4404, or liveIdle's). The reason is also in data-reason and the title. */
+function showLive() {
+  const all = [...streams.values()], find = (state) => all.find((s) => s.state === state);
+  const shown = find("live") ?? find("reconnecting") ?? find("connecting") ?? find("closed") ?? { state: "off" };
+  const state = shown.state === "closed" ? "off" : shown.state;
+  let reason = "";
+  if (state === "reconnecting" && shown.why) {
+    const left = Math.max(0, Math.ceil((shown.at + (shown.why.retryMs ?? 0) - Date.now()) / 1000));
+    reason = `${left ? `in ${left} s` : "now"} · ${shown.why.reason}`;
+  } else if (state === "off") reason = shown.why?.reason ?? idleReason;
   const el = document.getElementById("live-status");
-  if (el) { el.dataset.state = shown; el.textContent = LIVE_LABEL[shown]; }
+  if (el) {
+    el.dataset.state = state;
+    el.dataset.reason = reason;
+    el.textContent = reason ? `${LIVE_LABEL[state]} (${reason})` : LIVE_LABEL[state];
+    el.title = state === "live" ? "live connection open" : reason || LIVE_LABEL[state];
+  }
+  clearTimeout(countdown);
+  if (state === "reconnecting") countdown = setTimeout(showLive, 1000);
+}
+
+function setLiveState(stream, state, why) {
+  if (state === "closed" && !why) streams.delete(stream);           // closed by the page: not a problem
+  else streams.set(stream, { state, why, at: Date.now() });
+  showLive();
 }
 
 /** A live stream (docs/live.md) counted in the header's indicator ("live" while any of the page's streams is);
  *  see openLive for the handlers. */
 export function live(path, handlers = {}) {
   const stream = ++streamCount;
-  return openLive(path, { ...handlers, onState(state) { setLiveState(stream, state); handlers.onState?.(state); } });
+  return openLive(path, { ...handlers, onState(state, why) { setLiveState(stream, state, why); handlers.onState?.(state, why); } });
 }
 
 /** Escape text for innerHTML templates. */

@@ -1,4 +1,4 @@
-"""WebSocket consumers: ``ws/runs/<id>/`` and ``ws/clusters/<name>/``.
+"""WebSocket consumers: ``ws/runs/<id>/``, ``ws/clusters/<name>/`` and ``ws/runs/`` (the runs list's: events only).
 
 On connect: authenticate (twin.live.auth), join the stream's group, send ONE JSON text message (metadata: counts,
 the URL of the link index tables, the stream's last sequence number and its snapshot URL), then binary frames
@@ -145,6 +145,14 @@ class RunConsumer(LiveConsumer):
         cluster = getattr(run, "cluster", None)
         info["cluster"] = meta.cluster_index(cluster) if cluster is not None else None
         return info
+
+
+class RunsConsumer(LiveConsumer):
+    """Every run's creation and deletion (``{"type": "run_created", ...}``, ``{"type": "run_deleted", ...}``), for
+    the runs list: events only, so no snapshot (``seq`` stays 0)."""
+
+    def describe(self):
+        return {"type": "meta", "stream": store.RUNS_STREAM, **meta.protocol_info(), "snapshot": None}
 
 
 class ClusterConsumer(LiveConsumer):

@@ -1,6 +1,7 @@
 """Per-stream state in Redis: the sequence counter and the last frame (for the REST snapshot after a gap).
 
-A stream is one WebSocket group: ``run.<id>`` or ``cluster.<id>``. Keys (prefix settings.TWIN_LIVE_KEY_PREFIX):
+A stream is one WebSocket group: ``run.<id>``, ``cluster.<id>`` or ``runs`` (every run's creation and deletion,
+events only: no frames, no snapshot). Keys (prefix settings.TWIN_LIVE_KEY_PREFIX):
 ``<prefix>seq:<stream>`` (INCR counter) and ``<prefix>last:<stream>`` (hash: seq, frame), kept
 settings.TWIN_LIVE_SNAPSHOT_TTL seconds after the last publish.
 """
@@ -31,6 +32,9 @@ def run_stream(run_id) -> str:
 
 def cluster_stream(cluster_id) -> str:
     return f"cluster.{int(cluster_id)}"
+
+
+RUNS_STREAM = "runs"        # the runs list's stream: a run created or deleted anywhere (events only)
 
 
 def group_name(stream: str) -> str:

@@ -108,6 +108,7 @@ def create_run(kind: str, params: dict, cluster, *, scenario: Scenario | None = 
         hook = registry.get(kind).on_create
         if hook is not None:
             hook(run)
+        transaction.on_commit(lambda: publishing.created(run))
         if enqueue:
             transaction.on_commit(lambda: _enqueue(run.pk, run.celery_task_id))
     return run

@@ -51,12 +51,26 @@ def finished(run) -> None:
         _publishers.pop(run.pk, None)
 
 
+def created(run) -> None:
+    """Say ``{"type": "run_created", "run": id, "cluster": id, "kind": ..., "parent": id or null}`` on the runs
+    stream and the run's cluster's (the runs list and the pages of that cluster list it again), however the run was
+    made (the API, a form, a schedule, a sweep)."""
+    message = {"type": "run_created", "run": run.pk, "cluster": run.cluster_id, "kind": run.kind,
+               "parent": run.parent_id}
+    try:
+        for stream in (store.RUNS_STREAM, store.cluster_stream(run.cluster_id)):
+            send_event(stream, message)
+    except Exception:  # noqa: BLE001
+        log.exception("live: could not publish the creation of run %s", run.pk)
+
+
 def deleted(run_id: int, cluster_id: int) -> None:
-    """Say ``{"type": "run_deleted", "run": id}`` on the run's stream and its cluster's (the runs list drops the row)."""
+    """Say ``{"type": "run_deleted", "run": id}`` on the run's stream, its cluster's and the runs stream (the runs
+    list drops the row)."""
     _publishers.pop(run_id, None)
     message = {"type": "run_deleted", "run": run_id}
     try:
-        for stream in (store.run_stream(run_id), store.cluster_stream(cluster_id)):
+        for stream in (store.run_stream(run_id), store.cluster_stream(cluster_id), store.RUNS_STREAM):
             send_event(stream, message)
     except Exception:  # noqa: BLE001
         log.exception("live: could not publish the deletion of run %s", run_id)
