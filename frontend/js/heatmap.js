@@ -110,6 +110,8 @@ export class TierHeatmap {
     this.labels.replaceChildren(...blocks.map((b, k) => {
       const [x0, y0] = this.origin(k), span = document.createElement("span");
       span.textContent = b.label;
+      span.title = b.label;
+      span.style.maxWidth = `${Math.max(1, this.cols * g.cellW + (g.perRow > 1 ? g.gapCols * g.cellW - 4 : 0))}px`;
       span.style.left = `${x0 * g.cellW}px`;
       span.style.top = `${(y0 - g.labelRows) * g.cellH}px`;
       return span;

@@ -146,8 +146,7 @@ function renderDetail() {
   else el.breakdown.innerHTML = `<p class="muted">${job.state === "failed" ? "failed" : "no step simulated yet"}</p>`;
   const pts = (job.results?.throughput ?? []).map((p) => ({ x: p.t ?? p.time_s, y: p.tokens_per_s }))
     .filter((p) => p.x != null && p.y != null);
-  const livePts = series.get(job.id) ?? [];
-  const use = pts.length ? { pts, x: "simulated time (s)" } : { pts: livePts, x: "seconds since this page opened" };
+  const use = pts.length ? { pts, x: "simulated time (s)" } : throughputOverTime(job);
   el.throughput.dataset.points = String(use.pts.length);
   if (use.pts.length) {
     charts.push(lineChart(el.throughput, {
@@ -155,6 +154,19 @@ function renderDetail() {
       x: { scale: "linear", label: use.x, name: "t", format: (v) => num(v, 1) },
       y: { scale: "linear", min: 0, label: "tokens/s", format: big } }));
   } else el.throughput.innerHTML = '<p class="muted">no throughput reported yet</p>';
+}
+
+/** The job's throughput over its wall-clock life: each tokens/s its frames brought (seconds since it started),
+ *  held until the next one and until it finished (or now): a steady job is a flat line from start to end, not one
+ *  dot. */
+function throughputOverTime(job) {
+  const start = Date.parse(job.started_at ?? ""), y = figure(job, "tokens_per_s");
+  if (!Number.isFinite(start)) return { pts: series.get(job.id) ?? [], x: "seconds since this page opened" };
+  const end = (job.finished_at ? Date.parse(job.finished_at) : Date.now()) - start;
+  const seen = (series.get(job.id) ?? []).filter((p) => p.t != null).map((p) => ({ x: (p.t - start) / 1000, y: p.y }));
+  const pts = seen.length ? seen : y != null ? [{ x: 0, y }] : [];
+  if (pts.length) pts.push({ x: Math.max(pts[pts.length - 1].x, end / 1000), y: pts[pts.length - 1].y });
+  return { pts, x: "seconds since the job started" };
 }
 
 // ------------------------------------------------------------------------------------------------------ live
@@ -170,7 +182,9 @@ function onFrame(frame, merged) {
       if (r.tokens_per_s != null && ["simulating", "finished"].includes(r.phase)) {
         const s = series.get(r.job) ?? [];
         const x = (performance.now() - t0) / 1000;
-        if (!s.length || s[s.length - 1].y !== r.tokens_per_s || x - s[s.length - 1].x > 5) s.push({ x, y: r.tokens_per_s });
+        if (!s.length || s[s.length - 1].y !== r.tokens_per_s || x - s[s.length - 1].x > 5) {
+          s.push({ x, y: r.tokens_per_s, t: frame.timeMs });
+        }
         series.set(r.job, s);
       }
     }
