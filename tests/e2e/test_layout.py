@@ -28,8 +28,6 @@ def test_the_runs_lists_columns_stay_within_the_panel(visitor, twin):
     for cell in page.locator(f'#runs-table tr[data-run="{run_id}"] td').all():
         box = cell.bounding_box()
         assert box["x"] + box["width"] <= panel["x"] + panel["width"] + 0.5, (cell.inner_text(), box, panel)
-    scroll = page.locator(".runs-panel .table-scroll")
-    assert scroll.evaluate("e => e.scrollWidth <= e.clientWidth + 1"), "the runs table overflows its panel"
 
 
 def test_the_storage_pages_zone_labels_do_not_overlap(visitor):
