@@ -210,7 +210,12 @@ export function exportable(el, { name, kind } = {}) {
   const bar = reuse ? before : makeBar(table, name);
   bar.target = el;
   if (el.id) bar.dataset.exportFor = el.id; else delete bar.dataset.exportFor;
-  if (!reuse) anchor.before(bar);
+  if (!reuse && /grid|flex/.test(getComputedStyle(anchor.parentElement).display)) {
+    // in a grid or a row, the bar and its element share the element's cell
+    const cell = Object.assign(document.createElement("div"), { className: "export-cell" });
+    anchor.before(cell);
+    cell.append(bar, anchor);
+  } else if (!reuse) anchor.before(bar);
   bars.set(el, bar);
   el.dataset.exportable = table ? "table" : "chart";
   return bar;
