@@ -4,6 +4,7 @@
 // optional min-max band), horizontal reference lines (the roofline, a 90 % line), brackets at the right edge (a
 // published claim such as "10-90 %"), a legend that shows and hides series, and a hover readout of every series at
 // the nearest x. barChart(el, spec): horizontal bars (one per sweep combination). Both redraw when resized.
+import { exportable } from "./exports.js";
 import { esc } from "./twin.js";
 
 export const PALETTE = ["#4aa3ff", "#f5a524", "#3fb950", "#e5484d", "#b58cff", "#17becf", "#ff7f0e", "#e377c2",
@@ -286,6 +287,7 @@ export function lineChart(el, s) {
 
   drawLegend();
   const view = responsive(plot, draw);
+  exportable(el);
   return { destroy() { view.destroy(); tip.hidden = true; } };
 }
 
@@ -328,5 +330,7 @@ export function barChart(el, spec) {
     }
     el.replaceChildren(svg);
   }
-  return { destroy: responsive(el, draw).destroy };
+  const view = responsive(el, draw);
+  exportable(el);
+  return { destroy: view.destroy };
 }

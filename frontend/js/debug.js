@@ -8,6 +8,7 @@ import { api, coalesced, esc, fmt, live, markReady, toast } from "./twin.js";
 import { mountKindForm, pageData } from "./run_form.js";
 import { sectionRow } from "./frames.js";
 import { lineChart, PALETTE } from "./chart.js";
+import { exportable } from "./exports.js";
 
 const info = pageData("debug-info");
 const cluster = info.cluster;
@@ -109,6 +110,7 @@ function drawHeatmap(h) {
   for (const r of h.culprit) ctx.fillRect(0, r * rowPx, label - 1, Math.max(1, rowPx));
   c.dataset.rows = String(rows);
   c.dataset.culprit = h.culprit.join(",");
+  exportable(c, { name: "where each rank stopped" });
   heat = { h, rowPx, label };
   $("heatmap-note").textContent = `${fmt.int(rows)} ${h.level === "host" ? "hosts (each its least advanced rank)"
     : "ranks"} × ${cols} recorded collectives up to the earliest stop and a few past it (record ${h.record_ids[0] ?? "–"}–${h.record_ids[cols - 1]

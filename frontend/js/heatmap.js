@@ -4,6 +4,7 @@
 // resolution, rings the non-active links and marks the selected row and the hovered cell; it is redrawn only when
 // those change.
 import { COLORS, cssPixel, UTIL_PIXEL } from "./twin.js";
+import { exportable } from "./exports.js";
 
 const NON_ACTIVE = cssPixel(COLORS.failed), NO_DATA = cssPixel(COLORS.none);
 const LABEL_PX = 15, GAP_PX = 6, MAX_CELL_W = 24, MAX_CELL_H = 12, MAX_ASPECT = 4;
@@ -59,6 +60,7 @@ export class TierHeatmap {
     this.labels = document.createElement("div");
     this.labels.className = "heatmap-labels";
     host.append(this.canvas, this.overlay, this.labels);
+    exportable(host, { name: `${tier.name} utilization` });
 
     const linkAt = (ev) => {
       const g = this.g, x = Math.floor(ev.offsetX / g.cellW), y = Math.floor(ev.offsetY / g.cellH);

@@ -8,6 +8,7 @@ import { api, ApiError, coalesced, errorText, esc, fmt, live, markReady, timeFra
 import { fieldErrors, lockForm, pageData, paramFieldsHtml, parseValue, readFields, showErrors } from "./run_form.js";
 import { sectionRows } from "./frames.js";
 import { barChart, lineChart, PALETTE } from "./chart.js";
+import { exportable } from "./exports.js";
 
 const info = pageData("jobs-info");
 const cluster = info.cluster;
@@ -109,6 +110,7 @@ function drawPlacement(job) {
     px[gpus[r]] = palette[stage % palette.length];
   }
   ctx.putImageData(img, 0, 0);
+  exportable(c, { name: "placement" });
   c.dataset.gpus = String(gpus.length);
   el.hint.textContent = gpus.length ? `${fmt.int(gpus.length)} GPUs of ${fmt.int(n)} (one pixel per GPU, index order`
     + `${stages > 1 ? `; colour: pipeline stage mod ${PALETTE.length}` : ""})` : "not placed yet";

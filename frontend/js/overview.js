@@ -1,6 +1,10 @@
 // Overview: each cluster card's list of running simulations follows the cluster's live stream (docs/live.md):
-// a frame from an unknown run adds it, progress and status update in place, a final frame removes it.
-import { api, live, timeFrame } from "./twin.js";
+// a frame from an unknown run adds it, progress and status update in place, a final frame removes it. Below it,
+// what else runs on the cluster (twin/web/activity.py: jobs and the GPUs they hold, the last checkpoint, recent
+// failures), drawn from the page's #cluster-activity and read again (overview/activity.json) when a run starts,
+// changes status or ends, or a frame carries the jobs' rows.
+import { api, coalesced, esc, fmt, live, markReady, timeFrame } from "./twin.js";
+import { figureText } from "./run_results.js";
 
 const ACTIVE = new Set(["queued", "running"]);
 
@@ -18,6 +22,48 @@ function runItem(id) {
   return li;
 }
 
+const INVENTORY = { gpus: "GPUs", hosts: "hosts", switches: "switches", links: "links" };
+const runLink = (r) => `<a href="/experiments/${r.id}/">#${r.id} ${esc(r.kind)}</a>`;
+
+/** A card's activity section from its cluster's activity (twin/web/activity.py). */
+function drawActivity(card, a) {
+  const box = card.querySelector(".activity");
+  if (!box || !a) return;
+  const out = Object.entries(a.not_active).filter(([, n]) => n > 0)
+    .map(([k, n]) => `<span class="bad">${fmt.int(n)}</span> ${INVENTORY[k] ?? esc(k)}`);
+  const cp = a.checkpoint;
+  box.dataset.jobs = String(a.jobs.jobs);
+  box.dataset.gpusHeld = String(a.jobs.gpus);
+  box.innerHTML = `
+    <h3>Training jobs</h3>
+    <p class="jobs-held"><b class="job-count">${fmt.int(a.jobs.jobs)}</b> running, holding
+      <b class="gpus-held">${fmt.int(a.jobs.gpus)}</b> of ${fmt.int(a.gpus)} GPUs
+      · <a href="/clusters/${encodeURIComponent(card.dataset.cluster)}/jobs/">jobs</a></p>
+    <h3>Last checkpoint</h3>
+    <p class="last-checkpoint">${cp ? `${runLink(cp)} <span class="muted">${esc(fmt.time(cp.finished_at))}</span><br>
+      ${cp.headline.map((h) => `${esc(h.label)} <b>${esc(figureText(h.value, h.format))}</b>`).join(" · ")}`
+      : '<span class="muted">none yet</span>'}</p>
+    <h3>Recent failures</h3>
+    <p class="not-active">${out.length ? `not active: ${out.join(", ")}` : '<span class="ok">every item active</span>'}</p>
+    <ul class="failed-runs">${a.failed_runs.map((r) => `<li data-run="${r.id}">${runLink(r)}
+      <span class="badge failed">failed</span> <span class="muted">${esc(fmt.time(r.finished_at))}</span>
+      ${r.error ? `<br><span class="muted">${esc(r.error)}</span>` : ""}</li>`).join("")
+      || '<li class="muted">no failed run</li>'}</ul>`;
+}
+
+function drawAll(activity) {
+  document.querySelectorAll(".cluster-card").forEach((card) => drawActivity(card, activity[card.dataset.cluster]));
+}
+
+// the activity read again, at most once at a time and once per second
+let lastRead = 0;
+const reread = coalesced(async () => {
+  const wait = 1000 - (performance.now() - lastRead);
+  if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  lastRead = performance.now();
+  try { drawAll(await api("/overview/activity.json")); } catch { /* the cards keep what they show */ }
+});
+
 function follow(card) {
   const list = card.querySelector("ul.runs"), count = card.querySelector(".run-count");
   const refreshCount = () => {
@@ -26,11 +72,14 @@ function follow(card) {
     list.querySelector("li.none").hidden = n > 0;
   };
   const known = new Set([...list.querySelectorAll("li[data-run]")].map((li) => Number(li.dataset.run)));
+  const statuses = new Map();                          // run id -> the status its last frame said
 
   live(`/ws/clusters/${encodeURIComponent(card.dataset.cluster)}/`, {
     query: { index: "0" },
     onFrame(frame) {
       if (!frame.runId || frame.status == null) return;  // null: an older snapshot filling in sections only
+      if (statuses.get(frame.runId) !== frame.status || frame.final || frame.sections.job_stats) reread();
+      statuses.set(frame.runId, frame.status);
       timeFrame(() => {
         let li = list.querySelector(`li[data-run="${frame.runId}"]`);
         if (!li && ACTIVE.has(frame.status) && !known.has(frame.runId)) {
@@ -50,4 +99,7 @@ function follow(card) {
   });
 }
 
+const initial = document.getElementById("cluster-activity");
+if (initial) drawAll(JSON.parse(initial.textContent));
 document.querySelectorAll(".cluster-card").forEach(follow);
+markReady();

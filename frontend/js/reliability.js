@@ -10,6 +10,7 @@ import { api, ApiError, coalesced, errorText, esc, fmt, live, markReady, timeFra
 import { fieldErrors, lockForm, pageData, paramFieldsHtml, readFields, showErrors } from "./run_form.js";
 import { sectionRow, sectionRows } from "./frames.js";
 import { barChart, lineChart, PALETTE } from "./chart.js";
+import { exportable } from "./exports.js";
 
 const info = pageData("reliability-info");
 const cluster = info.cluster, CATS = info.tables.categories;
@@ -196,6 +197,7 @@ function drawTimeline(tl) {
                                  y2: top + band + 2 });
   svg.append(segs, lost, marks, axis, cursor);
   box.replaceChildren(svg);
+  exportable(box, { name: "timeline" });
   box.dataset.segments = String(tl.segments.length);
   box.dataset.marks = String(tl.events.length);
   drawTimeline.at = (h) => { const x = fx(h); cursor.setAttribute("x1", x); cursor.setAttribute("x2", x); };

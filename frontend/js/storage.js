@@ -6,6 +6,7 @@
 import { applyStatus, buildModel, rowBlocks } from "./fabric-model.js";
 import { fetchSnapshot, sectionCodeName } from "./frames.js";
 import { TierHeatmap } from "./heatmap.js";
+import { exportable } from "./exports.js";
 import { mountKindForm, pageData } from "./run_form.js";
 import { checkpointChart, phaseBar } from "./capabilities/storage.js";
 import { api, COLORS, cssPixel, esc, fmt, live, markReady, timeFrame, toast, twin, UTIL_GRADIENT, UTIL_PIXEL }
@@ -96,6 +97,7 @@ function drawGrid() {
     }
   }
   ctx.putImageData(img, 0, 0);
+  exportable(canvas, { name: "storage servers" });
   ctx.fillStyle = "#8b94a7";
   ctx.font = "11px system-ui, sans-serif";
   for (const l of c.labels) ctx.fillText(l.text, 0, l.y);

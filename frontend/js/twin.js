@@ -2,6 +2,7 @@
 // formats, the utilization colour scale, the live-connection indicator, and the page's timing figures
 // (window.twin: what the end-to-end tests and bench/bench_ui.py read).
 import { openLive } from "./frames.js";
+import "./exports.js";                 // download buttons on every data table and registered chart
 
 export const twin = (window.twin ??= { ready: false, firstPaintMs: null, frameApplyMs: [], framesApplied: 0 });
 

@@ -67,3 +67,27 @@ def test_the_header_follows_the_cluster_a_page_is_about(client, settings, demo):
         page = client.get(url).content.decode()
         assert "<option selected>demo-256</option>" in page, url
         assert 'href="/clusters/demo-256/gpus/"' in page, url
+
+
+def test_overview_activity_says_what_runs_on_each_cluster(client, demo):
+    # given a running job of 64 GPUs, a finished one (it holds none), a succeeded checkpoint run, a failed run and a
+    # failed GPU
+    from django.utils import timezone
+
+    from twin.runs.models import Job
+    Job.objects.create(name="llama", cluster=demo, state="running", n_gpus=64)
+    Job.objects.create(name="done", cluster=demo, state="finished", n_gpus=128)
+    cp = SimulationRun.objects.create(kind="checkpoint", cluster=demo, params={}, status="succeeded",
+                                      finished_at=timezone.now(), summary={"save_s": 12.5})
+    failed = SimulationRun.objects.create(kind="collective", cluster=demo, params={}, status="failed",
+                                          finished_at=timezone.now(), error="refused: no GPU\nTraceback")
+    m.GPU.objects.filter(pk=m.GPU.objects.filter(cluster=demo).order_by("index").first().pk).update(status="failed")
+    # when the page's data is read
+    a = client.get("/overview/activity.json").json()["demo-256"]
+    # then it holds the running job's GPUs only, the checkpoint with its headline, the failure and the failed GPU
+    assert a["jobs"] == {"jobs": 1, "gpus": 64} and a["gpus"] == 256
+    assert a["checkpoint"]["id"] == cp.id and a["checkpoint"]["headline"], a["checkpoint"]
+    assert [r["id"] for r in a["failed_runs"]] == [failed.id] and a["failed_runs"][0]["error"] == "refused: no GPU"
+    assert a["not_active"]["gpus"] == 1 and a["not_active"]["links"] == 0
+    # and the page carries the same for its script
+    assert 'id="cluster-activity"' in client.get("/").content.decode()

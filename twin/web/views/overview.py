@@ -1,7 +1,8 @@
-"""The overview: every built cluster as a card with its key figures and the simulations running on it (kept live
-by frontend/js/overview.js), and the liveness check."""
+"""The overview: every built cluster as a card with its key figures, the simulations running on it and what else
+runs there (jobs and the GPUs they hold, the last checkpoint, recent failures: :mod:`twin.web.activity`), kept live by
+frontend/js/overview.js; and the liveness check."""
 from django.db import connection
-from django.http import HttpResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import path
 
@@ -9,6 +10,7 @@ from twin.inventory.summary import cluster_overview
 from twin.runs.choices import ACTIVE
 from twin.runs.models import SimulationRun
 from twin.web.access import readable
+from twin.web.activity import activity
 from twin.web.nav import NavItem, Page
 
 
@@ -28,7 +30,14 @@ def overview(request):
     runs = active_runs_by_cluster()
     for row in clusters:
         row["runs"] = runs.get(row["cluster"].id, [])
-    return render(request, "web/overview.html", {"clusters": clusters, "nav": "overview"})
+    return render(request, "web/overview.html", {"clusters": clusters, "nav": "overview",
+                                                  "activity": activity(clusters)})
+
+
+@readable
+def activity_json(request):
+    """What runs on each cluster (:func:`twin.web.activity.activity`), re-read by the page when a run ends."""
+    return JsonResponse(activity(cluster_overview()))
 
 
 def healthz(request):
@@ -40,5 +49,6 @@ def healthz(request):
 
 PAGE = Page(nav=NavItem("overview", "Overview", "overview", order=10), urlpatterns=[
     path("", overview, name="overview"),
+    path("overview/activity.json", activity_json, name="overview-activity"),
     path("healthz", healthz, name="healthz"),
 ])

@@ -1,0 +1,23 @@
+"""/api/schema/ shows in a browser (Swagger UI from the sidecar's own static files, download links) and stays the
+schema for programs and for ?format=."""
+import pytest
+
+pytestmark = pytest.mark.django_db
+BROWSER = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8"
+
+
+def test_a_browser_sees_the_schema_as_a_page_with_downloads(client):
+    r = client.get("/api/schema/", HTTP_ACCEPT=BROWSER)
+    assert r.status_code == 200 and r["Content-Type"].startswith("text/html")
+    page = r.content.decode()
+    assert "/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js" in page      # no CDN
+    assert "cdn" not in page.lower()
+    assert 'href="/api/schema/?format=yaml" download=' in page and 'href="/api/schema/?format=json" download=' in page
+
+
+def test_programs_and_formats_still_get_the_schema(client):
+    assert client.get("/api/schema/")["Content-Type"].startswith("application/vnd.oai.openapi")
+    r = client.get("/api/schema/?format=yaml", HTTP_ACCEPT=BROWSER)
+    assert r.status_code == 200 and r.content.startswith(b"openapi:")
+    r = client.get("/api/schema/?format=json", HTTP_ACCEPT=BROWSER)
+    assert r.status_code == 200 and r.json()["openapi"].startswith("3")
