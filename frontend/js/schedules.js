@@ -196,7 +196,7 @@ function drawScenarioForm(scenario = null) {
   document.getElementById("scenario-form-title").textContent = scenario ? `Edit scenario ${scenario.name}`
     : "New scenario";
   const kind = scenario?.kind ?? forms.kinds[0]?.name;
-  const cluster = scenario?.cluster?.name ?? clusters[0]?.name;
+  const cluster = scenario?.cluster?.name ?? user.current ?? clusters[0]?.name;      // the header's cluster
   scenarioForm.innerHTML = `<div class="fields">${forms.scenario.map(fieldHtml).join("")}</div>
     <div class="form-row">
       <label class="field" data-field="kind"><span>kind</span><select name="kind">${

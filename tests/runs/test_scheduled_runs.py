@@ -143,4 +143,4 @@ def test_a_user_who_may_add_scenarios_but_not_schedules_is_offered_only_scenario
     page = Client()
     page.force_login(user)
     state = _page_data(page.get("/schedules/").content.decode(), "schedule-user")
-    assert state == {"authenticated": True, "can_add_scenario": True, "can_add_schedule": False}
+    assert (state["can_add_scenario"], state["can_add_schedule"]) == (True, False)

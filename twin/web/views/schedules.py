@@ -16,6 +16,7 @@ from twin.runs.api.serializers import (CrontabSerializer, IntervalSerializer, Sc
 from twin.runs.constants import TREND_LIMIT
 from twin.runs.params import serializer_form_fields
 from twin.web.access import readable
+from twin.web.context import current_cluster
 from twin.web.views.experiments import clusters_info, param_fields
 
 ADD_SCENARIO = "runs.add_scenario"
@@ -39,11 +40,13 @@ def forms() -> dict:
 @readable
 def schedules_page(request):
     """Scenarios and their schedules; a scenario's history; the forms that make and edit them."""
+    clusters = clusters_info()
     user = {"authenticated": request.user.is_authenticated,
+            "current": current_cluster(request, [c["name"] for c in clusters]),
             "can_add_scenario": request.user.has_perm(ADD_SCENARIO),
             "can_add_schedule": request.user.has_perm(ADD_SCHEDULE)}
     return render(request, "web/schedules.html", {
-        "nav": "schedules", "clusters_info": clusters_info(), "forms": forms(), "user_state": user,
+        "nav": "schedules", "clusters_info": clusters, "forms": forms(), "user_state": user,
         "kind_info": registry.client_info(), "trend_limit": TREND_LIMIT})
 
 
