@@ -51,6 +51,42 @@ class LinkedRelatedField(serializers.PrimaryKeyRelatedField):
         return {}  # never enumerate 100k rows for the browsable API's forms
 
 
+class NameOrIdRelatedField(LinkedRelatedField):
+    """A foreign key to a model with a unique name (a cluster), given by its name as ``/api/runs/`` takes it, or by
+    its id or ``{"id": 5}``; shown as ``{"id", "url", "name"}``. A text that names no row and is all digits is read
+    as an id. Its rows are few, so the browsable API's form lists them by name (a LinkedRelatedField lists none)."""
+
+    default_error_messages = {
+        **LinkedRelatedField.default_error_messages,
+        "no_name": "no {what} named {name!r}",
+        "incorrect_type": "Incorrect type. Expected a name, an id (integer) or an object with an id, received "
+                          "{data_type}.",
+    }
+
+    def __init__(self, route: str, slug_field: str = "name", **kwargs):
+        self.slug_field = slug_field
+        super().__init__(route, **kwargs)
+
+    def use_pk_only_optimization(self):
+        return False
+
+    def to_representation(self, value):
+        return {**super().to_representation(value), self.slug_field: getattr(value, self.slug_field)}
+
+    def to_internal_value(self, data):
+        if isinstance(data, str):
+            row = self.get_queryset().filter(**{self.slug_field: data.strip()}).first()
+            if row is not None:
+                return row
+            if not data.strip().isdigit():
+                self.fail("no_name", what=self.get_queryset().model._meta.verbose_name, name=data.strip()[:100])
+        return super().to_internal_value(data)
+
+    def get_choices(self, cutoff=None):
+        names = self.get_queryset().order_by(self.slug_field).values_list(self.slug_field, flat=True)
+        return {name: name for name in (names[:cutoff] if cutoff is not None else names)}
+
+
 class LinkedRelatedFieldSchema(OpenApiSerializerFieldExtension):
     """The schema of :class:`LinkedRelatedField` as the field reads and writes it: ``{"id", "url"}`` in answers;
     an id or ``{"id": n}`` in requests (any ``url`` ignored). Nullable as the field is (``allow_null``, added by
@@ -82,3 +118,19 @@ class UserNameField(serializers.Field):
 
     def to_representation(self, value):
         return str(value)
+
+
+class NameOrIdRelatedFieldSchema(OpenApiSerializerFieldExtension):
+    """:class:`NameOrIdRelatedField`: a name, an id or ``{"id": n}`` in requests; ``{"id", "url", "name"}`` in
+    answers."""
+
+    target_class = NameOrIdRelatedField
+    priority = 1                                     # before LinkedRelatedFieldSchema, which matches it too
+
+    def map_serializer_field(self, auto_schema, direction):
+        name = {"type": "string", "description": f"its {self.target.slug_field}"}
+        if direction == "request":
+            return {"anyOf": [name, ID, {"type": "object", "properties": {"id": ID}, "required": ["id"]}]}
+        return {"type": "object", "required": ["id", "url", self.target.slug_field],
+                "properties": {"id": {"type": "integer"}, "url": {"type": "string", "format": "uri"},
+                               self.target.slug_field: {"type": "string"}}}

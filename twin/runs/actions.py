@@ -93,8 +93,11 @@ def _check_active(user, kind: str, params: dict) -> None:
 
 
 def create_run(kind: str, params: dict, cluster, *, scenario: Scenario | None = None, user=None,
-               parent: SimulationRun | None = None, enqueue: bool = True, validated: bool = False) -> SimulationRun:
-    """A queued run of ``kind`` on ``cluster``; its task is enqueued once the transaction commits.
+               parent: SimulationRun | None = None, enqueue: bool = True, validated: bool = False,
+               schedule=None) -> SimulationRun:
+    """A queued run of ``kind`` on ``cluster``; its task is enqueued once the transaction commits. ``schedule``:
+    the PeriodicTask that started it, recorded on the run (its ``schedule``, and its name in the notes, which outlive
+    the schedule).
     Raises a DRF ValidationError naming the bad parameter, or ``active_runs`` when the runs it adds would take
     ``user``'s active runs over TWIN_RUNS_MAX_ACTIVE_PER_USER or everyone's over TWIN_RUNS_MAX_ACTIVE (a child run
     is counted with its parent, when the parent is created)."""
@@ -104,7 +107,10 @@ def create_run(kind: str, params: dict, cluster, *, scenario: Scenario | None = 
         if parent is None:
             _check_active(user, kind, params)
         run = SimulationRun.objects.create(kind=kind, params=params, cluster=cluster, scenario=scenario,
-                                           parent=parent, created_by=user, celery_task_id=str(uuid.uuid4()))
+                                           parent=parent, created_by=user, celery_task_id=str(uuid.uuid4()),
+                                           schedule=schedule,
+                                           notes=_note("", f"started by schedule {schedule.name!r}") if schedule
+                                           else "")
         hook = registry.get(kind).on_create
         if hook is not None:
             hook(run)
@@ -114,8 +120,9 @@ def create_run(kind: str, params: dict, cluster, *, scenario: Scenario | None = 
     return run
 
 
-def create_run_from_scenario(scenario: Scenario, user=None) -> SimulationRun:
-    return create_run(scenario.kind, scenario.params, scenario.cluster, scenario=scenario, user=user)
+def create_run_from_scenario(scenario: Scenario, user=None, schedule=None) -> SimulationRun:
+    return create_run(scenario.kind, scenario.params, scenario.cluster, scenario=scenario, user=user,
+                      schedule=schedule)
 
 
 def cancel_run(run: SimulationRun) -> SimulationRun:

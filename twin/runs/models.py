@@ -52,6 +52,9 @@ class SimulationRun(models.Model):
     scenario = models.ForeignKey(Scenario, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children",
                                help_text="the sweep this run is one combination of")
+    schedule = models.ForeignKey("django_celery_beat.PeriodicTask", null=True, blank=True, on_delete=models.SET_NULL,
+                                 related_name="twin_runs", help_text="the schedule that started it (its notes keep "
+                                                                     "the schedule's name once it is deleted)")
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True)
     progress = models.FloatField(default=0.0, help_text="percent, 0-100")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)

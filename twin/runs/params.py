@@ -5,12 +5,14 @@
   (plus the kind's cluster checks), so the API refuses exactly what ``python -m sim`` refuses, in the same words.
 - :func:`validate_params` turns a :class:`sim.core.errors.ParamError` into the DRF 400 shape
   ``{"params": {field: [reasons]}}``.
-- :func:`form_fields` gives the browser's form the same ``Param`` objects as JSON.
+- :func:`form_fields` gives the browser's form the same ``Param`` objects as JSON; :func:`serializer_form_fields`
+  gives it the plain fields of an API serializer (a scenario's name, a schedule's crontab) in the same shape.
 """
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.fields import empty
 
 from sim.core.errors import ParamError
 from sim.core.params import MAX_LIST, Param, ParamSet
@@ -94,5 +96,41 @@ def form_fields(params: ParamSet) -> list[dict]:
             d["min"] = p.min
         if p.max is not None:
             d["max"] = p.max
+        out.append(d)
+    return out
+
+
+def serializer_form_fields(serializer: serializers.Serializer, only=None) -> list[dict]:
+    """The writable fields of ``serializer`` (``only``: these, in this order) as the browser's form draws them, in
+    :func:`form_fields`' shape: the form's default is the field's ``default``, else its ``initial`` (what the
+    browsable API shows); bounds, choices, help text and length as the API checks them."""
+    fields = serializer.fields
+    out = []
+    for name in (only or fields):
+        f = fields[name]
+        if f.read_only:
+            continue
+        default = f.default if f.default is not empty else f.initial
+        if default in (empty, "") or callable(default):
+            default = None
+        if isinstance(f, serializers.BooleanField):
+            kind = "bool"
+        elif isinstance(f, serializers.ChoiceField):
+            kind = "choice"
+        elif isinstance(f, serializers.IntegerField):
+            kind = "int"
+        elif isinstance(f, serializers.FloatField):
+            kind = "float"
+        else:
+            kind = "text"
+        d = {"name": name, "type": kind, "default": default, "help": str(f.help_text or ""),
+             "null": bool(getattr(f, "allow_null", False)), "required": bool(f.required)}
+        if kind == "choice":
+            d["choices"] = list(f.choices)
+        lo, hi = getattr(f, "min_value", None), getattr(f, "max_value", None) or getattr(f, "max_length", None)
+        if lo is not None:
+            d["min"] = lo
+        if hi is not None:
+            d["max"] = hi
         out.append(d)
     return out

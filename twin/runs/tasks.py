@@ -138,7 +138,7 @@ def finish_sweep_task(parent_id: int):
 def run_scenario(self, scenario_id: int):
     """Start a run of a saved scenario (what a django-celery-beat schedule calls), as the schedule's owner: beat
     names the schedule in the message's ``periodic_task_name`` header; a schedule with no owner (the system's, or
-    one made in the admin) starts runs with no owner."""
+    one made in the admin) starts runs with no owner. The run records the schedule that made it."""
     from django_celery_beat.models import PeriodicTask
 
     from twin.runs.models import Scenario
@@ -151,7 +151,7 @@ def run_scenario(self, scenario_id: int):
     task = PeriodicTask.objects.filter(name=name, task=self.name).first() if name else None
     user = schedule_owner(task) if task is not None else None
     try:
-        return actions.create_run_from_scenario(scenario, user=user).pk
+        return actions.create_run_from_scenario(scenario, user=user, schedule=task).pk
     except (ValidationError, ParamError) as e:     # a limit reached, or parameters today's declaration refuses
         detail = e.detail if isinstance(e, ValidationError) else e.errors
         log.warning("schedule %r: scenario %s not started: %s", name, scenario_id, detail)

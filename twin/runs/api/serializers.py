@@ -16,7 +16,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from twin.api.base import InventorySerializer
-from twin.api.fields import UserNameField
+from twin.api.fields import NameOrIdRelatedField, UserNameField
 from twin.api.permissions import shows_user_names
 from twin.inventory.models import Cluster
 from twin.runs import ownership, registry
@@ -71,6 +71,8 @@ class ScenarioSerializer(InventorySerializer):
     created_by = UserNameField(source="created_by.username")
     can_change = CanChangeField(help_text=CAN_CHANGE_HELP)
     kind = KindField()
+    cluster = NameOrIdRelatedField("cluster", queryset=Cluster.objects.all(),
+                                   help_text="the cluster's name, as /api/runs/ takes it (or its id)")
     params = ParamsField(required=False, default=dict)
 
     class Meta:
@@ -105,7 +107,7 @@ class RunSerializer(InventorySerializer):
 
     class Meta:
         model = SimulationRun
-        fields = ("id", "url", "display", "kind", "params", "params_text", "cluster", "scenario", "parent",
+        fields = ("id", "url", "display", "kind", "params", "params_text", "cluster", "scenario", "schedule", "parent",
                   "status", "progress", "created_at", "started_at", "finished_at", "created_by", "error", "notes",
                   "summary", "headline", "view", "inventory_state", "worker", "heartbeat_at", "stalled",
                   "stalled_reason", "attempts", "cancel_requested", "celery_task_id", "can_change", "dumps_refusal")
@@ -200,24 +202,36 @@ class _Strict(serializers.Serializer):
         return super().to_internal_value(data)
 
 
-class _Crontab(_Strict):
-    """A crontab; a field left out is at its default (minute 0, the others ``*``), or on ``PATCH`` as the schedule
-    has it. Every field is read by Celery's crontab parser before it is saved (:mod:`twin.runs.schedules`)."""
+CRONTAB_EXAMPLES = {"minute": ": 30, 0,30, */15, 10-20", "day_of_week": " (0 is Sunday)"}
 
-    minute = serializers.CharField(required=False, help_text="0-59: 30, 0,30, */15, 10-20")
-    hour = serializers.CharField(required=False, help_text="0-23")
-    day_of_week = serializers.CharField(required=False, help_text="0-6 (0 is Sunday) or sun-sat")
-    day_of_month = serializers.CharField(required=False, help_text="1-31")
-    month_of_year = serializers.CharField(required=False, help_text="1-12")
+
+def _crontab_field(name: str) -> serializers.CharField:
+    """One crontab field: its allowed values and its default (the form's initial value) from CRONTAB_FIELDS."""
+    default, allowed = CRONTAB_FIELDS[name]
+    return serializers.CharField(required=False, initial=default,
+                                 help_text=f"{allowed}{CRONTAB_EXAMPLES.get(name, '')}; default {default}")
+
+
+class CrontabSerializer(_Strict):
+    """A crontab; a field left out is at its default (minute 0, the others ``*``), or on ``PATCH`` as the schedule
+    has it. Every field is read by Celery's crontab parser before it is saved (:mod:`twin.runs.schedules`). The
+    Schedules page's form is built from these fields (:func:`twin.runs.params.serializer_form_fields`)."""
+
+    minute = _crontab_field("minute")
+    hour = _crontab_field("hour")
+    day_of_week = _crontab_field("day_of_week")
+    day_of_month = _crontab_field("day_of_month")
+    month_of_year = _crontab_field("month_of_year")
     what = "a crontab field"
 
 
-class _Interval(_Strict):
+class IntervalSerializer(_Strict):
     """An interval: every x period, at most a year (365 days) in all."""
 
     what = "an interval field"
-    every = serializers.IntegerField(min_value=1, max_value=MAX_INTERVAL_SECONDS)
-    period = serializers.ChoiceField(choices=list(PERIOD_SECONDS))
+    every = serializers.IntegerField(min_value=1, max_value=MAX_INTERVAL_SECONDS, initial=1,
+                                     help_text="how many periods between two starts")
+    period = serializers.ChoiceField(choices=list(PERIOD_SECONDS), initial="days", help_text="the unit of every")
 
 
 class ScheduleSerializer(serializers.Serializer):
@@ -226,9 +240,9 @@ class ScheduleSerializer(serializers.Serializer):
     id = serializers.IntegerField(read_only=True)
     name = serializers.CharField(max_length=200)
     scenario = serializers.PrimaryKeyRelatedField(queryset=Scenario.objects.all())
-    enabled = serializers.BooleanField(default=True)
-    crontab = _Crontab(required=False, allow_null=True)
-    interval = _Interval(required=False, allow_null=True)
+    enabled = serializers.BooleanField(default=True, help_text="beat starts it only while enabled (off: paused)")
+    crontab = CrontabSerializer(required=False, allow_null=True)
+    interval = IntervalSerializer(required=False, allow_null=True)
     last_run_at = serializers.DateTimeField(read_only=True, allow_null=True)  # null until it first runs
     total_run_count = serializers.IntegerField(read_only=True)
     created_by = UserNameField(help_text="the schedule's owner, whose runs it starts (null for anonymous readers)")

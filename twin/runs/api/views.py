@@ -59,11 +59,12 @@ class RunFilter(IdFilters):
     status = filters.MultipleChoiceFilter(choices=RunStatus.choices)
     kind = KindsFilter()
     scenario = IntegerFilter(field_name="scenario_id")
+    schedule = IntegerFilter(field_name="schedule_id", help_text="the schedule that started it")
     parent = IntegerFilter(field_name="parent_id")
 
     class Meta:
         model = SimulationRun
-        fields = {"cluster__name": ["exact"], "parent": ["isnull"], "worker": ["exact"]}
+        fields = {"cluster__name": ["exact"], "parent": ["isnull"], "schedule": ["isnull"], "worker": ["exact"]}
 
 
 class OwnerOrManager(BasePermission):
@@ -89,7 +90,7 @@ OWNED = [InventoryPermission, OwnerOrManager]
 class ScenarioViewSet(viewsets.ModelViewSet):
     """Saved parameters of a simulation kind on a cluster; ``trend`` is the history of its runs."""
 
-    queryset = Scenario.objects.select_related("created_by")
+    queryset = Scenario.objects.select_related("created_by", "cluster")
     permission_classes = OWNED
     owner_actions = ("update", "partial_update", "destroy")
     serializer_class = ScenarioSerializer

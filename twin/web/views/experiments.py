@@ -70,9 +70,11 @@ def runs_page(request):
 
 @readable
 def run_page(request, run_id: int):
-    """One run: its parameters and state, live progress, then its results drawn for its kind."""
-    run = get_object_or_404(SimulationRun.objects.select_related("cluster").only(
-        "id", "kind", "status", "progress", "parent_id", "created_by_id", "cluster__name"), pk=run_id)
+    """One run: its parameters and state, live progress, then its results drawn for its kind; links to the scenario
+    it ran and the schedule that started it (on the Schedules page)."""
+    run = get_object_or_404(SimulationRun.objects.select_related("cluster", "scenario", "schedule").only(
+        "id", "kind", "status", "progress", "parent_id", "created_by_id", "cluster__name", "scenario__name",
+        "schedule__name"), pk=run_id)
     about_cluster(request, run.cluster.name)
     return render(request, "web/experiments_run.html", experiments_context(
         request, run=run, published=getattr(registry.kinds().get(run.kind), "published", None),
