@@ -194,7 +194,7 @@ function onFrame(frame, merged) {
       const job = jobs.get(r.job);
       if (!job) { if (r.phase !== "finished") unknown = true; continue; }
       job.live = r;
-      if (r.tokens_per_s != null && ["simulating", "finished"].includes(r.phase)) {
+      if (r.tokens_per_s != null && ["simulating", "running", "finished"].includes(r.phase)) {
         const s = series.get(r.job) ?? [];
         const x = (performance.now() - t0) / 1000;
         if (!s.length || s[s.length - 1].y !== r.tokens_per_s || x - s[s.length - 1].x > 5) s.push({ x, y: r.tokens_per_s });
