@@ -1,8 +1,10 @@
 // The Jobs page (twin/capabilities/jobs/page.py): a cluster's training-job queue from /api/runs/jobs/, kept live by the
-// cluster's stream (the gpu_job and job_stats sections: frames.js sectionRows), one job's placement on the cluster (a
-// canvas, one pixel per GPU), its step breakdown and its throughput over time (chart.js), and the form that
-// submits a job (a `job` run) or a what-if: the same job once per value of one parameter (placement, routing,
-// qps) or on other clusters (RoCE against the InfiniBand twin), side by side as the runs end.
+// cluster's stream (the gpu_job and job_stats sections: frames.js sectionRows), the GPUs its running jobs hold (the
+// server's count, /api/runs/jobs/occupancy/: what-ifs and finished jobs never hold any), a release button on each
+// running job its user may release, one job's placement on the cluster (a canvas, one pixel per GPU), its step
+// breakdown and its throughput over time (chart.js), and the form that submits a job (a `job` run) and its
+// what-ifs (/api/runs/jobs/<id>/whatif/: the same job once per value of one parameter, placement, routing, qps, or
+// on other clusters, RoCE against the InfiniBand twin), side by side as the runs end.
 // The form's fields come from the job kind's declaration (sim/jobs/params.py JOB, passed in #jobs-info).
 import { api, ApiError, coalesced, errorText, esc, fmt, live, markReady, timeFrame, toast, COLORS } from "./twin.js";
 import { fieldErrors, lockForm, pageData, paramFieldsHtml, parseValue, readFields, showErrors } from "./run_form.js";
@@ -26,6 +28,7 @@ const series = new Map();        // job id -> [{x: seconds since the page opened
 const placements = new Map();    // job id -> its rank -> GPU list (null while asked)
 const t0 = performance.now();
 let selected = null, charts = [];
+let occupancy = null;            // {jobs, held_gpus, gpus}: the server's count (twin.runs.job_actions.occupancy)
 
 // -------------------------------------------------------------------------------------------------- figures
 const secs = (s) => (s == null ? "–" : s >= 10 ? `${s.toFixed(1)} s` : s >= 0.01 ? `${s.toFixed(3)} s`
@@ -43,7 +46,21 @@ function rowHtml(job) {
     <td><span class="badge ${esc(phaseOf(job))}" data-phase="${esc(phaseOf(job))}">${esc(phaseOf(job))}</span></td>
     <td class="num">${secs(figure(job, "step_time_s"))}</td><td class="num">${big(figure(job, "tokens_per_s"))}</td>
     <td class="num">${num(figure(job, "tflops_per_gpu"))}</td><td class="num">${fmt.pct(figure(job, "mfu"), 1)}</td>
-    <td>${job.run ? `<a href="/experiments/${job.run.id}/">#${job.run.id}</a>` : "–"}</td>`;
+    <td>${job.run ? `<a href="/experiments/${job.run.id}/">#${job.run.id}</a>` : "–"}</td>
+    <td>${job.can_release && phaseOf(job) !== "finished"
+    ? `<button type="button" class="release" data-release="${job.id}" title="end the job: its GPUs are free again">release</button>`
+    : ""}</td>`;
+}
+
+/** End a running job (POST /api/runs/jobs/<id>/release/): its GPUs are free again. */
+async function release(id, button) {
+  button.disabled = true;
+  try {
+    const row = await api(`/api/runs/jobs/${id}/release/`, { method: "POST" });
+    jobs.set(id, { ...row, live: null });
+    toast(`job #${id} released: ${fmt.int(row.n_gpus)} GPUs free`, { kind: "info", ms: 2000 });
+  } catch (e) { toast(`job #${id} not released: ${e.message}`); button.disabled = false; }
+  await load();
 }
 
 function renderTable() {
@@ -54,20 +71,30 @@ function renderTable() {
     tr.dataset.state = phaseOf(job);
     tr.innerHTML = rowHtml(job);
     if (job.id === selected) tr.classList.add("selected");
-    tr.addEventListener("click", () => select(job.id));
+    tr.addEventListener("click", (ev) => {
+      const b = ev.target.closest("button[data-release]");
+      if (b) { ev.stopPropagation(); release(job.id, b); } else select(job.id);
+    });
     return tr;
   }));
   el.none.hidden = rows.length > 0;
-  const placed = rows.filter((j) => ["running", "finished", "simulating"].includes(phaseOf(j)));
-  el.summary.textContent = `${fmt.int(rows.length)} jobs, ${fmt.int(placed.reduce((n, j) => n + j.n_gpus, 0))} GPUs `
-    + `held by placed jobs of ${fmt.int(cluster.gpus)}`;
+  if (occupancy) {
+    el.summary.textContent = `${fmt.int(rows.length)} jobs; ${fmt.int(occupancy.held_gpus)} GPUs of `
+      + `${fmt.int(occupancy.gpus)} held by ${fmt.int(occupancy.jobs)} running job${occupancy.jobs === 1 ? "" : "s"}`;
+    el.summary.dataset.held = String(occupancy.held_gpus);
+  }
 }
 
 /** (Re)read the cluster's newest jobs; a reload asked while one runs is done once after it. */
 const load = coalesced(async () => {
   try {
-    const page = await api(`/api/runs/jobs/?cluster=${cluster.id}&limit=100&ordering=-id`);
-    for (const row of page.results) jobs.set(row.id, { ...row, live: jobs.get(row.id)?.live ?? null });
+    const [page, held] = await Promise.all([api(`/api/runs/jobs/?cluster=${cluster.id}&limit=100&ordering=-id`),
+                                            api(`/api/runs/jobs/occupancy/?cluster=${cluster.id}`)]);
+    occupancy = held;
+    for (const row of page.results) {
+      const live = jobs.get(row.id)?.live ?? null;     // a live phase the database has moved past is dropped
+      jobs.set(row.id, { ...row, live: live && row.state !== "running" && row.state !== "queued" ? null : live });
+    }
     renderTable();
     if (selected != null && jobs.has(selected)) renderDetail();
   } catch (e) { toast(`jobs not loaded: ${e.message}`); }
@@ -181,7 +208,7 @@ function onFrame(frame, merged) {
       const job = jobs.get(r.job);
       if (!job) { if (r.phase !== "finished") unknown = true; continue; }
       job.live = r;
-      if (r.tokens_per_s != null && ["simulating", "finished"].includes(r.phase)) {
+      if (r.tokens_per_s != null && ["simulating", "running", "finished"].includes(r.phase)) {
         const s = series.get(r.job) ?? [];
         const x = (performance.now() - t0) / 1000;
         if (!s.length || s[s.length - 1].y !== r.tokens_per_s || x - s[s.length - 1].x > 5) {
@@ -192,7 +219,7 @@ function onFrame(frame, merged) {
     }
     renderTable();
     if (selected != null) renderDetail();
-    if (unknown || frame.final) load();
+    if (unknown || frame.final || rows) load();       // the count of held GPUs is the server's
   });
 }
 
@@ -224,10 +251,11 @@ function variants(form, params) {
       continue;
     }
     const f = info.form.fields.find((x) => x.name === axis);
-    try { list.push({ label: `${axis} ${v}`, cluster: cluster.name, params: { ...params, [axis]: parseValue(f, v) } }); }
-    catch (e) { return { error: `${axis}: ${e.message}` }; }
+    try { parseValue(f, v); } catch (e) { return { error: `${axis}: ${e.message}` }; }
+    list.push({ label: `${axis} ${v}`, cluster: cluster.name, params });
   }
-  return { list };
+  if (list.length - 1 > info.form.whatif_max) return { error: `at most ${info.form.whatif_max} values` };
+  return { list, axis, values };
 }
 
 const whatifRuns = [];   // [{label, run}] of the last what-if
@@ -260,7 +288,7 @@ function mountForm() {
   el.form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     const { params, errors } = readFields(el.form, form.fields);
-    const { list, error } = variants(el.form, params);
+    const { list, error, axis, values } = variants(el.form, params);
     if (error) errors.whatif = error;
     showErrors(el.form, errors);
     if (Object.keys(errors).length) { toast(errorText(errors)); return; }
@@ -268,19 +296,27 @@ function mountForm() {
     submit.disabled = true;
     const made = [];
     try {
-      for (const v of list) {
-        const run = await api("/api/runs/", { method: "POST", body: { kind: form.kind, cluster: v.cluster, params: v.params } });
-        made.push({ ...v, run });
+      const base = list[0];
+      const run = await api("/api/runs/", { method: "POST", body: { kind: form.kind, cluster: base.cluster, params: base.params } });
+      made.push({ ...base, run });
+      if (axis) {      // the what-ifs of the job just made: named for what they vary, never holding GPUs
+        const [job] = (await api(`/api/runs/jobs/?run=${run.id}&limit=1`)).results;
+        const runs = await api(`/api/runs/jobs/${job.id}/whatif/`, { method: "POST", body: { vary: axis, values } });
+        runs.forEach((r, i) => made.push({ ...list[i + 1], run: r }));
       }
       showErrors(el.form, {});
       toast(`${made.length === 1 ? "job" : `${made.length} runs`} submitted`, { kind: "info", ms: 2000 });
     } catch (e) {
-      if (e instanceof ApiError && e.status === 400) showErrors(el.form, fieldErrors(e.body));
+      if (e instanceof ApiError && e.status === 400) {
+        const errs = fieldErrors(e.body);
+        if (errs.values || errs.vary) errs.whatif = [errs.vary, errs.values].filter(Boolean).join("; ");
+        showErrors(el.form, errs);
+      }
       toast(`${made.length ? `${made.length} submitted, then ` : ""}not submitted: ${e.message}`);
     } finally { submit.disabled = false; }
     if (made.length > 1) { whatifRuns.splice(0, whatifRuns.length, ...made); followWhatif(); }
     await load();
-    const mine = [...jobs.values()].find((j) => made.some((m) => m.run.id === j.run?.id && m.cluster === cluster.name));
+    const mine = [...jobs.values()].find((j) => made[0] && made[0].run.id === j.run?.id);
     if (mine) select(mine.id);
   });
 }

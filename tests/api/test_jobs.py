@@ -62,16 +62,17 @@ def test_the_api_does_not_write_jobs(anon, writer, demo):
     assert Job.objects.filter(pk=job.id).exists()
 
 
-def test_the_job_a_gpu_runs_is_the_newest_placed_job_holding_it(anon, demo):
-    old = make(demo, np.arange(0, 64), name="old")
+def test_the_job_a_gpu_runs_is_the_newest_running_job_holding_it(anon, demo):
+    old = make(demo, np.arange(0, 64), name="old", state="running")
     new = make(demo, np.arange(32, 48), name="new", state="running")
     make(demo, np.arange(0, 8), name="refused", state="failed")         # failed jobs hold no GPU
     make(demo, np.arange(100, 108), name="queued", state="queued")      # nor do queued ones
+    make(demo, np.arange(120, 136), name="done")                        # nor finished ones
     on = lambda gpu: anon.get("/api/runs/jobs/on-gpu/", {"cluster": demo.id, "gpu": gpu})   # noqa: E731
     assert on(3).data["id"] == old.id and on(40).data["id"] == new.id and on(63).data["id"] == old.id
-    assert on(64).status_code == 404 and on(100).status_code == 404
+    assert on(64).status_code == 404 and on(100).status_code == 404 and on(125).status_code == 404
     index, jobs, rows = job_actions.gpu_jobs(demo, 256)
-    assert [j.id for j in jobs] == [new.id, old.id] and [r["phase"] for r in rows] == ["simulating", "finished"]
+    assert [j.id for j in jobs] == [new.id, old.id] and [r["phase"] for r in rows] == ["running", "running"]
     assert index[3] == 2 and index[40] == 1 and index[63] == 2 and index[64] == 0 and index[100] == 0
 
 
@@ -86,12 +87,14 @@ def test_gpu_lookup_bad_input_names_the_field(anon, demo, query, field):
 
 
 def test_what_runs_where_for_the_pages(client, demo):
-    job = make(demo, np.arange(8, 24), name="shown")
+    job = make(demo, np.arange(8, 24), name="shown", state="running")
+    make(demo, np.arange(40, 56), name="ended")
     doc = client.get(f"/clusters/{demo.name}/jobs/gpus.json").json()
     index = np.frombuffer(base64.b64decode(doc["gpu_job"]), dtype="<u2")
     assert doc["gpus"] == 256 and index.size == 256
     assert doc["jobs"][0]["job"] == job.id and doc["jobs"][0]["name"] == "shown"
     assert set(np.flatnonzero(index)) == set(range(8, 24)) and set(index[index > 0]) == {1}
+    assert doc["occupancy"] == {"jobs": 1, "held_gpus": 16, "gpus": 256}
     assert client.get("/clusters/nope/jobs/gpus.json").status_code == 404
 
 

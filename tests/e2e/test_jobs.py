@@ -1,5 +1,5 @@
 """The Jobs page in a real browser: a job submitted from its form appears in the queue and its state moves live
-(queued or placing or simulating, then finished) without a reload; its placement, step breakdown and throughput are
+(queued or placing or simulating, then running: it holds its GPUs until released) without a reload; its placement, step breakdown and throughput are
 drawn; the GPU page coloured by training job shows it on its GPUs; a what-if runs the same job with another
 placement side by side."""
 from tests.e2e.browser import screenshot
@@ -31,17 +31,18 @@ def test_a_job_submitted_from_the_jobs_page_shows_its_live_state(admin, twin):
     form = page.locator("form#job-form")
     fill_form(form, JOB)
     form.locator("[type=submit]").click()
-    # then its row appears and reaches "finished" by itself, on the same page
-    page.wait_for_function("document.querySelector('#jobs-table tr[data-state=finished]') !== null",
+    # then its row appears and reaches "running" with its step simulated by itself, on the same page
+    page.wait_for_function("[...window.twin.jobs.jobs.values()].some((j) => j.results && "
+                           "document.querySelector(`#jobs-table tr[data-job='${j.id}'][data-state=running]`))",
                            timeout=RUN_SECONDS * 1000, polling=100)
     assert page.evaluate("performance.timeOrigin") == origin, "the page reloaded"
     states = page.evaluate("window.__jobStates")
     job_id, seen = max(states.items(), key=lambda kv: int(kv[0]))
-    assert seen[-1] == "finished" and len(seen) >= 2, seen
+    assert seen[-1] == "running" and len(seen) >= 2, seen
     assert set(seen[:-1]) <= {"queued", "running", "placing", "simulating"}, seen
     # and the job is selected: its 64 GPUs drawn, its step's parts and its throughput charted
     detail = page.locator("#job-detail")
-    page.wait_for_function("document.getElementById('job-detail').dataset.phase === 'finished'")
+    page.wait_for_function("document.getElementById('job-detail').dataset.phase === 'running'")
     page.wait_for_function("document.getElementById('job-placement').dataset.gpus === '64'")   # fetched once placed
     assert detail.locator("#job-breakdown svg .bar").count() >= 5           # compute, tp, cp, pp, dp, bubble
     assert int(page.locator("#job-throughput").get_attribute("data-points")) >= 1

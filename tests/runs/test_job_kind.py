@@ -28,11 +28,12 @@ def test_a_job_run_places_simulates_and_records_its_job(workers, runner, demo):
     # then its Job exists at once, queued, named after its model and layout
     queued = runner.get("/api/runs/jobs/", {"run": run_id}).json()["results"]
     assert len(queued) == 1 and queued[0]["name"] == "llama3-8b 64 GPUs tp8 cp1 pp2 dp4"
-    # and once a worker ran it, the job is finished with the engine's figures and a placement of 64 usable GPUs
+    # and once a worker ran it, the job is running (it holds its GPUs until released) with the engine's figures
+    # and a placement of 64 usable GPUs
     run = finished(runner, run_id, timeout=60)
     assert run["status"] == "succeeded", run["error"]
     job = runner.get(f"/api/runs/jobs/{queued[0]['id']}/").json()
-    assert job["state"] == "finished" and job["n_gpus"] == 64
+    assert job["state"] == "running" and job["n_gpus"] == 64 and job["holds_gpus"]
     s, res = run["summary"], job["results"]
     assert res["step_time_s"] == s["step_time"] and res["mfu"] == s["mfu"] and 0 < s["mfu"] < 1
     assert res["breakdown"] == {k: v for k, v in s["breakdown"].items() if k != "step"}
@@ -47,9 +48,26 @@ def test_a_job_run_places_simulates_and_records_its_job(workers, runner, demo):
     f = frames.decode(raw)
     rows = f.value("job_stats")
     mine = [k + 1 for k, row in enumerate(rows) if row["job"] == job["id"]]
-    assert len(mine) == 1 and rows[mine[0] - 1]["phase"] == "finished"
+    assert len(mine) == 1 and rows[mine[0] - 1]["phase"] == "running"
     assert abs(rows[mine[0] - 1]["step_time_s"] - s["step_time"]) < 1e-6 * s["step_time"]
     assert set(np.flatnonzero(f.value("gpu_job") == mine[0]).tolist()) == set(gpus)
+    # and a second job is placed on GPUs the first does not hold; a what-if of it may take the first's place
+    r = runner.post("/api/runs/", {"kind": "job", "cluster": "demo-256", "params": {**SMALL, "gpus": 128, "pp": 4}},
+                    format="json")
+    second = finished(runner, r.json()["id"], timeout=60)
+    assert second["status"] == "succeeded", second["error"]
+    second_job = runner.get("/api/runs/jobs/", {"run": second["id"]}).json()["results"][0]
+    second_gpus = runner.get(f"/api/runs/jobs/{second_job['id']}/gpus/").json()["gpus"]
+    assert not set(second_gpus) & set(gpus) and 3 not in second_gpus
+    assert runner.get("/api/runs/jobs/occupancy/", {"cluster": demo.id}).json()["held_gpus"] == 192
+    # (255 usable GPUs, 192 held: a what-if of the first job, 64 GPUs, fits only where the first job is)
+    r = runner.post(f"/api/runs/jobs/{job['id']}/whatif/", {"vary": "placement", "values": ["random"]}, format="json")
+    assert r.status_code == 201, r.json()
+    whatif_run = finished(runner, r.json()[0]["id"], timeout=60)
+    assert whatif_run["status"] == "succeeded", whatif_run["error"]
+    whatif = runner.get("/api/runs/jobs/", {"run": whatif_run["id"]}).json()["results"][0]
+    assert whatif["state"] == "finished" and whatif["name"].endswith("(what-if: placement random)")
+    assert runner.get("/api/runs/jobs/occupancy/", {"cluster": demo.id}).json()["held_gpus"] == 192
 
 
 @pytest.mark.django_db

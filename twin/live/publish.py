@@ -40,14 +40,17 @@ def tick_seconds() -> float:
     return 1.0 / hz
 
 
-def send_frame(stream: str, frame: frames.Frame, snapshot_sections: dict | None = None) -> int:
-    """Number the frame in its stream, keep it as the stream's snapshot, send it to the stream's group.
-    Returns the sequence number."""
+def send_frame(stream: str, frame: frames.Frame, snapshot_sections: dict | None = None,
+               snapshot_base: frames.Frame | None = None) -> int:
+    """Number the frame in its stream, keep it as the stream's snapshot (``snapshot_sections`` under
+    ``snapshot_base``'s header when given), send it to the stream's group. Returns the sequence number."""
     frame.seq = store.next_seq(stream)
     frame.time_ms = frame.time_ms or time.time() * 1000.0
     raw = frames.encode(frame)
     if snapshot_sections is not None and snapshot_sections.keys() != frame.sections.keys():
-        snap = frames.Frame(**{**frame.__dict__, "sections": snapshot_sections})
+        head = frame.__dict__ if snapshot_base is None else {**snapshot_base.__dict__, "seq": frame.seq,
+                                                               "time_ms": frame.time_ms}
+        snap = frames.Frame(**{**head, "sections": snapshot_sections})
         store.store_last(stream, frame.seq, frames.encode(snap))
     else:
         store.store_last(stream, frame.seq, raw)
@@ -160,6 +163,30 @@ def publish_cluster_event(cluster_id: int, message: dict) -> None:
             send_event(store.cluster_stream(cluster_id), message)
         except Exception:  # noqa: BLE001 - a live view must never fail an inventory write
             log.exception("live: could not publish an event on cluster %s", cluster_id)
+
+    if transaction.get_connection().in_atomic_block:
+        transaction.on_commit(send)
+    else:
+        send()
+
+
+def publish_cluster_sections(cluster_id: int, **sections) -> None:
+    """Send sections by name (:func:`twin.live.frames.build_sections`) on the cluster's stream as a frame of no run
+    (a change no run makes: a job released), once the current transaction commits. The stream's snapshot keeps its
+    last frame's header and other sections, these replaced. Never raises into the caller."""
+    built = frames.build_sections(**sections)
+
+    def send():
+        stream = store.cluster_stream(cluster_id)
+        try:
+            last = store.load_last(stream)
+            base = frames.decode(last[1]) if last else None
+            frame = frames.Frame(type=frames.FRAME_CLUSTER, cluster_id=cluster_id, status="unknown",
+                                 time_ms=time.time() * 1000.0, sections=built)
+            send_frame(stream, frame, None if base is None else {**base.sections, **built},
+                       snapshot_base=base)
+        except Exception:  # noqa: BLE001 - a live view must never fail a write
+            log.exception("live: could not publish sections on cluster %s", cluster_id)
 
     if transaction.get_connection().in_atomic_block:
         transaction.on_commit(send)

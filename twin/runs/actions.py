@@ -125,6 +125,52 @@ def create_run_from_scenario(scenario: Scenario, user=None, schedule=None) -> Si
                       schedule=schedule)
 
 
+def create_whatifs(original: Job, vary: str, values: list, user=None) -> list[SimulationRun]:
+    """Runs of ``original``'s kind, each its parameters with ``vary`` set to one of ``values`` (``cluster``: the
+    same parameters on the cluster of that name), whose jobs are what-ifs of it
+    (:func:`twin.runs.job_actions.make_whatif`: named for what they vary, never holding GPUs). All or none are made
+    (one transaction); a bad value is a ValidationError naming ``values``."""
+    from twin.inventory.models import Cluster
+    run = original.run
+    if run is None or registry.get(run.kind).on_create is None:
+        raise serializers.ValidationError({"job": [f"job {original.pk} was not submitted as a job run: it has no "
+                                                   "parameters to vary"]})
+    made = []
+    with transaction.atomic():
+        for value in values:
+            cluster, params = run.cluster, dict(run.params)
+            if vary == "cluster":
+                cluster = Cluster.objects.filter(name=str(value)).first()
+                if cluster is None:
+                    raise serializers.ValidationError({"values": [f"no cluster named {str(value)[:64]!r}"]})
+            else:
+                params[vary] = value
+            try:
+                params = validate_params(run.kind, params, cluster)
+            except serializers.ValidationError as e:
+                raise serializers.ValidationError({"values": [f"{vary} {str(value)[:64]}: {_first_error(e.detail)}"]}
+                                                  ) from None
+            child = create_run(run.kind, params, cluster, user=user, validated=True)
+            job = Job.objects.filter(run=child).order_by("id").first()
+            if job is not None:
+                job_actions.make_whatif(job, original, f"{vary} {value}")
+            made.append(child)
+    return made
+
+
+def _first_error(detail) -> str:
+    """The first message of a DRF error detail, with the field it names (``gpus: ...``)."""
+    while isinstance(detail, dict):
+        key, detail = next(iter(detail.items()))
+        if not isinstance(detail, dict | list):
+            return f"{key}: {detail}"
+        if isinstance(detail, list) and detail and not isinstance(detail[0], dict | list):
+            return f"{key}: {detail[0]}"
+    if isinstance(detail, list) and detail:
+        return _first_error(detail[0])
+    return str(detail)
+
+
 def cancel_run(run: SimulationRun) -> SimulationRun:
     """Ask ``run`` (and a sweep's children) to stop. A queued run ends cancelled at once and its message is
     revoked; a running one stops at its next progress report (the kind's progress callback raises). Finished

@@ -15,8 +15,10 @@ ACTIVE = (RunStatus.QUEUED, RunStatus.RUNNING)
 
 class JobState(models.TextChoices):
     """Life of a training job in the twin (:class:`twin.runs.models.Job`): queued (its run waits for a worker) ->
-    running (placed; its step is being simulated) -> finished (placed, its step model's results recorded) | failed
-    (refused or unplaceable: the error says why)."""
+    running (placed: it holds its GPUs; its step simulated, then its results recorded, until it is released) ->
+    finished (released: its GPUs free again; a what-if, once its step is simulated: it never held any) | failed
+    (refused or unplaceable: the error says why). Only running jobs that are not what-ifs hold GPUs
+    (:func:`twin.runs.job_actions.holding`)."""
 
     QUEUED = "queued", "Queued"
     RUNNING = "running", "Running"

@@ -15,6 +15,9 @@ EXECUTE_RUN_TASK = "twin.runs.tasks.execute_run"
 FINISH_SWEEP_TASK = "twin.runs.tasks.finish_sweep_task"
 SCHEDULE_TASK = "twin.runs.tasks.run_scenario"
 
+# The model permission that starts runs; cancelling a run, releasing a job and asking what-ifs take it too.
+START_RUNS = "runs.add_simulationrun"
+
 DEFAULTS = {
     "TWIN_RUNS_STALE_SECONDS": 45,      # a running run without a heartbeat for this long lost its worker
     "TWIN_RUNS_MAX_ATTEMPTS": 2,        # a lost run is requeued until it has been tried this many times

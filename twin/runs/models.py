@@ -192,10 +192,16 @@ class Job(models.Model):
     error = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
+    whatif = models.CharField(max_length=200, blank=True,
+                              help_text="what this what-if varies (e.g. 'placement random'); empty: a real job. A "
+                                        "what-if is simulated, never holds GPUs")
+    whatif_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="whatifs",
+                                  help_text="the job this what-if varies")
 
     class Meta:
         ordering = ["-id"]
         indexes = [models.Index(fields=["cluster", "state"], name="runs_job_cluster_state")]
+        permissions = [("manage_any_job", "Can release any user's jobs")]
 
     def __str__(self):
         return f"job {self.name} ({self.state})"

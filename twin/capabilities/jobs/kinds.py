@@ -5,7 +5,10 @@ are the engine's own declarations (:data:`sim.jobs.params.JOB`, :data:`sim.jobs.
 form refuse the same inputs in the same words.
 
 A ``job`` run has a :class:`twin.runs.models.Job` from the moment it is queued (``Kind.on_create``); the run places
-it (``running``), simulates its step and records the results (``finished``), or fails it with the run's error.
+it on GPUs no running job holds (``running``), simulates its step and records the results: the job keeps running,
+holding its GPUs, until a user releases it (:func:`twin.runs.job_actions.release_job`). A what-if
+(:func:`twin.runs.job_actions.make_whatif`) is placed as its original would be (the original's GPUs counted free),
+simulated, and finished: it never holds GPUs. A run that fails fails its job.
 Every stage goes out on the cluster's live stream as the ``gpu_job`` and ``job_stats`` sections (what runs where,
 and the job's phase, step time and throughput: :mod:`twin.capabilities.jobs.live`), so the GPU page and the Jobs
 page follow it.
@@ -71,32 +74,42 @@ def _job_of(run) -> Job:
 
 
 # ----------------------------------------------------------------------------------------- engine (sim.jobs.job)
-def place(topo, params: dict) -> np.ndarray:
+def place(topo, params: dict, held=None) -> np.ndarray:
     """The job's GPUs (rank -> GPU) as :func:`sim.jobs.job.run_job` places them on its own (:func:`sim.fabric.placement.place`
-    with the job's policy and seed), so the twin can record and publish the placement before the step is solved."""
+    with the job's policy and seed) on the usable GPUs not ``held`` (bool per GPU: held by running jobs), so the
+    twin can record and publish the placement before the step is solved."""
+    from dataclasses import replace
+
     from sim.fabric.placement import place as engine_place
+    free = topo if held is None else replace(topo, gpu_usable=topo.gpu_usable & ~held)
+    n = int(params["gpus"])
+    if held is not None and n > (left := int(free.gpu_usable.sum())) and n <= int(topo.gpu_usable.sum()):
+        raise ParamError("gpus", f"{n:,} GPUs asked, {left:,} free: running jobs hold "
+                                 f"{int((held & topo.gpu_usable).sum()):,} (release one on the Jobs page)")
     try:
-        return np.asarray(engine_place(topo, params["gpus"], params["placement"], params["seed"]))
+        return np.asarray(engine_place(free, n, params["placement"], params["seed"]))
     except ValueError as e:
         raise ParamError("gpus", str(e)) from None
 
 
 # ----------------------------------------------------------------------------------------------------- kinds
 def job(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]:
-    """One training job on the cluster as it is: placed (failed and drained GPUs excluded), its step simulated
-    (compute, every parallel group's traffic on the fabric, bubble). Its Job row follows: placing -> running
-    (placement recorded) -> finished (results), each stage published on the cluster's stream."""
+    """One training job on the cluster as it is: placed (failed and drained GPUs and those running jobs hold
+    excluded), its step simulated (compute, every parallel group's traffic on the fabric, bubble). Its Job row
+    follows: placing -> running (placement recorded, then results; a what-if ends finished), each stage published
+    on the cluster's stream."""
     topo = topology_from_layout(layout)
     cluster, n = run.cluster, int(topo.n_gpus)
     the_job = _job_of(run)
     job_actions.publish_jobs(progress, cluster, n, the_job, "placing", 0.0)
-    gpus = place(topo, params)
+    held = job_actions.held_mask(cluster, n, exclude=[the_job.pk, the_job.whatif_of_id])
+    gpus = place(topo, params, held)
     job_actions.place_job(the_job, gpus)
     job_actions.publish_jobs(progress, cluster, n, the_job, "simulating", 0.01)
     progress(None, gpu_state=gpu_states(topo, gpus))
     from sim.jobs.job import run_job
     doc = run_job(topo, params, progress=progress, gpus=gpus).to_dict()
-    job_actions.finish_job(the_job, job_results(doc))
+    job_actions.step_simulated(the_job, job_results(doc))
     arrays = {"gpu_state": gpu_states(topo, gpus)}
     job_actions.publish_jobs(progress, cluster, n, None, None, 1.0)
     progress(1.0, gpu_state=arrays["gpu_state"])
@@ -107,8 +120,8 @@ def job(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]:
 def jobs(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]:
     """Several jobs on the cluster as it is (failed and drained GPUs excluded), placed one after the other, their
     traffic solved together and each alone; summary :meth:`sim.jobs.job.JobsResult.to_dict`. Each placed job is then
-    recorded as a finished Job (its placement, its figures together plus ``alone_step_time_s`` and ``slowdown``),
-    so the GPU page colours it."""
+    recorded as a finished Job (its placement, its figures together plus ``alone_step_time_s`` and ``slowdown``):
+    a study of the fabric shared, its jobs hold no GPUs."""
     topo = topology_from_layout(layout)
     cluster, n = run.cluster, int(topo.n_gpus)
     progress(0.0, "placing the jobs", gpu_state=gpu_states(topo))

@@ -4,9 +4,9 @@ job's placement on the cluster, its step breakdown and throughput, and the form 
 reads the runs API (/api/runs/jobs/, /api/runs/) and the cluster's live stream; the form's fields come from the
 ``job`` kind's parameter declaration (``sim.jobs.params.JOB`` through :func:`twin.runs.params.form_fields`).
 
-``clusters/<name>/jobs/gpus.json`` is what runs where (:func:`twin.runs.job_actions.gpu_jobs`): the GPU -> job
-index (base64 of the uint16 array, the live ``gpu_job`` section's layout) and the jobs of its rows; the GPU page
-colours by it too."""
+``clusters/<name>/jobs/gpus.json`` is what runs where (:func:`twin.runs.job_actions.gpu_jobs`: running jobs only,
+what-ifs never): the GPU -> job index (base64 of the uint16 array, the live ``gpu_job`` section's layout), the jobs
+of its rows and the occupancy (:func:`twin.runs.job_actions.occupancy`); the GPU page colours by it too."""
 from __future__ import annotations
 
 import base64
@@ -24,10 +24,6 @@ from twin.web.nav import NavItem, Page
 from twin.web.views.experiments import ADD_RUN, clusters_info
 
 JOB_KIND = "job"
-# What a what-if may vary (each a parameter of the job kind; "cluster" runs the same job on another cluster, e.g.
-# the InfiniBand twin beside the RoCE one).
-WHATIF_AXES = ("placement", "routing", "qps", "cluster")
-
 
 
 def job_form() -> dict | None:
@@ -36,7 +32,7 @@ def job_form() -> dict | None:
     if kind is None or kind.params is None:
         return None
     return {"kind": JOB_KIND, "fields": form_fields(kind.params), "main": list(kind.main),
-            "whatif": list(WHATIF_AXES)}
+            "whatif": list(job_actions.WHATIF_AXES), "whatif_max": job_actions.WHATIF_MAX_VARIANTS}
 
 
 @readable
@@ -54,7 +50,8 @@ def page(request, cluster):
 def placement_data(cluster) -> dict:
     n = GPU.objects.filter(cluster=cluster).count()
     index, jobs, rows = job_actions.gpu_jobs(cluster, n)
-    return {"cluster": cluster.id, "gpus": n, "gpu_job": base64.b64encode(index.astype("<u2").tobytes()).decode(),
+    return {"cluster": cluster.id, "gpus": n, "occupancy": job_actions.occupancy(cluster, n),
+            "gpu_job": base64.b64encode(index.astype("<u2").tobytes()).decode(),
             "jobs": [{**row, "name": j.name, "model": j.model, "state": j.state, "run": j.run_id}
                      for j, row in zip(jobs, rows)]}
 

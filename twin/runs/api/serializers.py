@@ -19,7 +19,8 @@ from twin.api.base import InventorySerializer
 from twin.api.fields import NameOrIdRelatedField, UserNameField
 from twin.api.permissions import shows_user_names
 from twin.inventory.models import Cluster
-from twin.runs import ownership, registry
+from twin.runs import job_actions, ownership, registry
+from twin.runs.constants import START_RUNS
 from twin.runs.models import Job, Scenario, SimulationRun
 from twin.runs.params import serializer_for, validate_params
 from twin.runs.schedules import CRONTAB_FIELDS, MAX_INTERVAL_SECONDS, PERIOD_SECONDS
@@ -291,19 +292,50 @@ class ScheduleSerializer(serializers.Serializer):
 
 class JobSerializer(InventorySerializer):
     """A training job: its model and layout (``params``), its cluster and run, state, times, GPU count and the step
-    model's ``results``. Its rank -> GPU list is at ``.../gpus/`` (16,384 numbers are not for every list row)."""
+    model's ``results``; whether it holds its GPUs (``holds_gpus``: running and not a what-if,
+    :func:`twin.runs.job_actions.holds_gpus`) and whether you may release it (``can_release``). Its rank -> GPU
+    list is at ``.../gpus/`` (16,384 numbers are not for every list row)."""
 
     created_by = UserNameField(source="created_by.username")
+    holds_gpus = serializers.SerializerMethodField(help_text="whether it holds its GPUs: running, not a what-if")
+    can_release = serializers.SerializerMethodField(
+        help_text="whether you may release it: it holds GPUs, and you are its owner or hold runs.manage_any_job")
     brief_fields = ("id", "url", "display", "name", "state")
 
     class Meta:
         model = Job
         fields = ("id", "url", "display", "name", "cluster", "run", "model", "params", "state", "n_gpus", "gpu_min",
-                  "gpu_max", "created_at", "started_at", "finished_at", "results", "error", "created_by")
+                  "gpu_max", "created_at", "started_at", "finished_at", "results", "error", "created_by", "whatif",
+                  "whatif_of", "holds_gpus", "can_release")
         read_only_fields = fields
+
+    def get_holds_gpus(self, job) -> bool:
+        return job_actions.holds_gpus(job)
+
+    def get_can_release(self, job) -> bool:
+        user = getattr(self.context.get("request"), "user", None)
+        return job_actions.holds_gpus(job) and ownership.may_change(user, job) and user.has_perm(START_RUNS)
 
     def to_representation(self, job):
         out = super().to_representation(job)
         if out.get("error"):
             out["error"] = scrub(out["error"])
         return out
+
+
+class WhatifSerializer(serializers.Serializer):
+    """What-ifs of a job: the same job once per value of one parameter, or on other clusters."""
+
+    vary = serializers.ChoiceField(choices=job_actions.WHATIF_AXES, help_text="the parameter to vary, or cluster")
+    values = serializers.ListField(child=serializers.CharField(max_length=100), min_length=1,
+                                   max_length=job_actions.WHATIF_MAX_VARIANTS,
+                                   help_text="one what-if per value (cluster: names)")
+
+
+class OccupancySerializer(serializers.Serializer):
+    """What a cluster's jobs hold (:func:`twin.runs.job_actions.occupancy`)."""
+
+    cluster = serializers.IntegerField()
+    jobs = serializers.IntegerField(help_text="running jobs holding GPUs (what-ifs never do)")
+    held_gpus = serializers.IntegerField(help_text="GPUs they hold")
+    gpus = serializers.IntegerField(help_text="the cluster's GPUs")

@@ -21,11 +21,11 @@ from twin.api.permissions import InventoryPermission
 
 from twin.inventory.filtersets import IntegerFilter, NumberInFilter
 from twin.runs import actions, files, ownership, registry
-from twin.runs.api.serializers import (JobSerializer, RunCreateSerializer, RunSerializer, ScenarioSerializer,
-                                      ScheduleSerializer)
+from twin.runs.api.serializers import (JobSerializer, OccupancySerializer, RunCreateSerializer, RunSerializer,
+                                      ScenarioSerializer, ScheduleSerializer, WhatifSerializer)
 from twin.runs import job_actions
 from twin.runs.choices import JobState, RunStatus
-from twin.runs.constants import SCHEDULE_TASK, TREND_LIMIT
+from twin.runs.constants import SCHEDULE_TASK, START_RUNS, TREND_LIMIT
 from twin.runs.models import Job, Scenario, SimulationRun
 from twin.runs.registry import median_of
 from twin.runs.server_paths import scrub
@@ -85,6 +85,18 @@ class OwnerOrManager(BasePermission):
 
 
 OWNED = [InventoryPermission, OwnerOrManager]
+
+
+class StartsRuns(BasePermission):
+    """A signed-in user holding the permission to start runs (START_RUNS): what releasing a job and asking its
+    what-ifs take, on top of the owner rule for a release."""
+
+    message = f"only a signed-in user with the permission {START_RUNS!r} may do this"
+
+    def has_permission(self, request, view):
+        if not request.user or not request.user.is_authenticated:
+            raise NotAuthenticated()
+        return request.user.has_perm(START_RUNS)
 
 
 class ScenarioViewSet(viewsets.ModelViewSet):
@@ -259,10 +271,12 @@ class JobFilter(IdFilters):
 
 
 class JobViewSet(viewsets.ReadOnlyModelViewSet):
-    """Training jobs (written by ``job`` and ``schedule`` runs): list, filter by cluster and state, inspect; the
-    rank -> GPU list of one; the job a GPU runs."""
+    """Training jobs (written by ``job`` and ``jobs`` runs): list, filter by cluster and state, inspect; the rank ->
+    GPU list of one; the job a GPU runs; a cluster's occupancy; release a running job (its owner or
+    runs.manage_any_job); what-ifs of a job."""
 
     queryset = Job.objects.select_related("created_by")
+    owner_actions = ("release",)
     serializer_class = JobSerializer
     filterset_class = JobFilter
     ordering_fields = ("id", "created_at", "finished_at", "state", "n_gpus")
@@ -280,7 +294,7 @@ class JobViewSet(viewsets.ReadOnlyModelViewSet):
         OpenApiParameter("gpu", int, required=True, description="GPU index in the cluster (GPU.index)")])
     @action(detail=False, url_path="on-gpu", filter_backends=[], pagination_class=None)
     def on_gpu(self, request):
-        """The job a GPU runs: the newest running or finished job of the cluster whose placement holds it."""
+        """The job a GPU runs: the newest job of the cluster holding it (running, not a what-if)."""
         from twin.inventory.models import Cluster
         errors, values = {}, {}
         for name in ("cluster", "gpu"):
@@ -302,3 +316,44 @@ class JobViewSet(viewsets.ReadOnlyModelViewSet):
             return Response({"detail": f"GPU {values['gpu']} of {cluster.name} runs no job"},
                             status=status.HTTP_404_NOT_FOUND)
         return Response(JobSerializer(job, context={"request": request}).data)
+
+    @extend_schema(responses={200: OccupancySerializer}, filters=False, parameters=[
+        OpenApiParameter("cluster", int, required=True, description="cluster id")])
+    @action(detail=False, filter_backends=[], pagination_class=None)
+    def occupancy(self, request):
+        """What the cluster's jobs hold: running jobs (what-ifs and finished jobs never count) and their GPUs."""
+        from twin.inventory.models import Cluster
+        raw = request.query_params.get("cluster")
+        try:
+            cluster = Cluster.objects.filter(pk=int(raw)).first() if 0 <= int(raw) < 2**63 else None
+        except (TypeError, ValueError):
+            return Response({"cluster": ["required: a cluster id" if raw is None else f"not a cluster id: "
+                                                                                    f"{str(raw)[:32]!r}"]},
+                            status=status.HTTP_400_BAD_REQUEST)
+        if cluster is None:
+            return Response({"cluster": [f"no cluster {raw}"]}, status=status.HTTP_400_BAD_REQUEST)
+        return Response({"cluster": cluster.pk, **job_actions.occupancy(cluster)})
+
+    @extend_schema(request=None, responses={200: JobSerializer, 409: OpenApiTypes.OBJECT}, filters=False)
+    @action(detail=True, methods=["post"], permission_classes=[StartsRuns, OwnerOrManager], filter_backends=[])
+    def release(self, request, pk=None):
+        """End the running job: its GPUs are free again (409 when it holds none: queued, finished, failed, a
+        what-if)."""
+        try:
+            job = job_actions.release_job(self.get_object())
+        except job_actions.NotRunning as e:
+            return Response({"detail": str(e)}, status=status.HTTP_409_CONFLICT)
+        return Response(JobSerializer(job, context={"request": request}).data)
+
+    @extend_schema(request=WhatifSerializer, responses={201: RunSerializer(many=True)}, filters=False)
+    @action(detail=True, methods=["post"], permission_classes=[StartsRuns], filter_backends=[])
+    def whatif(self, request, pk=None):
+        """What-ifs of the job: one run per value of ``vary`` (or per cluster), each job named for what it varies
+        (``<name> (what-if: placement random)``); they are simulated and never hold GPUs."""
+        s = WhatifSerializer(data=request.data)
+        s.is_valid(raise_exception=True)
+        user = request.user if request.user.is_authenticated else None
+        runs = actions.create_whatifs(self.get_object(), s.validated_data["vary"], s.validated_data["values"],
+                                      user=user)
+        return Response(RunSerializer(runs, many=True, context={"request": request}).data,
+                        status=status.HTTP_201_CREATED)

@@ -16,12 +16,13 @@ from twin.inventory.filtersets import INT64_MAX
 from twin.inventory.models import GPU, Cluster, Fabric
 from twin.runs import ownership, registry
 from twin.runs.choices import FINISHED, RunStatus
+from twin.runs.constants import START_RUNS
 from twin.runs.models import SimulationRun
 from twin.runs.params import form_fields
 from twin.web.access import readable
 from twin.web.context import about_cluster, current_cluster
 
-ADD_RUN = "runs.add_simulationrun"          # the API asks it to start a run and to cancel one (both are POSTs)
+ADD_RUN = START_RUNS          # the API asks it to start a run and to cancel one (both are POSTs)
 MAX_COMPARED = 8
 SPEC_KIND = {str(v): k for k, v in FABRIC_KIND_BY_SPEC.items()}
 
