@@ -3,9 +3,9 @@
 JSON-ready (the page embeds it and re-reads it as ``overview/activity.json`` when a run ends)."""
 from django.db.models import Count, Max, Sum
 
-from twin.runs import registry
-from twin.runs.choices import JobState, RunStatus
-from twin.runs.models import Job, SimulationRun
+from twin.runs import job_actions, registry
+from twin.runs.choices import RunStatus
+from twin.runs.models import SimulationRun
 from twin.runs.server_paths import scrub
 
 # The run kind whose newest success the overview shows as "last checkpoint" (the storage capability's).
@@ -16,9 +16,10 @@ INVENTORY_KINDS = ("gpus", "hosts", "switches", "links")   # cluster_overview's 
 
 
 def held_by_running_jobs() -> dict[int, dict]:
-    """Per cluster id: the running jobs and the GPUs they hold (a finished or failed job holds none)."""
+    """Per cluster id: the jobs that hold GPUs and how many they hold (the one rule:
+    :func:`twin.runs.job_actions.holding`; placements never overlap, so the sum is the count)."""
     return {row["cluster_id"]: {"jobs": row["jobs"], "gpus": row["gpus"] or 0}
-            for row in (Job.objects.filter(state=JobState.RUNNING).values("cluster_id")
+            for row in (job_actions.holding().values("cluster_id")
                         .annotate(jobs=Count("id"), gpus=Sum("n_gpus")).order_by())}
 
 
