@@ -215,6 +215,19 @@ def twin(test_database, django_db_blocker, server_settings, tmp_path_factory):
             call_command("flush", interactive=False, verbosity=0)
 
 
+@pytest.fixture(autouse=True)
+def jobs_released(request, django_db_blocker):
+    """A placed job holds its GPUs until released (docs/jobs.md), and the twin's GPUs are shared by every test of
+    the package: the jobs a test leaves running are released after it, so that the next test's jobs find room."""
+    yield
+    if "twin" not in request.fixturenames:
+        return
+    from twin.runs import job_actions
+    with database(django_db_blocker):
+        for job in job_actions.holding():
+            job_actions.release_job(job)
+
+
 @pytest.fixture
 def orm(django_db_blocker):
     """Database access from a test (committed at once: the servers read the same database)."""
