@@ -19,6 +19,15 @@ from twin.runs.constants import DEFAULTS
 SWEEP = "sweep"                     # the kind that fans out into child runs of another kind
 
 
+def usable_of(params: ParamSet | None, cluster) -> int | None:
+    """The usable GPUs of ``cluster`` when a parameter of ``params`` has a default that fits them
+    (:meth:`sim.core.params.Param.default_for`), else None (no cluster, or nothing to fit: not counted)."""
+    if cluster is None or params is None or not any(p.fits for p in params):
+        return None
+    from twin.inventory.gpu_grid import usable_gpus
+    return usable_gpus(cluster)
+
+
 @dataclass(frozen=True)
 class Headline:
     """One headline figure of a kind's summary: ``summary[key]`` is a number or, over several seeds,
@@ -117,7 +126,7 @@ class Kind:
         work in one task). Raises :class:`ParamError`."""
         if self.validate is not None:
             return self.validate(values, cluster)
-        out = self.params.validate(values)
+        out = self.params.validate(values, usable_of(self.params, cluster))
         if cluster is not None:
             if self.check is not None:
                 self.check(out, cluster)

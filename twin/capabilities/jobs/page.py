@@ -30,12 +30,12 @@ WHATIF_AXES = ("placement", "routing", "qps", "cluster")
 
 
 
-def job_form() -> dict | None:
-    """The job kind's fields (None while no ``job`` kind is registered)."""
+def job_form(cluster=None) -> dict | None:
+    """The job kind's fields, their defaults on ``cluster`` (None while no ``job`` kind is registered)."""
     kind = registry.kinds().get(JOB_KIND)
     if kind is None or kind.params is None:
         return None
-    return {"kind": JOB_KIND, "fields": form_fields(kind.params), "main": list(kind.main),
+    return {"kind": JOB_KIND, "fields": form_fields(kind.params, cluster), "main": list(kind.main),
             "whatif": list(WHATIF_AXES)}
 
 
@@ -47,7 +47,7 @@ def page(request, cluster):
     user = {"can_start": request.user.has_perm(ADD_RUN), "authenticated": request.user.is_authenticated}
     info = {"cluster": {"id": found.id, "name": found.name,
                         "gpus": GPU.objects.filter(cluster=found).count()},
-            "clusters": clusters_info(), "form": job_form(), "user": user}
+            "clusters": clusters_info(), "form": job_form(found), "user": user}
     return render(request, "web/jobs.html", {"nav": "jobs", "cluster": found, "jobs_info": info})
 
 
