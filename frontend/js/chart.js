@@ -292,8 +292,8 @@ export function lineChart(el, s) {
 }
 
 /**
- * Horizontal bars in `el`: spec {bars: [{label, value, color?, href?, note?}], max?, format(v),
- * refLines: [{value, label}], highlight (index of the bar drawn green)}. A bar without a value shows its note.
+ * Horizontal bars in `el`: spec {bars: [{label, value, color?, href?, note?}], max?, format(v), tickFormat(max)?
+ * (the axis's formatter for a largest value max: one unit on every tick, e.g. fmt.durationAxis), refLines: [{value, label}], highlight (index of the bar drawn green)}. A bar without a value shows its note.
  */
 export function barChart(el, spec) {
   el.classList.add("chart");
@@ -301,12 +301,12 @@ export function barChart(el, spec) {
   const labelW = Math.min(320, 40 + 7 * Math.max(...spec.bars.map((b) => b.label.length), 4));
   function draw(W) {
     const H = spec.bars.length * rowH + 26, max = spec.max ?? Math.max(...spec.bars.map((b) => b.value ?? 0), 1e-9);
-    const fx = scale("linear", 0, max, labelW, W - 70);
+    const fx = scale("linear", 0, max, labelW, W - 70), tick = spec.tickFormat ? spec.tickFormat(max) : fmt;
     const svg = svgEl("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: "img" });
     const grid = svgEl("g", { class: "grid" }), labels = svgEl("g", { class: "axis" });
     for (const t of niceTicks(0, max, 5)) {
       grid.append(svgEl("line", { x1: fx(t), x2: fx(t), y1: 4, y2: H - 20 }));
-      labels.append(svgEl("text", { x: fx(t), y: H - 6, "text-anchor": "middle" }, fmt(t)));
+      labels.append(svgEl("text", { x: fx(t), y: H - 6, "text-anchor": "middle" }, tick(t)));
     }
     svg.append(grid, labels);
     spec.bars.forEach((b, i) => {

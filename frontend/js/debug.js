@@ -18,8 +18,7 @@ const CULPRIT_COLOR = "#e5484d", ROW_PX_MAX = 12, COL_PX = 18, SHOWN = 20;
 let heat = null, chart = null;
 
 const clusterPath = (what) => `/clusters/${encodeURIComponent(cluster.name)}/${what}`;
-const secs = (s) => (s == null ? "–" : s >= 100 ? `${fmt.int(s)} s` : s >= 1 ? `${s.toFixed(1)} s`
-  : `${(1000 * s).toFixed(1)} ms`);
+const secs = fmt.s;                       // 102826.4 s -> "1.19 d": the unit its size calls for
 
 // ------------------------------------------------------------------------------------------------ run pickers
 async function runsOf(kind) {
@@ -87,7 +86,7 @@ function renderCulprit(el, doc) {
       ${links.length ? ` · <a id="fabric-link" href="${clusterPath("fabric/")}#links=${links.map((l) => l.id)
         .join(",")}&from=${from}">links on the fabric page</a>` : ""}
       · ${doc.dumps_refusal ? `<span id="dumps-link">dumps: ${esc(doc.dumps_refusal)}</span>`
-        : `<a id="dumps-link" href="/api/runs/${doc.id}/dumps/" download>dumps (${fmt.int(s.dumps_bytes)} bytes, tar.gz)</a>`}
+        : `<a id="dumps-link" href="/api/runs/${doc.id}/dumps/" download>dumps (${fmt.bytes(s.dumps_bytes)}, tar.gz)</a>`}
       · <a href="/experiments/${doc.id}/">run #${doc.id}</a></p>`;
 }
 
@@ -135,19 +134,29 @@ $("stop-heatmap").addEventListener("mousemove", (ev) => {
 });
 $("stop-heatmap").addEventListener("mouseleave", () => { $("heatmap-tip").hidden = true; });
 
-/** The straggler ranking: each list of the analyzer's `stragglers` (process groups, hosts) as a table of its first
- *  rows, columns as the analyzer names them (docs/debugging.md). */
+// The analyzer's straggler lists and columns (sim/debug/analyze.py, docs/debugging.md) as a person reads them; a key
+// not listed is shown with its underscores as spaces. Columns ending in _s are seconds.
+const STRAGGLER_LISTS = { process_groups: "Process groups", ranks: "Ranks", hosts: "Hosts" };
+const STRAGGLER_COLUMNS = { name: "group", desc: "description", size: "ranks", wait_s: "time waited",
+                            excess_s: "wait over the median", slowest_rank: "slowest rank", collectives: "collectives",
+                            rank: "rank", host: "host", late_s: "late by", ranks: "ranks" };
+const columnLabel = (c) => STRAGGLER_COLUMNS[c] ?? c.replace(/_s$/, "").replaceAll("_", " ");
+
+/** The straggler ranking: each list of the analyzer's `stragglers` (process groups, ranks, hosts) as a table of its
+ *  first rows, with readable column names and seconds in their unit; an empty list says none. */
 function renderStragglers(st) {
   const box = $("stragglers");
   const lists = st && typeof st === "object" ? Object.entries(st).filter(([, v]) => Array.isArray(v)) : [];
   if (!lists.length) { box.innerHTML = '<p class="muted">no straggler ranking in this run</p>'; return; }
   box.innerHTML = lists.map(([name, rows]) => {
     const cols = [...new Set(rows.slice(0, SHOWN).flatMap((r) => Object.keys(r)))];
-    const cell = (v) => (typeof v === "number" ? (Number.isInteger(v) ? fmt.int(v) : v.toPrecision(3))
-      : esc(Array.isArray(v) ? v.join(", ") : v ?? "–"));
-    return `<h3>${esc(name)}</h3><table class="data compact" data-stragglers="${esc(name)}"><thead><tr>${cols.map((c) =>
-      `<th>${esc(c)}</th>`).join("")}</tr></thead><tbody>${rows.slice(0, SHOWN).map((r) => `<tr>${cols.map((c) =>
-      `<td>${cell(r[c])}</td>`).join("")}</tr>`).join("")}</tbody></table>`;
+    const cell = (c, v) => (typeof v === "number" ? (c.endsWith("_s") ? fmt.s(v)
+      : Number.isInteger(v) ? fmt.int(v) : v.toPrecision(3)) : esc(Array.isArray(v) ? v.join(", ") : v ?? "–"));
+    const body = rows.length ? rows.slice(0, SHOWN).map((r) => `<tr>${cols.map((c) =>
+      `<td>${cell(c, r[c])}</td>`).join("")}</tr>`).join("") : fmt.noneRow(Math.max(1, cols.length));
+    return `<h3>${esc(STRAGGLER_LISTS[name] ?? columnLabel(name))}</h3><table class="data compact"
+      data-stragglers="${esc(name)}"><thead><tr>${cols.map((c) => `<th>${esc(columnLabel(c))}</th>`).join("")}</tr>
+      </thead><tbody>${body}</tbody></table>`;
   }).join("");
 }
 

@@ -31,8 +31,7 @@ let selected = null, charts = [];
 let occupancy = null;            // {jobs, held_gpus, gpus}: the server's count (twin.runs.job_actions.occupancy)
 
 // -------------------------------------------------------------------------------------------------- figures
-const secs = (s) => (s == null ? "–" : s >= 10 ? `${s.toFixed(1)} s` : s >= 0.01 ? `${s.toFixed(3)} s`
-  : `${(1000 * s).toFixed(2)} ms`);
+const secs = fmt.s;
 const big = (x) => (x == null ? "–" : x >= 1e6 ? `${(x / 1e6).toFixed(2)} M` : x >= 1e3 ? `${(x / 1e3).toFixed(1)} k`
   : x.toFixed(0));
 const num = (x, d = 0) => (x == null ? "–" : Number(x).toFixed(d));

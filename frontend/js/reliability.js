@@ -32,9 +32,8 @@ const liveRows = new Map();     // run id -> {state, events} from the live frame
 let selected = null, charts = [], replayTimer = null;
 
 // ------------------------------------------------------------------------------------------------- figures
-const hours = (h) => (h == null ? "–" : h >= 48 ? `${(h / 24).toFixed(1)} d` : `${Number(h).toFixed(1)} h`);
-const secs = (s) => (s == null ? "–" : s >= 3600 ? `${(s / 3600).toFixed(2)} h` : s >= 60 ? `${(s / 60).toFixed(1)} min`
-  : `${Number(s).toFixed(0)} s`);
+const hours = (h) => fmt.duration(h == null ? null : h * 3600);
+const secs = fmt.duration;
 const mean = (v) => (v != null && typeof v === "object" ? v.mean ?? v.median ?? v.p50 : v);
 const catLabel = (c) => CATS[c]?.label ?? c;
 // an event's item: its inventory name (a finished run), or its kind and position (a live frame: GPU.index...)
@@ -211,10 +210,10 @@ function drawTimeline(tl) {
 
 function renderEvents(tl, upTo = Infinity) {
   const events = tl?.events ?? [];
-  el.relEvents.tBodies[0].innerHTML = events.map((e) => `<tr class="${e.t_hours > upTo ? "future" : ""}"
+  el.relEvents.tBodies[0].innerHTML = fmt.rows(events.map((e) => `<tr class="${e.t_hours > upTo ? "future" : ""}"
     data-category="${esc(e.category)}"><td class="num">${e.t_hours.toFixed(2)}</td><td>${esc(catLabel(e.category))}</td>
     <td><code>${esc(itemText(e))}</code></td><td>${esc(e.consequence)}</td>
-    <td class="num">${e.lost_hours == null ? "–" : e.lost_hours.toFixed(2)}</td></tr>`).join("");
+    <td class="num">${e.lost_hours == null ? "–" : e.lost_hours.toFixed(2)}</td></tr>`));
   el.eventsNote.textContent = `${fmt.int(events.length)} in the replayed timeline`;
 }
 
@@ -271,7 +270,8 @@ function renderLosses(s) {
   for (const [box, by, lab] of [[el.relCauses, cause, catLabel], [el.relPhases, phase, (k) => k]]) {
     const bars = lossBars(by, lab);
     box.dataset.bars = String(bars.length);
-    if (bars.length) charts.push(barChart(box, { bars, format: (h) => hours(h) }));
+    const axis = (maxH) => { const f = fmt.durationAxis(maxH * 3600); return (h) => f(h * 3600); };   // one unit
+    if (bars.length) charts.push(barChart(box, { bars, format: (h) => hours(h), tickFormat: axis }));
     else box.innerHTML = '<p class="muted">no time lost yet</p>';
   }
 }

@@ -14,7 +14,7 @@ const LONG_TEXT = 1000;                 // a text parameter allowed more charact
 const isList = (f) => f.type === "text" && f.max != null && f.max > LONG_TEXT;
 
 function inputHtml(f) {
-  const v = f.default, placeholder = f.null ? ` placeholder="${NULL_WORD}"` : "";
+  const v = f.default, placeholder = f.null ? ` placeholder="${esc(f.shown ?? NULL_WORD)}"` : "";
   if (f.type === "choice") {
     const opts = (f.null ? [[null, NULL_WORD]] : []).concat(f.choices.map((c) => [c, c]));
     return `<select name="${f.name}">${opts.map(([val, label]) =>
@@ -34,10 +34,26 @@ function inputHtml(f) {
   return `<input type="text" name="${f.name}" value="${esc(Array.isArray(v) ? v.join(", ") : v ?? "")}"${placeholder}>`;
 }
 
+/** A parameter's label: its help's first clause (up to a ";" or ":" outside parentheses), capitalized; the whole
+ *  help is the field's tooltip and the parameter's name (what the API and the command line take) is shown beside. */
+export function labelOf(f) {
+  const help = f.help || f.name;
+  let depth = 0, end = help.length;
+  for (let i = 0; i < help.length; i++) {
+    const c = help[i];
+    if (c === "(") depth += 1;
+    else if (c === ")") depth = Math.max(0, depth - 1);
+    else if (depth === 0 && (c === ";" || (c === ":" && help[i + 1] === " "))) { end = i; break; }
+  }
+  const text = help.slice(0, end).trim();
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
 /** One labelled field (a server-side parameter: name, type, default, choices, bounds, help) with its error slot. */
 export function fieldHtml(f) {
   const help = f.help ? ` title="${esc(f.help)}"` : "";
-  return `<label class="field" data-field="${f.name}"${help}><span>${esc(f.name)}</span>${inputHtml(f)}
+  return `<label class="field" data-field="${f.name}"${help}><span class="field-label">${esc(labelOf(f))}
+    <code class="param-name">${esc(f.name)}</code></span>${inputHtml(f)}
     <span class="field-error" data-error-for="${f.name}"></span></label>`;
 }
 
@@ -221,7 +237,7 @@ export function mountRunForm(form, schema, clusters, { current, canStart, authen
       const file = input.files[0];
       if (!file) return;
       if (file.size > f.max) {
-        showErrors(form, { [f.name]: `${file.name} is ${fmt.int(file.size)} bytes, at most ${fmt.int(f.max)}` });
+        showErrors(form, { [f.name]: `${file.name} is ${fmt.bytes(file.size)}, at most ${fmt.bytes(f.max)}` });
         return;
       }
       form.elements[f.name].value = await file.text();

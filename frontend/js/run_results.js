@@ -132,7 +132,7 @@ export function sweepTable(axes, rows, best, headline) {
   return `<table class="data compact sweep-children"><thead><tr><th>run</th>${
     names.map((n) => `<th>${esc(n)}</th>`).join("")}<th>status</th><th>progress</th>${
     headline.map((h) => `<th class="num" title="${esc(h.label)} (median over seeds)">${esc(h.label)}</th>`).join("")}
-    <th>worker</th></tr></thead><tbody>${rows.map(row).join("")}</tbody></table>`;
+    <th>worker</th></tr></thead><tbody>${fmt.rows(rows.map(row))}</tbody></table>`;
 }
 
 /** The bar chart of the ranking value (`key`, a share: its median) per combination, the best one highlighted. */

@@ -91,8 +91,10 @@ function drawHead(r) {
   // nested parameters (a sweep's base parameters and axes) one per row: "sweep.qps"
   const params = Object.entries(r.params).flatMap(([k, v]) => (v !== null && typeof v === "object" && !Array.isArray(v)
     ? Object.entries(v).map(([sub, x]) => [`${k}.${sub}`, x]) : [[k, v]]));
+  const inBytes = new Set(KINDS[r.kind]?.bytes ?? []);          // sizes in bytes: 4294967296 -> "4 GiB"
   document.getElementById("run-params").innerHTML = params.map(([k, v]) =>
-    `<tr><th>${esc(k)}</th><td class="mono">${esc(paramValue(v))}</td></tr>`).join("");
+    `<tr><th>${esc(k)}</th><td class="mono">${esc(inBytes.has(k) && typeof v === "number" ? fmt.bytes(v)
+      : paramValue(v))}</td></tr>`).join("");
   setProgress(r.progress, r.status);
 }
 

@@ -87,23 +87,7 @@ export function toast(message, { kind = "error", ms = 8000 } = {}) {
   toast.timer = setTimeout(() => { el.hidden = true; }, ms);
 }
 
-const INT_FORMAT = new Intl.NumberFormat("en-US");      // cached: toLocaleString costs ~50x more per call
-export const fmt = {
-  int: (n) => (n == null ? "–" : INT_FORMAT.format(Number(n))),
-  pct: (x, digits = 0) => (x == null ? "–" : `${(100 * x).toFixed(digits)} %`),
-  GBps: (x) => (x == null ? "–" : `${Number(x).toFixed(x >= 100 ? 0 : 1)} GB/s`),
-  TBps: (bps) => (bps == null ? "–" : `${(Number(bps) / 1e12).toFixed(bps >= 1e13 ? 1 : 2)} TB/s`),   // bytes/s in
-  s: (x) => (x == null ? "–" : x >= 100 ? `${Number(x).toFixed(0)} s` : x >= 1 ? `${Number(x).toFixed(2)} s`
-    : `${(1000 * x).toFixed(x >= 0.01 ? 0 : 2)} ms`),
-  bytes(n) {
-    if (n == null) return "–";
-    const units = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let i = 0;
-    while (n >= 1024 && i < units.length - 1) { n /= 1024; i += 1; }
-    return `${Number.isInteger(n) ? n : n.toFixed(1)} ${units[i]}`;
-  },
-  time(iso) { return iso ? new Date(iso).toLocaleString() : "–"; },
-};
+export { fmt } from "./fmt.js";         // the one formatting module: bytes, durations, counts
 
 /** Utilization colour scale (0..1 -> RGBA), a perceptual dark-blue-to-yellow-to-red ramp, as a 256-entry table
  *  of packed 32-bit pixels for canvas ImageData (little-endian ABGR), plus CSS strings. */

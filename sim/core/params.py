@@ -32,7 +32,10 @@ class Param:
     lists; ``choices`` the accepted values of a ``choice`` (``normalize`` may map aliases onto them); ``nullable``
     lets ``None`` mean "the engine's default" (said in ``help``), and blank text with it unless ``blank_is_null``
     is False (a file's text, where blank is a mistake and is refused); ``flag``/``short`` name the CLI option
-    (default ``--name`` with dashes)."""
+    (default ``--name`` with dashes). ``fits``: the default is a GPU count (or one per GPU) that a smaller cluster
+    cannot hold: on a cluster of fewer usable GPUs it becomes the largest power of two within them
+    (:meth:`default_for`), so a form's defaults run on every cluster. ``shown``: what null stands for, as a form
+    shows it (e.g. ``64``), when ``help`` says it is one value."""
 
     name: str
     type: str
@@ -47,9 +50,19 @@ class Param:
     short: str | None = None
     metavar: str | None = None
     blank_is_null: bool = True
+    fits: bool = False
+    shown: str | None = None
 
     def __post_init__(self):
         assert self.type in TYPES, self.type
+        assert not self.fits or self.type == "int" and isinstance(self.default, int), self.name
+
+    def default_for(self, usable: int | None = None):
+        """The default on a cluster of ``usable`` GPUs (``None``: the declared default): a ``fits`` default above
+        them is the largest power of two within them."""
+        if not self.fits or usable is None or usable < 1 or self.default <= usable:
+            return self.default
+        return max(1 << (int(usable).bit_length() - 1), int(self.min or 1))
 
     @property
     def option(self) -> str:
@@ -178,12 +191,14 @@ class ParamSet:
     def __iter__(self):
         return iter(self.params)
 
-    def defaults(self) -> dict:
-        return {p.name: p.default for p in self.params}
+    def defaults(self, usable: int | None = None) -> dict:
+        """The defaults, on a cluster of ``usable`` GPUs when given (:meth:`Param.default_for`)."""
+        return {p.name: p.default_for(usable) for p in self.params}
 
-    def validate(self, values: dict | None) -> dict:
-        """``values`` with every parameter parsed and checked and the defaults filled in. Raises
-        :class:`ParamError` with every bad field (unknown names included) and the reason for each."""
+    def validate(self, values: dict | None, usable: int | None = None) -> dict:
+        """``values`` with every parameter parsed and checked and the defaults filled in (those of a cluster of
+        ``usable`` GPUs when given). Raises :class:`ParamError` with every bad field (unknown names included) and
+        the reason for each."""
         if values is None:
             values = {}
         if not isinstance(values, dict):
@@ -194,7 +209,7 @@ class ParamSet:
         out = {}
         for p in self.params:
             try:
-                out[p.name] = p.parse(values.get(p.name, p.default))
+                out[p.name] = p.parse(values[p.name] if p.name in values else p.default_for(usable))
             except ParamError as e:
                 for k, v in e.errors.items():
                     errors.setdefault(k, []).extend(v)

@@ -39,6 +39,20 @@ def parse_size(text: str) -> int:
     return int(value)
 
 
+def size_text(n: int) -> str:
+    """A size as :func:`parse_size` reads it back, in the largest of K, M, G, T it is a whole or tenths number of
+    (powers of 1024): ``4G``, ``16M``, ``1.5K``, ``1000``.
+
+    >>> size_text(4 << 30), size_text(16 << 20), size_text(1536), size_text(1000)
+    ('4G', '16M', '1.5K', '1000')
+    """
+    for suffix in "TGMK":
+        x = n / UNITS[suffix]
+        if x >= 1 and round(x, 1) * UNITS[suffix] == n:
+            return f"{x:g}{suffix}"
+    return str(n)
+
+
 def parse_sizes(text: str) -> list[int]:
     """Message sizes: a list ``8M,64M,1G``, or a range ``MIN:MAX`` doubling from MIN up to MAX (inclusive), or
     ``MIN:MAX:F`` multiplying by F (nccl-tests' ``-b -e -f``).

@@ -14,6 +14,9 @@ from sim.core.params import MAX_GPUS, MAX_SEED, Param, ParamSet
 
 MAX_QPS = MAX_QPS_PER_CONNECTION  # NCCL's NCCL_IB_QPS_PER_CONNECTION upper bound (docs/sources.md [S6])
 MAX_CHANNELS = MAXCHANNELS        # NCCL's MAXCHANNELS (docs/sources.md [S6])
+# Meta's QP scaling: 16 QPs per GPU pair for LLM training (docs/sources.md [S2]), NCCL's 2 connections per pair on
+# these hosts x 8 QPs each (docs/engine.md "Connections and QPs"); NCCL's own default is 1 [S11].
+META_QPS = 8
 DEFAULT_GPUS = 64                 # a collective's job size when neither gpus nor a host or GPU list is given
 GIVEN = "given"                   # the placement of a job whose host or GPU list was given (sim.fabric.hostlist)
 LISTED_PLACEMENTS = PLACEMENTS + (GIVEN,)   # a collective's placements: a policy, or the list it was given
@@ -63,8 +66,9 @@ def _check_collective(v: dict) -> None:
 SEED = Param("seed", "int", 0, "seed of the placement and of the routing hash", min=0, max=MAX_SEED)
 ROUTING = Param("routing", "choice", None, "routing; null: the fabric's default (ecmp on RoCE, dmodk on InfiniBand)",
                 choices=ROUTINGS, nullable=True)
-QPS = Param("qps", "int", 1, "queue pairs per NCCL connection (NCCL_IB_QPS_PER_CONNECTION); a GPU pair joined by "
-                             "several channels has one connection per channel", min=1, max=MAX_QPS)
+QPS = Param("qps", "int", META_QPS, "queue pairs per NCCL connection (NCCL_IB_QPS_PER_CONNECTION; default: Meta's "
+                                    "16 per GPU pair = 8 on its 2 connections, NCCL's own is 1); a GPU pair joined "
+                                    "by several channels has one connection per channel", min=1, max=MAX_QPS)
 HASH = Param("hash", "choice", "uniform", "the switches' ECMP hash: uniform (ideal random), crc32 or crc16 (CRC over "
                                           "the RoCEv2 header, per-switch seed)", choices=HASHES)
 UDP_SPORT = Param("udp_sport", "choice", DEFAULT_UDP_SPORT, "RoCEv2 UDP source port of each QP: per_qp (the Linux "
@@ -77,7 +81,7 @@ COLLECTIVE = ParamSet("collective", (
           normalize=_canonical_collective, short="-c"),
     Param("gpus", "int", None, f"GPUs (ranks) in the job; null: {DEFAULT_GPUS}, or all the ranks of the host or "
                                f"GPU list (with a list: its first gpus ranks)", min=2, max=MAX_GPUS, nullable=True,
-          short="-n"),
+          short="-n", shown=str(DEFAULT_GPUS)),
     Param("placement", "choice", "topology", f"how the job's GPUs are chosen ({GIVEN}: by the host or GPU list, "
                                              f"which sets it)", choices=LISTED_PLACEMENTS),
     Param("hosts", "text", None, "host list, one host per line as mpirun and torchrun take it ('host', "

@@ -19,8 +19,9 @@ MAX_INJECT_TEXT = 64 << 10        # chosen failures: at most 64 KiB of text
 
 def _failure_job_param(p: Param) -> Param:
     """JOB's parameter, with the defaults of the job Meta's interruption table counts (Llama 3 405B on 16,384 GPUs,
-    TP 8, PP 16, DP 128 [S3])."""
-    return replace(p, default={"model": "llama3-405b", "gpus": 16384, "pp": 16}.get(p.name, p.default))
+    TP 8, PP 16, DP 128 [S3]); its GPUs fit a smaller cluster (on demo-256: 256, DP 2)."""
+    return replace(p, default={"model": "llama3-405b", "gpus": 16384, "pp": 16}.get(p.name, p.default),
+                   fits=p.name == "gpus")
 
 
 FAILURES = ParamSet("failures", tuple(_failure_job_param(p) for p in JOB_PARAMS if p.name != "hottest") + (

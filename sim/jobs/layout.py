@@ -103,13 +103,28 @@ def derive_job(v: dict) -> dict:
            for rc in (False, True)}
     on = {"none": False, "full": True, "auto": mem[False]["total"] > hbm}[v["recompute"]]
     if mem[on]["total"] > hbm:
-        mm = mem[on]
-        raise ParamError("hbm_gb", f"the job needs {mm['total'] / 1e9:.1f} GB on a GPU of stage {mm['stage']} "
-                                   f"(weights {mm['weights'] / 1e9:.1f}, gradients {mm['gradients'] / 1e9:.1f}, "
-                                   f"optimizer {mm['optimizer'] / 1e9:.1f}, activations "
-                                   f"{mm['activations'] / 1e9:.1f}), more than {hbm / 1e9:g} GB"
-                                   + ("" if on else ": recompute, or more tp / pp / dp"))
+        _refuse_memory(v, model, mem[on], on, hbm, m)
     return {"micro_batches": m, "recompute_on": on, "memory": mem[on]}
+
+
+def _refuse_memory(v: dict, model: ModelShape, mm: dict, on: bool, hbm: float, m: int) -> None:
+    """The job does not fit a GPU's memory: refused on the field that fixes it, with the numbers. The layout's
+    ``pp`` when more pipeline stages (same tp, cp, dp: more GPUs) fit it, saying how many; else ``model`` (too
+    large for any pipeline the model's layers allow at this tp and dp). Not ``hbm_gb``: the GPU is what it is."""
+    need = (f"the job needs {mm['total'] / 1e9:.1f} GB on a GPU of stage {mm['stage']} (weights "
+            f"{mm['weights'] / 1e9:.1f}, gradients {mm['gradients'] / 1e9:.1f}, optimizer {mm['optimizer'] / 1e9:.1f}, "
+            f"activations {mm['activations'] / 1e9:.1f}), more than the GPU's {hbm / 1e9:g} GB")
+    tp, cp, pp, dp, vs = v["tp"], v["cp"], v["pp"], v["dp"], v["virtual_stages"]
+    other = "recompute, " if not on else ""
+    bigger = pp * 2
+    while model.layers >= bigger * vs:
+        mem = memory_per_gpu(model, tp=tp, cp=cp, pp=bigger, dp=dp, v=vs, seq=v["seq"], micro_batch=v["micro_batch"],
+                             micro_batches=m, fsdp=v["fsdp"], recompute=on)
+        if mem["total"] <= hbm:
+            raise ParamError("pp", f"{need}: pp = {bigger} ({tp * cp * bigger * dp:,} GPUs) needs "
+                                   f"{mem['total'] / 1e9:.1f} GB; or {other}more tp / dp")
+        bigger *= 2
+    raise ParamError("model", f"{need}, even at pp = {bigger // 2}: a smaller model, or {other}more tp / dp")
 
 
 # ------------------------------------------------------------------------------------------------ rank grid

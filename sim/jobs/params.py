@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from sim.core.params import MAX_GPUS, Param, ParamSet
-from sim.fabric.params import HASH, HOTTEST, MAX_QPS, QPS, ROUTING, SEED, UDP_SPORT
+from sim.fabric.params import HASH, HOTTEST, QPS, ROUTING, SEED, UDP_SPORT
 from sim.fabric.placement import PLACEMENTS
 from sim.jobs.layout import MAX_DIM, check_job
 from sim.jobs.models import CUSTOM, MODELS
@@ -89,7 +89,7 @@ SCHEDULE = ParamSet("schedule", (
           max=MAX_GPUS, nullable=True),
     SEED,
     ROUTING,
-    Param("qps", "int", 16, QPS.help, min=1, max=MAX_QPS),
+    QPS,
     HASH,
 ), check=_check_queue, doc="A job queue over simulated time on one cluster under a placement policy.")
 

@@ -35,7 +35,7 @@ METADATA_LATENCY = Param("metadata_latency_us", "float", None, "one metadata ope
                          nullable=True)
 
 CHECKPOINT = ParamSet("checkpoint", (
-    Param("gpus", "int", 1024, "GPUs (ranks) in the job", min=1, max=MAX_GPUS, short="-n"),
+    Param("gpus", "int", 1024, "GPUs (ranks) in the job", min=1, max=MAX_GPUS, short="-n", fits=True),
     Param("bytes_per_gpu", "size", "4G", "checkpoint bytes each writing rank saves (K/M/G/T: powers of 1024)",
           min=1, max=MAX_CHECKPOINT_BYTES),
     Param("writers", "int", None, "ranks that write (ranks 0..writers-1, e.g. one replica of a sharded FSDP "
@@ -70,7 +70,8 @@ CHECKPOINT = ParamSet("checkpoint", (
 
 STORAGE_FANOUT = ParamSet("storage_fanout", (
     Param("store", "choice", "hammerspace", STORE.help, choices=STORAGE_KINDS),
-    Param("clients", "int", 1024, "clients (processes) opening and reading the same files", min=1, max=MAX_GPUS),
+    Param("clients", "int", 1024, "clients (processes) opening and reading the same files", min=1, max=MAX_GPUS,
+          fits=True),
     Param("clients_per_host", "int", 8, "clients on one host (one per GPU)", min=1, max=64),
     Param("files", "int", 100, "files every client opens and reads", min=1, max=MAX_FILES),
     Param("file_size", "size", "16K", "bytes of each file", min=1, max=MAX_FILE_BYTES),

@@ -11,7 +11,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
-from sim.fabric.params import COLLECTIVE
+from sim.fabric.params import COLLECTIVE, QPS
 from sim.fabric.seeds import run_collective_seeds
 from sim.fabric.topology import topology_from_layout
 from tests.runs import echo_kind
@@ -154,7 +154,7 @@ def test_scenarios_are_written_through_actions_that_validate(runner, demo):
     # an update with a bad parameter is refused naming it, and changes nothing
     r = runner.patch(f"/api/runs/scenarios/{sid}/", {"params": {"gpus": 32, "qps": 999}}, format="json")
     assert r.status_code == 400 and r.json()["params"] == {"qps": ["must be at most 128"]}
-    assert Scenario.objects.get(pk=sid).params["qps"] == 1
+    assert Scenario.objects.get(pk=sid).params["qps"] == QPS.default
     # a good one is saved
     r = runner.patch(f"/api/runs/scenarios/{sid}/", {"params": {"gpus": 32, "qps": 4}}, format="json")
     assert r.status_code == 200 and Scenario.objects.get(pk=sid).params["qps"] == 4

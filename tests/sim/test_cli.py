@@ -83,7 +83,7 @@ def test_spec_file_and_links_array(capsys, tmp_path):
     spec = tmp_path / "tiny.toml"
     spec.write_text((ROOT / "sim/presets/demo-256.toml").read_text().replace('name = "demo-256"', 'name = "tiny"'))
     code, out, _ = run(capsys, "collective", "--spec", str(spec), "--gpus", "16", "--sizes", "1G", "--json", "-q",
-                       "--links", "--flows", "--routing", "pinned")
+                       "--links", "--flows", "--routing", "pinned", "--qps", "1")
     doc = json.loads(out)
     assert code == 0 and doc["cluster"] == "tiny" and len(doc["link_utilization"]) == 1152
     network = [f for f in doc["flows"] if f["src_gpu"] // 8 != f["dst_gpu"] // 8]
@@ -275,7 +275,7 @@ REFUSED = [
     (["job", "--preset", "demo-256", "--model", "llama3-8b", "--gpus", "64", "--batch-tokens", "100000"],
      "batch_tokens: 100,000 tokens do not split into micro-batches"),
     (["job", "--preset", "demo-256", "--model", "llama3-70b", "--gpus", "8", "--recompute", "none"],
-     "hbm_gb: the job needs"),
+     "pp: the job needs 1"),
     (["job", "--preset", "demo-256", "--model", "llama3-8b", "--gpus", "16", "--order", "tp,pp,dp"],
      "order: must name each of tp, cp, pp, dp once"),
     (["job", "--preset", "demo-256", "--model", "gpt5"], "model: unknown value 'gpt5'"),

@@ -10,7 +10,7 @@ from django.contrib.auth.models import Permission, User
 from sim.fabric import figures
 from sim.fabric.collectives import COLLECTIVES
 from sim.fabric.hostlist import MAX_LIST_BYTES
-from sim.fabric.params import COLLECTIVE, FIGURE, MAX_QPS
+from sim.fabric.params import COLLECTIVE, FIGURE, MAX_QPS, META_QPS
 from sim.fabric.placement import PLACEMENTS
 from sim.fabric.routing import ROUTINGS
 from twin.runs.models import SimulationRun
@@ -74,7 +74,7 @@ def test_the_runs_page_gives_the_form_the_servers_fields_and_choices(client, dem
                                 "max": MAX_LIST_BYTES}
     assert fields["intra_order"]["choices"] == ["gpu", "rank"] and fields["intra_order"]["default"] == "gpu"
     assert fields["collective"]["choices"] == list(COLLECTIVES)
-    assert fields["qps"] == {**fields["qps"], "type": "int", "min": 1, "max": MAX_QPS, "default": 1}
+    assert fields["qps"] == {**fields["qps"], "type": "int", "min": 1, "max": MAX_QPS, "default": META_QPS}
     assert list(fields) == [p.name for p in COLLECTIVE]
     assert fields["sizes"]["default"] == "1M:1G"
     # and the clusters come with their size and default routing; an anonymous visitor may not start runs

@@ -85,11 +85,16 @@ def validate_params(kind: str, params, cluster=None, field: str = "params") -> d
     return dict(s.validated_data)
 
 
-def form_fields(params: ParamSet) -> list[dict]:
-    """The parameters as the browser's form draws them: name, type, default, choices, bounds, help, null."""
+def form_fields(params: ParamSet, cluster=None) -> list[dict]:
+    """The parameters as the browser's form draws them: name, type, default (on ``cluster`` when given: what the
+    API takes when the parameter is left out, :meth:`sim.core.params.Param.default_for`), choices, bounds, help,
+    null and what null stands for (``shown``)."""
+    usable = registry.usable_of(params, cluster)
     out = []
     for p in params:
-        d = {"name": p.name, "type": p.type, "default": p.default, "help": p.help, "null": p.nullable}
+        d = {"name": p.name, "type": p.type, "default": p.default_for(usable), "help": p.help, "null": p.nullable}
+        if p.shown is not None:
+            d["shown"] = p.shown
         if p.choices is not None:
             d["choices"] = list(p.choices)
         if p.min is not None:

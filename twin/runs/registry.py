@@ -13,10 +13,20 @@ from typing import Any, Callable
 
 from sim.core.errors import ParamError
 from sim.core.params import ParamSet
+from sim.core.units import size_text
 from twin.runs import limits
 from twin.runs.constants import DEFAULTS
 
 SWEEP = "sweep"                     # the kind that fans out into child runs of another kind
+
+
+def usable_of(params: ParamSet | None, cluster) -> int | None:
+    """The usable GPUs of ``cluster`` when a parameter of ``params`` has a default that fits them
+    (:meth:`sim.core.params.Param.default_for`), else None (no cluster, or nothing to fit: not counted)."""
+    if cluster is None or params is None or not any(p.fits for p in params):
+        return None
+    from twin.inventory.gpu_grid import usable_gpus
+    return usable_gpus(cluster)
 
 
 @dataclass(frozen=True)
@@ -117,7 +127,7 @@ class Kind:
         work in one task). Raises :class:`ParamError`."""
         if self.validate is not None:
             return self.validate(values, cluster)
-        out = self.params.validate(values)
+        out = self.params.validate(values, usable_of(self.params, cluster))
         if cluster is not None:
             if self.check is not None:
                 self.check(out, cluster)
@@ -133,7 +143,7 @@ class Kind:
             return " ".join(f"{k}={_value(v)}" for k, v in params.items())
         shown = [p for p in self.params
                  if p.name in params and (p.name in self.brief or params[p.name] != p.default)]
-        return " · ".join(f"{p.name} {_value(params[p.name])}" for p in shown)
+        return " · ".join(f"{p.name} {_value(params[p.name], p)}" for p in shown)
 
     def headline_values(self, summary: dict | None) -> list[dict]:
         """The headline figures of a run's summary as the browser prints them: key, label, format, value."""
@@ -144,9 +154,11 @@ class Kind:
                 for h in self.headline]
 
 
-def _value(v) -> str:
+def _value(v, p=None) -> str:
     if v is None:
         return "default"
+    if p is not None and p.type == "size" and isinstance(v, int):    # 4294967296 -> 4G, as the forms take it
+        return size_text(v)
     if isinstance(v, (list, tuple)):
         return ",".join(map(str, v))
     if isinstance(v, str) and "\n" in v.strip():                # a host or GPU list: its size, not its text
@@ -234,9 +246,11 @@ def choices() -> list[tuple[str, str]]:
 
 
 def client_info() -> dict[str, dict]:
-    """What the browser needs of every kind: label, result view, headline figures, whether the form offers it."""
+    """What the browser needs of every kind: label, result view, headline figures, whether the form offers it, and
+    its parameters in bytes (sizes that are not token counts: shown as KiB, MiB, GiB)."""
     return {k.name: {"label": k.label, "view": k.view, "form": k.form, "best": k.best,
-                     "headline": [{"key": h.key, "label": h.label, "format": h.format} for h in k.headline]}
+                     "headline": [{"key": h.key, "label": h.label, "format": h.format} for h in k.headline],
+                     "bytes": [p.name for p in (k.params or ()) if p.type == "size" and "token" not in p.name]}
             for k in kinds().values()}
 
 

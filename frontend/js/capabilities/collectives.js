@@ -16,7 +16,7 @@ function ncclTable(rows) {
     <td class="num ${normClass(r.norm_busbw)}">${pct(r.norm_busbw)}</td></tr>`;
   return `<table class="data compact nccl"><thead><tr><th class="num">size</th><th class="num">count</th><th>type</th>
     <th class="num">time (us)</th><th class="num">algbw (GB/s)</th><th class="num">busbw (GB/s)</th>
-    <th class="num">norm busbw</th></tr></thead><tbody>${rows.map(row).join("")}</tbody></table>`;
+    <th class="num">norm busbw</th></tr></thead><tbody>${fmt.rows(rows.map(row))}</tbody></table>`;
 }
 
 function hottestTable(links, cluster) {
@@ -25,7 +25,7 @@ function hottestTable(links, cluster) {
     <td class="num"><span class="util-bar" style="--u:${Math.min(1, h.utilization)}"></span> ${pct(h.utilization)}</td>
     <td class="num">${fmt.int(h.flows)}</td></tr>`;
   return `<table class="data compact"><thead><tr><th>link (direction)</th><th class="num">utilization</th>
-    <th class="num">flows</th></tr></thead><tbody>${links.map(row).join("")}</tbody></table>
+    <th class="num">flows</th></tr></thead><tbody>${fmt.rows(links.map(row))}</tbody></table>
     <p class="hint">Utilization during the largest size. Every link: the
       <a href="/clusters/${encodeURIComponent(cluster)}/fabric/">fabric heatmap</a>.</p>`;
 }
@@ -64,7 +64,7 @@ function seedsHtml(s) {
       ${esc(s.table_of)}. Seeds per value:</p><div class="seed-bars"></div>
     <details class="seed-list"${n <= SEEDS_OPEN ? " open" : ""}><summary>every seed (${n})</summary>
     <table class="data compact"><thead><tr><th class="num">seed</th><th class="num">norm busbw</th>
-    <th class="num">large-message limit</th></tr></thead><tbody>${s.per_seed.map(row).join("")}</tbody></table>
+    <th class="num">large-message limit</th></tr></thead><tbody>${fmt.rows(s.per_seed.map(row))}</tbody></table>
     </details>`;
 }
 

@@ -33,7 +33,7 @@ export function renderDebug(el, s, { cluster, run }) {
 /** startup: the process-group start-up model over scale (sim.debug.startup.model): per scale the groups, the total, its
  *  dominant term and the total with each optimization; the curve is on the Debug page; then the JSON. */
 export function renderStartup(el, s, { cluster, run }) {
-  const secs = (x) => (x == null ? "–" : x >= 100 ? `${fmt.int(x)} s` : `${Number(x).toFixed(2)} s`);
+  const secs = fmt.s;
   const rows = s.rows ?? [], opts = (rows[0]?.optimizations ?? []).map((o) => o.name);
   const page = cluster ? ` <a href="/clusters/${encodeURIComponent(cluster)}/debug/?run=${run.id}">the curve on the
     Debug page</a>` : "";

@@ -45,7 +45,7 @@ export function renderJobs(el, s, { cluster, run }) {
     <table class="data jobs-table"><thead><tr><th>job</th><th>model</th><th class="num">GPUs</th>
     <th>tp x cp x pp x dp</th><th class="num">step alone</th><th class="num">step together</th>
     <th class="num">slowdown</th><th class="num">MFU together</th></tr></thead>
-    <tbody>${(s.jobs ?? []).map(row).join("")}</tbody></table></section>
+    <tbody>${fmt.rows((s.jobs ?? []).map(row))}</tbody></table></section>
     <section class="panel"><h3>Summary</h3><pre class="mono">${esc(JSON.stringify(s, null, 1))}</pre></section>`;
 }
 

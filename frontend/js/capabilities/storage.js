@@ -69,8 +69,8 @@ export function renderCheckpoint(el, s, { run }) {
 
 function resourceTable(rows, nameKey) {
   return `<table class="data"><thead><tr><th>tier</th><th>resource</th><th class="num">utilization</th></tr></thead>
-    <tbody>${(rows ?? []).map((r) => `<tr><td>${esc(r.tier)}</td><td class="mono">${esc(r[nameKey])}</td>
-    <td class="num">${pct(r.utilization ?? r.max_utilization)}</td></tr>`).join("")}</tbody></table>`;
+    <tbody>${fmt.rows((rows ?? []).map((r) => `<tr><td>${esc(r.tier)}</td><td class="mono">${esc(r[nameKey])}</td>
+    <td class="num">${pct(r.utilization ?? r.max_utilization)}</td></tr>`))}</tbody></table>`;
 }
 
 /** storage (fan-out): the time per client count and what bounds it. */

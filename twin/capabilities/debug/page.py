@@ -24,10 +24,12 @@ DEBUG_KINDS = ("debug", "startup")
 # The parameters each form shows first; the others go under "more parameters".
 
 
-def forms() -> dict:
-    """Each debugging kind's form fields (a kind the engine does not declare yet is left out)."""
+def forms(cluster=None) -> dict:
+    """Each debugging kind's form fields, their defaults on ``cluster`` (a kind the engine does not declare yet is
+    left out)."""
     kinds = registry.kinds()
-    return {k: {"kind": k, "label": kinds[k].label, "fields": form_fields(kinds[k].params), "main": list(kinds[k].main)}
+    return {k: {"kind": k, "label": kinds[k].label, "fields": form_fields(kinds[k].params, cluster),
+                "main": list(kinds[k].main)}
             for k in DEBUG_KINDS if k in kinds and kinds[k].params is not None}
 
 
@@ -37,7 +39,7 @@ def page(request, cluster):
     if found is None:
         return render(request, "web/debug.html", {"nav": "debug", "missing": missing_cluster(cluster)}, status=404)
     info = {"cluster": {"id": found.id, "name": found.name, "gpus": GPU.objects.filter(cluster=found).count()},
-            "forms": forms(), "states": debug_data.HEATMAP_STATES,
+            "forms": forms(found), "states": debug_data.HEATMAP_STATES,
             "user": {"can_start": request.user.has_perm(ADD_RUN), "authenticated": request.user.is_authenticated}}
     return render(request, "web/debug.html", {"nav": "debug", "cluster": found, "debug_info": info})
 

@@ -29,12 +29,12 @@ from twin.web.views.experiments import ADD_RUN
 KIND = failure_kinds.KIND
 
 
-def failures_form() -> dict | None:
-    """The failures kind's fields (None while no ``failures`` kind is registered)."""
+def failures_form(cluster=None) -> dict | None:
+    """The failures kind's fields, their defaults on ``cluster`` (None while no ``failures`` kind is registered)."""
     kind = registry.kinds().get(KIND)
     if kind is None or kind.params is None:
         return None
-    fields = form_fields(kind.params)
+    fields = form_fields(kind.params, cluster)
     names = {f["name"] for f in fields}
     return {"kind": KIND, "fields": fields, "main": [n for n in kind.main if n in names]}
 
@@ -47,7 +47,7 @@ def page(request, cluster):
                       status=404)
     user = {"can_start": request.user.has_perm(ADD_RUN), "authenticated": request.user.is_authenticated}
     info = {"cluster": {"id": found.id, "name": found.name, "gpus": GPU.objects.filter(cluster=found).count()},
-            "form": failures_form(), "user": user, "examples": failure_kinds.example_items(found),
+            "form": failures_form(found), "user": user, "examples": failure_kinds.example_items(found),
             "tables": failure_kinds.client_tables()}
     return render(request, "web/reliability.html", {"nav": "reliability", "cluster": found, "info": info})
 

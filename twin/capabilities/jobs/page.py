@@ -26,12 +26,12 @@ from twin.web.views.experiments import ADD_RUN, clusters_info
 JOB_KIND = "job"
 
 
-def job_form() -> dict | None:
-    """The job kind's fields (None while no ``job`` kind is registered)."""
+def job_form(cluster=None) -> dict | None:
+    """The job kind's fields, their defaults on ``cluster`` (None while no ``job`` kind is registered)."""
     kind = registry.kinds().get(JOB_KIND)
     if kind is None or kind.params is None:
         return None
-    return {"kind": JOB_KIND, "fields": form_fields(kind.params), "main": list(kind.main),
+    return {"kind": JOB_KIND, "fields": form_fields(kind.params, cluster), "main": list(kind.main),
             "whatif": list(job_actions.WHATIF_AXES), "whatif_max": job_actions.WHATIF_MAX_VARIANTS}
 
 
@@ -43,7 +43,7 @@ def page(request, cluster):
     user = {"can_start": request.user.has_perm(ADD_RUN), "authenticated": request.user.is_authenticated}
     info = {"cluster": {"id": found.id, "name": found.name,
                         "gpus": GPU.objects.filter(cluster=found).count()},
-            "clusters": clusters_info(), "form": job_form(), "user": user}
+            "clusters": clusters_info(), "form": job_form(found), "user": user}
     return render(request, "web/jobs.html", {"nav": "jobs", "cluster": found, "jobs_info": info})
 
 

@@ -31,7 +31,7 @@ def page(request, cluster):
     found = Cluster.objects.filter(name=cluster).first()
     if found is None:
         return render(request, "web/storage.html", {"nav": "storage", "missing": missing_cluster(cluster)}, status=404)
-    form = {"fields": form_fields(CHECKPOINT), "main": list(registry.get("checkpoint").main), "kind": "checkpoint",
+    form = {"fields": form_fields(CHECKPOINT, found), "main": list(registry.get("checkpoint").main), "kind": "checkpoint",
             "can_start": request.user.has_perm(ADD_RUN), "authenticated": request.user.is_authenticated}
     return render(request, "web/storage.html", {
         "nav": "storage", "cluster": found, "form": form,
