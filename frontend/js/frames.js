@@ -40,6 +40,7 @@ export function useProtocol(info) {
     frameType: byCode(info.frame_types), flag: byName(info.flags), section: byCode(info.sections),
     dtype: byCode(info.dtypes), itemSize: byCode(info.dtype_sizes),
     status: new Map(Object.entries(info.status_codes).map(([name, code]) => [code, name])),
+    closeReason: byCode(info.close_reasons), finalClose: new Set(info.final_closes ?? []),
     specs,
   };
   return tables;
@@ -169,15 +170,9 @@ export async function fetchSnapshot(url) {
   return f.seq > 0 ? f : null;
 }
 
-/** Close codes after which a stream is not tried again (twin/live/consumers.py): not authenticated (or too many
- *  wrong tokens), no such run or cluster. */
-const FINAL_CLOSE = new Set([4401, 4404]);
-
-/** What a close code means when the server said nothing (the server gone: 1006, no close frame). */
+/** What a close code means when the server said nothing (the server's table: twin/live/frames.py CLOSE_REASONS). */
 export function closeReason(code) {
-  return { 1000: "closed", 1001: "the server is going away", 1006: "the server is unreachable",
-           1011: "server error", 1012: "the server is restarting", 1013: "live push unavailable (Redis unreachable)",
-           4401: "not authenticated", 4404: "no such run or cluster" }[code] ?? `closed (code ${code})`;
+  return protocol().closeReason.get(code) ?? `closed (code ${code})`;
 }
 
 /** Open a live stream and keep it open: calls onMeta(json) on every (re)connection, onEvent(json) for every other
@@ -250,7 +245,7 @@ export function openLive(path, { onMeta = () => {}, onEvent = () => {}, onFrame 
       const why = { code: ev.code, reason: refusal?.detail || ev.reason || closeReason(ev.code) };
       refusal = null;
       if (closed) { onState("closed", null); return; }
-      if (!reconnect || FINAL_CLOSE.has(ev.code)) { clearInterval(quiet); onState("closed", why); return; }
+      if (!reconnect || protocol().finalClose.has(ev.code)) { clearInterval(quiet); onState("closed", why); return; }
       onState("reconnecting", { ...why, retryMs: delay });
       timer = setTimeout(connect, delay);
       delay = Math.min(delay * 2, 5000);

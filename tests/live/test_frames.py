@@ -224,9 +224,11 @@ def test_protocol_info_holds_every_table_of_the_frames():
     assert info["dtypes"] == {str(k): v for k, v in frames.DTYPE_NAMES.items()}
     assert info["dtype_sizes"] == {str(k): dt.itemsize for k, dt in frames.DTYPES.items()}
     assert info["status_codes"] == frames.STATUS_CODES
+    assert info["close_reasons"] == {str(k): v for k, v in frames.CLOSE_REASONS.items()}
+    assert info["final_closes"] == [frames.CLOSE_UNAUTHENTICATED, frames.CLOSE_NOT_FOUND]
     # the generic keys and the section specs, nothing named after a capability
     assert set(info) == {"protocol", "magic", "frame_types", "flags", "sections", "dtypes", "dtype_sizes",
-                         "status_codes", "section_specs", "tick_hz"}
+                         "status_codes", "section_specs", "close_reasons", "final_closes", "tick_hz"}
     specs = info["section_specs"]
     assert specs["gpu_state"] == {"id": 2, "dtype": "uint8", "codec": "array", "fields": [], "per": "gpu",
                                   "codes": {"value": {str(k): v for k, v in sections.GPU_STATES.items()}},

@@ -21,7 +21,7 @@ from rest_framework.test import APIClient
 from twin.asgi import application
 from twin.inventory.models import Cluster, Link
 from twin.live import frames
-from twin.live.consumers import CLOSE_TRY_AGAIN_LATER
+from twin.live.frames import CLOSE_TRY_AGAIN_LATER
 from twin.live.publish import RunPublisher
 from twin.redis_server import EmbeddedRedis, free_port
 

@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 
 from twin.asgi import application
 from twin.live import frames, scope, sections
-from twin.live.consumers import CLOSE_NOT_FOUND
+from twin.live.frames import CLOSE_NOT_FOUND
 from twin.live.publish import RunPublisher
 
 pytestmark = pytest.mark.django_db(transaction=True)

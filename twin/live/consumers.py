@@ -26,13 +26,11 @@ from redis.exceptions import RedisError
 from twin.api.permissions import shows_user_names
 from twin.inventory.zones import ScopeError, parse_building
 from twin.live import meta, scope, store
+from twin.live.frames import CLOSE_NOT_FOUND, CLOSE_TRY_AGAIN_LATER, CLOSE_UNAUTHENTICATED
 from twin.live.auth import may_read
 
 log = logging.getLogger(__name__)
 
-CLOSE_UNAUTHENTICATED = 4401
-CLOSE_NOT_FOUND = 4404
-CLOSE_TRY_AGAIN_LATER = 1013
 LAYER_DOWN = "live.unavailable"             # handled by LiveConsumer.live_unavailable
 LAYER_RETRY_SECONDS = 1.0                   # between reads of a channel layer that failed
 # What an unreachable Redis raises, through redis-py or channels_redis (which wraps some in OSError)

@@ -70,6 +70,18 @@ STATUS_CODES = {"unknown": 0, **{value: k for k, (value, _label) in enumerate(RU
 STATUS_NAMES = {v: k for k, v in STATUS_CODES.items()}
 
 
+# WebSocket close codes of the streams (twin/live/consumers.py) and what each says to a reader, the standard ones the
+# browser may see included (1006: no close frame, the server gone). After a final one a client does not reconnect.
+CLOSE_UNAUTHENTICATED = 4401        # not authenticated, or too many wrong tokens
+CLOSE_NOT_FOUND = 4404              # no such run or cluster
+CLOSE_TRY_AGAIN_LATER = 1013        # the channel layer (Redis) unreachable
+CLOSE_REASONS = {1000: "closed", 1001: "the server is going away", 1006: "the server is unreachable",
+                 1011: "server error", 1012: "the server is restarting",
+                 CLOSE_TRY_AGAIN_LATER: "live push unavailable (Redis unreachable)",
+                 CLOSE_UNAUTHENTICATED: "not authenticated", CLOSE_NOT_FOUND: "no such run or cluster"}
+FINAL_CLOSES = (CLOSE_UNAUTHENTICATED, CLOSE_NOT_FOUND)
+
+
 def tables() -> dict:
     """Every code table of the format, JSON-friendly (codes as string keys, except ``status_codes``: name -> code).
     Clients decode with these (frontend/js/frames.js takes nothing else): sent in each stream's metadata
@@ -88,7 +100,8 @@ def tables() -> dict:
             "frame_types": by_code(FRAME_TYPES), "flags": by_code(FLAG_NAMES),
             "sections": {str(s["id"]): name for name, s in specs.items()}, "dtypes": by_code(DTYPE_NAMES),
             "dtype_sizes": {str(k): dt.itemsize for k, dt in DTYPES.items()},
-            "status_codes": dict(STATUS_CODES), "section_specs": specs}
+            "status_codes": dict(STATUS_CODES), "section_specs": specs,
+            "close_reasons": by_code(CLOSE_REASONS), "final_closes": list(FINAL_CLOSES)}
 
 
 class FrameError(ValueError):
