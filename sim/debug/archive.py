@@ -2,10 +2,11 @@
 
 Why a module: a rehearsal's dumps are mostly one 145-byte record repeated (:func:`sim.debug.dumpformat.record_dtype`)
 with a few numbers changing, and gzip's 32 kB window over the records as they lie compresses them about 6 times at
-30 MB/s (level 6: 4.79 GB of 16,384 dumps took minutes for 801 MB). Stored as byte columns (a file's first
-``n x ROW`` bytes as an (n, ROW) array, transposed; the rest as is), the constant bytes of every record lie side by
-side and gzip's fastest level compresses them about 18 times at over 300 MB/s. So the archive is a standard tar.gz
-(``tar tzf`` lists it) whose member ``<file>.r145`` is ``<file>`` in byte columns; :func:`unpack`
+30 MB/s (level 6: 4.79 GB of 16,384 dumps took minutes for 801 MB). Stored as delta-coded byte columns (a file's
+first ``n x ROW`` bytes as an (n, ROW) array, transposed, each column's bytes minus the one before; the rest as is),
+the constant bytes of every record become runs of zeros and gzip's fastest level compresses them about 40 times
+(demo-256) at over 300 MB/s. So the archive is a standard tar.gz (``tar tzf`` lists it) whose member
+``<file>.cols145`` is ``<file>`` so coded; :func:`unpack`
 (``python -m sim debug unpack ARCHIVE DIR``) gives the folder back byte for byte, which ``python -m sim debug
 analyze`` and PyTorch's fr_trace read.
 
@@ -26,28 +27,33 @@ from sim.debug.dumpformat import DUMP_PREFIX, ENTRY_KEYS, MAX_DUMP_BYTES, MAX_RA
     record_dtype
 
 ROW = record_dtype({k: i for i, k in enumerate(ENTRY_KEYS)})[0].itemsize     # the writer's record: 145 bytes
-SUFFIX = f".r{ROW}"                  # a member stored in byte columns of ROW-byte rows
+SUFFIX = f".cols{ROW}"               # a member stored in delta-coded byte columns of ROW-byte rows
 LEVEL = 1                            # gzip's fastest level: the columns compress as well at 1 as at 6
 MEMBER = re.compile(rf"({re.escape(DUMP_PREFIX)}\d{{1,7}}){re.escape(SUFFIX)}|{re.escape(PLACEMENT_FILE)}")
 
 
 def to_columns(data: bytes) -> bytes:
-    """``data``'s first n x ROW bytes as byte columns (the (n, ROW) array transposed), the rest unchanged."""
+    """``data``'s first n x ROW bytes as byte columns (the (n, ROW) array transposed), each column delta-coded (a
+    byte minus the one before it in the column, mod 256: a constant column becomes zeros, a growing timestamp small
+    numbers), the rest unchanged."""
     n = len(data) // ROW
-    rows = np.frombuffer(data, np.uint8, n * ROW).reshape(n, ROW)
-    return np.ascontiguousarray(rows.T).tobytes() + data[n * ROW:]
+    cols = np.ascontiguousarray(np.frombuffer(data, np.uint8, n * ROW).reshape(n, ROW).T)
+    out = np.empty_like(cols)
+    out[:, :1] = cols[:, :1]
+    np.subtract(cols[:, 1:], cols[:, :-1], out=out[:, 1:])
+    return out.tobytes() + data[n * ROW:]
 
 
 def from_columns(data: bytes) -> bytes:
     """The inverse of :func:`to_columns` (the same length in, the same length out)."""
     n = len(data) // ROW
-    cols = np.frombuffer(data, np.uint8, n * ROW).reshape(ROW, n)
+    cols = np.cumsum(np.frombuffer(data, np.uint8, n * ROW).reshape(ROW, n), axis=1, dtype=np.uint8)
     return np.ascontiguousarray(cols.T).tobytes() + data[n * ROW:]
 
 
 def pack(folder, out, progress=None) -> int:
     """Write every regular file of ``folder`` (sorted by name) into ``out`` (a binary file object) as a tar.gz,
-    the dumps in byte columns (``<name>.r145``), other files as they are; ``progress(fraction)`` every 64 files.
+    the dumps in byte columns (``<name>.cols145``), other files as they are; ``progress(fraction)`` every 64 files.
     Returns the bytes read."""
     folder = Path(folder)
     paths = sorted(p for p in folder.iterdir() if p.is_file())
@@ -69,7 +75,7 @@ def pack(folder, out, progress=None) -> int:
 def unpack(archive, folder) -> list[str]:
     """Unpack an archive :func:`pack` wrote into ``folder`` (created if missing): the dumps back in rows, the
     placement file as it is. Refuses (DumpError naming the member) any member that is not a regular file named
-    ``nccl_trace_rank_<rank>.r145`` (rank below MAX_RANK) or ``twin_placement.json``, or larger than
+    ``nccl_trace_rank_<rank>.cols145`` (rank below MAX_RANK) or ``twin_placement.json``, or larger than
     MAX_DUMP_BYTES. Returns the paths written."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)

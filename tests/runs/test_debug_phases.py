@@ -104,3 +104,14 @@ def the_heatmap_rows_say_where_each_rank_stopped_and_mark_the_culprit(summary, a
     assert np.flatnonzero(state[:, -1] == 3).tolist() == [37]
     # and it stopped first
     assert h["stopped_s"][37] == min(x for x in h["stopped_s"] if x is not None) == 0
+
+
+def test_injects_help_gives_its_syntax_and_an_example_the_default_job_takes():
+    """The help text is the one place the syntax is said (CLI --help, API schema, the form's tooltip)."""
+    import re
+    from sim.debug.params import DEBUG
+    help_text = DEBUG.by_name["inject"].help
+    assert "KIND:KEY=VALUE" in help_text and "from 0 to the job's ranks - 1" in help_text
+    example, gpus = re.search(r"e\.g\. (\S+) on (\d+) GPUs", help_text).groups()
+    values = DEBUG.validate({"inject": example})
+    assert values["inject"] == example and int(gpus) == values["tp"] * values["pp"] * values["cp"]
