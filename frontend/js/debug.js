@@ -14,7 +14,7 @@ const info = pageData("debug-info");
 const cluster = info.cluster;
 const $ = (id) => document.getElementById(id);
 const CELL_COLORS = ["#3a4252", "#4aa3ff", "#f5a524", "#3fb950"];   // by state: absent, scheduled, started, completed
-const CULPRIT_COLOR = "#e5484d", ROW_PX_MAX = 12, COL_PX = 18, SHOWN = 20;
+const CULPRIT_COLOR = "#e5484d", ROW_PX_MAX = 12, COL_PX = 18, SHOWN = 20, MARK_PX = 5;
 let heat = null, chart = null;
 
 const clusterPath = (what) => `/clusters/${encodeURIComponent(cluster.name)}/${what}`;
@@ -90,30 +90,43 @@ function renderCulprit(el, doc) {
       · <a href="/experiments/${doc.id}/">run #${doc.id}</a></p>`;
 }
 
-/** The rank (or host) x sequence heatmap: each row's cells coloured by its state at that collective; the culprit's
- *  rows marked red at the left edge. */
+/** The heatmap's columns: instants (s from the earliest stop) on its time axis, else record ids. */
+const columnsOf = (h) => (h.axis === "time" ? h.times_s : h.record_ids) ?? [];
+const signedSecs = (s) => `${s < 0 ? "−" : "+"}${secs(Math.abs(s))}`;
+
+/** The rank (or host) x time (or record) heatmap: each row's cells coloured by its state then; the culprit's rows
+ *  marked in the left gutter (at least MARK_PX tall however many rows) and listed under the canvas. */
 function drawHeatmap(h) {
   const cells = Uint8Array.from(atob(h.cells), (ch) => ch.charCodeAt(0));
-  const rows = h.rows.length, cols = h.record_ids.length, label = 6;
+  const cols = columnsOf(h), rows = h.rows.length, n = cols.length, label = 10;
   const rowPx = Math.max(1, Math.min(ROW_PX_MAX, Math.floor(600 / Math.max(rows, 1))));
   const c = $("stop-heatmap");
-  c.width = label + cols * COL_PX; c.height = rows * rowPx;
+  c.width = label + n * COL_PX; c.height = rows * rowPx;
   const ctx = c.getContext("2d");
   for (let r = 0; r < rows; r++) {
-    for (let k = 0; k < cols; k++) {
-      ctx.fillStyle = CELL_COLORS[cells[r * cols + k]] ?? CELL_COLORS[0];
+    for (let k = 0; k < n; k++) {
+      ctx.fillStyle = CELL_COLORS[cells[r * n + k]] ?? CELL_COLORS[0];
       ctx.fillRect(label + k * COL_PX, r * rowPx, COL_PX - 1, Math.max(1, rowPx - (rowPx > 3 ? 1 : 0)));
     }
   }
   ctx.fillStyle = CULPRIT_COLOR;
-  for (const r of h.culprit) ctx.fillRect(0, r * rowPx, label - 1, Math.max(1, rowPx));
+  for (const r of h.culprit) {
+    const tall = Math.max(MARK_PX, rowPx), top = Math.max(0, Math.min(c.height - tall, r * rowPx + rowPx / 2 - tall / 2));
+    ctx.fillRect(0, top, label - 2, tall);
+    ctx.strokeStyle = CULPRIT_COLOR;
+    ctx.strokeRect(label + 0.5, r * rowPx + 0.5, n * COL_PX - 1, Math.max(1, rowPx - 1));
+  }
   c.dataset.rows = String(rows);
   c.dataset.culprit = h.culprit.join(",");
   exportable(c, { name: "where each rank stopped" });
   heat = { h, rowPx, label };
-  $("heatmap-note").textContent = `${fmt.int(rows)} ${h.level === "host" ? "hosts (each its least advanced rank)"
-    : "ranks"} × ${cols} recorded collectives up to the earliest stop and a few past it (record ${h.record_ids[0] ?? "–"}–${h.record_ids[cols - 1]
-    ?? "–"})`;
+  const what = h.level === "host" ? `hosts (each ${h.axis === "time" ? "its most advanced rank: an idle one stands out among waiting peers" : "its least advanced rank"})` : "ranks";
+  $("heatmap-note").textContent = h.axis === "time"
+    ? `${fmt.int(rows)} ${what} × ${n} instants, ${signedSecs(cols[0] ?? 0)} to ${signedSecs(cols[n - 1] ?? 0)} from the earliest stop`
+    : `${fmt.int(rows)} ${what} × ${n} recorded collectives up to the earliest stop and a few past it (record ${cols[0] ?? "–"}–${cols[n - 1] ?? "–"})`;
+  $("heatmap-culprit").innerHTML = h.culprit.length
+    ? `culprit: ${h.culprit.slice(0, SHOWN).map((r) => `<span class="mono" data-culprit-row="${r}">${esc(h.level)} ${esc(h.rows[r])}</span> (row ${fmt.int(r + 1)} of ${fmt.int(rows)})`).join(", ")}`
+    : "";
   $("heatmap-legend").innerHTML = Object.entries(h.states).map(([code, name]) => `<span class="item"><span
     class="swatch" style="background:${CELL_COLORS[code]}"></span>${esc(name)}</span>`).join("")
     + `<span class="item"><span class="swatch" style="background:${CULPRIT_COLOR}"></span>culprit</span>`;
@@ -123,13 +136,15 @@ $("stop-heatmap").addEventListener("mousemove", (ev) => {
   const tip = $("heatmap-tip");
   if (!heat) return;
   const rect = ev.target.getBoundingClientRect();
+  const { h } = heat, cols = columnsOf(h);
   const r = Math.floor((ev.clientY - rect.top) / heat.rowPx), k = Math.floor((ev.clientX - rect.left - heat.label) / COL_PX);
-  const { h } = heat;
-  if (r < 0 || r >= h.rows.length || k < 0 || k >= h.record_ids.length) { tip.hidden = true; return; }
-  const cell = atob(h.cells).charCodeAt(r * h.record_ids.length + k);
+  if (r < 0 || r >= h.rows.length || k < 0 || k >= cols.length) { tip.hidden = true; return; }
+  const cell = atob(h.cells).charCodeAt(r * cols.length + k);
   tip.hidden = false;
   tip.style.left = `${ev.pageX + 12}px`; tip.style.top = `${ev.pageY + 12}px`;
-  tip.textContent = `${h.level} ${h.rows[r]} · record ${h.record_ids[k]}: ${h.states[cell]} · last started `
+  const at = h.axis === "time" ? `${signedSecs(cols[k])}` : `record ${cols[k]}`;
+  const stopped = h.axis === "time" && h.stopped_s?.[r] != null ? ` · stopped at ${signedSecs(h.stopped_s[r])}` : "";
+  tip.textContent = `${h.level} ${h.rows[r]} · ${at}: ${h.states[cell]}${stopped} · last record started `
     + `${h.last_started?.[r] ?? "–"}, completed ${h.last_completed?.[r] ?? "–"}${h.culprit.includes(r) ? " · culprit" : ""}`;
 });
 $("stop-heatmap").addEventListener("mouseleave", () => { $("heatmap-tip").hidden = true; });
@@ -192,7 +207,7 @@ function watch(doc) {
       }
       $("debug-live").textContent = `run #${doc.id} ${status} ${row ? `${row.stage}: simulating `
         + `${fmt.pct(row.simulating)} · dumping ${fmt.pct(row.dumping)} · analyzing ${fmt.pct(row.analyzing)}`
-        : `${(frame.progress ?? 0).toFixed(0)} %`}`;
+        + ` · packing ${fmt.pct(row.packing ?? 0)}` : `${(frame.progress ?? 0).toFixed(0)} %`}`;
       if (frame.final || FINISHED.has(status)) end();
     },
   });
@@ -239,6 +254,50 @@ function mountForm(form, f) {
     cluster: cluster.name, canStart: info.user.can_start, authenticated: info.user.authenticated,
     onStarted: (run) => (f.kind === "debug" ? loadPickers(run.id) : loadPickers(null, run.id)),
   });
+  if (f.kind === "debug") injectExample(form, f);
+}
+
+/** The job's ranks as the form holds them: `gpus`, else tp x cp x pp x dp (each field's value, else its default;
+ *  null when a value is not a whole number). */
+function formRanks(form, fields) {
+  const value = (name) => {
+    const el = form.elements[name], d = fields.find((x) => x.name === name)?.default;
+    const t = el?.value.trim() ?? "";
+    const n = t === "" ? d : Number(t);
+    return n == null ? null : Number.isInteger(n) && n > 0 ? n : NaN;
+  };
+  const gpus = value("gpus");
+  if (gpus != null) return Number.isNaN(gpus) ? null : gpus;
+  const dims = ["tp", "cp", "pp", "dp"].map((k) => value(k) ?? 1);
+  return dims.some(Number.isNaN) ? null : dims.reduce((a, b) => a * b, 1);
+}
+
+/** Under `inject`: an example fault valid for the job the form describes (a hang of a rank in its range, rebuilt from
+ *  the form's values as they change; a click puts it in the field); the syntax is the parameter's help. */
+function injectExample(form, spec) {
+  const input = form.elements.inject;
+  if (!input) return;
+  input.placeholder = "empty: a clean job";
+  const hint = document.createElement("p");
+  hint.className = "hint inject-example";
+  hint.id = "inject-example";
+  input.closest("label").after(hint);
+  const update = () => {
+    const ranks = formRanks(form, spec.fields);
+    if (ranks == null) { hint.textContent = "inject: KIND:rank=R, R from 0 to the job's ranks - 1"; return; }
+    const example = `hang:rank=${Math.min(ranks - 1, Math.floor((3 * ranks) / 4))}`;
+    hint.innerHTML = `inject: KIND:rank=R with R from 0 to ${fmt.int(ranks - 1)} (this job's ${fmt.int(ranks)} ranks),
+      e.g. <button type="button" class="link mono" data-example="${esc(example)}">${esc(example)}</button>,
+      desync:rank=R, slow:rank=R,factor=4, host:rank=R, link:id=&lt;link name&gt;; empty: a clean job`;
+  };
+  hint.addEventListener("click", (ev) => {
+    const b = ev.target.closest("[data-example]");
+    if (!b) return;
+    input.value = b.dataset.example;
+    input.dispatchEvent(new Event("input", { bubbles: true }));
+  });
+  form.addEventListener("input", (ev) => { if (ev.target !== input) update(); });
+  update();
 }
 
 $("debug-run").addEventListener("change", (ev) => showDebug(Number(ev.target.value)).catch((e) => toast(e.message)));

@@ -234,18 +234,60 @@ def _stragglers(cells: Cells, kept: Kept, tab, topo_info) -> dict:
 
 
 def _heatmap(kept: Kept, dumped, missing_dumps, topo_info) -> dict:
-    """Where each rank stopped: HEATMAP_COLUMNS consecutive record ids ending HEATMAP_AFTER_STOP past the earliest
-    stop (the least advanced dumped rank's last entry), so a rank that stopped behind its peers is seen stopping, not
-    a window of the last records that it never reached; per host past MAX_HEATMAP_ROWS ranks. Built from the last
-    HEATMAP_KEPT entries of each rank (the streamed read keeps no more): a rank more than that ahead of the stop
-    shows no cells there."""
+    """Where each rank stopped (docs/debugging.md, "The heatmap"): on a time axis when the dumps have timestamps
+    (:func:`_time_grid`: ranks run different programs, a pipeline stage's record ids are not another's, so only time
+    lines them up), else on the record ids (:func:`_record_grid`); per host past MAX_HEATMAP_ROWS ranks."""
     ranks = np.union1d(dumped, missing_dumps)
     R = int(ranks.max()) + 1 if ranks.size else 0
-    t_rank, t_rid, t_state = (np.concatenate(x) if x else np.zeros(0, np.int64) for x in kept.tail)
+    tail = [np.concatenate(x) if x else np.zeros(0, dt)
+            for x, dt in zip(kept.tail, (np.int32, np.int32, np.int8, np.float32, np.float32))]
     last_started = np.full(R, -1, np.int64)
     last_done = np.full(R, -1, np.int64)
     last_started[dumped] = kept.last_started
     last_done[dumped] = kept.last_done
+    timed = tail[3].size > 0 and not np.isnan(tail[3]).any() and float(np.ptp(tail[3])) > 0
+    grid, axis = _time_grid(tail, dumped, R) if timed else _record_grid(tail, last_started, dumped, R)
+    cols = grid.shape[1]
+    stopped = axis.pop("stopped_s", None)          # per rank: its last event, s from the earliest stop
+    if R <= MAX_HEATMAP_ROWS:
+        if stopped is not None:
+            axis["stopped_s"] = _seconds(stopped)
+        return {"level": "rank", "labels": [str(r) for r in range(R)], "ranks": [[r] for r in range(R)], **axis,
+                "state": grid.tolist(), "last_started": last_started.tolist(), "last_completed": last_done.tolist()}
+    if topo_info:
+        hid = topo_info["rank_host"][:R]
+        labels_all = topo_info["hosts"]
+    else:
+        hid = np.arange(R) // 8
+        labels_all = [f"ranks {8 * h}-{8 * h + 7}" for h in range(int(hid.max()) + 1)]
+    uniq, inv = np.unique(hid, return_inverse=True)
+    if timed:       # a host's cell: its most advanced state (a rank idle among waiting peers stands out)
+        agg = np.zeros((uniq.size, cols), np.int8)
+        np.maximum.at(agg, inv, grid)
+    else:           # its least advanced rank
+        agg = np.full((uniq.size, cols), 127, np.int8)
+        np.minimum.at(agg, inv, grid)
+    if stopped is not None:                    # a host's: its earliest stop
+        host_stop = np.full(uniq.size, np.inf)
+        np.minimum.at(host_stop, inv, np.where(np.isfinite(stopped), stopped, np.inf))
+        axis["stopped_s"] = _seconds(host_stop)
+    ls = np.full(uniq.size, np.iinfo(np.int64).max)
+    lc = np.full(uniq.size, np.iinfo(np.int64).max)
+    np.minimum.at(ls, inv, last_started)
+    np.minimum.at(lc, inv, last_done)
+    members = [[] for _ in uniq]
+    for r, h in enumerate(inv.tolist()):
+        members[h].append(r)
+    return {"level": "host", "labels": [labels_all[h] for h in uniq.tolist()], "ranks": members, **axis,
+            "state": agg.tolist(), "last_started": ls.tolist(), "last_completed": lc.tolist()}
+
+
+def _record_grid(tail, last_started, dumped, R):
+    """HEATMAP_COLUMNS consecutive record ids ending HEATMAP_AFTER_STOP past the earliest stop (the least advanced
+    dumped rank's last entry), so a rank that stopped behind its peers is seen stopping, not a window of the last
+    records that it never reached. Built from the last HEATMAP_KEPT entries of each rank (the streamed read keeps no
+    more): a rank more than that ahead of the stop shows no cells there. For dumps without timestamps (gloo's)."""
+    t_rank, t_rid, t_state = tail[:3]
     first, top = int(t_rid.min(initial=0)), int(t_rid.max(initial=0))
     stop = int(last_started[dumped].min(initial=top)) if dumped.size else top
     hi = min(top, max(stop, first) + HEATMAP_AFTER_STOP)
@@ -255,27 +297,44 @@ def _heatmap(kept: Kept, dumped, missing_dumps, topo_info) -> dict:
     grid = np.zeros((R, cols), np.int8)
     sel = (t_rid >= lo) & (t_rid <= hi)
     grid[t_rank[sel], t_rid[sel] - lo] = t_state[sel]
-    if R <= MAX_HEATMAP_ROWS:
-        rows = [[r] for r in range(R)]
-        return {"level": "rank", "labels": [str(r) for r in range(R)], "ranks": rows,
-                "record_ids": list(range(lo, hi + 1)) if cols else [], "state": grid.tolist(),
-                "last_started": last_started.tolist(), "last_completed": last_done.tolist()}
-    if topo_info:
-        hid = topo_info["rank_host"][:R]
-        labels_all = topo_info["hosts"]
-    else:
-        hid = np.arange(R) // 8
-        labels_all = [f"ranks {8 * h}-{8 * h + 7}" for h in range(int(hid.max()) + 1)]
-    uniq, inv = np.unique(hid, return_inverse=True)
-    agg = np.full((uniq.size, cols), 127, np.int8)
-    np.minimum.at(agg, inv, grid)
-    ls = np.full(uniq.size, np.iinfo(np.int64).max)
-    lc = np.full(uniq.size, np.iinfo(np.int64).max)
-    np.minimum.at(ls, inv, last_started)
-    np.minimum.at(lc, inv, last_done)
-    members = [[] for _ in uniq]
-    for r, h in enumerate(inv.tolist()):
-        members[h].append(r)
-    return {"level": "host", "labels": [labels_all[h] for h in uniq.tolist()], "ranks": members,
-            "record_ids": list(range(lo, hi + 1)), "state": agg.tolist(), "last_started": ls.tolist(),
-            "last_completed": lc.tolist()}
+    return grid, {"axis": "record", "record_ids": list(range(lo, hi + 1)) if cols else []}
+
+
+def _time_grid(tail, dumped, R):
+    """HEATMAP_COLUMNS instants from a little before the earliest stop (the dumped rank whose last event is
+    earliest) to the last event of any rank, as far back as the kept entries of 99 % of the ranks reach; a rank's
+    cell at an instant is the state of its latest entry created by then: completed (done by then: computing, or idle
+    for good after its last entry), started (in a collective, or waiting in one that never completes), scheduled;
+    absent before its kept entries or without a dump. Column times in seconds from the earliest stop."""
+    t_rank, _, t_state, created, done = tail
+    t_rank = t_rank.astype(np.int64)
+    event = np.fmax(created, done).astype(np.float64)
+    last = np.full(R, -np.inf)
+    np.maximum.at(last, t_rank, event)
+    first = np.full(R, np.inf)
+    np.minimum.at(first, t_rank, created.astype(np.float64))
+    hi = float(event.max())
+    stop = float(last[dumped].min())
+    lo = max(stop - (hi - stop) / 3, float(np.quantile(first[dumped], 0.99)))
+    if hi - lo <= 0:
+        lo = hi - 1e-3
+    ends = lo + (hi - lo) * np.arange(1, HEATMAP_COLUMNS + 1) / HEATMAP_COLUMNS
+    width = hi - lo + 1.0
+    key = t_rank * (hi - float(created.min()) + 2 * width) + (created.astype(np.float64) - float(created.min()))
+    order = np.argsort(key, kind="stable") if (np.diff(key) < 0).any() else None
+    if order is not None:
+        key, t_rank, t_state, done = key[order], t_rank[order], t_state[order], done[order]
+    scale = hi - float(created.min()) + 2 * width
+    q = np.arange(R)[:, None] * scale + (ends[None, :] - float(created.min()))
+    j = np.searchsorted(key, q.ravel(), "right") - 1
+    ok = (j >= 0) & (t_rank[np.maximum(j, 0)] == np.repeat(np.arange(R), HEATMAP_COLUMNS))
+    j = np.maximum(j, 0)
+    st, dn, at = t_state[j], done[j].astype(np.float64), np.tile(ends, R)
+    cell = np.where(st == 3, np.where(np.isnan(dn) | (dn <= at), 3, 2), st)
+    grid = np.where(ok, cell, 0).astype(np.int8).reshape(R, HEATMAP_COLUMNS)
+    return grid, {"axis": "time", "times_s": [round(float(t - stop), 6) for t in ends], "stopped_s": last - stop}
+
+
+def _seconds(a) -> list:
+    """Seconds as JSON: rounded to the microsecond, None where unknown (no dump)."""
+    return [round(x, 6) if np.isfinite(x) else None for x in np.asarray(a, np.float64).tolist()]

@@ -109,7 +109,8 @@ class Kept:
         self.rid_min, self.timeout_ms = 0, 0
         self.t_base = None                            # ns: the first arrival read (keeps sums small)
         self.ok_lo, self.ok_hi, self.all_done = I64MAX, I64MIN, True
-        self.tail = ([], [], [])                      # rank, record id, state of each rank's last entries
+        self.tail = ([], [], [], [], [])              # rank, record id, state, created, completed (s from t_base,
+                                                      # float32, NaN: none) of each rank's last entries
         self.pg_seen = {}                             # pg -> ranks with entries in it (when pg_config has none)
 
     def add(self, rank: int, c: dict, path: str) -> None:
@@ -128,6 +129,12 @@ class Kept:
             self.tail[0].append(np.full(t.size, rank, np.int32))
             self.tail[1].append(rid[t].astype(np.int32))
             self.tail[2].append(state[t])
+            created, completed = c["created"][t].astype(np.int64), c["done"][t].astype(np.int64)
+            if self.t_base is None and (created > 0).any():
+                self.t_base = int(created[created > 0][0])
+            base = self.t_base or 0
+            self.tail[3].append(np.where(created > 0, (created - base) / 1e9, np.nan).astype(np.float32))
+            self.tail[4].append(np.where(completed > 0, (completed - base) / 1e9, np.nan).astype(np.float32))
         else:
             self.last_started.append(-1)
             self.last_done.append(-1)

@@ -3,11 +3,13 @@
     python -m sim debug --preset meta-roce-24k --gpus 16384 --tp 8 --pp 16 --dp 128 --inject hang:rank=12345 \\
         --dump DIR [--json]
     python -m sim debug analyze DIR [--preset meta-roce-24k | --spec FILE] [--json]
+    python -m sim debug unpack ARCHIVE DIR
     python -m sim startup --gpus 1024:32768 [--json]
 
 Options come from :data:`sim.debug.params.DEBUG` and :data:`sim.debug.params.STARTUP`; ``--preset``/``--spec``, ``--dump``,
-``--json`` and ``--quiet`` are the command line's own. ``debug analyze`` is parsed as the ``debug-analyze``
-command (:func:`rewrite`). Refused input (a bad ``--inject`` too: :func:`sim.debug.faults.parse_fault`): one line per
+``--json`` and ``--quiet`` are the command line's own. ``debug analyze`` and ``debug unpack`` are parsed as the
+``debug-analyze`` and ``debug-unpack`` commands (:func:`rewrite`); an archive that is not one of ours is refused
+naming the member (:func:`sim.debug.archive.unpack`), exit 2. Refused input (a bad ``--inject`` too: :func:`sim.debug.faults.parse_fault`): one line per
 field, exit status 2 (:func:`sim.cli.main`); so is a ``--dump`` folder that cannot take the dumps (not a folder,
 not writable, not enough room: :func:`sim.debug.dumpsize.prepare_folder`), checked before simulating.
 
@@ -21,6 +23,7 @@ import json
 from sim.core.errors import UsageError
 from sim.core.params import add_arguments, values_from_args
 from sim.core.progress import span
+from sim.debug import archive
 from sim.debug.analyze import analyze
 from sim.debug.dumpformat import DumpError
 from sim.debug.dumpsize import dump_bytes, prepare_folder
@@ -29,13 +32,13 @@ from sim.debug.params import DEBUG, STARTUP
 from sim.debug.startup import format_model
 from sim.fabric.topology import load_topology
 
-COMMANDS = ("debug", "debug-analyze", "startup")
+COMMANDS = ("debug", "debug-analyze", "debug-unpack", "startup")
 
 
 def rewrite(argv: list[str]) -> list[str]:
-    """``debug analyze ...`` -> ``debug-analyze ...``."""
-    if len(argv) >= 2 and argv[0] == "debug" and argv[1] == "analyze":
-        return ["debug-analyze"] + argv[2:]
+    """``debug analyze ...`` -> ``debug-analyze ...``, ``debug unpack ...`` -> ``debug-unpack ...``."""
+    if len(argv) >= 2 and argv[0] == "debug" and argv[1] in ("analyze", "unpack"):
+        return [f"debug-{argv[1]}"] + argv[2:]
     return argv
 
 
@@ -66,6 +69,14 @@ def add_parsers(sub) -> None:
     _where(a, default=False)
     a.add_argument("--json", action="store_true", help="print the result (schema in docs/debugging.md)")
     a.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    u = sub.add_parser("debug-unpack", help="(python -m sim debug unpack ARCHIVE DIR) a debug run's dumps archive "
+                                            "back into its folder",
+                       description="Unpack the dumps archive of a twin's debug run (GET /api/runs/<id>/dumps/: a "
+                                   "tar.gz of the dumps in byte columns, docs/debugging.md) into DIR, the files as "
+                                   "the rehearsal wrote them (debug analyze DIR and PyTorch's fr_trace read them).")
+    u.add_argument("archive", metavar="ARCHIVE", help="the run's dumps archive (run-<id>-dumps.tar.gz)")
+    u.add_argument("folder", metavar="DIR", help="folder for the dumps (created if missing)")
+    u.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     s = sub.add_parser("startup", help="process-group start-up time over job size",
                        description="Model the start-up of a 4D job's process groups (TCPStore, NCCL bootstrap, "
                                    "groups) over job sizes (docs/debugging.md).")
@@ -79,6 +90,14 @@ def run(args, bar) -> int:
         d = run_startup(None, STARTUP.validate(values_from_args(args, STARTUP)), progress=bar).to_dict()
         bar.close()
         print(json.dumps(d) if args.json else format_model(d))
+        return 0
+    if args.command == "debug-unpack":
+        try:
+            written = archive.unpack(args.archive, args.folder)
+        except DumpError as e:
+            raise UsageError(str(e)) from None
+        bar.close()
+        print(f"# {len(written):,} files in {args.folder}; analyze: python -m sim debug analyze {args.folder}")
         return 0
     if args.command == "debug-analyze":
         try:

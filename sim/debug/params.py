@@ -15,10 +15,13 @@ MAX_FAULT_TEXT = 200              # a rehearsal's fault: one short spec
 
 
 DEBUG = ParamSet("debug", tuple(p for p in JOB_PARAMS if p.name != "hottest") + (
-    Param("inject", "text", None, "the fault: hang:rank=R[,op=K] (rank R never enters its K-th collective of the "
-                                  "last step), desync:rank=R[,op=K][,what=size|op], slow:rank=R[,factor=X] (its "
-                                  "GPU X times slower), link:id=L[,factor=X] (a backend link X times slower; "
-                                  "factor=inf: failed), host:rank=R[,op=K] (R's host dies); null: a clean job",
+    Param("inject", "text", None, "the fault, KIND:KEY=VALUE[,KEY=VALUE], a rank R from 0 to the job's ranks - 1 "
+                                  "(e.g. hang:rank=5 on 8 GPUs): hang:rank=R[,op=K] (rank R never enters its K-th "
+                                  "collective of the last step), desync:rank=R[,op=K][,what=size|op], "
+                                  "slow:rank=R[,factor=X] (its GPU X times slower), link:id=L[,factor=X] (a backend "
+                                  "link X times slower; factor=inf: failed), host:rank=R[,op=K] (R's host dies); "
+                                  "gpu=<GPU name> or host=<Host name> may stand for rank=R, link:id=<Link name> for "
+                                  "L; null: a clean job",
           max=MAX_FAULT_TEXT, nullable=True),
     Param("entries", "int", FR_BUFFER_ENTRIES, "flight recorder ring entries per rank (TORCH_FR_BUFFER_SIZE)",
           min=1, max=MAX_FR_ENTRIES),

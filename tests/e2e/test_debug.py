@@ -9,9 +9,9 @@ from tests.e2e.browser import screenshot
 
 JOB = {"model": "llama3-8b", "gpus": 64, "tp": 8, "pp": 2, "batch_tokens": "1M"}
 # debug.js: CULPRIT_COLOR (the mark left of a culprit's heatmap row), CELL_COLORS by state, the cells' layout
-CULPRIT_RED, ABSENT_GREY, STARTED_AMBER = [229, 72, 77], [58, 66, 82], [245, 165, 36]
-ABSENT, STARTED = 0, 2                # twin.capabilities.debug.data.HEATMAP_STATES
-LABEL_PX, COL_PX = 6, 18
+CULPRIT_RED, COMPLETED_GREEN, STARTED_AMBER = [229, 72, 77], [63, 185, 80], [245, 165, 36]
+STARTED, COMPLETED = 2, 3             # twin.capabilities.debug.data.HEATMAP_STATES
+LABEL_PX, COL_PX = 10, 18
 PIXEL = """([x, row]) => {
   const c = document.getElementById("stop-heatmap"), px = Math.floor(c.height / Number(c.dataset.rows));
   return Array.from(c.getContext("2d").getImageData(x, row * px + Math.floor(px / 2), 1, 1).data.slice(0, 3)); }"""
@@ -40,11 +40,11 @@ def test_a_rehearsed_hang_shows_its_culprit_heatmap_and_gpu(admin, twin):
     assert row == 5
     pixel = page.evaluate(PIXEL, [1, row])
     assert pixel == CULPRIT_RED
-    # and drawn: a collective its TP peers started (waiting for it) and rank 5 never entered
+    # and drawn: an instant at which its TP peers wait in a collective (started) and rank 5 is idle (completed)
     h = admin.page.request.get(f"{twin.url}/clusters/demo-256/debug/{run['id']}.json").json()["heatmap"]
     cells = np.frombuffer(base64.b64decode(h["cells"]), np.uint8).reshape(h["shape"])
-    col = int(np.flatnonzero((cells[0] == STARTED) & (cells[5] == ABSENT))[0])
-    assert [cell_color(page, r, col) for r in (0, 5)] == [STARTED_AMBER, ABSENT_GREY]
+    col = int(np.flatnonzero((cells[0] == STARTED) & (cells[5] == COMPLETED))[-1])
+    assert [cell_color(page, r, col) for r in (0, 5)] == [STARTED_AMBER, COMPLETED_GREEN]
     assert page.locator("#startup-rows tbody tr").count() == 3             # 1,024, 2,048, 4,096 ranks
     screenshot(page, "debug")
     # when they follow the link to the GPU page coloured by the rehearsal

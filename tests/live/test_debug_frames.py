@@ -11,7 +11,7 @@ from twin.live import frames, sections
 
 
 def _debug_frame():
-    row = debug_live.debug_progress("dumping", simulating=1.0, dumping=0.375, ranks=16384)
+    row = debug_live.debug_progress("packing", simulating=1.0, dumping=1.0, analyzing=0.5, packing=0.375, ranks=16384)
     lag = np.array([0, 3, np.nan, 400, 1, 0], dtype=np.float64)
     culprit = np.array([False, True, False, False, False, False])
     stop = debug_live.debug_stop(lag, culprit)
@@ -32,8 +32,8 @@ def test_debug_stop_codes_lag_culprit_and_ranks_outside_the_job():
 def test_debug_sections_round_trip():
     row, stop, frame = _debug_frame()
     back = frames.decode(frames.encode(frame))
-    assert back.value("debug_progress") == [{"stage": "dumping", "simulating": 1.0, "dumping": 0.375,
-                                             "analyzing": 0.0, "ranks": 16384}]
+    assert back.value("debug_progress") == [{"stage": "packing", "simulating": 1.0, "dumping": 1.0,
+                                             "analyzing": 0.5, "ranks": 16384, "packing": 0.375}]
     assert back.value("debug_stop").dtype == np.uint8 and back.value("debug_stop").tolist() == stop.tolist()
     assert (sections.by_name("debug_progress").id, sections.by_name("debug_stop").id) == (12, 13)
     assert sections.by_name("debug_stop").owner == "twin.capabilities.debug.live"
@@ -57,4 +57,5 @@ def test_the_browser_decoder_reads_debug_sections(tmp_path):
         "row: frames.sectionRow('debug_progress', f.sections.debug_progress), "
         "culprit: frames.sectionConstants('debug_stop').culprit}));\n"))
     assert out["stop"] == stop.tolist() and out["culprit"] == debug_live.DEBUG_CULPRIT
-    assert out["row"] == {"stage": "dumping", "simulating": 1, "dumping": 0.375, "analyzing": 0, "ranks": 16384}
+    assert out["row"] == {"stage": "packing", "simulating": 1, "dumping": 1, "analyzing": 0.5, "ranks": 16384,
+                          "packing": 0.375}

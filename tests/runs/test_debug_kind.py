@@ -131,9 +131,10 @@ def test_a_hang_on_a_named_gpu_is_rehearsed_found_stored_and_shown(workers, runn
     assert c["links"] and {link["id"] for link in c["links"]} == nic_links
     assert all(link["name"] == Link.objects.get(id=link["id"]).name and len(link["directions"]) == 2
                for link in c["links"])
-    # and the dumps are stored with the run: one file per rank, downloadable, with the placement the job kind makes
+    # and the dumps are stored with the run: one file per rank (in byte columns, sim.debug.archive), downloadable,
+    # with the placement the job kind makes
     got = _archive(b"".join(runner.get(f"/api/runs/{run['id']}/dumps/").streaming_content))
-    assert sorted(got) == sorted([f"nccl_trace_rank_{k}" for k in range(64)] + ["twin_placement.json"])
+    assert sorted(got) == sorted([f"nccl_trace_rank_{k}.cols145" for k in range(64)] + ["twin_placement.json"])
     assert json.loads(got["twin_placement.json"])["gpus"] == gpus.tolist() and s["dumps_bytes"] > 0
     rank_gpu = runner.get(f"/api/runs/{run['id']}/results/", {"names": "rank_gpu"}).json()["arrays"]["rank_gpu"]
     assert rank_gpu["data"] == gpus.tolist()

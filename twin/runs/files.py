@@ -1,5 +1,5 @@
 """Files a run keeps beside its database rows: a ``debug`` rehearsal's flight-recorder dumps (one pickle per rank,
-packed as one tar.gz). They live under TWIN_RUN_FILES_DIR (default ``var/run-files``; a documented setting:
+packed as one tar.gz by the engine, :mod:`sim.debug.archive`). They live under TWIN_RUN_FILES_DIR (default ``var/run-files``; a documented setting:
 docs/runs.md, docs/operations.md), one directory per run (``<dir>/<run id>/``), private like the rest of var/
 (directories 0700, files 0600), and go with their run: :func:`twin.runs.actions.delete_run` and the cascades that
 delete runs (a cluster, a sweep) remove them once the deletion commits (the ``post_delete`` receiver in
@@ -17,7 +17,7 @@ from pathlib import Path
 from twin.env import private_dir
 from twin.runs.constants import setting
 
-DUMPS_ARCHIVE = "dumps.tar.gz"      # a debug run's per-rank dumps, the folder's files at the archive's top level
+DUMPS_ARCHIVE = "dumps.tar.gz"      # a debug run's per-rank dumps (sim.debug.archive: byte columns, tar.gz)
 
 
 def root() -> Path:
@@ -32,27 +32,40 @@ def archive_path(run_id: int, name: str = DUMPS_ARCHIVE) -> Path:
     return run_dir(run_id) / name
 
 
-def pack_folder(run_id: int, folder, name: str = DUMPS_ARCHIVE, progress=None) -> Path:
-    """Pack every regular file of ``folder`` (sorted by name, no subfolders) into ``<run dir>/<name>`` (tar.gz,
-    0600), written to a temporary name first so a reader never sees half an archive; ``progress(fraction)`` after
-    each file. Returns the archive's path."""
-    folder = Path(folder)
-    files = sorted(p for p in folder.iterdir() if p.is_file())
+def write_archive(run_id: int, write, name: str = DUMPS_ARCHIVE) -> Path:
+    """Store ``<run dir>/<name>`` (0600) as ``write(binary file)`` writes it, under a temporary name first so a
+    reader never sees half an archive. Returns its path."""
     d = private_dir(run_dir(run_id))
     final, tmp = d / name, d / f".{name}.partial"
     fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz", compresslevel=6) as tar:
-        for i, p in enumerate(files):
-            info = tar.gettarinfo(str(p), arcname=p.name)
-            info.uid = info.gid = 0
-            info.uname = info.gname = ""
-            info.mode = 0o600
-            with p.open("rb") as f:
-                tar.addfile(info, f)
-            if progress is not None:
-                progress((i + 1) / len(files))
+    try:
+        with os.fdopen(fd, "wb") as raw:
+            write(raw)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     os.replace(tmp, final)
     return final
+
+
+def pack_folder(run_id: int, folder, name: str = DUMPS_ARCHIVE, progress=None) -> Path:
+    """Pack every regular file of ``folder`` (sorted by name, no subfolders) into ``<run dir>/<name>`` as a plain
+    tar.gz (:func:`write_archive`); ``progress(fraction)`` after each file. Returns the archive's path."""
+    folder = Path(folder)
+    files = sorted(p for p in folder.iterdir() if p.is_file())
+
+    def write(raw):
+        with tarfile.open(fileobj=raw, mode="w:gz", compresslevel=6) as tar:
+            for i, p in enumerate(files):
+                info = tar.gettarinfo(str(p), arcname=p.name)
+                info.uid = info.gid = 0
+                info.uname = info.gname = ""
+                info.mode = 0o600
+                with p.open("rb") as f:
+                    tar.addfile(info, f)
+                if progress is not None:
+                    progress((i + 1) / len(files))
+    return write_archive(run_id, write, name)
 
 
 def stored(run_id: int, name: str = DUMPS_ARCHIVE) -> Path | None:

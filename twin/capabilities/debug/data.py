@@ -3,8 +3,10 @@
 
 - a ``debug`` rehearsal: the analyzer's result (docs/debugging.md) with the culprit's items and their inventory ids,
   the straggler ranking, the dumps' download URL, and the heatmap of where each rank stopped as the analyzer drew it
-  (rows: ranks, or hosts past 1,024 ranks, each its least advanced rank; columns: the last recorded entries by
-  record id): ``cells`` the base64 of the uint8 state per row and column (HEATMAP_STATES), row-major;
+  (rows: ranks, or hosts past 1,024 ranks; columns: instants up to the last event, ``times_s`` from the earliest
+  stop, with each row's ``stopped_s``, or record ids for dumps without timestamps; docs/debugging.md, "The
+  heatmap"): ``cells`` the base64 of the uint8 state per row and column (HEATMAP_STATES), row-major, ``culprit``
+  the rows holding a culprit's rank;
 - a ``startup`` run: its summary as the engine wrote it (the curve's rows).
 
 Server paths are cut out (:func:`twin.runs.server_paths.scrub`), and ``dumps_refusal`` says why the viewer may not

@@ -15,9 +15,11 @@ it (the job is placed as the run will place it, on the usable GPUs of the invent
 
 The dumps (one pickle per rank, PyTorch's format) are written in a temporary folder named after the run and its
 attempt (:mod:`twin.runs.tempfiles`, swept when the run is no longer running), after a check that its disk has room
-for them (:func:`sim.debug.dumpsize.check_room`), packed into one tar.gz stored with the run (:mod:`twin.runs.files`,
-``GET /api/runs/<id>/dumps/``) and read back by the engine's analyzer, which runs nothing in them
-(:mod:`sim.debug.safeload`). The summary is the analyzer's result (docs/debugging.md)
+for them (:func:`sim.debug.dumpsize.check_room`), then read back by the engine's analyzer, which runs nothing in them
+(:mod:`sim.debug.safeload`), while a second thread packs them into the run's archive (:mod:`sim.debug.archive`: a
+tar.gz of the dumps in byte columns, about 18 times smaller than they are, ``python -m sim debug unpack`` gives them
+back; stored with the run, :mod:`twin.runs.files`, ``GET /api/runs/<id>/dumps/``): gzip and file reads leave
+Python's lock, so on two cores the packing costs the run little more than the analysis. The summary is the analyzer's result (docs/debugging.md)
 with the culprit's items completed from the inventory (GPUs, host and link ids) and the heatmap's cells moved to
 arrays:
 
@@ -30,16 +32,19 @@ arrays:
   (:func:`twin.capabilities.debug.live.debug_stop`: how many of the heatmap's collectives its row never started,
   the culprit's GPUs marked): the GPU page's ``?color=debug&run=<id>``.
 
-Live frames: ``debug_progress`` at every progress report (stage and the engine's fractions of its three stages),
-then ``debug_stop`` with the last frame.
+Live frames: ``debug_progress`` at every progress report (stage and the fractions done of its four stages: the run's
+percentage is their sum weighted by STAGE_SPAN), then ``debug_stop`` with the last frame.
 """
 from __future__ import annotations
 
 from typing import Callable
 
+import threading
+
 import numpy as np
 
 from sim.core.errors import ParamError
+from sim.debug import archive
 from sim.debug.analyze import analyze
 from sim.debug.cluster import gpu_links
 from sim.debug.dumpsize import check_room, dump_bytes
@@ -57,8 +62,10 @@ DEBUG_HEADLINE = (Headline("culprit_text", "culprit", "text"), Headline("ranks",
 STARTUP_HEADLINE = (Headline("largest_text", "start-up at the largest scale", "text"),)
 DEBUG_ARRAYS = {"rank_gpu": "int32", "heatmap_state": "uint8", "heatmap_started": "int64",
                 "heatmap_completed": "int64", "gpu_stop": "uint8"}
-# Stage shares of a rehearsal's progress (the run's percentage): the engine's fractions inside each.
-STAGE_SPAN = {"simulating": (0.0, 0.5), "dumping": (0.5, 0.8), "analyzing": (0.8, 1.0)}
+# Stage shares of a rehearsal's progress (the run's percentage: each stage's fraction done times its width, summed;
+# packing and analyzing run side by side), in the order a run goes through them; widths about their share of the
+# run's time at 16,384 ranks (bench/bench_debug_run.py).
+STAGE_SPAN = {"simulating": (0.0, 0.3), "dumping": (0.3, 0.55), "analyzing": (0.55, 0.8), "packing": (0.8, 1.0)}
 STARTED = 2                                     # the analyzer's heatmap state "started" (docs/debugging.md)
 
 
@@ -152,26 +159,77 @@ def _startup_seconds(values: dict, cluster) -> float:
 
 
 # ----------------------------------------------------------------------------------------------- the kinds
-def _stage_progress(progress: Callable, stage: str, done: dict, ranks: int) -> Callable:
-    """A progress callback for one stage: the engine's fraction ``f`` of it, as the run's share and as the
-    ``debug_progress`` section."""
-    lo, hi = STAGE_SPAN[stage]
+def _percent(done: dict) -> float:
+    """The run's share done (0..1): each stage's fraction done times its width in STAGE_SPAN."""
+    return sum((hi - lo) * done[stage] for stage, (lo, hi) in STAGE_SPAN.items())
 
+
+def _stage_progress(progress: Callable, stage: str, done: dict, ranks: int) -> Callable:
+    """A progress callback for one stage: the engine's fraction ``f`` of it, in the run's share and in the
+    ``debug_progress`` section (with the other stages' fractions as they are, the packing thread's included)."""
     def report(f=None, message="", **_):
         if f is None:
             return
         done[stage] = max(0.0, min(1.0, float(f)))
-        progress(lo + (hi - lo) * done[stage], message,
-                 debug_progress=live.debug_progress(stage, **done, ranks=ranks))
+        progress(_percent(done), message, debug_progress=live.debug_progress(stage, **done, ranks=ranks))
     return report
 
 
+class _Packer(threading.Thread):
+    """Packs the dumps' folder into the run's archive (:func:`sim.debug.archive.pack`, :func:`twin.runs.files
+    .write_archive`) beside the analysis; its fraction done in ``done["packing"]``; :meth:`stop` makes it give up at
+    its next file (a cancelled or failed run)."""
+
+    def __init__(self, run_id: int, folder, done: dict):
+        super().__init__(name=f"debug-pack-{run_id}", daemon=True)
+        self.run_id, self.folder, self.done = run_id, folder, done
+        self.path = self.error = None
+        self.read = 0
+        self.stopping = False
+
+    def _progress(self, f):
+        if self.stopping:
+            raise InterruptedError("packing stopped")
+        self.done["packing"] = f
+
+    def run(self):
+        def write(raw):
+            self.read = archive.pack(self.folder, raw, progress=self._progress)
+        try:
+            self.path = files.write_archive(self.run_id, write)
+        except BaseException as e:          # handed to the run's thread (wait)
+            self.error = e
+
+    def stop(self):
+        self.stopping = True
+        self.join()
+
+    def wait(self, report: Callable):
+        """Join, reporting the packing's fraction every half second and once it is done (the stage is seen even
+        when the packing ended with the analysis); re-raise its error."""
+        while self.is_alive():
+            self.join(0.5)
+            report(self.done["packing"], "packing the dumps")
+        if self.error is not None:
+            raise self.error
+        report(1.0, f"dumps packed: {self.path.stat().st_size:,} bytes")
+
+
 def gpu_stop(n_gpus: int, rank_gpu: np.ndarray, heatmap: dict, state: np.ndarray, culprit_ranks) -> np.ndarray:
-    """Per GPU the ``debug_stop`` code: of the heatmap's collectives that some row started, how many its rank's row
-    never started (a host row: its least advanced rank); the culprit's GPUs marked, GPUs outside the job not in it."""
+    """Per GPU the ``debug_stop`` code: on the heatmap's time axis, how many of its instants came after its rank's
+    row stopped (its last event: the earliest stops lag most); on its record axis, of the heatmap's collectives that
+    some row started, how many its rank's row never started (a host row: its least advanced rank); the culprit's GPUs
+    marked, GPUs outside the job not in it."""
     rank_gpu = np.asarray(rank_gpu, dtype=np.int64)
-    reached = state >= STARTED
-    lag_row = (reached.any(axis=0)[None, :] & ~reached).sum(axis=1) if state.size else np.zeros(len(state), int)
+    if heatmap.get("axis") == "time":
+        stopped = np.asarray([np.nan if x is None else x for x in heatmap.get("stopped_s", [])], dtype=np.float64)
+        times = np.asarray(heatmap.get("times_s", []), dtype=np.float64)
+        lag_row = (times[None, :] > np.nan_to_num(stopped, nan=np.inf)[:, None]).sum(axis=1)
+    elif state.size:
+        reached = state >= STARTED
+        lag_row = (reached.any(axis=0)[None, :] & ~reached).sum(axis=1)
+    else:
+        lag_row = np.zeros(len(state), int)
     lag = np.full(n_gpus, np.nan)
     for row, ranks in enumerate(heatmap.get("ranks", [])):
         ranks = np.asarray(ranks, dtype=np.int64)
@@ -226,7 +284,7 @@ def debug(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]
     the run, analyze them; see the module docstring."""
     topo = topology_from_layout(layout)
     gpus = _place(topo, params)
-    n, done = int(gpus.size), {"simulating": 0.0, "dumping": 0.0, "analyzing": 0.0}
+    n, done = int(gpus.size), {stage: 0.0 for stage in STAGE_SPAN}
     values = DEBUG.validate({**params, "inject": engine_inject(params, gpus, topo)})
     rehearsal = run_debug(topo, values, progress=_stage_progress(progress, "simulating", done, n)).rehearsal
     done["simulating"] = 1.0
@@ -235,8 +293,15 @@ def debug(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]
         check_room(folder, dump_bytes(values))  # room for every dump, or a clear error before the first
         rehearsal.write_dumps(folder, progress=_stage_progress(progress, "dumping", done, n))
         done["dumping"] = 1.0
-        archive = files.pack_folder(run.pk, folder)
-        result = analyze(folder, cluster=topo, progress=_stage_progress(progress, "analyzing", done, n))
+        packer = _Packer(run.pk, folder, done)
+        packer.start()
+        try:
+            result = analyze(folder, cluster=topo, progress=_stage_progress(progress, "analyzing", done, n))
+            done["analyzing"] = 1.0
+            packer.wait(_stage_progress(progress, "packing", done, n))
+        finally:
+            if packer.is_alive():
+                packer.stop()
     result.pop("folder", None)                  # the worker's temporary folder: gone, and of no use to a reader
     heatmap = dict(result.pop("heatmap", None) or {})
     state = np.asarray(heatmap.pop("state", []), dtype=np.uint8).reshape(len(heatmap.get("labels", [])), -1)
@@ -246,12 +311,14 @@ def debug(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]
     blamed = set(culprit["ranks"]) if culprit else set()
     stop = gpu_stop(int(topo.n_gpus), gpus, heatmap, state, sorted(blamed))
     heatmap["culprit_rows"] = [i for i, rs in enumerate(heatmap.pop("ranks", [])) if blamed & set(rs)]
-    progress(1.0, debug_progress=live.debug_progress("done", simulating=1, dumping=1, analyzing=1, ranks=n),
+    progress(1.0, debug_progress=live.debug_progress("done", **{stage: 1 for stage in STAGE_SPAN}, ranks=n),
              debug_stop=stop, force=True)
     summary = {**result, "culprit": culprit, "heatmap": heatmap, "rehearsal": rehearsal.to_dict(),
                "culprit_text": (culprit or {}).get("explanation") or "none: a clean job", "ranks": n,
                "inject": params.get("inject"), "engine_inject": values["inject"],
-               "dumps_bytes": archive.stat().st_size, "dumps_url": f"/api/runs/{run.pk}/dumps/"}
+               "dumps_bytes": packer.path.stat().st_size, "dumps_written_bytes": packer.read,
+               "dumps_url": f"/api/runs/{run.pk}/dumps/",
+               "dumps_unpack": f"python -m sim debug unpack run-{run.pk}-{files.DUMPS_ARCHIVE} DIR"}
     arrays = {"rank_gpu": gpus, "heatmap_state": state, "heatmap_started": started, "heatmap_completed": completed,
               "gpu_stop": stop}
     return summary, arrays

@@ -7,12 +7,12 @@ import numpy as np
 from twin.live.sections import Section, register
 
 # A debug rehearsal's progress (debug_progress): its stage (DEBUG_STAGES) and the share done (0..1) of each of its
-# three stages, the engine's own fractions: simulating the job with the fault, writing the per-rank dumps,
-# analyzing them; ``ranks`` the job's ranks.
-DEBUG_FIELDS = ("stage", "simulating", "dumping", "analyzing", "ranks")
-DEBUG_SIMULATING, DEBUG_DUMPING, DEBUG_ANALYZING, DEBUG_DONE = 0, 1, 2, 3
+# four stages, the engine's own fractions: simulating the job with the fault, writing the per-rank dumps,
+# analyzing them and packing them into the run's archive (these two side by side); ``ranks`` the job's ranks.
+DEBUG_FIELDS = ("stage", "simulating", "dumping", "analyzing", "ranks", "packing")
+DEBUG_SIMULATING, DEBUG_DUMPING, DEBUG_ANALYZING, DEBUG_DONE, DEBUG_PACKING = 0, 1, 2, 3, 4
 DEBUG_STAGES = {DEBUG_SIMULATING: "simulating", DEBUG_DUMPING: "dumping", DEBUG_ANALYZING: "analyzing",
-                DEBUG_DONE: "done"}
+                DEBUG_DONE: "done", DEBUG_PACKING: "packing"}
 # Where each GPU's rank stopped (debug_stop): how many collectives (of its process groups' sequence) it is behind
 # the furthest rank, 0..DEBUG_LAG_MAX (clipped); DEBUG_CULPRIT for a rank the analyzer names, DEBUG_NOT_IN_JOB for
 # GPUs outside the rehearsed job.
@@ -21,11 +21,12 @@ DEBUG_CULPRIT = 254
 DEBUG_NOT_IN_JOB = 255
 
 
-def debug_progress(stage: str, *, simulating=0.0, dumping=0.0, analyzing=0.0, ranks=0) -> dict:
-    """The debug_progress row: ``stage`` a name of DEBUG_STAGES, the three shares done 0..1."""
+def debug_progress(stage: str, *, simulating=0.0, dumping=0.0, analyzing=0.0, ranks=0, packing=0.0) -> dict:
+    """The debug_progress row: ``stage`` a name of DEBUG_STAGES, the four shares done 0..1."""
     if stage not in DEBUG_STAGES.values():
         raise KeyError(stage)
-    return {"stage": stage, "simulating": simulating, "dumping": dumping, "analyzing": analyzing, "ranks": ranks}
+    return {"stage": stage, "simulating": simulating, "dumping": dumping, "analyzing": analyzing, "ranks": ranks,
+            "packing": packing}
 
 
 def debug_stop(lag, culprit=None, in_job=None) -> np.ndarray:

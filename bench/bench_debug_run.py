@@ -1,0 +1,165 @@
+"""Benchmark of the twin's ``debug`` run kind at 16,384 ranks through a real worker (issue 25: within 60 s on 2
+cores, progress through every phase, a compressed archive).
+
+    .venv/bin/python bench/bench_debug_run.py [--gpus 16384] [--keep] [--database-url URL] [--redis-url URL]
+
+Builds meta-roce-24k in a SQLite database of its own (kept with ``--keep`` so the next run skips the build),
+starts a Celery worker (one process) on a queue of its own, then starts one debug run through
+:func:`twin.runs.actions.create_run` (the API's path): Llama 3 405B, TP 8 x PP 16 x DP 128, ``hang:rank=12345``,
+2,000 entries per rank. It samples the run's progress every 0.2 s (the percentage its live frames and the runs list
+carry) and prints, per phase (the kind's ``STAGE_SPAN``: the share of the percentage each phase owns), the wall
+seconds spent in it, the longest time the percentage did not move, the total from queued to succeeded, the archive's
+size against the dumps' and the culprit. It is not a test; the figures depend on the machine's load (printed).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+CLUSTER = "meta-roce-24k"
+BUDGET_S = 60.0
+QUEUE = "bench-debug"
+
+
+def phases(samples, spans) -> list[tuple[str, float]]:
+    """Wall seconds per phase from (time, percent) samples: a phase runs from the first sample at or past its
+    start to the first sample at or past the next phase's start (the last one: to the end)."""
+    starts = []
+    for name, (lo, _hi) in spans:
+        t = next((s for s, p in samples if p >= 100 * lo - 1e-9), samples[-1][0])
+        starts.append((name, t))
+    out = []
+    for i, (name, t) in enumerate(starts):
+        end = starts[i + 1][1] if i + 1 < len(starts) else samples[-1][0]
+        out.append((name, max(0.0, end - t)))
+    return out
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) used so far by process ``pid`` and its children (the worker's pool process),
+    from /proc: the figure the machine's load does not change."""
+    tick, total = os.sysconf("SC_CLK_TCK"), 0.0
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            fields = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(d) == pid or int(fields[1]) == pid:          # fields[1]: the parent's pid
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gpus", type=int, default=16384)
+    ap.add_argument("--database-url", default=f"sqlite:///{ROOT / 'var' / 'bench_debug_run.sqlite3'}")
+    ap.add_argument("--redis-url", default="redis://127.0.0.1:6379/4")
+    ap.add_argument("--keep", action="store_true", help="keep the database (and the built cluster) for next time")
+    args = ap.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench_debug_run_"))
+    (tmp / "tmp").mkdir()
+    env = {**os.environ, "DATABASE_URL": args.database_url, "REDIS_URL": args.redis_url,
+           "DJANGO_SETTINGS_MODULE": "twin.settings", "SECRET_KEY": secrets.token_urlsafe(50),
+           "TWIN_CELERY_QUEUE": QUEUE, "TWIN_LIVE_KEY_PREFIX": "twin:bench-debug:", "PYTHONUNBUFFERED": "1",
+           "TWIN_RUN_FILES_DIR": str(tmp / "run-files"), "TMPDIR": str(tmp / "tmp")}
+    # a temporary folder of its own: another twin's sweeper on this machine (its own database, where run 1 is not
+    # running) would remove this run's dumps folder from a shared /tmp
+    os.environ.update(env)
+    Path(args.database_url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
+
+    import django
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connection
+
+    from twin.capabilities.debug.kinds import STAGE_SPAN
+    from twin.inventory.models import Cluster
+    from twin.runs import actions, files
+    from twin.runs.models import SimulationRun
+    if not Cluster.objects.filter(name=CLUSTER).exists():
+        t = time.perf_counter()
+        call_command("build_cluster", CLUSTER, "--no-progress")
+        print(f"built {CLUSTER} in {time.perf_counter() - t:.0f} s")
+    cluster = Cluster.objects.get(name=CLUSTER)
+
+    log = open(tmp / "worker.log", "w")
+    worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "twin", "worker", "--concurrency", "1",
+                               "-Q", QUEUE, "-l", "warning", "-n", f"bench-debug-{os.getpid()}@%h"],
+                              cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    load = [os.getloadavg()[0]]
+    try:
+        from twin.celery import app
+        deadline = time.monotonic() + 60
+        while not app.control.ping(timeout=0.5) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        dp = args.gpus // (8 * 16)
+        params = {"model": "llama3-405b", "gpus": args.gpus, "tp": 8, "pp": 16, "dp": dp,
+                  "inject": "hang:rank=12345" if args.gpus > 12345 else f"hang:rank={args.gpus // 2}"}
+        cpu0 = tree_cpu_s(worker.pid)
+        t0 = time.monotonic()
+        run = actions.create_run("debug", params, cluster)
+        connection.close()
+        samples = []
+        while True:
+            r = SimulationRun.objects.filter(pk=run.pk).values("status", "progress").first()
+            now = time.monotonic() - t0
+            if not samples or r["progress"] != samples[-1][1]:
+                samples.append((now, r["progress"]))
+            if r["status"] in ("succeeded", "failed", "cancelled"):
+                samples.append((now, 100.0))
+                break
+            if now > 30 * BUDGET_S:
+                sys.exit("bench_debug_run: the run did not end in 30 x the budget")
+            time.sleep(0.2)
+        wall = time.monotonic() - t0
+        cpu = tree_cpu_s(worker.pid) - cpu0
+        load.append(os.getloadavg()[0])
+        run.refresh_from_db()
+        if run.status != "succeeded":
+            sys.exit(f"bench_debug_run: the run {run.status}: {run.error}")
+        archive = files.stored(run.pk, run.summary.get("dumps_file") or files.DUMPS_ARCHIVE)
+        s = run.summary
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait()
+        log.close()
+        if not args.keep and args.database_url.startswith("sqlite:///"):
+            for suffix in ("", "-wal", "-shm"):
+                Path(args.database_url.removeprefix("sqlite:///") + suffix).unlink(missing_ok=True)
+
+    gaps = [b[0] - a[0] for a, b in zip(samples, samples[1:])]
+    culprit = (s.get("culprit") or {}).get("ranks")
+    written = s.get("dumps_written_bytes")
+    print(f"\ndebug run: {args.gpus:,} ranks of Llama 3 405B on {CLUSTER}, {params['inject']}, 2,000 entries; "
+          f"one worker process; {os.cpu_count()} CPUs (shared), load average {load[0]:.1f} -> {load[-1]:.1f}")
+    for name, secs in phases(samples, STAGE_SPAN.items()):
+        print(f"  {name:<34} {secs:7.1f} s")
+    print(f"  {'total, queued -> succeeded':<34} {wall:7.1f} s   budget {BUDGET_S:.0f} s"
+          f"{'  ok' if wall <= BUDGET_S else '  OVER BUDGET'}")
+    print(f"  {'CPU of the worker process tree':<34} {cpu:7.1f} s   (the figure the load does not change)")
+    print(f"  {'longest time without progress':<34} {max(gaps, default=0):7.1f} s   ({len(samples)} values seen)")
+    print(f"  {'archive':<34} {archive.name if archive else '-'}: {s['dumps_bytes'] / 1e6:,.1f} MB"
+          + (f" of {written / 1e6:,.0f} MB of dumps ({written / s['dumps_bytes']:.0f} x)" if written else ""))
+    print(f"  {'culprit ranks':<34} {culprit}")
+
+
+if __name__ == "__main__":
+    main()
