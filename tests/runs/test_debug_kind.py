@@ -252,8 +252,11 @@ def test_temporary_dumps_of_runs_no_longer_running_are_swept(demo, tmp_path):
     swept = tempfiles.sweep_temp_dirs(tmp_path)
     assert {d["run"] for d in swept} == {done.pk, running.pk, gone_id} and len(swept) == 3
     assert [n for n, d in folders.items() if d.exists()] == ["live"] and other.exists()
-    # and beat's pass runs it (on the system's temporary directory)
+    # and beat's pass runs it (on the twin's own temporary folder, not the system's /tmp, which other twins share)
     import tempfile
-    left = tempfile.mkdtemp(prefix=f"twin-debug-{done.pk}-a1-")
+    elsewhere = tempfile.mkdtemp(prefix=f"twin-debug-{done.pk}-a1-")
+    left = tempfile.mkdtemp(prefix=f"twin-debug-{done.pk}-a1-", dir=tempfiles.temp_root())
     beat.sweep()
     assert not os.path.exists(left)
+    assert os.path.exists(elsewhere)                # another twin's, maybe: not ours to judge
+    os.rmdir(elsewhere)
