@@ -67,14 +67,14 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(autouse=True, scope="session")
 def session_redis_keys():
     """At the end of the session: its keys deleted from Redis (the live push's and rate limits' of the servers it
-    started, its queue's unread tasks), which would otherwise stay, under names no later session uses, for days."""
+    started; its queue: unread tasks, bindings), which would otherwise stay for days under names no session reuses."""
     yield
     import redis
 
     from twin.live import store
     try:
         r = store.client()
-        for pattern in (f"test:{SESSION}:*", f"{QUEUE}*"):
+        for pattern in (f"test:{SESSION}:*", f"*{QUEUE}*"):
             keys = list(r.scan_iter(match=pattern, count=1000))
             if keys:
                 r.delete(*keys)
