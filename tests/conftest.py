@@ -4,7 +4,37 @@ import tempfile
 import uuid
 
 import pytest
+from channels.layers import channel_layers
 from django.conf import settings as django_settings
+
+from twin.celery import app as celery_app
+
+# One test session is one process; under pytest-xdist (scripts/test -n) one per worker, side by side on one Redis.
+# Everything a session keeps outside its test database (pytest-django names one per worker) takes a name of its own,
+# set here before any test sends or publishes, and inherited by the servers and workers it starts (the environment).
+SESSION = uuid.uuid4().hex[:10]
+# Celery: this session's tasks go to a queue only its own workers read.
+QUEUE = f"twin-tests-{SESSION}"
+os.environ["TWIN_CELERY_QUEUE"] = django_settings.CELERY_TASK_DEFAULT_QUEUE = QUEUE
+celery_app.conf.task_default_queue = QUEUE
+# Live push (snapshots, and the channel layer's groups: run and cluster ids repeat from worker to worker) and rate
+# limits of the servers this session starts.
+LIVE_PREFIX = f"test:{SESSION}:live:"
+os.environ["TWIN_LIVE_KEY_PREFIX"] = LIVE_PREFIX
+os.environ["TWIN_THROTTLE_KEY_PREFIX"] = f"test:{SESSION}:throttle"
+
+
+def live_settings(prefix: str) -> dict:
+    """The settings of a live-push key prefix in this process: its snapshots and its channel layer's groups, as a
+    server started with ``TWIN_LIVE_KEY_PREFIX=prefix`` derives them (twin/settings.py)."""
+    layer = django_settings.CHANNEL_LAYERS["default"]
+    return {"TWIN_LIVE_KEY_PREFIX": prefix,
+            "CHANNEL_LAYERS": {"default": {**layer, "CONFIG": {**layer["CONFIG"], "prefix": prefix + "asgi"}}}}
+
+
+for _name, _value in live_settings(LIVE_PREFIX).items():
+    setattr(django_settings, _name, _value)
+channel_layers.backends = {}    # none made before: the next one takes the session's prefix
 
 # Run files (twin/runs/files.py) of this session only, for this process and the servers and workers it starts (they
 # inherit the environment): run ids restart with every test database, the files under var/ would not.
@@ -18,6 +48,38 @@ os.environ["TWIN_STRUCTURE_CACHE_DIR"] = tempfile.mkdtemp(prefix="twin-test-stru
 os.environ["TWIN_WARM_STRUCTURES"] = "false"
 django_settings.TWIN_WARM_STRUCTURES = False
 django_settings.TWIN_KEPT_CACHE = ""  # kept values per process only: a test's rows may change without a logged write
+
+
+# Test packages whose tests share servers started once per package (a daphne, a worker, a browser, clusters built and
+# committed): under pytest-xdist each package's tests all go to one worker (--dist loadgroup), which starts them once.
+SERVED_PACKAGES = ("e2e", "example_capability")
+
+
+def pytest_collection_modifyitems(config, items):
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        parts = item.nodeid.split("/")
+        if len(parts) > 2 and parts[0] == "tests" and parts[1] in SERVED_PACKAGES:
+            item.add_marker(pytest.mark.xdist_group(parts[1]))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def session_redis_keys():
+    """At the end of the session: its keys deleted from Redis (the live push's and rate limits' of the servers it
+    started; its queue: unread tasks, bindings), which would otherwise stay for days under names no session reuses."""
+    yield
+    import redis
+
+    from twin.live import store
+    try:
+        r = store.client()
+        for pattern in (f"test:{SESSION}:*", f"*{QUEUE}*"):
+            keys = list(r.scan_iter(match=pattern, count=1000))
+            if keys:
+                r.delete(*keys)
+    except redis.ConnectionError:   # a session that never needed Redis (tests/sim alone), run without one
+        pass
 
 
 @pytest.fixture(autouse=True, scope="session")

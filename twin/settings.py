@@ -112,18 +112,19 @@ REDIS_URL = env.redis_url()
 # is also 5 s, so an idle WebSocket's read timed out first and the socket was closed with 1011 every 5-6 s. The read
 # timeout must stay well above the BRPOP timeout.
 TWIN_REDIS_SOCKET_TIMEOUT = 30.0
+# Redis keys of the live push: the snapshots, and the channel layer's groups and channels (its "prefix"); several
+# twins (or test sessions) sharing one Redis each take their own, or a frame of one's run 1 reaches the other's.
+TWIN_LIVE_KEY_PREFIX = os.environ.get("TWIN_LIVE_KEY_PREFIX") or "twin:live:"
 # Live push (twin/live): frames are small (a 56k-link Uint8 frame is 56 KB) and few (the tick); a client that falls
 # more than `capacity` frames behind loses frames and resyncs from the REST snapshot (sequence numbers show the gap).
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": TWIN_REDIS_SOCKET_TIMEOUT}],
-                   "capacity": 100, "expiry": 10, "group_expiry": 86400},
+                   "capacity": 100, "expiry": 10, "group_expiry": 86400, "prefix": TWIN_LIVE_KEY_PREFIX + "asgi"},
     },
 }
 TWIN_LIVE_TICK_HZ = 4.0   # frames per second per run at most (RunPublisher.progress)
-# Redis keys of the live snapshots; several twins (or test sessions) sharing one Redis each take their own.
-TWIN_LIVE_KEY_PREFIX = os.environ.get("TWIN_LIVE_KEY_PREFIX") or "twin:live:"
 TWIN_LIVE_SNAPSHOT_TTL = 7 * 24 * 3600
 
 # Celery: one app (twin/celery.py), settings under the CELERY_ namespace.

@@ -25,8 +25,14 @@ from django.db import connections
 from tests.e2e.browser import READY, PageProbe, launch, orm_beside_playwright, require_chromium, screenshot
 from tests.processes import Daphne, Workers, wait_for
 
-# The test database's name, taken before any set-up (which renames the connection's database to it).
-TEST_DATABASE_NAME = connections["default"].creation._get_test_db_name()
+
+
+def database_under_test() -> str:
+    """The test database's name, once the session has named it (pytest-django's django_db_modify_db_settings: under
+    pytest-xdist a suffix per worker), whether or not it is set up yet (set-up renames the connection's database)."""
+    return connections["default"].creation._get_test_db_name()
+
+
 PASSWORD = "e2e-password-not-secret"
 PAGE_TIMEOUT_MS = 30_000          # correctness, not speed: bench/bench_ui.py measures against the budgets
 RUN_SECONDS = 120
@@ -162,9 +168,10 @@ def server_settings():
     process publishes under the same keys. Rate-limit counters of this session too."""
     from django.test import override_settings
 
+    from tests.conftest import live_settings
     from twin.live import store
     prefix = f"test:e2e:{uuid.uuid4().hex[:12]}:"
-    override = override_settings(TWIN_LIVE_KEY_PREFIX=prefix)
+    override = override_settings(**live_settings(prefix))
     override.enable()
     yield {"TWIN_LIVE_KEY_PREFIX": prefix, "TWIN_THROTTLE_KEY_PREFIX": f"{prefix}throttle"}
     try:
@@ -184,12 +191,13 @@ def test_database(django_db_setup, django_db_blocker):
     from django.db import connection
     from django.test.utils import setup_databases, teardown_databases
 
-    if connection.settings_dict["NAME"] == TEST_DATABASE_NAME:
+    name = database_under_test()
+    if connection.settings_dict["NAME"] == name:
         yield
         return
     with database(django_db_blocker):
         created = setup_databases(verbosity=0, interactive=False, aliases={"default"})
-        assert connection.settings_dict["NAME"] == TEST_DATABASE_NAME
+        assert connection.settings_dict["NAME"] == name
     yield
     with database(django_db_blocker):
         teardown_databases(created, verbosity=0)

@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from tests.e2e.browser import orm_beside_playwright, require_chromium
-from tests.e2e.conftest import TEST_DATABASE_NAME, ServedTwin, Visitor, database, headless_browser
+from tests.e2e.conftest import ServedTwin, Visitor, database, database_under_test, headless_browser
 from tests.processes import Daphne, Workers
 
 PACKAGE = "tests.example_capability"
@@ -38,7 +38,7 @@ def example_twin(django_db_setup, django_db_blocker, tmp_path_factory):
     from twin.inventory.builder import build_cluster
 
     created = None
-    if connection.settings_dict["NAME"] != TEST_DATABASE_NAME:
+    if connection.settings_dict["NAME"] != database_under_test():
         with database(django_db_blocker):
             created = setup_databases(verbosity=0, interactive=False, aliases={"default"})
     logs = tmp_path_factory.mktemp("example-servers")

@@ -1,29 +1,18 @@
 """Real Celery workers for the runs tests (tests/processes.py): processes started with ``celery -A twin worker
 --pool=solo`` against the test database (a file on SQLite, ``test_<name>`` on PostgreSQL) and the real Redis
-(REDIS_URL), on a queue of their own (TWIN_CELERY_QUEUE), so that no other worker on the same Redis can take the
-tests' tasks.
+(REDIS_URL), on the session's queue (TWIN_CELERY_QUEUE, tests/conftest.py), so that no other worker on the same Redis
+can take the tests' tasks.
 
 Tests that use workers are ``@pytest.mark.django_db(transaction=True)``: a worker sees committed rows only.
 """
 from __future__ import annotations
 
-import os
-import uuid
-
 import pytest
-from django.conf import settings
 from django.contrib.auth.models import Permission, User
 from rest_framework.test import APIClient
 
 from tests.processes import Workers
 from twin.api.models import ApiToken
-from twin.celery import app as celery_app
-
-QUEUE = f"twin-tests-{uuid.uuid4().hex[:10]}"
-# Before anything sends a task: this process and the workers use the session's own queue.
-os.environ["TWIN_CELERY_QUEUE"] = QUEUE
-settings.CELERY_TASK_DEFAULT_QUEUE = QUEUE
-celery_app.conf.task_default_queue = QUEUE
 
 
 @pytest.fixture(scope="session")
