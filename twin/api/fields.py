@@ -5,7 +5,7 @@ from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from twin.api.permissions import shows_user_names
+from twin.api.permissions import shown_name
 from twin.api.schema import ID
 
 
@@ -104,17 +104,15 @@ class LinkedRelatedFieldSchema(OpenApiSerializerFieldExtension):
 @extend_schema_field({"type": "string", "nullable": True, "readOnly": True,
                       "description": "a user name; null for anonymous readers (and for the system)"})
 class UserNameField(serializers.Field):
-    """A user's name read from ``source`` (e.g. ``created_by.username``), or None when the request's user may not
-    see names (:func:`twin.api.permissions.shows_user_names`) or there is no user."""
+    """A user's name read from ``source`` (e.g. ``created_by.username``) as the request's user may see it
+    (:func:`twin.api.permissions.shown_name`: "a user" for anonymous readers), or None when there is no user."""
 
     def __init__(self, **kwargs):
         super().__init__(read_only=True, default=None, **kwargs)
 
     def get_attribute(self, instance):
         request = self.context.get("request")
-        if not shows_user_names(getattr(request, "user", None)):
-            return None
-        return super().get_attribute(instance)
+        return shown_name(super().get_attribute(instance), getattr(request, "user", None))
 
     def to_representation(self, value):
         return str(value)

@@ -19,3 +19,15 @@ def shows_user_names(user) -> bool:
     live change events' ``by``): signed-in users only. Anonymous reading is for the state of the clusters, not
     for learning the accounts that can write it."""
     return bool(user is not None and user.is_authenticated)
+
+
+HIDDEN_NAME = "a user"          # what a reader who may not see names is shown instead of one
+
+
+def shown_name(name, user) -> str | None:
+    """The name ``user`` is shown for something made by the user called ``name`` (empty or None: by the system, and
+    so returned): the name for a reader who may see names (:func:`shows_user_names`), else HIDDEN_NAME, so that a
+    change by a user never reads as the system's."""
+    if not name:
+        return name
+    return str(name) if shows_user_names(user) else HIDDEN_NAME

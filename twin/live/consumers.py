@@ -23,7 +23,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from redis.exceptions import RedisError
 
-from twin.api.permissions import shows_user_names
+from twin.api.permissions import shown_name, shows_user_names
 from twin.inventory.zones import ScopeError, parse_building
 from twin.live import meta, scope, store
 from twin.live.frames import CLOSE_NOT_FOUND, CLOSE_TRY_AGAIN_LATER, CLOSE_UNAUTHENTICATED
@@ -38,10 +38,11 @@ REDIS_DOWN = (RedisError, OSError, asyncio.TimeoutError)
 
 
 def _without_names(message: dict) -> dict:
-    """An event with every change line's ``by`` (a user name) set to null."""
+    """An event with every change line's ``by`` (a user name) hidden (:func:`twin.api.permissions.shown_name`)."""
     changes = message.get("changes")
     if isinstance(changes, list):
-        message["changes"] = [{**c, "by": None} if isinstance(c, dict) and "by" in c else c for c in changes]
+        message["changes"] = [{**c, "by": shown_name(c["by"], None)} if isinstance(c, dict) and "by" in c else c
+                              for c in changes]
     return message
 
 

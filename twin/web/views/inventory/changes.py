@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from twin.api.permissions import shows_user_names
+from twin.api.permissions import shown_name
 from twin.inventory.choices import ChangeAction
 from twin.inventory.models import ObjectChange
 
@@ -22,12 +22,11 @@ def summary(change: ObjectChange) -> str:
 
 def item_changes(model_name: str, pk: int, user=None) -> dict:
     """The item's last ``ITEM_CHANGES`` entries, newest first, each with its ``summary`` and ``who`` (the user's
-    name for a reader who may see names, twin.api.permissions.shows_user_names; else "a user" or "system");
+    name as the reader may see it, twin.api.permissions.shown_name, or "system");
     ``more``: older ones exist."""
     rows = list(ObjectChange.objects.filter(model=model_name, object_id=pk).order_by("-id")[:ITEM_CHANGES + 1])
-    names = shows_user_names(user)
     for row in rows:
         row.summary = summary(row)
-        row.who = (row.user_name if names else "a user") if row.user_name else "system"
+        row.who = shown_name(row.user_name, user) or "system"
     return {"changes": rows[:ITEM_CHANGES], "more_changes": len(rows) > ITEM_CHANGES,
             "changes_api": f"{reverse('api:change-list')}?model={model_name}&object_id={pk}"}
