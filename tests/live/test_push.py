@@ -40,12 +40,18 @@ async def receive_meta(comm):
     return json.loads(msg["text"])
 
 
+RUN_EVENTS = ("run_created", "run_deleted")      # what a cluster's stream also says of its runs (docs/live.md)
+
+
 async def receive_frames(comm, until_final=True, timeout=3.0):
-    """Binary frames until the final one (or silence); a text message here fails the test."""
+    """Binary frames until the final one (or silence); a text message here fails the test, except the run events a
+    cluster's stream carries between frames."""
     out = []
     while True:
         msg = await comm.receive_output(timeout=timeout)
         assert msg["type"] == "websocket.send", msg
+        if msg.get("text") is not None and json.loads(msg["text"]).get("type") in RUN_EVENTS:
+            continue
         assert msg.get("bytes") is not None, f"text after the metadata: {msg.get('text')}"
         f = frames.decode(msg["bytes"])
         out.append(f)

@@ -126,7 +126,7 @@ class NameOrIdRelatedFieldSchema(OpenApiSerializerFieldExtension):
     priority = 1                                     # before LinkedRelatedFieldSchema, which matches it too
 
     def map_serializer_field(self, auto_schema, direction):
-        name = {"type": "string", "description": f"its {self.target.slug_field}"}
+        name = {"type": "string", "minLength": 1, "pattern": r"\S", "description": f"its {self.target.slug_field}"}
         if direction == "request":
             return {"anyOf": [name, ID, {"type": "object", "properties": {"id": ID}, "required": ["id"]}]}
         return {"type": "object", "required": ["id", "url", self.target.slug_field],
