@@ -1,7 +1,9 @@
-"""An idle live stream stays open: nothing published for a minute, then a frame still arrives on the same socket.
+"""An idle live stream stays open: nothing published for several of the channel layer's blocking reads, then a frame
+still arrives on the same socket.
 
 Before TWIN_REDIS_SOCKET_TIMEOUT, redis-py's 5 s read timeout met channels_redis' 5 s BRPOP and the server closed
 every idle socket with 1011 ("Timeout reading from 127.0.0.1:6379") after 5-6 s; frames sent in the gap were lost.
+The idle time is two of those blocking reads and a margin: a read timeout at or under one of them fails within it.
 """
 import asyncio
 
@@ -9,23 +11,31 @@ import numpy as np
 import pytest
 from asgiref.sync import async_to_sync
 
+from channels_redis.core import RedisChannelLayer
+from django.conf import settings
+
 from tests.live.test_push import in_worker, open_socket, receive_meta
 from twin.live import frames
 from twin.live.publish import RunPublisher
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-IDLE_SECONDS = 60
+BLOCKING_READ_S = RedisChannelLayer.brpop_timeout        # channels_redis: how long one receive blocks on Redis
+IDLE_SECONDS = 2 * BLOCKING_READ_S + 2
 
 
-def test_an_idle_cluster_socket_stays_open_for_a_minute_and_then_gets_a_frame(demo, make_run):
+def test_the_redis_read_timeout_outlasts_the_channel_layers_blocking_read():
+    assert settings.TWIN_REDIS_SOCKET_TIMEOUT > BLOCKING_READ_S
+
+
+def test_an_idle_cluster_socket_stays_open_past_two_blocking_reads_and_then_gets_a_frame(demo, make_run):
     run = make_run(status="running")
 
     async def scenario():
         # given a client on the cluster stream, past its metadata
         ws = await open_socket(f"/ws/clusters/{demo.name}/?index=0")
         await receive_meta(ws)
-        # when nothing is published for a minute
+        # when nothing is published for two blocking reads and more
         await asyncio.sleep(IDLE_SECONDS)
         # then the server side is still serving it, has sent nothing (no close) ...
         assert not ws.future.done(), ws.future.exception()
