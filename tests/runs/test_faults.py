@@ -22,7 +22,8 @@ from twin.runs.models import SimulationRun
 
 ECHO = {"TWIN_RUN_KIND_MODULES": "tests.runs.echo_kind"}
 # A real run of about 8 s on demo-256 (AllToAll over every GPU, one seed a second): long enough to kill its worker.
-SLOWISH = {"collective": "alltoall", "gpus": 256, "sizes": "64M", "seeds": 8}
+# A run that lasts 4 s wherever it runs (tests/runs/echo_kind.py): long enough to kill its worker in the middle.
+SLOWISH = {"n": 20, "pause": 0.2}
 
 
 def _queued_echo_runs(demo, n):
@@ -109,7 +110,7 @@ def test_the_broker_is_read_for_the_messages_it_holds(settings):
 def test_a_run_whose_worker_died_shows_stalled_over_the_api_with_no_worker_left(workers, runner, demo, settings):
     settings.TWIN_RUNS_STALE_SECONDS = 3
     # given a run in progress
-    run_id = runner.post("/api/runs/", {"kind": "collective", "cluster": "demo-256", "params": SLOWISH},
+    run_id = runner.post("/api/runs/", {"kind": "echo", "cluster": "demo-256", "params": SLOWISH},
                          format="json").json()["id"]
     first = running(run_id)
     assert runner.get(f"/api/runs/{run_id}/").json()["stalled"] is False
@@ -127,9 +128,10 @@ def test_a_run_whose_worker_died_shows_stalled_over_the_api_with_no_worker_left(
 @pytest.mark.django_db(transaction=True)
 def test_beat_s_sweeper_hands_a_killed_worker_s_run_to_the_other_worker(workers, runner, demo, tmp_path):
     # given web (this process), two workers and beat as separate processes, beat sweeping every second
-    beat = Beat(tmp_path, {"TWIN_RUNS_STALE_SECONDS": "3", "TWIN_RUNS_SWEEP_SECONDS": "1"}).start()
+    beat = Beat(tmp_path, {"TWIN_RUNS_STALE_SECONDS": "3", "TWIN_RUNS_SWEEP_SECONDS": "1",
+                 "TWIN_RUN_KIND_MODULES": "tests.runs.echo_kind"}).start()
     try:
-        run_id = runner.post("/api/runs/", {"kind": "collective", "cluster": "demo-256", "params": SLOWISH},
+        run_id = runner.post("/api/runs/", {"kind": "echo", "cluster": "demo-256", "params": SLOWISH},
                              format="json").json()["id"]
         first = running(run_id)
         # when the worker running it is killed (its parent: a solo worker is one process)

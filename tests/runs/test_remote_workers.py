@@ -7,15 +7,16 @@ import uuid
 
 import pytest
 
+from tests.runs import echo_kind  # noqa: F401 - registers the echo kind in this process (the web side)
 from tests.processes import Workers, wait_for
 from tests.runs.beat import Beat
 from twin.runs.models import SimulationRun
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-# An AllToAll of 128 GPUs of demo-256: about a second per child, long enough to lose a host while one runs.
-CHILD = {"collective": "alltoall", "gpus": 128, "sizes": "64M", "seeds": 1}
-SWEEP = {"routing": ["ecmp", "eecmp"], "placement": ["topology", "random", "fragmented"]}
+# Six children of 1.2 s each wherever they run (tests/runs/echo_kind.py): long enough to lose a host while one runs.
+CHILD = {"pause": 0.2}
+SWEEP = {"n": [6, 7, 8, 9, 10, 11]}
 CHILDREN = 6
 
 
@@ -33,13 +34,14 @@ def test_a_sweep_spreads_over_worker_hosts_and_survives_losing_one(runner, demo,
     # given three worker hosts of their own and beat, sweeping every second, a run stale after 3 s of silence
     hosts = Workers(tmp_path, n=3, queue=own_queue, env={"TWIN_RUN_KIND_MODULES": "tests.runs.echo_kind"},
                     hosts_dir=tmp_path / "hosts")
-    beat = Beat(tmp_path, {"TWIN_RUNS_STALE_SECONDS": "3", "TWIN_RUNS_SWEEP_SECONDS": "1"}, queue=own_queue)
+    beat = Beat(tmp_path, {"TWIN_RUNS_STALE_SECONDS": "3", "TWIN_RUNS_SWEEP_SECONDS": "1",
+                           "TWIN_RUN_KIND_MODULES": "tests.runs.echo_kind"}, queue=own_queue)
     try:
         hosts.ensure()
         beat.start()
         # when a sweep of six children is started
         r = runner.post("/api/runs/", {"kind": "sweep", "cluster": "demo-256",
-                                       "params": {"kind": "collective", "params": CHILD, "sweep": SWEEP}},
+                                       "params": {"kind": "echo", "params": CHILD, "sweep": SWEEP}},
                         format="json")
         assert r.status_code == 201, r.json()
         parent_id = r.json()["id"]
