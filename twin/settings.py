@@ -29,7 +29,6 @@ if TWIN_HTTPS:
         SILENCED_SYSTEM_CHECKS = ["security.W021"]
 
 INSTALLED_APPS = [
-    "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
