@@ -48,9 +48,8 @@ os.environ["TWIN_STRUCTURE_CACHE_DIR"] = tempfile.mkdtemp(prefix="twin-test-stru
 os.environ["TWIN_WARM_STRUCTURES"] = "false"
 django_settings.TWIN_WARM_STRUCTURES = False
 django_settings.TWIN_KEPT_CACHE = ""  # kept values per process only: a test's rows may change without a logged write
-# Passwords hashed cheaply in this process (Django's advice for test suites: the default PBKDF2 takes ~0.3 s a hash,
-# and the login tests hash dozens); the servers the tests start keep the product's hashers.
-django_settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Passwords hashed cheaply in this process (tests/hashers.py); the servers the tests start keep the product's hashers.
+django_settings.PASSWORD_HASHERS = ["tests.hashers.FewRoundsPBKDF2"]
 
 
 # Test packages whose tests share servers started once per package (a daphne, a worker, a browser, clusters built and

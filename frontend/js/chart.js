@@ -124,6 +124,13 @@ function lineScales(s, W) {
            fy: scale(s.y.scale, d.y0, d.y1, H - M.bottom, M.top) };
 }
 
+/** A tick label centred under its tick, unless half of it would cross the chart's edge: then it ends (or starts)
+ *  at the tick, so that the last date of a time axis is not cut off. */
+function tickAnchor(x, text, W) {
+  const half = String(text).length * 3.4;          // about half the width of the 11 px axis font
+  return x + half > W ? "end" : x - half < 0 ? "start" : "middle";
+}
+
 /** Grid lines, tick labels and the two axis titles. */
 function axesEl(s, { W, H, fx, fy, x0, x1, y0, y1 }) {
   const g = svgEl("g"), grid = svgEl("g", { class: "grid" }), labels = svgEl("g", { class: "axis" });
@@ -132,7 +139,8 @@ function axesEl(s, { W, H, fx, fy, x0, x1, y0, y1 }) {
   const yt = s.y.ticks ?? (s.y.scale === "log" ? logTicks(y0, y1) : niceTicks(y0, y1, 5));
   for (const t of xt.filter((v) => v >= x0 * 0.999 && v <= x1 * 1.001)) {
     grid.append(svgEl("line", { x1: fx(t), x2: fx(t), y1: M.top, y2: H - M.bottom }));
-    labels.append(svgEl("text", { x: fx(t), y: H - M.bottom + 15, "text-anchor": "middle" }, xfmt(t)));
+    labels.append(svgEl("text", { x: fx(t), y: H - M.bottom + 15, "text-anchor": tickAnchor(fx(t), xfmt(t), W) },
+                        xfmt(t)));
   }
   for (const t of yt.filter((v) => v >= y0 && v <= y1)) {
     grid.append(svgEl("line", { x1: M.left, x2: W - M.right, y1: fy(t), y2: fy(t) }));
