@@ -94,6 +94,20 @@ class Launcher:
                 return url, pids
         pytest.fail(f"no 'Twin running at' within {timeout:.0f} s:\n{self.output()}")
 
+    def wait_line(self, start: str, timeout: float) -> str:
+        """The next line that starts with ``start``."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self.queue.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if line is None:
+                pytest.fail(f"the launcher exited with code {self.proc.wait()}:\n{self.output()}")
+            if line.startswith(start):
+                return line
+        pytest.fail(f"no {start!r} within {timeout:.0f} s:\n{self.output()}")
+
     def wait_exit(self, timeout: float) -> int:
         try:
             return self.proc.wait(timeout=timeout)
@@ -118,12 +132,16 @@ def test_launcher_builds_serves_and_stops_cleanly_on_ctrl_c(tmp_path, redis_url)
     try:
         # when the launcher starts
         url, pids = launcher.wait_ready()
-        # then it migrated, built the default cluster, and serves the twin
+        # then it migrated and serves the twin, the default cluster being built in the background (its progress on
+        # the overview page) or built
         assert url == f"http://127.0.0.1:{port}/"
         assert set(pids) >= {"web", "worker", "beat"}, launcher.output()
         assert get(url)[0] == 200
         assert get(url + "healthz") == (200, "ok")
         assert "demo-256" in get(url)[1]
+        launcher.wait_line("twin: default clusters built in ", timeout=90)
+        assert 'data-cluster="demo-256"' in get(url)[1]
+        assert get(url + "overview/building.json") == (200, '{"building": []}')
         # when Ctrl-C arrives
         launcher.proc.send_signal(signal.SIGINT)
         # then it exits 0 and leaves no process behind
@@ -196,8 +214,9 @@ def test_launcher_serves_http_and_websockets_from_several_web_processes(tmp_path
         while len(workers := server_processes(pids["web"])) < 2 and time.monotonic() < deadline:
             time.sleep(0.2)
         assert len(workers) == 2, (workers, launcher.output())
-        # ... which answer HTTP and the cluster stream's WebSocket
+        # ... which answer HTTP and, once the default cluster is built, the cluster stream's WebSocket
         assert get(url + "healthz") == (200, "ok")
+        launcher.wait_line("twin: default clusters built in ", timeout=90)
         with ws_connect(f"ws://127.0.0.1:{port}/ws/clusters/demo-256/?index=0", open_timeout=30) as ws:
             meta = json.loads(ws.recv(timeout=30))
         assert meta["type"] == "meta" and meta["cluster"]["name"] == "demo-256"
