@@ -22,18 +22,21 @@ def test_the_login_forms_boxes_line_up(visitor):
     assert password["y"] >= user["y"] + user["height"]
 
 
-# runs whose parameters are long in different ways: many sizes and words, a list of jobs as JSON, a sweep's axes
+# runs whose parameters are long in different ways (many sizes and words, a list of jobs as JSON, a sweep's axes)
+# and whose results are text (a start-up's largest scale, a culprit, what bounds a checkpoint)
 LONG_RUNS = [
     {"kind": "collective", "cluster": "demo-256",
      "params": {"gpus": 128, "sizes": "1K:4G", "collective": "allgather", "placement": "random", "routing": "ecmp",
                 "qps": 4, "seeds": 3}},
     {"kind": "jobs", "cluster": "demo-256",
-     "params": {"jobs": json.dumps([{**JOB, "name": "a-job-with-a-rather-long-name-" + "x" * 40},
-                                    {**JOB, "gpus": 32, "tp": 4, "name": "another-" + "y" * 60}])}},
+     "params": {"jobs": json.dumps([{**JOB, "name": "a-job-with-a-rather-long-name-" + "x" * 30},
+                                    {**JOB, "gpus": 32, "tp": 4, "name": "another-" + "y" * 56}])}},
     {"kind": "sweep", "cluster": "demo-256",
      "params": {"kind": "collective", "params": {"gpus": 16, "sizes": "1K:1M", "collective": "allreduce"},
                 "sweep": {"qps": [1, 2], "placement": ["topology", "random"]}}},
     {"kind": "startup", "cluster": "demo-256", "params": {"gpus": "1024:4096"}},
+    {"kind": "debug", "cluster": "demo-256", "params": {**JOB, "inject": "hang:rank=5"}},     # a culprit as result
+    {"kind": "checkpoint", "cluster": "demo-256", "params": {"gpus": 16}},          # what bounds it, as result
 ]
 
 
