@@ -5,6 +5,7 @@ import queue
 import re
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -148,6 +149,27 @@ def test_launcher_builds_serves_and_stops_cleanly_on_ctrl_c(tmp_path, redis_url)
         assert launcher.wait_exit(timeout=25) == 0, launcher.output()
         left = {name: pid for name, pid in pids.items() if alive(pid)}
         assert not left, f"still running after the launcher exited: {left}\n{launcher.output()}"
+    finally:
+        launcher.kill()
+
+
+def test_ctrl_c_during_the_background_build_stops_it_and_keeps_nothing_half_built(tmp_path, redis_url):
+    # given a launcher serving while it builds a large default cluster (seconds) in the background
+    port = free_port()
+    launcher = Launcher(tmp_path, ["--port", str(port)], REDIS_URL=redis_url, TWIN_DEFAULT_CLUSTERS="meta-roce-24k")
+    try:
+        url, pids = launcher.wait_ready()
+        build = int(re.search(r"^\s+build\s+pid (\d+)\s+building meta-roce-24k", launcher.output(), re.M).group(1))
+        assert get(url)[0] == 200
+        # when Ctrl-C arrives before the build ends
+        launcher.proc.send_signal(signal.SIGINT)
+        # then it exits 0, the build stopped with the others, its transaction rolled back
+        assert launcher.wait_exit(timeout=30) == 0, launcher.output()
+        assert re.search(r"^twin: stopped build ", launcher.output(), re.M), launcher.output()
+        left = {name: pid for name, pid in {**pids, "build": build}.items() if alive(pid)}
+        assert not left, f"still running after the launcher exited: {left}\n{launcher.output()}"
+        with sqlite3.connect(tmp_path / "twin.sqlite3") as db:
+            assert db.execute("SELECT count(*) FROM inventory_cluster").fetchone() == (0,)
     finally:
         launcher.kill()
 
