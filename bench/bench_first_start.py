@@ -125,7 +125,9 @@ def main() -> None:
         if args.fresh_venv:
             print(f"\nscripts/bootstrap  (load average before: {load()})")
             t = time.monotonic()
-            subprocess.run(["scripts/bootstrap"], cwd=clone, check=True)
+            done = subprocess.run(["scripts/bootstrap"], cwd=clone, capture_output=True, text=True)
+            if done.returncode:
+                sys.exit(f"scripts/bootstrap failed ({done.returncode}):\n{done.stderr[-3000:]}")
             print(f"  {time.monotonic() - t:6.1f} s  .venv made and requirements.txt installed "
                   f"(load average after: {load()})")
         else:
