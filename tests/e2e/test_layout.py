@@ -71,6 +71,39 @@ def test_the_runs_lists_columns_stay_within_the_panel(visitor, twin):
     assert cut and params.get_attribute("title").startswith(params.inner_text().rstrip("…")[:20])
 
 
+def rows_within(page, rows: str, panel: str) -> None:
+    """Every cell of ``rows`` ends within ``panel``'s box."""
+    box = page.locator(panel).bounding_box()
+    right = box["x"] + box["width"] + 0.5
+    cells = page.locator(f"{rows} td").all()
+    assert cells
+    for cell in cells:
+        b = cell.bounding_box()
+        assert b["x"] + b["width"] <= right, (cell.inner_text(), b, box)
+
+
+# the other runs lists: a cluster's failures runs (Reliability) and checkpoint runs (Storage), long parameters each
+OTHER_LISTS = {
+    "reliability": ({"kind": "failures", "cluster": "demo-256",
+                     "params": {"gpus": 64, "days": 3, "checkpoint_interval": "1h", "seeds": 4, "model": "llama3-8b",
+                                "tp": 8, "pp": 2, "rate_scale": 40}},
+                    "/clusters/demo-256/reliability/", "#rel-runs tbody tr", "section.panel:has(#rel-runs)"),
+    "storage": ({"kind": "checkpoint", "cluster": "demo-256",
+                 "params": {"gpus": 64}},
+                "/clusters/demo-256/storage/", "#checkpoint-runs tr", "section.panel:has(#checkpoint-runs)"),
+}
+
+
+@pytest.mark.parametrize("name", OTHER_LISTS)
+def test_the_other_runs_lists_stay_within_their_panels(visitor, twin, name):
+    run, path, rows, panel = OTHER_LISTS[name]
+    run_id = start(twin, run)
+    twin.wait_run(run_id)
+    page = visitor.visit(path)
+    page.wait_for_selector(f'{rows.rsplit(" tr", 1)[0]} tr[data-run="{run_id}"]', state="attached")
+    rows_within(page, rows, panel)
+
+
 def test_the_storage_pages_zone_labels_do_not_overlap(visitor):
     page = visitor.visit("/clusters/meta-roce-24k/storage/")
     page.wait_for_selector("#heatmaps .heatmap-labels span", state="attached")
