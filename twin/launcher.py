@@ -132,6 +132,7 @@ class Launcher:
         self.children: list[Child] = []
         self.step: subprocess.Popen | None = None
         self.builder: Child | None = None   # build_cluster --defaults in the background, while it runs
+        self.announced: list[str] = []      # default clusters shown as waiting on the overview, until the build ends
         self.redis_handle = None
         self.redis_desc = ""
         self.stop_signal: int | None = None
@@ -224,12 +225,16 @@ class Launcher:
         finally:
             connections.close_all()
 
-    def ensure_admin(self) -> None:
-        """``manage.py ensure_admin`` in this process (a query once a superuser exists)."""
+    def ensure_admin(self) -> bool:
+        """``manage.py ensure_admin`` in this process (a query once a superuser exists); whether it went well."""
         from django.core.management import call_command
         from django.db import connections
         try:
             call_command("ensure_admin")
+            return True
+        except Exception as e:     # noqa: BLE001 - said in one line, as a failed step is
+            self.say(f"twin: ensure_admin failed: {e}", err=True)
+            return False
         finally:
             connections.close_all()
 
@@ -253,10 +258,18 @@ class Launcher:
             have = set(Cluster.objects.filter(name__in=names).values_list("name", flat=True))
         finally:
             connections.close_all()
-        absent = [n for n in names if n not in have]
-        for name in absent:
+        self.announced = [n for n in names if n not in have]
+        for name in self.announced:
             build_status.report(name, build_status.WAITING)
-        return absent
+        return self.announced
+
+    def unannounce(self) -> None:
+        """The overview no longer shows as waiting what the build did not get to (it stopped, failed or never
+        started)."""
+        if self.announced:
+            from twin.inventory import build_status
+            build_status.finished(*self.announced)
+            self.announced = []
 
     def start_web(self) -> None:
         py = sys.executable
@@ -298,6 +311,7 @@ class Launcher:
             self.say(f"twin: build_cluster --defaults failed (exit code {code}); the twin serves on without them "
                      f"(see above; build them with: python manage.py build_cluster <preset>)", err=True)
         self.builder = None
+        self.unannounce()
         threading.Thread(target=_warm_pages, name="warm-pages", daemon=True, args=(url,)).start()
 
     def _spawn(self, child: Child) -> None:
@@ -389,6 +403,7 @@ class Launcher:
             self._stop_group([self.builder], first=signal.SIGINT)
             self.say(f"twin: stopped build ({self.builder.proc.returncode}); what it had not finished is not kept")
             self.builder = None
+        self.unannounce()
         if self.children:
             self._stop_group(self.children)
             for child in self.children:
@@ -413,7 +428,8 @@ class Launcher:
             self.say("twin: migrate: the database is up to date")
         if self.stop_signal:
             return 0
-        self.ensure_admin()
+        if not self.ensure_admin():
+            return 1
         to_build = self.absent_defaults() if self.build else []
         if self.stop_signal:
             return 0

@@ -105,8 +105,8 @@ const BUILD_POLL_MS = 1000;
 const building = document.getElementById("building");
 
 function drawBuilding(list) {
-  building.querySelector("ul").innerHTML = list.map((b) => `<li data-building="${esc(b.name)}"><code>${esc(b.name)}
-    </code> <span class="phase muted">${esc(b.phase)}</span>
+  building.querySelector("ul").innerHTML = list.map((b) => `<li data-building="${esc(b.name)}">
+    <code>${esc(b.name)}</code> <span class="phase muted">${esc(b.phase)}</span>
     <span class="progress"><span style="width: ${b.percent}%"></span></span>
     <span class="percent">${b.percent} %</span></li>`).join("");
 }
