@@ -5,6 +5,7 @@ import queue
 import re
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -94,6 +95,20 @@ class Launcher:
                 return url, pids
         pytest.fail(f"no 'Twin running at' within {timeout:.0f} s:\n{self.output()}")
 
+    def wait_line(self, start: str, timeout: float) -> str:
+        """The next line that starts with ``start``."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self.queue.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if line is None:
+                pytest.fail(f"the launcher exited with code {self.proc.wait()}:\n{self.output()}")
+            if line.startswith(start):
+                return line
+        pytest.fail(f"no {start!r} within {timeout:.0f} s:\n{self.output()}")
+
     def wait_exit(self, timeout: float) -> int:
         try:
             return self.proc.wait(timeout=timeout)
@@ -118,18 +133,43 @@ def test_launcher_builds_serves_and_stops_cleanly_on_ctrl_c(tmp_path, redis_url)
     try:
         # when the launcher starts
         url, pids = launcher.wait_ready()
-        # then it migrated, built the default cluster, and serves the twin
+        # then it migrated and serves the twin, the default cluster being built in the background (its progress on
+        # the overview page) or built
         assert url == f"http://127.0.0.1:{port}/"
         assert set(pids) >= {"web", "worker", "beat"}, launcher.output()
         assert get(url)[0] == 200
         assert get(url + "healthz") == (200, "ok")
         assert "demo-256" in get(url)[1]
+        launcher.wait_line("twin: default clusters built in ", timeout=90)
+        assert 'data-cluster="demo-256"' in get(url)[1]
+        assert get(url + "overview/building.json") == (200, '{"building": []}')
         # when Ctrl-C arrives
         launcher.proc.send_signal(signal.SIGINT)
         # then it exits 0 and leaves no process behind
         assert launcher.wait_exit(timeout=25) == 0, launcher.output()
         left = {name: pid for name, pid in pids.items() if alive(pid)}
         assert not left, f"still running after the launcher exited: {left}\n{launcher.output()}"
+    finally:
+        launcher.kill()
+
+
+def test_ctrl_c_during_the_background_build_stops_it_and_keeps_nothing_half_built(tmp_path, redis_url):
+    # given a launcher serving while it builds a large default cluster (seconds) in the background
+    port = free_port()
+    launcher = Launcher(tmp_path, ["--port", str(port)], REDIS_URL=redis_url, TWIN_DEFAULT_CLUSTERS="meta-roce-24k")
+    try:
+        url, pids = launcher.wait_ready()
+        build = int(re.search(r"^\s+build\s+pid (\d+)\s+building meta-roce-24k", launcher.output(), re.M).group(1))
+        assert get(url)[0] == 200
+        # when Ctrl-C arrives before the build ends
+        launcher.proc.send_signal(signal.SIGINT)
+        # then it exits 0, the build stopped with the others, its transaction rolled back
+        assert launcher.wait_exit(timeout=30) == 0, launcher.output()
+        assert re.search(r"^twin: stopped build ", launcher.output(), re.M), launcher.output()
+        left = {name: pid for name, pid in {**pids, "build": build}.items() if alive(pid)}
+        assert not left, f"still running after the launcher exited: {left}\n{launcher.output()}"
+        with sqlite3.connect(tmp_path / "twin.sqlite3") as db:
+            assert db.execute("SELECT count(*) FROM inventory_cluster").fetchone() == (0,)
     finally:
         launcher.kill()
 
@@ -196,8 +236,9 @@ def test_launcher_serves_http_and_websockets_from_several_web_processes(tmp_path
         while len(workers := server_processes(pids["web"])) < 2 and time.monotonic() < deadline:
             time.sleep(0.2)
         assert len(workers) == 2, (workers, launcher.output())
-        # ... which answer HTTP and the cluster stream's WebSocket
+        # ... which answer HTTP and, once the default cluster is built, the cluster stream's WebSocket
         assert get(url + "healthz") == (200, "ok")
+        launcher.wait_line("twin: default clusters built in ", timeout=90)
         with ws_connect(f"ws://127.0.0.1:{port}/ws/clusters/demo-256/?index=0", open_timeout=30) as ws:
             meta = json.loads(ws.recv(timeout=30))
         assert meta["type"] == "meta" and meta["cluster"]["name"] == "demo-256"

@@ -4,17 +4,21 @@ A small process supervisor (``scripts/run`` calls it):
 
 1. checks the settings, the database and Redis; a bad one is reported as one line ``twin: NAME: reason`` (exit 2);
 2. uses REDIS_URL when it is set, else starts the embedded Redis (twin/redis_server.py) and hands its URL on;
-3. runs ``manage.py migrate --noinput``, ``manage.py ensure_admin`` (a first superuser) and
-   ``manage.py build_cluster --defaults`` (skipped with ``--no-build``);
+3. runs ``manage.py migrate --noinput`` when a migration is not applied yet (a second start skips it) and
+   ``manage.py ensure_admin`` (a first superuser; in this process, no Django start of its own);
 4. starts the web (daphne, HTTP + WebSocket; uvicorn with TWIN_WEB_WORKERS processes when that is above 1,
-   twin/webserver.py), a Celery worker and Celery beat, each in its own session (process group), with
-   their output prefixed by name, and prints ``Twin running at http://HOST:PORT/`` once the HTTP port answers
-   (then asks once for each cluster's fabric and GPU page data, so that their first visitor finds it cached);
-5. restarts a process that dies on its own, saying so, after a back-off that doubles from RESTART_DELAY up to
+   twin/webserver.py) and, once its HTTP port answers (so that they do not slow its start on a small machine), a
+   Celery worker and Celery beat, each in its own session (process group), with their output prefixed by name, and
+   prints ``Twin running at http://HOST:PORT/``;
+5. then builds the default clusters that are absent in the background (``manage.py build_cluster --defaults``,
+   skipped with ``--no-build`` or when all exist), their progress on the overview page
+   (twin/inventory/build_status.py), and asks once for each cluster's fabric and GPU page data, so that their first
+   visitor finds it cached;
+6. restarts a process that dies on its own, saying so, after a back-off that doubles from RESTART_DELAY up to
    RESTART_DELAY_MAX (reset once it has run for RESTART_RESET seconds), so one crashing child (beat on a bad schedule,
    a worker killed by the kernel) never takes the web and the others down;
-6. on Ctrl-C / SIGTERM stops them all (SIGTERM, up to 10 s, then SIGKILL of the whole group), then the embedded
-   Redis, and exits 0.
+7. on Ctrl-C / SIGTERM stops them all (SIGTERM, up to 10 s, then SIGKILL of the whole group; a build half-way gets
+   SIGINT and rolls back), then the embedded Redis, and exits 0.
 """
 from __future__ import annotations
 
@@ -127,6 +131,8 @@ class Launcher:
         self.host, self.port, self.build, self.web_workers = host, port, build, web_workers
         self.children: list[Child] = []
         self.step: subprocess.Popen | None = None
+        self.builder: Child | None = None   # build_cluster --defaults in the background, while it runs
+        self.announced: list[str] = []      # default clusters shown as waiting on the overview, until the build ends
         self.redis_handle = None
         self.redis_desc = ""
         self.stop_signal: int | None = None
@@ -206,23 +212,107 @@ class Launcher:
         finally:
             self.step = None
 
-    def start_children(self) -> None:
+    def migrations_pending(self) -> bool:
+        """Whether a migration is not applied yet (read in this process: a second start skips ``migrate``'s own
+        Django start); when that cannot be told, True, and ``migrate`` says what is wrong."""
+        from django.db import connections
+        from django.db.migrations.executor import MigrationExecutor
+        try:
+            executor = MigrationExecutor(connections["default"])
+            return bool(executor.migration_plan(executor.loader.graph.leaf_nodes()))
+        except Exception:       # noqa: BLE001 - migrate itself reports it
+            return True
+        finally:
+            connections.close_all()
+
+    def ensure_admin(self) -> bool:
+        """``manage.py ensure_admin`` in this process (a query once a superuser exists); whether it went well."""
+        from django.core.management import call_command
+        from django.db import connections
+        try:
+            call_command("ensure_admin")
+            return True
+        except Exception as e:     # noqa: BLE001 - said in one line, as a failed step is
+            self.say(f"twin: ensure_admin failed: {e}", err=True)
+            return False
+        finally:
+            connections.close_all()
+
+    def absent_defaults(self) -> list[str]:
+        """The default clusters (TWIN_DEFAULT_CLUSTERS) not built yet, announced as waiting on the overview page; a
+        name that is no spec is kept, for ``build_cluster`` to refuse it."""
+        from django.conf import settings
+        from django.db import connections
+
+        from sim.core.errors import SpecError
+        from sim.fabric.spec import load_spec
+        from twin.inventory import build_status
+        from twin.inventory.models import Cluster
+        names = []
+        for given in settings.TWIN_DEFAULT_CLUSTERS:
+            try:
+                names.append(load_spec(given).name)
+            except SpecError:
+                names.append(given)
+        try:
+            have = set(Cluster.objects.filter(name__in=names).values_list("name", flat=True))
+        finally:
+            connections.close_all()
+        self.announced = [n for n in names if n not in have]
+        for name in self.announced:
+            build_status.report(name, build_status.WAITING)
+        return self.announced
+
+    def unannounce(self) -> None:
+        """The overview no longer shows as waiting what the build did not get to (it stopped, failed or never
+        started)."""
+        if self.announced:
+            from twin.inventory import build_status
+            build_status.finished(*self.announced)
+            self.announced = []
+
+    def start_web(self) -> None:
         py = sys.executable
         if self.web_workers > 1:
-            web = (f"uvicorn on {self.host}:{self.port}, {self.web_workers} workers",
-                   webserver.command(self.host, self.port, self.web_workers))
+            title, args = (f"uvicorn on {self.host}:{self.port}, {self.web_workers} workers",
+                           webserver.command(self.host, self.port, self.web_workers))
         else:
-            web = (f"daphne on {self.host}:{self.port}",
-                   [py, "-m", "daphne", "-b", self.host, "-p", str(self.port), "twin.asgi:application"])
-        specs = [
-            ("web", *web),
+            title, args = (f"daphne on {self.host}:{self.port}",
+                           [py, "-m", "daphne", "-b", self.host, "-p", str(self.port), "twin.asgi:application"])
+        self.children = [Child("web", title, args)]
+        self._spawn(self.children[0])
+
+    def start_celery(self) -> None:
+        """The worker and beat, started once the web answers."""
+        py = sys.executable
+        for name, title, args in [
             ("worker", "celery worker, concurrency 2",
              [py, "-m", "celery", "-A", "twin", "worker", "-l", "info", "--concurrency", "2"]),
             ("beat", "celery beat", [py, "-m", "celery", "-A", "twin", "beat", "-l", "info"]),
-        ]
-        self.children = [Child(name, title, args) for name, title, args in specs]
-        for child in self.children:
-            self._spawn(child)
+        ]:
+            self.children.append(Child(name, title, args))
+            self._spawn(self.children[-1])
+
+    def start_build(self, names: list[str]) -> None:
+        """``manage.py build_cluster --defaults`` in the background (one line per cluster; the bar is the overview
+        page's); never restarted: a failure is said and the twin serves on."""
+        self.builder = Child("build", f"building {', '.join(names)} (progress on the overview page)",
+                             [sys.executable, MANAGE_PY, "build_cluster", "--defaults", "--no-progress"])
+        self._spawn(self.builder)
+
+    def _watch_build(self, url: str) -> None:
+        code = self.builder.proc.poll()
+        if code is None:
+            return
+        self.builder.reader.join(timeout=2)
+        if code == 0:
+            self.say(f"twin: default clusters built in {time.monotonic() - self.builder.started_at:.1f} s")
+        else:
+            self.say(f"twin: build_cluster --defaults failed (exit code {code}); the twin serves on without them "
+                     f"(see above; build them with: python manage.py build_cluster <preset>)", err=True)
+        self.builder = None
+        self.unannounce()
+        threading.Thread(target=_warm_pages, name="warm-pages", daemon=True, args=(url,)).start()
 
     def _spawn(self, child: Child) -> None:
         """Start ``child`` in its own session with its output pumped, prefixed by its name."""
@@ -255,19 +345,26 @@ class Launcher:
             self._spawn(child)
             self.say(f"twin: {child.name} restarted (pid {child.pid}, restart {child.restarts})")
 
-    def supervise(self) -> int:
+    def supervise(self, to_build: list[str] = ()) -> int:
         url = f"http://{_url_host(self.host)}:{self.port}/"
         started, ready = time.monotonic(), False
         while not self.stop_signal:
             for child in self.children:
                 self._watch(child)
+            if self.builder is not None:
+                self._watch_build(url)
             if not ready:
                 if _answers(_connect_host(self.host), self.port):
                     ready = True
-                    threading.Thread(target=_warm_pages, name="warm-pages", daemon=True,
-                                     args=(url,)).start()
+                    self.start_celery()
+                    if to_build:
+                        self.start_build(list(to_build))
+                    else:
+                        threading.Thread(target=_warm_pages, name="warm-pages", daemon=True, args=(url,)).start()
                     lines = ["", f"Twin running at {url}"]
                     lines += [f"  {c.name:<7} pid {c.pid:<7} {c.title}" for c in self.children]
+                    if self.builder is not None:
+                        lines += [f"  {'build':<7} pid {self.builder.pid:<7} {self.builder.title}"]
                     lines += [f"  {'redis':<7} {self.redis_desc}"]
                     if ADMIN_PASSWORD_FILE.exists():
                         lines.append(f"  log in as admin, password in {ADMIN_PASSWORD_FILE}")
@@ -302,6 +399,11 @@ class Launcher:
             child.proc.wait()
 
     def shutdown(self) -> None:
+        if self.builder is not None:           # SIGINT: the build's transaction rolls back
+            self._stop_group([self.builder], first=signal.SIGINT)
+            self.say(f"twin: stopped build ({self.builder.proc.returncode}); what it had not finished is not kept")
+            self.builder = None
+        self.unannounce()
         if self.children:
             self._stop_group(self.children)
             for child in self.children:
@@ -315,24 +417,24 @@ class Launcher:
 
     def run(self) -> int:
         self.check()
-        py = sys.executable
-        steps = [("migrate", [py, MANAGE_PY, "migrate", "--noinput"])]
-        steps.append(("ensure_admin", [py, MANAGE_PY, "ensure_admin"]))
-        if self.build:
-            steps.append(("build_cluster --defaults", [py, MANAGE_PY, "build_cluster", "--defaults"]))
-        for name, args in steps:
-            if self.stop_signal:
-                return 0
-            code = self.run_step(name, args)
+        if self.migrations_pending():
+            code = self.run_step("migrate", [sys.executable, MANAGE_PY, "migrate", "--noinput"])
             if self.stop_signal:
                 return 0
             if code != 0:
-                self.say(f"twin: {name} failed (exit code {code})", err=True)
+                self.say(f"twin: migrate failed (exit code {code})", err=True)
                 return 1
+        else:
+            self.say("twin: migrate: the database is up to date")
         if self.stop_signal:
             return 0
-        self.start_children()
-        return self.supervise()
+        if not self.ensure_admin():
+            return 1
+        to_build = self.absent_defaults() if self.build else []
+        if self.stop_signal:
+            return 0
+        self.start_web()
+        return self.supervise(to_build)
 
 
 def main(argv: list[str] | None = None) -> int:

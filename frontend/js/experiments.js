@@ -46,15 +46,17 @@ function apiQuery() {
   return q;
 }
 
+// Each cell's text may be cut to its column's width (experiments.css): the whole is in its title.
 function cells(r) {
+  const cluster = String(clusterName.get(r.cluster?.id) ?? r.cluster?.id ?? ""), params = paramsText(r);
   const sweep = r.parent
     ? ` <span class="muted" title="one combination of sweep #${r.parent.id}">↳${r.parent.id}</span>` : "";
   return `<td><input type="checkbox" class="pick" value="${r.id}"${selected.has(r.id) ? " checked" : ""}
       aria-label="select run ${r.id}"></td>
     <td><a href="/experiments/${r.id}/">#${r.id}</a>${sweep}</td>
-    <td>${esc(r.kind)}</td><td>${esc(clusterName.get(r.cluster?.id) ?? r.cluster?.id ?? "")}</td>
-    <td class="params-cell" title="${esc(JSON.stringify(r.params))}">${esc(paramsText(r))}</td>
-    <td>${statusBadge(r.status)}${stalledBadge(r)}</td><td>${progressBar(r.progress)}</td>
+    <td title="${esc(r.kind)}">${esc(r.kind)}</td><td title="${esc(cluster)}">${esc(cluster)}</td>
+    <td class="params-cell" title="${esc(params)}">${esc(params)}</td>
+    <td class="status-cell">${statusBadge(r.status)}${stalledBadge(r)}</td><td>${progressBar(r.progress)}</td>
     <td class="num">${headlineCell(r)}</td><td class="muted">${shortTime(r.created_at)}</td>`;
 }
 

@@ -2,7 +2,7 @@
 // a frame from an unknown run adds it, progress and status update in place, a final frame removes it. Below it,
 // what else runs on the cluster (twin/web/activity.py: jobs and the GPUs they hold, the last checkpoint, recent
 // failures), drawn from the page's #cluster-activity and read again (overview/activity.json) when a run starts,
-// changes status or ends, or a frame carries the jobs' rows.
+// changes status or ends, or a frame carries the jobs' rows. Above them, the clusters being built, with their progress.
 import { api, coalesced, esc, fmt, live, markReady, timeFrame } from "./twin.js";
 import { figureText } from "./run_results.js";
 
@@ -98,6 +98,29 @@ function follow(card) {
     },
   });
 }
+
+// The clusters being built (the launcher builds the default ones once the web answers): their progress read every
+// BUILD_POLL_MS while there are any; when one is done the page is loaded again to show its card.
+const BUILD_POLL_MS = 1000;
+const building = document.getElementById("building");
+
+function drawBuilding(list) {
+  building.querySelector("ul").innerHTML = list.map((b) => `<li data-building="${esc(b.name)}">
+    <code>${esc(b.name)}</code> <span class="phase muted">${esc(b.phase)}</span>
+    <span class="progress"><span style="width: ${b.percent}%"></span></span>
+    <span class="percent">${b.percent} %</span></li>`).join("");
+}
+
+async function followBuilds() {
+  const shown = new Set([...building.querySelectorAll("li[data-building]")].map((li) => li.dataset.building));
+  try {
+    const { building: list } = await api("/overview/building.json");
+    if ([...shown].some((name) => !list.some((b) => b.name === name))) { location.reload(); return; }  // its card
+    drawBuilding(list);
+  } catch { /* the next poll tries again */ }
+  setTimeout(followBuilds, BUILD_POLL_MS);
+}
+if (!building.hidden) setTimeout(followBuilds, BUILD_POLL_MS);
 
 const initial = document.getElementById("cluster-activity");
 if (initial) drawAll(JSON.parse(initial.textContent));

@@ -2,6 +2,9 @@
 overflow: the runs list's columns stay within their panel with long parameters and results, the storage page's zone
 labels do not overlap, the status pop-up leaves the inventory's Search button free, the login form's boxes line up,
 and a job's throughput over time is a line, not one dot."""
+import json
+import urllib.error
+
 import pytest
 
 from tests.e2e.test_debug import JOB
@@ -19,19 +22,86 @@ def test_the_login_forms_boxes_line_up(visitor):
     assert password["y"] >= user["y"] + user["height"]
 
 
-@pytest.mark.xfail(strict=False, reason="issue 25 item 10, open: with the runs of the other browser tests listed, a "
-                                        "row still widens the table past its panel")
+# runs whose parameters are long in different ways (many sizes and words, a list of jobs as JSON, a sweep's axes)
+# and whose results are text (a start-up's largest scale, a culprit, what bounds a checkpoint)
+LONG_RUNS = [
+    {"kind": "collective", "cluster": "demo-256",
+     "params": {"gpus": 128, "sizes": "1K:4G", "collective": "allgather", "placement": "random", "routing": "ecmp",
+                "qps": 4, "seeds": 3}},
+    {"kind": "jobs", "cluster": "demo-256",
+     "params": {"jobs": json.dumps([{**JOB, "name": "a-job-with-a-rather-long-name-" + "x" * 30},
+                                    {**JOB, "gpus": 32, "tp": 4, "name": "another-" + "y" * 56}])}},
+    {"kind": "sweep", "cluster": "demo-256",
+     "params": {"kind": "collective", "params": {"gpus": 16, "sizes": "1K:1M", "collective": "allreduce"},
+                "sweep": {"qps": [1, 2], "placement": ["topology", "random"]}}},
+    {"kind": "startup", "cluster": "demo-256", "params": {"gpus": "1024:4096"}},
+    {"kind": "debug", "cluster": "demo-256", "params": {**JOB, "inject": "hang:rank=5"}},     # a culprit as result
+    {"kind": "checkpoint", "cluster": "demo-256", "params": {"gpus": 16}},          # what bounds it, as result
+]
+
+
+def start(twin, run: dict) -> int:
+    try:
+        return twin.api("/api/runs/", run)["id"]
+    except urllib.error.HTTPError as e:
+        pytest.fail(f"{run['kind']} refused: {e.code} {e.read()[:500]!r}")
+
+
 def test_the_runs_lists_columns_stay_within_the_panel(visitor, twin):
-    # given a run with long parameters (many sizes, a long result)
-    run_id = twin.start_run("demo-256", gpus=128, sizes="1K:4G", collective="allgather", placement="random",
-                            routing="ecmp", qps=4, seeds=3)
-    twin.wait_run(run_id)
+    # given finished runs with long parameters of several kinds (and whatever runs the other tests left listed)
+    ids = [start(twin, run) for run in LONG_RUNS]
+    for run_id in ids:
+        twin.wait_run(run_id)
     page = visitor.visit("/experiments/")
-    page.wait_for_selector(f'#runs-table tr[data-run="{run_id}"]')
+    for run_id in ids:
+        page.wait_for_selector(f'#runs-table tr[data-run="{run_id}"] .badge.succeeded')
+    # then no cell of any row, nor the table, reaches past the panel, and a cut text is whole in its title
     panel = page.locator(".runs-panel").bounding_box()
-    for cell in page.locator(f'#runs-table tr[data-run="{run_id}"] td').all():
-        box = cell.bounding_box()
-        assert box["x"] + box["width"] <= panel["x"] + panel["width"] + 0.5, (cell.inner_text(), box, panel)
+    right = panel["x"] + panel["width"] + 0.5
+    table = page.locator("#runs-table").bounding_box()
+    assert table["x"] + table["width"] <= right, (table, panel)
+    rows = page.locator("#runs-table tbody tr").all()
+    assert len(rows) >= len(ids)
+    for row in rows:
+        for cell in row.locator("td").all():
+            box = cell.bounding_box()
+            assert box["x"] + box["width"] <= right, (row.get_attribute("data-run"), cell.inner_text(), box, panel)
+    params = page.locator(f'#runs-table tr[data-run="{ids[1]}"] td.params-cell')
+    cut = params.evaluate("td => td.scrollWidth > td.clientWidth")
+    assert cut and params.get_attribute("title").startswith(params.inner_text().rstrip("…")[:20])
+
+
+def rows_within(page, rows: str, panel: str) -> None:
+    """Every cell of ``rows`` ends within ``panel``'s box."""
+    box = page.locator(panel).bounding_box()
+    right = box["x"] + box["width"] + 0.5
+    cells = page.locator(f"{rows} td").all()
+    assert cells
+    for cell in cells:
+        b = cell.bounding_box()
+        assert b["x"] + b["width"] <= right, (cell.inner_text(), b, box)
+
+
+# the other runs lists: a cluster's failures runs (Reliability) and checkpoint runs (Storage), long parameters each
+OTHER_LISTS = {
+    "reliability": ({"kind": "failures", "cluster": "demo-256",
+                     "params": {"gpus": 64, "days": 3, "checkpoint_interval": "1h", "seeds": 4, "model": "llama3-8b",
+                                "tp": 8, "pp": 2, "rate_scale": 40}},
+                    "/clusters/demo-256/reliability/", "#rel-runs tbody tr", "section.panel:has(#rel-runs)"),
+    "storage": ({"kind": "checkpoint", "cluster": "demo-256",
+                 "params": {"gpus": 64}},
+                "/clusters/demo-256/storage/", "#checkpoint-runs tr", "section.panel:has(#checkpoint-runs)"),
+}
+
+
+@pytest.mark.parametrize("name", OTHER_LISTS)
+def test_the_other_runs_lists_stay_within_their_panels(visitor, twin, name):
+    run, path, rows, panel = OTHER_LISTS[name]
+    run_id = start(twin, run)
+    twin.wait_run(run_id)
+    page = visitor.visit(path)
+    page.wait_for_selector(f'{rows.rsplit(" tr", 1)[0]} tr[data-run="{run_id}"]', state="attached")
+    rows_within(page, rows, panel)
 
 
 def test_the_storage_pages_zone_labels_do_not_overlap(visitor):

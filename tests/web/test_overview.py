@@ -5,6 +5,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
+from twin.inventory import build_status
 from twin.inventory import models as m
 from twin.inventory.topology import cluster_summary
 from twin.runs.models import SimulationRun
@@ -91,3 +92,45 @@ def test_overview_activity_says_what_runs_on_each_cluster(client, demo):
     assert a["not_active"]["gpus"] == 1 and a["not_active"]["links"] == 0
     # and the page carries the same for its script
     assert 'id="cluster-activity"' in client.get("/").content.decode()
+
+
+def test_a_cluster_being_built_shows_on_the_overview_with_its_progress(client):
+    # given a build a quarter done (as build_cluster reports it) and one announced by the launcher
+    build_status.report("meta-roce-24k", "ports", 100, 400)
+    build_status.report("meta-ib-24k", build_status.WAITING)
+    try:
+        # then the page shows both, with their progress, and not "no cluster is built yet"
+        page = client.get("/").content.decode()
+        assert 'data-building="meta-roce-24k"' in page and "25 %" in page and 'data-building="meta-ib-24k"' in page
+        assert '<p id="no-cluster" hidden>' in page and 'data-wait-ready="1"' in page
+        listed = client.get("/overview/building.json").json()["building"]
+        assert [(b["name"], b["phase"], b["percent"]) for b in listed] == [
+            ("meta-ib-24k", "waiting", 0), ("meta-roce-24k", "ports", 25)]
+    finally:
+        build_status.finished("meta-roce-24k", "meta-ib-24k")
+    # when they end, nothing is shown
+    assert client.get("/overview/building.json").json() == {"building": []}
+    assert '<section class="panel building" id="building" hidden>' in client.get("/").content.decode()
+
+
+def test_a_build_that_stopped_reporting_is_not_shown(client, monkeypatch):
+    build_status.report("demo-256", "ports", 1, 2)
+    try:
+        monkeypatch.setattr(build_status, "STALE_S", -1.0)      # as if its last report were older than STALE_S
+        assert build_status.current() == []
+    finally:
+        build_status.finished("demo-256")
+
+
+def test_build_cluster_reports_its_progress_and_clears_it_when_done(monkeypatch):
+    from twin.inventory.management.commands import build_cluster
+    seen = []
+    report = build_status.report
+    monkeypatch.setattr(build_cluster, "REPORT_EVERY_S", 0.0)
+    monkeypatch.setattr(build_status, "report", lambda *a: (seen.append(build_status.current()), report(*a)))
+    call_command("build_cluster", "demo-256", "--no-progress", stdout=io.StringIO())
+    # each report after the first saw the one before it: demo-256 in some table, its rows counted up
+    shown = [b for snapshot in seen for b in snapshot]
+    assert shown and {b["name"] for b in shown} == {"demo-256"}
+    assert [b["done"] for b in shown] == sorted(b["done"] for b in shown) and shown[-1]["total"] > 0
+    assert build_status.current() == []

@@ -1,11 +1,13 @@
 """The overview: every built cluster as a card with its key figures, the simulations running on it and what else
 runs there (jobs and the GPUs they hold, the last checkpoint, recent failures: :mod:`twin.web.activity`), kept live by
-frontend/js/overview.js; and the liveness check."""
+frontend/js/overview.js; the clusters being built (the launcher builds the default ones after the web answers),
+with their progress; and the liveness check."""
 from django.db import connection
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import path
 
+from twin.inventory import build_status
 from twin.inventory.summary import cluster_overview
 from twin.runs.choices import ACTIVE
 from twin.runs.models import SimulationRun
@@ -31,7 +33,13 @@ def overview(request):
     for row in clusters:
         row["runs"] = runs.get(row["cluster"].id, [])
     return render(request, "web/overview.html", {"clusters": clusters, "nav": "overview",
-                                                  "activity": activity(clusters)})
+                                                  "activity": activity(clusters), "building": build_status.current()})
+
+
+@readable
+def building_json(request):
+    """The cluster builds in progress (:mod:`twin.inventory.build_status`), polled by the page while there are."""
+    return JsonResponse({"building": build_status.current()})
 
 
 @readable
@@ -50,5 +58,6 @@ def healthz(request):
 PAGE = Page(nav=NavItem("overview", "Overview", "overview", order=10), urlpatterns=[
     path("", overview, name="overview"),
     path("overview/activity.json", activity_json, name="overview-activity"),
+    path("overview/building.json", building_json, name="overview-building"),
     path("healthz", healthz, name="healthz"),
 ])

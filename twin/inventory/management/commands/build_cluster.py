@@ -8,7 +8,10 @@ from tqdm import tqdm
 from sim.core.errors import SpecError
 from sim.fabric.layout import expand
 from sim.fabric.spec import load_spec, preset_names
+from twin.inventory import build_status
 from twin.inventory.builder import build_cluster, total_rows
+
+REPORT_EVERY_S = 0.5  # seconds between two reports of a build's progress to the overview page (build_status)
 
 
 class Command(BaseCommand):
@@ -36,6 +39,7 @@ class Command(BaseCommand):
     def _build(self, spec, replace, show_progress):
         start = time.perf_counter()
         bars = []  # made on the first rows written, so a cluster that exists shows no bar
+        reported = [0.0]
 
         def progress(table, rows):
             if not bars:
@@ -43,10 +47,14 @@ class Command(BaseCommand):
                                  disable=not show_progress, mininterval=0.5, dynamic_ncols=True))
             bars[0].set_description(f"{spec.name}: {table}", refresh=False)
             bars[0].update(rows)
+            if time.monotonic() - reported[0] >= REPORT_EVERY_S:
+                reported[0] = time.monotonic()
+                build_status.report(spec.name, table, bars[0].n, bars[0].total)
 
         try:
             result = build_cluster(spec, replace=replace, progress=progress)
         finally:
+            build_status.finished(spec.name)
             for bar in bars:
                 bar.close()
         if not result.created:
