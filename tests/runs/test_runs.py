@@ -257,3 +257,25 @@ def test_a_running_sweep_s_progress_is_the_mean_of_its_children_s_an_ended_one_c
     assert sweep_progress(parent.pk) is None
     parent.refresh_from_db()
     assert parent.progress == 100.0
+
+
+def test_the_sweeper_fails_a_sweep_it_cannot_merge_and_still_closes_the_others(demo):
+    # given two sweeps whose children all ended an hour ago: one of a kind this process does not know (a deployment
+    # module removed since), one of a kind it knows
+    from datetime import timedelta
+
+    from django.utils import timezone
+    then = timezone.now() - timedelta(hours=1)
+    sweeps = {}
+    for kind in ("gone", "collective"):
+        parent = SimulationRun.objects.create(kind="sweep", cluster=demo, status="running", started_at=then,
+                                              params={"kind": kind, "params": {}, "sweep": {"seed": [1]}})
+        SimulationRun.objects.create(kind=kind, cluster=demo, params={"seed": 1}, parent=parent,
+                                     status="succeeded", summary={}, finished_at=then)
+        sweeps[kind] = parent.pk
+    # when the sweeper runs
+    sweep_stuck_runs(stale_after=60)
+    # then the one it cannot merge fails saying why, and the other is closed as succeeded
+    gone, known = (SimulationRun.objects.get(pk=sweeps[k]) for k in ("gone", "collective"))
+    assert gone.status == "failed" and "unknown kind 'gone'" in gone.error
+    assert known.status == "succeeded" and known.summary["succeeded"] == 1

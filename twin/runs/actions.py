@@ -420,8 +420,14 @@ def finish_sweep(parent_id: int) -> SimulationRun | None:
 
 
 def _merge_sweep(parent: SimulationRun, children: list[dict]) -> str:
-    """A sweep succeeds when any child did: its summary ranks those that did."""
-    parent.summary = merge_sweep(parent.params, children)
+    """A sweep succeeds when any child did: its summary ranks those that did. A merge that fails (the base kind is
+    not registered in this process, say) fails this sweep with the reason, and never the sweeper's other work."""
+    try:
+        parent.summary = merge_sweep(parent.params, children)
+    except Exception as e:  # noqa: BLE001 - the error text goes on the run
+        log.exception("run %s: merging its children failed", parent.pk)
+        parent.error = f"merging the child runs failed: {type(e).__name__}: {e}"
+        return RunStatus.FAILED
     if parent.cancel_requested:
         return RunStatus.CANCELLED
     if parent.summary["succeeded"]:
