@@ -15,8 +15,8 @@ import re
 
 import numpy as np
 
-from sim.debug.dumpformat import (ENTRIES_MARK, ENTRY_KEYS, FIXED_HEAD, HEAD, LONG8, MAX_DUMP_BYTES, MAX_RANK,
-                                  NONE_FILL, TAIL, DumpError, record_dtype)
+from sim.debug.dumpformat import (ENTRIES_MARK, ENTRY_KEYS, FIXED_HEAD, FR_VERSION, HEAD, LONG8, MAX_DUMP_BYTES,
+                                  MAX_RANK, NONE_FILL, TAIL, DumpError, record_dtype)
 from sim.debug.safeload import HeaderError, RefusedPickle, load_dump_pickle, parse_header
 
 _NAME = re.compile(r"^(.*?)(\d+)$")
@@ -235,6 +235,22 @@ def _fast_columns(path, top, memo, rec, tab: Tables) -> dict | None:
     the wrong kind of object (then pickle reads it). ``seq`` is the collective sequence id (p2p entries are not
     matched); ``pgs`` the groups the memo names."""
     _header(path, top, tab)
+    return _record_columns(memo, rec, tab)
+
+
+def own_columns(groups, memo, rec, tab: Tables) -> dict:
+    """The columns of a dump the twin made in memory (:func:`sim.debug.writer.rank_records`): its records as
+    numpy, its memo and groups ((name, desc, members)) as the writer holds them, so nothing is parsed or checked
+    (no file, nobody else's bytes: :mod:`sim.debug.safeload`'s rules are for files); what :func:`read_dump` gives
+    for the file the writer would write."""
+    tab.version = tab.version or FR_VERSION
+    for name, desc, members in groups:
+        tab.pg(name, desc, np.asarray(members, np.int64))
+    tab.backend = tab.backend or "nccl"
+    return _record_columns(memo, rec, tab)
+
+
+def _record_columns(memo, rec, tab: Tables) -> dict | None:
     lut_pg = np.full(len(memo), -1, np.int64)
     lut_op = np.full(len(memo), -1, np.int64)
     lut_dt = np.zeros(len(memo), np.int64)
