@@ -70,11 +70,42 @@ class DumpSet:
     stages: list
 
     @classmethod
-    def of(cls, reh) -> "DumpSet":
-        """The dumps of the rehearsal ``reh`` at its dump time (:class:`sim.debug.recorder.Rehearsal`)."""
+    def of(cls, reh, progress=None) -> "DumpSet":
+        """The dumps of the rehearsal ``reh`` at its dump time (:class:`sim.debug.recorder.Rehearsal`);
+        ``progress(fraction)`` per stage."""
+        say = progress or silent
+        stages = []
+        for st in reh.stages:
+            stages.append(_stage_dumps(reh, st))
+            say(len(stages) / len(reh.stages), f"stage {st.stage}'s times taken")
         return cls(params=reh.params, fault=reh.fault, gpus=reh.gpus, dead=reh.dead, rank_group=reh.rank_group,
                    group_ranks=reh.group_ranks, pg_names=reh.pg_names, t0_ns=reh.t0_ns, cluster=reh.cluster,
-                   cluster_gpus=reh.cluster_gpus, stages=[_stage_dumps(reh, st) for st in reh.stages])
+                   cluster_gpus=reh.cluster_gpus, stages=stages)
+
+    def nbytes(self) -> int:
+        """The bytes of every dump (headers, records, tails), as written; the placement file not counted."""
+        total, pg_config = 0, {}
+        for i, j, rank, lay in self._ranks():
+            sd = self.stages[i]
+            c = int(sd.n_present[j])
+            total += len(lay.header(self, rank, c, int(sd.n_done[j]), pg_config)) + len(TAIL) \
+                + (c - max(0, c - self.params["entries"])) * lay.dt.itemsize
+        return total
+
+    def _ranks(self):
+        """(stage index, position in the stage, rank, the stage's :class:`StageLayout`) of every live rank, by
+        rank (the order a folder is read in)."""
+        R = self.gpus.size
+        stage_of = np.full(R, -1, np.int64)
+        pos = np.zeros(R, np.int64)
+        for i, sd in enumerate(self.stages):
+            stage_of[sd.ranks] = i
+            pos[sd.ranks] = np.arange(sd.ranks.size)
+        layouts = [StageLayout(self, sd) for sd in self.stages]
+        for rank in np.flatnonzero(~self.dead).tolist():
+            i = int(stage_of[rank])
+            if i >= 0 and self.stages[i].live[pos[rank]]:
+                yield i, int(pos[rank]), rank, layouts[i]
 
     def placement(self) -> str:
         """The placement file's text (rank -> GPU and the cluster, for the analyzer)."""
@@ -288,26 +319,11 @@ class StageLayout:
         return raw
 
 
-def rank_order(ds: DumpSet):
-    """(rank, stage index, position in the stage) of every live rank, by rank (the order a folder is read in)."""
-    R = ds.gpus.size
-    stage_of = np.full(R, -1, np.int64)
-    pos = np.zeros(R, np.int64)
-    for i, sd in enumerate(ds.stages):
-        stage_of[sd.ranks] = i
-        pos[sd.ranks] = np.arange(sd.ranks.size)
-    for rank in np.flatnonzero(~ds.dead).tolist():
-        i = int(stage_of[rank])
-        if i >= 0 and ds.stages[i].live[pos[rank]]:
-            yield rank, i, int(pos[rank])
-
-
 def rank_records(ds: DumpSet):
     """(rank, its stage's :class:`StageLayout`, its :class:`StageDumps`, its position there, its records as
     uint8) of every live rank, by rank."""
-    layouts = [StageLayout(ds, sd) for sd in ds.stages]
-    for rank, i, j in rank_order(ds):
-        yield rank, layouts[i], ds.stages[i], j, layouts[i].records(ds, ds.stages[i], j)
+    for i, j, rank, lay in ds._ranks():
+        yield rank, lay, ds.stages[i], j, lay.records(ds, ds.stages[i], j)
 
 
 def rank_dumps(ds: DumpSet):
