@@ -137,7 +137,7 @@ def main() -> None:
         s = run.summary
         from sim.debug import archive, dumpstate
         t, c = time.perf_counter(), time.process_time()
-        tar_bytes = sum(len(piece) for piece in archive.stream(dumpstate.load(kept), kept.stat().st_mtime))
+        tar_bytes = sum(len(piece) for piece in archive.stream(dumpstate.load(kept, keep=1), kept.stat().st_mtime))
         t_download, c_download = time.perf_counter() - t, time.process_time() - c
         load.append(os.getloadavg()[0])
     finally:

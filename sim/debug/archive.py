@@ -122,10 +122,11 @@ def pack(folder, out, progress=None) -> int:
 
 def stream(ds, mtime: float, chunk_bytes: int = COPY_BYTES):
     """The tar.gz of the dumps of the :class:`sim.debug.writer.DumpSet` ``ds`` and its placement file, as
-    :func:`pack` would write it of the folder :func:`sim.debug.writer.write_dumps` writes (the same members, rank
-    by rank), in pieces, without a file: what the twin sends when a run's dumps are downloaded."""
+    :func:`pack` would write it of the folder :func:`sim.debug.writer.write_dumps` writes (the same members, stage
+    after stage: one stage's times in memory at a time when ``ds`` loads them so, :func:`sim.debug.dumpstate.load`),
+    in pieces, without a file: what the twin sends when a run's dumps are downloaded."""
     def members():
-        for rank, parts in rank_dumps(ds):
+        for rank, parts in rank_dumps(ds, by_stage=True):
             yield f"{DUMP_PREFIX}{rank}", b"".join(p if isinstance(p, bytes) else p.tobytes() for p in parts), mtime
         yield PLACEMENT_FILE, ds.placement().encode(), mtime
     yield from tar_gz(members(), chunk_bytes)

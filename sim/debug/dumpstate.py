@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import zipfile
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -28,6 +29,7 @@ from sim.debug.writer import OP_COLUMNS, STEP_COLUMNS, DumpSet, StageDumps
 FORMAT = "cluster-twin dumpset 1"
 PARAMS = ("entries", "timeout_s", "steps_before") + DIM_NAMES     # the job's parameters the writer reads
 LEVEL = 1                                                          # deflate's fastest: the planes are mostly zeros
+STAGE_ARRAYS = ("ops", "ranks", "n_present", "n_done", "live", "created", "done", "completed", "desync")
 
 
 def _planes(a: np.ndarray) -> np.ndarray:
@@ -76,35 +78,66 @@ def save(ds: DumpSet, out, progress=None) -> None:
         put("meta", np.frombuffer(json.dumps(meta).encode(), np.uint8))
 
 
-def load(path) -> DumpSet:
-    """The :class:`DumpSet` :func:`save` wrote at ``path``; DumpError naming the file if it is not one."""
+class _Stages(Sequence):
+    """The stages of a kept DumpSet, read from its ``.npz`` when first looked at; ``keep`` of them held at a time
+    (None: all), so a download stage after stage holds one stage's times (:func:`sim.debug.archive.stream`)."""
+
+    def __init__(self, z, meta: dict, keep: int | None):
+        self.z, self.meta, self.keep, self.held = z, meta, keep, {}
+
+    def __len__(self):
+        return len(self.meta["stages"])
+
+    def __getitem__(self, i):
+        if not isinstance(i, int) or not 0 <= i < len(self):
+            raise IndexError(i)
+        got = self.held.get(i)
+        if got is None:
+            if self.keep is not None and len(self.held) >= self.keep:
+                self.held.clear()
+            got = self.held[i] = _stage(self.z, i, self.meta["stages"][i])
+        return got
+
+
+def _stage(z, i: int, m: dict) -> StageDumps:
+    shape = tuple(m["shape"])
+    n = int(np.prod(shape))
+    ops = dict(zip(OP_COLUMNS + STEP_COLUMNS, z[f"s{i}_ops"]))
+    created = _from_planes(z[f"s{i}_created"], shape)
+    completed = np.unpackbits(z[f"s{i}_completed"], count=n).astype(bool).reshape(shape)
+    return StageDumps(stage=int(m["stage"]), ranks=z[f"s{i}_ranks"], ops=ops, n_present=z[f"s{i}_n_present"],
+                      n_done=z[f"s{i}_n_done"], live=z[f"s{i}_live"], lo=int(m["lo"]), created=created,
+                      done=np.where(completed, created + _from_planes(z[f"s{i}_done"], shape), 0),
+                      completed=completed,
+                      desync=np.unpackbits(z[f"s{i}_desync"], count=n).astype(bool).reshape(shape))
+
+
+def load(path, keep: int | None = None) -> DumpSet:
+    """The :class:`DumpSet` :func:`save` wrote at ``path``; its stages read when first looked at, ``keep`` of them
+    held at a time (None: all of them, once read); DumpError naming the file if it is not one (its stages are
+    checked to be there; a stage that cannot be read later raises as numpy does)."""
     try:
-        with np.load(path, allow_pickle=False) as z:
+        z = np.load(path, allow_pickle=False)
+        try:
             meta = json.loads(bytes(z["meta"]).decode())
             if meta.get("format") != FORMAT:
                 raise ValueError(f"format {str(meta.get('format'))[:60]!r}, not {FORMAT!r}")
-            stages = []
-            for i, m in enumerate(meta["stages"]):
-                shape = tuple(m["shape"])
-                n = int(np.prod(shape))
-                ops = dict(zip(OP_COLUMNS + STEP_COLUMNS, z[f"s{i}_ops"]))
-                created = _from_planes(z[f"s{i}_created"], shape)
-                completed = np.unpackbits(z[f"s{i}_completed"], count=n).astype(bool).reshape(shape)
-                stages.append(StageDumps(
-                    stage=int(m["stage"]), ranks=z[f"s{i}_ranks"], ops=ops, n_present=z[f"s{i}_n_present"],
-                    n_done=z[f"s{i}_n_done"], live=z[f"s{i}_live"], lo=int(m["lo"]), created=created,
-                    done=np.where(completed, created + _from_planes(z[f"s{i}_done"], shape), 0),
-                    completed=completed,
-                    desync=np.unpackbits(z[f"s{i}_desync"], count=n).astype(bool).reshape(shape)))
+            missing = {f"s{i}_{k}" for i in range(len(meta["stages"])) for k in STAGE_ARRAYS} - set(z.files)
+            if missing:
+                raise KeyError(f"no {sorted(missing)[0]}")
             pg_names = {(d, i): name for d, names in meta["pg_names"].items() for i, name in enumerate(names)
                         if name is not None}
             return DumpSet(params=meta["params"], fault=Fault(kind=meta["fault"]["kind"], what=meta["fault"]["what"]),
                            gpus=z["gpus"], dead=z["dead"], rank_group={d: z[f"rank_group_{d}"] for d in DIM_NAMES},
                            group_ranks={d: z[f"group_ranks_{d}"] for d in DIM_NAMES}, pg_names=pg_names,
                            t0_ns=int(meta["t0_ns"]), cluster=meta["cluster"], cluster_gpus=int(meta["cluster_gpus"]),
-                           stages=stages)
+                           stages=_Stages(z, meta, keep))
+        except BaseException:
+            z.close()
+            raise
     except FileNotFoundError:
         raise DumpError(f"{path}: no such file") from None
-    except (OSError, ValueError, KeyError, TypeError, IndexError, zipfile.BadZipFile, json.JSONDecodeError) as e:
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError, zipfile.BadZipFile,
+            json.JSONDecodeError) as e:
         raise DumpError(f"{path}: not a rehearsal's dumps kept by the twin ({type(e).__name__}: "
                         f"{str(e)[:200]})") from None

@@ -92,9 +92,18 @@ class DumpSet:
                 + (c - max(0, c - self.params["entries"])) * lay.dt.itemsize
         return total
 
-    def _ranks(self):
+    def _ranks(self, by_stage: bool = False):
         """(stage index, position in the stage, rank, the stage's :class:`StageLayout`) of every live rank, by
-        rank (the order a folder is read in)."""
+        rank (the order a folder is read in), or ``by_stage``: stage after stage (each stage's ranks by rank), each
+        stage looked at once (:attr:`stages` may load one at a time: :func:`sim.debug.dumpstate.load`)."""
+        if by_stage:
+            for i in range(len(self.stages)):
+                sd = self.stages[i]
+                lay = StageLayout(self, sd)
+                order = np.argsort(sd.ranks, kind="stable")
+                for j in order[sd.live[order] & ~self.dead[sd.ranks[order]]].tolist():
+                    yield i, j, int(sd.ranks[j]), lay
+            return
         R = self.gpus.size
         stage_of = np.full(R, -1, np.int64)
         pos = np.zeros(R, np.int64)
@@ -319,15 +328,17 @@ class StageLayout:
         return raw
 
 
-def rank_records(ds: DumpSet):
+def rank_records(ds: DumpSet, by_stage: bool = False):
     """(rank, its stage's :class:`StageLayout`, its :class:`StageDumps`, its position there, its records as
-    uint8) of every live rank, by rank."""
-    for i, j, rank, lay in ds._ranks():
-        yield rank, lay, ds.stages[i], j, lay.records(ds, ds.stages[i], j)
+    uint8) of every live rank, by rank (or stage after stage: :meth:`DumpSet._ranks`)."""
+    for i, j, rank, lay in ds._ranks(by_stage):
+        sd = ds.stages[i]
+        yield rank, lay, sd, j, lay.records(ds, sd, j)
 
 
-def rank_dumps(ds: DumpSet):
-    """(rank, (header bytes, records as uint8, tail bytes)) of every live rank, by rank: the file's parts."""
+def rank_dumps(ds: DumpSet, by_stage: bool = False):
+    """(rank, (header bytes, records as uint8, tail bytes)) of every live rank, by rank (or stage after stage):
+    the file's parts."""
     pg_config = {}                                                 # (dim, group) -> its pg_config bytes
-    for rank, lay, sd, j, raw in rank_records(ds):
+    for rank, lay, sd, j, raw in rank_records(ds, by_stage):
         yield rank, (lay.header(ds, rank, int(sd.n_present[j]), int(sd.n_done[j]), pg_config), raw, TAIL)

@@ -71,7 +71,7 @@ def the_archive_is_small_and_unpacks_to_the_dumps(run, summary, tmp_path):
     # and the archive built from it (as a download streams it) is a tar.gz that ``python -m sim debug unpack``
     # turns back into every rank's dump, which the analyzer reads to the same culprit
     tar_gz = tmp_path / "run-dumps.tar.gz"
-    tar_gz.write_bytes(b"".join(archive.stream(dumpstate.load(path), path.stat().st_mtime)))
+    tar_gz.write_bytes(b"".join(archive.stream(dumpstate.load(path, keep=1), path.stat().st_mtime)))
     out = tmp_path / "unpacked"
     done = subprocess.run([sys.executable, "-m", "sim", "debug", "unpack", str(tar_gz), str(out)], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)

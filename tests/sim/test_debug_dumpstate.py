@@ -49,7 +49,8 @@ def test_the_kept_dumps_are_the_files_and_analyze_the_same(topo, tmp_path, job, 
     dumpstate.save(dumps, kept)
     (tmp_path / "kept.npz").write_bytes(kept.getvalue())
     tar_gz = tmp_path / "dumps.tar.gz"
-    tar_gz.write_bytes(b"".join(archive.stream(dumpstate.load(tmp_path / "kept.npz"), 0, chunk_bytes=1 << 16)))
+    tar_gz.write_bytes(b"".join(archive.stream(dumpstate.load(tmp_path / "kept.npz", keep=1), 0,
+                                               chunk_bytes=1 << 16)))
     out = tmp_path / "unpacked"
     archive.unpack(tar_gz, out)
     # then it unpacks to the very files the command line wrote, and what is kept is far smaller than they are
@@ -58,6 +59,10 @@ def test_the_kept_dumps_are_the_files_and_analyze_the_same(topo, tmp_path, job, 
     assert all(filecmp.cmp(folder / n, out / n, shallow=False) for n in names)
     written = sum((folder / n).stat().st_size for n in names if n.startswith("nccl_trace_rank_"))
     assert dumps.nbytes() == written and len(kept.getvalue()) * 5 < written
+    # and what is kept, read back, analyzes as the dumps do
+    again = analyze_dumpset(dumpstate.load(tmp_path / "kept.npz"), topo)
+    again.pop("seconds")
+    assert again == in_memory
 
 
 def test_a_file_that_is_not_a_kept_dumpset_is_refused_naming_it(tmp_path):

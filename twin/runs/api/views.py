@@ -236,7 +236,7 @@ class RunViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         from sim.debug import archive, dumpstate
         from sim.debug.dumpformat import DumpError
         try:
-            dumps = dumpstate.load(path)
+            dumps = dumpstate.load(path, keep=1)       # one stage's times in memory at a time
         except DumpError as e:
             return Response({"detail": f"run {run.pk}'s dumps cannot be read back: {scrub(str(e))}"},
                             status=status.HTTP_500_INTERNAL_SERVER_ERROR)
