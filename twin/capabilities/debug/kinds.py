@@ -66,7 +66,7 @@ DEBUG_ARRAYS = {"rank_gpu": "int32", "heatmap_state": "uint8", "heatmap_started"
 # in the order a run goes through them: simulating the job, making every rank's dump and reading it into the
 # analysis, matching the collectives, keeping the dumps' compact copy; widths about their share of the run's time
 # at 16,384 ranks (bench/bench_debug_run.py).
-STAGE_SPAN = {"simulating": (0.0, 0.35), "dumping": (0.35, 0.8), "analyzing": (0.8, 0.9), "packing": (0.9, 1.0)}
+STAGE_SPAN = {"simulating": (0.0, 0.25), "dumping": (0.25, 0.8), "analyzing": (0.8, 0.9), "packing": (0.9, 1.0)}
 DUMPSET_SHARE = 0.15            # of "dumping": the windows of every stage's times taken from the simulation
 ANALYSIS_READ = 0.8             # of sim.debug.analyze's progress: reading the dumps (the rest: matching them)
 STARTED = 2                                     # the analyzer's heatmap state "started" (docs/debugging.md)
