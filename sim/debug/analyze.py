@@ -52,10 +52,13 @@ def analyze_dumpset(ds, cluster=None, progress=None) -> dict:
     reading it."""
     tab = Tables()
 
+    shared = {}                                 # per stage layout: its memo's lookup tables
+
     def columns():
         for rank, lay, _sd, _j, raw in rank_records(ds):
             groups = lay.groups(ds, rank)
-            yield rank, f"rank {rank}'s dump", own_columns(groups, lay.memo(groups), raw.view(lay.dt), tab)
+            yield rank, f"rank {rank}'s dump", own_columns(groups, lay.memo(groups), raw.view(lay.dt), tab,
+                                                           shared.setdefault(id(lay), {}))
     n = int((~ds.dead).sum())
     return _analyze(columns(), n, tab, cluster, None, (ds.gpus, ds.cluster, ds.cluster_gpus), progress)
 
