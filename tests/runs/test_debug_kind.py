@@ -56,9 +56,12 @@ def test_kept_dumps_that_cannot_be_read_back_are_a_500_saying_so(runner, demo):
     run = SimulationRun.objects.create(kind="debug", cluster=demo, status="succeeded", params={})
     files.write_archive(run.pk, lambda raw: raw.write(b"PK not a zip"), name=files.DUMPS_STATE)
     # when they are downloaded, then the answer says why, naming no server path
-    r = runner.get(f"/api/runs/{run.pk}/dumps/")
-    assert r.status_code == 500 and "cannot be read back" in r.json()["detail"]
-    assert str(files.root()) not in r.json()["detail"]
+    try:
+        r = runner.get(f"/api/runs/{run.pk}/dumps/")
+        assert r.status_code == 500 and "cannot be read back" in r.json()["detail"]
+        assert str(files.root()) not in r.json()["detail"]
+    finally:
+        files.delete(run.pk)                    # the next test's run may take the same id
 
 
 @pytest.mark.django_db
