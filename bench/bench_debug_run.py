@@ -8,8 +8,10 @@ starts a Celery worker (one process) on a queue of its own, then starts one debu
 :func:`twin.runs.actions.create_run` (the API's path): Llama 3 405B, TP 8 x PP 16 x DP 128, ``hang:rank=12345``,
 2,000 entries per rank. It samples the run's progress every 0.2 s (the percentage its live frames and the runs list
 carry) and prints, per phase (the kind's ``STAGE_SPAN``: the share of the percentage each phase owns), the wall
-seconds spent in it, the longest time the percentage did not move, the total from queued to succeeded, the archive's
-size against the dumps' and the culprit. It is not a test; the figures depend on the machine's load (printed).
+seconds spent in it, the longest time the percentage did not move, the total from queued to succeeded, the worker's
+CPU seconds, the size of what the run keeps of its dumps against the dumps', the culprit, and then the download: the
+archive built from what the run keeps as ``GET /api/runs/<id>/dumps/`` streams it (in this process: its CPU and wall
+seconds, its size). It is not a test; the figures depend on the machine's load (printed).
 """
 from __future__ import annotations
 
@@ -131,8 +133,13 @@ def main() -> None:
         run.refresh_from_db()
         if run.status != "succeeded":
             sys.exit(f"bench_debug_run: the run {run.status}: {run.error}")
-        archive = files.stored(run.pk, run.summary.get("dumps_file") or files.DUMPS_ARCHIVE)
+        kept = files.stored_dumps(run.pk)
         s = run.summary
+        from sim.debug import archive, dumpstate
+        t, c = time.perf_counter(), time.process_time()
+        tar_bytes = sum(len(piece) for piece in archive.stream(dumpstate.load(kept, keep=1), kept.stat().st_mtime))
+        t_download, c_download = time.perf_counter() - t, time.process_time() - c
+        load.append(os.getloadavg()[0])
     finally:
         worker.send_signal(signal.SIGTERM)
         try:
@@ -149,15 +156,17 @@ def main() -> None:
     culprit = (s.get("culprit") or {}).get("ranks")
     written = s.get("dumps_written_bytes")
     print(f"\ndebug run: {args.gpus:,} ranks of Llama 3 405B on {CLUSTER}, {params['inject']}, 2,000 entries; "
-          f"one worker process; {os.cpu_count()} CPUs (shared), load average {load[0]:.1f} -> {load[-1]:.1f}")
+          f"one worker process; {os.cpu_count()} CPUs (shared), load average {load[0]:.1f} -> {load[1]:.1f}")
     for name, secs in phases(samples, STAGE_SPAN.items()):
         print(f"  {name:<34} {secs:7.1f} s")
     print(f"  {'total, queued -> succeeded':<34} {wall:7.1f} s   budget {BUDGET_S:.0f} s"
           f"{'  ok' if wall <= BUDGET_S else '  OVER BUDGET'}")
     print(f"  {'CPU of the worker process tree':<34} {cpu:7.1f} s   (the figure the load does not change)")
     print(f"  {'longest time without progress':<34} {max(gaps, default=0):7.1f} s   ({len(samples)} values seen)")
-    print(f"  {'archive':<34} {archive.name if archive else '-'}: {s['dumps_bytes'] / 1e6:,.1f} MB"
+    print(f"  {'dumps kept with the run':<34} {kept.name if kept else '-'}: {s['dumps_bytes'] / 1e6:,.1f} MB"
           + (f" of {written / 1e6:,.0f} MB of dumps ({written / s['dumps_bytes']:.0f} x)" if written else ""))
+    print(f"  {'download (tar.gz built as sent)':<34} {t_download:7.1f} s   (CPU {c_download:.1f} s), "
+          f"{tar_bytes / 1e6:,.1f} MB; load average after it {load[-1]:.1f}")
     print(f"  {'culprit ranks':<34} {culprit}")
 
 

@@ -86,7 +86,8 @@ function renderCulprit(el, doc) {
       ${links.length ? ` · <a id="fabric-link" href="${clusterPath("fabric/")}#links=${links.map((l) => l.id)
         .join(",")}&from=${from}">links on the fabric page</a>` : ""}
       · ${doc.dumps_refusal ? `<span id="dumps-link">dumps: ${esc(doc.dumps_refusal)}</span>`
-        : `<a id="dumps-link" href="/api/runs/${doc.id}/dumps/" download>dumps (${fmt.bytes(s.dumps_bytes)}, tar.gz)</a>`}
+        : `<a id="dumps-link" href="/api/runs/${doc.id}/dumps/" download title="the archive is built as it downloads (tens of seconds at 16,384 ranks)">dumps
+          (${fmt.bytes(s.dumps_written_bytes ?? s.dumps_bytes)} of files, tar.gz)</a>`}
       · <a href="/experiments/${doc.id}/">run #${doc.id}</a></p>`;
 }
 

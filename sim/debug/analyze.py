@@ -24,7 +24,8 @@ import numpy as np
 from sim.core.progress import silent
 from sim.debug.cells import Cells, Kept
 from sim.debug.cluster import culprit_where, rank_placement
-from sim.debug.reader import Buffers, Tables, dump_files, read_dump
+from sim.debug.reader import Buffers, Tables, dump_files, own_columns, read_dump
+from sim.debug.writer import rank_records
 
 MAX_HEATMAP_ROWS = 1024
 HEATMAP_COLUMNS = 64
@@ -36,18 +37,43 @@ MAX_MISMATCHES = 20
 def analyze(folder, cluster=None, progress=None) -> dict:
     """The analysis of the dumps in ``folder`` as a JSON-ready dict (schema: docs/debugging.md). ``cluster``: a
     :class:`sim.fabric.topology.Topology`, a preset name or a spec path, to name hosts and links (None: ranks only)."""
-    t0 = time.perf_counter()
-    say = progress or silent
     folder = str(folder)
     files = dump_files(folder)
     tab = Tables()
-    kept = Kept(tab)
     bufs = Buffers()
-    for i, (rank, path) in enumerate(files):
-        kept.add(rank, read_dump(path, rank, tab, bufs), path)
+    columns = ((rank, path, read_dump(path, rank, tab, bufs)) for rank, path in files)
+    return _analyze(columns, len(files), tab, cluster, folder, None, progress)
+
+
+def analyze_dumpset(ds, cluster=None, progress=None) -> dict:
+    """The analysis of the dumps the :class:`sim.debug.writer.DumpSet` ``ds`` is made of, taken from the writer's
+    records as they are made (:func:`sim.debug.writer.rank_records`, :func:`sim.debug.reader.own_columns`): what
+    :func:`analyze` gives for the folder :func:`sim.debug.writer.write_dumps` would write, without writing or
+    reading it."""
+    tab = Tables()
+
+    shared = {}                                 # per stage layout: its memo's lookup tables
+
+    def columns():
+        for rank, lay, _sd, _j, raw in rank_records(ds):
+            groups = lay.groups(ds, rank)
+            yield rank, f"rank {rank}'s dump", own_columns(groups, lay.memo(groups), raw.view(lay.dt), tab,
+                                                           shared.setdefault(id(lay), {}))
+    n = int((~ds.dead).sum())
+    return _analyze(columns(), n, tab, cluster, None, (ds.gpus, ds.cluster, ds.cluster_gpus), progress)
+
+
+def _analyze(columns, n_files: int, tab, cluster, folder, placement, progress) -> dict:
+    """The analysis of ``columns`` ((rank, its file's name, its columns) by rank); progress 0..0.8 as they are
+    read, then each step of the matching."""
+    t0 = time.perf_counter()
+    say = progress or silent
+    kept = Kept(tab)
+    for i, (rank, path, cols) in enumerate(columns):
+        kept.add(rank, cols, path)
         if i % 256 == 255:
-            say(0.8 * (i + 1) / len(files), f"{i + 1:,} of {len(files):,} dumps read")
-    say(0.8, f"{len(files):,} dumps read; matching collectives across ranks")
+            say(0.8 * (i + 1) / n_files, f"{i + 1:,} of {n_files:,} dumps read")
+    say(0.8, f"{n_files:,} dumps read; matching collectives across ranks")
     dumped = np.asarray(kept.ranks, np.int64)
     # members of each group: pg_config's, else the ranks seen in it (gloo leaves pg_config empty)
     for g in range(len(tab.pg_name)):
@@ -56,20 +82,23 @@ def analyze(folder, cluster=None, progress=None) -> dict:
                 np.unique(np.asarray(kept.pg_seen.get(g, []), np.int64))
     world = np.unique(np.concatenate([dumped] + [m for m in tab.pg_members if m is not None]))
     missing_dumps = np.setdiff1d(world, dumped)
-    topo_info = rank_placement(cluster, folder, world)
+    topo_info = rank_placement(cluster, folder, world, placement)
     cells = Cells(kept, len(tab.pg_name))
+    say(0.84, "collectives laid side by side; looking for the first that stalled or disagrees")
     res = _match(cells, kept, tab, dumped, missing_dumps)
     culprit = res["culprit"]
     if culprit is not None and topo_info is not None:
         culprit["hosts"], culprit["links"] = culprit_where(topo_info, culprit["ranks"])
+    say(0.88, "culprit found; ranking the stragglers" if culprit else "no stall; ranking the stragglers")
     strag = _stragglers(cells, kept, tab, topo_info)
     del cells
+    say(0.94, "stragglers ranked; drawing the heatmap")
     verdict = culprit["kind"] if culprit else "clean"
     if culprit is None and strag["slow"]:
         verdict = "slow"
     if culprit is None:
         res["mismatches"] = []
-    out = {"schema": 1, "folder": folder, "dumps": len(files), "ranks": int(world.size), "version": tab.version,
+    out = {"schema": 1, **({"folder": folder} if folder is not None else {}), "dumps": n_files, "ranks": int(world.size), "version": tab.version,
            "backend": tab.backend or "nccl", "missing_dumps": missing_dumps.tolist(), "verdict": verdict,
            "culprit": culprit, "mismatches": res["mismatches"],
            "stragglers": {k: strag[k] for k in ("process_groups", "ranks", "hosts")},

@@ -19,12 +19,14 @@ import io
 import os
 import re
 import tarfile
+import zlib
 from pathlib import Path
 
 import numpy as np
 
 from sim.debug.dumpformat import DUMP_PREFIX, ENTRY_KEYS, MAX_DUMP_BYTES, MAX_RANK, PLACEMENT_FILE, DumpError, \
     record_dtype
+from sim.debug.writer import rank_dumps
 
 ROW = record_dtype({k: i for i, k in enumerate(ENTRY_KEYS)})[0].itemsize     # the writer's record: 145 bytes
 SUFFIX = f".cols{ROW}"               # a member stored in delta-coded byte columns of ROW-byte rows
@@ -52,26 +54,82 @@ def from_columns(data: bytes) -> bytes:
     return np.ascontiguousarray(cols.T).tobytes() + data[n * ROW:]
 
 
+class _Sink:
+    """What tarfile writes, gathered until it is taken (:meth:`take`): the tar stream of :func:`tar_gz`."""
+
+    def __init__(self):
+        self.parts, self.at = [], 0
+
+    def write(self, b):
+        self.parts.append(bytes(b))
+        self.at += len(b)
+        return len(b)
+
+    def tell(self):
+        return self.at
+
+    def take(self) -> bytes:
+        out = b"".join(self.parts)
+        self.parts = []
+        return out
+
+
+def tar_gz(members, chunk_bytes: int = COPY_BYTES):
+    """The tar.gz of ``members`` ((name, bytes, mtime), each a regular file, 0600; dumps, named ``nccl_trace_rank_
+    <rank>``, stored in byte columns as ``<name>.cols145``), yielded a piece of at least ``chunk_bytes`` at a time
+    (the last one smaller): written to a file by :func:`pack`, streamed to a download by :func:`stream`."""
+    sink = _Sink()
+    z = zlib.compressobj(LEVEL, zlib.DEFLATED, 31)           # wbits 31: a gzip stream
+    pending, size = [], 0
+    with tarfile.open(fileobj=sink, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        tar.copybufsize = COPY_BYTES                  # a dump in a few calls, not 16 kB at a time
+        for name, data, mtime in members:
+            dump = name.startswith(DUMP_PREFIX)
+            body = to_columns(data) if dump else data
+            info = tarfile.TarInfo(name + SUFFIX if dump else name)
+            info.size, info.mode, info.mtime = len(body), 0o600, int(mtime)
+            tar.addfile(info, io.BytesIO(body))
+            got = z.compress(sink.take())
+            if got:
+                pending.append(got)
+                size += len(got)
+            if size >= chunk_bytes:
+                yield b"".join(pending)
+                pending, size = [], 0
+    pending += [z.compress(sink.take()), z.flush()]
+    yield b"".join(pending)
+
+
 def pack(folder, out, progress=None) -> int:
-    """Write every regular file of ``folder`` (sorted by name) into ``out`` (a binary file object) as a tar.gz,
-    the dumps in byte columns (``<name>.cols145``), other files as they are; ``progress(fraction)`` every 64 files.
-    Returns the bytes read."""
+    """Write every regular file of ``folder`` (sorted by name) into ``out`` (a binary file object) as a tar.gz
+    (:func:`tar_gz`); ``progress(fraction)`` every 64 files. Returns the bytes read."""
     folder = Path(folder)
     paths = sorted(p for p in folder.iterdir() if p.is_file())
     total = 0
-    with tarfile.open(fileobj=out, mode="w:gz", compresslevel=LEVEL, format=tarfile.PAX_FORMAT) as tar:
-        tar.copybufsize = COPY_BYTES                  # a dump in a few calls of gzip, not 16 kB at a time
+
+    def members():
+        nonlocal total
         for i, p in enumerate(paths):
             data = p.read_bytes()
             total += len(data)
-            dump = p.name.startswith(DUMP_PREFIX)
-            body = to_columns(data) if dump else data
-            info = tarfile.TarInfo(p.name + SUFFIX if dump else p.name)
-            info.size, info.mode, info.mtime = len(body), 0o600, int(p.stat().st_mtime)
-            tar.addfile(info, io.BytesIO(body))
+            yield p.name, data, p.stat().st_mtime
             if progress is not None and (i % 64 == 63 or i + 1 == len(paths)):
                 progress((i + 1) / len(paths))
+    for piece in tar_gz(members()):
+        out.write(piece)
     return total
+
+
+def stream(ds, mtime: float, chunk_bytes: int = COPY_BYTES):
+    """The tar.gz of the dumps of the :class:`sim.debug.writer.DumpSet` ``ds`` and its placement file, as
+    :func:`pack` would write it of the folder :func:`sim.debug.writer.write_dumps` writes (the same members, stage
+    after stage: one stage's times in memory at a time when ``ds`` loads them so, :func:`sim.debug.dumpstate.load`),
+    in pieces, without a file: what the twin sends when a run's dumps are downloaded."""
+    def members():
+        for rank, parts in rank_dumps(ds, by_stage=True):
+            yield f"{DUMP_PREFIX}{rank}", b"".join(p if isinstance(p, bytes) else p.tobytes() for p in parts), mtime
+        yield PLACEMENT_FILE, ds.placement().encode(), mtime
+    yield from tar_gz(members(), chunk_bytes)
 
 
 def unpack(archive, folder) -> list[str]:

@@ -30,21 +30,23 @@ def load_cluster(cluster_or_spec):
     return topo, name
 
 
-def rank_placement(cluster, folder, world) -> dict | None:
+def rank_placement(cluster, folder, world, placement=None) -> dict | None:
     """Rank -> GPU, host names and the topology, when the cluster is known: the placement file written beside our
-    dumps, else ranks on the cluster's GPUs in the topology placement (seed 0). None without a cluster. DumpError
-    naming both when the dumps do not match the cluster: written on another one (the placement file names it), a
-    rank on a GPU the cluster lacks, or more ranks than its GPUs."""
+    dumps (or ``placement``, (rank -> GPU, cluster name, its GPUs), for dumps made in memory with no folder), else
+    ranks on the cluster's GPUs in the topology placement (seed 0). None without a cluster. DumpError naming both
+    when the dumps do not match the cluster: written on another one (the placement file names it), a rank on a GPU
+    the cluster lacks, or more ranks than its GPUs."""
     if cluster is None:
         return None
     topo, name = load_cluster(cluster)
     n = int(world.max()) + 1 if world.size else 0
-    path = os.path.join(folder, PLACEMENT_FILE)
+    path = os.path.join(folder, PLACEMENT_FILE) if folder is not None else "the placement"
     gpus = None
-    if os.path.isfile(path):
-        gpus, wrote_on, wrote_gpus = _placement(path)
+    if placement is not None or os.path.isfile(path):
+        gpus, wrote_on, wrote_gpus = _placement(path) if placement is None else placement
+        gpus = np.asarray(gpus, np.int64)
         if wrote_on is not None and (wrote_on != name or wrote_gpus != topo.n_gpus):
-            raise DumpError(f"{folder}: the dumps were written on {wrote_on} ({wrote_gpus:,} GPUs), not on the "
+            raise DumpError(f"{folder or path}: the dumps were written on {wrote_on} ({wrote_gpus:,} GPUs), not on the "
                             f"cluster given, {name} ({topo.n_gpus:,} GPUs)")
         if gpus.size < n or (gpus.size and (gpus.min() < 0 or gpus.max() >= topo.n_gpus)):
             raise DumpError(f"{path}: places {gpus.size:,} ranks on GPUs up to {int(gpus.max(initial=-1)):,}; the "

@@ -15,8 +15,8 @@ import re
 
 import numpy as np
 
-from sim.debug.dumpformat import (ENTRIES_MARK, ENTRY_KEYS, FIXED_HEAD, HEAD, LONG8, MAX_DUMP_BYTES, MAX_RANK,
-                                  NONE_FILL, TAIL, DumpError, record_dtype)
+from sim.debug.dumpformat import (ENTRIES_MARK, ENTRY_KEYS, FIXED_HEAD, FR_VERSION, HEAD, LONG8, MAX_DUMP_BYTES,
+                                  MAX_RANK, NONE_FILL, TAIL, DumpError, record_dtype)
 from sim.debug.safeload import HeaderError, RefusedPickle, load_dump_pickle, parse_header
 
 _NAME = re.compile(r"^(.*?)(\d+)$")
@@ -235,18 +235,47 @@ def _fast_columns(path, top, memo, rec, tab: Tables) -> dict | None:
     the wrong kind of object (then pickle reads it). ``seq`` is the collective sequence id (p2p entries are not
     matched); ``pgs`` the groups the memo names."""
     _header(path, top, tab)
+    return _record_columns(memo, rec, tab)
+
+
+def own_columns(groups, memo, rec, tab: Tables, shared: dict | None = None) -> dict:
+    """The columns of a dump the twin made in memory (:func:`sim.debug.writer.rank_records`): its records as
+    numpy, its memo and groups ((name, desc, members)) as the writer holds them, so nothing is parsed or checked
+    (no file, nobody else's bytes: :mod:`sim.debug.safeload`'s rules are for files); what :func:`read_dump` gives
+    for the file the writer would write. ``shared``: one dict per stage layout (:func:`_record_columns`)."""
+    tab.version = tab.version or FR_VERSION
+    for name, desc, members in groups:
+        tab.pg(name, desc, np.asarray(members, np.int64))
+    tab.backend = tab.backend or "nccl"
+    return _record_columns(memo, rec, tab, shared)
+
+
+def _record_columns(memo, rec, tab: Tables, shared: dict | None = None) -> dict | None:
+    """The columns of records referring to ``memo``. ``shared``: lookup tables of the memo's strings kept from
+    one dump to the next of the same layout (the twin's own dumps of one stage: the same strings at the same
+    positions, only the groups' tuples differ), filled at the first."""
     lut_pg = np.full(len(memo), -1, np.int64)
-    lut_op = np.full(len(memo), -1, np.int64)
-    lut_dt = np.zeros(len(memo), np.int64)
-    lut_state = np.zeros(len(memo), np.int8)
-    for i, obj in enumerate(memo):
-        if isinstance(obj, tuple):
+    if shared and shared.get("size") == len(memo):
+        lut_op, lut_dt, lut_state = shared["op"], shared["dt"], shared["state"]
+        for i in shared["tuples"]:
+            obj = memo[i]
             lut_pg[i] = tab.pg(obj[0], obj[1])
-        elif isinstance(obj, str):
-            if ":" in obj:
-                lut_op[i] = tab.op(obj.split(" ")[0])
-            lut_dt[i] = hash((obj,)) & 0xFFFF                 # as the pickle path: hash of the dtypes tuple
-            lut_state[i] = STATE_CODE.get(obj, 0)
+    else:
+        lut_op = np.full(len(memo), -1, np.int64)
+        lut_dt = np.zeros(len(memo), np.int64)
+        lut_state = np.zeros(len(memo), np.int8)
+        tuples = []
+        for i, obj in enumerate(memo):
+            if isinstance(obj, tuple):
+                lut_pg[i] = tab.pg(obj[0], obj[1])
+                tuples.append(i)
+            elif isinstance(obj, str):
+                if ":" in obj:
+                    lut_op[i] = tab.op(obj.split(" ")[0])
+                lut_dt[i] = hash((obj,)) & 0xFFFF                 # as the pickle path: hash of the dtypes tuple
+                lut_state[i] = STATE_CODE.get(obj, 0)
+        if shared is not None:
+            shared.update(size=len(memo), op=lut_op, dt=lut_dt, state=lut_state, tuples=tuples)
     pg, op, state = lut_pg[rec["process_group"]], lut_op[rec["profiling_name"]], lut_state[rec["state"]]
     if rec.size and (pg.min() < 0 or op.min() < 0 or state.min() < 1):
         return None

@@ -3,12 +3,19 @@
 Why a module: writing 16k ranks x 2,000 entries in seconds needs the pickle opcodes emitted by hand, every entry
 in the one fixed layout of :mod:`sim.debug.dumpformat` (numpy records): a stage's ranks share a memo, a header and
 one template record per op of their program (:class:`StageLayout`); a rank's dump fills the template's window with
-its times (:func:`stage_dumps`). :mod:`sim.debug.reader` reads that layout back without unpickling each entry.
+its times (:func:`rank_dumps`). :mod:`sim.debug.reader` reads that layout back without unpickling each entry.
+
+What the dumps are made of is a :class:`DumpSet`: per stage the op columns of its program and, per rank, the window
+of its times it records (ns, as the dump holds them), taken from a :class:`sim.debug.recorder.Rehearsal`
+(:meth:`DumpSet.of`) or from the compact copy the twin keeps of it (:mod:`sim.debug.dumpstate`): the same bytes
+either way. The twin's analysis takes the records as they are made (:func:`sim.debug.analyze.analyze_dumpset`),
+without writing or re-reading a file.
 """
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -18,35 +25,147 @@ from sim.debug.dumpformat import (DUMP_PREFIX, ENTRIES_MARK, ENTRY_KEYS, FIXED_H
                                   memo_put, pickle_int, pickle_str, record_dtype)
 from sim.debug.programs import DIM_NAMES, OPS
 
+OP_COLUMNS = ("dim", "op", "peer", "elem", "numel_in", "numel_out")     # the Op fields a dump shows
+STEP_COLUMNS = ("step_of", "seq_coll", "seq_p2p")                        # sim.debug.timing.StageTrace's
+
+
+@dataclass
+class StageDumps:
+    """One pipeline stage's part of the dumps: its program's op columns (``ops``: OP_COLUMNS and STEP_COLUMNS,
+    (n_ops,) int64 each), its ranks (n,), per rank the entries recorded by the dump (``n_present``) and completed by
+    then (``n_done``), whether it dumps (``live``), and its times over the op rows ``lo`` .. ``lo + w`` (every
+    live rank's window, the last ``entries`` of its recorded ops, lies within): ``created`` / ``done`` (n, w) int64
+    ns from the dump's t0 (``done`` 0 where not ``completed``), ``completed`` and ``desync`` (n, w) bool."""
+
+    stage: int
+    ranks: np.ndarray
+    ops: dict
+    n_present: np.ndarray
+    n_done: np.ndarray
+    live: np.ndarray
+    lo: int
+    created: np.ndarray
+    done: np.ndarray
+    completed: np.ndarray
+    desync: np.ndarray
+
+
+@dataclass
+class DumpSet:
+    """Everything every rank's dump is made of (see the module docstring): the job's parameters, the fault (``kind``,
+    ``what``: :class:`sim.debug.faults.Fault`), the placement (``gpus``), the ranks without a dump (``dead``), the
+    process groups (``rank_group`` dim -> (R,), ``group_ranks`` dim -> (groups, size), ``pg_names`` (dim, group) ->
+    name), t0 (ns since the epoch), the cluster (name, GPUs) and one :class:`StageDumps` per stage."""
+
+    params: dict
+    fault: object
+    gpus: np.ndarray
+    dead: np.ndarray
+    rank_group: dict
+    group_ranks: dict
+    pg_names: dict
+    t0_ns: int
+    cluster: str
+    cluster_gpus: int
+    stages: list
+
+    @classmethod
+    def of(cls, reh, progress=None) -> "DumpSet":
+        """The dumps of the rehearsal ``reh`` at its dump time (:class:`sim.debug.recorder.Rehearsal`);
+        ``progress(fraction)`` per stage."""
+        say = progress or silent
+        stages = []
+        for st in reh.stages:
+            stages.append(_stage_dumps(reh, st))
+            say(len(stages) / len(reh.stages), f"stage {st.stage}'s times taken")
+        return cls(params=reh.params, fault=reh.fault, gpus=reh.gpus, dead=reh.dead, rank_group=reh.rank_group,
+                   group_ranks=reh.group_ranks, pg_names=reh.pg_names, t0_ns=reh.t0_ns, cluster=reh.cluster,
+                   cluster_gpus=reh.cluster_gpus, stages=stages)
+
+    def nbytes(self) -> int:
+        """The bytes of every dump (headers, records, tails), as written; the placement file not counted."""
+        total, pg_config = 0, {}
+        for i, j, rank, lay in self._ranks():
+            sd = self.stages[i]
+            c = int(sd.n_present[j])
+            total += len(lay.header(self, rank, c, int(sd.n_done[j]), pg_config)) + len(TAIL) \
+                + (c - max(0, c - self.params["entries"])) * lay.dt.itemsize
+        return total
+
+    def _ranks(self, by_stage: bool = False):
+        """(stage index, position in the stage, rank, the stage's :class:`StageLayout`) of every live rank, by
+        rank (the order a folder is read in), or ``by_stage``: stage after stage (each stage's ranks by rank), each
+        stage looked at once (:attr:`stages` may load one at a time: :func:`sim.debug.dumpstate.load`)."""
+        if by_stage:
+            for i in range(len(self.stages)):
+                sd = self.stages[i]
+                lay = StageLayout(self, sd)
+                order = np.argsort(sd.ranks, kind="stable")
+                for j in order[sd.live[order] & ~self.dead[sd.ranks[order]]].tolist():
+                    yield i, j, int(sd.ranks[j]), lay
+            return
+        R = self.gpus.size
+        stage_of = np.full(R, -1, np.int64)
+        pos = np.zeros(R, np.int64)
+        for i, sd in enumerate(self.stages):
+            stage_of[sd.ranks] = i
+            pos[sd.ranks] = np.arange(sd.ranks.size)
+        layouts = [StageLayout(self, sd) for sd in self.stages]
+        for rank in np.flatnonzero(~self.dead).tolist():
+            i = int(stage_of[rank])
+            if i >= 0 and self.stages[i].live[pos[rank]]:
+                yield i, int(pos[rank]), rank, layouts[i]
+
+    def placement(self) -> str:
+        """The placement file's text (rank -> GPU and the cluster, for the analyzer)."""
+        return json.dumps({"gpus": self.gpus.tolist(), "cluster": self.cluster, "cluster_gpus": self.cluster_gpus})
+
+
+def _ns(seconds: np.ndarray) -> np.ndarray:
+    """Simulated seconds (finite) -> ns from the dump's t0."""
+    return (seconds * 1e9).astype(np.int64)
+
+
+def _stage_dumps(reh, st) -> StageDumps:
+    T, ent = reh.dump_time, reh.params["entries"]
+    n_present = (st.enter <= T).sum(axis=0)
+    n_done = (st.done <= T).sum(axis=0)
+    live = ~reh.dead[st.ranks]
+    starts = np.maximum(0, n_present - ent)
+    lo = int(starts[live].min()) if live.any() else 0
+    hi = int(n_present[live].max()) if live.any() else 0
+    enter, done = st.enter[lo:hi].T, st.done[lo:hi].T                     # (n, w): a rank's window contiguous
+    entered = enter <= T                                                  # a recorded op (its times finite)
+    completed = done <= T
+    ops = {k: np.array([getattr(o, k) for o in st.ops], np.int64) for k in OP_COLUMNS}
+    ops.update({k: np.asarray(getattr(st, k), np.int64) for k in STEP_COLUMNS})
+    return StageDumps(stage=st.stage, ranks=np.asarray(st.ranks, np.int64), ops=ops, n_present=n_present,
+                      n_done=n_done, live=live, lo=lo, created=_ns(np.where(entered, enter, 0.0)),
+                      done=_ns(np.where(completed, done, 0.0)), completed=completed,
+                      desync=np.ascontiguousarray(st.desync[lo:hi].T))
+
 
 def write_dumps(reh, folder, progress=None) -> list:
-    """One file per live rank of the rehearsal ``reh`` (:class:`sim.debug.recorder.Rehearsal`),
-    ``<folder>/nccl_trace_rank_<rank>``, and the rank -> GPU placement file; returns the dumps' paths."""
+    """One file per live rank of the rehearsal ``reh`` (:class:`sim.debug.recorder.Rehearsal`, or a
+    :class:`DumpSet`), ``<folder>/nccl_trace_rank_<rank>``, and the rank -> GPU placement file; returns the dumps'
+    paths."""
     say = progress or silent
+    ds = reh if isinstance(reh, DumpSet) else DumpSet.of(reh)
     os.makedirs(folder, exist_ok=True)
     paths = []
-    R = reh.gpus.size
-    done = 0
-    pg_config = {}                                                 # (dim, group) -> its pg_config bytes
-    for st in reh.stages:
-        for rank, *parts in stage_dumps(reh, st, pg_config):
-            path = os.path.join(folder, f"{DUMP_PREFIX}{rank}")
-            with open(path, "wb") as f:
-                for part in parts:
-                    f.write(part)
-            paths.append(path)
-            done += 1
-            if done % 256 == 0:
-                say(done / R, f"{done:,} of {R:,} dumps written")
+    R = ds.gpus.size
+    for done, (rank, parts) in enumerate(rank_dumps(ds), 1):
+        path = os.path.join(folder, f"{DUMP_PREFIX}{rank}")
+        with open(path, "wb") as f:
+            for part in parts:
+                f.write(part)
+        paths.append(path)
+        if done % 256 == 0:
+            say(done / R, f"{done:,} of {R:,} dumps written")
     with open(os.path.join(folder, PLACEMENT_FILE), "w") as f:       # rank -> GPU and the cluster, for the analyzer
-        json.dump({"gpus": reh.gpus.tolist(), "cluster": reh.cluster, "cluster_gpus": reh.cluster_gpus}, f)
+        f.write(ds.placement())
     say(1.0, f"{len(paths):,} dumps written to {folder}")
     return paths
-
-
-def _ns(t0: int, seconds: np.ndarray) -> np.ndarray:
-    """Simulated seconds (finite) -> ns since the Unix epoch."""
-    return t0 + (seconds * 1e9).astype(np.int64)
 
 
 class StageLayout:
@@ -54,13 +173,11 @@ class StageLayout:
     only the group names differ), the header's constant bytes, and one template record per op of the stage's
     program (every field that does not depend on the rank's times)."""
 
-    def __init__(self, reh, st):
-        p = reh.params
-        self.ops = st.ops
-        op_dim = np.array([o.dim for o in st.ops])
-        op_kind = np.array([o.op for o in st.ops])
-        op_peer = np.array([o.peer for o in st.ops])
-        per_step = len(st.ops) // (int(st.step_of.max()) + 1)
+    def __init__(self, ds: DumpSet, sd: StageDumps):
+        p = ds.params
+        op_dim, op_kind, op_peer = sd.ops["dim"], sd.ops["op"], sd.ops["peer"]
+        n_ops = op_dim.size
+        per_step = n_ops // (int(sd.ops["step_of"].max()) + 1)
         rec_base = p["steps_before"] * per_step
         seq_base = np.array([p["steps_before"] * int(np.sum((op_dim[:per_step] == d) & (op_kind[:per_step] < 3)))
                              for d in range(4)])
@@ -77,10 +194,11 @@ class StageLayout:
             if kind < 3:
                 names[j] = f"nccl:{OPS[kind]}"
             else:
-                other = st.stage + peer - 1
-                names[j] = f"nccl:send {st.stage}->{other}" if kind == 3 else f"nccl:recv {st.stage}<-{other}"
-        if reh.fault.kind == "desync" and reh.fault.what == "op":
+                other = sd.stage + peer - 1
+                names[j] = f"nccl:send {sd.stage}->{other}" if kind == 3 else f"nccl:recv {sd.stage}<-{other}"
+        if ds.fault.kind == "desync" and ds.fault.what == "op":
             names[-1] = "nccl:all_reduce"                                 # what the desynced rank entered
+        self.names = names
         names_base = n_fixed + 2 * len(self.dims)
         self.name_pos = {j: names_base + i for i, j in enumerate(names)}
         self.tuple_base = names_base + len(names)
@@ -95,7 +213,7 @@ class StageLayout:
             + b"]" + memo_put(self.frames_pos) + b"e"
         # per dim: the group's last collective / p2p sequence id up to each op (pg_status of a rank that recorded a
         # prefix of its program)
-        seqs = np.where(op_kind >= 3, st.seq_p2p, st.seq_coll)
+        seqs = np.where(op_kind >= 3, sd.ops["seq_p2p"], sd.ops["seq_coll"])
         self.last_seq = {}
         for d in self.dims:
             di = DIM_NAMES.index(d)
@@ -103,25 +221,25 @@ class StageLayout:
             self.last_seq[d] = np.maximum.accumulate(np.where(op_dim == di, seqs, 0)) + base
             self.last_seq[d] = np.r_[base, self.last_seq[d]]                  # index: entries recorded
         self.dt, consts = record_dtype({k: pos[k] for k in ENTRY_KEYS})
-        t = np.zeros(len(st.ops), self.dt)
+        t = np.zeros(n_ops, self.dt)
         for k, v in consts.items():
             t[k] = v
-        elem = np.array([o.elem for o in st.ops])
-        t["record_id"] = rec_base + np.arange(len(st.ops))
+        elem = sd.ops["elem"]
+        t["record_id"] = rec_base + np.arange(n_ops)
         t["op_id"] = t["record_id"] + 1
         t["pg_id"] = np.array([pg_local.get(x, 0) for x in range(4)])[op_dim]
         t["process_group"] = np.array([self.tuple_base + pg_local.get(x, 1) - 1 for x in range(4)])[op_dim]
         t["thread_name"] = pos[THREAD_NAME]
         t["thread_id"] = pos["1"]
-        t["collective_seq_id"] = st.seq_coll + seq_base[op_dim]
-        t["p2p_seq_id"] = st.seq_p2p + p2p_base
+        t["collective_seq_id"] = sd.ops["seq_coll"] + seq_base[op_dim]
+        t["p2p_seq_id"] = sd.ops["seq_p2p"] + p2p_base
         lut = np.zeros(int(key.max()) + 1, np.int64)
         for j, mi in self.name_pos.items():
             if j >= 0:
                 lut[j] = mi
         t["profiling_name"] = lut[key]
-        t["input_sizes"] = [o.numel_in for o in st.ops]
-        t["output_sizes"] = [o.numel_out for o in st.ops]
+        t["input_sizes"] = sd.ops["numel_in"]
+        t["output_sizes"] = sd.ops["numel_out"]
         t["input_dtypes"] = np.where(elem == 4, pos["Float"], pos["BFloat16"])
         t["output_dtypes"] = t["input_dtypes"]
         t["time_discovered_started_ns_op"] = LONG8                       # a recorded entry has started
@@ -129,6 +247,7 @@ class StageLayout:
         t["is_p2p"] = np.where(op_kind >= 3, 0x88, 0x89)                 # NEWTRUE / NEWFALSE
         t["frames"] = self.frames_pos
         self.template = t
+        self.template_bytes = t.view(np.uint8)
         self.head = FIXED_HEAD
         self.middle = (self.memo_names + self.memo_tuples + pickle_str("version") + memo_get(pos[FR_VERSION])
                        + pickle_str("comm_lib_version") + memo_get(pos[NCCL_VERSION]) + pickle_str("pg_config") + b"}(")
@@ -137,20 +256,20 @@ class StageLayout:
                              pickle_str("last_completed_collective")) for k in range(len(self.dims))]
         self.tail = b"u" + ENTRIES_MARK
 
-    def header(self, reh, rank: int, n_present: int, n_done: int, pg_config: dict) -> bytes:
+    def header(self, ds: DumpSet, rank: int, n_present: int, n_done: int, pg_config: dict) -> bytes:
         """The pickle up to the entries list: PROTO 2, the top dict, twin_memo (defines the memo), version,
         comm_lib_version, pg_config, pg_status. ``pg_config``: the bytes of each group's memo strings and config,
         built once per group."""
         groups = []
         for d in self.dims:
-            gi = int(reh.rank_group[d][rank])
+            gi = int(ds.rank_group[d][rank])
             got = pg_config.get((d, gi))
             if got is None:
                 at = self.group_pos[d]
                 got = pg_config[(d, gi)] = (
-                    pickle_str(reh.pg_names[(d, gi)]) + memo_put(at) + pickle_str(d) + memo_put(at + 1),
+                    pickle_str(ds.pg_names[(d, gi)]) + memo_put(at) + pickle_str(d) + memo_put(at + 1),
                     memo_get(at) + b"}(" + pickle_str("name") + memo_get(at) + pickle_str("desc") + memo_get(at + 1) + pickle_str("ranks")
-                    + pickle_str(str(reh.group_ranks[d][gi].tolist())) + b"u")
+                    + pickle_str(str(ds.group_ranks[d][gi].tolist())) + b"u")
             groups.append((d, got))
         out = [self.head]
         out += [memo for _, (memo, _) in groups]
@@ -163,48 +282,63 @@ class StageLayout:
         out.append(self.tail)
         return b"".join(out)
 
+    def groups(self, ds: DumpSet, rank: int) -> list[tuple[str, str, np.ndarray]]:
+        """(name, desc, members) of the rank's process groups, as its header's pg_config gives them."""
+        out = []
+        for d in self.dims:
+            gi = int(ds.rank_group[d][rank])
+            out.append((ds.pg_names[(d, gi)], d, ds.group_ranks[d][gi]))
+        return out
 
-CHUNK_RANKS = 16                       # ranks whose records are built as one (ranks, entries) array
+    def memo(self, groups: list) -> list:
+        """The rank's ``twin_memo`` as its header defines it (the fixed strings, its groups' names and descs, the
+        op names, the (name, desc) tuples, the empty frames list)."""
+        out = list(FIXED_STRINGS)
+        for name, desc, _ in groups:
+            out += [name, desc]
+        out += list(self.names.values())
+        out += [(name, desc) for name, desc, _ in groups]
+        out.append([])
+        return out
+
+    def records(self, ds: DumpSet, sd: StageDumps, j: int) -> np.ndarray:
+        """The records (uint8, the dtype's bytes) of the stage's ``j``-th rank: its window of the template filled
+        with its times, states and desync marks."""
+        c = int(sd.n_present[j])
+        s = max(0, c - ds.params["entries"])
+        a, b = s - sd.lo, c - sd.lo
+        raw = self.template_bytes[s * self.dt.itemsize:c * self.dt.itemsize].copy()   # a byte copy (a record
+        rec = raw.view(self.dt)                                                      # copy is slow)
+        created = ds.t0_ns + sd.created[j, a:b]
+        comp = sd.completed[j, a:b]
+        rec["time_created_ns"] = created
+        rec["time_discovered_started_ns"] = created
+        rec["state"] = np.where(comp, self.pos["completed"], self.pos["started"])
+        rec["time_discovered_completed_ns_op"] = np.where(comp, LONG8, NONE10[:2])
+        rec["time_discovered_completed_ns"] = np.where(comp, ds.t0_ns + sd.done[j, a:b], NONE_FILL)
+        rec["retired"] = np.where(comp, 0x88, 0x89)
+        ds_ = sd.desync[j, a:b]
+        if ds_.any():
+            if ds.fault.what == "size":
+                rec["input_sizes"][ds_] *= 2
+                rec["output_sizes"][ds_] *= 2
+            else:
+                rec["profiling_name"][ds_] = self.name_pos[-1]
+                rec["output_sizes"][ds_] = rec["input_sizes"][ds_]
+        return raw
 
 
-def stage_dumps(reh, st, pg_config: dict):
-    """(rank, header bytes, records as uint8, tail bytes) of every live rank of one stage. A rank records a prefix
-    of its program (its times grow along it), so its dump is the last ``entries`` ops of that prefix: ranks with the
-    same prefix share one window of the stage's template, filled with their times in one array operation."""
-    p = reh.params
-    T = reh.dump_time
-    ent = p["entries"]
-    lay = StageLayout(reh, st)
-    t0 = reh.t0_ns
-    n_present = (st.enter <= T).sum(axis=0)
-    n_done = (st.done <= T).sum(axis=0)
-    live = np.flatnonzero(~reh.dead[st.ranks])
-    for c in np.unique(n_present[live]).tolist():
-        s = max(0, c - ent)
-        cols_all = live[n_present[live] == c]
-        for i in range(0, cols_all.size, CHUNK_RANKS):
-            cols = cols_all[i:i + CHUNK_RANKS]
-            raw = np.empty((cols.size, (c - s) * lay.dt.itemsize), np.uint8)
-            raw[...] = lay.template[s:c].view(np.uint8)                 # a byte copy (a record copy is slow)
-            rec = raw.view(lay.dt)
-            enter = st.enter[s:c, cols].T
-            done = st.done[s:c, cols].T
-            comp = done <= T
-            created = _ns(t0, enter)
-            rec["time_created_ns"] = created
-            rec["time_discovered_started_ns"] = created
-            rec["state"] = np.where(comp, lay.pos["completed"], lay.pos["started"])
-            rec["time_discovered_completed_ns_op"] = np.where(comp, LONG8, NONE10[:2])
-            rec["time_discovered_completed_ns"] = np.where(comp, _ns(t0, np.where(comp, done, 0.0)), NONE_FILL)
-            rec["retired"] = np.where(comp, 0x88, 0x89)
-            ds = st.desync[s:c, cols].T
-            if ds.any():
-                if reh.fault.what == "size":
-                    rec["input_sizes"][ds] *= 2
-                    rec["output_sizes"][ds] *= 2
-                else:
-                    rec["profiling_name"][ds] = lay.name_pos[-1]
-                    rec["output_sizes"][ds] = rec["input_sizes"][ds]
-            for row, col in enumerate(cols.tolist()):
-                rank = int(st.ranks[col])
-                yield rank, lay.header(reh, rank, c, int(n_done[col]), pg_config), raw[row], TAIL
+def rank_records(ds: DumpSet, by_stage: bool = False):
+    """(rank, its stage's :class:`StageLayout`, its :class:`StageDumps`, its position there, its records as
+    uint8) of every live rank, by rank (or stage after stage: :meth:`DumpSet._ranks`)."""
+    for i, j, rank, lay in ds._ranks(by_stage):
+        sd = ds.stages[i]
+        yield rank, lay, sd, j, lay.records(ds, sd, j)
+
+
+def rank_dumps(ds: DumpSet, by_stage: bool = False):
+    """(rank, (header bytes, records as uint8, tail bytes)) of every live rank, by rank (or stage after stage):
+    the file's parts."""
+    pg_config = {}                                                 # (dim, group) -> its pg_config bytes
+    for rank, lay, sd, j, raw in rank_records(ds, by_stage):
+        yield rank, (lay.header(ds, rank, int(sd.n_present[j]), int(sd.n_done[j]), pg_config), raw, TAIL)

@@ -51,6 +51,20 @@ def test_a_runs_dumps_archive_is_private_streamed_and_deleted_with_the_run(runne
 
 
 @pytest.mark.django_db
+def test_kept_dumps_that_cannot_be_read_back_are_a_500_saying_so(runner, demo):
+    # given a finished debug run whose kept dumps file is damaged
+    run = SimulationRun.objects.create(kind="debug", cluster=demo, status="succeeded", params={})
+    files.write_archive(run.pk, lambda raw: raw.write(b"PK not a zip"), name=files.DUMPS_STATE)
+    # when they are downloaded, then the answer says why, naming no server path
+    try:
+        r = runner.get(f"/api/runs/{run.pk}/dumps/")
+        assert r.status_code == 500 and "cannot be read back" in r.json()["detail"]
+        assert str(files.root()) not in r.json()["detail"]
+    finally:
+        files.delete(run.pk)                    # the next test's run may take the same id
+
+
+@pytest.mark.django_db
 def test_a_run_without_dumps_answers_404_saying_why(runner, demo):
     queued = actions.create_run("collective", {"gpus": 16}, demo, enqueue=False)
     r = runner.get(f"/api/runs/{queued.pk}/dumps/")

@@ -1,5 +1,7 @@
-"""Files a run keeps beside its database rows: a ``debug`` rehearsal's flight-recorder dumps (one pickle per rank,
-packed as one tar.gz by the engine, :mod:`sim.debug.archive`). They live under TWIN_RUN_FILES_DIR (default ``var/run-files``; a documented setting:
+"""Files a run keeps beside its database rows: a ``debug`` rehearsal's flight-recorder dumps (one pickle per rank):
+what they are made of in one compressed ``.npz`` (DUMPS_STATE, :mod:`sim.debug.dumpstate`), from which the web
+process streams their tar.gz when they are downloaded (:func:`sim.debug.archive.stream`); runs made before it keep
+the tar.gz itself (DUMPS_ARCHIVE, :func:`sim.debug.archive.pack`), served as stored. They live under TWIN_RUN_FILES_DIR (default ``var/run-files``; a documented setting:
 docs/runs.md, docs/operations.md), one directory per run (``<dir>/<run id>/``), private like the rest of var/
 (directories 0700, files 0600), and go with their run: :func:`twin.runs.actions.delete_run` and the cascades that
 delete runs (a cluster, a sweep) remove them once the deletion commits (the ``post_delete`` receiver in
@@ -18,6 +20,7 @@ from twin.env import private_dir
 from twin.runs.constants import setting
 
 DUMPS_ARCHIVE = "dumps.tar.gz"      # a debug run's per-rank dumps (sim.debug.archive: byte columns, tar.gz)
+DUMPS_STATE = "dumps-state.npz"     # what they are made of (sim.debug.dumpstate), the archive built when downloaded
 
 
 def root() -> Path:
@@ -72,6 +75,12 @@ def stored(run_id: int, name: str = DUMPS_ARCHIVE) -> Path | None:
     """The run's archive ``name`` if it exists."""
     p = archive_path(run_id, name)
     return p if p.is_file() else None
+
+
+def stored_dumps(run_id: int) -> Path | None:
+    """The file the run keeps its dumps in: the tar.gz of a run made before DUMPS_STATE, else its DUMPS_STATE;
+    None when it has neither."""
+    return stored(run_id) or stored(run_id, DUMPS_STATE)
 
 
 def delete(run_id: int) -> None:

@@ -13,14 +13,14 @@ host's first rank) and ``link:id=<Link name>`` for the link's number, names as :
 it (the job is placed as the run will place it, on the usable GPUs of the inventory as it is), else a 400 naming
 ``inject``; the worker hands the engine the numbers the engine resolved the names to (:func:`engine_inject`).
 
-The dumps (one pickle per rank, PyTorch's format) are written in a temporary folder named after the run and its
-attempt (:mod:`twin.runs.tempfiles`, swept when the run is no longer running), after a check that its disk has room
-for them (:func:`sim.debug.dumpsize.check_room`), then read back by the engine's analyzer, which runs nothing in them
-(:mod:`sim.debug.safeload`), while a second thread packs them into the run's archive (:mod:`sim.debug.archive`: a
-tar.gz of the dumps in byte columns, about 18 times smaller than they are, ``python -m sim debug unpack`` gives them
-back; stored with the run, :mod:`twin.runs.files`, ``GET /api/runs/<id>/dumps/``): gzip and file reads leave
-Python's lock, so on two cores the packing costs the run little more than the analysis. The summary is the analyzer's result (docs/debugging.md)
-with the culprit's items completed from the inventory (GPUs, host and link ids) and the heatmap's cells moved to
+The dumps (one pickle per rank, PyTorch's format) are made in memory by the engine's writer, rank by rank, and
+handed as numpy records straight to the engine's analyzer (:class:`sim.debug.writer.DumpSet`,
+:func:`sim.debug.analyze.analyze_dumpset`: no file written or read back, nothing parsed: the bytes are the twin's
+own); what they are made of is kept with the run as one compressed ``.npz`` (:mod:`sim.debug.dumpstate`, about
+300 times smaller than the dumps; :mod:`twin.runs.files`), from which ``GET /api/runs/<id>/dumps/`` streams the
+archive of the dumps when it is downloaded (:func:`sim.debug.archive.stream`: a tar.gz of the dumps in byte
+columns, the bytes the writer writes, ``python -m sim debug unpack`` gives them back). The summary is the
+analyzer's result (docs/debugging.md) with the culprit's items completed from the inventory (GPUs, host and link ids) and the heatmap's cells moved to
 arrays:
 
 - ``rank_gpu`` (R,) int32: the GPU (GPU.index) of each rank;
@@ -32,40 +32,43 @@ arrays:
   (:func:`twin.capabilities.debug.live.debug_stop`: how many of the heatmap's collectives its row never started,
   the culprit's GPUs marked): the GPU page's ``?color=debug&run=<id>``.
 
-Live frames: ``debug_progress`` at every progress report (stage and the fractions done of its four stages: the run's
-percentage is their sum weighted by STAGE_SPAN), then ``debug_stop`` with the last frame.
+Live frames: ``debug_progress`` at every progress report (stage and the fractions done of its four stages, each
+counted from the work done in it: the simulation's own fraction; the ranks whose dump was made and read; the
+analyzer's steps once every dump is read; the stages of the compact copy written; the run's percentage is their sum
+weighted by STAGE_SPAN), then ``debug_stop`` with the last frame.
 """
 from __future__ import annotations
 
 from typing import Callable
 
-import threading
-
 import numpy as np
 
 from sim.core.errors import ParamError
-from sim.debug import archive
-from sim.debug.analyze import analyze
+from sim.debug import dumpstate
+from sim.debug.analyze import analyze_dumpset
 from sim.debug.cluster import gpu_links
-from sim.debug.dumpsize import check_room, dump_bytes
 from sim.debug.entry import run_debug, run_startup
 from sim.debug.faults import parse_fault, resolve_fault
 from sim.debug.params import DEBUG, STARTUP
+from sim.debug.writer import DumpSet
 from sim.fabric.topology import topology_from_layout
 from twin.capabilities.debug import live
 from twin.capabilities.jobs.kinds import check_job, job_cost, place
-from twin.runs import files, tempfiles
+from twin.runs import files
 from twin.runs.registry import Headline, Kind, register
 
 DEBUG_HEADLINE = (Headline("culprit_text", "culprit", "text"), Headline("ranks", "ranks", "int"),
-                  Headline("dumps_bytes", "dumps (tar.gz bytes)", "int"))
+                  Headline("dumps_bytes", "dumps kept (bytes)", "int"))
 STARTUP_HEADLINE = (Headline("largest_text", "start-up at the largest scale", "text"),)
 DEBUG_ARRAYS = {"rank_gpu": "int32", "heatmap_state": "uint8", "heatmap_started": "int64",
                 "heatmap_completed": "int64", "gpu_stop": "uint8"}
-# Stage shares of a rehearsal's progress (the run's percentage: each stage's fraction done times its width, summed;
-# packing and analyzing run side by side), in the order a run goes through them; widths about their share of the
-# run's time at 16,384 ranks (bench/bench_debug_run.py).
-STAGE_SPAN = {"simulating": (0.0, 0.3), "dumping": (0.3, 0.55), "analyzing": (0.55, 0.8), "packing": (0.8, 1.0)}
+# Stage shares of a rehearsal's progress (the run's percentage: each stage's fraction done times its width, summed),
+# in the order a run goes through them: simulating the job, making every rank's dump and reading it into the
+# analysis, matching the collectives, keeping the dumps' compact copy; widths about their share of the run's time
+# at 16,384 ranks (bench/bench_debug_run.py).
+STAGE_SPAN = {"simulating": (0.0, 0.25), "dumping": (0.25, 0.8), "analyzing": (0.8, 0.9), "packing": (0.9, 1.0)}
+DUMPSET_SHARE = 0.15            # of "dumping": the windows of every stage's times taken from the simulation
+ANALYSIS_READ = 0.8             # of sim.debug.analyze's progress: reading the dumps (the rest: matching them)
 STARTED = 2                                     # the analyzer's heatmap state "started" (docs/debugging.md)
 
 
@@ -175,46 +178,6 @@ def _stage_progress(progress: Callable, stage: str, done: dict, ranks: int) -> C
     return report
 
 
-class _Packer(threading.Thread):
-    """Packs the dumps' folder into the run's archive (:func:`sim.debug.archive.pack`, :func:`twin.runs.files
-    .write_archive`) beside the analysis; its fraction done in ``done["packing"]``; :meth:`stop` makes it give up at
-    its next file (a cancelled or failed run)."""
-
-    def __init__(self, run_id: int, folder, done: dict):
-        super().__init__(name=f"debug-pack-{run_id}", daemon=True)
-        self.run_id, self.folder, self.done = run_id, folder, done
-        self.path = self.error = None
-        self.read = 0
-        self.stopping = False
-
-    def _progress(self, f):
-        if self.stopping:
-            raise InterruptedError("packing stopped")
-        self.done["packing"] = f
-
-    def run(self):
-        def write(raw):
-            self.read = archive.pack(self.folder, raw, progress=self._progress)
-        try:
-            self.path = files.write_archive(self.run_id, write)
-        except BaseException as e:          # handed to the run's thread (wait)
-            self.error = e
-
-    def stop(self):
-        self.stopping = True
-        self.join()
-
-    def wait(self, report: Callable):
-        """Join, reporting the packing's fraction every half second and once it is done (the stage is seen even
-        when the packing ended with the analysis); re-raise its error."""
-        while self.is_alive():
-            self.join(0.5)
-            report(self.done["packing"], "packing the dumps")
-        if self.error is not None:
-            raise self.error
-        report(1.0, f"dumps packed: {self.path.stat().st_size:,} bytes")
-
-
 def gpu_stop(n_gpus: int, rank_gpu: np.ndarray, heatmap: dict, state: np.ndarray, culprit_ranks) -> np.ndarray:
     """Per GPU the ``debug_stop`` code: on the heatmap's time axis, how many of its instants came after its rank's
     row stopped (its last event: the earliest stops lag most); on its record axis, of the heatmap's collectives that
@@ -279,30 +242,43 @@ def _culprit(result: dict, rank_gpu: np.ndarray, cluster, topo) -> dict | None:
     return c
 
 
+def _analysis_progress(progress: Callable, done: dict, ranks: int) -> Callable:
+    """The analyzer's progress split in its two stages: reading the dumps (its first ANALYSIS_READ, after the
+    DUMPSET_SHARE of "dumping" the windows took) and matching them ("analyzing")."""
+    dumping = _stage_progress(progress, "dumping", done, ranks)
+    analyzing = _stage_progress(progress, "analyzing", done, ranks)
+
+    def report(f=None, message="", **_):
+        if f is None:
+            return
+        if f < ANALYSIS_READ:
+            dumping(DUMPSET_SHARE + (1 - DUMPSET_SHARE) * f / ANALYSIS_READ, message)
+        else:
+            done["dumping"] = 1.0
+            analyzing((f - ANALYSIS_READ) / (1 - ANALYSIS_READ), message)
+    return report
+
+
 def debug(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]:
-    """Rehearse: place the job, simulate its collectives with the fault, write every rank's dump, pack them with
-    the run, analyze them; see the module docstring."""
+    """Rehearse: place the job, simulate its collectives with the fault, make every rank's dump and analyze it,
+    keep the dumps' compact copy with the run; see the module docstring."""
     topo = topology_from_layout(layout)
     gpus = _place(topo, params)
     n, done = int(gpus.size), {stage: 0.0 for stage in STAGE_SPAN}
     values = DEBUG.validate({**params, "inject": engine_inject(params, gpus, topo)})
     rehearsal = run_debug(topo, values, progress=_stage_progress(progress, "simulating", done, n)).rehearsal
     done["simulating"] = 1.0
-    tempfiles.sweep_temp_dirs()                 # a dead run's dumps left on this worker's machine
-    with tempfiles.run_temp_dir(run, "debug") as folder:
-        check_room(folder, dump_bytes(values))  # room for every dump, or a clear error before the first
-        rehearsal.write_dumps(folder, progress=_stage_progress(progress, "dumping", done, n))
-        done["dumping"] = 1.0
-        packer = _Packer(run.pk, folder, done)
-        packer.start()
-        try:
-            result = analyze(folder, cluster=topo, progress=_stage_progress(progress, "analyzing", done, n))
-            done["analyzing"] = 1.0
-            packer.wait(_stage_progress(progress, "packing", done, n))
-        finally:
-            if packer.is_alive():
-                packer.stop()
-    result.pop("folder", None)                  # the worker's temporary folder: gone, and of no use to a reader
+    dumping = _stage_progress(progress, "dumping", done, n)
+    dumps = DumpSet.of(rehearsal, progress=lambda f, message="": dumping(DUMPSET_SHARE * f, message))
+    doc = rehearsal.to_dict()
+    del rehearsal                               # its per-stage times (1 GB at 16,384 ranks): the windows are kept
+    result = analyze_dumpset(dumps, cluster=topo, progress=_analysis_progress(progress, done, n))
+    done["dumping"] = done["analyzing"] = 1.0
+    packing = _stage_progress(progress, "packing", done, n)
+    kept = files.write_archive(run.pk, lambda raw: dumpstate.save(dumps, raw, progress=packing),
+                               name=files.DUMPS_STATE)
+    written = dumps.nbytes()
+    del dumps
     heatmap = dict(result.pop("heatmap", None) or {})
     state = np.asarray(heatmap.pop("state", []), dtype=np.uint8).reshape(len(heatmap.get("labels", [])), -1)
     started = np.asarray(heatmap.pop("last_started", []), dtype=np.int64)
@@ -313,10 +289,10 @@ def debug(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]
     heatmap["culprit_rows"] = [i for i, rs in enumerate(heatmap.pop("ranks", [])) if blamed & set(rs)]
     progress(1.0, debug_progress=live.debug_progress("done", **{stage: 1 for stage in STAGE_SPAN}, ranks=n),
              debug_stop=stop, force=True)
-    summary = {**result, "culprit": culprit, "heatmap": heatmap, "rehearsal": rehearsal.to_dict(),
+    summary = {**result, "culprit": culprit, "heatmap": heatmap, "rehearsal": doc,
                "culprit_text": (culprit or {}).get("explanation") or "none: a clean job", "ranks": n,
                "inject": params.get("inject"), "engine_inject": values["inject"],
-               "dumps_bytes": packer.path.stat().st_size, "dumps_written_bytes": packer.read,
+               "dumps_bytes": kept.stat().st_size, "dumps_written_bytes": written,
                "dumps_url": f"/api/runs/{run.pk}/dumps/",
                "dumps_unpack": f"python -m sim debug unpack run-{run.pk}-{files.DUMPS_ARCHIVE} DIR"}
     arrays = {"rank_gpu": gpus, "heatmap_state": state, "heatmap_started": started, "heatmap_completed": completed,

@@ -7,8 +7,9 @@ import numpy as np
 from twin.live.sections import Section, register
 
 # A debug rehearsal's progress (debug_progress): its stage (DEBUG_STAGES) and the share done (0..1) of each of its
-# four stages, the engine's own fractions: simulating the job with the fault, writing the per-rank dumps,
-# analyzing them and packing them into the run's archive (these two side by side); ``ranks`` the job's ranks.
+# four stages, each counted from the work done in it: simulating the job with the fault, making the per-rank dumps
+# and reading them, analyzing them (matching the collectives), keeping their compact copy with the run (one after
+# the other); ``ranks`` the job's ranks.
 DEBUG_FIELDS = ("stage", "simulating", "dumping", "analyzing", "ranks", "packing")
 DEBUG_SIMULATING, DEBUG_DUMPING, DEBUG_ANALYZING, DEBUG_DONE, DEBUG_PACKING = 0, 1, 2, 3, 4
 DEBUG_STAGES = {DEBUG_SIMULATING: "simulating", DEBUG_DUMPING: "dumping", DEBUG_ANALYZING: "analyzing",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import base64
 
-from django.http import FileResponse
+from django.http import FileResponse, StreamingHttpResponse
 from django_celery_beat.models import PeriodicTask
 from django_filters import rest_framework as filters
 from drf_spectacular.types import OpenApiTypes
@@ -217,20 +217,32 @@ class RunViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
     @action(detail=True, filter_backends=[], pagination_class=None)
     def dumps(self, request, pk=None):
         """The dumps a run keeps (a kind whose ``files`` name them: a debug rehearsal's per-rank flight-recorder
-        files in one tar.gz, docs/debugging.md), streamed as stored (404 while the run has none: not finished, or
-        a kind that keeps none)."""
+        files in one tar.gz, docs/debugging.md): built while it is sent from what the run keeps of them
+        (:func:`sim.debug.archive.stream` of :mod:`sim.debug.dumpstate`'s file), or, for a run made before that,
+        the tar.gz as stored (404 while the run has none: not finished, or a kind that keeps none)."""
         run = self.get_object()
         why = ownership.dumps_refusal(request.user, run)
         if why is not None:
             raise PermissionDenied(why) if request.user.is_authenticated else NotAuthenticated(why)
-        path = files.stored(run.pk)
+        path = files.stored_dumps(run.pk)
         if path is None:
             kept = "dumps" in getattr(registry.kinds().get(run.kind), "files", ())
             why = "it is not finished" if not run.finished else "none were stored" if kept \
                 else f"a {run.kind} run keeps none"
             return Response({"detail": f"run {run.pk} has no dumps: {why}"}, status=status.HTTP_404_NOT_FOUND)
-        return FileResponse(path.open("rb"), as_attachment=True, filename=f"run-{run.pk}-{files.DUMPS_ARCHIVE}",
-                            content_type="application/gzip")
+        name = f"run-{run.pk}-{files.DUMPS_ARCHIVE}"
+        if path.name == files.DUMPS_ARCHIVE:
+            return FileResponse(path.open("rb"), as_attachment=True, filename=name, content_type="application/gzip")
+        from sim.debug import archive, dumpstate
+        from sim.debug.dumpformat import DumpError
+        try:
+            dumps = dumpstate.load(path, keep=1)       # one stage's times in memory at a time
+        except DumpError as e:
+            return Response({"detail": f"run {run.pk}'s dumps cannot be read back: {scrub(str(e))}"},
+                            status=status.HTTP_500_INTERNAL_SERVER_ERROR)
+        out = StreamingHttpResponse(archive.stream(dumps, path.stat().st_mtime), content_type="application/gzip")
+        out["Content-Disposition"] = f'attachment; filename="{name}"'
+        return out
 
 
 class ScheduleViewSet(viewsets.ModelViewSet):
