@@ -11,8 +11,8 @@ shared), rounded down. Run it on a worker host and set the settings from what it
   seconds per GPU.
 - ``TWIN_RUNS_SCHEDULE_PAIRS_PER_SECOND``: the scheduler scans its queue at every event, so its work grows as
   arrivals squared; arrivals^2 / seconds of 1,000 synthetic arrivals over 30 days on demo-256.
-- ``TWIN_RUNS_DUMP_ENTRIES_PER_SECOND``: flight-recorder entries (ranks x entries) simulated, written and analyzed
-  per second by a debug rehearsal: 4,096 ranks of meta-roce-24k, 2,000 entries each (256 ranks of demo-256 are
+- ``TWIN_RUNS_DUMP_ENTRIES_PER_SECOND``: flight-recorder entries (ranks x entries) simulated, made in memory, analyzed
+  and kept (compressed) per second by a debug run: 4,096 ranks of meta-roce-24k, 2,000 entries each (256 ranks of demo-256 are
   printed too: there the fixed costs dominate).
 - ``TWIN_RUNS_STARTUP_SCALES_PER_SECOND``: job sizes the start-up model evaluates per second (1k..32k ranks).
 
@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -71,16 +70,22 @@ def schedule(topo, arrivals: int = 1000) -> float:
 
 
 def dumps(topo, ranks: int) -> float:
-    from sim.debug.analyze import analyze
+    """What the twin's debug kind does (twin/capabilities/debug/kinds.py): simulate, make the dumps in memory
+    (DumpSet), analyze them there and keep the compressed state they are made of (no dump file written)."""
+    import io
+
+    from sim.debug import dumpstate
+    from sim.debug.analyze import analyze_dumpset
     from sim.debug.params import DEBUG
     from sim.debug.recorder import rehearse
+    from sim.debug.writer import DumpSet
     job = DEBUG.validate({"model": "llama3-8b", "gpus": ranks, "tp": 8, "pp": 4, "dp": ranks // 32,
                           "inject": "hang:rank=17", "entries": 2000})
-    with tempfile.TemporaryDirectory(prefix="bench-limits-") as folder:
-        t = time.perf_counter()
-        rehearse(topo, job).write_dumps(folder)
-        analyze(folder, topo)
-        s = time.perf_counter() - t
+    t = time.perf_counter()
+    dumpset = DumpSet.of(rehearse(topo, job))
+    analyze_dumpset(dumpset, cluster=topo)
+    dumpstate.save(dumpset, io.BytesIO())
+    s = time.perf_counter() - t
     return ranks * 2000 / s
 
 

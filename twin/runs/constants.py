@@ -59,7 +59,7 @@ DEFAULTS = {
     # 4,000 arrivals measured 137,000):
     "TWIN_RUNS_SCHEDULE_PAIRS_PER_SECOND": env_int("TWIN_RUNS_SCHEDULE_PAIRS_PER_SECOND", 25_000, minimum=1),
     # Flight-recorder entries (ranks x entries) simulated, dumped and analyzed a second (4,096 ranks: 97,000):
-    "TWIN_RUNS_DUMP_ENTRIES_PER_SECOND": env_int("TWIN_RUNS_DUMP_ENTRIES_PER_SECOND", 90_000, minimum=1),
+    "TWIN_RUNS_DUMP_ENTRIES_PER_SECOND": env_int("TWIN_RUNS_DUMP_ENTRIES_PER_SECOND", 800_000, minimum=1),
     # Job sizes the start-up model evaluates a second (measured 10,600 to 13,000):
     "TWIN_RUNS_STARTUP_SCALES_PER_SECOND": env_int("TWIN_RUNS_STARTUP_SCALES_PER_SECOND", 10_000, minimum=1),
     # A failures run (twin.capabilities.failures.kinds): the job's wall-clock days, its timelines (seeds x checkpoint
