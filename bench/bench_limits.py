@@ -11,9 +11,9 @@ shared), rounded down. Run it on a worker host and set the settings from what it
   seconds per GPU.
 - ``TWIN_RUNS_SCHEDULE_PAIRS_PER_SECOND``: the scheduler scans its queue at every event, so its work grows as
   arrivals squared; arrivals^2 / seconds of 1,000 synthetic arrivals over 30 days on demo-256.
-- ``TWIN_RUNS_DUMP_ENTRIES_PER_SECOND``: flight-recorder entries (ranks x entries) simulated, made in memory, analyzed
-  and kept (compressed) per second by a debug run: 4,096 ranks of meta-roce-24k, 2,000 entries each (256 ranks of demo-256 are
-  printed too: there the fixed costs dominate).
+- ``TWIN_RUNS_DUMP_ENTRIES_PER_SECOND``: flight-recorder entries (ranks x entries) simulated, made in memory,
+  analyzed and kept (compressed) per second by a debug run: 4,096 ranks of meta-roce-24k, 2,000 entries each (256
+  ranks of demo-256 are printed too: there the fixed costs dominate).
 - ``TWIN_RUNS_STARTUP_SCALES_PER_SECOND``: job sizes the start-up model evaluates per second (1k..32k ranks).
 
 Run: ``.venv/bin/python bench/bench_limits.py [--quick]`` (``--quick``: no meta-roce-24k cases). Prints figures; it
