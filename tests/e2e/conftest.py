@@ -23,7 +23,7 @@ import pytest
 from django.db import connections
 
 from tests.e2e.browser import READY, PageProbe, launch, orm_beside_playwright, require_chromium, screenshot
-from tests.processes import Daphne, Workers, wait_for
+from tests.processes import Daphne, Workers, stop_all, wait_for
 
 
 
@@ -165,7 +165,9 @@ def _build(django_db_blocker) -> dict:
 def server_settings():
     """The servers' environment: live-push Redis keys of this session (Redis outlives the test database, whose
     run and cluster ids start from 1 again: a run page must not resync from a previous session's snapshot); this
-    process publishes under the same keys. Rate-limit counters of this session too."""
+    process publishes under the same keys. Rate-limit counters of this session too. A page tries a dropped live
+    socket again within a second (TWIN_LIVE_RETRY_MAX_MS, 5 s by default): the server outages of test_live*.py are
+    waited for."""
     from django.test import override_settings
 
     from tests.conftest import live_settings
@@ -173,7 +175,8 @@ def server_settings():
     prefix = f"test:e2e:{uuid.uuid4().hex[:12]}:"
     override = override_settings(**live_settings(prefix))
     override.enable()
-    yield {"TWIN_LIVE_KEY_PREFIX": prefix, "TWIN_THROTTLE_KEY_PREFIX": f"{prefix}throttle"}
+    yield {"TWIN_LIVE_KEY_PREFIX": prefix, "TWIN_THROTTLE_KEY_PREFIX": f"{prefix}throttle",
+           "TWIN_LIVE_RETRY_MAX_MS": "1000"}
     try:
         r = store.client()
         keys = list(r.scan_iter(match=prefix + "*", count=1000))
@@ -212,13 +215,15 @@ def twin(test_database, django_db_blocker, server_settings, tmp_path_factory):
     workers = Workers(logs, n=1, queue=queue, env=server_settings)
     daphne = Daphne(logs, queue, env=server_settings)
     try:
+        # the servers' start-up (imports, seconds each) overlaps the build; they read the clusters once asked
+        workers.launch()
+        daphne.launch()
         data = _build(django_db_blocker)      # in here: a build that fails half-way is flushed too
         workers.ensure()
-        daphne.start()
+        daphne.wait_up()
         yield Twin(daphne=daphne, workers=workers, **data)
     finally:
-        daphne.stop()
-        workers.stop()
+        stop_all(daphne, *workers.all)
         with database(django_db_blocker):
             call_command("flush", interactive=False, verbosity=0)
 
