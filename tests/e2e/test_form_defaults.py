@@ -95,10 +95,10 @@ def test_the_default_form_of_each_capability_page_runs_on_demo_256(admin, twin, 
     answers = record_run_posts(page)
     # when they press its Start button without changing anything
     form.locator("[type=submit]").click()
-    for _ in range(150):                                  # Playwright's own wait: the route handler runs meanwhile
+    for _ in range(600):                                  # Playwright's own wait: the route handler runs meanwhile
         if answers:
             break
-        page.wait_for_timeout(200)
+        page.wait_for_timeout(50)
     assert answers, f"the {kind} form sent no run"
     # then the run is accepted (201) on demo-256
     status, body = answers[0]
