@@ -240,7 +240,7 @@ def jobs_released(request, django_db_blocker):
     from twin.runs import job_actions
     with database(django_db_blocker):
         for job in job_actions.holding():
-            job_actions.release_job(job)
+            in_thread(job_actions.release_job, job)    # it publishes the freed GPUs live: not in Playwright's loop
 
 
 @pytest.fixture
