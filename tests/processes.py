@@ -98,6 +98,15 @@ class ServerProcess:
         return (self.log_dir / f"{self.name}.log").read_bytes()[-n:].decode(errors="replace")
 
 
+def stop_all(*processes: ServerProcess):
+    """Stop several processes side by side: each told to end (SIGTERM) before any is waited for."""
+    for p in processes:
+        if p.alive:
+            p.proc.terminate()
+    for p in processes:
+        p.stop()
+
+
 class Worker(ServerProcess):
     """One ``celery worker --pool=solo`` process on ``queue`` (default: the queue this process sends to)."""
 
@@ -156,10 +165,15 @@ class Workers:
     def by_hostname(self, hostname: str) -> Worker:
         return next(w for w in self.all if w.hostname == hostname)
 
-    def ensure(self, timeout: float = 60.0):
+    def launch(self):
+        """Start any worker that is not running, without waiting for it (:meth:`ensure` waits)."""
         for w in self.all:
             if not w.alive:
                 w.start()
+        return self
+
+    def ensure(self, timeout: float = 60.0):
+        self.launch()
         deadline = time.monotonic() + timeout
         waiting = set(self.hostnames)
         while waiting:
@@ -192,8 +206,17 @@ class Daphne(ServerProcess):
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 60.0):
+        return self.launch().wait_up(timeout)
+
+    def launch(self):
+        """Start the process, without waiting for it to answer (:meth:`wait_up`): its start-up (a few seconds of
+        imports) can overlap the caller's own work."""
         self._spawn([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port),
                      "twin.asgi:application"], server_env(self.queue, **self.extra_env))
+        return self
+
+    def wait_up(self, timeout: float = 60.0):
+        """Return once the started process answers HTTP (/healthz); fail if it exits or stays silent."""
         deadline = time.monotonic() + timeout
         while True:
             if not self.alive:

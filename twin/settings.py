@@ -124,6 +124,10 @@ CHANNEL_LAYERS = {
     },
 }
 TWIN_LIVE_TICK_HZ = 4.0   # frames per second per run at most (RunPublisher.progress)
+# The longest wait of a page between two tries to reopen a dropped live socket (frames.js: 0.5 s doubling up to it).
+# 5 s keeps a restarted server from a burst of every page's tries; the test servers set 1 s (a restart there is a
+# test's outage, waited for).
+TWIN_LIVE_RETRY_MAX_MS = env.env_int("TWIN_LIVE_RETRY_MAX_MS", 5000, minimum=500)
 TWIN_LIVE_SNAPSHOT_TTL = 7 * 24 * 3600
 
 # Celery: one app (twin/celery.py), settings under the CELERY_ namespace.

@@ -175,6 +175,13 @@ export function closeReason(code) {
   return protocol().closeReason.get(code) ?? `closed (code ${code})`;
 }
 
+const RETRY_MAX_MS = 5000;       // TWIN_LIVE_RETRY_MAX_MS's default, where the page does not give it
+
+/** The longest wait between two tries to reopen a dropped socket: the page's (web/base.html), else 5 s. */
+function retryMaxMs() {
+  return Number(globalThis.document?.body?.dataset.liveRetryMaxMs) || RETRY_MAX_MS;
+}
+
 /** Open a live stream and keep it open: calls onMeta(json) on every (re)connection, onEvent(json) for every other
  *  JSON message of the stream (e.g. {type: "inventory", ...}: docs/live.md), onFrame(frame, merged) per
  *  applied frame (a snapshot older than the last frame fills in sections only: its progress and status are null),
@@ -185,7 +192,7 @@ export function closeReason(code) {
  *  `merged` holds the latest of every section. A gap in sequence numbers, and every reconnection, fetch the REST
  *  snapshot; its sections are applied where no newer frame has already brought them (per-section sequence numbers),
  *  so a frame that overtakes the snapshot is never undone. After a dropped socket it reconnects with backoff
- *  (0.5 s doubling to 5 s). `seq`: the sequence number of a snapshot the page already applied (no second
+ *  (0.5 s doubling to retryMaxMs()). `seq`: the sequence number of a snapshot the page already applied (no second
  *  fetch when the stream has not moved on). `quietMs`: after that long without a frame, fetch the snapshot (a run's
  *  stream: its final frame lost on the way, with no later frame to show the gap, would leave the page waiting).
  *  Returns a controller: {close(), socket()}. */
@@ -248,7 +255,7 @@ export function openLive(path, { onMeta = () => {}, onEvent = () => {}, onFrame 
       if (!reconnect || protocol().finalClose.has(ev.code)) { clearInterval(quiet); onState("closed", why); return; }
       onState("reconnecting", { ...why, retryMs: delay });
       timer = setTimeout(connect, delay);
-      delay = Math.min(delay * 2, 5000);
+      delay = Math.min(delay * 2, retryMaxMs());
     };
   }
   connect();

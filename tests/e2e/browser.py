@@ -18,16 +18,26 @@ def launch(playwright):
     return playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
 
 
+# A request the browser itself cancelled (its page navigated away, or the page's script aborted it), not a failure of
+# the server or the network: Chromium's net::ERR_ABORTED.
+ABORTED = "net::ERR_ABORTED"
+
+
 class PageProbe:
-    """Collects a page's problems: console errors, uncaught exceptions, failed requests and HTTP 4xx/5xx answers.
+    """Collects a page's problems: console errors, uncaught exceptions, failed requests (but those the browser
+    cancelled, :data:`ABORTED`: a page left while its reads are in flight) and HTTP 4xx/5xx answers.
     Problems seen inside :meth:`outage` (the server is down on purpose) are kept apart in ``tolerated``."""
 
     def __init__(self, page):
         self.page, self.problems, self.tolerated, self._outage = page, [], [], False
         page.on("console", lambda m: m.type == "error" and self._add(f"console error: {m.text} at {_where(m)}"))
         page.on("pageerror", lambda e: self._add(f"uncaught exception: {e}"))
-        page.on("requestfailed", lambda r: self._add(f"request failed: {r.method} {r.url}: {r.failure}"))
+        page.on("requestfailed", self._failed)
         page.on("response", lambda r: r.status >= 400 and self._add(f"HTTP {r.status}: {r.request.method} {r.url}"))
+
+    def _failed(self, request):
+        if request.failure != ABORTED:
+            self._add(f"request failed: {request.method} {request.url}: {request.failure}")
 
     def _add(self, problem: str):
         (self.tolerated if self._outage else self.problems).append(f"[{self.page.url}] {problem}")

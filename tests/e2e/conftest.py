@@ -23,7 +23,7 @@ import pytest
 from django.db import connections
 
 from tests.e2e.browser import READY, PageProbe, launch, orm_beside_playwright, require_chromium, screenshot
-from tests.processes import Daphne, Workers, wait_for
+from tests.processes import Daphne, Workers, stop_all, wait_for
 
 
 
@@ -165,7 +165,9 @@ def _build(django_db_blocker) -> dict:
 def server_settings():
     """The servers' environment: live-push Redis keys of this session (Redis outlives the test database, whose
     run and cluster ids start from 1 again: a run page must not resync from a previous session's snapshot); this
-    process publishes under the same keys. Rate-limit counters of this session too."""
+    process publishes under the same keys. Rate-limit counters of this session too. A page tries a dropped live
+    socket again within a second (TWIN_LIVE_RETRY_MAX_MS, 5 s by default): the server outages of test_live*.py are
+    waited for."""
     from django.test import override_settings
 
     from tests.conftest import live_settings
@@ -173,7 +175,8 @@ def server_settings():
     prefix = f"test:e2e:{uuid.uuid4().hex[:12]}:"
     override = override_settings(**live_settings(prefix))
     override.enable()
-    yield {"TWIN_LIVE_KEY_PREFIX": prefix, "TWIN_THROTTLE_KEY_PREFIX": f"{prefix}throttle"}
+    yield {"TWIN_LIVE_KEY_PREFIX": prefix, "TWIN_THROTTLE_KEY_PREFIX": f"{prefix}throttle",
+           "TWIN_LIVE_RETRY_MAX_MS": "1000"}
     try:
         r = store.client()
         keys = list(r.scan_iter(match=prefix + "*", count=1000))
@@ -212,14 +215,18 @@ def twin(test_database, django_db_blocker, server_settings, tmp_path_factory):
     workers = Workers(logs, n=1, queue=queue, env=server_settings)
     daphne = Daphne(logs, queue, env=server_settings)
     try:
+        # the servers' start-up (imports, seconds each) overlaps the build; they read the clusters once asked
+        workers.launch()
+        daphne.launch()
         data = _build(django_db_blocker)      # in here: a build that fails half-way is flushed too
         workers.ensure()
-        daphne.start()
+        daphne.wait_up()
         yield Twin(daphne=daphne, workers=workers, **data)
     finally:
-        daphne.stop()
-        workers.stop()
-        with database(django_db_blocker):
+        stop_all(daphne, *workers.all)
+        with database(django_db_blocker), connections["default"].constraint_checks_disabled():
+            # (SQLite checks every deleted row's foreign keys, seconds for meta-roce-24k's rows, unless turned off:
+            # the flush empties every table, so none is left dangling)
             call_command("flush", interactive=False, verbosity=0)
 
 
@@ -233,7 +240,7 @@ def jobs_released(request, django_db_blocker):
     from twin.runs import job_actions
     with database(django_db_blocker):
         for job in job_actions.holding():
-            job_actions.release_job(job)
+            in_thread(job_actions.release_job, job)    # it publishes the freed GPUs live: not in Playwright's loop
 
 
 @pytest.fixture
@@ -277,8 +284,9 @@ class Visitor:
         self.probe = PageProbe(self.page)
 
     def visit(self, path: str, shot: str | None = None):
-        """Open ``path``, wait until the page says it is drawn with data, save a screenshot, check for problems."""
-        self.settle()
+        """Open ``path``, wait until the page says it is drawn with data, save a screenshot, check for problems.
+        The page left is not waited for: the reads it still has in flight are cancelled, which the probe does not
+        count (browser.ABORTED)."""
         response = self.page.goto(path)
         assert response is not None and response.ok, f"GET {path}: HTTP {response and response.status}"
         self.wait_ready()
@@ -287,14 +295,8 @@ class Visitor:
         self.probe.assert_clean()
         return self.page
 
-    def settle(self):
-        """Before leaving the page: its reads done (leaving aborts them, which the probe reports as problems)."""
-        if self.page.url not in ("", "about:blank"):
-            self.page.wait_for_load_state("networkidle")
-
     def follow(self, action, **expected):
-        """Leave the page by ``action`` (a click on a link, say), once it has settled; wait for the navigation."""
-        self.settle()
+        """Leave the page by ``action`` (a click on a link, say); wait for the navigation."""
         with self.page.expect_navigation(**expected):
             action()
 

@@ -16,10 +16,13 @@ def test_a_failures_run_from_the_form_draws_its_timeline_and_replays_on_the_gpu_
     form = page.locator("form#failures-form")
     page.locator("form#failures-form details.more summary").click()
     fill_form(form, RUN)
-    form.locator("[type=submit]").click()
-    # then the run is selected and ends succeeded by itself, on the same page
-    page.wait_for_selector('#rel-detail[data-status="succeeded"]', state="attached", timeout=RUN_SECONDS * 1000)
-    run_id = int(page.locator("#rel-detail").get_attribute("data-run"))
+    with page.expect_response(lambda r: r.url.endswith("/api/runs/") and r.request.method == "POST") as answer:
+        form.locator("[type=submit]").click()
+    assert answer.value.status == 201, answer.value.text()
+    run_id = answer.value.json()["id"]
+    # then that run (not an earlier one the page showed) is selected and ends succeeded by itself, on the same page
+    page.wait_for_selector(f'#rel-detail[data-run="{run_id}"][data-status="succeeded"]', state="attached",
+                           timeout=RUN_SECONDS * 1000)
     run = twin.api(f"/api/runs/{run_id}/")
     assert run["summary"]["children"] == 2 and len(run["summary"]["per_seed"]) == 12
     # and its timeline, failures, losses and seeds are drawn from the merged summary

@@ -1,5 +1,5 @@
 """Template context shared by every page: the navigation (twin/web/nav.py), the clusters to choose from and the
-current one."""
+current one, the live sockets' longest wait between tries (TWIN_LIVE_RETRY_MAX_MS, read by frontend/js/frames.js)."""
 from __future__ import annotations
 
 from django.conf import settings
@@ -48,4 +48,5 @@ def navigation(request) -> dict:
         except NoReverseMatch:                      # a cluster-scoped section while no cluster is built
             href = None
         items.append({"key": item.key, "label": item.label, "href": href, "group": item.group})
-    return {"nav_items": items, "cluster_names": names, "current_cluster": cluster}
+    return {"nav_items": items, "cluster_names": names, "current_cluster": cluster,
+            "live_retry_max_ms": settings.TWIN_LIVE_RETRY_MAX_MS}
