@@ -40,8 +40,8 @@ const phaseOf = (job) => job.live?.phase ?? job.state;
 const layoutText = (p = {}) => ["tp", "cp", "pp", "dp"].filter((k) => p[k] != null).map((k) => `${k}${p[k]}`).join(" ");
 
 function rowHtml(job) {
-  return `<td>${job.id}</td><td class="job-name" title="${esc(job.name)}">${esc(job.name)}</td><td>${esc(job.model)}</td>
-    <td class="num">${fmt.int(job.n_gpus || job.params?.gpus)}</td><td>${esc(layoutText(job.params))}</td>
+  return `<td>${job.id}</td><td title="${esc(job.name)}">${esc(job.name)}</td><td title="${esc(job.model)}">${esc(job.model)}</td>
+    <td class="num">${fmt.int(job.n_gpus || job.params?.gpus)}</td><td title="${esc(layoutText(job.params))}">${esc(layoutText(job.params))}</td>
     <td><span class="badge ${esc(phaseOf(job))}" data-phase="${esc(phaseOf(job))}">${esc(phaseOf(job))}</span></td>
     <td class="num">${secs(figure(job, "step_time_s"))}</td><td class="num">${big(figure(job, "tokens_per_s"))}</td>
     <td class="num">${num(figure(job, "tflops_per_gpu"))}</td><td class="num">${fmt.pct(figure(job, "mfu"), 1)}</td>

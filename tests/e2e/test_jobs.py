@@ -71,7 +71,7 @@ def test_a_what_if_runs_the_same_job_with_another_placement_side_by_side(admin, 
     rows = page.locator("#whatif-table tbody tr")
     assert [rows.nth(i).locator("td").first.inner_text() for i in range(2)] == ["as given", "placement random"]
     # and the jobs list, with the what-if's long name among its rows, fits its panel without scrolling sideways
-    page.wait_for_selector("#jobs-table tbody td.job-name:has-text('what-if')")
+    page.wait_for_selector("#jobs-table tbody td:has-text('what-if')")
     widths = page.evaluate("(() => { const s = document.querySelector('#jobs-table').closest('.table-scroll');"
                            " return [s.scrollWidth, s.clientWidth]; })()")
     assert widths[0] <= widths[1] + 1, widths
