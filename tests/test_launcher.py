@@ -168,8 +168,11 @@ def test_ctrl_c_during_the_background_build_stops_it_and_keeps_nothing_half_buil
         assert re.search(r"^twin: stopped build ", launcher.output(), re.M), launcher.output()
         left = {name: pid for name, pid in {**pids, "build": build}.items() if alive(pid)}
         assert not left, f"still running after the launcher exited: {left}\n{launcher.output()}"
+        # (on a loaded machine the build may have committed just before the signal: then the cluster is whole)
         with sqlite3.connect(tmp_path / "twin.sqlite3") as db:
-            assert db.execute("SELECT count(*) FROM inventory_cluster").fetchone() == (0,)
+            clusters = db.execute("SELECT count(*) FROM inventory_cluster").fetchone()[0]
+            gpus = db.execute("SELECT count(*) FROM inventory_gpu").fetchone()[0]
+        assert (clusters, gpus) in ((0, 0), (1, 24_576)), (clusters, gpus, launcher.output())
     finally:
         launcher.kill()
 

@@ -314,8 +314,11 @@ def sweep_progress(parent_id: int, force: bool = True) -> float | None:
     parent = SimulationRun.objects.filter(pk=parent_id, status=RunStatus.RUNNING).first()
     if parent is None or not counts["n"]:
         return None
-    parent.progress = min(100.0, (100.0 * counts["done"] + (counts["active"] or 0.0)) / counts["n"])
-    SimulationRun.objects.filter(pk=parent_id, status=RunStatus.RUNNING).update(progress=parent.progress)
+    # Never backwards: children end on several workers at once, each computing this from what it saw (a slower one
+    # may write after a faster one), and the sum of floats varies in its last bits with the order of the rows.
+    value = round(min(100.0, (100.0 * counts["done"] + (counts["active"] or 0.0)) / counts["n"]), 6)
+    SimulationRun.objects.filter(pk=parent_id, status=RunStatus.RUNNING, progress__lt=value).update(progress=value)
+    parent.progress = max(value, parent.progress)
     now = time.monotonic()
     if force or now - _parent_published.get(parent_id, 0.0) >= PROGRESS_DB_INTERVAL:
         _parent_published[parent_id] = now
