@@ -57,13 +57,20 @@ django_settings.PASSWORD_HASHERS = ["tests.hashers.FewRoundsPBKDF2"]
 SERVED_PACKAGES = ("e2e", "example_capability")
 
 
+def served_package(item) -> str | None:
+    parts = item.nodeid.split("/")
+    return parts[1] if len(parts) > 2 and parts[0] == "tests" and parts[1] in SERVED_PACKAGES else None
+
+
 def pytest_collection_modifyitems(config, items):
     if not config.pluginmanager.hasplugin("xdist"):
         return
     for item in items:
-        parts = item.nodeid.split("/")
-        if len(parts) > 2 and parts[0] == "tests" and parts[1] in SERVED_PACKAGES:
-            item.add_marker(pytest.mark.xdist_group(parts[1]))
+        if package := served_package(item):
+            item.add_marker(pytest.mark.xdist_group(package))
+    # The served packages first: each is minutes of one worker's time, which the other workers spend on the rest of
+    # the tests meanwhile; handed out last, one of them would run on alone at the end.
+    items.sort(key=lambda item: served_package(item) is None)
 
 
 @pytest.fixture(autouse=True, scope="session")
