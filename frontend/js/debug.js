@@ -29,6 +29,7 @@ async function runsOf(kind) {
 function fillPicker(select, runs, wanted) {
   select.innerHTML = runs.map((r) => `<option value="${r.id}"${r.id === wanted ? " selected" : ""}>#${r.id} `
     + `${esc(r.status)} · ${esc(r.params_text ?? "")}</option>`).join("");
+  select.hidden = !runs.length;           // no run to pick: the panel says so, no empty box
 }
 
 async function loadPickers(wantDebug = null, wantStartup = null) {
