@@ -150,6 +150,28 @@ def simulate(p, programs, steps, grid, units, fault: Fault, host, progress):
                                  seq_coll=np.zeros(n_ops, np.int64), seq_p2p=np.zeros(n_ops, np.int64),
                                  desync=np.zeros((n_ops, n_pos), bool)))
     axis = {0: 2, 1: 1, 3: 0}                                       # dim -> axis of (dp, cp, tp)
+    # Per stage, what the op loop reads for every op, taken once: the ranks' slowness, the op index each stops at
+    # (and the first of them), the ops at which a rank desyncs. Programs repeat every step and micro-batch, so an
+    # op's durations (per rank of the stage) are computed once per (stage, op kind, dim, size).
+    slow_of = [slow[t.ranks] for t in traces]
+    stop_of = [stop[t.ranks] for t in traces]
+    first_stop = [int(x.min()) for x in stop_of]
+    desync_of = [desync_at[t.ranks] for t in traces]
+    desync_ops = [set(int(v) for v in x[x >= 0]) for x in desync_of]
+    dur_cache = {}
+
+    def duration(s, op):
+        key = (s, op.op, op.dim, op.size)
+        dur = dur_cache.get(key)
+        if dur is None:
+            unit, alpha, n = durations[(s, DIM_NAMES[op.dim])]
+            if op.op in (3, 4):                                     # one send: bytes at the pair's rate + a step
+                dur = unit * op.size + alpha
+            else:                                                   # sim.jobs.job.collective_time, per group
+                dur = (2 if op.op == 2 else 1) * (unit * op.size + (n - 1) * alpha) + base
+            dur_cache[key] = dur
+        return dur
+
     ptr = [0] * pp
     prev = [np.zeros(n_pos) for _ in range(pp)]
     sends = {}
@@ -160,39 +182,39 @@ def simulate(p, programs, steps, grid, units, fault: Fault, host, progress):
         moved = False
         for s in range(pp):
             tr = traces[s]
-            ranks = tr.ranks
+            per_step = len(programs[s])
+            c = counters[s]
             while ptr[s] < len(tr.ops):
                 j = ptr[s]
                 op = tr.ops[j]
-                step = j // len(programs[s])
+                step = j // per_step
+                p2p = op.op in (3, 4)
                 if op.op == 4:                                      # recv: needs the sender's entry
                     key = (s + op.peer, step, op.key)
                     if key not in sends:
                         break
-                c = counters[s]
-                if op.op in (3, 4):
+                if p2p:
                     c["p2p"] = c.get("p2p", 0) + 1
                 else:
                     c[op.dim] = c.get(op.dim, 0) + 1
-                tr.seq_coll[j] = c.get(op.dim, 0) if op.op not in (3, 4) else c.get(2, 0)
+                tr.seq_coll[j] = c.get(op.dim, 0) if not p2p else c.get(2, 0)
                 tr.seq_p2p[j] = c.get("p2p", 0)
-                enter = prev[s] + op.compute * slow[ranks]
-                enter = np.where(j >= stop[ranks], np.inf, enter)
-                unit, alpha, n = durations[(s, DIM_NAMES[op.dim])]
-                if op.op in (3, 4):                                 # one send: bytes at the pair's rate + a step
-                    dur = unit * op.size + alpha
-                else:                                               # sim.jobs.job.collective_time, per group
-                    dur = (2 if op.op == 2 else 1) * (unit * op.size + (n - 1) * alpha) + base
+                enter = prev[s] + op.compute * slow_of[s]
+                if j >= first_stop[s]:
+                    enter = np.where(j >= stop_of[s], np.inf, enter)
+                dur = duration(s, op)
                 if op.op == 3:                                      # send: completes on its own (eager)
                     done = enter + dur
                     sends[(s, step, op.key)] = enter
                 elif op.op == 4:
                     done = np.maximum(enter, sends.pop((s + op.peer, step, op.key))) + dur
                 else:
-                    ds = desync_at[ranks] == j
-                    tr.desync[j] = ds
-                    e = np.where(ds, np.inf, enter).reshape(shape)
-                    last = e.max(axis=axis[op.dim], keepdims=True)
+                    e = enter
+                    if j in desync_ops[s]:
+                        ds = desync_of[s] == j
+                        tr.desync[j] = ds
+                        e = np.where(ds, np.inf, enter)
+                    last = e.reshape(shape).max(axis=axis[op.dim], keepdims=True)
                     done = np.broadcast_to(last, shape).ravel() + dur
                 tr.enter[j] = enter
                 tr.done[j] = done
