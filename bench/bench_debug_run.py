@@ -17,16 +17,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import secrets
-import signal
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+from worker_twin import sample_progress, twin_with_worker  # noqa: E402
 
 CLUSTER = "meta-roce-24k"
 BUDGET_S = 60.0
@@ -73,61 +72,24 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_debug_run_"))
     (tmp / "tmp").mkdir()
-    env = {**os.environ, "DATABASE_URL": args.database_url, "REDIS_URL": args.redis_url,
-           "DJANGO_SETTINGS_MODULE": "twin.settings", "SECRET_KEY": secrets.token_urlsafe(50),
-           "TWIN_CELERY_QUEUE": QUEUE, "TWIN_LIVE_KEY_PREFIX": "twin:bench-debug:", "PYTHONUNBUFFERED": "1",
-           "TWIN_RUN_FILES_DIR": str(tmp / "run-files"), "TMPDIR": str(tmp / "tmp")}
+    load = [os.getloadavg()[0]]
     # a temporary folder of its own: another twin's sweeper on this machine (its own database, where run 1 is not
     # running) would remove this run's dumps folder from a shared /tmp
-    os.environ.update(env)
-    Path(args.database_url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
-
-    import django
-    django.setup()
-    from django.core.management import call_command
-    from django.db import connection
-
-    from twin.capabilities.debug.kinds import STAGE_SPAN
-    from twin.inventory.models import Cluster
-    from twin.runs import actions, files
-    from twin.runs.models import SimulationRun
-    if not Cluster.objects.filter(name=CLUSTER).exists():
-        t = time.perf_counter()
-        call_command("build_cluster", CLUSTER, "--no-progress")
-        print(f"built {CLUSTER} in {time.perf_counter() - t:.0f} s")
-    cluster = Cluster.objects.get(name=CLUSTER)
-
-    log = open(tmp / "worker.log", "w")
-    worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "twin", "worker", "--concurrency", "1",
-                               "-Q", QUEUE, "-l", "warning", "-n", f"bench-debug-{os.getpid()}@%h"],
-                              cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    load = [os.getloadavg()[0]]
-    try:
-        from twin.celery import app
-        deadline = time.monotonic() + 60
-        while not app.control.ping(timeout=0.5) and time.monotonic() < deadline:
-            time.sleep(0.5)
+    with twin_with_worker(database_url=args.database_url, redis_url=args.redis_url, queue=QUEUE, name="bench-debug",
+                          cluster=CLUSTER, tmp=tmp, concurrency=1, keep=args.keep,
+                          env={"TWIN_RUN_FILES_DIR": str(tmp / "run-files"), "TMPDIR": str(tmp / "tmp")}) \
+            as (cluster, worker):
+        from sim.debug import archive, dumpstate
+        from twin.capabilities.debug.kinds import STAGE_SPAN
+        from twin.runs import actions, files
         dp = args.gpus // (8 * 16)
         params = {"model": "llama3-405b", "gpus": args.gpus, "tp": 8, "pp": 16, "dp": dp,
                   "inject": "hang:rank=12345" if args.gpus > 12345 else f"hang:rank={args.gpus // 2}"}
         cpu0 = tree_cpu_s(worker.pid)
         t0 = time.monotonic()
         run = actions.create_run("debug", params, cluster)
-        connection.close()
-        samples = []
-        while True:
-            r = SimulationRun.objects.filter(pk=run.pk).values("status", "progress").first()
-            now = time.monotonic() - t0
-            if not samples or r["progress"] != samples[-1][1]:
-                samples.append((now, r["progress"]))
-            if r["status"] in ("succeeded", "failed", "cancelled"):
-                samples.append((now, 100.0))
-                break
-            if now > 30 * BUDGET_S:
-                sys.exit("bench_debug_run: the run did not end in 30 x the budget")
-            time.sleep(0.2)
-        wall = time.monotonic() - t0
+        samples, wall = sample_progress(run.pk, t0, 30 * BUDGET_S, "bench_debug_run")
+        samples.append((wall, 100.0))
         cpu = tree_cpu_s(worker.pid) - cpu0
         load.append(os.getloadavg()[0])
         run.refresh_from_db()
@@ -135,22 +97,10 @@ def main() -> None:
             sys.exit(f"bench_debug_run: the run {run.status}: {run.error}")
         kept = files.stored_dumps(run.pk)
         s = run.summary
-        from sim.debug import archive, dumpstate
         t, c = time.perf_counter(), time.process_time()
         tar_bytes = sum(len(piece) for piece in archive.stream(dumpstate.load(kept, keep=1), kept.stat().st_mtime))
         t_download, c_download = time.perf_counter() - t, time.process_time() - c
         load.append(os.getloadavg()[0])
-    finally:
-        worker.send_signal(signal.SIGTERM)
-        try:
-            worker.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(worker.pid, signal.SIGKILL)
-            worker.wait()
-        log.close()
-        if not args.keep and args.database_url.startswith("sqlite:///"):
-            for suffix in ("", "-wal", "-shm"):
-                Path(args.database_url.removeprefix("sqlite:///") + suffix).unlink(missing_ok=True)
 
     gaps = [b[0] - a[0] for a, b in zip(samples, samples[1:])]
     culprit = (s.get("culprit") or {}).get("ranks")

@@ -17,16 +17,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import secrets
-import signal
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+from worker_twin import sample_progress, twin_with_worker  # noqa: E402
 
 CLUSTER = "meta-roce-24k"
 BUDGET_S = 120.0
@@ -44,56 +43,18 @@ def main() -> None:
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_failures_"))
-    env = {**os.environ, "DATABASE_URL": args.database_url, "REDIS_URL": args.redis_url,
-           "DJANGO_SETTINGS_MODULE": "twin.settings", "SECRET_KEY": secrets.token_urlsafe(50),
-           "TWIN_CELERY_QUEUE": QUEUE, "TWIN_LIVE_KEY_PREFIX": "twin:bench-failures:", "PYTHONUNBUFFERED": "1"}
-    os.environ.update(env)
-    Path(args.database_url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
-
-    import django
-    django.setup()
-    from django.core.management import call_command
-    from django.db import connection
-
-    from twin.inventory.models import Cluster
-    from twin.runs import actions
-    from twin.runs.constants import setting
-    from twin.runs.models import SimulationRun
-    if not Cluster.objects.filter(name=CLUSTER).exists():
-        t = time.perf_counter()
-        call_command("build_cluster", CLUSTER, "--no-progress")
-        print(f"built {CLUSTER} in {time.perf_counter() - t:.0f} s")
-    cluster = Cluster.objects.get(name=CLUSTER)
-
-    log = open(tmp / "worker.log", "w")
-    worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "twin", "worker", "--concurrency", "2",
-                               "-Q", QUEUE, "-l", "warning", "-n", f"bench-failures-{os.getpid()}@%h"],
-                              cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        from twin.celery import app
-        deadline = time.monotonic() + 60
-        while not app.control.ping(timeout=0.5) and time.monotonic() < deadline:
-            time.sleep(0.5)
+    with twin_with_worker(database_url=args.database_url, redis_url=args.redis_url, queue=QUEUE,
+                          name="bench-failures", cluster=CLUSTER, tmp=tmp, concurrency=2, keep=args.keep) \
+            as (cluster, _worker):
+        from twin.runs import actions
+        from twin.runs.constants import setting
+        from twin.runs.models import SimulationRun
         params = {"model": "llama3-405b", "gpus": args.gpus, "days": args.days, "checkpoint_interval": "30m",
                   "seeds": args.seeds}
         t0 = time.monotonic()
         run = actions.create_run("failures", params, cluster)
-        connection.close()
-        samples, first_progress = [], None
-        while True:
-            r = SimulationRun.objects.filter(pk=run.pk).values("status", "progress").first()
-            now = time.monotonic() - t0
-            if not samples or r["progress"] != samples[-1][1]:
-                samples.append((now, r["progress"]))
-                if first_progress is None and r["progress"] > 0:
-                    first_progress = now
-            if r["status"] in ("succeeded", "failed", "cancelled"):
-                break
-            if now > 20 * BUDGET_S:
-                sys.exit("bench_failures_runs: the run did not end in 20 x the budget")
-            time.sleep(0.2)
-        wall = time.monotonic() - t0
+        samples, wall = sample_progress(run.pk, t0, 20 * BUDGET_S, "bench_failures_runs")
+        first_progress = next((t for t, p in samples if p > 0), None)
         run.refresh_from_db()
         if run.status != "succeeded":
             sys.exit(f"bench_failures_runs: the run {run.status}: {run.error}")
@@ -108,17 +69,6 @@ def main() -> None:
         gaps = [b[0] - a[0] for a, b in zip(samples, samples[1:])]
         s = run.summary
         eff = s["distribution"]["effective_ratio"]
-    finally:
-        worker.send_signal(signal.SIGTERM)
-        try:
-            worker.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(worker.pid, signal.SIGKILL)
-            worker.wait()
-        log.close()
-        if not args.keep and args.database_url.startswith("sqlite:///"):
-            for suffix in ("", "-wal", "-shm"):
-                Path(args.database_url.removeprefix("sqlite:///") + suffix).unlink(missing_ok=True)
 
     print(f"\nfailures run: {args.seeds} seeds of Llama 3 405B on {args.gpus:,} GPUs of {CLUSTER}, {args.days:g} days, "
           f"checkpoints every 30 min; {len(children)} children of at most {setting('TWIN_FAILURES_SEEDS_PER_CHILD')} "

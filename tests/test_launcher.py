@@ -77,26 +77,8 @@ class Launcher:
     def output(self) -> str:
         return "\n".join(self.lines[-80:])
 
-    def wait_ready(self, timeout: float = 90.0) -> tuple[str, dict[str, int]]:
-        """The URL and the pids (web, worker, beat, maybe redis) from the banner."""
-        deadline, url, pids = time.monotonic() + timeout, None, {}
-        while time.monotonic() < deadline:
-            try:
-                line = self.queue.get(timeout=0.5)
-            except queue.Empty:
-                continue
-            if line is None:
-                pytest.fail(f"the launcher exited with code {self.proc.wait()} before it was ready:\n{self.output()}")
-            if url is None and (m := READY.match(line)):
-                url = m.group(1)
-            elif url is not None and (m := CHILD.match(line)):
-                pids[m.group(1)] = int(m.group(2))
-            elif url is not None and line.startswith("Press Ctrl-C"):
-                return url, pids
-        pytest.fail(f"no 'Twin running at' within {timeout:.0f} s:\n{self.output()}")
-
-    def wait_line(self, start: str, timeout: float) -> str:
-        """The next line that starts with ``start``."""
+    def next_lines(self, timeout: float, waiting_for: str):
+        """The launcher's next lines as they come; the test fails if it exits or ``timeout`` passes first."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
@@ -104,10 +86,26 @@ class Launcher:
             except queue.Empty:
                 continue
             if line is None:
-                pytest.fail(f"the launcher exited with code {self.proc.wait()}:\n{self.output()}")
+                pytest.fail(f"the launcher exited with code {self.proc.wait()} before {waiting_for}:\n{self.output()}")
+            yield line
+        pytest.fail(f"no {waiting_for} within {timeout:.0f} s:\n{self.output()}")
+
+    def wait_ready(self, timeout: float = 90.0) -> tuple[str, dict[str, int]]:
+        """The URL and the pids (web, worker, beat, maybe redis) from the banner."""
+        url, pids = None, {}
+        for line in self.next_lines(timeout, "'Twin running at'"):
+            if url is None and (m := READY.match(line)):
+                url = m.group(1)
+            elif url is not None and (m := CHILD.match(line)):
+                pids[m.group(1)] = int(m.group(2))
+            elif url is not None and line.startswith("Press Ctrl-C"):
+                return url, pids
+
+    def wait_line(self, start: str, timeout: float) -> str:
+        """The next line that starts with ``start``."""
+        for line in self.next_lines(timeout, repr(start)):
             if line.startswith(start):
                 return line
-        pytest.fail(f"no {start!r} within {timeout:.0f} s:\n{self.output()}")
 
     def wait_exit(self, timeout: float) -> int:
         try:
