@@ -175,11 +175,10 @@ export function closeReason(code) {
   return protocol().closeReason.get(code) ?? `closed (code ${code})`;
 }
 
-const RETRY_MAX_MS = 5000;       // TWIN_LIVE_RETRY_MAX_MS's default, where the page does not give it
-
-/** The longest wait between two tries to reopen a dropped socket: the page's (web/base.html), else 5 s. */
+/** The longest wait between two tries to reopen a dropped socket: TWIN_LIVE_RETRY_MAX_MS, which every page carries
+ *  (web/base.html). */
 function retryMaxMs() {
-  return Number(globalThis.document?.body?.dataset.liveRetryMaxMs) || RETRY_MAX_MS;
+  return Number(document.body.dataset.liveRetryMaxMs);
 }
 
 /** Open a live stream and keep it open: calls onMeta(json) on every (re)connection, onEvent(json) for every other
