@@ -36,6 +36,7 @@ def assert_one_line_naming(code, lines, name):
     ("DEBUG", "maybe"),
     ("SECRET_KEY", "too-short"),
     ("TWIN_WARM_STRUCTURES", "maybe"),
+    ("TWIN_LIVE_RETRY_MAX_MS", "100"),                       # under its minimum, 500 ms
     ("TWIN_EXTRA_CAPABILITIES", "no_such_package"),
     ("TWIN_EXTRA_CAPABILITIES", "twin.capabilities, rm -rf"),
 ])
