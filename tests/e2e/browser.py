@@ -2,6 +2,7 @@
 browser downloaded by ``playwright install``), and a watch on each page for what a user would call broken."""
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -11,6 +12,9 @@ CHROMIUM = Path("/usr/bin/chromium")
 LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                "--disable-component-update", "--disable-sync"]
 SCREENSHOTS = VAR_DIR / "screenshots"
+# Screenshots are for people looking at the pages, not checks: taken only when asked (TWIN_E2E_SCREENSHOTS=1), since
+# a full-page PNG of every page visited costs the browser about a tenth of the package's CPU.
+TAKE_SCREENSHOTS = os.environ.get("TWIN_E2E_SCREENSHOTS", "") == "1"
 READY = 'body[data-ready="1"]'
 
 
@@ -60,8 +64,10 @@ def _where(message) -> str:
     return f"{loc.get('url', '?')}:{loc.get('lineNumber', '?')}"
 
 
-def screenshot(page, name: str) -> Path:
-    """The whole page as var/screenshots/<name>.png."""
+def screenshot(page, name: str) -> Path | None:
+    """The whole page as var/screenshots/<name>.png, when screenshots are asked for (:data:`TAKE_SCREENSHOTS`)."""
+    if not TAKE_SCREENSHOTS:
+        return None
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
