@@ -150,6 +150,14 @@ def simulate(p, programs, steps, grid, units, fault: Fault, host, progress):
                                  seq_coll=np.zeros(n_ops, np.int64), seq_p2p=np.zeros(n_ops, np.int64),
                                  desync=np.zeros((n_ops, n_pos), bool)))
     axis = {0: 2, 1: 1, 3: 0}                                       # dim -> axis of (dp, cp, tp)
+    # Per axis of (dp, cp, tp): the positions of each group along it (a row each) and each position's group, so that
+    # a collective's completion (its group's last entry) is two small gathers instead of a broadcast.
+    positions = np.arange(n_pos).reshape(shape)
+    members = {a: np.moveaxis(positions, a, -1).reshape(-1, shape[a]) for a in range(3)}
+    group_of = {}
+    for a, m in members.items():
+        group_of[a] = np.empty(n_pos, np.int64)
+        group_of[a][m.ravel()] = np.repeat(np.arange(m.shape[0]), m.shape[1])
     # Per stage, what the op loop reads for every op, taken once: the ranks' slowness, the op index each stops at
     # (and the first of them), the ops at which a rank desyncs. Programs repeat every step and micro-batch, so an
     # op's durations (per rank of the stage) are computed once per (stage, op kind, dim, size).
@@ -214,8 +222,8 @@ def simulate(p, programs, steps, grid, units, fault: Fault, host, progress):
                         ds = desync_of[s] == j
                         tr.desync[j] = ds
                         e = np.where(ds, np.inf, enter)
-                    last = e.reshape(shape).max(axis=axis[op.dim], keepdims=True)
-                    done = np.broadcast_to(last, shape).ravel() + dur
+                    a = axis[op.dim]
+                    done = e[members[a]].max(axis=1)[group_of[a]] + dur
                 tr.enter[j] = enter
                 tr.done[j] = done
                 prev[s] = done
