@@ -21,3 +21,26 @@ def test_programs_and_formats_still_get_the_schema(client):
     assert r.status_code == 200 and r.content.startswith(b"openapi:")
     r = client.get("/api/schema/?format=json", HTTP_ACCEPT=BROWSER)
     assert r.status_code == 200 and r.json()["openapi"].startswith("3")
+
+
+def test_the_kept_schema_is_built_anew_when_a_setting_or_the_run_kinds_change(settings):
+    """The schema is kept per process (twin/api/kept_schema.py) but follows what it is built from."""
+    from twin.api import kept_schema
+    from twin.runs import registry
+
+    built = []
+
+    def build():
+        built.append(object())
+        return built[-1]
+
+    key = ("test", True)
+    assert kept_schema.schema(key, build) is kept_schema.schema(key, build) is built[0]
+    settings.CACHES = {**settings.CACHES}               # not read by the schema: kept
+    assert kept_schema.schema(key, build) is built[0]
+    settings.TWIN_API_ANONYMOUS_READ = not settings.TWIN_API_ANONYMOUS_READ
+    assert kept_schema.schema(key, build) is built[1]
+    kind = next(iter(registry.kinds().values()))
+    registry.register(kind)
+    assert kept_schema.schema(key, build) is built[2]
+    kept_schema.forget()
