@@ -180,4 +180,5 @@ def test_a_link_failed_through_the_api_leaves_the_simulated_fabric(writer, demo)
 
 
 def test_the_schema_validates_without_warnings():
-    call_command("spectacular", "--validate", "--fail-on-warn", "--file", "/dev/null")
+    # written as JSON to /dev/null: the YAML writer's second and more add nothing to the check
+    call_command("spectacular", "--validate", "--fail-on-warn", "--format", "openapi-json", "--file", "/dev/null")
