@@ -21,3 +21,35 @@ def test_programs_and_formats_still_get_the_schema(client):
     assert r.status_code == 200 and r.content.startswith(b"openapi:")
     r = client.get("/api/schema/?format=json", HTTP_ACCEPT=BROWSER)
     assert r.status_code == 200 and r.json()["openapi"].startswith("3")
+
+
+def test_the_kept_schema_is_built_anew_when_a_setting_or_the_run_kinds_change():
+    """The schema is kept per process (twin/api/kept_schema.py) but follows what it is built from."""
+    from django.conf import settings
+    from django.test import override_settings
+
+    from twin.api import kept_schema
+    from twin.runs import registry
+
+    built = []
+
+    def build():
+        built.append(object())
+        return built[-1]
+
+    key = ("test", True)
+    kept = dict(kept_schema._kept)     # the schema other tests of this process use, put back at the end
+    try:
+        assert kept_schema.schema(key, build) is kept_schema.schema(key, build) is built[0]
+        with override_settings(CACHES={**settings.CACHES}):        # not read by the schema: kept
+            assert kept_schema.schema(key, build) is built[0]
+        assert kept_schema.schema(key, build) is built[0]
+        with override_settings(TWIN_API_ANONYMOUS_READ=not settings.TWIN_API_ANONYMOUS_READ):
+            assert kept_schema.schema(key, build) is built[1]
+        assert kept_schema.schema(key, build) is built[2]            # the setting back: built anew again
+        kind = next(iter(registry.kinds().values()))
+        registry.register(kind)
+        assert kept_schema.schema(key, build) is built[3]
+    finally:
+        kept_schema.forget()
+        kept_schema._kept.update(kept)

@@ -107,7 +107,7 @@ def everything_token(db):
 
 
 def test_every_check_on_every_operation(demo, everything_token):
-    schema = schemathesis.openapi.from_wsgi("/api/schema/", get_wsgi_application())
+    schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", get_wsgi_application())
     logging.getLogger("django.request").setLevel(logging.CRITICAL)  # django.setup() above configured logging anew
     headers = {"Authorization": f"Token {everything_token}"}
     checks = all_checks()

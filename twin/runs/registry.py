@@ -204,11 +204,19 @@ def register(kind: Kind) -> Kind:
         if unknown:
             raise ValueError(f"kind {kind.name}: throughputs {unknown} are not settings of twin.runs.constants")
     _KINDS[kind.name] = kind
+    _changed()
     return kind
 
 
 def unregister(name: str) -> None:
     _KINDS.pop(name, None)
+    _changed()
+
+
+def _changed() -> None:
+    """The API schema, which describes every kind, is built anew (twin/api/kept_schema.py)."""
+    from twin.api import kept_schema
+    kept_schema.forget()
 
 
 def _load() -> None:
