@@ -166,14 +166,15 @@ class Launcher:
 
     # -- steps ---------------------------------------------------------------------------------------------------
     def check(self) -> None:
-        """Settings, database, free HTTP port, Redis: any problem is a SettingError naming the variable."""
+        """Settings, database, free HTTP port, Redis: any problem is a SettingError naming the variable. What needs
+        only the settings is checked before Django loads the apps (seconds of CPU), so that a bad value is said at
+        once; the embedded Redis is started after that load, so that nothing is started when it fails."""
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "twin.settings")
         import django
-
-        django.setup()
         from django.conf import settings
         from django.db import connections
 
+        settings.INSTALLED_APPS     # noqa: B018 - reads the settings module: a bad value is a SettingError here
         env.check_database()
         connections.close_all()
         if _answers(_connect_host(self.host), self.port):
@@ -182,7 +183,8 @@ class Launcher:
         if os.environ.get("REDIS_URL"):
             env.check_redis(settings.REDIS_URL)
             self.redis_desc = f"external {_redact(settings.REDIS_URL)}"
-        else:
+        django.setup()
+        if not os.environ.get("REDIS_URL"):
             from twin.redis_server import ensure_redis
 
             url, self.redis_handle = ensure_redis()
