@@ -229,6 +229,23 @@ def test_launcher_restarts_children_that_die_and_ctrl_c_during_the_background_bu
         launcher.kill()
 
 
+def test_a_signal_while_the_launcher_writes_a_line_does_not_hang_it(capfd):
+    # given the launcher's main thread inside its output lock (writing a line), as a signal can find it
+    from twin.launcher import Launcher as Supervisor
+    supervisor = Supervisor("127.0.0.1", free_port(), build=False)
+    done = threading.Event()
+
+    def write_then_signalled():
+        with supervisor.out_lock:
+            supervisor.on_signal(signal.SIGINT, None)
+        done.set()
+    threading.Thread(target=write_then_signalled, daemon=True).start()
+    # then the handler returns, the stop noted and said
+    assert done.wait(timeout=10), "the signal handler waited for the output lock its own thread holds"
+    assert supervisor.stop_signal == signal.SIGINT
+    assert "twin: SIGINT received, stopping" in capfd.readouterr().out
+
+
 @pytest.mark.parametrize("value, reason", [("0", "0 is below 1"), ("two", "'two' is not a whole number")])
 def test_launcher_refuses_a_bad_web_worker_count(tmp_path, value, reason):
     launcher = Launcher(tmp_path, ["--port", str(free_port()), "--no-build"], TWIN_WEB_WORKERS=value)

@@ -158,9 +158,16 @@ class Launcher:
 
     # -- signals -------------------------------------------------------------------------------------------------
     def on_signal(self, signum: int, frame) -> None:
+        """Note the signal. The line is written straight to the file descriptor, not through ``say``: the handler runs
+        in the main thread between two of its bytecodes, maybe inside ``say`` holding ``out_lock``, which it would wait
+        for forever (seen: a Ctrl-C just after a line of the launcher's own hung it)."""
         if self.stop_signal is None:
             self.stop_signal = signum
-            self.say(f"\ntwin: {signal.Signals(signum).name} received, stopping (again to kill at once)")
+            try:
+                os.write(sys.stdout.fileno(),
+                         f"\ntwin: {signal.Signals(signum).name} received, stopping (again to kill at once)\n".encode())
+            except (OSError, ValueError, AttributeError):
+                pass
         else:
             self.force = True
 
