@@ -38,10 +38,10 @@ def alive(pid: int) -> bool:
     return False
 
 
-@pytest.fixture
-def redis_url(tmp_path):
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory):
     """The session's Redis on a database of its own (the launcher's worker must not eat the suite's tasks), else a
-    private embedded Redis."""
+    private embedded Redis (one per module: each test's twin has a database and a key prefix of its own)."""
     url = os.environ.get("REDIS_URL")
     if url and urlparse(url).scheme in ("redis", "rediss"):
         yield urlunparse(urlparse(url)._replace(path="/13"))
@@ -49,7 +49,7 @@ def redis_url(tmp_path):
     if url:
         yield url
         return
-    with EmbeddedRedis(free_port(), directory=tmp_path / "redis") as server:
+    with EmbeddedRedis(free_port(), directory=tmp_path_factory.mktemp("redis")) as server:
         yield server.url
 
 
@@ -124,10 +124,30 @@ def get(url: str) -> tuple[int, str]:
         return response.status, response.read().decode(errors="replace")
 
 
-def test_launcher_builds_serves_and_stops_cleanly_on_ctrl_c(tmp_path, redis_url):
-    # given a fresh database, one small default cluster and a free port
+def server_processes(pid: int) -> list[int]:
+    """The pids of uvicorn's worker processes under ``pid`` (multiprocessing's spawned children, not its resource
+    tracker)."""
+    out = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            parent = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            spawned = b"spawn_main" in (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if parent == pid and spawned:
+            out.append(int(proc.name))
+    return out
+
+
+# The launcher's scenarios share their starts (each costs a dozen seconds of CPU: the launcher, migrate, the web, the
+# worker, beat and a build each start Django): one fresh twin built and served from several web processes, then
+# stopped; one supervising children that die while a large build runs, then stopped during that build.
+
+def test_launcher_builds_serves_http_and_websockets_from_several_web_processes_and_stops_cleanly_on_ctrl_c(
+        tmp_path, redis_url):
+    # given a fresh database, one small default cluster, a free port and TWIN_WEB_WORKERS=2
     port = free_port()
-    launcher = Launcher(tmp_path, ["--port", str(port)], REDIS_URL=redis_url)
+    launcher = Launcher(tmp_path, ["--port", str(port)], REDIS_URL=redis_url, TWIN_WEB_WORKERS="2")
     try:
         # when the launcher starts
         url, pids = launcher.wait_ready()
@@ -135,54 +155,45 @@ def test_launcher_builds_serves_and_stops_cleanly_on_ctrl_c(tmp_path, redis_url)
         # the overview page) or built
         assert url == f"http://127.0.0.1:{port}/"
         assert set(pids) >= {"web", "worker", "beat"}, launcher.output()
+        # ... the web being uvicorn with two worker processes under it ...
+        assert re.search(rf"^\s+web\s+pid {pids['web']}\s+uvicorn on 127.0.0.1:{port}, 2 workers$", launcher.output(),
+                         re.M), launcher.output()
+        deadline = time.monotonic() + 30
+        while len(workers := server_processes(pids["web"])) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert len(workers) == 2, (workers, launcher.output())
         assert get(url)[0] == 200
         assert get(url + "healthz") == (200, "ok")
         assert "demo-256" in get(url)[1]
         launcher.wait_line("twin: default clusters built in ", timeout=90)
         assert 'data-cluster="demo-256"' in get(url)[1]
         assert get(url + "overview/building.json") == (200, '{"building": []}')
+        # ... which answer, once the default cluster is built, the cluster stream's WebSocket too
+        with ws_connect(f"ws://127.0.0.1:{port}/ws/clusters/demo-256/?index=0", open_timeout=30) as ws:
+            meta = json.loads(ws.recv(timeout=30))
+        assert meta["type"] == "meta" and meta["cluster"]["name"] == "demo-256"
         # when Ctrl-C arrives
         launcher.proc.send_signal(signal.SIGINT)
-        # then it exits 0 and leaves no process behind
+        # then it exits 0 and leaves no process behind, the web's worker processes included
         assert launcher.wait_exit(timeout=25) == 0, launcher.output()
-        left = {name: pid for name, pid in pids.items() if alive(pid)}
+        left = {name: pid for name, pid in [*pids.items(), *(("web worker", pid) for pid in workers)] if alive(pid)}
         assert not left, f"still running after the launcher exited: {left}\n{launcher.output()}"
     finally:
         launcher.kill()
 
 
-def test_ctrl_c_during_the_background_build_stops_it_and_keeps_nothing_half_built(tmp_path, redis_url):
-    # given a launcher serving while it builds a large default cluster (seconds) in the background
-    port = free_port()
-    launcher = Launcher(tmp_path, ["--port", str(port)], REDIS_URL=redis_url, TWIN_DEFAULT_CLUSTERS="meta-roce-24k")
-    try:
-        url, pids = launcher.wait_ready()
-        build = int(re.search(r"^\s+build\s+pid (\d+)\s+building meta-roce-24k", launcher.output(), re.M).group(1))
-        assert get(url)[0] == 200
-        # when Ctrl-C arrives before the build ends
-        launcher.proc.send_signal(signal.SIGINT)
-        # then it exits 0, the build stopped with the others, its transaction rolled back
-        assert launcher.wait_exit(timeout=30) == 0, launcher.output()
-        assert re.search(r"^twin: stopped build ", launcher.output(), re.M), launcher.output()
-        left = {name: pid for name, pid in {**pids, "build": build}.items() if alive(pid)}
-        assert not left, f"still running after the launcher exited: {left}\n{launcher.output()}"
-        # (on a loaded machine the build may have committed just before the signal: then the cluster is whole)
-        with sqlite3.connect(tmp_path / "twin.sqlite3") as db:
-            clusters = db.execute("SELECT count(*) FROM inventory_cluster").fetchone()[0]
-            gpus = db.execute("SELECT count(*) FROM inventory_gpu").fetchone()[0]
-        assert (clusters, gpus) in ((0, 0), (1, 24_576)), (clusters, gpus, launcher.output())
-    finally:
-        launcher.kill()
-
-
-def test_launcher_restarts_a_child_that_dies_and_keeps_the_web_up(tmp_path):
-    # given the launcher with its embedded Redis (REDIS_URL unset) on the default port, which must be free
+def test_launcher_restarts_children_that_die_and_ctrl_c_during_the_background_build_keeps_nothing_half_built(
+        tmp_path):
+    # given the launcher with its embedded Redis (REDIS_URL unset) on the default port, which must be free, serving
+    # while it builds a large default cluster (seconds) in the background
     if not env.port_is_free(env.EMBEDDED_REDIS_PORT):
         pytest.skip(f"port {env.EMBEDDED_REDIS_PORT} is in use (another twin?): the embedded Redis would be shared")
-    launcher = Launcher(tmp_path, ["--port", str(free_port()), "--no-build"])
+    launcher = Launcher(tmp_path, ["--port", str(free_port())], TWIN_DEFAULT_CLUSTERS="meta-roce-24k")
     try:
         url, pids = launcher.wait_ready()
         assert "redis" in pids, launcher.output()  # started, not reused
+        build = int(re.search(r"^\s+build\s+pid (\d+)\s+building meta-roce-24k", launcher.output(), re.M).group(1))
+        assert get(url)[0] == 200
         # when Celery beat and the worker's parent are killed
         os.kill(pids["beat"], signal.SIGKILL)
         os.kill(pids["worker"], signal.SIGKILL)
@@ -199,57 +210,40 @@ def test_launcher_restarts_a_child_that_dies_and_keeps_the_web_up(tmp_path):
         for name in ("beat", "worker"):
             assert re.search(rf"^twin: {name} \(.*\) exited with code -9; restarting it in 1 s$", out, re.M), out
             assert alive(restarted[name]) and not alive(pids[name])
-        # when Ctrl-C arrives, it stops everything it started, the restarted children included
+        # when Ctrl-C arrives before the build ends
         launcher.proc.send_signal(signal.SIGINT)
-        assert launcher.wait_exit(timeout=25) == 0, launcher.output()
-        left = {name: pid for name, pid in {**pids, **restarted}.items() if alive(pid)}
+        # then it exits 0 and stops everything it started, the restarted children and the build included (its
+        # transaction rolled back), and the embedded Redis
+        assert launcher.wait_exit(timeout=30) == 0, launcher.output()
+        assert re.search(r"^twin: stopped build ", launcher.output(), re.M), launcher.output()
+        left = {name: pid for name, pid in {**pids, **{f"{k} (restarted)": v for k, v in restarted.items()},
+                                            "build": build}.items() if alive(pid)}
         assert not left, f"still running after the launcher exited: {left}\n{launcher.output()}"
         assert env.port_is_free(env.EMBEDDED_REDIS_PORT)
+        # (on a loaded machine the build may have committed just before the signal: then the cluster is whole)
+        with sqlite3.connect(tmp_path / "twin.sqlite3") as db:
+            clusters = db.execute("SELECT count(*) FROM inventory_cluster").fetchone()[0]
+            gpus = db.execute("SELECT count(*) FROM inventory_gpu").fetchone()[0]
+        assert (clusters, gpus) in ((0, 0), (1, 24_576)), (clusters, gpus, launcher.output())
     finally:
         launcher.kill()
 
 
-def server_processes(pid: int) -> list[int]:
-    """The pids of uvicorn's worker processes under ``pid`` (multiprocessing's spawned children, not its resource
-    tracker)."""
-    out = []
-    for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            parent = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            spawned = b"spawn_main" in (proc / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if parent == pid and spawned:
-            out.append(int(proc.name))
-    return out
+def test_a_signal_while_the_launcher_writes_a_line_does_not_hang_it(capfd):
+    # given the launcher's main thread inside its output lock (writing a line), as a signal can find it
+    from twin.launcher import Launcher as Supervisor
+    supervisor = Supervisor("127.0.0.1", free_port(), build=False)
+    done = threading.Event()
 
-
-def test_launcher_serves_http_and_websockets_from_several_web_processes(tmp_path, redis_url):
-    # given TWIN_WEB_WORKERS=2
-    port = free_port()
-    launcher = Launcher(tmp_path, ["--port", str(port)], REDIS_URL=redis_url, TWIN_WEB_WORKERS="2")
-    try:
-        url, pids = launcher.wait_ready()
-        # then the web is uvicorn with two worker processes under it ...
-        assert re.search(rf"^\s+web\s+pid {pids['web']}\s+uvicorn on 127.0.0.1:{port}, 2 workers$", launcher.output(),
-                         re.M), launcher.output()
-        deadline = time.monotonic() + 30
-        while len(workers := server_processes(pids["web"])) < 2 and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert len(workers) == 2, (workers, launcher.output())
-        # ... which answer HTTP and, once the default cluster is built, the cluster stream's WebSocket
-        assert get(url + "healthz") == (200, "ok")
-        launcher.wait_line("twin: default clusters built in ", timeout=90)
-        with ws_connect(f"ws://127.0.0.1:{port}/ws/clusters/demo-256/?index=0", open_timeout=30) as ws:
-            meta = json.loads(ws.recv(timeout=30))
-        assert meta["type"] == "meta" and meta["cluster"]["name"] == "demo-256"
-        # and Ctrl-C stops them all
-        launcher.proc.send_signal(signal.SIGINT)
-        assert launcher.wait_exit(timeout=25) == 0, launcher.output()
-        left = [pid for pid in [*pids.values(), *workers] if alive(pid)]
-        assert not left, f"still running after the launcher exited: {left}\n{launcher.output()}"
-    finally:
-        launcher.kill()
+    def write_then_signalled():
+        with supervisor.out_lock:
+            supervisor.on_signal(signal.SIGINT, None)
+        done.set()
+    threading.Thread(target=write_then_signalled, daemon=True).start()
+    # then the handler returns, the stop noted and said
+    assert done.wait(timeout=10), "the signal handler waited for the output lock its own thread holds"
+    assert supervisor.stop_signal == signal.SIGINT
+    assert "twin: SIGINT received, stopping" in capfd.readouterr().out
 
 
 @pytest.mark.parametrize("value, reason", [("0", "0 is below 1"), ("two", "'two' is not a whole number")])
@@ -272,7 +266,7 @@ def test_the_web_server_command_refuses_bad_values_naming_them(args, environment
 
 @pytest.mark.parametrize("size, pool", [("3", {"min_size": 1, "max_size": 3, "timeout": 30}), ("0", None)])
 def test_postgresql_connections_are_pooled_when_asked(size, pool):
-    code = ("import django, json; django.setup(); from django.conf import settings; "
+    code = ("import json; from django.conf import settings; "     # the settings alone: no app is loaded for them
             "print(json.dumps(settings.DATABASES['default']['OPTIONS'].get('pool')))")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
                             env={**os.environ, "DJANGO_SETTINGS_MODULE": "twin.settings", "TWIN_DB_POOL_SIZE": size,

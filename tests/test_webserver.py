@@ -19,15 +19,21 @@ from twin.redis_server import free_port
 ROOT = env.BASE_DIR
 
 
-@pytest.fixture
-def twin_env(tmp_path, redis_url):  # noqa: F811
+# Django's start, migrate and the build cost seconds of CPU each: one process does the set-up, once for the module.
+SET_UP = ("import django; django.setup(); from django.core.management import call_command; "
+          "call_command('migrate', interactive=False, verbosity=0); "
+          "call_command('build_cluster', 'demo-256', no_progress=True)")
+
+
+@pytest.fixture(scope="module")
+def twin_env(tmp_path_factory, redis_url):  # noqa: F811
     """A SQLite file with demo-256 built, as the web service's migrate and build leave it."""
+    state = tmp_path_factory.mktemp("twin")
     environment = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DEBUG", "TWIN_WEB_WORKERS")}
-    environment.update(TWIN_VAR_DIR=str(tmp_path / "var"), DATABASE_URL=f"sqlite:///{tmp_path / 'twin.sqlite3'}",
-                       REDIS_URL=redis_url, PYTHONUNBUFFERED="1")
-    for command in (["migrate", "--noinput", "-v", "0"], ["build_cluster", "demo-256", "--no-progress"]):
-        subprocess.run([sys.executable, "manage.py", *command], cwd=ROOT, env=environment, check=True,
-                       capture_output=True, timeout=120)
+    environment.update(TWIN_VAR_DIR=str(state / "var"), DATABASE_URL=f"sqlite:///{state / 'twin.sqlite3'}",
+                       REDIS_URL=redis_url, PYTHONUNBUFFERED="1", DJANGO_SETTINGS_MODULE="twin.settings")
+    subprocess.run([sys.executable, "-c", SET_UP], cwd=ROOT, env=environment, check=True, capture_output=True,
+                   timeout=120)
     return environment
 
 
@@ -54,8 +60,9 @@ def stop(proc) -> int:
 
 
 def test_http_on_gunicorn_and_live_streams_on_uvicorn_each_stop_on_sigterm(twin_env, tmp_path):
-    # given the two services as compose runs them
-    http, http_port = serve(twin_env, tmp_path, "http", workers=2)
+    # given the two services as compose runs them (one worker process each: under its parent, as several would be;
+    # each more is a Django start)
+    http, http_port = serve(twin_env, tmp_path, "http", workers=1)
     live, live_port = serve(twin_env, tmp_path, "websockets", workers=1)
     try:
         # then the HTTP service is gunicorn and answers the API and the pages' static files

@@ -172,7 +172,8 @@ def check_redis(url: str, timeout: float = 3.0) -> None:
 
 
 def check_database() -> None:
-    """Raise SettingError when the configured database cannot be reached (Django must be set up)."""
+    """Raise SettingError when the configured database cannot be reached (the settings are enough: the apps need
+    not be loaded)."""
     from django.db import connection
     from django.db.utils import Error
 

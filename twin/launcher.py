@@ -158,22 +158,30 @@ class Launcher:
 
     # -- signals -------------------------------------------------------------------------------------------------
     def on_signal(self, signum: int, frame) -> None:
+        """Note the signal. The line is written straight to the file descriptor, not through ``say``: the handler runs
+        in the main thread between two of its bytecodes, maybe inside ``say`` holding ``out_lock``, which it would wait
+        for forever (seen: a Ctrl-C just after a line of the launcher's own hung it)."""
         if self.stop_signal is None:
             self.stop_signal = signum
-            self.say(f"\ntwin: {signal.Signals(signum).name} received, stopping (again to kill at once)")
+            try:
+                os.write(sys.stdout.fileno(),
+                         f"\ntwin: {signal.Signals(signum).name} received, stopping (again to kill at once)\n".encode())
+            except (OSError, ValueError, AttributeError):
+                pass
         else:
             self.force = True
 
     # -- steps ---------------------------------------------------------------------------------------------------
     def check(self) -> None:
-        """Settings, database, free HTTP port, Redis: any problem is a SettingError naming the variable."""
+        """Settings, database, free HTTP port, Redis: any problem is a SettingError naming the variable. What needs
+        only the settings is checked before Django loads the apps (seconds of CPU), so that a bad value is said at
+        once; the embedded Redis is started after that load, so that nothing is started when it fails."""
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "twin.settings")
         import django
-
-        django.setup()
         from django.conf import settings
         from django.db import connections
 
+        settings.INSTALLED_APPS     # noqa: B018 - reads the settings module: a bad value is a SettingError here
         env.check_database()
         connections.close_all()
         if _answers(_connect_host(self.host), self.port):
@@ -182,7 +190,8 @@ class Launcher:
         if os.environ.get("REDIS_URL"):
             env.check_redis(settings.REDIS_URL)
             self.redis_desc = f"external {_redact(settings.REDIS_URL)}"
-        else:
+        django.setup()
+        if not os.environ.get("REDIS_URL"):
             from twin.redis_server import ensure_redis
 
             url, self.redis_handle = ensure_redis()

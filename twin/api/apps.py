@@ -14,7 +14,6 @@ class ApiConfig(AppConfig):
 
         from twin import env
         from twin.api import logins  # noqa: F401 - connects the failed-login counter
-        from twin.api.inventory import priming
         from twin.inventory.signals import cluster_built
         from twin.api.throttling import parse_rate
 
@@ -24,4 +23,12 @@ class ApiConfig(AppConfig):
             except ValueError as e:
                 raise env.SettingError(name, str(e)) from None
 
-        cluster_built.connect(priming.prime, dispatch_uid="twin.inventory.priming")
+        cluster_built.connect(_prime, dispatch_uid="twin.inventory.priming")
+
+
+def _prime(sender, cluster, **kwargs) -> None:
+    """twin.api.inventory.priming.prime, imported when a cluster is built: it imports the inventory's API views, which
+    every Django start (a command, beat, the launcher) would otherwise pay for."""
+    from twin.api.inventory import priming
+
+    priming.prime(sender, cluster, **kwargs)

@@ -3,7 +3,7 @@ is changed, deleted or cancelled here only by its owner or a "manage any" holder
 (:mod:`twin.runs.ownership`)."""
 from django.contrib import admin, messages
 
-from twin.runs import actions, ownership
+from twin.runs import ownership
 from twin.runs.models import RunArray, Scenario, SimulationRun
 
 
@@ -52,6 +52,8 @@ class SimulationRunAdmin(OwnedAdmin):
 
     @admin.action(description="Cancel the selected runs")
     def cancel(self, request, queryset):
+        from twin.runs import actions    # here: its imports (DRF's serializers, the live push's Redis) cost every
+                                         # process that loads the admin (each Django start) a third of a second
         refused = []
         for run in queryset:
             if ownership.may_change(request.user, run):
