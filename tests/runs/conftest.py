@@ -27,8 +27,10 @@ def _worker_pool(django_db_setup, django_db_blocker, tmp_path_factory):
 
 @pytest.fixture
 def workers(_worker_pool, transactional_db):
-    """Two running workers (restarted if a test killed one)."""
-    return _worker_pool.ensure()
+    """Two running workers (restarted if a test killed one: relaunched as soon as that test ends, so that their
+    start-up overlaps what comes next; the next test that asks for them waits for their ping)."""
+    yield _worker_pool.ensure()
+    _worker_pool.launch()
 
 
 @pytest.fixture
