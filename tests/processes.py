@@ -189,8 +189,7 @@ class Workers:
         return self
 
     def stop(self):
-        for w in self.all:
-            w.stop()
+        stop_all(*self.all)
 
 
 class Daphne(ServerProcess):

@@ -159,6 +159,12 @@ def _names(errors, field) -> bool:
 
 
 @pytest.fixture
+def demo(module_demo):
+    """One demo-256 for the module's tests (every test here is ``django_db``: its own writes roll back)."""
+    return module_demo
+
+
+@pytest.fixture
 def ids(runner, demo):
     scenario = Scenario.objects.create(name="health", kind="fabric_health", cluster=demo, params={})
     schedule = runner.post(SCHEDULES, {"name": "nightly", "scenario": scenario.pk,

@@ -15,6 +15,8 @@ This is the inventory's one usable-GPU rule: the GPU page draws it, the run limi
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
@@ -268,9 +270,33 @@ def usable_mask(cluster: Cluster) -> np.ndarray:
     return ~down
 
 
+_counted: ContextVar[dict | None] = ContextVar("usable_gpus_counted", default=None)
+
+
+@contextmanager
+def usable_counted_once():
+    """Within the block, :func:`usable_gpus` counts each cluster once (its first answer holds): one validation
+    asks for it from each parameter default that fits the cluster and from its kind's check, and a sweep's from each
+    of its combinations (hundreds), all within one request. Nested blocks share the outermost one's counts."""
+    if _counted.get() is not None:
+        yield
+        return
+    token = _counted.set({})
+    try:
+        yield
+    finally:
+        _counted.reset(token)
+
+
 def usable_gpus(cluster: Cluster) -> int:
-    """GPUs of ``cluster`` a job can use (:func:`usable_mask`)."""
-    return int(usable_mask(cluster).sum())
+    """GPUs of ``cluster`` a job can use (:func:`usable_mask`); counted once per cluster within
+    :func:`usable_counted_once`."""
+    counted = _counted.get()
+    if counted is None:
+        return int(usable_mask(cluster).sum())
+    if cluster.pk not in counted:
+        counted[cluster.pk] = int(usable_mask(cluster).sum())
+    return counted[cluster.pk]
 
 
 def gpus_per_host(cluster) -> int:

@@ -49,8 +49,10 @@ class ParamsSerializer(serializers.Serializer):
     kind: registry.Kind
 
     def to_internal_value(self, data):
+        from twin.inventory.gpu_grid import usable_counted_once
         try:
-            return self.kind.validated(data, self.context.get("cluster"))
+            with usable_counted_once():         # the cluster's usable GPUs read once, not per check or combination
+                return self.kind.validated(data, self.context.get("cluster"))
         except ParamError as e:
             raise serializers.ValidationError(e.errors) from None
 
