@@ -5,7 +5,11 @@ test's own transaction (pytest-django's, as for any ``db`` test) is a savepoint 
 rolled back at its end as before, and the next test finds the shared rows as they were built. Every test of the
 module after the first that asks for them sees them, asking or not: a module shares them (``SHARED_DEMO = True``)
 only where that is fine for all of its tests, and never with transactional tests (``transactional_db`` flushes
-every table; refused here)."""
+every table; refused here). :func:`demo_of_the_module` and :func:`demo_cluster` are the API's, the pages' and the
+runs' ``demo`` fixtures."""
+import io
+
+import pytest
 
 
 def transactional_test(item) -> bool:
@@ -38,3 +42,29 @@ def shared_rows(request, django_db_blocker, build):
         with django_db_blocker.unblock():
             transaction.set_rollback(True)
             module.__exit__(None, None, None)
+
+
+def build_demo():
+    """demo-256, built through the build_cluster command, as a user builds it."""
+    from django.core.management import call_command
+
+    from twin.inventory.models import Cluster
+    call_command("build_cluster", "demo-256", "--no-progress", stdout=io.StringIO())
+    return Cluster.objects.get(name="demo-256")
+
+
+@pytest.fixture(scope="module")
+def demo_of_the_module(request, django_db_blocker):
+    """True in a module that sets ``SHARED_DEMO = True``: demo-256 built once for it (:func:`shared_rows`).
+    Elsewhere False: each test builds its own."""
+    if not getattr(request.module, "SHARED_DEMO", False):
+        yield False
+        return
+    for _ in shared_rows(request, django_db_blocker, build_demo):
+        yield True
+
+
+def demo_cluster(shared: bool):
+    """The body of a ``demo`` fixture: the module's demo-256, or one built for the test."""
+    from twin.inventory.models import Cluster
+    return Cluster.objects.get(name="demo-256") if shared else build_demo()

@@ -13,7 +13,7 @@ from twin.inventory import changelog
 from twin.inventory.builder import total_rows
 from twin.inventory.models import Cluster, Link, ObjectChange, Switch
 
-SHARED_DEMO = True  # demo-256 built once for the module (tests/api/conftest.py); no test here is transactional
+SHARED_DEMO = True  # demo-256 built once for the module (tests/module_db.py); no test here is transactional
 CHANGES = "/api/inventory/changes/"
 
 

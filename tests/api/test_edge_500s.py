@@ -12,7 +12,7 @@ from twin.runs.choices import RunStatus
 from twin.runs.models import Job, Scenario, SimulationRun
 
 pytestmark = pytest.mark.django_db
-SHARED_DEMO = True  # demo-256 built once for the module (tests/api/conftest.py); no test here is transactional
+SHARED_DEMO = True  # demo-256 built once for the module (tests/module_db.py); no test here is transactional
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from tests.api.checks import APIChecks
 from twin.inventory import models as m
 
 pytestmark = pytest.mark.django_db
-SHARED_DEMO = True  # demo-256 built once for the module (tests/api/conftest.py); no test here is transactional
+SHARED_DEMO = True  # demo-256 built once for the module (tests/module_db.py); no test here is transactional
 CATALOG_BRIEF = ("id", "url", "display", "slug", "name")
 ITEM_BRIEF = ("id", "url", "display", "name", "status")
 

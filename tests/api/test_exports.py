@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 
 from twin.inventory.models import Link
 
-SHARED_DEMO = True  # demo-256 built once for the module (tests/api/conftest.py); no test here is transactional
+SHARED_DEMO = True  # demo-256 built once for the module (tests/module_db.py); no test here is transactional
 EXPORTS = ["graph", "dot"]
 
 

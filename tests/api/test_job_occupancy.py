@@ -14,7 +14,7 @@ from twin.runs.choices import JobState
 from twin.runs.models import Job
 
 pytestmark = pytest.mark.django_db
-SHARED_DEMO = True  # demo-256 built once for the module (tests/api/conftest.py); no test here is transactional
+SHARED_DEMO = True  # demo-256 built once for the module (tests/module_db.py); no test here is transactional
 
 JOB = {"model": "llama3-8b", "gpus": 16, "tp": 8, "pp": 1, "batch_tokens": "1M"}
 

@@ -9,7 +9,7 @@ from twin.api import pagination
 from twin.inventory.models import GPU, Link
 
 pytestmark = pytest.mark.django_db
-SHARED_DEMO = True  # demo-256 built once for the module (tests/api/conftest.py); no test here is transactional
+SHARED_DEMO = True  # demo-256 built once for the module (tests/module_db.py); no test here is transactional
 
 
 def ids(client, url, **params):

@@ -5,7 +5,7 @@ import pytest
 from twin.runs.api.serializers import RunCreateSerializer
 
 pytestmark = pytest.mark.django_db
-SHARED_DEMO = True  # demo-256 built once for the module (tests/api/conftest.py); no test here is transactional
+SHARED_DEMO = True  # demo-256 built once for the module (tests/module_db.py); no test here is transactional
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from twin.inventory.adapter import layout_from_db
 from twin.inventory.models import GPU, Host, Link, Switch
 
 pytestmark = pytest.mark.django_db
-SHARED_DEMO = True  # demo-256 built once for the module (tests/api/conftest.py); no test here is transactional
+SHARED_DEMO = True  # demo-256 built once for the module (tests/module_db.py); no test here is transactional
 
 
 def gpu(index):

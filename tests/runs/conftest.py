@@ -11,6 +11,7 @@ import pytest
 from django.contrib.auth.models import Permission, User
 from rest_framework.test import APIClient
 
+from tests.module_db import demo_cluster, demo_of_the_module  # noqa: F401 (a fixture)
 from tests.processes import Workers
 from twin.api.models import ApiToken
 
@@ -44,40 +45,8 @@ def runner(db):
     return client
 
 
-def _build_demo():
-    import io
-
-    from django.core.management import call_command
-
-    from twin.inventory.models import Cluster
-    call_command("build_cluster", "demo-256", "--no-progress", stdout=io.StringIO())
-    return Cluster.objects.get(name="demo-256")
-
-
 @pytest.fixture
-def demo(db):
-    """demo-256, built through the build_cluster command (the worker reads it from the same database)."""
-    return _build_demo()
-
-
-@pytest.fixture(scope="module")
-def _module_demo(django_db_setup, django_db_blocker):
-    from django.core.management import call_command
-
-    with django_db_blocker.unblock():
-        _build_demo()
-    try:
-        yield
-    finally:
-        with django_db_blocker.unblock():
-            call_command("flush", interactive=False, verbosity=0)
-
-
-@pytest.fixture
-def module_demo(_module_demo, db):
-    """demo-256 built once per module and committed, for a module whose tests are all ``django_db`` (each test's
-    writes, changes to the cluster included, roll back; a transactional test's flush would remove it): many tests
-    that each only need a cluster to refer to. The database is flushed after the module's last test, as after a
-    transactional test."""
-    from twin.inventory.models import Cluster
-    return Cluster.objects.get(name="demo-256")
+def demo(demo_of_the_module, db):
+    """demo-256, built through the build_cluster command (the worker reads it from the same database), or the
+    module's (``SHARED_DEMO``: modules without a worker)."""
+    return demo_cluster(demo_of_the_module)

@@ -10,6 +10,7 @@ from twin.runs.models import Job, RunArray, Scenario, SimulationRun
 
 BIG = "9" * 30                           # past any database integer (an OverflowError, a 500, before)
 RUN = "/api/runs/"
+SHARED_DEMO = True  # demo-256 built once for the module (tests/module_db.py); no test here is transactional
 SCHEDULES = "/api/runs/schedules/"
 
 
@@ -156,12 +157,6 @@ def _names(errors, field) -> bool:
     if isinstance(errors, list):
         return any(_names(v, field) for v in errors)
     return False
-
-
-@pytest.fixture
-def demo(module_demo):
-    """One demo-256 for the module's tests (every test here is ``django_db``: its own writes roll back)."""
-    return module_demo
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from sim.fabric.routing import ROUTINGS
 from twin.runs.models import SimulationRun
 
 pytestmark = pytest.mark.django_db
-SHARED_DEMO = True  # demo-256 built once for the module (tests/web/conftest.py); no test here is transactional
+SHARED_DEMO = True  # demo-256 built once for the module (tests/module_db.py); no test here is transactional
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from twin.inventory.choices import FabricRole
 from twin.live.meta import link_index
 
 pytestmark = pytest.mark.django_db
-SHARED_DEMO = True  # demo-256 built once for the module (tests/web/conftest.py); no test here is transactional
+SHARED_DEMO = True  # demo-256 built once for the module (tests/module_db.py); no test here is transactional
 FAILED, DRAINED = STATUS_NAMES.index("failed"), STATUS_NAMES.index("drained")
 
 

@@ -19,7 +19,7 @@ from twin.live.meta import link_index
 from twin.inventory.gpu_grid import REASONS
 
 pytestmark = pytest.mark.django_db
-SHARED_DEMO = True  # demo-256 built once for the module (tests/web/conftest.py); no test here is transactional
+SHARED_DEMO = True  # demo-256 built once for the module (tests/module_db.py); no test here is transactional
 FAILED, DRAINED, MAINTENANCE = (STATUS_NAMES.index(s) for s in ("failed", "drained", "maintenance"))
 BIT = {name: 1 << k for k, name in enumerate(REASONS)}
 

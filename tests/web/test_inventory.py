@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from twin.inventory import models as m
 
 pytestmark = pytest.mark.django_db
-SHARED_DEMO = True  # demo-256 built once for the module (tests/web/conftest.py); no test here is transactional
+SHARED_DEMO = True  # demo-256 built once for the module (tests/module_db.py); no test here is transactional
 
 
 def url(kind, pk):

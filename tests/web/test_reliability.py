@@ -15,7 +15,7 @@ from twin.web.nav import nav_items
 FRONTEND = Path(__file__).resolve().parents[2] / "frontend"
 
 pytestmark = pytest.mark.django_db
-SHARED_DEMO = True  # demo-256 built once for the module (tests/web/conftest.py); no test here is transactional
+SHARED_DEMO = True  # demo-256 built once for the module (tests/module_db.py); no test here is transactional
 
 
 def page_info(html: str) -> dict:
