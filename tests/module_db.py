@@ -44,13 +44,13 @@ def shared_rows(request, django_db_blocker, build):
             module.__exit__(None, None, None)
 
 
-def build_demo():
-    """demo-256, built through the build_cluster command, as a user builds it."""
+def build(name="demo-256", *args):
+    """A cluster built through the build_cluster command, as a user builds it (``args``: the command's options)."""
     from django.core.management import call_command
 
     from twin.inventory.models import Cluster
-    call_command("build_cluster", "demo-256", "--no-progress", stdout=io.StringIO())
-    return Cluster.objects.get(name="demo-256")
+    call_command("build_cluster", name, "--no-progress", *args, stdout=io.StringIO())
+    return Cluster.objects.get(name=name)
 
 
 @pytest.fixture(scope="module")
@@ -60,11 +60,11 @@ def demo_of_the_module(request, django_db_blocker):
     if not getattr(request.module, "SHARED_DEMO", False):
         yield False
         return
-    for _ in shared_rows(request, django_db_blocker, build_demo):
+    for _ in shared_rows(request, django_db_blocker, build):
         yield True
 
 
 def demo_cluster(shared: bool):
     """The body of a ``demo`` fixture: the module's demo-256, or one built for the test."""
     from twin.inventory.models import Cluster
-    return Cluster.objects.get(name="demo-256") if shared else build_demo()
+    return Cluster.objects.get(name="demo-256") if shared else build()

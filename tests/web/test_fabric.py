@@ -9,7 +9,7 @@ from django.contrib.auth.models import Permission, User
 from rest_framework.test import APIClient
 
 from sim.fabric.layout import STATUS_NAMES
-from tests.web.conftest import build
+from tests.module_db import build
 from twin.api.models import ApiToken
 from twin.inventory import models as m
 from twin.inventory.choices import FabricRole

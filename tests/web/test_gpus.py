@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 
 from sim.fabric.layout import STATUS_NAMES
 from sim.fabric.topology import topology_from_layout
-from tests.web.conftest import build
+from tests.module_db import build
 from twin.api.models import ApiToken
 from twin.inventory import models as m
 from twin.inventory.adapter import layout_from_db

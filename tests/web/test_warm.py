@@ -89,7 +89,7 @@ def test_a_build_puts_a_large_clusters_structures_on_disk(slow, db, monkeypatch,
     monkeypatch.setattr(warm, "OVERVIEW_ABOVE_GPUS", 255)
     monkeypatch.setattr(zone_arrays, "_zones", sc.StructureCache(name="zones"))
     # when it is built, as a user builds it
-    from tests.web.conftest import build
+    from tests.module_db import build
     with django_capture_on_commit_callbacks(execute=True):
         build()
     # then its zone arrays and fingerprints are on disk before any page asked for them
@@ -98,7 +98,7 @@ def test_a_build_puts_a_large_clusters_structures_on_disk(slow, db, monkeypatch,
 
 def test_a_build_with_the_warming_off_writes_nothing(slow, db, monkeypatch, django_capture_on_commit_callbacks):
     monkeypatch.setattr(warm, "OVERVIEW_ABOVE_GPUS", 255)
-    from tests.web.conftest import build
+    from tests.module_db import build
     with django_capture_on_commit_callbacks(execute=True):
         build()
     assert not list(slow.rglob("*.pickle"))

@@ -21,7 +21,7 @@ _kept: dict = {}            # key -> the schema
 _renderings: dict = {}      # (id of a kept schema, renderer, media type, indent) -> bytes
 
 
-def forget(**_) -> None:
+def forget() -> None:
     """Drop the kept schema: it is built anew on the next request."""
     with _lock:
         _kept.clear()

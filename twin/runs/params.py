@@ -16,6 +16,7 @@ from rest_framework.fields import empty
 
 from sim.core.errors import ParamError
 from sim.core.params import MAX_LIST, Param, ParamSet
+from twin.inventory.gpu_grid import usable_counted_once
 from twin.runs import registry
 
 
@@ -49,7 +50,6 @@ class ParamsSerializer(serializers.Serializer):
     kind: registry.Kind
 
     def to_internal_value(self, data):
-        from twin.inventory.gpu_grid import usable_counted_once
         try:
             with usable_counted_once():         # the cluster's usable GPUs read once, not per check or combination
                 return self.kind.validated(data, self.context.get("cluster"))
