@@ -21,7 +21,6 @@ from twin.runs.constants import EXECUTE_RUN_TASK
 from twin.runs.models import SimulationRun
 
 ECHO = {"TWIN_RUN_KIND_MODULES": "tests.runs.echo_kind"}
-# A real run of about 8 s on demo-256 (AllToAll over every GPU, one seed a second): long enough to kill its worker.
 # A run that lasts 4 s wherever it runs (tests/runs/echo_kind.py): long enough to kill its worker in the middle.
 SLOWISH = {"n": 20, "pause": 0.2}
 

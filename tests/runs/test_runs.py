@@ -1,16 +1,16 @@
 """Simulation runs end to end: REST -> Redis -> real Celery worker processes -> database -> REST. Given / when / then."""
 import pytest
 
+import tests.runs.echo_kind  # noqa: F401 - registers the echo kind in this process too (the workers have it)
 from tests.processes import wait_for
 from twin.inventory.models import GPU, Link
 from twin.runs.actions import create_run, sweep_stuck_runs
 from twin.runs.models import SimulationRun
 
 FINISHED = {"succeeded", "failed", "cancelled"}
-# A slow real run on demo-256: AllToAll over a quarter of its GPUs, about 0.4 s per seed on a quiet 2-core machine
-# (1.5 s at a load of 8; all 256 GPUs took 4 s quiet), one progress report per seed: 40 seeds outlast any kill or
-# cancel of the tests.
-SLOW = {"collective": "alltoall", "gpus": 64, "sizes": "64M", "seeds": 40}
+# A run that lasts 25 s wherever it runs (tests/runs/echo_kind.py: 50 steps of 0.5 s), whatever the machine's speed:
+# a real simulation long enough on a slow machine ends before its cancel on a fast one.
+SLOW = {"n": 50, "pause": 0.5}
 
 
 def finished(client, run_id, timeout=30.0):
@@ -87,7 +87,7 @@ def test_a_run_with_a_host_list_places_the_ranks_as_listed(workers, runner, demo
 @pytest.mark.django_db(transaction=True)
 def test_a_cancelled_run_ends_cancelled(workers, runner, demo):
     # given a long run in progress
-    run_id = runner.post("/api/runs/", {"kind": "collective", "cluster": "demo-256", "params": SLOW},
+    run_id = runner.post("/api/runs/", {"kind": "echo", "cluster": "demo-256", "params": SLOW},
                          format="json").json()["id"]
     running(run_id)
     # when it is cancelled over REST
@@ -110,7 +110,7 @@ def test_a_queued_run_cancelled_before_it_starts_never_runs(runner, demo):
 @pytest.mark.django_db(transaction=True)
 def test_a_killed_worker_leaves_the_run_requeued_then_failed_by_the_sweeper(workers, runner, demo):
     # given a long run in progress on one of the two workers
-    run_id = runner.post("/api/runs/", {"kind": "collective", "cluster": "demo-256", "params": SLOW},
+    run_id = runner.post("/api/runs/", {"kind": "echo", "cluster": "demo-256", "params": SLOW},
                          format="json").json()["id"]
     first = running(run_id)
     # when that worker is killed (SIGKILL, mid-run)
