@@ -20,6 +20,8 @@ Additions for storage (all optional; without them the core behaves exactly as it
 - ``persistent``: background flows that never finish (training-data loading at its demand). They take their
   max-min share while they run; the simulation ends when every other flow has finished, and they are recorded as
   finishing then, having delivered what they moved.
+- ``usage``: a flow may cost a resource more or less than one unit per unit of its rate (CPU-seconds per byte on
+  a CPU, SSD bytes per byte stored on an SSD whose file system writes more than the data).
 - ``on_interval(t, dt, active, rates)``: called for every interval between two events with the active flows' ids
   and rates, so a caller can accumulate time series (per-server rates, per-host progress) without storing every
   flow's rate at every event.
@@ -61,19 +63,20 @@ class FlowSimResult:
             return self.delivered / (self.finish - self.start)
 
 
-def _sub_csr(ptr: np.ndarray, links: np.ndarray, flows: np.ndarray):
+def _sub_csr(ptr: np.ndarray, links: np.ndarray, flows: np.ndarray, usage=None):
     deg = np.diff(ptr)
     mask = np.zeros(len(deg), dtype=bool)
     mask[flows] = True
-    sub_links = links[np.repeat(mask, deg)]
+    entries = np.repeat(mask, deg)
+    sub_links = links[entries]
     sub_ptr = np.zeros(flows.size + 1, dtype=IDX)
     np.cumsum(deg[flows], out=sub_ptr[1:])
-    return sub_ptr, sub_links
+    return sub_ptr, sub_links, (None if usage is None else usage[entries])
 
 
 def simulate_flows(flow_ptr, flow_links, capacity, size, rate_cap=None, start=None, *, rtol: float = 1e-9,
                    merge: float = 0.0, max_events: int = 1_000_000, progress=None, group=None, after=None,
-                   persistent=None, on_interval=None) -> FlowSimResult:
+                   persistent=None, on_interval=None, usage=None) -> FlowSimResult:
     """Event-driven completion of flows of uneven sizes sharing resources, with max-min fair rates between events.
 
     Flow ``f`` (resources ``flow_links[flow_ptr[f]:flow_ptr[f+1]]``, size ``size[f]``, optional rate cap
@@ -93,7 +96,8 @@ def simulate_flows(flow_ptr, flow_links, capacity, size, rate_cap=None, start=No
     ``group`` (F,) int, ``after`` (F,) int (``-1``: none): flow ``f`` is released at the later of ``start[f]``
     and the finish of the last flow of group ``after[f]``. ``persistent`` (F,) bool: flows that never finish (their
     size is ignored); the run ends when all other flows are done. ``on_interval(t, dt, active, rates)``: told every
-    interval between events. See the module docstring.
+    interval between events. ``usage`` (one per entry of ``flow_links``): what a unit of a flow's rate costs
+    that resource (:func:`sim.core.maxmin.solve_max_min`; default 1: bytes on a link). See the module docstring.
 
     Two flows of 1 and 3 bytes on one link of 1 byte/s: each gets 0.5; the small one ends at 2 s, the big one then
     runs at 1 byte/s and ends at 2 + 2 = 4 s.
@@ -107,6 +111,10 @@ def simulate_flows(flow_ptr, flow_links, capacity, size, rate_cap=None, start=No
     ptr, links, capacity, size, caps, start = _flow_inputs(flow_ptr, flow_links, capacity, size, rate_cap, start,
                                                            persistent)
     F = len(size)
+    if usage is not None:
+        usage = np.asarray(usage, dtype=np.float64)
+        if usage.shape != links.shape:
+            raise ValueError(f"usage must have one value per entry of flow_links ({links.size})")
     deps = _Dependencies(F, group, after, start)
     forever = np.zeros(F, dtype=bool) if persistent is None else np.asarray(persistent, dtype=bool).copy()
     remaining = np.where(forever, np.inf, size)
@@ -136,8 +144,8 @@ def simulate_flows(flow_ptr, flow_links, capacity, size, rate_cap=None, start=No
             continue
         if events >= max_events:
             raise RuntimeError(f"simulate_flows: more than {max_events} events")
-        sub_ptr, sub_links = _sub_csr(ptr, links, act)
-        rates = max_min_rates(sub_ptr, sub_links, capacity, None if caps is None else caps[act])
+        sub_ptr, sub_links, sub_usage = _sub_csr(ptr, links, act, usage)
+        rates = max_min_rates(sub_ptr, sub_links, capacity, None if caps is None else caps[act], usage=sub_usage)
         events += 1
         fresh = np.isnan(first_rate[act])
         first_rate[act[fresh]] = rates[fresh]

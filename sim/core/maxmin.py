@@ -56,15 +56,21 @@ def csr_from_lists(link_lists) -> tuple[np.ndarray, np.ndarray]:
     return flow_ptr, flow_links
 
 
-def link_loads(flow_ptr, flow_links, rates, n_links: int) -> np.ndarray:
-    """Total rate (bytes/s) that the flows put on each of ``n_links`` links, as a float64 array (n_links,).
+def link_loads(flow_ptr, flow_links, rates, n_links: int, usage=None) -> np.ndarray:
+    """Total rate (bytes/s) that the flows put on each of ``n_links`` links, as a float64 array (n_links,);
+    ``usage`` (one per incidence entry, see :func:`solve_max_min`): what a unit of the flow's rate costs the link.
 
     >>> link_loads([0, 2, 3], [0, 1, 1], [1.0, 2.0], 3).tolist()
     [1.0, 3.0, 0.0]
+    >>> link_loads([0, 2, 3], [0, 1, 1], [1.0, 2.0], 3, usage=[1.0, 0.5, 2.0]).tolist()
+    [1.0, 4.5, 0.0]
     """
     ptr, links = _csr(flow_ptr, flow_links)
     rates = np.asarray(rates, dtype=np.float64)
-    return np.bincount(links, weights=np.repeat(rates, np.diff(ptr)), minlength=n_links)
+    entry = np.repeat(rates, np.diff(ptr))
+    if usage is not None:
+        entry = entry * _usage(usage, flow_ptr, links.size)
+    return np.bincount(links, weights=entry, minlength=n_links)
 
 
 def bottleneck_links(flow_ptr, flow_links, capacity, rates, rtol: float = 1e-9) -> np.ndarray:
@@ -97,7 +103,7 @@ def bottleneck_links(flow_ptr, flow_links, capacity, rates, rtol: float = 1e-9) 
 
 
 def max_min_rates(flow_ptr, flow_links, capacity, rate_cap=None, *, rtol: float = DEFAULT_RTOL,
-                  band: int | None = None, progress=None, weight=None) -> np.ndarray:
+                  band: int | None = None, progress=None, weight=None, usage=None) -> np.ndarray:
     """The max-min fair rates (F,) in bytes/s; see :func:`solve_max_min` for the algorithm and the arguments.
 
     One link of 12 bytes/s shared by three flows, the third also crossing a 2 bytes/s link:
@@ -106,11 +112,11 @@ def max_min_rates(flow_ptr, flow_links, capacity, rate_cap=None, *, rtol: float 
     [5.0, 5.0, 2.0]
     """
     return solve_max_min(flow_ptr, flow_links, capacity, rate_cap, rtol=rtol, band=band, progress=progress,
-                         weight=weight).rates
+                         weight=weight, usage=usage).rates
 
 
 def solve_max_min(flow_ptr, flow_links, capacity, rate_cap=None, *, rtol: float = DEFAULT_RTOL,
-                  band: int | None = None, progress=None, weight=None) -> MaxMinSolution:
+                  band: int | None = None, progress=None, weight=None, usage=None) -> MaxMinSolution:
     """Exact max-min fair rates by water-filling that freezes every locally minimal link in one round.
 
     Parameters
@@ -129,6 +135,12 @@ def solve_max_min(flow_ptr, flow_links, capacity, rate_cap=None, *, rtol: float 
         cap), which max-min fairness gives the same rate; it counts that many times on each of its links. Solving
         one weighted flow per class of identical flows (:func:`identical_flows`) gives the rates of the unmerged
         problem at a fraction of the cost when many flows share a path (QPs hashed onto one path, NVLink channels).
+    usage : optional positive finite floats, one per incidence entry (aligned with ``flow_links[flow_ptr[0]:]``):
+        what one unit of the flow's rate costs that link (default 1). A flow at rate ``r`` loads link ``l`` with
+        ``usage * r``: CPU-seconds per byte on a CPU resource, SSD bytes per byte stored on an amplified SSD. The
+        fair share of a link becomes its remaining capacity over the summed usage of its unfrozen flows; the
+        algorithm below is otherwise unchanged (a link that loses usage ``u`` at rate ``s <= s_l`` keeps a share
+        ``(R_l - u s) / (n_l - u) >= s_l``), so the result is the max-min fair allocation of the weighted problem.
 
     Algorithm
     ---------
@@ -183,10 +195,17 @@ def solve_max_min(flow_ptr, flow_links, capacity, rate_cap=None, *, rtol: float 
         weight = np.asarray(weight, dtype=np.float64)
         if weight.shape != (n_flows,) or (weight < 1).any() or (weight != np.round(weight)).any():
             raise ValueError(f"weight: must be {n_flows} whole numbers >= 1")
+    use = None if usage is None else _usage(usage, flow_ptr, links.size)
     rates = caps.copy()                        # flows on no link keep their cap (inf without one)
     remaining = capacity.copy()                # R_l, bytes/s
-    count = np.bincount(links, minlength=n_links) if weight is None else \
-        np.bincount(links, weights=np.repeat(weight, deg), minlength=n_links)   # n_l
+    if weight is None and use is None:
+        count = np.bincount(links, minlength=n_links)
+    else:
+        entry_w = np.ones(links.size) if weight is None else np.repeat(weight, deg)
+        if use is not None:
+            entry_w = entry_w * use
+        count = np.bincount(links, weights=entry_w, minlength=n_links)   # n_l
+        left = np.bincount(links, minlength=n_links)                      # unfrozen entries per link
     share = _fair_share(remaining, count)
     crossing = np.flatnonzero(deg)
     first_min = np.minimum(np.minimum.reduceat(share[links], ptr[crossing]), caps[crossing]) if crossing.size \
@@ -224,14 +243,20 @@ def solve_max_min(flow_ptr, flow_links, capacity, rate_cap=None, *, rtol: float 
         touched = entry_link[entry_freeze]
         load = entry_min[entry_freeze]
         load[np.isinf(load)] = 0.0             # a link of infinite capacity stays infinite
-        if weight is None:
+        if weight is None and use is None:
             np.subtract.at(remaining, touched, load)
             np.subtract.at(count, touched, 1)
         else:
-            entry_weight = np.repeat(weight[flows], flow_deg)[entry_freeze]
+            entry_weight = np.ones(touched.size) if weight is None else \
+                np.repeat(weight[flows], flow_deg)[entry_freeze]
+            if use is not None:
+                entry_weight = entry_weight * use[_segments(ptr, flows)][entry_freeze]
             np.subtract.at(remaining, touched, load * entry_weight)
             np.subtract.at(count, touched, entry_weight)
+            np.subtract.at(left, touched, 1)
         changed = _distinct(touched, link_mark)
+        if weight is not None or use is not None:
+            count[changed] = np.where(left[changed] > 0, count[changed], 0.0)   # no float residue
         share[changed] = _fair_share(remaining[changed], count[changed])
         pool = np.concatenate([pool, flows[~freeze]])
         pool_bound = np.concatenate([pool_bound, flow_min[~freeze]])
@@ -396,6 +421,18 @@ def _csr(flow_ptr, flow_links) -> tuple[np.ndarray, np.ndarray]:
     if np.any(np.diff(ptr) < 0) or ptr[0] < 0 or ptr[-1] > links.size:
         raise ValueError(f"flow_ptr: offsets must be non-decreasing within 0..{links.size}")
     return ptr - ptr[0], links[ptr[0]:ptr[-1]]
+
+
+def _usage(usage, flow_ptr, n_entries: int) -> np.ndarray:
+    """``usage`` as float64, one positive finite value per incidence entry from ``flow_ptr[0]`` on."""
+    use = np.asarray(usage, dtype=np.float64)
+    first = int(np.asarray(flow_ptr)[0]) if len(flow_ptr) else 0
+    if use.ndim != 1 or use.size < first + n_entries:
+        raise ValueError(f"usage: must have one value per incidence entry ({first + n_entries})")
+    use = use[first:first + n_entries]
+    if not np.isfinite(use).all() or (use <= 0).any():
+        raise ValueError("usage: must be positive and finite")
+    return use
 
 
 def _nonnegative(values, name: str) -> np.ndarray:

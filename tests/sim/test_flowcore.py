@@ -60,3 +60,9 @@ def test_the_interval_hook_sees_every_byte_move():
     assert moved == pytest.approx(size)                     # conservation: every byte is carried exactly once
     assert r.delivered == pytest.approx(size)
     assert (r.finish >= start + size / 3.0 - 1e-9).all()    # no flow beats its fastest link
+
+
+def test_usage_scales_what_a_flow_costs_a_resource():
+    # 4 bytes through a CPU of 1 core at 0.5 core-seconds per byte: 2 bytes/s, done at 2 s.
+    r = simulate_flows([0, 1], [0], [1.0], [4.0], usage=[0.5])
+    assert r.finish.tolist() == pytest.approx([2.0])

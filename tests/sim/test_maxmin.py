@@ -310,3 +310,35 @@ def test_identical_rows_of_a_padded_table_are_the_classes_of_its_csr():
     rep0, cls0 = identical_flows(ptr, links)
     assert np.array_equal(rep, rep0) and np.array_equal(cls, cls0)
     assert rep.tolist() == sorted(rep.tolist()) and len(rep) == len(set(pick.tolist()))
+
+
+def test_usage_costs_a_link_per_unit_of_rate():
+    # One link of 12: a flow costing 2 per unit and one costing 1 share it at the same rate, 4 each (8 + 4 = 12).
+    rates = max_min_rates([0, 1, 2], [0, 0], [12.0], usage=[2.0, 1.0])
+    assert rates.tolist() == pytest.approx([4.0, 4.0])
+    # Alone, a flow costing 0.25 per byte on a CPU of 2 cores runs at 8 bytes/s.
+    assert max_min_rates([0, 1], [0], [2.0], usage=[0.25]).tolist() == pytest.approx([8.0])
+
+
+def test_usage_of_one_is_the_plain_problem_and_no_link_is_overloaded():
+    rng = np.random.default_rng(3)
+    lists = [rng.choice(40, size=rng.integers(1, 5), replace=False).tolist() for _ in range(300)]
+    ptr, links = csr_from_lists(lists)
+    cap = rng.uniform(1, 10, 40)
+    plain = max_min_rates(ptr, links, cap)
+    assert max_min_rates(ptr, links, cap, usage=np.ones(links.size)) == pytest.approx(plain)
+    use = rng.uniform(0.2, 3.0, links.size)
+    rates = max_min_rates(ptr, links, cap, usage=use)
+    load = link_loads(ptr, links, rates, 40, usage=use)
+    assert (load <= cap * (1 + 1e-9)).all()
+    # Max-min: every flow crosses a saturated link on which no flow runs faster.
+    entry_rate = np.repeat(rates, np.diff(ptr))
+    top = np.zeros(40)
+    np.maximum.at(top, links, entry_rate)
+    ok = (load[links] >= cap[links] * (1 - 1e-9)) & (entry_rate >= top[links] * (1 - 1e-9))
+    assert np.logical_or.reduceat(ok, ptr[:-1]).all()
+
+
+def test_usage_is_refused_when_not_positive():
+    with pytest.raises(ValueError, match="usage"):
+        max_min_rates([0, 1], [0], [1.0], usage=[0.0])
