@@ -13,9 +13,11 @@ one event-driven max-min simulation:
    per block) on the store's metadata service; a host's clients run their operations one at a time each (rate cap
    ``files / latency``);
 3. **upload**: when the host's metadata is done, its bytes (times the write amplification) go from host memory
-   through a frontend NIC of the host, the routed frontend path (ECMP), the storage server's NIC, CPU and SSDs:
-   ``[host memory, host NIC up, fabric..., server NIC down, server CPU, server SSD write]``, spread over servers as
-   :func:`sim.storage.stores.spread_segments` says.
+   through the host's storage client (its CPU), a frontend NIC of the host, the routed frontend path (ECMP), the
+   storage server's NIC, CPU and SSDs: ``[host memory, client CPU, host NIC up, fabric..., server NIC down, server
+   CPU, server SSD write]``, spread over servers as :func:`sim.storage.stores.spread_segments` says. On the CPUs a
+   byte costs CPU-seconds, on the SSDs the chunk store's amplification (:func:`sim.storage.stores.costs`: the
+   flows' ``usage`` of those resources).
 
 Training is **blocked** until the last GPU is staged in ``async`` mode (PyTorch's ``async_save``: stage to CPU,
 upload in the background [S16]) and until the checkpoint is **durable** (every upload done) in ``sync`` mode. A
@@ -40,8 +42,10 @@ from sim.core.units import GBPS, IDX
 from sim.fabric.placement import place
 from sim.fabric.topology import topology_from_layout
 from sim.storage.flows import FlowBlocks, pairs_csr, route_data, store_of, usable_servers, wrap_links
-from sim.storage.stores import REDUNDANCY, amplification, metadata_ops, spread_segments
-from sim.storage.topology import RES_LINK, RES_META, RES_NAMES, build_storage, host_names, server_names
+from sim.storage.published import published
+from sim.storage.stores import REDUNDANCY, amplification, costs, metadata_ops, spread_segments
+from sim.storage.topology import (RES_LINK, RES_META, RES_NAMES, build_storage, host_names, resource_usage,
+                                  server_names)
 
 EVENT_MERGE = 3e-2     # completions within 3 % of the data phase's lower bound leave together (flowcore; measured: docs/storage.md)
 CAT_STAGE, CAT_META, CAT_DATA, CAT_LOAD = range(4)
@@ -106,6 +110,9 @@ class CheckpointResult:
     link_utilization: np.ndarray      # (E,) frontend links over the data phase
     link_names: list[str] = field(default_factory=list, repr=False)
     data_loading: dict | None = None
+    ssd_bytes: float = 0.0            # bytes the servers' SSDs write (stored bytes x the chunk store's amplification)
+    costs: dict = field(default_factory=dict)    # the per-byte costs used (CPU-seconds per byte, SSD factor)
+    published: list = field(default_factory=list)   # published figures beside the simulated ones
     flows: int = 0
     events: int = 0
     seconds: float = 0.0
@@ -121,7 +128,8 @@ class CheckpointResult:
             "redundancy": self.redundancy, "blocked_seconds": self.blocked_seconds,
             "durable_seconds": self.durable_seconds, "peak_rate": self.peak_rate, "mean_rate": self.mean_rate,
             "phases": self.phases, "bottlenecks": [b.to_dict() for b in self.bottlenecks], "tiers": self.tiers,
-            "data_loading": self.data_loading, "flows": self.flows, "events": self.events,
+            "data_loading": self.data_loading, "ssd_bytes": self.ssd_bytes, "costs": self.costs,
+            "published": self.published, "flows": self.flows, "events": self.events,
             "seconds": self.seconds,
             "per_host": {"host": self.hosts.tolist(), "name": self.host_names, "bytes": self.host_bytes.tolist(),
                          "blocked_seconds": _finite(self.host_blocked), "done_seconds": _finite(self.host_done)},
@@ -144,8 +152,9 @@ def _finite(x: np.ndarray) -> list:
 
 
 VALUE_NAMES = ("gpus", "bytes_per_gpu", "writers", "store", "mode", "restore", "placement", "seed", "data_loading_gbps",
-               "redundancy", "block_size", "spread", "servers", "pcie_gbps", "host_memcpy_gbps", "server_cpu_gbps",
-               "metadata_kops", "metadata_latency_us", "samples", "hottest")   # CHECKPOINT's, in its order
+               "redundancy", "block_size", "spread", "servers", "pcie_gbps", "host_memcpy_gbps", "client_cores",
+               "client_core_gbs", "encode_core_gbs", "checksum_core_gbs", "server_cores", "server_core_gbs",
+               "ssd_write_amp", "metadata_kops", "metadata_latency_us", "samples", "hottest")   # CHECKPOINT's
 
 
 def run_checkpoint(layout, values: dict, *, rank_bytes=None, backend=None, storage=None,
@@ -160,7 +169,8 @@ def run_checkpoint(layout, values: dict, *, rank_bytes=None, backend=None, stora
     than usable, more servers than the store has, a store the cluster lacks).
     """
     (gpus, bytes_per_gpu, writers, store, mode, restore, placement, seed, data_loading_gbps, redundancy, block_size,
-     spread, servers, pcie_gbps, host_memcpy_gbps, server_cpu_gbps, metadata_kops, metadata_latency_us, samples,
+     spread, servers, pcie_gbps, host_memcpy_gbps, client_cores, client_core_gbs, encode_core_gbs, checksum_core_gbs,
+     server_cores, server_core_gbs, ssd_write_amp, metadata_kops, metadata_latency_us, samples,
      hottest) = (values[k] for k in VALUE_NAMES)
     t0 = time.perf_counter()
     say = progress or silent
@@ -169,6 +179,9 @@ def run_checkpoint(layout, values: dict, *, rank_bytes=None, backend=None, stora
     if redundancy not in REDUNDANCY:
         raise ParamError("redundancy", f"unknown value {redundancy!r}: choose one of {', '.join(REDUNDANCY)}")
     amp = 1.0 if restore else amplification(redundancy)
+    gbs = lambda v: None if v is None else v * 1e9   # noqa: E731  (GB/s per core -> bytes/s)
+    cost = costs(model, redundancy, block_size, client_core=gbs(client_core_gbs), encode_core=gbs(encode_core_gbs),
+                 checksum_core=gbs(checksum_core_gbs), server_core=gbs(server_core_gbs), ssd_write_amp=ssd_write_amp)
     kops = model.metadata_kops if metadata_kops is None else metadata_kops
     latency = (model.metadata_latency_us if metadata_latency_us is None else metadata_latency_us) * 1e-6
 
@@ -192,7 +205,7 @@ def run_checkpoint(layout, values: dict, *, rank_bytes=None, backend=None, stora
     meta_caps[k] = kops * 1e3
     st = storage or build_storage(layout, pcie=None if pcie_gbps is None else pcie_gbps * GBPS,
                                   host_memcpy=None if host_memcpy_gbps is None else host_memcpy_gbps * GBPS,
-                                  server_cpu=None if server_cpu_gbps is None else server_cpu_gbps * GBPS,
+                                  client_cores=client_cores, server_cores=server_cores,
                                   metadata_ops=meta_caps)
     srv = usable_servers(layout, st, k, store, servers)
     say(0.05, f"job of {gpus:,} GPUs placed ({placement}); {store}: {srv.size:,} servers")
@@ -230,9 +243,10 @@ def run_checkpoint(layout, values: dict, *, rank_bytes=None, backend=None, stora
     # Data: host <-> servers, spread segments.
     sw, ss, sb = spread_segments(hbytes * amp, srv.size, spread, seed)
     routed = route_data(st, hosts, srv, sw, ss, restore, seed)
-    mem = st.host_mem[hosts[sw]]
+    mem = np.stack([st.host_mem[hosts[sw]], st.host_client[hosts[sw]]], 1)
     if restore:
-        dptr, dlinks = wrap_links(*routed, np.stack([st.server_ssd_read[srv[ss]], st.server_cpu[srv[ss]]], 1), mem)
+        dptr, dlinks = wrap_links(*routed, np.stack([st.server_ssd_read[srv[ss]], st.server_cpu[srv[ss]]], 1),
+                                  mem[:, ::-1])
     else:
         dptr, dlinks = wrap_links(*routed, mem, np.stack([st.server_cpu[srv[ss]], st.server_ssd_write[srv[ss]]], 1))
     fl.add(dptr, dlinks, sb, CAT_DATA, sw, server=ss, group=G_DATA + sw, after=G_META + sw)
@@ -248,26 +262,28 @@ def run_checkpoint(layout, values: dict, *, rank_bytes=None, backend=None, stora
         lw, ls, lb = spread_segments(np.where(n_ep > 0, 1.0, 0.0), srv.size, spread, seed + 1)
         lptr, llinks = wrap_links(*route_data(st, hosts, srv, lw, ls, True, seed + 1),
                              np.stack([st.server_ssd_read[srv[ls]], st.server_cpu[srv[ls]]], 1),
-                             st.host_mem[hosts[lw]])
+                             np.stack([st.host_client[hosts[lw]], st.host_mem[hosts[lw]]], 1))
         fl.add(lptr, llinks, np.zeros(lw.size), CAT_LOAD, lw, server=ls, cap=lb * demand, persistent=True)
     F = fl.build()
+    F["usage"] = resource_usage(st, F["ptr"], F["links"], (F["cat"] == CAT_LOAD) | ((F["cat"] == CAT_DATA) & restore),
+                                cost)
     n_flows = int(F["size"].size)
     say(0.2, f"{n_flows:,} flows built and routed; simulating")
 
     # Lower bound of the data phase: the busiest resource's data bytes over its capacity.
     data = F["cat"] == CAT_DATA
-    load = link_loads(F["ptr"], F["links"], np.where(data, F["size"], 0.0), st.capacity.size)
+    load = link_loads(F["ptr"], F["links"], np.where(data, F["size"], 0.0), st.capacity.size, usage=F["usage"])
     with np.errstate(divide="ignore", invalid="ignore"):
         bound = float(np.nanmax(np.where(st.capacity > 0, load / st.capacity, 0.0))) if load.size else 0.0
 
     rec = _Recorder(F, srv.size, H)
     sim = simulate_flows(F["ptr"], F["links"], st.capacity, F["size"], rate_cap=F["cap"],
                          merge=EVENT_MERGE * bound, progress=span(progress, 0.2, 0.95), group=F["group"],
-                         after=F["after"], persistent=F["persistent"], on_interval=rec)
+                         after=F["after"], persistent=F["persistent"], on_interval=rec, usage=F["usage"])
     say(0.95, f"simulated in {sim.events} events; summarizing")
     result = _summarize(layout, st, F, sim, rec, model=model, store=store, mode=mode, restore=restore, gpus=gpus,
                         hosts=hosts, hbytes=hbytes, srv=srv, amp=amp, redundancy=redundancy, demand=demand,
-                        samples=samples, hottest=hottest, writers=int(writing.size))
+                        samples=samples, hottest=hottest, writers=int(writing.size), cost=cost)
     result.seconds = time.perf_counter() - t0
     say(1.0, f"{'restore' if restore else 'checkpoint'}: blocked {result.blocked_seconds:.2f} s, done "
         f"{result.durable_seconds:.2f} s ({result.seconds:.2f} s wall)")
@@ -309,7 +325,7 @@ class _Recorder:
 
 
 def _summarize(layout, st, F, sim, rec: _Recorder, *, model, store, mode, restore, gpus, hosts, hbytes, srv, amp,
-               redundancy, demand, samples, hottest, writers) -> CheckpointResult:
+               redundancy, demand, samples, hottest, writers, cost) -> CheckpointResult:
     cat, host = F["cat"], F["host"]
     H = hosts.size
     fin, beg = sim.finish, sim.start
@@ -353,7 +369,7 @@ def _summarize(layout, st, F, sim, rec: _Recorder, *, model, store, mode, restor
     host_progress = _progress_at(np.asarray(rec.t) + np.asarray(rec.dt), moved, edges[1:], host_target)
 
     # Utilization over the data phase of every resource, all traffic moved meanwhile included.
-    carried = link_loads(F["ptr"], F["links"], rec.in_window, st.capacity.size)
+    carried = link_loads(F["ptr"], F["links"], rec.in_window, st.capacity.size, usage=F["usage"])
     with np.errstate(divide="ignore", invalid="ignore"):
         util = np.where((st.capacity > 0) & (window > 0), carried / (st.capacity * max(window, 1e-300)), 0.0)
     util[~np.isfinite(util)] = 0.0
@@ -388,6 +404,12 @@ def _summarize(layout, st, F, sim, rec: _Recorder, *, model, store, mode, restor
         goodput=rate / amp, server_rate=server_rate, staging_rate=staging, loading_rate=loading,
         host_progress=host_progress, bottlenecks=bottlenecks, tiers=tier_rows, link_utilization=util[:E],
         data_loading=dl, flows=int(F["size"].size), events=sim.events,
+        ssd_bytes=0.0 if restore else stored * cost.ssd_write_amp,
+        costs={"client_write_s_per_byte": cost.client_write, "client_read_s_per_byte": cost.client_read,
+               "server_s_per_byte": cost.server, "ssd_write_amp": cost.ssd_write_amp},
+        published=published(store, peak_rate=float(rate.max(initial=0.0)),
+                            mean_rate=stored / window if window > 0 else 0.0, servers=int(srv.size),
+                            restore=restore),
         server_names=server_names(layout, srv), host_names=host_names(layout, hosts))
 
 

@@ -10,7 +10,8 @@ LAYOUTGET, GETATTR, CLOSE, :mod:`sim.storage.stores`), one at a time per client,
 docs/sources.md [S18]), so every client pays its own operations; the file's *data* is fetched once per host (the
 host's page cache serves its other clients). Files lie round-robin on the store's usable data servers and are
 served from the servers' memory (the same few files are read by everyone: assumption), so a read crosses
-``[server CPU, server NIC up, fabric..., host NIC down, host memory]``.
+``[server CPU, server NIC up, fabric..., host NIC down, client CPU, host memory]`` (CPUs charged per byte as
+:func:`sim.storage.stores.costs` says for a read).
 
 Flows (:mod:`sim.core.flowcore`, one event-driven max-min run): per host one metadata flow of
 ``clients_on_host x files x ops_per_file`` operations over the metadata service, capped at
@@ -32,7 +33,8 @@ from sim.core.maxmin import link_loads
 from sim.core.progress import silent, span
 from sim.fabric.routing import route
 from sim.storage.flows import store_of, usable_servers, wrap_links
-from sim.storage.topology import build_storage
+from sim.storage.stores import costs
+from sim.storage.topology import build_storage, resource_usage
 from sim.core.units import IDX
 
 SWEEP = (1024, 2048, 4096, 8192, 16384, 24576)     # the issue's "1k to 24k clients"
@@ -113,11 +115,12 @@ def run_fanout(layout, values: dict, *, storage=None, progress=None) -> FanoutRe
     runs, last = [], None
     for i, n in enumerate(counts):
         part = span(progress, bounds[i], bounds[i + 1])
-        run, last = _one(st, k, hosts_ok, holding, per_server, n, clients_per_host, files, ops, latency, part)
+        run, last = _one(st, k, hosts_ok, holding, per_server, n, clients_per_host, files, ops, latency, part,
+                         costs(model, model.redundancy))
         runs.append(run)
         say(bounds[i + 1], f"{n:,} clients: {run.seconds:.3f} s ({run.limit})")
     F, sim = last
-    carried = link_loads(F["ptr"], F["links"], sim.delivered, st.capacity.size)
+    carried = link_loads(F["ptr"], F["links"], sim.delivered, st.capacity.size, usage=F["usage"])
     end = runs[-1].seconds
     util = np.where(st.capacity > 0, carried / (st.capacity * max(end, 1e-300)), 0.0)
     top = np.argsort(-util, kind="stable")[:5]
@@ -131,7 +134,7 @@ def run_fanout(layout, values: dict, *, storage=None, progress=None) -> FanoutRe
                         seconds=time.perf_counter() - t0)
 
 
-def _one(st, k, hosts_ok, holding, per_server, clients, cph, files, ops, latency, progress):
+def _one(st, k, hosts_ok, holding, per_server, clients, cph, files, ops, latency, progress, cost):
     n_hosts = -(-clients // cph)
     hosts = hosts_ok[:n_hosts]
     on_host = np.full(n_hosts, cph, dtype=np.float64)
@@ -143,18 +146,20 @@ def _one(st, k, hosts_ok, holding, per_server, clients, cph, files, ops, latency
     w = np.repeat(np.arange(H, dtype=IDX), S)
     s = np.tile(np.arange(S, dtype=IDX), H)
     ptr, links = route(st.topo, *_fanout_endpoints(st, hosts, holding, w, s), None, "ecmp", 0)
-    dptr, dlinks = wrap_links(ptr, links, st.server_cpu[holding[s]], st.host_mem[hosts[w]])
+    dptr, dlinks = wrap_links(ptr, links, st.server_cpu[holding[s]],
+                              np.stack([st.host_client[hosts[w]], st.host_mem[hosts[w]]], 1))
     all_ptr = np.concatenate([np.arange(H + 1, dtype=IDX), dptr[1:] + H])
     all_links = np.concatenate([np.full(H, st.metadata[k], dtype=IDX), dlinks])
     size = np.concatenate([m_ops, per_server[s]])
     cap = np.concatenate([m_cap, np.full(w.size, np.inf)])
     group = np.concatenate([np.arange(H), np.full(w.size, -1)])
     after = np.concatenate([np.full(H, -1), w])
-    load = link_loads(all_ptr, all_links, size, st.capacity.size)
+    usage = resource_usage(st, all_ptr, all_links, np.ones(size.size, bool), cost)   # reads: CPU-seconds per byte
+    load = link_loads(all_ptr, all_links, size, st.capacity.size, usage=usage)
     with np.errstate(divide="ignore", invalid="ignore"):
         bound = float(np.nanmax(np.where(st.capacity > 0, load / st.capacity, 0.0)))
     sim = simulate_flows(all_ptr, all_links, st.capacity, size, rate_cap=cap, group=group, after=after,
-                         merge=EVENT_MERGE * bound, progress=progress)
+                         merge=EVENT_MERGE * bound, progress=progress, usage=usage)
     meta_end = float(sim.finish[:H].max()) if H else 0.0
     end = float(sim.finish.max()) if sim.finish.size else 0.0
     serial = files * ops * latency
@@ -167,7 +172,7 @@ def _one(st, k, hosts_ok, holding, per_server, clients, cph, files, ops, latency
     run = FanoutRun(clients=int(clients), hosts=int(H), seconds=end, metadata_seconds=meta_end,
                     data_seconds=end - meta_end, operations=float(m_ops.sum()),
                     bytes=float(per_server.sum() * H), limit=limit, events=sim.events)
-    F = {"ptr": all_ptr, "links": all_links}
+    F = {"ptr": all_ptr, "links": all_links, "usage": usage}
     return run, (F, sim)
 
 

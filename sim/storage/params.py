@@ -6,6 +6,7 @@ from sim.core.params import MAX_GPUS, Param, ParamSet
 from sim.fabric.params import SEED
 from sim.fabric.placement import PLACEMENTS
 from sim.fabric.spec import STORAGE_KINDS
+from sim.storage.published import DATA_LOADING_GBPS
 from sim.storage.stores import REDUNDANCY
 
 
@@ -46,8 +47,9 @@ CHECKPOINT = ParamSet("checkpoint", (
     Param("restore", "bool", False, "load the checkpoint instead (every rank reads its state back: the read path)"),
     Param("placement", "choice", "topology", "how the job's GPUs are chosen", choices=PLACEMENTS),
     SEED,
-    Param("data_loading_gbps", "float", 0.0, "training-data reads per job host in Gb/s, running beside the "
-                                             "checkpoint (0: none)", min=0.0, max=10_000.0),
+    Param("data_loading_gbps", "float", DATA_LOADING_GBPS, "training-data reads per job host in Gb/s, running "
+          "beside the checkpoint (0: none); default: the store's published sustained 2 TB/s over the 6,144 GPU "
+          "hosts it serves (docs/storage.md)", min=0.0, max=10_000.0),
     Param("redundancy", "choice", None, "write amplification: rs-9-6 (Reed-Solomon, 9 chunks per 6 of data), "
                                         "replicate-3, replicate-2, none; null: the store's default",
           choices=tuple(REDUNDANCY), nullable=True),
@@ -60,8 +62,22 @@ CHECKPOINT = ParamSet("checkpoint", (
           min=1e-3, max=1e6, nullable=True),
     Param("host_memcpy_gbps", "float", None, "a host's memory copy bandwidth in Gb/s; null: the platform's "
                                              "(catalog)", min=1e-3, max=1e6, nullable=True),
-    Param("server_cpu_gbps", "float", None, "bytes a storage server's CPU moves, in Gb/s; null: the server's "
-                                            "(catalog)", min=1e-3, max=1e6, nullable=True),
+    Param("client_cores", "float", None, "cores of a host's storage client (the FUSE daemon's threads); null: "
+                                         "libfuse's default of 10", min=1e-3, max=1024, nullable=True),
+    Param("client_core_gbs", "float", None, "GB/s (10^9 bytes/s) one client core moves through the file-system "
+                                            "client (FUSE: two copies through the kernel); null: the store's",
+          min=1e-3, max=1e4, nullable=True),
+    Param("encode_core_gbs", "float", None, "GB/s of data one client core erasure-codes (RS only; 0: free); null: "
+                                            "the store's", min=0.0, max=1e4, nullable=True),
+    Param("checksum_core_gbs", "float", None, "GB/s one core checksums, on the client and on the server (0: no "
+                                              "checksum); null: the store's", min=0.0, max=1e4, nullable=True),
+    Param("server_cores", "float", None, "cores a storage server gives its chunk store; null: 16 (assumption)",
+          min=1e-3, max=1024, nullable=True),
+    Param("server_core_gbs", "float", None, "GB/s one server core moves (socket and file-system copies); null: "
+                                            "the store's", min=1e-3, max=1e4, nullable=True),
+    Param("ssd_write_amp", "float", None, "SSD bytes written per byte stored (the chunk store's file-system "
+                                          "metadata per chunk file); null: the store's, from the chunk size",
+          min=1.0, max=100.0, nullable=True),
     METADATA_KOPS,
     METADATA_LATENCY,
     Param("samples", "int", 100, "points of the time series", min=2, max=MAX_SAMPLES),

@@ -19,6 +19,21 @@ Hammerspace (Meta 2024 [S1]; pNFS flexible files, RFC 8435 and RFC 8881, docs/so
     opened: ``OPEN``/``LOOKUP``, ``LAYOUTGET``, ``GETATTR``, ``CLOSE`` (4 operations, ours from the NFSv4.1/pNFS
     operation sequence). Data is not amplified by the client (protection inside the data servers: assumption).
 
+Costs (docs/storage.md, "Costs of a real store", has each number's source or argument)
+    Every byte also costs CPU on both ends and more than itself on the SSDs. A CPU is a resource of ``cores``
+    (CPU-seconds per second); a flow's *usage* of it (:func:`sim.core.maxmin.solve_max_min`) is the CPU-seconds
+    one of its bytes costs there. The host's storage client (Tectonic's FUSE daemon, which also runs the thick
+    client library [S10]) copies each byte through the kernel (FUSE [S60]), RS-encodes each block and checksums
+    each chunk; the storage server receives, checksums and writes each chunk; the chunk store's file system writes
+    its own metadata for each chunk file beside the data (SSD write amplification). With per-core rates ``fuse``,
+    ``encode``, ``checksum`` and ``server`` (bytes/s; 0: not done by this store) and ``a = n/k`` the redundancy's
+    amplification, per byte a flow carries (stored bytes for a write, data bytes for a read):
+
+    - client, write: ``(1/fuse + 1/encode) / a + 1/checksum`` (copy and encode see the data once, checksums
+      every chunk); client, read: ``1/fuse + 1/checksum``;
+    - server, either way: ``1/server + 1/checksum``;
+    - SSD write: ``1 + chunk_meta / chunk`` with ``chunk = block / k`` (one file per chunk).
+
 Placement (the aggregation that keeps the flow count small). Blocks of a file go to many servers (a 4 GB file is
 dozens of blocks of 9 chunks each); in the fluid limit every writer's bytes are spread evenly over the servers.
 The model keeps that limit with few flows: the writers' (amplified) bytes are laid end to end and cut into
@@ -40,6 +55,14 @@ from sim.core.units import IDX
 REDUNDANCY = {"rs-9-6": (9, 6), "replicate-3": (3, 1), "replicate-2": (2, 1), "none": (1, 1)}
 
 
+CORE_COPY = 10e9        # bytes/s one core copies (memcpy of large buffers, DDR5 server core; assumption)
+CRC32C_CORE = 20e9      # bytes/s one core checksums with the CRC32 instruction (8 bytes/cycle at 2.5 GHz; argued)
+RS_ENCODE_CORE = 5e9    # bytes/s of data one core RS(9,6)-encodes with SIMD GF(2^8) arithmetic (assumption)
+FUSE_THREADS = 10       # libfuse's multi-threaded loop serves requests on at most 10 threads by default [S61]
+SERVER_CORES = 16       # cores a storage server gives its chunk store (assumption: a 1-socket server)
+CHUNK_META_BYTES = 16 << 10   # file-system metadata written per chunk file (inode, extent, dirent, journal; argued)
+
+
 @dataclass(frozen=True)
 class StoreModel:
     """The defaults of one store kind; every field is a parameter of the runs (``sim.core.params``)."""
@@ -52,6 +75,11 @@ class StoreModel:
     write_ops_per_block: int      # per block written
     read_ops_per_file: int        # metadata operations to open a file for reading
     read_ops_per_block: int       # per block read
+    client_core: float            # bytes/s one client core moves through the file-system client (copies)
+    encode_core: float            # bytes/s of data one client core erasure-codes (0: the client does not)
+    checksum_core: float          # bytes/s one core checksums, client and server (0: no end-to-end checksum)
+    server_core: float            # bytes/s one server core moves (network receive/send and file-system copy)
+    chunk_meta_bytes: int         # file-system metadata bytes a storage server writes per chunk (or file) stored
 
 
 STORES = {
@@ -60,12 +88,21 @@ STORES = {
     # 1,000 kops/s (horizontally sharded over ZippyDB [S10]) and 1 ms per operation.
     "tectonic": StoreModel(redundancy="rs-9-6", block_size=64 << 20, metadata_kops=1000.0,
                            metadata_latency_us=1000.0, write_ops_per_file=3, write_ops_per_block=2,
-                           read_ops_per_file=2, read_ops_per_block=1),
+                           read_ops_per_file=2, read_ops_per_block=1,
+                           # FUSE: the data crosses the kernel twice (writer -> kernel, kernel -> daemon) [S60];
+                           # the thick client encodes and checksums [S10]; the chunk server receives the bytes
+                           # from its socket and writes them through XFS's page cache: two copies.
+                           client_core=CORE_COPY / 2, encode_core=RS_ENCODE_CORE, checksum_core=CRC32C_CORE,
+                           server_core=CORE_COPY / 2, chunk_meta_bytes=CHUNK_META_BYTES),
     # Hammerspace: 4 NFS operations per file (RFC 8435 sequence above); no per-block operations (one layout per
     # file); 200 kops/s and 500 us are assumptions (no public figure for Meta's deployment).
     "hammerspace": StoreModel(redundancy="none", block_size=1 << 40, metadata_kops=200.0,
                               metadata_latency_us=500.0, write_ops_per_file=4, write_ops_per_block=0,
-                              read_ops_per_file=4, read_ops_per_block=0),
+                              read_ops_per_file=4, read_ops_per_block=0,
+                              # the kernel NFS client copies once (writer -> page cache, then the NIC); no client
+                              # encoding or end-to-end checksum (RFC 8881 leaves integrity to the transport).
+                              client_core=CORE_COPY, encode_core=0.0, checksum_core=0.0,
+                              server_core=CORE_COPY / 2, chunk_meta_bytes=CHUNK_META_BYTES),
 }
 
 
@@ -79,6 +116,44 @@ def store_model(kind: str) -> StoreModel:
 def amplification(redundancy: str) -> float:
     n, k = REDUNDANCY[redundancy]
     return n / k
+
+
+@dataclass(frozen=True)
+class Costs:
+    """What one byte a flow carries costs beyond the links, resolved for one run: CPU-seconds per byte on the
+    host's storage client (write, read) and on a storage server, and SSD bytes written per byte stored."""
+
+    client_write: float
+    client_read: float
+    server: float
+    ssd_write_amp: float
+
+
+def _inv(rate: float) -> float:
+    return 1.0 / rate if rate > 0 else 0.0
+
+
+def costs(model: StoreModel, redundancy: str, block_size: int | None = None, *, client_core: float | None = None,
+          encode_core: float | None = None, checksum_core: float | None = None, server_core: float | None = None,
+          ssd_write_amp: float | None = None) -> Costs:
+    """The per-byte costs of the module docstring; ``None``: the store model's default. Rates in bytes/s per
+    core. Encoding is charged only for an erasure code (``k > 1``).
+
+    >>> c = costs(STORES["tectonic"], "rs-9-6")
+    >>> round(c.client_write * 1e9, 4), round(c.server * 1e9, 4), round(c.ssd_write_amp, 5)
+    (0.3167, 0.25, 1.00146)
+    """
+    n, k = REDUNDANCY[redundancy]
+    amp = n / k
+    fuse = model.client_core if client_core is None else client_core
+    enc = (model.encode_core if encode_core is None else encode_core) if k > 1 else 0.0
+    ck = model.checksum_core if checksum_core is None else checksum_core
+    srv = model.server_core if server_core is None else server_core
+    if ssd_write_amp is None:
+        chunk = (block_size or model.block_size) / k
+        ssd_write_amp = 1.0 + model.chunk_meta_bytes / chunk
+    return Costs(client_write=(_inv(fuse) + _inv(enc)) / amp + _inv(ck), client_read=_inv(fuse) + _inv(ck),
+                 server=_inv(srv) + _inv(ck), ssd_write_amp=float(ssd_write_amp))
 
 
 def metadata_ops(model: StoreModel, file_bytes: np.ndarray, read: bool, block_size: int | None = None):

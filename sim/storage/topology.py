@@ -18,11 +18,16 @@ resource              capacity                                                  
 frontend links        cable speed each way (host NICs 400G, storage NICs 100G, per preset)   spec / catalog
 PCIe, per GPU         64 GB/s each way (H100 SXM: PCIe Gen5 x16, 128 GB/s both ways)         docs/sources.md [S4]
 host memory copy      200 GB/s per host (:data:`HOST_MEMCPY`)                                assumption
-server CPU            25 GB/s per storage server (:data:`SERVER_CPU`)                        assumption
+client CPU, per host   cores of the host's storage client (FUSE daemon): 10 threads          libfuse [S61]
+server CPU            cores of a storage server's chunk store: 16                            assumption
 SSD write, per server sum over its *active* SSDs of the catalog's write bandwidth             catalog (assumption)
 SSD read, per server  sum over its active SSDs of the catalog's read bandwidth                catalog (assumption)
 metadata service      operations/s of each storage cluster (the store model's)               :mod:`sim.storage.stores`
 ====================  =====================================================================  =====================
+
+CPUs are counted in cores (CPU-seconds per second): what a byte costs there (CPU-seconds per byte) is the flow's
+*usage* of the resource, from :func:`sim.storage.stores.costs`; so is the SSD write amplification of the chunk
+store (:func:`resource_usage`).
 
 A server's SSDs are one write and one read resource: the chunk store spreads a server's chunks over its disks, so
 they fill evenly; a failed or drained SSD lowers its server's capacity by its share, and the per-SSD figures a
@@ -45,14 +50,14 @@ from sim.fabric.layout import (FABRIC_FRONTEND, LINK_NIC_LEAF, STATUS_ACTIVE, TI
 from sim.fabric.names import gpu_name, host_labels, switch_label, zone_labels
 from sim.core.units import GBPS, IDX
 from sim.fabric.topology import DEFAULT_HOP_LATENCY, Topology, parallel_index, switch_tables
+from sim.storage.stores import FUSE_THREADS, SERVER_CORES
 
 PCIE_GEN5_X16 = 64e9        # bytes/s each way: H100 SXM host interface, PCIe Gen5 x16 = 128 GB/s both ways [S4]
 HOST_MEMCPY = 200e9         # bytes/s a host copies (assumption: a third of 2 sockets x 8 DDR5-4800 channels)
-SERVER_CPU = 25e9           # bytes/s a storage server's CPU moves (assumption: twice its 100G NIC; no public figure)
 
 # Resource kinds (the ``kind`` array) and the tier names results use.
-RES_LINK, RES_PCIE, RES_HOSTMEM, RES_CPU, RES_SSD_WRITE, RES_SSD_READ, RES_META = range(7)
-RES_NAMES = ("link", "pcie", "host-memory", "server-cpu", "ssd-write", "ssd-read", "metadata")
+RES_LINK, RES_PCIE, RES_HOSTMEM, RES_CPU, RES_SSD_WRITE, RES_SSD_READ, RES_META, RES_CLIENT = range(8)
+RES_NAMES = ("link", "pcie", "host-memory", "server-cpu", "ssd-write", "ssd-read", "metadata", "client-cpu")
 
 
 class FrontendTopology(Topology):
@@ -177,6 +182,7 @@ class StorageSystem:
     owner: np.ndarray              # (R,) GPU, host, server or storage cluster of a non-link resource; -1 for links
     host_ep: np.ndarray            # (H, k) endpoint ids of each host's usable frontend NICs, -1 padding
     host_mem: np.ndarray           # (H,) resource id
+    host_client: np.ndarray        # (H,) resource id: the host's storage client CPU (cores)
     gpu_pcie: np.ndarray           # (G,) resource id
     server_ep: np.ndarray          # (V, m) endpoint ids of each server's usable NICs, -1 padding
     server_cpu: np.ndarray         # (V,)
@@ -212,8 +218,8 @@ class StorageSystem:
             elif k == RES_PCIE:
                 g = int(self.owner[r])
                 out.append(f"pcie {gpu_name(host_names(lay, lay.gpu_host[g], labels)[0], int(lay.gpu_slot[g]))}")
-            elif k == RES_HOSTMEM:
-                out.append(f"host-memory {host_names(lay, self.owner[r], labels)[0]}")
+            elif k in (RES_HOSTMEM, RES_CLIENT):
+                out.append(f"{RES_NAMES[k]} {host_names(lay, self.owner[r], labels)[0]}")
             elif k == RES_META:
                 out.append(f"metadata {lay.spec.storage[int(self.owner[r])].name}")
             else:
@@ -233,7 +239,7 @@ class StorageSystem:
             return self.cache["tiers"]
         lay, topo = self.layout, self.topo
         link_names = lay.link_tier_names()
-        names = list(RES_NAMES[1:])                        # kinds other than links: codes 0..5
+        names = list(RES_NAMES[1:])                        # kinds other than links: codes 0..6
         codes = (self.kind.astype(IDX) - 1)
         E = topo.n_links
         up = topo.link_is_up
@@ -255,10 +261,10 @@ class StorageSystem:
 
 
 def build_storage(lay: ClusterLayout, *, pcie: float | None = None, host_memcpy: float | None = None,
-                  server_cpu: float | None = None, metadata_ops: list[float] | None = None,
-                  topo: FrontendTopology | None = None) -> StorageSystem:
-    """The :class:`StorageSystem` of ``lay``. Capacities in bytes/s (``None``: the defaults of the module
-    docstring); ``metadata_ops``: ops/s of each storage cluster's metadata service (default 1)."""
+                  client_cores: float | None = None, server_cores: float | None = None,
+                  metadata_ops: list[float] | None = None, topo: FrontendTopology | None = None) -> StorageSystem:
+    """The :class:`StorageSystem` of ``lay``. Capacities in bytes/s, CPUs in cores (``None``: the defaults of the
+    module docstring); ``metadata_ops``: ops/s of each storage cluster's metadata service (default 1)."""
     topo = topo or frontend_topology(lay)
     catalog = load_catalog()
     E = topo.n_links
@@ -266,7 +272,8 @@ def build_storage(lay: ClusterLayout, *, pcie: float | None = None, host_memcpy:
     K = len(lay.spec.storage)
     pcie = PCIE_GEN5_X16 if pcie is None else float(pcie)
     host_memcpy = HOST_MEMCPY if host_memcpy is None else float(host_memcpy)
-    server_cpu = SERVER_CPU if server_cpu is None else float(server_cpu)
+    client_cores = FUSE_THREADS if client_cores is None else float(client_cores)
+    server_cores = SERVER_CORES if server_cores is None else float(server_cores)
     ssd_status = getattr(lay, "ssd_status", None)
     ssd_ok = np.ones(len(lay.ssd_server), bool) if ssd_status is None else ssd_status == STATUS_ACTIVE
     server_status = getattr(lay, "server_status", None)
@@ -292,20 +299,37 @@ def build_storage(lay: ClusterLayout, *, pcie: float | None = None, host_memcpy:
     blocks = [(np.asarray(topo.link_capacity, np.float64), RES_LINK, np.full(E, -1)),
               (np.full(G, pcie), RES_PCIE, np.arange(G)),
               (np.full(H, host_memcpy), RES_HOSTMEM, np.arange(H)),
-              (np.where(srv_ok, server_cpu, 0.0), RES_CPU, np.arange(V)),
+              (np.where(srv_ok, server_cores, 0.0), RES_CPU, np.arange(V)),
               (srv_w, RES_SSD_WRITE, np.arange(V)),
               (srv_r, RES_SSD_READ, np.arange(V)),
-              (meta, RES_META, np.arange(K))]
+              (meta, RES_META, np.arange(K)),
+              (np.full(H, client_cores), RES_CLIENT, np.arange(H))]
     base = np.cumsum([0] + [len(b[0]) for b in blocks])
     capacity = np.concatenate([b[0] for b in blocks]).astype(np.float64)
     kind = np.concatenate([np.full(len(b[0]), b[1], dtype=np.int8) for b in blocks])
     owner = np.concatenate([b[2] for b in blocks]).astype(IDX)
     return StorageSystem(
         layout=lay, topo=topo, capacity=capacity, kind=kind, owner=owner, host_ep=host_ep,
-        host_mem=base[2] + np.arange(H), gpu_pcie=base[1] + np.arange(G), server_ep=server_ep,
+        host_mem=base[2] + np.arange(H), host_client=base[7] + np.arange(H), gpu_pcie=base[1] + np.arange(G), server_ep=server_ep,
         server_cpu=base[3] + np.arange(V), server_ssd_write=base[4] + np.arange(V),
         server_ssd_read=base[5] + np.arange(V), server_ssds=n_ssd, server_usable=usable,
         metadata=base[6] + np.arange(K))
+
+
+def resource_usage(st: StorageSystem, ptr, links, read, cost) -> np.ndarray:
+    """Per incidence entry of the flows ``ptr``/``links``: what a unit of the flow's rate costs the resource
+    (:func:`sim.core.maxmin.solve_max_min` ``usage``). ``read`` (F,) bool: the flow reads from the store;
+    ``cost``: a :class:`sim.storage.stores.Costs`. Client and server CPUs take CPU-seconds per byte, SSD writes
+    the chunk store's amplification, every other resource 1 (bytes or operations)."""
+    deg = np.diff(np.asarray(ptr))
+    kind = st.kind[np.asarray(links)]
+    rd = np.repeat(np.asarray(read, dtype=bool), deg)
+    use = np.ones(kind.size)
+    use[kind == RES_CPU] = cost.server
+    client = kind == RES_CLIENT
+    use[client] = np.where(rd[client], cost.client_read, cost.client_write)
+    use[kind == RES_SSD_WRITE] = cost.ssd_write_amp
+    return use
 
 
 def _owner_table(owner: np.ndarray, usable: np.ndarray, n: int, offset: int) -> np.ndarray:

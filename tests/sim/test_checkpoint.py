@@ -12,7 +12,8 @@ from sim.storage.params import CHECKPOINT
 from sim.fabric.spec import load_spec
 from sim.storage.topology import build_storage
 
-FAST_META = {"metadata_kops": 1e6, "metadata_latency_us": 0.0}   # metadata out of the way for analytic cases
+# Metadata and the default training-data reads out of the way for analytic cases.
+FAST_META = {"metadata_kops": 1e6, "metadata_latency_us": 0.0, "data_loading_gbps": 0.0}
 
 
 @pytest.fixture
@@ -44,11 +45,11 @@ def test_one_client_one_server_runs_at_the_slowest_of_nic_server_nic_and_ssd(lay
     host = int(r.hosts[0])
     client_nic = st.capacity[st.topo.gpu_uplink[st.host_ep[host, 0]]]
     server_nic = st.capacity[st.topo.gpu_downlink[st.server_ep[srv, 0]]]
-    ssd = st.capacity[st.server_ssd_write[srv]]
+    ssd = st.capacity[st.server_ssd_write[srv]] / r.costs["ssd_write_amp"]   # the chunk store writes a bit more
     assert _upload(r) == pytest.approx(B / min(client_nic, server_nic, ssd), rel=1e-9)
     # Three of its four SSDs failed: the SSDs bind.
     lay.ssd_status[lay.ssd_server == srv] = [STATUS_FAILED, STATUS_FAILED, STATUS_FAILED, 0]
-    ssd1 = build_storage(lay).capacity[st.server_ssd_write[srv]]
+    ssd1 = build_storage(lay).capacity[st.server_ssd_write[srv]] / r.costs["ssd_write_amp"]
     assert ssd1 == pytest.approx(ssd / 4)
     r = run_checkpoint(lay, CHECKPOINT.validate(dict(gpus=1, bytes_per_gpu=B, servers=1, spread=1, redundancy="none",
                                                   **FAST_META)))
@@ -84,7 +85,7 @@ def test_many_clients_over_few_servers_are_network_bound_then_ssd_bound(lay):
     ssd = build_storage(lay).capacity[st.server_ssd_write[srv]]
     assert (ssd < nic).all()                                             # few SSDs
     r = run_checkpoint(lay, CHECKPOINT.validate(kw))
-    assert _upload(r) == pytest.approx(32 * B / ssd.sum(), rel=1e-6)
+    assert _upload(r) == pytest.approx(32 * B * r.costs["ssd_write_amp"] / ssd.sum(), rel=1e-6)
     assert r.bottlenecks[0].tier == "ssd-write"
 
 
@@ -102,7 +103,7 @@ def test_write_amplification_multiplies_server_side_bytes_and_every_byte_arrives
 
 
 def test_async_blocked_time_ignores_storage_bandwidth_but_durable_time_does_not(lay):
-    kw = dict(gpus=64, bytes_per_gpu=256 << 20, mode="async")
+    kw = dict(gpus=64, bytes_per_gpu=256 << 20, mode="async", data_loading_gbps=0.0)
     many = run_checkpoint(lay, CHECKPOINT.validate(kw))
     few = run_checkpoint(lay, CHECKPOINT.validate({**kw, "servers": 1}))
     assert few.blocked_seconds == pytest.approx(many.blocked_seconds, rel=1e-12)
@@ -130,7 +131,7 @@ def test_a_failed_server_gets_nothing_and_lowers_capacity(lay):
 
 
 def test_data_loading_competes_with_a_restore(lay):
-    kw = dict(gpus=32, bytes_per_gpu=1 << 30, restore=True, servers=2)
+    kw = dict(gpus=32, bytes_per_gpu=1 << 30, restore=True, servers=2, data_loading_gbps=0.0)
     alone = run_checkpoint(lay, CHECKPOINT.validate(kw))
     busy = run_checkpoint(lay, CHECKPOINT.validate({**kw, "data_loading_gbps": 400}))
     assert busy.durable_seconds > alone.durable_seconds
@@ -174,3 +175,79 @@ def test_no_redundancy_is_a_choice_not_the_stores_default():
     assert CHECKPOINT.validate({"redundancy": "none"})["redundancy"] == "none"
     assert CHECKPOINT.validate({"redundancy": "null"})["redundancy"] is None
     assert CHECKPOINT.validate({"redundancy": ""})["redundancy"] is None
+
+
+# ------------------------------------------------------------------ the costs of a real store (docs/storage.md)
+def test_one_writer_bound_by_its_fuse_client_cpu_gets_exactly_that_rate(lay):
+    B = 1 << 30
+    cores = 0.05          # a twentieth of a core for the client: far below every link and SSD
+    r = run_checkpoint(lay, CHECKPOINT.validate(dict(gpus=1, bytes_per_gpu=B, servers=1, spread=1, redundancy="none",
+                                                     client_cores=cores, **FAST_META)))
+    per_byte = r.costs["client_write_s_per_byte"]
+    assert _upload(r) == pytest.approx(B * per_byte / cores, rel=1e-9)
+    assert r.bottlenecks[0].tier == "client-cpu"
+    assert r.bottlenecks[0].utilization == pytest.approx(1.0, rel=1e-6)
+
+
+def test_client_cpu_per_byte_follows_its_parts(lay):
+    # (copy + encode) see the data once, the checksum every stored chunk: per stored byte of RS(9,6).
+    r = run_checkpoint(lay, CHECKPOINT.validate(dict(gpus=8, bytes_per_gpu="64M", client_core_gbs=4,
+                                                     encode_core_gbs=2, checksum_core_gbs=8, server_core_gbs=4)))
+    assert r.costs["client_write_s_per_byte"] == pytest.approx((1 / 4e9 + 1 / 2e9) / 1.5 + 1 / 8e9)
+    assert r.costs["client_read_s_per_byte"] == pytest.approx(1 / 4e9 + 1 / 8e9)
+    assert r.costs["server_s_per_byte"] == pytest.approx(1 / 4e9 + 1 / 8e9)
+    free = run_checkpoint(lay, CHECKPOINT.validate(dict(gpus=8, bytes_per_gpu="64M", redundancy="replicate-3",
+                                                        client_core_gbs=4, encode_core_gbs=2, checksum_core_gbs=0)))
+    assert free.costs["client_write_s_per_byte"] == pytest.approx(1 / 4e9 / 3)   # replicas are not encoded
+
+
+def test_ssd_amplification_multiplies_ssd_bytes_and_binds_by_its_factor(lay):
+    st = build_storage(lay)
+    srv = _tectonic(lay)[:2]
+    B = 1 << 30
+    lay.ssd_status[np.isin(lay.ssd_server, srv) & (lay.ssd_slot > 0)] = STATUS_FAILED   # one SSD each: SSDs bind
+    ssd = build_storage(lay).capacity[st.server_ssd_write[srv]]
+    for factor in (1.0, 2.0):
+        r = run_checkpoint(lay, CHECKPOINT.validate(dict(gpus=32, bytes_per_gpu=B, servers=2, redundancy="none",
+                                                         ssd_write_amp=factor, **FAST_META)))
+        assert r.ssd_bytes == pytest.approx(factor * r.stored_bytes)
+        assert _upload(r) == pytest.approx(32 * B * factor / ssd.sum(), rel=1e-6)
+        assert r.bottlenecks[0].tier == "ssd-write"
+
+
+def test_no_resource_ever_carries_more_than_its_capacity_and_every_byte_arrives(lay, monkeypatch):
+    from sim.core.flowcore import _sub_csr
+    from sim.core.maxmin import link_loads
+    worst = []
+    real = ck.simulate_flows
+
+    def checked(ptr, links, capacity, size, **kw):
+        usage, inner = kw["usage"], kw["on_interval"]
+
+        def on_interval(t, dt, act, rates):
+            sp, sl, su = _sub_csr(ptr, links, act, usage)
+            load = link_loads(sp, sl, np.where(np.isfinite(rates), rates, 0.0), len(capacity), usage=su)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                worst.append(np.nanmax(np.where(capacity > 0, load / capacity, 0.0)))
+            inner(t, dt, act, rates)
+        return real(ptr, links, capacity, size, **{**kw, "on_interval": on_interval})
+
+    monkeypatch.setattr(ck, "simulate_flows", checked)
+    r = run_checkpoint(lay, CHECKPOINT.validate(dict(gpus=128, bytes_per_gpu="256M", client_cores=0.5,
+                                                     server_cores=0.5, data_loading_gbps=20)))
+    assert worst and max(worst) <= 1 + 1e-6
+    assert max(worst) >= 1 - 1e-6                                     # something binds
+    assert r.server_bytes.sum() == pytest.approx(r.stored_bytes)      # conservation at the servers
+    assert r.stored_bytes == pytest.approx(1.5 * r.bytes)
+    assert r.host_progress[-1] == pytest.approx(np.ones(len(r.hosts)))
+
+
+def test_published_figures_ride_with_the_result_and_only_for_tectonic(lay):
+    import json
+    doc = json.loads(json.dumps(run_checkpoint(lay, CHECKPOINT.validate({"gpus": 16})).to_dict(series=False)))
+    keys = {p["key"]: p for p in doc["published"]}
+    assert set(keys) == {"tectonic-peak", "tectonic-sustained"}
+    assert keys["tectonic-peak"]["simulated"] == pytest.approx(doc["peak_rate"] / 1e12)
+    assert keys["tectonic-peak"]["why"] and not keys["tectonic-peak"]["same_case"]
+    ham = run_checkpoint(lay, CHECKPOINT.validate({"gpus": 16, "store": "hammerspace"}))
+    assert ham.published == []

@@ -384,6 +384,9 @@ def test_checkpoint_summary_and_json(capsys):
     doc = json.loads(out)
     assert code == 0 and doc["restore"] and doc["blocked_seconds"] == doc["durable_seconds"] > 0
     assert doc["bytes"] == 64 * (256 << 20) and "series" in doc and "link_utilization" in doc
+    # Published beside simulated (sim/storage/published.py): Tectonic's peak and sustained rates [S1, S3].
+    assert {p["key"] for p in doc["published"]} == {"tectonic-peak", "tectonic-sustained"}
+    assert all(p["source"] and p["why"] and p["simulated"] is not None for p in doc["published"])
 
 
 def test_storage_fanout_table(capsys):

@@ -120,3 +120,16 @@ def test_fanout_bad_input_names_the_field(lay, values, field):
     with pytest.raises(ParamError) as e:
         run_fanout(lay, STORAGE_FANOUT.validate(values))
     assert field in e.value.errors
+
+
+def test_each_24k_preset_holds_its_share_of_the_published_store():
+    # One store of 7,500 SSD servers and 240 PB serves both 24k clusters [S1, S3]; each preset holds its half
+    # (docs/storage.md, "The store's size and who shares it").
+    from sim.storage import published
+    for name in ("meta-roce-24k", "meta-ib-24k"):
+        tectonic = next(s for s in load_spec(name).storage if s.kind == "tectonic")
+        assert tectonic.servers == published.STORE_SERVERS * published.CLUSTER_SHARE
+        raw = tectonic.servers * tectonic.ssds_per_server * 7.68e12
+        assert raw == pytest.approx(published.STORE_BYTES * published.CLUSTER_SHARE, rel=0.05)
+    assert published.DATA_LOADING_GBPS == pytest.approx(
+        published.SUSTAINED_BPS / published.GPU_HOSTS * 8 / 1e9, rel=1e-3)
