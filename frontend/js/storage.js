@@ -9,6 +9,7 @@ import { TierHeatmap } from "./heatmap.js";
 import { exportable } from "./exports.js";
 import { mountKindForm, pageData } from "./run_form.js";
 import { checkpointChart, phaseBar } from "./capabilities/storage.js";
+import { publishedHtml } from "./published.js";
 import { api, COLORS, cssPixel, esc, fmt, live, markReady, timeFrame, toast, twin, UTIL_GRADIENT, UTIL_PIXEL }
   from "./twin.js";
 
@@ -177,6 +178,7 @@ function drawTimeline(run, s) {
   $("timeline-run").textContent = `run #${run.id} · ${run.params_text ?? ""}`;
   $("phase-bar").innerHTML = phaseBar(s);
   $("timeline-note").textContent = checkpointChart($("timeline"), { ...s, rated: s.rated ?? state.doc.rated });
+  $("published").innerHTML = publishedHtml(s.published);   // the published figures beside this run's, with the why
 }
 
 /** The stored arrays of a finished checkpoint: the grid replays its per-server rates at the chosen sample. */

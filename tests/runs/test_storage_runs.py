@@ -38,6 +38,10 @@ def test_a_checkpoint_run_and_a_failed_storage_rack(workers, runner, demo):
     s = run["summary"]
     assert 0 < s["blocked_seconds"] < s["durable_seconds"]
     assert s["servers_used"] == 8 and s["hosts_used"] == 8 and s["direction"] == "write"
+    # and its stored summary carries the published figures beside the simulated ones (sim/storage/published.py)
+    assert {p["key"] for p in s["published"]} == {"tectonic-peak", "tectonic-sustained"}
+    assert next(p for p in s["published"] if p["key"] == "tectonic-peak")["simulated"] == \
+        pytest.approx(s["peak_rate"] / 1e12)
     assert [p["name"] for p in s["phases"]] == ["staging", "metadata", "uploading", "durable"]
     assert len(s["series"]["rate"]) == len(s["series"]["times"]) - 1 == 100
     assert s["rated"]["sustained"] < s["rated"]["peak"]

@@ -7,6 +7,7 @@ import { lineChart, PALETTE, sizeLabel } from "../chart.js";
 import { sectionConstants } from "../frames.js";
 import { registerColourMode, registerView } from "../registry.js";
 import { headlineCards, pct } from "../run_results.js";
+import { publishedHtml } from "../published.js";
 
 /** A checkpoint's blocked vs background time as a bar (HTML). */
 export function phaseBar(s) {
@@ -21,7 +22,8 @@ export function phaseBar(s) {
 
 /** A checkpoint's aggregate rates over simulated time (its summary's `series`, bytes/s) against the storage's
  *  rated bandwidth (`s.rated`, from the server): drawn when the curves reach a tenth of the sustained figure, else
- *  only named (returned as the note to show). Returns that note ("" when the lines are drawn). */
+ *  only named (returned as the note to show). Where the curve passes the rated peak, the note says why, from the
+ *  result's published comparison (`s.published`, sim/storage/published.py). Returns the note ("" when none). */
 export function checkpointChart(el, s) {
   const t = s.series.times, mid = (i) => (t[i] + t[i + 1]) / 2;
   const pts = (arr) => arr.map((v, i) => ({ x: mid(i), y: v / 1e12 }));
@@ -47,6 +49,12 @@ export function checkpointChart(el, s) {
                          { y: rated.peak / 1e12, label: `rated peak ${fmt.TBps(rated.peak)}`, dash: "--" }] : [],
   });
   if (rated) el.title = rated.source;
+  const ref = (s.published ?? []).find((r) => r.key === "tectonic-peak");
+  const top = Math.max(...s.series.rate);
+  if (rated && onScale && top > rated.peak) {
+    return `The simulated peak ${fmt.TBps(top)} is above the published peak ${fmt.TBps(rated.peak)}`
+      + (ref?.why ? `. ${ref.why}` : "");
+  }
   return !rated || onScale ? "" : `rated ${fmt.TBps(rated.sustained)} sustained, ${fmt.TBps(rated.peak)} peak: off `
     + `this scale (peak here ${fmt.TBps(peak)})`;
 }
@@ -60,6 +68,8 @@ export function renderCheckpoint(el, s, { run }) {
     ...(dl ? [[fmt.pct(dl.kept, 0), "of the training-data reads kept"]] : [])])}
     <section class="panel"><h3>Timeline</h3><div class="phase-bar">${phaseBar(s)}</div><div class="timeline"></div>
       <p class="hint timeline-note"></p></section>
+    ${s.published?.length ? `<section class="panel"><h3>Published beside simulated</h3>${publishedHtml(s.published)}
+      </section>` : ""}
     <div class="grid-2 results-grid">
       <section class="panel"><h3>Bottlenecks</h3>${resourceTable(s.bottlenecks, "name")}</section>
       <section class="panel"><h3>Busiest resource of each tier</h3>${resourceTable(s.tiers, "busiest")}</section>

@@ -32,6 +32,7 @@ import numpy as np
 
 from sim.core.errors import ParamError
 from sim.fabric.layout import FABRIC_FRONTEND
+from sim.storage import published as store_facts
 from sim.storage.params import CHECKPOINT, STORAGE_FANOUT
 from twin.capabilities.storage import live
 from twin.inventory import gpu_grid
@@ -154,14 +155,14 @@ def _server_names(layout, servers) -> list[str]:
 
 def rated_bandwidth() -> dict:
     """The storage's published rated bandwidth, drawn on the Storage page's timeline: Meta's storage for the two
-    24k clusters (7,500 SSD servers, 240 PB) sustains 2 TB/s and peaks at 7 TB/s (docs/sources.md [S1]). Bytes/s.
-    Declared here once; the page and the run summaries take it from here."""
-    return {"sustained": RATED_SUSTAINED_BPS, "peak": RATED_PEAK_BPS, "source": "[S1] Meta 2024: 2 TB/s sustained, "
-            "7 TB/s peak, for the storage of both 24k clusters (7,500 servers)"}
+    24k clusters (7,500 SSD servers, 240 PB) sustains 2 TB/s and peaks at 7 TB/s (docs/sources.md [S1, S3]).
+    Bytes/s, from :mod:`sim.storage.published` (declared there once)."""
+    return {"sustained": RATED_SUSTAINED_BPS, "peak": RATED_PEAK_BPS, "source": "[S1, S3] Meta 2024: 2 TB/s "
+            "sustained, 7 TB/s peak, for the storage of both 24k clusters (7,500 servers)"}
 
 
-RATED_SUSTAINED_BPS = 2e12     # docs/sources.md [S1]
-RATED_PEAK_BPS = 7e12          # docs/sources.md [S1]
+RATED_SUSTAINED_BPS = store_facts.SUSTAINED_BPS
+RATED_PEAK_BPS = store_facts.PEAK_BPS
 
 
 # ------------------------------------------------------------------------------------- checks on the cluster
