@@ -6,7 +6,10 @@ model of its own, built from the job model (:mod:`sim.jobs.job`, :mod:`sim.jobs.
 (:func:`sim.debug.recorder.check_debug`). Every rank runs its stage's 1F1B program of one step
 (:func:`stage_program`): per micro-batch the TP (and CP) collectives of each layer forward and backward, the PP
 sends and receives between neighbouring stages, and per step the FSDP all-gathers and reduce-scatters of each
-layer (DP).
+layer (DP). The P2P order is Megatron's 1F1B one (``send_forward_recv_backward``: the forward's send, then the
+backward's receive; ``send_backward_recv_forward``: the next forward's receive, then the backward's send), so the
+two stages of a pair issue their sends and receives to each other in the same order: each P2P entry's counterpart
+is at the same position of the other's (:mod:`sim.debug.writer` records them on a two-rank group per pair).
 """
 from __future__ import annotations
 
@@ -123,6 +126,13 @@ def stage_program(model, p: dict, stage: int, ct: dict) -> list[Op]:
                 carry = rest
         else:
             carry += rest
+        if what == "F" and ops and ops[0].op == OPS.index("recv") and prog and prog[-1].op == OPS.index("send") \
+                and prog[-1].peer == -1:
+            # Megatron's send_backward_recv_forward: the next forward's receive is issued before the backward's
+            # send to the same previous stage, so both stages of a pair issue their P2P in the same order
+            recv, send = ops[0], prog[-1]
+            recv.compute, send.compute = recv.compute + send.compute, 0.0
+            prog[-1], ops = recv, [send] + ops[1:]
         prog += ops
     if dp > 1:                                        # gradients reduce-scattered per layer after the backward
         g = sizes["dp"][-1]

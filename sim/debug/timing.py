@@ -89,8 +89,8 @@ class StageTrace:
     enter: np.ndarray                  # (n_ops, n)
     done: np.ndarray                   # (n_ops, n)
     step_of: np.ndarray                # (n_ops,) step index within the window
-    seq_coll: np.ndarray               # (n_ops,) collective_seq_id of the op's group (per rank the same)
-    seq_p2p: np.ndarray                # (n_ops,) p2p_seq_id
+    seq_coll: np.ndarray               # (n_ops,) collective_seq_id of the op's group (per rank the same; 0 for P2P)
+    seq_p2p: np.ndarray                # (n_ops,) p2p_seq_id: a P2P op's count in its pair of stages (0: collective)
     desync: np.ndarray = None          # (n_ops, n) bool: the rank entered something else
 
 
@@ -201,12 +201,12 @@ def simulate(p, programs, steps, grid, units, fault: Fault, host, progress):
                     key = (s + op.peer, step, op.key)
                     if key not in sends:
                         break
-                if p2p:
-                    c["p2p"] = c.get("p2p", 0) + 1
+                if p2p:                                             # per pair of stages (its own group)
+                    c[("p2p", op.peer)] = c.get(("p2p", op.peer), 0) + 1
                 else:
                     c[op.dim] = c.get(op.dim, 0) + 1
-                tr.seq_coll[j] = c.get(op.dim, 0) if not p2p else c.get(2, 0)
-                tr.seq_p2p[j] = c.get("p2p", 0)
+                tr.seq_coll[j] = c.get(op.dim, 0) if not p2p else 0
+                tr.seq_p2p[j] = c[("p2p", op.peer)] if p2p else 0
                 enter = prev[s] + op.compute * slow_of[s]
                 if j >= first_stop[s]:
                     enter = np.where(j >= stop_of[s], np.inf, enter)

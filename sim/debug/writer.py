@@ -179,47 +179,59 @@ class StageLayout:
         n_ops = op_dim.size
         per_step = n_ops // (int(sd.ops["step_of"].max()) + 1)
         rec_base = p["steps_before"] * per_step
-        seq_base = np.array([p["steps_before"] * int(np.sum((op_dim[:per_step] == d) & (op_kind[:per_step] < 3)))
+        p2p = op_kind >= 3
+        seq_base = np.array([p["steps_before"] * int(np.sum((op_dim[:per_step] == d) & ~p2p[:per_step]))
                              for d in range(4)])
-        p2p_base = p["steps_before"] * int(np.sum(op_kind[:per_step] >= 3))
-        # the group dims of every rank (a dim of size 1 has no group), at fixed memo positions
-        self.dims = [d for d in DIM_NAMES if p[d] > 1]
+        # a pair's p2p_seq_id counts its P2P ops (one counter per pair group, as seqP2P_ is per process group)
+        p2p_base = {peer: p["steps_before"] * int(np.sum(p2p[:per_step] & (op_peer[:per_step] == peer)))
+                    for peer in (-1, 1)}
+        # the rank's groups (slots: a dim of size 1 has none; PP: the pair with the previous stage and the pair
+        # with the next one, :func:`pair_group`), at fixed memo positions
+        self.stage, self.pp = sd.stage, p["pp"]
+        self.slots = [(d, peer) for d in DIM_NAMES if p[d] > 1
+                      for peer in ((-1, 1) if d == "pp" else (0,))
+                      if d != "pp" or 0 <= sd.stage + peer < p["pp"]]
         n_fixed = len(FIXED_STRINGS)
-        self.group_pos = {d: n_fixed + 2 * k for k, d in enumerate(self.dims)}      # name at pos, desc at pos + 1
-        pg_local = {DIM_NAMES.index(d): k + 1 for k, d in enumerate(self.dims)}
-        key = op_kind * 10 + np.where(op_kind >= 3, op_peer + 1, 0)
+        self.group_pos = {sl: n_fixed + 2 * k for k, sl in enumerate(self.slots)}  # name at pos, desc at pos + 1
+        lut = np.zeros(4 * 3, np.int64)                  # (dim, peer + 1) -> the op's slot
+        for k, (d, peer) in enumerate(self.slots):
+            lut[DIM_NAMES.index(d) * 3 + peer + 1] = k
+        slot_of = lut[op_dim * 3 + op_peer + 1]
+        key = op_kind * 10 + np.where(p2p, op_peer + 1, 0)
         names = {}
         for j in np.unique(key).tolist():
             kind, peer = divmod(j, 10)
             if kind < 3:
                 names[j] = f"nccl:{OPS[kind]}"
-            else:
-                other = sd.stage + peer - 1
-                names[j] = f"nccl:send {sd.stage}->{other}" if kind == 3 else f"nccl:recv {sd.stage}<-{other}"
+            else:                                     # ranks local to the pair group: the lower stage is 0
+                me = 0 if peer == 2 else 1
+                names[j] = f"nccl:send {me}->{1 - me}" if kind == 3 else f"nccl:recv {me}<-{1 - me}"
         if ds.fault.kind == "desync" and ds.fault.what == "op":
             names[-1] = "nccl:all_reduce"                                 # what the desynced rank entered
         self.names = names
-        names_base = n_fixed + 2 * len(self.dims)
+        names_base = n_fixed + 2 * len(self.slots)
         self.name_pos = {j: names_base + i for i, j in enumerate(names)}
         self.tuple_base = names_base + len(names)
-        self.frames_pos = self.tuple_base + len(self.dims)
+        self.frames_pos = self.tuple_base + len(self.slots)
         if self.frames_pos > 255:
             raise RuntimeError("too many strings for one-byte memo references")
         pos = {s_: i for i, s_ in enumerate(FIXED_STRINGS)}
         self.pos = pos
         self.memo_names = b"".join(pickle_str(s_) + memo_put(self.name_pos[j]) for j, s_ in names.items())
-        self.memo_tuples = b"".join(memo_get(self.group_pos[d]) + memo_get(self.group_pos[d] + 1) + b"\x86"
-                                    + memo_put(self.tuple_base + k) for k, d in enumerate(self.dims)) \
+        self.memo_tuples = b"".join(memo_get(self.group_pos[sl]) + memo_get(self.group_pos[sl] + 1) + b"\x86"
+                                    + memo_put(self.tuple_base + k) for k, sl in enumerate(self.slots)) \
             + b"]" + memo_put(self.frames_pos) + b"e"
-        # per dim: the group's last collective / p2p sequence id up to each op (pg_status of a rank that recorded a
-        # prefix of its program)
-        seqs = np.where(op_kind >= 3, sd.ops["seq_p2p"], sd.ops["seq_coll"])
+        # per slot: the group's last collective / p2p sequence id up to each op (pg_status of a rank that recorded
+        # a prefix of its program)
         self.last_seq = {}
-        for d in self.dims:
-            di = DIM_NAMES.index(d)
-            base = p2p_base if di == 2 else int(seq_base[di])
-            self.last_seq[d] = np.maximum.accumulate(np.where(op_dim == di, seqs, 0)) + base
-            self.last_seq[d] = np.r_[base, self.last_seq[d]]                  # index: entries recorded
+        for sl in self.slots:
+            d, peer = sl
+            if d == "pp":
+                base, seqs = p2p_base[peer], np.where(p2p & (op_peer == peer), sd.ops["seq_p2p"], 0)
+            else:
+                di = DIM_NAMES.index(d)
+                base, seqs = int(seq_base[di]), np.where((op_dim == di) & ~p2p, sd.ops["seq_coll"], 0)
+            self.last_seq[sl] = np.r_[base, np.maximum.accumulate(seqs) + base]   # index: entries recorded
         self.dt, consts = record_dtype({k: pos[k] for k in ENTRY_KEYS})
         t = np.zeros(n_ops, self.dt)
         for k, v in consts.items():
@@ -227,12 +239,12 @@ class StageLayout:
         elem = sd.ops["elem"]
         t["record_id"] = rec_base + np.arange(n_ops)
         t["op_id"] = t["record_id"] + 1
-        t["pg_id"] = np.array([pg_local.get(x, 0) for x in range(4)])[op_dim]
-        t["process_group"] = np.array([self.tuple_base + pg_local.get(x, 1) - 1 for x in range(4)])[op_dim]
+        t["pg_id"] = slot_of + 1
+        t["process_group"] = self.tuple_base + slot_of
         t["thread_name"] = pos[THREAD_NAME]
         t["thread_id"] = pos["1"]
         t["collective_seq_id"] = sd.ops["seq_coll"] + seq_base[op_dim]
-        t["p2p_seq_id"] = sd.ops["seq_p2p"] + p2p_base
+        t["p2p_seq_id"] = np.where(p2p, sd.ops["seq_p2p"] + np.where(op_peer < 0, p2p_base[-1], p2p_base[1]), 0)
         lut = np.zeros(int(key.max()) + 1, np.int64)
         for j, mi in self.name_pos.items():
             if j >= 0:
@@ -253,7 +265,7 @@ class StageLayout:
                        + pickle_str("comm_lib_version") + memo_get(pos[NCCL_VERSION]) + pickle_str("pg_config") + b"}(")
         self.status_head = b"u" + pickle_str("pg_status") + b"}("
         self.status_keys = [(pickle_str(str(k + 1)) + b"}(" + pickle_str("last_enqueued_collective"), pickle_str("last_started_collective"),
-                             pickle_str("last_completed_collective")) for k in range(len(self.dims))]
+                             pickle_str("last_completed_collective")) for k in range(len(self.slots))]
         self.tail = b"u" + ENTRIES_MARK
 
     def header(self, ds: DumpSet, rank: int, n_present: int, n_done: int, pg_config: dict) -> bytes:
@@ -261,34 +273,39 @@ class StageLayout:
         comm_lib_version, pg_config, pg_status. ``pg_config``: the bytes of each group's memo strings and config,
         built once per group."""
         groups = []
-        for d in self.dims:
-            gi = int(ds.rank_group[d][rank])
-            got = pg_config.get((d, gi))
+        for sl in self.slots:
+            name, desc, members = self.group(ds, sl, rank)
+            got = pg_config.get((sl, name))
             if got is None:
-                at = self.group_pos[d]
-                got = pg_config[(d, gi)] = (
-                    pickle_str(ds.pg_names[(d, gi)]) + memo_put(at) + pickle_str(d) + memo_put(at + 1),
+                at = self.group_pos[sl]
+                got = pg_config[(sl, name)] = (
+                    pickle_str(name) + memo_put(at) + pickle_str(desc) + memo_put(at + 1),
                     memo_get(at) + b"}(" + pickle_str("name") + memo_get(at) + pickle_str("desc") + memo_get(at + 1) + pickle_str("ranks")
-                    + pickle_str(str(ds.group_ranks[d][gi].tolist())) + b"u")
-            groups.append((d, got))
+                    + pickle_str(str(members.tolist())) + b"u")
+            groups.append((sl, got))
         out = [self.head]
         out += [memo for _, (memo, _) in groups]
         out.append(self.middle)
         out += [cfg for _, (_, cfg) in groups]
         out.append(self.status_head)                     # per local pg id: last enqueued / started / completed
-        for (d, _), (key, started, completed) in zip(groups, self.status_keys):
-            last_e = int(self.last_seq[d][n_present])
-            out += [key, pickle_int(last_e), started, pickle_int(last_e), completed, pickle_int(int(self.last_seq[d][n_done])), b"u"]
+        for (sl, _), (key, started, completed) in zip(groups, self.status_keys):
+            last_e = int(self.last_seq[sl][n_present])
+            out += [key, pickle_int(last_e), started, pickle_int(last_e), completed, pickle_int(int(self.last_seq[sl][n_done])), b"u"]
         out.append(self.tail)
         return b"".join(out)
 
+    def group(self, ds: DumpSet, slot: tuple, rank: int) -> tuple[str, str, np.ndarray]:
+        """(name, desc, members) of the rank's group in ``slot`` ((dim, 0), or ("pp", -1 / +1): the pair with the
+        previous / next stage, :func:`pair_group`)."""
+        d, peer = slot
+        gi = int(ds.rank_group[d][rank])
+        if d == "pp":
+            return pair_group(ds, gi, min(self.stage, self.stage + peer))
+        return ds.pg_names[(d, gi)], d, ds.group_ranks[d][gi]
+
     def groups(self, ds: DumpSet, rank: int) -> list[tuple[str, str, np.ndarray]]:
         """(name, desc, members) of the rank's process groups, as its header's pg_config gives them."""
-        out = []
-        for d in self.dims:
-            gi = int(ds.rank_group[d][rank])
-            out.append((ds.pg_names[(d, gi)], d, ds.group_ranks[d][gi]))
-        return out
+        return [self.group(ds, sl, rank) for sl in self.slots]
 
     def memo(self, groups: list) -> list:
         """The rank's ``twin_memo`` as its header defines it (the fixed strings, its groups' names and descs, the
@@ -326,6 +343,17 @@ class StageLayout:
                 rec["profiling_name"][ds_] = self.name_pos[-1]
                 rec["output_sizes"][ds_] = rec["input_sizes"][ds_]
         return raw
+
+
+def pair_group(ds: DumpSet, chain: int, k: int) -> tuple[str, str, np.ndarray]:
+    """(name, desc, members) of the two-rank group of stages ``k`` and ``k + 1`` of the pipeline ``chain`` (an index
+    of ``group_ranks['pp']``): the group the pipeline's P2P between those stages is recorded on. PyTorch's fr_trace
+    matches a send with its receive only in a group of two ranks (docs/debugging.md "P2P entries"). Named after
+    every other group: 1 + the number of named groups + the pair's index."""
+    base = 1 + len(ds.pg_names)
+    pp = ds.group_ranks["pp"].shape[1]
+    members = np.sort(ds.group_ranks["pp"][chain][k:k + 2])
+    return str(base + chain * (pp - 1) + k), "pp", members
 
 
 def rank_records(ds: DumpSet, by_stage: bool = False):

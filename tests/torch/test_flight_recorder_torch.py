@@ -13,21 +13,60 @@ from sim.debug.params import DEBUG  # noqa: E402
 from sim.debug.recorder import rehearse  # noqa: E402
 
 
-def test_pytorch_fr_trace_reads_our_dumps_and_names_the_missing_rank(tmp_path):
+def fr_trace(folder):
+    """PyTorch's fr_trace (build_db over read_dir) on a folder of dumps, with its default options (mismatch cap
+    10); the database and its log lines."""
+    import logging
     from torch.distributed.flight_recorder.components.builder import build_db
     from torch.distributed.flight_recorder.components.config_manager import JobConfig
     from torch.distributed.flight_recorder.components.loader import read_dir
+    lines = []
+    handler = logging.Handler()
+    handler.emit = lambda rec: lines.append(rec.getMessage())
+    log = logging.getLogger("Flight Recorder")
+    log.addHandler(handler)
+    try:
+        args = JobConfig().parse_args([str(folder), "--prefix", "nccl_trace_rank_"])
+        details, version = read_dir(args)
+        return build_db(details, args, version), version, len(details), lines
+    finally:
+        log.removeHandler(handler)
+
+
+def test_pytorch_fr_trace_reads_our_dumps_and_names_the_missing_rank(tmp_path):
     r = rehearse("demo-256", DEBUG.validate(dict(gpus=32, tp=8, pp=2, dp=2, model="llama3-8b",
                                                  batch_tokens=8192 * 2 * 4, inject="hang:rank=5,op=3", entries=100)))
     r.write_dumps(tmp_path)
-    args = JobConfig().parse_args([str(tmp_path), "--prefix", "nccl_trace_rank_"])
-    details, version = read_dir(args)
-    assert version == "2.10" and len(details) == 32
-    db = build_db(details, args, version)
-    # fr_trace accepts the format and flags the stalled collectives; this version logs their missing ranks
-    # ("missing ranks: {5}") without storing them on the Collective rows, so we check the flag only
-    assert db.collectives and any(not c.pass_check for c in db.collectives)
+    db, version, n, _ = fr_trace(tmp_path)
+    assert version == "2.10" and n == 32
+    # fr_trace accepts the format and reports the stalled collective with the rank that never joined it
+    assert any(c.missing_ranks == {5} for c in db.collectives)
+    assert all(c.pass_check for c in db.collectives)
     assert analyze(tmp_path)["culprit"]["ranks"] == [5]
+
+
+def test_pytorch_fr_trace_matches_every_healthy_p2p_pair(tmp_path):
+    """A hang in a 4-stage pipeline, the ring holding the job from its first step (steps_before 0): fr_trace, with
+    its default mismatch cap, matches every send with its receive (no P2P mismatch: every Collective row passes),
+    does not abort, and names the injected rank as missing from the collective it never entered. (With a ring
+    that starts mid-job, fr_trace's alignment of every rank's trace by record id cuts the pairs at different
+    points: docs/debugging.md "P2P entries".)"""
+    r = rehearse("demo-256", DEBUG.validate(dict(gpus=32, tp=4, pp=4, dp=2, model="llama3-8b",
+                                                 batch_tokens=8192 * 2 * 8, inject="hang:rank=13", entries=2000,
+                                                 steps_before=0)))
+    r.write_dumps(tmp_path)
+    db, _, n, lines = fr_trace(tmp_path)
+    assert n == 32 and not any("Too many mismatches" in x for x in lines)
+    p2p = [c for c in db.collectives if c.collective_name.split(" ")[0] in ("nccl:send", "nccl:recv")]
+    assert len(p2p) > 1000 and all(c.pass_check for c in db.collectives)
+    assert not any("SIZE_OR_SYNTAX_MISMATCH" in x for x in lines)
+    culprit = analyze(tmp_path)["culprit"]
+    assert culprit["ranks"] == [13]
+    assert any(c.missing_ranks == {13} and c.collective_seq_id == culprit["collective_seq_id"]
+               and c.collective_name == culprit["op"] for c in db.collectives)
+    # the other rows naming a missing rank are the stall's spread: members waiting on a rank itself waiting
+    stalled = {c.collective_state for c in p2p if c.missing_ranks}
+    assert stalled <= {"started", "completed"}
 
 
 WORKER = r'''
@@ -58,3 +97,53 @@ def test_real_gloo_dump_names_the_rank_that_skipped(tmp_path):
     assert len(os.listdir(dumps)) == 4
     a = analyze(dumps)
     assert a["backend"] == "gloo" and a["culprit"]["ranks"] == [3] and a["culprit"]["collective_seq_id"] == 4
+
+
+P2P_WORKER = r'''
+import os, sys, time, torch, torch.distributed as dist
+rank, out = int(sys.argv[1]), sys.argv[2]
+os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=sys.argv[3], TORCH_FR_BUFFER_SIZE="100")
+dist.init_process_group("gloo", rank=rank, world_size=4)
+pp = dist.new_group([0, 1, 2, 3], group_desc="pp")
+t, u = torch.ones(3, 5, dtype=torch.bfloat16), torch.zeros(3, 5, dtype=torch.bfloat16)
+dist.all_reduce(t, group=pp)
+if rank > 0: dist.recv(t, src=rank - 1, group=pp)                 # send / recv along the chain
+if rank < 3: dist.send(t, dst=rank + 1, group=pp)
+ws = ([dist.irecv(u, src=rank + 1, group=pp)] if rank < 3 else []) + \
+     ([dist.isend(t, dst=rank - 1, group=pp)] if rank > 0 else [])
+for w in ws: w.wait()
+ops = ([dist.P2POp(dist.isend, t, rank + 1, pp), dist.P2POp(dist.irecv, u, rank + 1, pp)] if rank < 3 else []) + \
+      ([dist.P2POp(dist.irecv, u, rank - 1, pp), dist.P2POp(dist.isend, t, rank - 1, pp)] if rank > 0 else [])
+for w in dist.batch_isend_irecv(ops): w.wait()
+dist.all_reduce(t, group=pp)
+time.sleep(0.5)
+open(f"{out}/nccl_trace_rank_{rank}", "wb").write(torch._C._distributed_c10d._dump_fr_trace())
+os._exit(0)
+'''
+
+
+def test_real_gloo_run_records_no_p2p_entry(tmp_path):
+    """The reference our P2P entries follow is PyTorch's NCCL recorder (its source, docs/debugging.md "P2P
+    entries"): gloo's send / recv, isend / irecv and batch_isend_irecv leave no flight recorder entry (they advance
+    the group's op_id only), so a real gloo run shows the entry's keys, not a P2P entry."""
+    script = tmp_path / "worker.py"
+    script.write_text(P2P_WORKER)
+    dumps = tmp_path / "dumps"
+    dumps.mkdir()
+    port = str(29300 + os.getpid() % 300)
+    procs = [subprocess.Popen([sys.executable, str(script), str(r), str(dumps), port]) for r in range(4)]
+    for p in procs:
+        p.wait(timeout=50)
+    import pickle
+    theirs = [pickle.loads((dumps / f"nccl_trace_rank_{r}").read_bytes()) for r in range(4)]
+    for d in theirs:
+        assert [e["profiling_name"] for e in d["entries"]] == ["gloo:all_reduce"] * 2
+        assert not any(e["is_p2p"] for e in d["entries"]) and {e["p2p_seq_id"] for e in d["entries"]} == {0}
+    # rank 1 issued 8 P2P ops between its two all-reduces, rank 0 four: op_id counts them, nothing else does
+    assert [d["entries"][1]["op_id"] - d["entries"][0]["op_id"] for d in theirs] == [5, 9, 9, 5]
+    r = rehearse("demo-256", DEBUG.validate(dict(gpus=16, tp=2, pp=4, dp=2, model="llama3-8b",
+                                                 batch_tokens=8192 * 2 * 8, entries=50)))
+    r.write_dumps(tmp_path / "ours")
+    ours = pickle.loads((tmp_path / "ours" / "nccl_trace_rank_2").read_bytes())
+    p2p = [e for e in ours["entries"] if e["is_p2p"]]
+    assert p2p and set(p2p[0]) == set(theirs[0]["entries"][0])         # the same keys as PyTorch's entries
