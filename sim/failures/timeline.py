@@ -87,6 +87,7 @@ class Timeline:
         self.skipped = 0              # checkpoints due while the previous one was not durable (overlapping skip)
         self.detected: dict[str, float] = {}     # seconds of detection per category
         self.interruptions = 0
+        self.planned = 0              # of which planned stops
         self.degradations = 0
 
     # --------------------------------------------------------------------------------------- bookkeeping
@@ -317,6 +318,7 @@ class Timeline:
         self.up = False
         self.interruptions += 1
         if event["consequence"] == "planned":
+            self.planned += 1
             # a last checkpoint, taken once the previous one is durable, and durable before the stop
             save = max(0.0, self.last_start + self.durable_s - t) + self.durable_s
             spans = [("planned", save + ctx.params["planned_down_s"]), ("restart", ctx.params["restart_s"]),
@@ -446,6 +448,7 @@ class Timeline:
             "effective_ratio": self.effective_ratio, "productive_s": self.productive,
             "lost": {"by_phase": dict(self.phase), "by_cause": dict(sorted(self.cause.items(), key=lambda kv: -kv[1]))},
             "interruptions": self.interruptions, "interruptions_per_day": self.interruptions / days,
+            "planned_interruptions": self.planned,
             "degradations": self.degradations, "failures_by_category": dict(self.counts),
             "mtbf_s": ctx.mtbf_s(), "young_daly_s": ctx.young_daly_s(),
             "solves": {"fabric_states": len(ctx.steps) - 1, "seconds": ctx.solve_seconds},
