@@ -4,9 +4,11 @@ discrete-event simulation (docs/reliability.md has the model, its parameters and
 * **Failures** arrive per category of :mod:`sim.failures.rates` as Poisson processes over the job's units (its GPUs,
   its hosts, the job itself): all arrival times of one timeline are drawn up front with numpy, then merged in time
   order with the chosen failures (``inject``) and the repairs they cause.
-* **Crash** (a GPU, a host part, software...): detected after ``detection_s`` (the NCCL watchdog / heartbeat
-  timeout); the job then waits for a healthy host in place of the failed one (a free hot spare at once, else the
-  first spare to come back or the failed host's repair, whichever comes first), relaunches and starts its process
+* **Crash** (a GPU, a host part, software...): detected after its class's time (:mod:`sim.failures.detection`: a
+  process exit, RDMA retries exhausted, the NCCL watchdog timeout, each with the flight recorder's dump wait), or
+  ``detection_s`` for all; the job then waits for a healthy host in place of the failed one (a free hot spare at
+  once, else the first spare to come back or the failed host's repair, whichever comes first), relaunches and
+  starts its process
   groups (``restart_s``), loads the last **durable** checkpoint (``restore_s``) and recomputes the work done since
   that checkpoint's snapshot.
 * **Degradation**: a failed fabric cable or switch the routing can go around (``reroute``) slows the job for its
@@ -16,14 +18,17 @@ discrete-event simulation (docs/reliability.md has the model, its parameters and
   compute part divided by it) until the job's next restart leaves its host for a spare. A NIC cable or the job's
   rack switch has no other path: its failure crashes the job.
 * **Planned maintenance** stops the job cleanly: a last durable checkpoint, ``planned_down_s``, restart, restore.
-* **Checkpoints** every ``checkpoint_interval`` of training progress: training waits ``blocked`` seconds; the
-  checkpoint is durable ``durable`` seconds after its start (:func:`sim.storage.checkpoint.run_checkpoint` run once for the
-  write and once for the restore when a store is given, else parameters).
+* **Checkpoints** due every ``checkpoint_interval`` of training progress, each started once the previous one is
+  durable (``overlapping``: training waits for it, or the checkpoint is skipped); each costs training ``cost_s``
+  (its wait for the staging and its drain's share of data loading) and is durable ``durable`` seconds after its
+  start (:mod:`sim.failures.costs` over :func:`sim.storage.checkpoint.run_checkpoint` when a store is given, else
+  parameters).
 
-Between two events training runs in closed form (cycles of ``interval / rate`` training then ``blocked``), so a
-timeline costs one Python step per event (hundreds), not per checkpoint. Wall time splits exactly into productive
-training, recomputed work, checkpoint overhead, degradation, detection, waiting, restart, restore and planned downtime
-(``lost.by_phase``); ``effective_ratio`` = productive / wall.
+Between two events training runs in closed form (cycles of ``interval / rate`` training, the cadence's wait, then
+``cost_s``), so a timeline costs one Python step per event (hundreds), not per checkpoint. Wall time splits exactly
+into productive training, recomputed work, checkpoint overhead (its wait, the cadence's wait, its drain),
+degradation, detection, waiting, restart, restore and planned downtime (``lost.by_phase``); ``effective_ratio`` =
+productive / wall.
 
 Public calls (the twin's ``failures`` run kind uses them): :func:`sim.failures.prepare.prepare`, :func:`simulate` (one
 timeline), :func:`sim.failures.summary.summarize` (the distribution over seeds), :func:`sim.failures.sweep.sweep`
@@ -190,7 +195,8 @@ class Timeline:
 
     def _lose_checkpoints(self, stops, starts, a: float, b: float) -> None:
         """Time lost in ``[a, b)`` to checkpoints due at ``stops`` and started at ``starts``: the wait between
-        (``checkpoint_wait``), then ``blocked_s`` (``checkpoint``), then the rest of ``cost_s`` (``checkpoint_drain``)."""
+        (``checkpoint_wait``), then ``blocked_s`` (``checkpoint``), then the rest of ``cost_s``
+        (``checkpoint_drain``)."""
         stops, starts = np.atleast_1d(stops), np.atleast_1d(starts)
         blocked_end = starts + min(self.blocked_s, self.cost_s)
 
