@@ -11,13 +11,15 @@ import { fieldErrors, lockForm, pageData, paramFieldsHtml, readFields, showError
 import { sectionRow, sectionRows } from "./frames.js";
 import { barChart, lineChart, PALETTE } from "./chart.js";
 import { exportable } from "./exports.js";
+import { publishedHtml } from "./published.js";
 
 const info = pageData("reliability-info");
 const cluster = info.cluster, CATS = info.tables.categories;
 const el = Object.fromEntries(["rel-runs", "rel-none", "failures-form", "rel-detail", "rel-title", "rel-status",
   "rel-figures", "rel-live", "rel-state", "rel-clock", "rel-effective", "rel-seed", "rel-timeline", "timeline-note",
   "rel-replay", "replay-play", "replay-time", "replay-at", "replay-gpus", "rel-legend", "rel-causes", "rel-phases",
-  "rel-seeds", "seeds-note", "rel-sweep-panel", "rel-sweep", "sweep-note", "rel-events", "events-note"]
+  "rel-seeds", "seeds-note", "rel-published-panel", "rel-published", "rel-sweep-panel", "rel-sweep", "sweep-note",
+  "rel-events", "events-note"]
   .map((id) => [id.replace(/-(\w)/g, (_, c) => c.toUpperCase()), document.getElementById(id)]));
 
 // Colours of the timeline's states (the engine's segment states: info.tables.states) and of failure consequences.
@@ -129,7 +131,15 @@ function renderDetail() {
   el.replayGpus.href = `/clusters/${encodeURIComponent(cluster.name)}/gpus/?color=failures&run=${run.id}`;
   renderLosses(s);
   renderSeeds(s);
+  renderPublished(s);
   renderSweep(s);
+}
+
+/** The run's published comparisons (summary.published: sim/failures/published.py), drawn as every page draws them. */
+function renderPublished(s) {
+  const html = publishedHtml(s.published);
+  el.relPublishedPanel.hidden = !html;
+  el.relPublished.innerHTML = html;
 }
 
 function renderLive(run) {

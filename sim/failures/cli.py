@@ -58,7 +58,11 @@ def format_failures(doc: dict) -> str:
         f"# checkpoint every {ck['interval_s'] / 60:g} min, {ck['bytes_per_gpu'] / 2**20:,.0f} MiB per GPU: training "
         f"waits {ck['blocked_s']:.2f} s, durable after {ck['durable_s']:.2f} s, restore {ck['restore_s']:.2f} s "
         f"({ck['source']})",
-        f"# MTBF (crashes, from the rates) {_h(r['mtbf_s'])}; Young/Daly interval sqrt(2 x {ck['blocked_s']:.2f} s x "
+        f"# full cost C per checkpoint {ck['cost_s']:.3f} s (wait {ck['blocked_s']:.3f} s + drain's share of data "
+        f"loading {ck['data_loading_s']:.3f} s); {ck['metadata_ops']:,.0f} metadata operations "
+        f"({ck['metadata_busy_s']:.2f} s of the store's metadata service); overlapping: {ck['overlapping']}, "
+        f"{ck['count']:,} taken, {ck['skipped']:,} skipped",
+        f"# MTBF (crashes, from the rates) {_h(r['mtbf_s'])}; Young/Daly interval sqrt(2 x {ck['cost_s']:.3f} s x "
         f"MTBF) = {r['young_daly_s'] / 60:.1f} min",
         "#",
         f"seed {r['seed']}: effective training time {100 * r['effective_ratio']:.2f} % "
@@ -72,6 +76,14 @@ def format_failures(doc: dict) -> str:
     lines.append("#  lost per cause         hours    failures")
     for k, v in r["lost"]["by_cause"].items():
         lines.append(f"   {k:<20} {v / 3600:9.2f}   {r['failures_by_category'].get(k, '')}")
+    lines.append("#  detection per class    hours    mechanism, seconds each")
+    table = {row["category"]: row for row in r["detection"]["table"]}
+    for k, v in r["detection"]["by_class"].items():
+        lines.append(f"   {k:<20} {v / 3600:9.2f}   {table[k]['mechanism']}, {table[k]['seconds']:.1f} s")
+    for p_ in doc.get("published", []):
+        sim_ = "-" if p_["simulated"] is None else f"{p_['simulated']:g}"
+        lines.append(f"# published [{p_['source']}] {p_['what']}: {p_['low']:g}..{p_['high']:g} {p_['unit']}, "
+                     f"simulated {sim_}")
     if s["count"] > 1:
         e, i = s["effective_ratio"], s["interruptions_per_day"]
         lines.append(f"# over {s['count']} seeds: effective {100 * e['mean']:.2f} % mean (p5 {100 * e['p5']:.2f}, "

@@ -2,13 +2,15 @@
 progress=None)``, ``cluster`` the backend :class:`sim.fabric.topology.Topology`, ``values`` validated by
 :data:`sim.failures.params.FAILURES`. Its ``to_dict()`` is what ``python -m sim failures --json`` prints: the
 cluster, the parameters, the first seed's timeline, the summary over seeds and, with ``sweep_interval``, the
-checkpoint interval sweep.
+checkpoint interval sweep, and ``published``: Meta's 54-day record beside the simulated figures
+(:func:`sim.failures.published.published`).
 """
 from __future__ import annotations
 
 from sim.core.entry import Document
 from sim.core.progress import weighted
 from sim.failures.prepare import prepare
+from sim.failures.published import published
 from sim.failures.summary import summarize
 from sim.failures.sweep import sweep
 from sim.failures.timeline import simulate_seeds
@@ -23,7 +25,9 @@ def run_failures(cluster, values: dict, progress=None) -> Document:
     prep, seeds_bar, sweep_bar = weighted(progress, (1, 2, 4 if has_sweep else 0))
     ctx = prepare(cluster, values, progress=prep)
     results = simulate_seeds(ctx, values, values["seeds"], progress=seeds_bar)
-    doc = {"cluster": ctx.cluster, "params": values, "result": results[0], "summary": summarize(results)}
+    summary = summarize(results)
+    doc = {"cluster": ctx.cluster, "params": values, "result": results[0], "summary": summary,
+           "published": published(ctx.params, results[0], summary)}
     if has_sweep:
         doc["sweep"] = sweep(ctx, values, values["sweep_interval"], values["seeds"], progress=sweep_bar)
     return Document(doc)

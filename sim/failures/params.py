@@ -42,6 +42,14 @@ FAILURES = ParamSet("failures", tuple(_failure_job_param(p) for p in JOB_PARAMS 
     Param("bytes_per_gpu", "size", None, "checkpoint bytes per GPU; null: the model's state (BF16 weights + FP32 "
                                          "master weights and Adam moments, 14 bytes per parameter) over the GPUs",
           min=1, max=MAX_CHECKPOINT_BYTES, nullable=True),
+    Param("overlapping", "choice", "wait", "a checkpoint due while the previous one is not yet durable: wait "
+                                           "(training blocks until it is, as PyTorch's async_save recipe waits on "
+                                           "the previous save's future) or skip (this checkpoint is not taken)",
+          choices=("wait", "skip")),
+    Param("data_loading_gbps", "float", None, "training-data reads per job host in Gb/s while a checkpoint drains "
+                                              "(its upload shares the host's NIC, memory and the store with them); "
+                                              "null: the job's tokens (batch_tokens x 4 bytes per token id per "
+                                              "step)", min=0.0, max=10_000.0, nullable=True),
     Param("checkpoint_blocked_s", "float", None, "seconds training waits per checkpoint; null: the storage "
                                                  "model's (store off: the bytes at 2 TB/s)", min=0.0, max=1e6,
           nullable=True),
@@ -50,8 +58,13 @@ FAILURES = ParamSet("failures", tuple(_failure_job_param(p) for p in JOB_PARAMS 
           nullable=True),
     Param("restore_s", "float", None, "seconds to load the last checkpoint on restart; null: the storage model's "
                                       "restore (store off: the bytes at 2 TB/s)", min=0.0, max=1e6, nullable=True),
-    Param("detection_s", "float", 600.0, "seconds from a crash until it is detected (NCCL watchdog / heartbeat "
-                                         "timeout; PyTorch's NCCL default is 10 min)", min=0.0, max=1e6),
+    Param("detection_s", "float", None, "seconds from a crash until it is detected, for every failure class; null: "
+                                        "each class's own mechanism (process exit seen by the torchrun agent, RDMA "
+                                        "retries exhausted, the NCCL watchdog timeout, each with the flight "
+                                        "recorder's dump wait: docs/reliability.md)", min=0.0, max=1e6,
+          nullable=True),
+    Param("watchdog_timeout_s", "float", 600.0, "NCCL watchdog timeout: a hung collective is reported after this "
+                                                "long (PyTorch's default 10 min)", min=1.0, max=1e6),
     Param("restart_s", "float", 300.0, "seconds to relaunch the job and start its process groups (assumption: "
                                        "Meta cut this from hours to minutes)", min=0.0, max=1e6),
     Param("planned_down_s", "float", 900.0, "seconds a planned maintenance keeps the job stopped, before its "

@@ -21,6 +21,7 @@ from sim.fabric.spec import ClusterSpec, load_spec
 from sim.fabric.topology import Topology, topology_from_layout
 from sim.failures import rates as fr
 from sim.failures.costs import checkpoint_costs
+from sim.failures.detection import detection_seconds
 from sim.failures.inject import Injection, parse_injections
 from sim.failures.params import FAILURES
 from sim.jobs.job import run_job
@@ -60,6 +61,7 @@ class Prepared:
     solves: int = 0
     solve_seconds: float = 0.0
     _names: dict | None = None
+    _detection: dict | None = None
 
     @property
     def wall_s(self) -> float:
@@ -127,8 +129,16 @@ class Prepared:
         return 1.0 / total if total > 0 else math.inf
 
     def young_daly_s(self) -> float:
-        """sqrt(2 x checkpoint cost x MTBF) [S8], the cost being the time training waits per checkpoint."""
-        return math.sqrt(2.0 * self.checkpoint["blocked_s"] * self.mtbf_s())
+        """sqrt(2 x C x MTBF) [S8], C the training time one checkpoint costs (``cost_s``: its wait and what its
+        drain takes from data loading, docs/reliability.md)."""
+        return math.sqrt(2.0 * self.checkpoint["cost_s"] * self.mtbf_s())
+
+    @property
+    def detection_s(self) -> dict:
+        """Seconds from a crash to its detection per category (:mod:`sim.failures.detection`)."""
+        if self._detection is None:
+            self._detection = detection_seconds(self.params, self.step_s)
+        return self._detection
 
 
 def _solve_step(ctx: Prepared, failed: frozenset) -> float | None:
@@ -178,7 +188,8 @@ def prepare(cluster_or_spec, values: dict, progress=None) -> Prepared:
     healthy = run_job(topo, job_p, gpus=gpus, progress=span(progress, 0.0, 0.4))
     hosts = np.unique(np.asarray(topo.gpu_host)[gpus])
     wall = p["days"] * 86400.0
-    ckpt = checkpoint_costs(layout, topo, p, resolve_job(job_p), model_of(job_p), span(progress, 0.4, 0.9))
+    ckpt = checkpoint_costs(layout, topo, p, resolve_job(job_p), model_of(job_p), span(progress, 0.4, 0.9),
+                            step_s=float(healthy.step_time), hosts=int(hosts.size))
     ckpt["interval_s"] = parse_duration(p["checkpoint_interval"])
     net = _network_items(topo, gpus)
     free_hosts = np.unique(np.asarray(topo.gpu_host)[np.asarray(topo.gpu_usable)])

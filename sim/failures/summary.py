@@ -20,7 +20,8 @@ def stats(x) -> dict:
 
 def summarize(results: list[dict]) -> dict:
     """The distribution over seeds of :func:`sim.failures.timeline.simulate` results: effective ratio and
-    interruptions per day (mean, p5, p50, p95, min, max), and the mean seconds lost per phase and per cause."""
+    interruptions per day (mean, p5, p50, p95, min, max), the mean seconds lost per phase and per cause, and the
+    mean seconds of detection per failure class."""
     if not results:
         raise UsageError("summarize needs at least one result")
     n = len(results)
@@ -29,9 +30,15 @@ def summarize(results: list[dict]) -> dict:
     for r in results:
         for k, v in r["lost"]["by_cause"].items():
             causes[k] = causes.get(k, 0.0) + v / n
+    detection: dict[str, float] = {}
+    for r in results:
+        for k, v in r["detection"]["by_class"].items():
+            detection[k] = detection.get(k, 0.0) + v / n
     return {"seeds": [r["seed"] for r in results], "count": n,
+            "detection_mean": dict(sorted(detection.items(), key=lambda kv: -kv[1])),
             "effective_ratio": stats([r["effective_ratio"] for r in results]),
             "interruptions_per_day": stats([r["interruptions_per_day"] for r in results]),
+            "planned_per_day": stats([r["planned_interruptions"] / r["days"] for r in results]),
             "degradations": stats([r["degradations"] for r in results]),
             "lost_mean": {"by_phase": phases, "by_cause": dict(sorted(causes.items(), key=lambda kv: -kv[1]))},
             "wall_s": results[0]["wall_s"], "mtbf_s": results[0]["mtbf_s"], "young_daly_s": results[0]["young_daly_s"]}

@@ -1,5 +1,7 @@
 """The checkpoint interval swept for the optimum (:func:`sweep`): each interval's effective ratio over the same
-seeds, beside Young/Daly's ``sqrt(2 x blocked x MTBF)`` [S8].
+seeds, beside Young/Daly's ``sqrt(2 x C x MTBF)`` [S8], C a checkpoint's full cost in training time (its wait and
+its drain's share of data loading); each interval's timelines start a checkpoint only once the previous one is durable
+(``overlapping``), so an interval shorter than the durable time pays for it.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from sim.failures.timeline import Timeline, seeds_of
 def sweep(cluster_or_spec, values: dict, intervals, seeds, progress=None) -> dict:
     """Effective ratio against the checkpoint interval (``intervals``: seconds, or text such as ``5m:4h``), each
     interval over the same ``seeds`` (an int: that many from the parameters' seed; or a list), beside the Young/Daly
-    optimum ``sqrt(2 x blocked x MTBF)`` [S8]."""
+    optimum ``sqrt(2 x C x MTBF)`` [S8] (C: ``checkpoint.cost_s``)."""
     ctx = prepare(cluster_or_spec, values, span(progress, 0.0, 0.2))
     if isinstance(intervals, str):
         try:
@@ -40,4 +42,5 @@ def sweep(cluster_or_spec, values: dict, intervals, seeds, progress=None) -> dic
     best = int(np.argmax(means))
     return {"intervals_s": intervals, "rows": rows, "seeds": seeds, "best_interval_s": intervals[best],
             "best_effective_ratio": float(means[best]), "young_daly_s": ctx.young_daly_s(),
-            "checkpoint_cost_s": ctx.checkpoint["blocked_s"], "mtbf_s": ctx.mtbf_s()}
+            "checkpoint_cost_s": ctx.checkpoint["cost_s"], "checkpoint_durable_s": ctx.checkpoint["durable_s"],
+            "mtbf_s": ctx.mtbf_s()}

@@ -4,9 +4,11 @@ discrete-event simulation (docs/reliability.md has the model, its parameters and
 * **Failures** arrive per category of :mod:`sim.failures.rates` as Poisson processes over the job's units (its GPUs,
   its hosts, the job itself): all arrival times of one timeline are drawn up front with numpy, then merged in time
   order with the chosen failures (``inject``) and the repairs they cause.
-* **Crash** (a GPU, a host part, software...): detected after ``detection_s`` (the NCCL watchdog / heartbeat
-  timeout); the job then waits for a healthy host in place of the failed one (a free hot spare at once, else the
-  first spare to come back or the failed host's repair, whichever comes first), relaunches and starts its process
+* **Crash** (a GPU, a host part, software...): detected after its class's time (:mod:`sim.failures.detection`: a
+  process exit, RDMA retries exhausted, the NCCL watchdog timeout, each with the flight recorder's dump wait), or
+  ``detection_s`` for all; the job then waits for a healthy host in place of the failed one (a free hot spare at
+  once, else the first spare to come back or the failed host's repair, whichever comes first), relaunches and
+  starts its process
   groups (``restart_s``), loads the last **durable** checkpoint (``restore_s``) and recomputes the work done since
   that checkpoint's snapshot.
 * **Degradation**: a failed fabric cable or switch the routing can go around (``reroute``) slows the job for its
@@ -16,14 +18,17 @@ discrete-event simulation (docs/reliability.md has the model, its parameters and
   compute part divided by it) until the job's next restart leaves its host for a spare. A NIC cable or the job's
   rack switch has no other path: its failure crashes the job.
 * **Planned maintenance** stops the job cleanly: a last durable checkpoint, ``planned_down_s``, restart, restore.
-* **Checkpoints** every ``checkpoint_interval`` of training progress: training waits ``blocked`` seconds; the
-  checkpoint is durable ``durable`` seconds after its start (:func:`sim.storage.checkpoint.run_checkpoint` run once for the
-  write and once for the restore when a store is given, else parameters).
+* **Checkpoints** due every ``checkpoint_interval`` of training progress, each started once the previous one is
+  durable (``overlapping``: training waits for it, or the checkpoint is skipped); each costs training ``cost_s``
+  (its wait for the staging and its drain's share of data loading) and is durable ``durable`` seconds after its
+  start (:mod:`sim.failures.costs` over :func:`sim.storage.checkpoint.run_checkpoint` when a store is given, else
+  parameters).
 
-Between two events training runs in closed form (cycles of ``interval / rate`` training then ``blocked``), so a
-timeline costs one Python step per event (hundreds), not per checkpoint. Wall time splits exactly into productive
-training, recomputed work, checkpoint overhead, degradation, detection, waiting, restart, restore and planned downtime
-(``lost.by_phase``); ``effective_ratio`` = productive / wall.
+Between two events training runs in closed form (cycles of ``interval / rate`` training, the cadence's wait, then
+``cost_s``), so a timeline costs one Python step per event (hundreds), not per checkpoint. Wall time splits exactly
+into productive training, recomputed work, checkpoint overhead (its wait, the cadence's wait, its drain),
+degradation, detection, waiting, restart, restore and planned downtime (``lost.by_phase``); ``effective_ratio`` =
+productive / wall.
 
 Public calls (the twin's ``failures`` run kind uses them): :func:`sim.failures.prepare.prepare`, :func:`simulate` (one
 timeline), :func:`sim.failures.summary.summarize` (the distribution over seeds), :func:`sim.failures.sweep.sweep`
@@ -38,11 +43,14 @@ import numpy as np
 
 from sim.core.progress import silent, span
 from sim.failures import rates as fr
+from sim.failures.detection import detection_table
 from sim.failures.prepare import Prepared, prepare
 
 STATES = ("training", "checkpointing", "down", "restarting", "degraded")
 TRAINING, CHECKPOINTING, DOWN, RESTARTING, DEGRADED = range(len(STATES))
-PHASES = ("recompute", "checkpoint", "degradation", "detection", "wait", "restart", "restore", "planned")
+PHASES = ("recompute", "checkpoint", "checkpoint_wait", "checkpoint_drain", "degradation", "detection", "wait",
+          "restart", "restore", "planned")
+EPS = 1e-9                        # relative slack on a count of due points (float rounding)
 WHILE_DOWN = "while_down"         # a failure that arrived while the job was already stopped
 
 
@@ -54,13 +62,16 @@ class Timeline:
         self.ctx, self.seed, self.record = ctx, int(seed), record
         ck = ctx.checkpoint
         self.interval_s = float(interval)     # training time between checkpoints
-        self.blocked_s = ck["blocked_s"]      # training waits this long per checkpoint
+        self.blocked_s = ck["blocked_s"]      # training waits this long per checkpoint for the staging
+        self.cost_s = ck["cost_s"]            # training time a checkpoint costs (the wait and its drain)
+        self.overlapping = ctx.params["overlapping"]     # a checkpoint due before the previous one is durable
         self.durable_s = ck["durable_s"]      # a checkpoint is durable this long after its start
         self.wall_s = ctx.wall_s              # the run's wall clock
         self.t = 0.0                  # wall clock
         self.trained = 0.0            # training progress, in seconds of healthy training
         self.since_checkpoint = 0.0   # progress since the last checkpoint's snapshot
-        self.block_end = 0.0          # the current checkpoint's blocking ends
+        self.cur: list | None = None  # checkpoint under way past self.t: [due, start, snapshot, started]
+        self.last_start = -math.inf   # start of the newest checkpoint taken
         self.pending: list[tuple[float, float]] = []     # (start, snapshot) not yet durable
         self.durable = (0.0, 0.0)     # (wall start, snapshot) of the newest durable checkpoint (the start: 0)
         self.rate = 1.0
@@ -78,7 +89,10 @@ class Timeline:
         self.seg_end: list[np.ndarray] = []
         self.seg_state: list[np.ndarray] = []
         self.checkpoints = 0
+        self.skipped = 0              # checkpoints due while the previous one was not durable (overlapping skip)
+        self.detected: dict[str, float] = {}     # seconds of detection per category
         self.interruptions = 0
+        self.planned = 0              # of which planned stops
         self.degradations = 0
 
     # --------------------------------------------------------------------------------------- bookkeeping
@@ -114,50 +128,102 @@ class Timeline:
 
     # --------------------------------------------------------------------------------------- training
     def _advance(self, T: float) -> None:
-        """Train (with checkpoints) from ``self.t`` to ``T`` at the current rate."""
+        """Train (with checkpoints) from ``self.t`` to ``T`` at the current rate.
+
+        Checkpoint ``k`` is due after ``interval`` of training progress; it starts when due, or (``overlapping``
+        ``wait``) once the previous one is durable, training blocked meanwhile (``checkpoint_wait``), or (``skip``)
+        at the first due point after it, the ones before not taken. From its start training loses ``cost_s``: its
+        wait for the staging (``checkpoint``) and what its drain takes from data loading (``checkpoint_drain``).
+        Between two events the rate is constant, so the cycle is periodic: closed form, one array per call."""
         t = self.t
         if T <= t:
             return
-        if self.block_end > t:
-            e = min(self.block_end, T)
-            self._lose("checkpoint", e - t, ["checkpoint"])
-            self._seg(t, e, CHECKPOINTING)
-            t = e
-        if t >= T:
-            self.t = T
-            return
-        interval, blocked, r = self.interval_s, self.blocked_s, self.rate
-        first = t + (interval - self.since_checkpoint) / r
-        if first >= T:
+        if self.cur is not None:
+            t = self._finish_current(t, T)
+            if t >= T:
+                self.t = T
+                return
+        r, interval, c, D = self.rate, self.interval_s, self.cost_s, self.durable_s
+        step = interval / r                                   # wall time of one interval's progress
+        due0 = t + (interval - self.since_checkpoint) / r
+        if due0 >= T:
             self._train(t, T)
             self.t = T
             return
-        self._train(t, first)
-        cycle = blocked + interval / r
-        n = int((T - first) // cycle) + 1
-        starts = first + cycle * np.arange(n)
-        if starts[-1] >= T:
-            starts = starts[:-1]
+        ready = self.last_start + D                           # the previous checkpoint durable
+        snap0 = self.trained + (interval - self.since_checkpoint)
+        if self.overlapping == "wait":
+            start0, skipped0, m = max(due0, ready), 0, 1
+            cycle, wait_rest = max(c + step, D), max(0.0, D - c - step)
+        else:
+            skipped0 = max(0, math.ceil((ready - due0) / step - EPS)) if ready > due0 else 0
+            m = max(1, math.ceil((D - c) / step - EPS))       # due points per taken checkpoint
+            start0, cycle, wait_rest = due0 + skipped0 * step, c + m * step, 0.0
+            snap0 += skipped0 * interval
+            if start0 >= T:                                   # every due point before T comes too early
+                self._train(t, T)
+                done = (T - due0) * r
+                self.skipped += int(done // interval) + 1
+                self.since_checkpoint = done % interval
+                self.t = T
+                return
+        k = np.arange(int((T - start0) // cycle) + 2 if start0 < T else 1)
+        starts = start0 + cycle * k
+        stops = np.where(k == 0, due0 if self.overlapping == "wait" else start0, starts - wait_rest)
+        keep = stops < T
+        starts, stops, k = starts[keep], stops[keep], k[keep]
+        snaps = snap0 + m * interval * k
         n = starts.size
-        snaps = self.trained + interval * np.arange(n)
-        ends = np.minimum(starts + blocked, T)
-        self._lose("checkpoint", float((ends - starts).sum()), ["checkpoint"])
-        self._seg(starts, ends, CHECKPOINTING)
-        if n > 1:                                 # the full training stretches between checkpoints
-            full = (n - 1) * (interval / r)
-            self._lose("degradation", full * (1.0 - r), self._degrade_causes())
-            self._seg(ends[:-1], starts[1:], TRAINING if r >= 1.0 else DEGRADED)
-        self.trained = float(snaps[-1])
-        self.since_checkpoint = 0.0
-        self.checkpoints += n
-        self.block_end = float(starts[-1] + blocked)
-        self._checkpointed(starts, snaps, T)
-        if self.block_end < T:
-            self._train(self.block_end, T)
+        self.skipped += skipped0 + (m - 1) * (n - 1)
+        train_from = np.concatenate([[t], starts[:-1] + c])
+        trained = float(np.sum(stops - train_from))
+        if r < 1.0:
+            self._lose("degradation", trained * (1.0 - r), self._degrade_causes())
+        self._seg(train_from, stops, TRAINING if r >= 1.0 else DEGRADED)
+        self._lose_checkpoints(stops, starts, t, T)
+        self._seg(stops, np.minimum(starts + c, T), CHECKPOINTING)
+        taken = starts < T
+        if taken.any():
+            self._checkpointed(starts[taken], snaps[taken], T)
+        self.trained, self.since_checkpoint = float(snaps[-1]), 0.0
+        last_end = float(starts[-1] + c)
+        if last_end > T:                                      # the last one's wait or cost runs past T
+            self.cur = [float(stops[-1]), float(starts[-1]), float(snaps[-1]), bool(taken[-1])]
+        elif last_end < T:
+            self._train(last_end, T)
         self.t = T
 
+    def _lose_checkpoints(self, stops, starts, a: float, b: float) -> None:
+        """Time lost in ``[a, b)`` to checkpoints due at ``stops`` and started at ``starts``: the wait between
+        (``checkpoint_wait``), then ``blocked_s`` (``checkpoint``), then the rest of ``cost_s``
+        (``checkpoint_drain``)."""
+        stops, starts = np.atleast_1d(stops), np.atleast_1d(starts)
+        blocked_end = starts + min(self.blocked_s, self.cost_s)
+
+        def overlap(x, y):
+            return float(np.clip(np.minimum(y, b) - np.maximum(x, a), 0.0, None).sum())
+        self._lose("checkpoint_wait", overlap(stops, starts), ["checkpoint"])
+        self._lose("checkpoint", overlap(starts, blocked_end), ["checkpoint"])
+        self._lose("checkpoint_drain", overlap(blocked_end, starts + self.cost_s), ["checkpoint"])
+
+    def _finish_current(self, t: float, T: float) -> float:
+        """Advance through the checkpoint under way (waiting to start, or costing); the time it ends, or ``T``."""
+        due, start, snap, taken = self.cur
+        end = start + self.cost_s
+        self._lose_checkpoints(due, start, t, T)
+        self._seg(t, min(end, T), CHECKPOINTING)
+        if not taken and start < T:
+            self._checkpointed(np.array([start]), np.array([snap]), T)
+            self.cur[3] = True
+        if end > T:
+            return T
+        self.cur = None
+        return end
+
     def _checkpointed(self, starts: np.ndarray, snaps: np.ndarray, now: float) -> None:
-        """Note new checkpoints; those durable by ``now`` replace the newest durable one, the rest wait."""
+        """Note new checkpoints (started); those durable by ``now`` replace the newest durable one, the rest wait."""
+        self.checkpoints += int(starts.size)
+        self.last_start = float(starts[-1])
         if self.pending:
             starts = np.concatenate([[s for s, _ in self.pending], starts])
             snaps = np.concatenate([[x for _, x in self.pending], snaps])
@@ -258,7 +324,9 @@ class Timeline:
         self.up = False
         self.interruptions += 1
         if event["consequence"] == "planned":
-            save = self.durable_s                          # a last checkpoint, durable before the stop
+            self.planned += 1
+            # a last checkpoint, taken once the previous one is durable, and durable before the stop
+            save = max(0.0, self.last_start + self.durable_s - t) + self.durable_s
             spans = [("planned", save + ctx.params["planned_down_s"]), ("restart", ctx.params["restart_s"]),
                      ("restore", ctx.checkpoint["restore_s"])]
             snap = self.trained
@@ -268,7 +336,8 @@ class Timeline:
             lost = self.trained - snap
             self._lose("recompute", min(lost, self.wall_s), [name])
             event.update(lost_work=lost, restored_from=start)
-            detect = ctx.params["detection_s"]
+            detect = ctx.detection_s[name]
+            self.detected[name] = self.detected.get(name, 0.0) + min(detect, self.wall_s - t)
             wait = self._wait(t + detect, t, name, item) if c.replaces_host else 0.0
             if degrade:                            # the fabric has no path left: wait for the item's repair
                 wait = max(wait, t + repair - (t + detect))
@@ -283,7 +352,7 @@ class Timeline:
             event[ph] = dur
             at = end
         self.trained, self.since_checkpoint = snap, 0.0
-        self.pending, self.block_end = [], 0.0
+        self.pending, self.cur, self.last_start = [], None, -math.inf
         self.durable = (event["restored_from"] or 0.0, snap)
         heapq.heappush(heap, (t + sum(d for _, d in spans), seq, "resume", None))
         self._event(event)
@@ -378,10 +447,14 @@ class Timeline:
             "kind": "failures", "cluster": ctx.cluster, "seed": self.seed, "gpus": int(ctx.gpus.size),
             "hosts": int(ctx.hosts.size), "days": days, "wall_s": self.wall_s, "model": p["model"],
             "step_s": ctx.step_s, "spares": ctx.spares,
-            "checkpoint": {**ctx.checkpoint, "interval_s": self.interval_s, "count": self.checkpoints},
+            "checkpoint": {**ctx.checkpoint, "interval_s": self.interval_s, "count": self.checkpoints,
+                           "skipped": self.skipped, "overlapping": self.overlapping},
+            "detection": {"table": detection_table(p, ctx.step_s),
+                          "by_class": dict(sorted(self.detected.items(), key=lambda kv: -kv[1]))},
             "effective_ratio": self.effective_ratio, "productive_s": self.productive,
             "lost": {"by_phase": dict(self.phase), "by_cause": dict(sorted(self.cause.items(), key=lambda kv: -kv[1]))},
             "interruptions": self.interruptions, "interruptions_per_day": self.interruptions / days,
+            "planned_interruptions": self.planned,
             "degradations": self.degradations, "failures_by_category": dict(self.counts),
             "mtbf_s": ctx.mtbf_s(), "young_daly_s": ctx.young_daly_s(),
             "solves": {"fabric_states": len(ctx.steps) - 1, "seconds": ctx.solve_seconds},

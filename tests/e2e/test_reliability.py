@@ -33,6 +33,10 @@ def test_a_failures_run_from_the_form_draws_its_timeline_and_replays_on_the_gpu_
     assert int(page.locator("#rel-causes").get_attribute("data-bars")) >= 1
     assert int(page.locator("#rel-phases").get_attribute("data-bars")) >= 3
     assert page.locator("#rel-seeds").get_attribute("data-seeds") == "12"
+    # and Meta's published record is drawn beside the simulated figures, with its source
+    rows = page.locator("#rel-published table.published-table tbody tr")
+    assert rows.count() == len(run["summary"]["published"]) == 3
+    assert "S3" in page.locator("#rel-published").inner_text()
     assert page.locator("#rel-events tbody tr:not(.none)").count() == len(run["summary"]["replay"]["events"])
     assert admin.twin_js("window.twin.reliabilityFrames ?? 0") > 0, "no live frame of the run reached the page"
     screenshot(page, "reliability-finished")

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from sim.failures.prepare import prepare
+from sim.failures.published import published
 from sim.failures.summary import summarize
 from sim.failures.sweep import sweep
 from sim.failures.timeline import simulate
@@ -67,6 +68,10 @@ def test_a_monte_carlo_fans_out_over_the_workers_and_merges_to_the_engine_s_resu
     assert [x["effective_ratio"] for x in s["per_seed"]] == pytest.approx([a["effective_ratio"] for a in alone])
     assert same(s["distribution"], summarize(alone))
     assert s["effective_ratio"] == pytest.approx(s["distribution"]["effective_ratio"]["mean"])
+    # and the summary carries Meta's 54-day record beside the merged figures (sim/failures/published.py)
+    assert [p["key"] for p in s["published"]] == [p["key"] for p in published(params, alone[0], summarize(alone))]
+    assert {p["key"]: p["simulated"] for p in s["published"]}["llama3-effective-time"] == pytest.approx(
+        s["effective_ratio"])
     # and the replayed timeline is seed 0's, whole: segments covering the wall clock, its events
     assert s["replay"]["seed"] == 0 and same(s["replay"]["events"], alone[0]["events"])
     assert s["replay"]["timeline"]["end"][-1] == pytest.approx(JOB["days"] * 86400)

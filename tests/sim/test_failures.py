@@ -98,7 +98,7 @@ def test_without_spares_the_job_waits_for_the_repair(topo):
     r = simulate(topo, {**JOB, **QUIET, "days": 1, "spares": 0, "repair_h": "gpu=3", "inject": f"gpu:{gpu}@2h"})
     (e,) = r["events"]
     assert e["wait"] == pytest.approx(3 * 3600 - e["detection"])
-    assert r["lost"]["by_phase"]["wait"] == pytest.approx(3 * 3600 - 600)
+    assert r["lost"]["by_phase"]["wait"] == pytest.approx(3 * 3600 - e["detection"])
 
 
 def test_poisson_rates_are_recovered_from_a_long_run(topo):
@@ -237,6 +237,134 @@ def test_cli_prints_the_timeline_summary_and_sweep(capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["summary"]["count"] == 3 and len(doc["sweep"]["rows"]) == 3
     assert doc["result"]["timeline"]["states"] == list(STATES)
+
+
+# --------------------------------------------------------------------------- cadence, full cost, detection
+def _wait_reference(wall, interval, cost, durable):
+    """Hand-worked cadence with overlapping wait, no failure: each checkpoint due after ``interval`` of training,
+    started once the previous one is durable; returns the starts and the seconds training waited."""
+    t, last, starts, waited = 0.0, -math.inf, [], 0.0
+    while True:
+        due = t + interval
+        if due >= wall:
+            return starts, waited
+        start = max(due, last + durable)
+        waited += min(start, wall) - due
+        if start >= wall:
+            return starts, waited
+        starts.append(start)
+        last, t = start, start + cost
+
+
+def _skip_reference(wall, interval, cost, durable):
+    """The same with overlapping skip: a due point before the previous checkpoint is durable is not taken."""
+    due, last, starts, skipped = interval, -math.inf, [], 0
+    while due < wall:
+        if due >= last + durable:
+            starts.append(due)
+            last, due = due, due + cost + interval
+        else:
+            skipped, due = skipped + 1, due + interval
+    return starts, skipped
+
+
+CADENCE = {**JOB, **QUIET, "days": 0.25, "checkpoint_interval": "10s", "checkpoint_blocked_s": 1.0,
+           "checkpoint_durable_s": 100.0}
+
+
+def test_wait_cadence_charges_the_time_until_the_previous_checkpoint_is_durable(topo):
+    # Given checkpoints due every 10 s of training that take 100 s to become durable (store off: cost = blocked)
+    r = simulate(topo, {**CADENCE, "overlapping": "wait"}, seed=1)
+    starts, waited = _wait_reference(r["wall_s"], 10.0, 1.0, 100.0)
+    # then training waits D - C - I = 89 s before each checkpoint after the first, one checkpoint per durable time
+    assert r["checkpoint"]["count"] == len(starts) and r["checkpoint"]["skipped"] == 0
+    assert r["lost"]["by_phase"]["checkpoint_wait"] == pytest.approx(waited, rel=1e-9)
+    assert np.diff(starts) == pytest.approx(100.0)
+    assert r["productive_s"] == pytest.approx(10.0 * len(starts) + 10.0 * (r["wall_s"] > starts[-1] + 11.0), rel=0.02)
+    _check_accounting(r)
+
+
+def test_skip_cadence_keeps_one_checkpoint_per_durable_time_and_trains_meanwhile(topo):
+    r = simulate(topo, {**CADENCE, "overlapping": "skip"}, seed=1)
+    starts, skipped = _skip_reference(r["wall_s"], 10.0, 1.0, 100.0)
+    assert r["checkpoint"]["count"] == len(starts) and r["checkpoint"]["skipped"] == pytest.approx(skipped, abs=10)
+    assert r["lost"]["by_phase"]["checkpoint_wait"] == 0.0
+    assert r["lost"]["by_phase"]["checkpoint"] == pytest.approx(1.0 * len(starts), rel=1e-9)
+    assert np.diff(starts).min() >= 100.0
+    _check_accounting(r)
+
+
+@pytest.mark.parametrize("overlapping", ["wait", "skip"])
+def test_a_crash_restarts_from_the_newest_durable_checkpoint_not_the_newest_started(topo, overlapping):
+    # Given the cadence above and a software crash 50 s after a checkpoint started (durable 100 s after its start)
+    reference = _wait_reference if overlapping == "wait" else _skip_reference
+    starts = reference(CADENCE["days"] * 86400, 10.0, 1.0, 100.0)[0]
+    at = starts[5] + 50.0
+    r = simulate(topo, {**CADENCE, "overlapping": overlapping, "inject": f"software@{at}s"}, seed=1)
+    (e,) = r["events"]
+    # then the checkpoint started at starts[5] is not durable yet: the restart is from the one before it
+    assert e["restored_from"] == pytest.approx(starts[4])
+    # and the work lost is the progress since that one's snapshot: wait: the 10 s between the two snapshots and
+    # 10 s trained after the last one's 1 s cost (then training waits for it to be durable); skip: the 100 s (ten
+    # due points per checkpoint) between them and the 49 s trained since
+    assert e["lost_work"] == pytest.approx(10.0 + 10.0 if overlapping == "wait" else 100.0 + 49.0)
+    _check_accounting(r)
+
+
+def test_the_checkpoint_s_full_cost_charges_its_drain_s_share_of_data_loading():
+    from sim.failures.costs import drain_loss_s
+    # the loader keeps 75 % of its demand during a 2 s drain, all of it without the checkpoint: 0.5 s of training
+    assert drain_loss_s(0.75, 1.0, 2.0) == pytest.approx(0.5)
+    # a store that keeps 80 % without the checkpoint: only the checkpoint's share is charged
+    assert drain_loss_s(0.6, 0.8, 2.0) == pytest.approx(0.5)
+    assert drain_loss_s(1.0, 1.0, 2.0) == 0.0
+
+
+def test_each_failure_class_is_detected_by_its_own_mechanism(topo):
+    from sim.failures import detection as fd
+    ctx = prepare(topo, {**JOB, **QUIET, "days": 1})
+    host = ctx.names()["host"][int(ctx.hosts[0])]
+    link = ctx.item_name("network", 0)                  # a NIC cable: no other path, a crash
+    r = simulate(topo, {**JOB, **QUIET, "days": 1, "inject": f"software@1h,nccl_watchdog@4h,host:{host}@8h,"
+                                                             f"link:{link}@12h"})
+    per = fd.mechanism_seconds(600.0, r["step_s"])
+    got = {e["category"]: e["detection"] for e in r["events"]}
+    assert got == pytest.approx({"software": per["process_exit"], "nccl_watchdog": per["watchdog"],
+                                 "host_maintenance": per["host_lost"], "network": per["transport"]})
+    # the watchdog's 10 min and the dump wait; RDMA retries 4.096 us x 2^20 x 8 and the dump wait; the agent's poll
+    assert per["watchdog"] == pytest.approx(600 + 60 + 0.1)
+    assert per["transport"] == pytest.approx(4.096e-6 * 2 ** 20 * 8 + 60 + 0.1)
+    assert r["detection"]["by_class"] == pytest.approx(got)
+    assert r["lost"]["by_phase"]["detection"] == pytest.approx(sum(got.values()))
+    # every crash category has one mechanism; detection_s replaces them all
+    assert {row["category"] for row in r["detection"]["table"]} == set(fd.MECHANISM_OF)
+    one = simulate(topo, {**JOB, **QUIET, "days": 1, "detection_s": 42, "inject": "software@1h,nccl_watchdog@4h"})
+    assert [e["detection"] for e in one["events"]] == [42, 42]
+
+
+def test_the_sweep_optimum_is_not_below_the_durable_time(topo):
+    # Given a checkpoint that blocks 0.01 s but is durable only after 20 min, and frequent crashes
+    values = {**JOB, "days": 4, "rate_scale": 20.0, "checkpoint_blocked_s": 0.01, "checkpoint_durable_s": 1200.0,
+              "restore_s": 0.0}
+    ctx = prepare(topo, values)
+    w = sweep(ctx, values, [60, 300, 1200, 2400, 4800], seeds=3)
+    # then checkpointing more often than it becomes durable does not pay: the optimum is at least the durable time
+    assert w["best_interval_s"] >= w["checkpoint_durable_s"] == 1200.0
+    assert w["checkpoint_cost_s"] == pytest.approx(0.01)
+    assert w["young_daly_s"] == pytest.approx(math.sqrt(2 * 0.01 * w["mtbf_s"]))
+
+
+def test_cli_json_carries_the_published_record_beside_the_simulated(capsys):
+    import json
+    assert main(["failures", "--preset", "demo-256", "--model", "llama3-8b", "--gpus", "128", "--pp", "1",
+                 "--days", "2", "--json", "-q"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    rows = {p["key"]: p for p in doc["published"]}
+    assert set(rows) == {"llama3-interruptions", "llama3-unexpected", "llama3-effective-time"}
+    assert rows["llama3-interruptions"]["low"] == 466 and rows["llama3-unexpected"]["low"] == 419
+    assert rows["llama3-effective-time"]["simulated"] == pytest.approx(doc["summary"]["effective_ratio"]["mean"])
+    assert not rows["llama3-effective-time"]["same_case"] and "128 GPUs" in rows["llama3-effective-time"]["differs"]
+    assert all(p["source"] == "S3" and p["why"] for p in doc["published"])
 
 
 def test_doctests():

@@ -231,11 +231,13 @@ def strip_timeline(res: dict) -> dict:
 def chunk_summary(params: dict, results: list[dict]) -> dict:
     """What a run of one interval says about its seeds: their distribution, each seed's figures, the first
     seed's timeline (``replay``), and the headline figures."""
+    from sim.failures.published import published
     from sim.failures.summary import summarize
     dist = summarize(results)
     return {"checkpoint_interval": params["checkpoint_interval"], "seeds": len(results),
             "first_seed": results[0]["seed"], "replay": results[0],
-            "per_seed": [strip_timeline(r) for r in results], "distribution": dist, **headline_figures(dist)}
+            "per_seed": [strip_timeline(r) for r in results], "distribution": dist, **headline_figures(dist),
+            "published": published(params, results[0], dist)}
 
 
 def headline_figures(dist: dict) -> dict:
@@ -257,7 +259,8 @@ def sweep_of(by_interval: dict[float, list[dict]]) -> dict:
                                                for i, d in zip(intervals, dists)],
             "seeds": dists[0]["seeds"], "best_interval_s": intervals[best],
             "best_effective_ratio": float(means[best]), "young_daly_s": first["young_daly_s"],
-            "checkpoint_cost_s": first["checkpoint"]["blocked_s"], "mtbf_s": first["mtbf_s"],
+            "checkpoint_cost_s": first["checkpoint"]["cost_s"],
+            "checkpoint_durable_s": first["checkpoint"]["durable_s"], "mtbf_s": first["mtbf_s"],
             "best": dists[best]}
 
 
@@ -269,6 +272,7 @@ def _merge(params: dict, children: list[dict]) -> dict:
     """The parent's summary from its children (each one interval and chunk of seeds): the distribution over all
     its seeds (at the best interval, with a sweep), each seed's figures, the first seed's timeline at the run's
     own interval (``replay``), the workers that ran them; with a sweep, :func:`sim.failures.sweep.sweep`'s result."""
+    from sim.failures.published import published
     from sim.failures.summary import summarize
     by_interval: dict[float, list[dict]] = {}
     replay = None
@@ -285,11 +289,13 @@ def _merge(params: dict, children: list[dict]) -> dict:
         results = by_interval[own]
         dist = summarize(results)
         return {**out, "checkpoint_interval": params["checkpoint_interval"], "per_seed": results,
-                "distribution": dist, **headline_figures(dist)}
+                "distribution": dist, **headline_figures(dist), "published": published(params, replay, dist)}
     sweep = sweep_of(by_interval)
     best = by_interval[sweep["best_interval_s"]]
+    dist = sweep.pop("best")
     return {**out, "checkpoint_interval": params["checkpoint_interval"], "per_seed": best,
-            "distribution": sweep.pop("best"), "sweep": sweep, "optimal_interval_s": sweep["best_interval_s"],
+            "distribution": dist, "sweep": sweep, "optimal_interval_s": sweep["best_interval_s"],
+            "published": published(params, replay, dist),
             "effective_ratio": sweep["best_effective_ratio"],
             "interruptions_per_day": summarize(best)["interruptions_per_day"]["mean"]}
 
