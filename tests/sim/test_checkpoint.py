@@ -216,17 +216,19 @@ def test_ssd_amplification_multiplies_ssd_bytes_and_binds_by_its_factor(lay):
 
 
 def test_no_resource_ever_carries_more_than_its_capacity_and_every_byte_arrives(lay, monkeypatch):
-    from sim.core.flowcore import _sub_csr
-    from sim.core.maxmin import link_loads
     worst = []
     real = ck.simulate_flows
 
     def checked(ptr, links, capacity, size, **kw):
         usage, inner = kw["usage"], kw["on_interval"]
+        ptr, links = np.asarray(ptr), np.asarray(links)
 
         def on_interval(t, dt, act, rates):
-            sp, sl, su = _sub_csr(ptr, links, act, usage)
-            load = link_loads(sp, sl, np.where(np.isfinite(rates), rates, 0.0), len(capacity), usage=su)
+            # every entry's flow id, then the load of the active flows at their rates, entry by entry
+            owner = np.repeat(np.arange(ptr.size - 1), np.diff(ptr))
+            rate_of = np.zeros(ptr.size - 1)
+            rate_of[act] = np.where(np.isfinite(rates), rates, 0.0)
+            load = np.bincount(links, weights=rate_of[owner] * usage, minlength=len(capacity))
             with np.errstate(divide="ignore", invalid="ignore"):
                 worst.append(np.nanmax(np.where(capacity > 0, load / capacity, 0.0)))
             inner(t, dt, act, rates)
