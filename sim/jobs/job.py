@@ -92,6 +92,17 @@ class JobResult:
     def mfu(self) -> float:
         return self.tflops_per_gpu * 1e12 / PEAK_FLOPS[self.params["precision"]]
 
+    def schedule_summary(self) -> dict:
+        """The pipeline schedule as simulated: its name, chunks per stage, micro-batches and per round, balanced end
+        stages, the makespan, bubble and busiest stage, and each stage's busy and idle seconds, layers and peak
+        micro-batch-chunks in flight."""
+        p, b = self.params, self.breakdown
+        return {"name": p["schedule"], "virtual_stages": p["virtual_stages"], "micro_batches": p["micro_batches"],
+                "micro_batches_per_round": p["micro_batches_per_round"], "balance_stages": p["balance_stages"],
+                "asynchronous_p2p": True, "busiest_stage": b["busiest_stage"], "bubble": float(b["bubble"]),
+                "stages": [{k: (round(v, 6) if isinstance(v, float) else v) for k, v in st.items()}
+                           for st in b["stages"]]}
+
     def to_dict(self) -> dict:
         p = self.params
         return {
@@ -101,13 +112,19 @@ class JobResult:
                                                  "micro_batches": p["micro_batches"], "micro_batch": p["micro_batch"],
                                                  "seq": p["seq"], "batch_tokens": p["batch_tokens"],
                                                  "precision": p["precision"], "fsdp": p["fsdp"],
-                                                 "recompute": "full" if p["recompute_on"] else "none"},
+                                                 "recompute": p["recompute_mode"],
+                                                 "recompute_layers": p["recompute_layers"],
+                                                 "micro_batches_per_round": p["micro_batches_per_round"],
+                                                 "balance_stages": p["balance_stages"],
+                                                 "tp_comm_overlap": p["tp_comm_overlap"]},
+            "schedule": self.schedule_summary(),
             "placement": p["placement"], "routing": self.routing, "qps": p["qps"], "seed": p["seed"],
             "step_time": float(self.step_time), "tokens_per_s": float(self.tokens_per_s),
             "tflops_per_gpu": float(self.tflops_per_gpu), "mfu": float(self.mfu),
             "breakdown": {k: float(self.breakdown[k]) for k in ("compute", "tp", "cp", "pp", "dp", "bubble", "step")},
             "comm": self.comm,
-            "memory_gb": {k: (round(float(v) / 1e9, 3) if k != "stage" else int(v)) for k, v in self.memory.items()},
+            "memory_gb": {k: (round(float(v) / 1e9, 3) if k not in ("stage", "recompute_layers") else int(v))
+                          for k, v in self.memory.items()},
             "hottest": [h.to_dict() for h in self.hottest],
             "flows": self.n_flows, "seconds": round(self.seconds, 3),
         }
