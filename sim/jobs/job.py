@@ -44,6 +44,7 @@ from sim.fabric.placement import place
 from sim.fabric.routing import resolve_routing
 from sim.jobs.layout import DIMS, model_of, resolve_job
 from sim.jobs.models import ModelShape
+from sim.jobs.published import published_beside
 from sim.jobs.step import PEAK_FLOPS, PROTOCOL, message_sizes, step_breakdown
 from sim.jobs.traffic import JobTraffic, job_traffic
 
@@ -127,6 +128,7 @@ class JobResult:
                           for k, v in self.memory.items()},
             "hottest": [h.to_dict() for h in self.hottest],
             "flows": self.n_flows, "seconds": round(self.seconds, 3),
+            "published": published_beside(p, self.tflops_per_gpu, self.mfu),
         }
 
 

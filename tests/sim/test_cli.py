@@ -406,6 +406,13 @@ def test_job_table_and_json(capsys):
     assert code == 0 and d["layout"]["micro_batches"] == 16 and d["routing"] == "eecmp"
     assert b["step"] == pytest.approx(sum(b[k] for k in ("compute", "tp", "cp", "pp", "dp", "bubble")))
     assert d["tokens_per_s"] == pytest.approx(256 * 1024 / b["step"])
+    # the schedule as simulated, and the nearest published run (Llama 3 405B, Table 4 [S3]) beside the job's figures
+    assert d["schedule"]["name"] == "1f1b" and len(d["schedule"]["stages"]) == 2
+    pub = {x["unit"]: x for x in d["published"]}
+    assert pub["TFLOP/s"]["simulated"] == pytest.approx(d["tflops_per_gpu"]) and pub["fraction"]["simulated"] == \
+        pytest.approx(d["mfu"])
+    assert all(x["source"] == "S3" and not x["same_case"] and "model llama3-8b" in x["differs"] and x["why"]
+               for x in d["published"])
 
 
 def test_schedule_table_and_json(capsys, tmp_path):
