@@ -10,12 +10,12 @@ principles (docs/jobs.md).
   ``S`` bytes over ``n`` ranks then costs ``unit x S + base + steps x alpha`` (alpha-beta: ``alpha`` the slowest
   one-way hop of that dimension's transfers plus NCCL's Simple protocol cost, ``base`` NCCL's Simple base latency;
   :func:`sim.jobs.step.collective_time`).
-* **Step** (:func:`sim.jobs.step.step_breakdown`): ``m`` micro-batches; a pipeline slot = compute + TP + CP
-  collectives of one micro-batch on one stage (exposed: they sit between the GEMMs that need them); bubble
-  ``(PP - 1) / v`` slots (1F1B: ``(PP-1)/(m+PP-1)`` of the pipelined time); PP sends of the fill and drain
-  exposed (``2 (PP v - 1)`` sends), the steady state's overlap the other micro-batches' compute; FSDP all-gathers
-  (weights, BF16, once per step: no reshard after forward) and reduce-scatters (gradients, FP32) overlap the compute except the first
-  layer's all-gather and the last layer's reduce-scatter, and whatever exceeds the compute time.
+* **Step** (:func:`sim.jobs.step.step_breakdown`): ``m`` micro-batches through the job's pipeline schedule
+  (:mod:`sim.jobs.pipeline`: 1F1B, Megatron's interleaving in rounds, ZB-H1), simulated with each chunk's compute
+  plus its exposed TP (pipelined with its GEMMs when ``tp_comm_overlap``) and CP (exposed, as Llama 3's all-gather
+  CP); the bubble and the exposed asynchronous PP sends come from the simulated table; FSDP all-gathers (weights,
+  BF16, once per step: no reshard after forward) run one layer ahead of the first micro-batch's forward and
+  reduce-scatters (gradients, FP32) after each layer's last backward, exposed where they do not fit.
 
 ``run_job`` times one job; ``run_jobs`` several jobs sharing the fabric (their traffic in one solve) and each one's
 slowdown against running alone (a job none of whose links carries another job's flow is its own component of the

@@ -17,8 +17,10 @@ two moments + FP32 gradient accumulator (16 bytes per parameter) sharded over DP
 sequence parallelism every tensor a layer saves is sharded over TP and CP; per token and layer it saves the BF16
 inputs of its norms, GEMMs and attention (``2 (4 dim + 2 kv_dim + 3 ffn)`` bytes: two norm inputs, two norm
 outputs, the attention output, Q/K/V, the gate, up and SiLU outputs; FlashAttention keeps no score matrix);
-with full recomputation only each layer's input (``2 dim``) plus one layer's full set. The first pipeline stage
-holds ``min(m, PP)`` micro-batches in flight under 1F1B, times ``1 + (PP - 1) / (PP v)`` when interleaved [S23].
+a recomputed layer keeps only its input (``2 dim``), plus one layer's full set while recomputing. How many
+micro-batch-chunks a stage holds comes from the pipeline schedule's table (:func:`sim.jobs.pipeline.peak_in_flight`).
+Outside the tensors: the caching allocator's reserve, the CUDA context and NCCL's buffers (:func:`stage_memory`,
+:func:`nccl_buffer_bytes`; docs/jobs.md "Memory").
 """
 from __future__ import annotations
 

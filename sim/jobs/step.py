@@ -1,6 +1,7 @@
-"""A job's step in closed form: compute per pipeline stage, each dimension's messages, a collective's alpha-beta
-time and the step's breakdown (compute, exposed TP/CP/PP/DP, bubble) from the fabric's per-dimension time per byte
-and per step (docs/jobs.md; the module :mod:`sim.jobs.job` has the whole model).
+"""A job's step: compute per pipeline chunk, each dimension's messages, a collective's alpha-beta time, TP overlap
+with its GEMMs, FSDP's exposure, and the step's breakdown (compute, exposed TP/CP/PP/DP, bubble) from the job's
+pipeline schedule simulated (:mod:`sim.jobs.pipeline`) with the fabric's per-dimension time per byte and per step
+(docs/jobs.md; the module :mod:`sim.jobs.job` has the whole model).
 """
 from __future__ import annotations
 
