@@ -10,7 +10,7 @@ attention ``2 x 2 x seq x dim`` for QK^T and AV over all keys, halved by the cau
 per layer; the output head ``2 dim vocab`` per token. Backward = 2 x forward; full recomputation adds a forward
 (Narayanan et al. 2021, docs/sources.md [S21]).
 
-Memory per GPU (bytes; :func:`memory_per_gpu`), model after Rajbhandari et al. (ZeRO) and Korthikanti et al.
+Memory per GPU (bytes; :func:`stage_memory`), model after Rajbhandari et al. (ZeRO) and Korthikanti et al.
 (docs/sources.md [S22], [S23]): BF16 weights of the GPU's stage and TP shard held whole during the step (Llama 3's
 FSDP does not reshard after the forward pass [S3]), BF16 gradients of the same, and FP32 master weights + Adam's
 two moments + FP32 gradient accumulator (16 bytes per parameter) sharded over DP when FSDP is on. Activations: with
