@@ -18,8 +18,9 @@ Schedules (the ``schedule`` parameter, :data:`SCHEDULES`):
   ``group`` (the ``micro_batches_per_round`` parameter; Megatron's ``microbatch_group_size_per_vp_stage``, default
   ``pp``; Llama 3 made it tunable [S3]): each round runs its micro-batches through chunk 0, then chunk 1, ...; the
   last round takes what is left (none, or at least ``pp``: a shorter last round makes Megatron's order wait on
-  itself for some shapes, so it is refused). Stage ``s`` warms up with ``2 (pp - s - 1) + (v - 1) group`` forwards (all of them
-  when that reaches ``m v``), then alternates one forward and one backward, backwards taking the chunks in reverse.
+  itself for some shapes, so it is refused). Stage ``s`` warms up with ``2 (pp - s - 1) + (v - 1) group``
+  forwards (all of them when that reaches ``m v``), then alternates one forward and one backward, backwards taking
+  the chunks in reverse.
 * ``zb-h1``: zero bubble H1 (Qi et al. [S45]): ``B`` split into ``B`` (input gradient, on the critical path) and
   ``W`` (weight gradient); stage ``s`` warms up as 1F1B, then runs ``s`` forward-backward pairs deferring their
   ``W``, then ``F B W`` triples, then ``B W`` pairs, then the ``s`` deferred ``W``: the deferred weight passes
