@@ -4,13 +4,15 @@
 // running job its user may release, one job's placement on the cluster (a canvas, one pixel per GPU), its step
 // breakdown and its throughput over time (chart.js), and the form that submits a job (a `job` run) and its
 // what-ifs (/api/runs/jobs/<id>/whatif/: the same job once per value of one parameter, placement, routing, qps, or
-// on other clusters, RoCE against the InfiniBand twin), side by side as the runs end.
+// on other clusters, RoCE against the InfiniBand twin), side by side as the runs end; under the job, the nearest
+// published run's figures beside its own (published.js).
 // The form's fields come from the job kind's declaration (sim/jobs/params.py JOB, passed in #jobs-info).
 import { api, ApiError, coalesced, errorText, esc, fmt, live, markReady, timeFrame, toast, COLORS } from "./twin.js";
 import { fieldErrors, lockForm, pageData, paramFieldsHtml, parseValue, readFields, showErrors } from "./run_form.js";
 import { sectionRows } from "./frames.js";
 import { barChart, lineChart, PALETTE } from "./chart.js";
 import { exportable } from "./exports.js";
+import { publishedHtml } from "./published.js";
 
 const info = pageData("jobs-info");
 const cluster = info.cluster;
@@ -22,6 +24,7 @@ const el = {
   canvas: document.getElementById("job-placement"), hint: document.getElementById("placement-hint"),
   breakdown: document.getElementById("job-breakdown"), throughput: document.getElementById("job-throughput"),
   whatif: document.getElementById("whatif"), whatifTable: document.getElementById("whatif-table"),
+  published: document.getElementById("job-published"), publishedTable: document.getElementById("job-published-table"),
 };
 const jobs = new Map();          // job id -> the API's row, live figures merged in
 const series = new Map();        // job id -> [{x: seconds since the page opened, y: tokens/s}] from live frames
@@ -169,6 +172,9 @@ function renderDetail() {
     + `${big(figure(job, "tokens_per_s"))} tokens/s · ${num(figure(job, "tflops_per_gpu"))} TFLOPs/GPU · `
     + `MFU ${fmt.pct(figure(job, "mfu"), 1)}`;
   drawPlacement(job);
+  const published = publishedHtml(job.results?.published);        // the nearest published run (sim/jobs/published.py)
+  el.published.hidden = !published;
+  el.publishedTable.innerHTML = published;
   const bars = breakdownBars(job.results);
   if (bars.length) charts.push(barChart(el.breakdown, { bars, format: secs }));
   else el.breakdown.innerHTML = `<p class="muted">${job.state === "failed" ? "failed" : "no step simulated yet"}</p>`;

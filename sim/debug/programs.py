@@ -47,7 +47,7 @@ def stage_program(model, p: dict, stage: int, ct: dict) -> list[Op]:
     backward, cool-down backwards); see the module docstring."""
     tp, cp, pp, dp = p["tp"], p["cp"], p["pp"], p["dp"]
     m = p["micro_batches"]
-    L = stage_layers(model.layers, pp, 1)[stage]
+    L = stage_layers(model.layers, pp, 1, p.get("balance_stages", False))[stage]
     sizes = message_sizes(model, p)
     per_layer = (4 + 2 * int(p["recompute_on"]))
     slot = ct["per_stage"][stage]

@@ -108,13 +108,18 @@ def format_job(r, cluster: str) -> str:
         f"TP {lay['tp']} x CP {lay['cp']} x PP {lay['pp']} x DP {lay['dp']} (order {lay['order']}, innermost first)",
         f"# seq {lay['seq']:,}, batch {lay['batch_tokens']:,} tokens, {lay['micro_batches']} micro-batches of "
         f"{lay['micro_batch']}, schedule {lay['schedule']}"
-        + (f" (v {lay['virtual_stages']})" if lay["schedule"] == "interleaved" else "")
-        + f", {lay['precision']}, {'FSDP' if lay['fsdp'] else 'DDP'}, recompute {lay['recompute']}",
+        + (f" (v {lay['virtual_stages']}, rounds of {lay['micro_batches_per_round']})"
+           if lay["schedule"] == "interleaved" else "")
+        + f"{', balanced end stages' if lay['balance_stages'] else ''}, {lay['precision']}, "
+        f"{'FSDP' if lay['fsdp'] else 'DDP'}, recompute {lay['recompute']}"
+        + (f" ({sum(lay['recompute_layers'])} layers)" if lay["recompute"] == "selective" else "")
+        + f", TP overlap {'on' if lay['tp_comm_overlap'] else 'off'}",
         f"# placement {d['placement']}, routing {d['routing']}, {d['qps']} QPs per connection, seed {d['seed']}; "
         f"{d['flows']:,} flows solved together in {d['seconds']:.2f} s",
         f"# memory per GPU (stage {d['memory_gb']['stage']}): {d['memory_gb']['total']:.1f} GB (weights "
         f"{d['memory_gb']['weights']:.1f}, gradients {d['memory_gb']['gradients']:.1f}, optimizer "
-        f"{d['memory_gb']['optimizer']:.1f}, activations {d['memory_gb']['activations']:.1f})",
+        f"{d['memory_gb']['optimizer']:.1f}, activations {d['memory_gb']['activations']:.1f}, allocator "
+        f"{d['memory_gb']['allocator']:.1f}, framework and NCCL {d['memory_gb']['framework']:.1f})",
         "#",
         "#  part            seconds   share",
     ]
@@ -128,6 +133,11 @@ def format_job(r, cluster: str) -> str:
                      f"{c['exposed']:11.4f}   {c['seconds_per_gib']:9.5f}   {c['alpha_us']:10.1f}")
     lines += [f"# tokens/s {d['tokens_per_s']:,.0f}   TFLOPs/GPU {d['tflops_per_gpu']:.1f}   MFU "
               f"{100 * d['mfu']:.1f} %"]
+    pub = {x["unit"]: x for x in d["published"]}
+    if pub:
+        x, y = pub["TFLOP/s"], pub["fraction"]
+        lines.append(f"# published [{x['source']}]: {x['low']:.0f} TFLOPs/GPU, MFU {100 * y['low']:.0f} % on "
+                     f"{x['case']}" + ("" if x["same_case"] else f" (nearest; differs: {x['differs']})"))
     if d["hottest"]:
         lines.append("# Hottest links (all dimensions' flows at once; flows per dimension):")
         for h in d["hottest"]:

@@ -10,12 +10,12 @@ principles (docs/jobs.md).
   ``S`` bytes over ``n`` ranks then costs ``unit x S + base + steps x alpha`` (alpha-beta: ``alpha`` the slowest
   one-way hop of that dimension's transfers plus NCCL's Simple protocol cost, ``base`` NCCL's Simple base latency;
   :func:`sim.jobs.step.collective_time`).
-* **Step** (:func:`sim.jobs.step.step_breakdown`): ``m`` micro-batches; a pipeline slot = compute + TP + CP
-  collectives of one micro-batch on one stage (exposed: they sit between the GEMMs that need them); bubble
-  ``(PP - 1) / v`` slots (1F1B: ``(PP-1)/(m+PP-1)`` of the pipelined time); PP sends of the fill and drain
-  exposed (``2 (PP v - 1)`` sends), the steady state's overlap the other micro-batches' compute; FSDP all-gathers
-  (weights, BF16, once per step: no reshard after forward) and reduce-scatters (gradients, FP32) overlap the compute except the first
-  layer's all-gather and the last layer's reduce-scatter, and whatever exceeds the compute time.
+* **Step** (:func:`sim.jobs.step.step_breakdown`): ``m`` micro-batches through the job's pipeline schedule
+  (:mod:`sim.jobs.pipeline`: 1F1B, Megatron's interleaving in rounds, ZB-H1), simulated with each chunk's compute
+  plus its exposed TP (pipelined with its GEMMs when ``tp_comm_overlap``) and CP (exposed, as Llama 3's all-gather
+  CP); the bubble and the exposed asynchronous PP sends come from the simulated table; FSDP all-gathers (weights,
+  BF16, once per step: no reshard after forward) run one layer ahead of the first micro-batch's forward and
+  reduce-scatters (gradients, FP32) after each layer's last backward, exposed where they do not fit.
 
 ``run_job`` times one job; ``run_jobs`` several jobs sharing the fabric (their traffic in one solve) and each one's
 slowdown against running alone (a job none of whose links carries another job's flow is its own component of the
@@ -44,6 +44,7 @@ from sim.fabric.placement import place
 from sim.fabric.routing import resolve_routing
 from sim.jobs.layout import DIMS, model_of, resolve_job
 from sim.jobs.models import ModelShape
+from sim.jobs.published import published_beside
 from sim.jobs.step import PEAK_FLOPS, PROTOCOL, message_sizes, step_breakdown
 from sim.jobs.traffic import JobTraffic, job_traffic
 
@@ -92,6 +93,17 @@ class JobResult:
     def mfu(self) -> float:
         return self.tflops_per_gpu * 1e12 / PEAK_FLOPS[self.params["precision"]]
 
+    def schedule_summary(self) -> dict:
+        """The pipeline schedule as simulated: its name, chunks per stage, micro-batches and per round, balanced end
+        stages, the makespan, bubble and busiest stage, and each stage's busy and idle seconds, layers and peak
+        micro-batch-chunks in flight."""
+        p, b = self.params, self.breakdown
+        return {"name": p["schedule"], "virtual_stages": p["virtual_stages"], "micro_batches": p["micro_batches"],
+                "micro_batches_per_round": p["micro_batches_per_round"], "balance_stages": p["balance_stages"],
+                "asynchronous_p2p": True, "busiest_stage": b["busiest_stage"], "bubble": float(b["bubble"]),
+                "stages": [{k: (round(v, 6) if isinstance(v, float) else v) for k, v in st.items()}
+                           for st in b["stages"]]}
+
     def to_dict(self) -> dict:
         p = self.params
         return {
@@ -101,15 +113,22 @@ class JobResult:
                                                  "micro_batches": p["micro_batches"], "micro_batch": p["micro_batch"],
                                                  "seq": p["seq"], "batch_tokens": p["batch_tokens"],
                                                  "precision": p["precision"], "fsdp": p["fsdp"],
-                                                 "recompute": "full" if p["recompute_on"] else "none"},
+                                                 "recompute": p["recompute_mode"],
+                                                 "recompute_layers": p["recompute_layers"],
+                                                 "micro_batches_per_round": p["micro_batches_per_round"],
+                                                 "balance_stages": p["balance_stages"],
+                                                 "tp_comm_overlap": p["tp_comm_overlap"]},
+            "schedule": self.schedule_summary(),
             "placement": p["placement"], "routing": self.routing, "qps": p["qps"], "seed": p["seed"],
             "step_time": float(self.step_time), "tokens_per_s": float(self.tokens_per_s),
             "tflops_per_gpu": float(self.tflops_per_gpu), "mfu": float(self.mfu),
             "breakdown": {k: float(self.breakdown[k]) for k in ("compute", "tp", "cp", "pp", "dp", "bubble", "step")},
             "comm": self.comm,
-            "memory_gb": {k: (round(float(v) / 1e9, 3) if k != "stage" else int(v)) for k, v in self.memory.items()},
+            "memory_gb": {k: (round(float(v) / 1e9, 3) if k not in ("stage", "recompute_layers") else int(v))
+                          for k, v in self.memory.items()},
             "hottest": [h.to_dict() for h in self.hottest],
             "flows": self.n_flows, "seconds": round(self.seconds, 3),
+            "published": published_beside(p, self.tflops_per_gpu, self.mfu),
         }
 
 

@@ -8,7 +8,9 @@ import numpy as np
 
 from sim.core.errors import ParamError
 from sim.core.units import IDX
-from sim.jobs.models import CUSTOM, MODELS, ModelShape, memory_per_gpu
+from sim.jobs.models import (CUDA_CONTEXT_BYTES, CUSTOM, FRAGMENTATION, MODELS, ModelShape, chunk_layers,
+                             fewest_recomputed, nccl_buffer_bytes, stage_memory)
+from sim.jobs.pipeline import build, check_schedule, peak_in_flight
 
 DIMS = ("tp", "cp", "pp", "dp")
 MAX_DIM = 1 << 17                                 # any parallel dimension: at most 131,072 ways
@@ -81,10 +83,6 @@ def derive_job(v: dict) -> dict:
         raise ParamError("cp", f"seq ({v['seq']:,}) must be divisible by 2 x cp ({2 * cp}): each CP rank takes "
                                f"two chunks for load balance")
     vs = v["virtual_stages"]
-    if v["schedule"] == "1f1b" and vs != 1:
-        raise ParamError("virtual_stages", "1f1b has one model chunk per stage: use schedule interleaved")
-    if v["schedule"] == "interleaved" and (vs < 2 or pp < 2):
-        raise ParamError("virtual_stages", "interleaved needs pp of at least 2 and at least 2 virtual stages")
     if model.layers < pp * vs:
         raise ParamError("pp", f"pp x virtual_stages = {pp * vs:,} chunks but the model has only {model.layers} "
                                f"layers")
@@ -94,35 +92,78 @@ def derive_job(v: dict) -> dict:
                                          f"micro_batch x seq = {v['seq'] * v['micro_batch']:,} tokens on each of "
                                          f"dp = {v['dp']:,} replicas")
     m = v["batch_tokens"] // per_mb
-    if v["schedule"] == "interleaved" and m % pp:
-        raise ParamError("batch_tokens", f"the interleaved schedule needs micro-batches ({m:,}) divisible by pp "
-                                         f"({pp})")
+    group = check_schedule(v["schedule"], pp, m, vs, v.get("micro_batches_per_round"))
     hbm = (v.get("hbm_gb") or HBM_GB) * 1e9
-    mem = {rc: memory_per_gpu(model, tp=tp, cp=cp, pp=pp, dp=v["dp"], v=vs, seq=v["seq"],
-                              micro_batch=v["micro_batch"], micro_batches=m, fsdp=v["fsdp"], recompute=rc)
-           for rc in (False, True)}
-    on = {"none": False, "full": True, "auto": mem[False]["total"] > hbm}[v["recompute"]]
-    if mem[on]["total"] > hbm:
-        _refuse_memory(v, model, mem[on], on, hbm, m)
-    return {"micro_batches": m, "recompute_on": on, "memory": mem[on]}
+    fit = fit_memory(model, v, pp, m, hbm)
+    if fit is None or not fit["fits"]:
+        _refuse_memory(v, model, fit, hbm, m)
+    return {"micro_batches": m, "micro_batches_per_round": group if v["schedule"] == "interleaved" else None,
+            "pipeline": fit["schedule"], "recompute_on": bool(fit["recompute"].any()),
+            "recompute_layers": [int(x) for x in fit["recompute"]], "recompute_mode": fit["mode"],
+            "memory": fit["memory"],
+            "memory_stages": fit["stages"]}
 
 
-def _refuse_memory(v: dict, model: ModelShape, mm: dict, on: bool, hbm: float, m: int) -> None:
+def fit_memory(model: ModelShape, v: dict, pp: int, m: int, hbm: float) -> dict | None:
+    """Memory of the job ``v`` on ``pp`` stages: the schedule's peak held activations per stage
+    (:func:`sim.jobs.pipeline.peak_in_flight` weighted by the chunks' layers), the layers recomputed per stage by
+    the ``recompute`` choice (``selective``/``auto``: the fewest that make each stage fit), each stage's parts and
+    the busiest GPU's; ``fits``. ``None`` when the schedule cannot run on ``pp`` stages."""
+    vs = v["virtual_stages"]
+    try:
+        sched = build(v["schedule"], pp, m, vs, v.get("micro_batches_per_round") if pp == v["pp"] else None)
+    except ParamError:
+        return None
+    cl = chunk_layers(model.layers, pp, vs, v.get("balance_stages", False))
+    if (cl < 1).any():
+        return None
+    layers = cl.sum(axis=1)
+    held = peak_in_flight(sched, cl)
+    ranks = {"tp": v["tp"], "cp": v["cp"], "pp": pp, "dp": v["dp"]}
+    overhead = v["framework_gb"] * 1e9 if v.get("framework_gb") is not None \
+        else CUDA_CONTEXT_BYTES + nccl_buffer_bytes(ranks)
+    frag = v["fragmentation"] if v.get("fragmentation") is not None else FRAGMENTATION
+    common = dict(tp=v["tp"], cp=v["cp"], seq=v["seq"], micro_batch=v["micro_batch"])
+    kind = v["recompute"]
+    if kind == "none":
+        r = np.zeros(pp, dtype=np.int64)
+    elif kind == "full":
+        r = layers.copy()
+    else:                                   # selective / auto: the fewest layers per stage that fit
+        base = stage_memory(model, **common, dp=v["dp"], fsdp=v["fsdp"], layers=layers, held=np.zeros(pp),
+                            recompute=np.zeros(pp), overhead=overhead, fragmentation=frag)
+        budget = [(hbm - overhead) / (1 + frag) - (b["weights"] + b["gradients"] + b["optimizer"] + b["activations"])
+                  for b in base]                                         # what the held activations may take
+        r = np.minimum(fewest_recomputed(model, **common, layers=layers, held=held, budget=budget), layers)
+    stages = stage_memory(model, **common, dp=v["dp"], fsdp=v["fsdp"], layers=layers, held=held, recompute=r,
+                          overhead=overhead, fragmentation=frag)
+    worst = max(stages, key=lambda x: x["total"])
+    mode = "none" if not r.any() else "full" if (r >= layers).all() else "selective"
+    return {"schedule": sched, "recompute": r, "mode": mode, "stages": stages, "memory": worst,
+            "fits": all(x["total"] <= hbm for x in stages)}
+
+
+def _refuse_memory(v: dict, model: ModelShape, fit: dict | None, hbm: float, m: int) -> None:
     """The job does not fit a GPU's memory: refused on the field that fixes it, with the numbers. The layout's
     ``pp`` when more pipeline stages (same tp, cp, dp: more GPUs) fit it, saying how many; else ``model`` (too
     large for any pipeline the model's layers allow at this tp and dp). Not ``hbm_gb``: the GPU is what it is."""
+    tp, cp, pp, dp, vs = v["tp"], v["cp"], v["pp"], v["dp"], v["virtual_stages"]
+    if fit is None:
+        raise ParamError("pp", f"pp = {pp} with virtual_stages = {vs} leaves a chunk without a layer of the "
+                               f"model's {model.layers} (balance_stages counts the embedding and the head as one "
+                               f"layer each)")
+    mm = fit["memory"]
     need = (f"the job needs {mm['total'] / 1e9:.1f} GB on a GPU of stage {mm['stage']} (weights "
             f"{mm['weights'] / 1e9:.1f}, gradients {mm['gradients'] / 1e9:.1f}, optimizer {mm['optimizer'] / 1e9:.1f}, "
-            f"activations {mm['activations'] / 1e9:.1f}), more than the GPU's {hbm / 1e9:g} GB")
-    tp, cp, pp, dp, vs = v["tp"], v["cp"], v["pp"], v["dp"], v["virtual_stages"]
-    other = "recompute, " if not on else ""
+            f"activations {mm['activations'] / 1e9:.1f}, allocator {mm['allocator'] / 1e9:.1f}, framework and NCCL "
+            f"{mm['framework'] / 1e9:.1f}), more than the GPU's {hbm / 1e9:g} GB")
+    other = "recompute, " if v["recompute"] == "none" else ""
     bigger = pp * 2
     while model.layers >= bigger * vs:
-        mem = memory_per_gpu(model, tp=tp, cp=cp, pp=bigger, dp=dp, v=vs, seq=v["seq"], micro_batch=v["micro_batch"],
-                             micro_batches=m, fsdp=v["fsdp"], recompute=on)
-        if mem["total"] <= hbm:
+        f = fit_memory(model, v, bigger, m, hbm)
+        if f is not None and f["fits"]:
             raise ParamError("pp", f"{need}: pp = {bigger} ({tp * cp * bigger * dp:,} GPUs) needs "
-                                   f"{mem['total'] / 1e9:.1f} GB; or {other}more tp / dp")
+                                   f"{f['memory']['total'] / 1e9:.1f} GB; or {other}more tp / dp")
         bigger *= 2
     raise ParamError("model", f"{need}, even at pp = {bigger // 2}: a smaller model, or {other}more tp / dp")
 

@@ -10,20 +10,24 @@ attention ``2 x 2 x seq x dim`` for QK^T and AV over all keys, halved by the cau
 per layer; the output head ``2 dim vocab`` per token. Backward = 2 x forward; full recomputation adds a forward
 (Narayanan et al. 2021, docs/sources.md [S21]).
 
-Memory per GPU (bytes; :func:`memory_per_gpu`), model after Rajbhandari et al. (ZeRO) and Korthikanti et al.
+Memory per GPU (bytes; :func:`stage_memory`), model after Rajbhandari et al. (ZeRO) and Korthikanti et al.
 (docs/sources.md [S22], [S23]): BF16 weights of the GPU's stage and TP shard held whole during the step (Llama 3's
 FSDP does not reshard after the forward pass [S3]), BF16 gradients of the same, and FP32 master weights + Adam's
 two moments + FP32 gradient accumulator (16 bytes per parameter) sharded over DP when FSDP is on. Activations: with
 sequence parallelism every tensor a layer saves is sharded over TP and CP; per token and layer it saves the BF16
 inputs of its norms, GEMMs and attention (``2 (4 dim + 2 kv_dim + 3 ffn)`` bytes: two norm inputs, two norm
 outputs, the attention output, Q/K/V, the gate, up and SiLU outputs; FlashAttention keeps no score matrix);
-with full recomputation only each layer's input (``2 dim``) plus one layer's full set. The first pipeline stage
-holds ``min(m, PP)`` micro-batches in flight under 1F1B, times ``1 + (PP - 1) / (PP v)`` when interleaved [S23].
+a recomputed layer keeps only its input (``2 dim``), plus one layer's full set while recomputing. How many
+micro-batch-chunks a stage holds comes from the pipeline schedule's table (:func:`sim.jobs.pipeline.peak_in_flight`).
+Outside the tensors: the caching allocator's reserve, the CUDA context and NCCL's buffers (:func:`stage_memory`,
+:func:`nccl_buffer_bytes`; docs/jobs.md "Memory").
 """
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+
+import numpy as np
 
 VOCAB = 128_256                   # Llama 3's tokenizer (docs/sources.md [S3])
 BF16 = 2                          # bytes
@@ -90,52 +94,108 @@ MODELS = {
 CUSTOM = "custom"
 
 
-def stage_layers(layers: int, pp: int, v: int) -> list[int]:
-    """Layers of each of the ``pp`` physical stages when the ``layers`` are cut into ``pp x v`` chunks (chunk
-    ``k`` on stage ``k mod pp``). Chunks get ``ceil(layers / (pp v))`` layers; a shortfall is taken one layer at a
-    time from the last and first chunks alternately, as Llama 3 took one layer from each end stage [S3]."""
+def chunk_layers(layers: int, pp: int, v: int, balance: bool = False) -> np.ndarray:
+    """(pp, v) layers of chunk ``c`` of stage ``s`` (chunk-stage ``c pp + s`` of the model) when the ``layers`` are
+    cut into ``pp x v`` chunks. Chunks get ``ceil(layers / (pp v))`` layers; a shortfall is taken one layer at a
+    time from the last and first chunks alternately, inwards, as Llama 3 took one layer from each end stage [S3].
+    ``balance``: the first chunk also holds the embedding and the last the output head and loss, each counted as
+    one layer in the cut (Llama 3 [S3]: one transformer layer fewer on the first and the last stage); an end chunk
+    keeps at least one layer."""
     chunks = pp * v
-    size = [math.ceil(layers / chunks)] * chunks
-    short, k = size[0] * chunks - layers, 0
+    extra = np.zeros(chunks, dtype=np.int64)
+    if balance and chunks > 1:
+        extra[0] = extra[-1] = 1
+    slots = layers + int(extra.sum())
+    size = np.full(chunks, math.ceil(slots / chunks), dtype=np.int64)
+    short = int(size.sum()) - slots
+    order = [chunks - 1 - k // 2 if k % 2 == 0 else k // 2 for k in range(chunks)]
     while short > 0:
-        i = chunks - 1 - k // 2 if k % 2 == 0 else k // 2
-        if size[i] > 1:
-            size[i] -= 1
-            short -= 1
-        k += 1
-    out = [0] * pp
-    for c, s in enumerate(size):
-        out[c % pp] += s
-    return out
+        took = False
+        for i in order:
+            if short and size[i] > 1 + extra[i]:
+                size[i] -= 1
+                short -= 1
+                took = True
+        if not took:
+            raise ValueError(f"{layers} layers do not fill {chunks} chunks")
+    return (size - extra).reshape(v, pp).T.copy()
 
 
-def memory_per_gpu(model: ModelShape, *, tp: int, cp: int, pp: int, dp: int, v: int, seq: int, micro_batch: int,
-                   micro_batches: int, fsdp: bool, recompute: bool) -> dict:
-    """Bytes on the busiest GPU (first stage, or the last with the output head and its logits), by part."""
-    layers = stage_layers(model.layers, pp, v)
-    best = None
-    for s, n in enumerate(layers):
-        p = n * model.layer_params + (model.vocab * model.dim if s == 0 else 0) \
-            + (model.vocab * model.dim if s == pp - 1 else 0)
-        p_gpu = p / tp
-        tokens = seq * micro_batch / (tp * cp)                   # tokens of a micro-batch a GPU saves, sharded
-        if recompute:
-            per_layer_mb = tokens * BF16 * model.dim
-            act = per_layer_mb * n * _in_flight(pp, v, micro_batches, s) + tokens * model.activation_bytes_per_token()
-        else:
-            act = tokens * model.activation_bytes_per_token() * n * _in_flight(pp, v, micro_batches, s)
+def stage_layers(layers: int, pp: int, v: int, balance: bool = False) -> list[int]:
+    """Layers of each of the ``pp`` physical stages (its chunks' layers, :func:`chunk_layers`)."""
+    return [int(x) for x in chunk_layers(layers, pp, v, balance).sum(axis=1)]
+
+
+# ------------------------------------------------------------------------------------------------ memory parts
+CUDA_CONTEXT_BYTES = 0.75e9       # assumption (docs/jobs.md "Memory"): CUDA context, kernels, cuBLAS/cuDNN workspaces
+NCCL_SIMPLE_BYTES = 4 << 20       # NCCL_BUFFSIZE default: the Simple protocol's buffer per channel and peer [S6]
+NCCL_LL128_BYTES = 120 * 640 * 8 * 8   # LL128: elements per thread x threads x NCCL_STEPS x 8 bytes [S6]
+NCCL_LL_BYTES = 8 * 512 * 8 * 16       # LL: lines per thread x threads x NCCL_STEPS x 16-byte lines [S6]
+NCCL_RING_CHANNELS = 32           # MAXCHANNELS: a ring communicator's channels at most on H100 [S6, S11]
+NCCL_P2P_CHANNELS = 2             # NCCL_NCHANNELS_PER_NET_PEER default: channels per point-to-point peer [S6]
+FRAGMENTATION = 0.05              # assumption (docs/jobs.md "Memory"): the caching allocator's reserve over its tensors
+
+
+def nccl_buffer_bytes(ranks: dict) -> float:
+    """Device bytes of NCCL's communication buffers on one GPU: per ring communicator (TP, CP, DP with more than
+    one rank) ``NCCL_RING_CHANNELS`` channels x one receiving peer x the three protocols' buffers; per pipeline
+    neighbour (two at most) ``NCCL_P2P_CHANNELS`` x the Simple buffer [S6]."""
+    per_channel = NCCL_SIMPLE_BYTES + NCCL_LL128_BYTES + NCCL_LL_BYTES
+    rings = sum(1 for d in ("tp", "cp", "dp") if ranks.get(d, 1) > 1)
+    p2p = min(ranks.get("pp", 1) - 1, 2)
+    return float(rings * NCCL_RING_CHANNELS * per_channel + p2p * NCCL_P2P_CHANNELS * NCCL_SIMPLE_BYTES)
+
+
+def stage_params(model: ModelShape, layers) -> list[float]:
+    """Parameters held by each stage: its layers, plus the embedding on the first and the final norm and output
+    head on the last."""
+    pp = len(layers)
+    return [n * model.layer_params + (model.vocab * model.dim if s == 0 else 0)
+            + ((model.vocab + 1) * model.dim if s == pp - 1 else 0) for s, n in enumerate(layers)]
+
+
+def stage_memory(model: ModelShape, *, tp: int, cp: int, dp: int, seq: int, micro_batch: int, fsdp: bool,
+                 layers, held, recompute, overhead: float, fragmentation: float) -> list[dict]:
+    """Bytes on a GPU of each pipeline stage, by part. ``layers``: each stage's layers; ``held``: each stage's peak
+    held layer-micro-batches (the schedule's peak in-flight chunks weighted by their layers,
+    :func:`sim.jobs.pipeline.peak_in_flight`); ``recompute``: layers fully recomputed per stage (they keep only
+    their input, plus one layer's full set while recomputing); ``overhead``: bytes outside the allocator (CUDA
+    context, NCCL buffers); ``fragmentation``: the allocator's reserve as a share of its tensors."""
+    out = []
+    pp = len(layers)
+    tokens = seq * micro_batch / (tp * cp)                       # tokens of a micro-batch a GPU saves, sharded
+    full = tokens * model.activation_bytes_per_token()           # one layer, one micro-batch
+    kept = tokens * BF16 * model.dim                             # a recomputed layer keeps its input only
+    for s, (n, h, r) in enumerate(zip(layers, held, recompute)):
+        p_gpu = stage_params(model, layers)[s] / tp
+        share = r / n if n else 0.0
+        act = h * ((1 - share) * full + share * kept) + (full if r > 0 else 0.0)
         if s == pp - 1:
             act += tokens * model.vocab * FP32                   # FP32 logits of one micro-batch
         parts = {"weights": BF16 * p_gpu, "gradients": BF16 * p_gpu,
                  "optimizer": ADAM_STATE_BYTES * p_gpu / (dp if fsdp else 1), "activations": act}
+        parts["allocator"] = fragmentation * sum(parts.values())
+        parts["framework"] = overhead
         parts["total"] = sum(parts.values())
-        if best is None or parts["total"] > best["total"]:
-            best = {**parts, "stage": s}
-    return best
+        parts["stage"] = s
+        parts["recompute_layers"] = int(r)
+        out.append(parts)
+    return out
 
 
-def _in_flight(pp: int, v: int, m: int, stage: int) -> float:
-    """Micro-batches whose activations stage ``stage`` holds at its peak (1F1B: ``pp - stage``, capped by ``m``;
-    interleaved: times ``1 + (pp - 1) / (pp v)`` [S23])."""
-    base = min(m, pp - stage)
-    return base * (1 + (pp - 1) / (pp * v)) if v > 1 else base
+def fewest_recomputed(model: ModelShape, *, tp: int, cp: int, seq: int, micro_batch: int, layers, held,
+                      budget) -> np.ndarray:
+    """(pp,) the fewest layers per stage to recompute fully so that the stage's activations fit ``budget`` bytes
+    of activations (per stage); ``layers + 1`` where even recomputing every layer does not fit."""
+    tokens = seq * micro_batch / (tp * cp)
+    full = tokens * model.activation_bytes_per_token()
+    kept = tokens * BF16 * model.dim
+    out = np.zeros(len(layers), dtype=np.int64)
+    for s, (n, h, b) in enumerate(zip(layers, held, budget)):
+        if h * full <= b:
+            continue
+        # act(r) = h full - r (h / n)(full - kept) + full for r >= 1
+        per = h / n * (full - kept)
+        r = math.ceil((h * full + full - b) / per - 1e-9) if per > 0 else n + 1
+        out[s] = max(1, r) if r <= n else n + 1
+    return out

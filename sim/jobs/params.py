@@ -6,13 +6,13 @@ from sim.fabric.params import HASH, HOTTEST, QPS, ROUTING, SEED, UDP_SPORT
 from sim.fabric.placement import PLACEMENTS
 from sim.jobs.layout import MAX_DIM, check_job
 from sim.jobs.models import CUSTOM, MODELS
+from sim.jobs.pipeline import SCHEDULES
 from sim.jobs.queue import MAX_QUEUED, MAX_SHARED_JOBS, read_jobs
 
 
 # ------------------------------------------------------------------------------------------- training jobs
-SCHEDULES = ("1f1b", "interleaved")
 PRECISIONS = ("bf16", "fp8")
-RECOMPUTE = ("none", "full", "auto")
+RECOMPUTE = ("none", "selective", "full", "auto")
 MAX_JOBS_TEXT = 4 << 20           # a schedule's jobs file: at most 4 MiB
 
 
@@ -38,16 +38,25 @@ JOB_PARAMS = (
     Param("batch_tokens", "size", "16M", "global batch in tokens (K/M: powers of 1024; 16M = 2,048 x 8,192)",
           min=1, max=1 << 40),
     Param("micro_batch", "int", 1, "sequences per micro-batch", min=1, max=1 << 20),
-    Param("schedule", "choice", "1f1b", "pipeline schedule: 1f1b, or interleaved (virtual stages)",
+    Param("schedule", "choice", "1f1b", "pipeline schedule: 1f1b (PipeDream-flush), interleaved (Megatron's, "
+                                        "virtual stages), zb-h1 (zero bubble: weight gradients deferred)",
           choices=SCHEDULES),
     Param("virtual_stages", "int", 1, "model chunks per pipeline stage (interleaved: at least 2)", min=1, max=1024),
+    Param("micro_batches_per_round", "int", None, "interleaved: micro-batches taken through each chunk in turn "
+                                                  "(Llama 3's tunable N); null: pp (Megatron's)", min=1,
+          max=1 << 20, nullable=True),
+    Param("balance_stages", "bool", True, "one layer fewer on the first and last chunks, for the embedding and the "
+                                          "output head (as Llama 3)"),
     Param("precision", "choice", "bf16", "GEMM precision: bf16, or fp8 (weights, gradients and collectives stay "
                                          "BF16/FP32)", choices=PRECISIONS),
-    Param("recompute", "choice", "auto", "activation recomputation: none, full (every layer's forward again), "
-                                         "auto (none if the job fits HBM, else full)", choices=RECOMPUTE),
+    Param("recompute", "choice", "auto", "activation recomputation: none, selective (the fewest layers per stage "
+                                         "recomputed whole that make it fit HBM), full (every layer), auto (= "
+                                         "selective)", choices=RECOMPUTE),
     Param("fsdp", "bool", True, "data parallelism as FSDP (all-gather weights, reduce-scatter gradients, sharded "
                                 "optimizer); off: DDP (all-reduce of gradients, replicated optimizer)"),
     Param("overlap", "bool", True, "overlap data-parallel communication with compute (off: all of it exposed)"),
+    Param("tp_comm_overlap", "bool", True, "overlap TP all-gathers and reduce-scatters with the GEMMs they feed "
+                                           "(Megatron --tp-comm-overlap, PyTorch async TP; off: all exposed)"),
     Param("gemm_efficiency", "float", None, "achieved share of the GPU's dense peak in GEMMs; null: 0.75 "
                                             "(assumption, docs/jobs.md)", min=0.01, max=1.0, nullable=True),
     Param("attention_efficiency", "float", None, "achieved share of the dense peak in attention; null: "
@@ -55,6 +64,11 @@ JOB_PARAMS = (
           nullable=True),
     Param("hbm_gb", "float", None, "GPU memory in GB; null: the GPU's (80 on H100)", min=1.0, max=1e6,
           nullable=True),
+    Param("framework_gb", "float", None, "GB per GPU outside PyTorch's allocator (CUDA context, NCCL buffers); "
+                                         "null: 0.75 + NCCL's buffers for the layout (docs/jobs.md)", min=0.0,
+          max=1e6, nullable=True),
+    Param("fragmentation", "float", None, "the caching allocator's reserve as a share of its tensors; null: 0.05 "
+                                          "(assumption, docs/jobs.md)", min=0.0, max=1.0, nullable=True),
     Param("placement", "choice", "topology", "how the job's GPUs are chosen", choices=PLACEMENTS),
     SEED,
     ROUTING,

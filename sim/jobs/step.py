@@ -1,12 +1,16 @@
-"""A job's step in closed form: compute per pipeline stage, each dimension's messages, a collective's alpha-beta
-time and the step's breakdown (compute, exposed TP/CP/PP/DP, bubble) from the fabric's per-dimension time per byte
-and per step (docs/jobs.md; the module :mod:`sim.jobs.job` has the whole model).
+"""A job's step: compute per pipeline chunk, each dimension's messages, a collective's alpha-beta time, TP overlap
+with its GEMMs, FSDP's exposure, and the step's breakdown (compute, exposed TP/CP/PP/DP, bubble) from the job's
+pipeline schedule simulated (:mod:`sim.jobs.pipeline`) with the fabric's per-dimension time per byte and per step
+(docs/jobs.md; the module :mod:`sim.jobs.job` has the whole model).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from sim.fabric.nccl_tuning import base_latency
 from sim.jobs.layout import DIMS
-from sim.jobs.models import BF16, FP32, ModelShape, stage_layers
+from sim.jobs.models import BF16, FP32, ModelShape, chunk_layers, stage_params
+from sim.jobs.pipeline import peak_in_flight, simulate
 
 PEAK_FLOPS = {"bf16": 989e12, "fp8": 1979e12}     # H100 SXM dense tensor-core peak (docs/sources.md [S4])
 GEMM_EFFICIENCY = 0.75                            # assumption (docs/jobs.md): large BF16/FP8 GEMMs reach ~3/4 of peak
@@ -15,20 +19,49 @@ PROTOCOL = "Simple"                               # large messages: NCCL's Simpl
 
 
 def compute_times(model: ModelShape, p: dict) -> dict:
-    """Seconds of compute of one micro-batch (forward + backward, + forward again with recomputation) on each
-    pipeline stage; the slowest stage paces the pipeline."""
+    """Seconds of compute of one micro-batch on each pipeline chunk: ``f``, ``b``, ``w`` ((pp, v): forward,
+    backward (with the recomputed layers' forward again), and the weight-gradient pass when the schedule splits it
+    off the backward; else 0), ``gemm`` ((pp, v) forward GEMM seconds), ``per_stage`` (one micro-batch through a
+    stage, all passes), ``slot`` (the slowest stage's) and ``layers`` (the most layers on a stage)."""
     peak = PEAK_FLOPS[p["precision"]]
     ge = p.get("gemm_efficiency") or GEMM_EFFICIENCY
     ae = p.get("attention_efficiency") or ATTENTION_EFFICIENCY[p["precision"]]
     tokens = p["seq"] * p["micro_batch"] / (p["tp"] * p["cp"])           # a GPU's share of a micro-batch
-    layers = stage_layers(model.layers, p["pp"], p["virtual_stages"])
-    passes = 4.0 if p["recompute_on"] else 3.0
-    out = []
-    for s, n in enumerate(layers):
-        gemm = n * model.gemm_flops_per_token() + (model.head_flops_per_token() if s == len(layers) - 1 else 0)
-        attn = n * model.attention_flops_per_token(p["seq"])
-        out.append(passes * tokens * (gemm / (peak * ge) + attn / (peak * ae)))
-    return {"per_stage": out, "slot": max(out), "layers": max(layers)}
+    cl = job_chunk_layers(model, p).astype(float)
+    pp, v = cl.shape
+    gemm = tokens * cl * model.gemm_flops_per_token() / (peak * ge)
+    attn = tokens * cl * model.attention_flops_per_token(p["seq"]) / (peak * ae)
+    head = np.zeros_like(gemm)
+    head[pp - 1, v - 1] = tokens * model.head_flops_per_token() / (peak * ge)
+    share = recompute_share(p, cl)
+    recompute = share * (gemm + attn)                                   # the recomputed layers' forward again
+    f = gemm + attn + head
+    if split_w(p):
+        b, w = gemm + head + 2 * attn + recompute, gemm + head          # input gradients; weight gradients
+    else:
+        b, w = 2 * f + recompute, np.zeros_like(f)
+    per_stage = (f + b + w).sum(axis=1)
+    return {"f": f, "b": b, "w": w, "gemm": gemm, "per_stage": per_stage.tolist(), "slot": float(per_stage.max()),
+            "layers": int(cl.sum(axis=1).max())}
+
+
+def job_chunk_layers(model: ModelShape, p: dict) -> np.ndarray:
+    """(pp, v) layers of each chunk of each stage for the job ``p`` (:func:`sim.jobs.models.chunk_layers`)."""
+    return chunk_layers(model.layers, p["pp"], p["virtual_stages"], p.get("balance_stages", False))
+
+
+def recompute_share(p: dict, cl: np.ndarray) -> np.ndarray:
+    """(pp, 1) share of each stage's layers recomputed (``p['recompute_layers']``; all with ``recompute_on`` and no
+    per-stage list)."""
+    n = cl.sum(axis=1, keepdims=True)
+    r = p.get("recompute_layers")
+    if r is None:
+        return np.full_like(n, 1.0 if p["recompute_on"] else 0.0)
+    return np.minimum(np.asarray(r, float).reshape(-1, 1), n) / np.maximum(n, 1)
+
+
+def split_w(p: dict) -> bool:
+    return p["schedule"] == "zb-h1"
 
 
 def message_sizes(model: ModelShape, p: dict) -> dict:
@@ -37,33 +70,29 @@ def message_sizes(model: ModelShape, p: dict) -> dict:
     count per micro-batch (TP, CP, PP) or per step (DP)."""
     tp, cp, pp, v = p["tp"], p["cp"], p["pp"], p["virtual_stages"]
     tokens = p["seq"] * p["micro_batch"]
-    L = max(stage_layers(model.layers, pp, v))
-    recompute = 1 if p["recompute_on"] else 0
+    layers = job_chunk_layers(model, p).sum(axis=1)
+    s = int(np.argmax(layers))
+    L = int(layers[s])
+    R = int(round(float(recompute_share(p, layers.reshape(-1, 1))[s, 0]) * L))    # its layers recomputed
     act = tokens / cp * model.dim * BF16                                  # a micro-batch's activations on a CP rank
     out = {"tp": [], "cp": [], "pp": [], "dp": []}
     if tp > 1:   # Megatron SP: 2 all-gathers + 2 reduce-scatters per layer in forward, as many in backward
-        out["tp"] = [("activations", act, L * (4 + 2 * recompute), "allgather"),
-                     ("activations", act, L * (4 + 2 * recompute), "reducescatter")]
+        out["tp"] = [("activations", act, 4 * L + 2 * R, "allgather"),
+                     ("activations", act, 4 * L + 2 * R, "reducescatter")]
     if cp > 1:   # all-gather of K and V in forward (and recompute), reduce-scatter of their gradients in backward
         kv = tokens * 2 * model.kv_dim / tp * BF16
-        out["cp"] = [("keys and values", kv, L * (1 + recompute), "allgather"),
+        out["cp"] = [("keys and values", kv, L + R, "allgather"),
                      ("key and value gradients", kv, L, "reducescatter")]
     if pp > 1:   # one activation (forward) and one gradient (backward) per chunk boundary per micro-batch
         out["pp"] = [("activations", act / tp, 2 * v, "send")]
     if p["dp"] > 1:
-        params = max(_stage_params(model, pp, v)) / tp
+        params = max(stage_params(model, layers)) / tp
         if p["fsdp"]:
             out["dp"] = [("weights (BF16)", params * BF16, 1, "allgather"),
                          ("gradients (FP32)", params * FP32, 1, "reducescatter")]
         else:
             out["dp"] = [("gradients (FP32)", params * FP32, 1, "allreduce")]
     return out
-
-
-def _stage_params(model: ModelShape, pp: int, v: int) -> list[float]:
-    layers = stage_layers(model.layers, pp, v)
-    return [n * model.layer_params + (model.vocab * model.dim if s == 0 else 0)
-            + ((model.vocab + 1) * model.dim if s == pp - 1 else 0) for s, n in enumerate(layers)]
 
 
 def collective_time(kind: str, size: float, ranks: int, unit: float, alpha: float) -> float:
@@ -77,29 +106,104 @@ def collective_time(kind: str, size: float, ranks: int, unit: float, alpha: floa
     return mult * (unit * size + (ranks - 1) * alpha) + base_latency("ring", PROTOCOL)
 
 
+def pipelined(comm: float, gemm: float, pieces: int) -> float:
+    """Seconds a collective adds to the GEMM it feeds (or is fed by) when both are cut into ``pieces`` and
+    pipelined (Megatron's ``--tp-comm-overlap``, PyTorch's async TP): one piece of the shorter one cannot overlap,
+    the longer one runs whole: ``max(comm, gemm) + min(comm, gemm) / pieces - gemm``."""
+    return max(comm, gemm) + min(comm, gemm) / pieces - gemm
+
+
+def tp_per_layer(model: ModelShape, p: dict, c_ag: float, c_rs: float) -> tuple[float, float]:
+    """Exposed TP seconds per layer and micro-batch: (forward, backward). Sequence parallelism [S23]: an
+    all-gather feeds the QKV and the first MLP GEMMs, a reduce-scatter follows the attention output and the second
+    MLP GEMMs, in forward, and the mirror in backward (GEMMs twice as long: input and weight gradients). Without
+    ``tp_comm_overlap`` all of them are exposed; with it each is pipelined with its GEMM (:func:`pipelined`)."""
+    if p["tp"] < 2:
+        return 0.0, 0.0
+    if not p.get("tp_comm_overlap"):
+        return 2 * c_ag + 2 * c_rs, 2 * c_ag + 2 * c_rs
+    d, kv, F = model.dim, model.kv_dim, model.ffn_dim
+    tokens = p["seq"] * p["micro_batch"] / (p["tp"] * p["cp"])
+    rate = PEAK_FLOPS[p["precision"]] * (p.get("gemm_efficiency") or GEMM_EFFICIENCY)
+    qkv, out, fc1, fc2 = (tokens * 2 * x / rate for x in (d * (d + 2 * kv), d * d, 2 * d * F, d * F))
+    pairs = ((c_ag, qkv), (c_rs, out), (c_ag, fc1), (c_rs, fc2))
+    fwd = sum(pipelined(c, g, p["tp"]) for c, g in pairs)
+    bwd = sum(pipelined(c, 2 * g, p["tp"]) for c, g in pairs)
+    return fwd, bwd
+
+
 def step_breakdown(model: ModelShape, p: dict, unit: dict, alpha: dict, ranks: dict) -> dict:
     """The step: ``compute``, exposed ``tp``/``cp``/``pp``/``dp``, ``bubble``, ``step`` (seconds), from the fabric's
     per-dimension ``unit`` (seconds per byte of a ring AllGather's message, or of a PP send) and ``alpha`` (seconds
-    per step); see the module docstring."""
+    per step). The pipeline schedule ``p['pipeline']`` (:mod:`sim.jobs.pipeline`) runs with each chunk's compute
+    plus its exposed TP and CP: ``bubble`` = its makespan without sends - the busiest stage's work; exposed ``pp`` =
+    what the sends (asynchronous) add to the makespan; ``compute``, ``tp``, ``cp`` are the busiest stage's. Also
+    ``stages`` (each stage's ``busy``, ``idle``, ``compute``, ``tp``, ``cp`` seconds, ``layers``, ``in_flight``)
+    and ``schedule``."""
     ct = compute_times(model, p)
     sizes = message_sizes(model, p)
     t = {d: sum(collective_time(kind, size, ranks[d], unit[d], alpha[d]) * count
                 for _, size, count, kind in sizes[d]) for d in DIMS}
-    m, pp, v = p["micro_batches"], p["pp"], p["virtual_stages"]
-    slot = ct["slot"] + t["tp"] + t["cp"]                   # one micro-batch on the slowest stage
-    bubble = (pp - 1) / v * slot
-    send = t["pp"] / (2 * v) if pp > 1 else 0.0             # one send
-    exposed_pp = 2 * (pp * v - 1) * send if pp > 1 else 0.0
-    compute = m * ct["slot"]
-    if p["overlap"] and p["dp"] > 1:
-        first_last = t["dp"] / max(ct["layers"], 1)         # the first layer's gather, the last one's reduction
-        window = compute if p["fsdp"] else compute * 2 / 3  # DDP: the backward pass only
-        exposed_dp = first_last + max(0.0, t["dp"] - first_last - window)
-    else:
-        exposed_dp = t["dp"]
-    out = {"compute": compute, "tp": m * t["tp"], "cp": m * t["cp"], "pp": exposed_pp, "dp": exposed_dp,
-           "bubble": bubble}
+    m, pp = p["micro_batches"], p["pp"]
+    sched = p["pipeline"]
+    cl = job_chunk_layers(model, p).astype(float)
+    share = recompute_share(p, cl)
+    act = p["seq"] * p["micro_batch"] / p["cp"] * model.dim * BF16
+    tp_f, tp_b = tp_per_layer(model, p, collective_time("allgather", act, ranks["tp"], unit["tp"], alpha["tp"]),
+                              collective_time("reducescatter", act, ranks["tp"], unit["tp"], alpha["tp"]))
+    kv = p["seq"] * p["micro_batch"] * 2 * model.kv_dim / p["tp"] * BF16
+    cp_f = collective_time("allgather", kv, ranks["cp"], unit["cp"], alpha["cp"])        # exposed, as Llama 3 [S3]
+    cp_b = collective_time("reducescatter", kv, ranks["cp"], unit["cp"], alpha["cp"])
+    tp_chunk = cl * (tp_f + tp_b + share * tp_f)                        # (pp, v) per micro-batch
+    cp_chunk = cl * (cp_f + cp_b + share * cp_f)
+    f = ct["f"] + cl * (tp_f + cp_f)
+    b = ct["b"] + cl * (tp_b + cp_b + share * (tp_f + cp_f))
+    send = collective_time("send", act / p["tp"], ranks["pp"], unit["pp"], alpha["pp"]) if pp > 1 else 0.0
+    quiet = simulate(sched, f, b, ct["w"])
+    run = simulate(sched, f, b, ct["w"], send=send) if send > 0 else quiet
+    compute = m * (ct["f"] + ct["b"] + ct["w"]).sum(axis=1)
+    tp_s, cp_s = m * tp_chunk.sum(axis=1), m * cp_chunk.sum(axis=1)
+    busiest = int(np.argmax(quiet.busy))
+    exposed_dp, dp_total = _exposed_dp(model, p, ct, cl, run, unit["dp"], alpha["dp"], ranks["dp"])
+    out = {"compute": float(compute[busiest]), "tp": float(tp_s[busiest]), "cp": float(cp_s[busiest]),
+           "pp": run.makespan - quiet.makespan, "dp": exposed_dp, "bubble": quiet.bubble}
     out["step"] = sum(out.values())
-    out["comm_total"] = {"tp": m * t["tp"], "cp": m * t["cp"], "pp": m * t["pp"], "dp": t["dp"]}
-    out["slot"] = slot
+    out["comm_total"] = {"tp": m * t["tp"], "cp": m * t["cp"], "pp": m * t["pp"], "dp": dp_total}
+    out["slot"] = float(((f + b + ct["w"]).sum(axis=1)).max())
+    in_flight = peak_in_flight(sched)
+    out["stages"] = [{"stage": s, "layers": int(cl[s].sum()), "busy": float(run.busy[s]),
+                      "idle": float(run.makespan - run.busy[s]), "compute": float(compute[s]), "tp": float(tp_s[s]),
+                      "cp": float(cp_s[s]), "in_flight": int(in_flight[s])} for s in range(pp)]
+    out["busiest_stage"] = busiest
     return out
+
+
+def _exposed_dp(model, p, ct, cl, run, unit, alpha, ranks) -> tuple[float, float]:
+    """Exposed data-parallel seconds and the busiest stage's DP seconds in all. FSDP without reshard after forward
+    [S3]: each stage gathers its layers' BF16 weights once, one layer ahead of its first micro-batch's forward (the
+    first layer's gather exposed beyond the idle time before the stage's first forward, each later one by what it
+    exceeds the previous layer's forward), and reduce-scatters each layer's FP32 gradients after its last
+    backward, overlapped with the next layer's (the last layer's, and any excess, exposed beyond the stage's end
+    of work, up to the pipeline's end). DDP: an all-reduce of the gradients, likewise after the last backward.
+    ``overlap`` off: all of it exposed."""
+    if p["dp"] < 2:
+        return 0.0, 0.0
+    params = np.asarray(stage_params(model, cl.sum(axis=1).astype(int))) / p["tp"]
+    if p["fsdp"]:
+        gather = np.array([collective_time("allgather", x * BF16, ranks, unit, alpha) for x in params])
+        reduce = np.array([collective_time("reducescatter", x * FP32, ranks, unit, alpha) for x in params])
+    else:
+        gather = np.zeros(params.size)
+        reduce = np.array([collective_time("allreduce", x * FP32, ranks, unit, alpha) for x in params])
+    total = gather + reduce
+    if not p["overlap"]:
+        return float(total.max()), float(total.max())
+    n = cl.sum(axis=1)
+    g_l, r_l = gather / n, reduce / n
+    f_l = ct["f"][:, 0] / cl[:, 0]                                       # one layer's forward, first chunk
+    b_l = (ct["b"][:, 0] + ct["w"][:, 0]) / cl[:, 0]
+    first = np.array([st[0] for st in run.start])
+    last = np.array([en[-1] for en in run.end])
+    front = np.maximum(0.0, g_l - first) + (cl[:, 0] - 1) * np.maximum(0.0, g_l - f_l)
+    tail = last + r_l + (cl[:, 0] - 1) * np.maximum(0.0, r_l - b_l) - run.makespan
+    return float(front.max() + max(0.0, tail.max())), float(total.max())

@@ -46,6 +46,10 @@ def test_a_job_submitted_from_the_jobs_page_shows_its_live_state(admin, twin):
     page.wait_for_function("document.getElementById('job-placement').dataset.gpus === '64'")   # fetched once placed
     assert detail.locator("#job-breakdown svg .bar").count() >= 5           # compute, tp, cp, pp, dp, bubble
     assert int(page.locator("#job-throughput").get_attribute("data-points")) >= 1
+    # and the nearest published run (Llama 3 405B, Table 4) beside the job's TFLOPs/GPU and MFU, with its source
+    published = detail.locator("#job-published .published-table tbody tr")
+    assert published.count() == 2 and "S3" in published.first.inner_text()
+    assert "nearest published case" in published.first.inner_text()
     screenshot(page, "jobs-finished")
     # and the GPU page coloured by training job shows the job on its GPUs
     gpus = admin.page.request.get(f"{twin.url}/api/runs/jobs/{job_id}/gpus/").json()["gpus"]

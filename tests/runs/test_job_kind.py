@@ -38,6 +38,9 @@ def test_a_job_run_places_simulates_and_records_its_job(workers, runner, demo):
     assert res["step_time_s"] == s["step_time"] and res["mfu"] == s["mfu"] and 0 < s["mfu"] < 1
     assert res["breakdown"] == {k: v for k, v in s["breakdown"].items() if k != "step"}
     assert abs(sum(res["breakdown"].values()) - s["step_time"]) < 1e-9 * s["step_time"]
+    # and the run's summary and the job's results carry the nearest published run beside the simulated figures
+    assert [x["key"] for x in s["published"]] == [x["key"] for x in res["published"]] and len(s["published"]) == 2
+    assert {x["unit"]: x["simulated"] for x in s["published"]} == {"TFLOP/s": s["tflops_per_gpu"], "fraction": s["mfu"]}
     gpus = runner.get(f"/api/runs/jobs/{job['id']}/gpus/").json()["gpus"]
     assert len(set(gpus)) == 64 and 3 not in gpus
     # and the GPU page's lookup names it for each of its GPUs, none for the failed one

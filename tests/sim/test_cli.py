@@ -275,7 +275,7 @@ REFUSED = [
     (["job", "--preset", "demo-256", "--model", "llama3-8b", "--gpus", "64", "--batch-tokens", "100000"],
      "batch_tokens: 100,000 tokens do not split into micro-batches"),
     (["job", "--preset", "demo-256", "--model", "llama3-70b", "--gpus", "8", "--recompute", "none"],
-     "pp: the job needs 1"),
+     "pp: the job needs "),
     (["job", "--preset", "demo-256", "--model", "llama3-8b", "--gpus", "16", "--order", "tp,pp,dp"],
      "order: must name each of tp, cp, pp, dp once"),
     (["job", "--preset", "demo-256", "--model", "gpt5"], "model: unknown value 'gpt5'"),
@@ -409,6 +409,13 @@ def test_job_table_and_json(capsys):
     assert code == 0 and d["layout"]["micro_batches"] == 16 and d["routing"] == "eecmp"
     assert b["step"] == pytest.approx(sum(b[k] for k in ("compute", "tp", "cp", "pp", "dp", "bubble")))
     assert d["tokens_per_s"] == pytest.approx(256 * 1024 / b["step"])
+    # the schedule as simulated, and the nearest published run (Llama 3 405B, Table 4 [S3]) beside the job's figures
+    assert d["schedule"]["name"] == "1f1b" and len(d["schedule"]["stages"]) == 2
+    pub = {x["unit"]: x for x in d["published"]}
+    assert pub["TFLOP/s"]["simulated"] == pytest.approx(d["tflops_per_gpu"]) and pub["fraction"]["simulated"] == \
+        pytest.approx(d["mfu"])
+    assert all(x["source"] == "S3" and not x["same_case"] and "model llama3-8b" in x["differs"] and x["why"]
+               for x in d["published"])
 
 
 def test_schedule_table_and_json(capsys, tmp_path):

@@ -52,22 +52,27 @@ def test_dp_only_step_is_compute_plus_the_alpha_beta_allreduce():
         assert r.breakdown[k] == 0
 
 
+# Equal stages: a vocabulary of one token makes the output head's FLOPs negligible (2 d per token against a
+# layer's 33.5 M), and balance_stages off keeps every stage at layers / pp: the closed forms then hold to 1e-3.
+EVEN = {**SMALL, "layers": 8, "vocab": 1, "balance_stages": False}
+
+
 @pytest.mark.parametrize("pp, m", [(4, 8), (2, 2), (8, 8)])
 def test_1f1b_bubble_is_pp_minus_1_over_m_plus_pp_minus_1(pp, m):
     topo = nonblocking()
-    p = JOB.validate({**SMALL, "layers": 8, "gpus": 8 * pp, "tp": 8, "pp": pp, "dp": 1, "batch_tokens": 2048 * m})
+    p = JOB.validate({**EVEN, "gpus": 8 * pp, "tp": 8, "pp": pp, "dp": 1, "batch_tokens": 2048 * m})
     b = run_job(topo, p).breakdown
     pipelined = b["compute"] + b["tp"] + b["cp"] + b["bubble"]
-    assert b["bubble"] / pipelined == pytest.approx((pp - 1) / (m + pp - 1), rel=1e-12)
+    assert b["bubble"] / pipelined == pytest.approx((pp - 1) / (m + pp - 1), rel=1e-3)
 
 
 def test_interleaving_divides_the_bubble_by_the_virtual_stages():
     topo = nonblocking()
-    base = {**SMALL, "layers": 8, "gpus": 32, "tp": 8, "pp": 4, "dp": 1, "batch_tokens": 2048 * 8}
+    base = {**EVEN, "gpus": 32, "tp": 8, "pp": 4, "dp": 1, "batch_tokens": 2048 * 8}
     one = run_job(topo, JOB.validate(base)).breakdown
     two = run_job(topo, JOB.validate({**base, "schedule": "interleaved", "virtual_stages": 2})).breakdown
-    assert two["bubble"] / (two["compute"] / 8 + two["tp"] / 8) == pytest.approx(3 / 2, rel=1e-12)
-    assert one["bubble"] / (one["compute"] / 8 + one["tp"] / 8) == pytest.approx(3, rel=1e-12)
+    assert two["bubble"] / (two["compute"] / 8 + two["tp"] / 8) == pytest.approx(3 / 2, rel=1e-3)
+    assert one["bubble"] / (one["compute"] / 8 + one["tp"] / 8) == pytest.approx(3, rel=1e-3)
 
 
 def test_tp_inside_one_host_never_touches_the_fabric():
@@ -149,7 +154,7 @@ def test_mfu_counts_model_flops_only():
     assert r.breakdown["compute"] > 0 and r.to_dict()["layout"]["recompute"] == "full"
 
 
-def test_step_breakdown_exposes_dp_beyond_the_compute_window():
+def test_step_breakdown_exposes_dp_beyond_what_one_layer_ahead_hides():
     m = MODELS["llama3-8b"]
     p = resolve_job(JOB.validate({"model": "llama3-8b", "gpus": 64, "tp": 8, "dp": 8, "batch_tokens": 8192 * 8}))
     ranks = {"tp": 8, "cp": 1, "pp": 1, "dp": 8}
@@ -157,5 +162,8 @@ def test_step_breakdown_exposes_dp_beyond_the_compute_window():
     fast = step_breakdown(m, p, {d: 0.0 for d in DIMS}, alpha, ranks)
     slow = step_breakdown(m, p, {**{d: 0.0 for d in DIMS}, "dp": 1e-7}, alpha, ranks)
     assert fast["dp"] == pytest.approx(fast["comm_total"]["dp"] / 32, rel=1e-12)   # first gather, last reduction
+    # one micro-batch of 32 layers: each later layer's gather hides behind the previous layer's forward (one layer
+    # ahead), each reduction but the last behind the next layer's backward; beyond them the traffic is exposed
     hidden = slow["comm_total"]["dp"] - slow["dp"]
-    assert slow["dp"] > 0 and hidden == pytest.approx(slow["compute"], rel=1e-9)
+    assert p["micro_batches"] == 1
+    assert slow["dp"] > 0 and hidden == pytest.approx(slow["compute"] * 31 / 32, rel=1e-9)

@@ -35,13 +35,15 @@ SCHEDULE_HEADLINE = (Headline("utilization", "GPU utilization", "pct"),)
 # The figures a Job keeps of its run's summary (sim.jobs.job.JobResult.to_dict(): what the queue, the live frames and
 # the what-if table show); ``step_time`` is kept as ``step_time_s``, the breakdown without its total.
 JOB_PARAM_NAMES = tuple(p.name for p in JOB_PARAMS)       # what a Job row keeps of a job's parameters
-JOB_FIGURES = ("tokens_per_s", "tflops_per_gpu", "mfu", "memory_gb", "hottest", "routing", "placement")
+JOB_FIGURES = ("tokens_per_s", "tflops_per_gpu", "mfu", "memory_gb", "hottest", "routing", "placement", "published",
+               "schedule")
 
 
 def job_results(doc: dict) -> dict:
     """What a Job keeps of :meth:`sim.jobs.job.JobResult.to_dict`: step time (s), tokens/s, TFLOPs per GPU, MFU, the
     step's parts in seconds (compute, exposed tp/cp/pp/dp, bubble), each dimension's exposed and total
-    communication, memory and the hottest links."""
+    communication, memory, the hottest links, the pipeline schedule as simulated and the nearest published figures
+    (``published``: :func:`sim.jobs.published.published_beside`)."""
     out = {k: doc[k] for k in JOB_FIGURES if k in doc}
     out["step_time_s"] = doc["step_time"]
     out["breakdown"] = {k: v for k, v in doc["breakdown"].items() if k != "step"}
