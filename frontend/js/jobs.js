@@ -12,6 +12,7 @@ import { fieldErrors, lockForm, pageData, paramFieldsHtml, parseValue, readField
 import { sectionRows } from "./frames.js";
 import { barChart, lineChart, PALETTE } from "./chart.js";
 import { exportable } from "./exports.js";
+import { drawPipeline, timelineRows } from "./pipeline.js";
 import { publishedHtml } from "./published.js";
 
 const info = pageData("jobs-info");
@@ -24,11 +25,13 @@ const el = {
   canvas: document.getElementById("job-placement"), hint: document.getElementById("placement-hint"),
   breakdown: document.getElementById("job-breakdown"), throughput: document.getElementById("job-throughput"),
   whatif: document.getElementById("whatif"), whatifTable: document.getElementById("whatif-table"),
+  pipeline: document.getElementById("job-pipeline"),
   published: document.getElementById("job-published"), publishedTable: document.getElementById("job-published-table"),
 };
 const jobs = new Map();          // job id -> the API's row, live figures merged in
 const series = new Map();        // job id -> [{x: seconds since the page opened, y: tokens/s}] from live frames
 const placements = new Map();    // job id -> its rank -> GPU list (null while asked)
+const pipelines = new Map();     // run id -> its pipeline slot table rows (null while asked): a finished run's never change
 const t0 = performance.now();
 let selected = null, charts = [];
 let occupancy = null;            // {jobs, held_gpus, gpus}: the server's count (twin.runs.job_actions.occupancy)
@@ -175,6 +178,7 @@ function renderDetail() {
   const published = publishedHtml(job.results?.published);        // the nearest published run (sim/jobs/published.py)
   el.published.hidden = !published;
   el.publishedTable.innerHTML = published;
+  drawJobPipeline(job);
   const bars = breakdownBars(job.results);
   if (bars.length) charts.push(barChart(el.breakdown, { bars, format: secs }));
   else el.breakdown.innerHTML = `<p class="muted">${job.state === "failed" ? "failed" : "no step simulated yet"}</p>`;
@@ -188,6 +192,33 @@ function renderDetail() {
       x: { scale: "linear", label: use.x, name: "t", format: (v) => num(v, 1) },
       y: { scale: "linear", min: 0, label: "tokens/s", format: big } }));
   } else el.throughput.innerHTML = '<p class="muted">no throughput reported yet</p>';
+}
+
+/** The job's pipeline schedule as its run simulated it (the run's `pipeline` array, fetched once per run). */
+function drawJobPipeline(job) {
+  const runId = job.run?.id;
+  if (!runId || !job.results) {
+    el.pipeline.innerHTML = '<p class="muted">no step simulated yet</p>';
+    return;
+  }
+  if (!pipelines.has(runId)) {
+    pipelines.set(runId, null);
+    el.pipeline.innerHTML = '<p class="muted">loading…</p>';
+    api(`/api/runs/${runId}/results/?names=pipeline`)
+      .then((r) => {
+        // the job's figures arrive before its run stores its arrays: asked again shortly until the run has ended
+        if (!["succeeded", "failed", "cancelled"].includes(r.status)) {
+          setTimeout(() => { pipelines.delete(runId); if (selected === job.id) renderDetail(); }, 1000);
+          return;
+        }
+        pipelines.set(runId, timelineRows(r.arrays?.pipeline));
+        if (selected === job.id) renderDetail();
+      })
+      .catch((e) => { pipelines.set(runId, []); toast(`pipeline schedule of run #${runId}: ${errorText(e)}`); });
+    return;
+  }
+  const rows = pipelines.get(runId);
+  if (rows) drawPipeline(el.pipeline, rows);
 }
 
 /** The job's throughput over its wall-clock life: each tokens/s its frames brought (seconds since it started),

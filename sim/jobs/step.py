@@ -175,7 +175,19 @@ def step_breakdown(model: ModelShape, p: dict, unit: dict, alpha: dict, ranks: d
                       "idle": float(run.makespan - run.busy[s]), "compute": float(compute[s]), "tp": float(tp_s[s]),
                       "cp": float(cp_s[s]), "in_flight": int(in_flight[s])} for s in range(pp)]
     out["busiest_stage"] = busiest
+    out["timeline"] = timeline(sched, run)
     return out
+
+
+TIMELINE_COLUMNS = ("stage", "kind", "micro_batch", "chunk", "start", "end")   # kind: 0 F, 1 B, 2 W (pipeline.KINDS)
+
+
+def timeline(sched, run) -> np.ndarray:
+    """(ops, 6) float64: every operation of the simulated schedule as :data:`TIMELINE_COLUMNS` (start and end in
+    seconds from the step's start), stage by stage in each stage's order: the slot table a page draws."""
+    rows = [np.column_stack([np.full(len(ops), s), ops, run.start[s], run.end[s]])
+            for s, ops in enumerate(sched.ops) if len(ops)]
+    return np.concatenate(rows).astype(np.float64) if rows else np.zeros((0, len(TIMELINE_COLUMNS)))
 
 
 def _exposed_dp(model, p, ct, cl, run, unit, alpha, ranks) -> tuple[float, float]:

@@ -46,6 +46,11 @@ def test_a_job_submitted_from_the_jobs_page_shows_its_live_state(admin, twin):
     page.wait_for_function("document.getElementById('job-placement').dataset.gpus === '64'")   # fetched once placed
     assert detail.locator("#job-breakdown svg .bar").count() >= 5           # compute, tp, cp, pp, dp, bubble
     assert int(page.locator("#job-throughput").get_attribute("data-points")) >= 1
+    # and its pipeline schedule as simulated: one lane per stage (pp 2), every forward and backward drawn
+    table = detail.locator("#job-pipeline canvas.pipeline-table")
+    table.wait_for()
+    assert table.get_attribute("data-stages") == "2" and int(table.get_attribute("data-ops")) >= 4
+    assert "idle" in detail.locator("#job-pipeline .pipeline-legend").inner_text()
     # and the nearest published run (Llama 3 405B, Table 4) beside the job's TFLOPs/GPU and MFU, with its source
     published = detail.locator("#job-published .published-table tbody tr")
     assert published.count() == 2 and "S3" in published.first.inner_text()

@@ -43,6 +43,14 @@ def test_a_job_run_places_simulates_and_records_its_job(workers, runner, demo):
     assert {x["unit"]: x["simulated"] for x in s["published"]} == {"TFLOP/s": s["tflops_per_gpu"], "fraction": s["mfu"]}
     gpus = runner.get(f"/api/runs/jobs/{job['id']}/gpus/").json()["gpus"]
     assert len(set(gpus)) == 64 and 3 not in gpus
+    # and the run keeps its pipeline's slot table: both stages' forwards and backwards of every micro-batch, ending at
+    # the step's pipelined time (the step less the exposed DP)
+    table = runner.get(f"/api/runs/{run_id}/results/", {"names": "pipeline"}).json()["arrays"]["pipeline"]
+    rows = table["data"]
+    assert table["dtype"] == "<f8" and table["shape"] == [len(rows), 6]           # float64, little-endian
+    m = s["layout"]["micro_batches"]
+    assert sorted({int(r[0]) for r in rows}) == [0, 1] and len(rows) == 2 * 2 * m
+    assert max(r[5] for r in rows) <= s["step_time"] + 1e-9
     # and the GPU page's lookup names it for each of its GPUs, none for the failed one
     lookup = lambda g: runner.get("/api/runs/jobs/on-gpu/", {"cluster": demo.id, "gpu": g})   # noqa: E731
     assert lookup(gpus[17]).json()["id"] == job["id"] and lookup(3).status_code == 404

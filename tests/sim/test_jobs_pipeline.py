@@ -7,6 +7,7 @@ import pytest
 
 from sim.core.errors import ParamError
 from sim.jobs.pipeline import build, check_schedule, peak_in_flight, simulate
+from sim.jobs.step import TIMELINE_COLUMNS, timeline
 
 
 def test_1f1b_pp4_m8_takes_m_plus_pp_minus_1_slots():
@@ -96,6 +97,14 @@ def test_every_simulated_table_obeys_the_physics(name, pp, m, v, g):
         assert np.all(st[1:] >= en[:-1] - 1e-12)
     # a send never lowers the makespan
     assert simulate(s, f, b, w).makespan <= r.makespan + 1e-12
+    # the slot table a page draws holds every operation once, in its stage's order, with the simulated times
+    t = timeline(s, r)
+    assert t.shape == (sum(len(o) for o in s.ops), len(TIMELINE_COLUMNS))
+    assert np.isclose(t[:, 5].max(), r.makespan) and np.all(t[:, 5] - t[:, 4] > 0)
+    for st in range(pp):
+        rows = t[t[:, 0] == st]
+        assert np.array_equal(rows[:, 1:4], s.ops[st]) and np.all(rows[1:, 4] >= rows[:-1, 5] - 1e-12)
+        assert np.isclose((rows[:, 5] - rows[:, 4]).sum(), r.busy[st])
 
 
 def test_the_definitions_refuse_what_they_cannot_run_naming_the_field():

@@ -7,6 +7,7 @@ import { barChart, PALETTE } from "../chart.js";
 import { sectionRows } from "../frames.js";
 import { registerColourMode, registerView } from "../registry.js";
 import { headlineCards, pct } from "../run_results.js";
+import { drawPipeline, timelineRows } from "../pipeline.js";
 
 /** job: a training job's step (sim.jobs.job JobResult.to_dict()): headline figures, the step's parts as bars (compute,
  *  exposed communication per dimension, bubble), a link to the job on its cluster's Jobs page, then the JSON. */
@@ -15,6 +16,7 @@ export function renderJob(el, s, { cluster, run }) {
     on the Jobs page</a>` : "";
   el.innerHTML = `${headlineCards(run.headline ?? [])}
     <section class="panel"><h3>Step breakdown (s) ${jobLink}</h3><div class="job-breakdown-chart"></div></section>
+    <section class="panel"><h3>Pipeline schedule, as simulated</h3><div class="job-pipeline-table"></div></section>
     <section class="panel"><h3>Summary</h3><pre class="mono">${esc(JSON.stringify(s, null, 1))}</pre></section>`;
   const parts = Object.entries(s.breakdown ?? {}).filter(([k]) => k !== "step");
   if (parts.length) {
@@ -23,6 +25,12 @@ export function renderJob(el, s, { cluster, run }) {
                                          color: PALETTE[i % PALETTE.length] })),
       format: (v) => `${Number(v).toFixed(3)} s` });
   }
+  const box = el.querySelector(".job-pipeline-table");
+  if (run?.status === "succeeded") {
+    api(`/api/runs/${run.id}/results/?names=pipeline`)
+      .then((r) => drawPipeline(box, timelineRows(r.arrays?.pipeline)))
+      .catch((e) => { box.innerHTML = `<p class="muted">${esc(e.message ?? String(e))}</p>`; });
+  } else box.innerHTML = '<p class="muted">drawn once the run has succeeded</p>';
 }
 
 /** jobs: several jobs sharing the fabric (sim.jobs.job JobsResult.to_dict()): the worst slowdown, then per job its

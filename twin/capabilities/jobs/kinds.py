@@ -110,9 +110,11 @@ def job(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]:
     job_actions.publish_jobs(progress, cluster, n, the_job, "simulating", 0.01)
     progress(None, gpu_state=gpu_states(topo, gpus))
     from sim.jobs.job import run_job
-    doc = run_job(topo, params, progress=progress, gpus=gpus).to_dict()
+    result = run_job(topo, params, progress=progress, gpus=gpus)
+    doc = result.to_dict()
     job_actions.step_simulated(the_job, job_results(doc))
-    arrays = {"gpu_state": gpu_states(topo, gpus)}
+    # the pipeline's slot table as simulated (sim.jobs.step.timeline): the Jobs page and the run view draw it
+    arrays = {"gpu_state": gpu_states(topo, gpus), "pipeline": result.breakdown["timeline"]}
     job_actions.publish_jobs(progress, cluster, n, None, None, 1.0)
     progress(1.0, gpu_state=arrays["gpu_state"])
     doc["step_time_s"] = doc["step_time"]
@@ -256,7 +258,7 @@ def register_kinds() -> bool:
         return False
     import importlib.util
     register(Kind("job", "Training job (one step of a 4D-parallel job on the fabric)", JOB, job,
-                  headline=JOB_HEADLINE, best="mfu", arrays={"gpu_state": "uint8"}, view="job", form=False,
+                  headline=JOB_HEADLINE, best="mfu", arrays={"gpu_state": "uint8", "pipeline": "float64"}, view="job", form=False,
                   brief=("model", "gpus", "tp", "cp", "pp", "dp", "placement", "routing"), check=check_job,
                   cost=_flows, estimate=_seconds(_flows), throughputs=(limits.FLOWS_PER_SECOND,),
                   on_create=_create_job, wants_run=True,
