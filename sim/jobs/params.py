@@ -55,8 +55,9 @@ JOB_PARAMS = (
     Param("fsdp", "bool", True, "data parallelism as FSDP (all-gather weights, reduce-scatter gradients, sharded "
                                 "optimizer); off: DDP (all-reduce of gradients, replicated optimizer)"),
     Param("overlap", "bool", True, "overlap data-parallel communication with compute (off: all of it exposed)"),
-    Param("tp_comm_overlap", "bool", True, "overlap TP all-gathers and reduce-scatters with the GEMMs they feed "
-                                           "(Megatron --tp-comm-overlap, PyTorch async TP; off: all exposed)"),
+    Param("tp_comm_overlap", "bool", False, "overlap TP all-gathers and reduce-scatters with the GEMMs they feed "
+                                            "(Megatron --tp-comm-overlap, PyTorch async TP; off by default: the SMs "
+                                            "the overlapped kernels take from the GEMMs are not modelled)"),
     Param("gemm_efficiency", "float", None, "achieved share of the GPU's dense peak in GEMMs; null: 0.75 "
                                             "(assumption, docs/jobs.md)", min=0.01, max=1.0, nullable=True),
     Param("attention_efficiency", "float", None, "achieved share of the dense peak in attention; null: "
