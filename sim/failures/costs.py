@@ -58,7 +58,9 @@ def checkpoint_costs(layout, topo, p: dict, job: dict, model, progress, step_s: 
                   "placement": p["placement"], "seed": p["seed"], "samples": 2, "hottest": 0}
         w = run_checkpoint(layout, {**values, "mode": p["checkpoint_mode"], "data_loading_gbps": demand},
                            backend=topo, progress=span(progress, 0.0, 0.4))
-        r = run_checkpoint(layout, {**values, "restore": True}, backend=topo, progress=span(progress, 0.4, 0.8))
+        # the restore runs while the job is down: no training-data reads beside it
+        r = run_checkpoint(layout, {**values, "restore": True, "data_loading_gbps": 0.0}, backend=topo,
+                           progress=span(progress, 0.4, 0.8))
         blocked, durable, restore = w.blocked_seconds, w.durable_seconds, r.blocked_seconds
         source = f"{store} model ({p['checkpoint_mode']})"
         extra.update(metadata_of(w), stored_bytes=float(w.stored_bytes))
