@@ -27,7 +27,16 @@ const STALL_POLL_MS = 10000;
 const isSweep = () => run.view === "sweep";
 const duration = (a, b) => (a && b ? `${((new Date(b) - new Date(a)) / 1000).toFixed(1)} s` : "–");
 
+let shown = { progress: null, status: null };   // what the bar shows: never lowered while the run keeps its status
+
+/** The bar's progress and the run's status. Frames, the socket's meta (on each (re)connect: the database's
+ *  progress, written less often than frames) and REST reads arrive in any order: a lower value of the same status
+ *  is an older one, not the run going back (a requeued run changes status, and may start over). */
 function setProgress(progress, status) {
+  const same = !status || status === "unknown" || status === shown.status;
+  if (progress != null && same && shown.progress != null && progress < shown.progress) progress = null;
+  if (progress != null) shown.progress = progress;
+  if (status && status !== "unknown" && status !== shown.status) shown = { progress: shown.progress, status };
   if (progress != null) {
     bar.dataset.progress = String(Math.round(progress * 10) / 10);
     bar.querySelector("span").style.width = `${progress}%`;

@@ -1,6 +1,5 @@
 """Pipeline schedules from their definitions (sim/jobs/pipeline.py): hand-worked tables, the physics every
 simulated table obeys, the rules each definition imposes."""
-import time
 
 import numpy as np
 import pytest
@@ -126,10 +125,13 @@ def test_the_definitions_refuse_what_they_cannot_run_naming_the_field():
     assert check_schedule("interleaved", 4, 12, 2, 8) == 8   # last round of 4 = pp runs
 
 
-def test_the_largest_tables_simulate_in_milliseconds():
-    # 405B on 16 stages: m = 16 (16M tokens, DP 128) up to m = 128 in rounds of 32 with 4 chunks (16,384 ops)
-    t = time.perf_counter()
+def test_the_largest_tables_run_every_operation_once():
+    # 405B on 16 stages: m = 16 (16M tokens, DP 128) up to m = 128 in rounds of 32 with 4 chunks (16,384 ops); their
+    # time is bench/bench_jobs.py's (docs/jobs.md "Budgets"), not a test's
     for name, m, v, g in (("1f1b", 16, 1, None), ("interleaved", 16, 4, None), ("zb-h1", 16, 1, None),
                           ("interleaved", 128, 4, 32)):
-        simulate(build(name, 16, m, v, g), 1.0, 2.0, 1.0, send=0.01)
-    assert time.perf_counter() - t < 1.0
+        s = build(name, 16, m, v, g)
+        r = simulate(s, 1.0, 2.0, 1.0, send=0.01)
+        per_op = 4.0 if name == "zb-h1" else 3.0                  # F + B (+ W) of one micro-batch-chunk
+        assert np.allclose(r.busy, per_op * m * v) and r.makespan >= r.busy.max()
+        assert sum(len(e) for e in r.end) == sum(len(o) for o in s.ops)

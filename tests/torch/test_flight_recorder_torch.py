@@ -85,15 +85,21 @@ os._exit(0)
 '''
 
 
-def test_real_gloo_dump_names_the_rank_that_skipped(tmp_path):
+def run_gloo(tmp_path, worker: str, base_port: int, ranks: int = 4):
+    """Run ``worker`` as a real ``ranks``-process gloo job; return the folder its flight recorder dumps are in."""
     script = tmp_path / "worker.py"
-    script.write_text(WORKER)
+    script.write_text(worker)
     dumps = tmp_path / "dumps"
     dumps.mkdir()
-    port = str(29600 + os.getpid() % 300)
-    procs = [subprocess.Popen([sys.executable, str(script), str(r), str(dumps), port]) for r in range(4)]
+    port = str(base_port + os.getpid() % 300)
+    procs = [subprocess.Popen([sys.executable, str(script), str(r), str(dumps), port]) for r in range(ranks)]
     for p in procs:
         p.wait(timeout=50)
+    return dumps
+
+
+def test_real_gloo_dump_names_the_rank_that_skipped(tmp_path):
+    dumps = run_gloo(tmp_path, WORKER, 29600)
     assert len(os.listdir(dumps)) == 4
     a = analyze(dumps)
     assert a["backend"] == "gloo" and a["culprit"]["ranks"] == [3] and a["culprit"]["collective_seq_id"] == 4
@@ -126,14 +132,7 @@ def test_real_gloo_run_records_no_p2p_entry(tmp_path):
     """The reference our P2P entries follow is PyTorch's NCCL recorder (its source, docs/debugging.md "P2P
     entries"): gloo's send / recv, isend / irecv and batch_isend_irecv leave no flight recorder entry (they advance
     the group's op_id only), so a real gloo run shows the entry's keys, not a P2P entry."""
-    script = tmp_path / "worker.py"
-    script.write_text(P2P_WORKER)
-    dumps = tmp_path / "dumps"
-    dumps.mkdir()
-    port = str(29300 + os.getpid() % 300)
-    procs = [subprocess.Popen([sys.executable, str(script), str(r), str(dumps), port]) for r in range(4)]
-    for p in procs:
-        p.wait(timeout=50)
+    dumps = run_gloo(tmp_path, P2P_WORKER, 29300)
     import pickle
     theirs = [pickle.loads((dumps / f"nccl_trace_rank_{r}").read_bytes()) for r in range(4)]
     for d in theirs:
