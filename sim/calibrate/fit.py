@@ -89,7 +89,8 @@ class Fittable:
         return math.log(v) if self.log else math.asinh((v - self.low) / self.scale)
 
     def from_z(self, z: float) -> float:
-        return math.exp(z) if self.log else self.low + self.scale * math.sinh(z)
+        v = math.exp(z) if self.log else self.low + self.scale * math.sinh(z)
+        return min(max(v, self.low), self.high)            # rounding at a bound stays within it
 
     def dv_dz(self, z: float) -> float:
         return math.exp(z) if self.log else self.scale * math.cosh(z)
