@@ -265,10 +265,11 @@ def _result(topo, p, model, gpus, unit, alpha, traffic, **extra) -> JobResult:
     return JobResult(params=p, model=model, gpus=gpus, breakdown=br, comm=comm, memory=p["memory"], **extra)
 
 
-# Parameters only the closed-form step reads (sim.jobs.step): a job's placement, transfers and their max-min solve do
-# not depend on them, so a caller varying only these (a calibration fit) solves once (:func:`solve_job`) and re-runs
+# Parameters only the closed-form step and the memory fit read (sim.jobs.step, sim.jobs.layout.fit_memory: they set
+# compute and recomputation, not the transfers): a job's placement, transfers and their max-min solve do not depend
+# on them, so a caller varying only these (a calibration fit) solves once (:func:`solve_job`) and re-runs
 # the step (:meth:`JobSolve.result`).
-STEP_ONLY = ("gemm_efficiency", "attention_efficiency")
+STEP_ONLY = ("gemm_efficiency", "attention_efficiency", "hbm_gb", "framework_gb", "fragmentation")
 
 
 @dataclass

@@ -46,13 +46,20 @@ def test_recovers_gemm_efficiency(demo, job_file):
 
 
 def test_cached_step_is_the_full_run(demo, job_file):
-    """A job's solve reused under another gemm_efficiency gives exactly what a full run gives."""
-    pred = Predictor(demo, read_measurements(job_file))
+    """A job's solve reused under other step-only parameters (sim.jobs.job.STEP_ONLY) gives exactly what a full run
+    gives: efficiencies, and memory parameters that change the recomputation."""
+    entries = read_measurements(job_file)
+    pred = Predictor(demo, entries)
     pred.predict({})
-    again = pred.predict({"gemm_efficiency": 0.5, "attention_efficiency": 0.7})
-    full = [run_job(demo, JOB.validate({**p, "gemm_efficiency": 0.5, "attention_efficiency": 0.7})).result.step_time
-            for p in JOBS]
-    assert list(again) == full and pred.runs == len(JOBS)
+    theta = {"gemm_efficiency": 0.5, "attention_efficiency": 0.7}
+    full = [run_job(demo, JOB.validate({**p, **theta})).result.step_time for p in JOBS]
+    assert list(pred.predict(theta)) == full and pred.runs == len(JOBS)
+    one = Predictor(demo, entries[:1])
+    base = one.predict({})[0]
+    theta = {"hbm_gb": 12.0, "fragmentation": 0.1, "framework_gb": 1.0}       # 12 GB: layers recomputed
+    full = run_job(demo, JOB.validate({**JOBS[0], **theta})).result
+    assert sum(full.params["recompute_layers"]) > 0 and full.step_time != base
+    assert one.predict(theta)[0] == full.step_time and one.runs == 1
 
 
 def test_default_fit_is_what_the_measurements_inform(demo, job_file):
