@@ -265,15 +265,42 @@ def _result(topo, p, model, gpus, unit, alpha, traffic, **extra) -> JobResult:
     return JobResult(params=p, model=model, gpus=gpus, breakdown=br, comm=comm, memory=p["memory"], **extra)
 
 
-def run_job(topo, params: dict, progress=None, gpus=None, traffic: JobTraffic | None = None) -> JobResult:
-    """One step of the job ``params`` (validated by :data:`sim.jobs.params.JOB`) on ``topo``; ``gpus``: a given
-    placement (rank -> GPU) instead of ``params['placement']``; ``traffic``: the job's transfers at that placement
-    when already built (:func:`sim.jobs.traffic.job_traffic`: they depend on the placement and the hosts, not on
-    the fabric's state, so a re-solve after a link failure reuses them)."""
-    t0 = time.perf_counter()
+# Parameters only the closed-form step and the memory fit read (sim.jobs.step, sim.jobs.layout.fit_memory: they set
+# compute and recomputation, not the transfers): a job's placement, transfers and their max-min solve do not depend
+# on them, so a caller varying only these (a calibration fit) solves once (:func:`solve_job`) and re-runs
+# the step (:meth:`JobSolve.result`).
+STEP_ONLY = ("gemm_efficiency", "attention_efficiency", "hbm_gb", "framework_gb", "fragmentation")
+
+
+@dataclass
+class JobSolve:
+    """A job's placement, transfers and their one max-min solve (:func:`solve_job`): per dimension seconds per
+    byte (``unit``) and alpha; what every parameter of :data:`STEP_ONLY` leaves unchanged."""
+
+    gpus: np.ndarray
+    traffic: JobTraffic
+    res: object
+    job: np.ndarray
+    tag: np.ndarray
+    unit: dict
+    alpha: dict
+    routing: str
+
+    def result(self, topo, params: dict, hottest: bool = False) -> JobResult:
+        """The step of ``params`` (validated by :data:`sim.jobs.params.JOB`) on this solve: the job's parameters
+        may differ from the solved ones only in :data:`STEP_ONLY`. ``hottest``: list the hottest links too."""
+        p = resolve_job(params)
+        hot = _hottest(topo, self.res, self.job, self.tag, p["hottest"], lambda x: DIMS[x % len(DIMS)]) \
+            if hottest else []
+        return _result(topo, p, model_of(p), self.gpus, self.unit, self.alpha, self.traffic, hottest=hot,
+                       n_flows=self.res.flows.n_flows, routing=self.routing)
+
+
+def solve_job(topo, params: dict, progress=None, gpus=None, traffic: JobTraffic | None = None) -> JobSolve:
+    """Place the job ``params`` (validated by :data:`sim.jobs.params.JOB`; ``gpus``: a given placement), build its
+    transfers (``traffic`` when already built) and solve them together (:func:`solve_traffic`)."""
     say = progress or silent
     p = resolve_job(params)
-    model = model_of(p)
     gpus = place_job(topo, p, gpus=gpus)
     check_usable(topo, gpus, p["gpus"])
     say(0.02, f"placed {gpus.size:,} GPUs ({p['placement']}); building every group's transfers")
@@ -281,9 +308,17 @@ def run_job(topo, params: dict, progress=None, gpus=None, traffic: JobTraffic | 
     say(0.1, f"{traffic.src.size:,} transfers (tp {traffic.ranks['tp']}, cp {traffic.ranks['cp']}, pp "
              f"{traffic.ranks['pp']}, dp {traffic.ranks['dp']}); solving them together")
     res, job, tag, units, alphas, routing = solve_traffic(topo, [traffic], p, span(progress, 0.1, 0.95))
-    hot = _hottest(topo, res, job, tag, p["hottest"], lambda x: DIMS[x % len(DIMS)])
-    out = _result(topo, p, model, gpus, units[0], alphas[0], traffic, hottest=hot, n_flows=res.flows.n_flows,
-                  routing=routing)
+    return JobSolve(gpus, traffic, res, job, tag, units[0], alphas[0], routing)
+
+
+def run_job(topo, params: dict, progress=None, gpus=None, traffic: JobTraffic | None = None) -> JobResult:
+    """One step of the job ``params`` (validated by :data:`sim.jobs.params.JOB`) on ``topo``; ``gpus``: a given
+    placement (rank -> GPU) instead of ``params['placement']``; ``traffic``: the job's transfers at that placement
+    when already built (:func:`sim.jobs.traffic.job_traffic`: they depend on the placement and the hosts, not on
+    the fabric's state, so a re-solve after a link failure reuses them)."""
+    t0 = time.perf_counter()
+    say = progress or silent
+    out = solve_job(topo, params, progress, gpus=gpus, traffic=traffic).result(topo, params, hottest=True)
     out.seconds = time.perf_counter() - t0
     say(1.0, f"step {out.step_time:.3f} s, MFU {100 * out.mfu:.1f} %")
     return out

@@ -1,0 +1,74 @@
+"""Command line of the calibration (contract), registered by :mod:`sim.cli`::
+
+    python -m sim calibrate --preset meta-roce-24k --measurements FILE [--fit gemm_efficiency,...] [--json]
+
+``--measurements FILE`` is read into the ``measurements`` parameter of :data:`sim.calibrate.params.CALIBRATE`,
+``--fit`` is its ``fit``; ``--preset``/``--spec``, ``--json`` and ``--quiet`` are the command line's own. Refused
+input (an unknown kind, a log that does not parse, a measured value <= 0, a parameter a kind refuses, a name that is
+not fittable) is reported by :func:`sim.cli.main`: one line naming ``entry[i].field``, exit status 2.
+"""
+from __future__ import annotations
+
+import json
+
+from sim.calibrate.entry import run_calibrate
+from sim.calibrate.measurements import read_file
+from sim.calibrate.params import CALIBRATE
+from sim.fabric.topology import load_topology
+
+COMMANDS = ("calibrate",)
+
+
+def add_parsers(sub) -> None:
+    c = sub.add_parser("calibrate", help="measured results against the twin's predictions, and a fit of named "
+                                         "parameters",
+                       description="Predict every measured entry (nccl-tests logs, job step times, checkpoint and "
+                                   "restore times, failures), fit named parameters by least squares on the "
+                                   "relative error, and predict again (docs/calibration.md).")
+    where = c.add_mutually_exclusive_group()
+    where.add_argument("--preset", default=None, help="cluster preset (default meta-roce-24k)")
+    where.add_argument("--spec", default=None, metavar="FILE", help="cluster spec file (TOML, or JSON)")
+    c.add_argument("--measurements", "-m", required=True, metavar="FILE",
+                   help="the measurements file: TOML [[entry]] tables or JSON (docs/calibration.md)")
+    c.add_argument("--fit", default=None, metavar="NAME,NAME,...", help=CALIBRATE.by_name["fit"].help)
+    c.add_argument("--json", action="store_true", help="print one JSON document instead of the tables")
+    c.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+
+
+def run(args, bar) -> int:
+    values = CALIBRATE.validate({"measurements": read_file(args.measurements), "fit": args.fit})
+    _, topo = load_topology(args.preset, args.spec, lambda message: bar(0.0, message))
+    result = run_calibrate(topo, values, progress=bar)
+    bar.close()
+    print(json.dumps(result.to_dict()) if args.json else format_calibration(result.to_dict()))
+    return 0
+
+
+def _value(x: float) -> str:
+    return f"{x:.4g}" if x is not None else "-"
+
+
+def format_calibration(d: dict) -> str:
+    lines = [f"# Calibration on {d['cluster']}: {len(d['entries'])} observations, fit "
+             f"{', '.join(d['fit']) or 'nothing'} ({d['iterations']} iterations, {d['evaluations']} evaluations, "
+             f"{d['engine_runs']} engine runs, {d['seconds']:.1f} s)", "#",
+             f"#  {'entry':<28} {'kind':<10} {'what':<16} {'measured':>10} {'before':>10} {'after':>10} "
+             f"{'error before':>12} {'error after':>11}"]
+    for r in d["entries"]:
+        lines.append(f"   {r['name'][:28]:<28} {r['kind']:<10} {r['label'][:16]:<16} {_value(r['measured']):>10} "
+                     f"{_value(r['before']['predicted']):>10} {_value(r['after']['predicted']):>10} "
+                     f"{100 * r['before']['error']:+11.2f}% {100 * r['after']['error']:+10.2f}%")
+    lines += ["#", "#  |error| by kind       before: median   worst    after: median   worst"]
+    for kind, b in d["before"].items():
+        a = d["after"][kind]
+        lines.append(f"   {kind:<20} {100 * b['median_abs_error']:14.2f}% {100 * b['worst_abs_error']:7.2f}% "
+                     f"{100 * a['median_abs_error']:15.2f}% {100 * a['worst_abs_error']:7.2f}%")
+    if d["parameters"]:
+        lines += ["#", f"#  {'parameter':<22} {'value':>10} {'95% low':>10} {'95% high':>10}   bounds"
+                       f"                 identifiable"]
+        for name, p in d["parameters"].items():
+            lines.append(f"   {name:<22} {_value(p['value']):>10} {_value(p['low']):>10} {_value(p['high']):>10}   "
+                         f"[{p['bounds'][0]:g}, {p['bounds'][1]:g}]".ljust(80) + ("yes" if p["identifiable"]
+                                                                                   else "NO"))
+    lines += [f"# warning: {w}" for w in d["warnings"]]
+    return "\n".join(lines)

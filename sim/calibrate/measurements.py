@@ -1,0 +1,253 @@
+"""The measurements file (docs/calibration.md): one TOML file of ``[[entry]]`` tables or one JSON document
+``{"entry": [...]}`` (or a JSON list of entries), read as data only (``tomllib``/``json``: nothing is evaluated or
+imported). Each entry is a run kind, its parameters (validated by that kind's :class:`sim.core.params.ParamSet`) and
+what was measured; :func:`read_measurements` turns the file into :class:`Entry` objects, each with its observations
+(one quantity and its measured value each; an nccl-tests log gives one per data row). Refused input raises
+:class:`sim.core.errors.ParamError` naming ``entry[i].field`` and the reason.
+"""
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sim.calibrate.nccltests import HALVES, LogError, NcclLog, parse_log
+from sim.core.errors import ParamError, SpecError, UsageError
+from sim.core.nesting import check_depth
+from sim.fabric.collectives import DTYPES
+from sim.fabric.params import COLLECTIVE
+from sim.failures.params import FAILURES
+from sim.jobs.params import JOB
+from sim.storage.params import CHECKPOINT
+
+MAX_FILE_BYTES = 4 << 20          # a measurements file: at most 4 MiB
+MAX_ENTRIES = 1000                # entries one file may hold
+MAX_NAME = 100                    # characters of an entry's name
+
+# kind -> its ParamSet, and the quantities an entry of it may give (name -> what the engine's result calls it).
+KINDS = {"nccl-tests": COLLECTIVE, "job": JOB, "checkpoint": CHECKPOINT, "restore": CHECKPOINT, "failures": FAILURES}
+MEASURED = {
+    "job": ("step_time_s", "tokens_per_s", "tflops_per_gpu"),          # exactly one
+    "checkpoint": ("blocked_s", "durable_s"),                            # one or both
+    "restore": ("blocked_s", "durable_s"),
+    "failures": ("interruptions", "effective_ratio"),                    # one or both, over params.days
+    "nccl-tests": ("time",),                                             # from the log: one per data row
+}
+ENTRY_KEYS = ("kind", "name", "params", "log", "hosts", "gpu_list", "column")
+
+
+@dataclass
+class Observation:
+    """One measured quantity of an entry: ``quantity`` (a :data:`MEASURED` name), ``measured`` (seconds, tokens/s,
+    TFLOPs, a count or a ratio), ``label`` (what it is, for tables: e.g. ``time 64M``), ``size`` (nccl-tests rows:
+    bytes)."""
+
+    quantity: str
+    measured: float
+    label: str
+    size: int | None = None
+
+
+@dataclass
+class Entry:
+    """One entry: its index in the file, ``kind``, ``name``, ``values`` (its kind's validated parameters) and its
+    observations; ``log``: the parsed nccl-tests log (``column``: the half its times come from)."""
+
+    index: int
+    kind: str
+    name: str
+    values: dict
+    observations: list[Observation] = field(default_factory=list)
+    log: NcclLog | None = None
+    column: str = HALVES[0]
+
+    @property
+    def where(self) -> str:
+        return f"entry[{self.index}]"
+
+
+def read_file(path: str) -> str:
+    """The text of a measurements file; UsageError naming it when missing, too large or not UTF-8."""
+    p = Path(path)
+    if not p.is_file():
+        raise UsageError(f"measurements file {path}: is not a file")
+    if p.stat().st_size > MAX_FILE_BYTES:
+        raise UsageError(f"measurements file {path}: must be at most {MAX_FILE_BYTES:,} bytes, it has "
+                         f"{p.stat().st_size:,}")
+    try:
+        return p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"measurements file {path}: is not UTF-8 text") from None
+
+
+def read_measurements(text: str) -> list[Entry]:
+    """The entries of a measurements file's ``text`` (TOML or JSON), each checked; ParamError naming
+    ``measurements`` (the file) or ``entry[i].field`` for the first entry refused."""
+    if not isinstance(text, str) or not text.strip():
+        raise ParamError("measurements", "is empty: give [[entry]] tables (TOML) or a JSON list of entries")
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES:
+        raise ParamError("measurements", f"must be at most {MAX_FILE_BYTES:,} bytes")
+    data = _decode(text)
+    if isinstance(data, dict):
+        unknown = sorted(set(data) - {"entry"})
+        if unknown:
+            raise ParamError("measurements", f"unknown top-level field {str(unknown[0])[:40]!r}: give [[entry]] "
+                                             f"tables")
+        data = data.get("entry")
+    if not isinstance(data, list) or not data:
+        raise ParamError("measurements", "has no entries: give [[entry]] tables (TOML) or a JSON list of entries")
+    if len(data) > MAX_ENTRIES:
+        raise ParamError("measurements", f"{len(data):,} entries, at most {MAX_ENTRIES:,}")
+    entries, names = [], {}
+    for i, item in enumerate(data):
+        e = read_entry(item, i)
+        if e.name in names:
+            raise ParamError(f"{e.where}.name", f"{e.name!r} is already the name of entry[{names[e.name]}]")
+        names[e.name] = i
+        entries.append(e)
+    return entries
+
+
+def _decode(text: str):
+    try:
+        data = json.loads(text)
+    except ValueError as json_error:
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise ParamError("measurements", f"neither JSON ({json_error}) nor TOML ({e})") from None
+    except RecursionError:
+        raise ParamError("measurements", "is nested too deeply to read") from None
+    try:
+        check_depth(data if isinstance(data, dict) else {"entry": data})
+    except SpecError as e:
+        raise ParamError("measurements", f"{e.reason} (field {e.field})") from None
+    return data
+
+
+def read_entry(item, i: int) -> Entry:
+    """Entry ``i`` of the file, checked (kind, name, parameters, measured values, the log)."""
+    where = f"entry[{i}]"
+    if not isinstance(item, dict):
+        raise ParamError(where, "must be a table (object) with kind, params and what was measured")
+    kind = item.get("kind")
+    if kind not in KINDS:
+        raise ParamError(f"{where}.kind", f"unknown kind {str(kind)[:40]!r}: choose one of {', '.join(KINDS)}")
+    allowed = set(ENTRY_KEYS) | set(MEASURED[kind]) - ({"time"} if kind == "nccl-tests" else set())
+    if kind != "nccl-tests":
+        allowed -= {"log", "hosts", "gpu_list", "column"}
+    for key in item:
+        if key not in allowed:
+            raise ParamError(f"{where}.{str(key)[:40]}", f"unknown field of a {kind} entry (fields: "
+                                                         f"{', '.join(sorted(allowed))})")
+    name = item.get("name", f"{kind}-{i}")
+    if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME:
+        raise ParamError(f"{where}.name", f"must be text of 1 to {MAX_NAME} characters")
+    params = item.get("params", {})
+    if not isinstance(params, dict):
+        raise ParamError(f"{where}.params", f"must be a table (object) of the {kind} kind's parameters")
+    if kind == "nccl-tests":
+        return _nccl_entry(item, i, name, dict(params))
+    if kind in ("checkpoint", "restore"):
+        if "restore" in params:
+            raise ParamError(f"{where}.params.restore", f"is set by the kind ({kind}): leave it out")
+        params = {**params, "restore": kind == "restore"}
+    if kind == "job":
+        params.setdefault("hottest", 0)
+    values = _validate(KINDS[kind], params, where)
+    observations = []
+    for q in MEASURED[kind]:
+        if q in item:
+            v = _measured(item[q], f"{where}.{q}")
+            if q == "effective_ratio" and v > 1:
+                raise ParamError(f"{where}.{q}", f"must be at most 1 (a share of the wall clock), got {v:g}")
+            observations.append(Observation(q, v, q))
+    if not observations:
+        raise ParamError(f"{where}.{MEASURED[kind][0]}", f"give what was measured: "
+                                                         f"{' or '.join(MEASURED[kind])}")
+    if kind == "job" and len(observations) > 1:
+        raise ParamError(f"{where}.{observations[1].quantity}", f"give one of {', '.join(MEASURED[kind])} (they "
+                                                                f"are one measurement)")
+    return Entry(i, kind, name, values, observations)
+
+
+def _validate(params_set, params: dict, where: str) -> dict:
+    try:
+        return params_set.validate(params)
+    except ParamError as e:
+        raise ParamError({f"{where}.params.{k}": v for k, v in e.errors.items()}) from None
+
+
+def _measured(value, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ParamError(where, f"must be a number, got {str(value)[:40]!r}")
+    v = float(value)
+    if not v == v or v in (float("inf"), float("-inf")):
+        raise ParamError(where, "must be a finite number")
+    if v <= 0:
+        raise ParamError(where, f"must be above 0, got {v:g}")
+    return v
+
+
+def _nccl_entry(item: dict, i: int, name: str, params: dict) -> Entry:
+    where = f"entry[{i}]"
+    if "log" not in item:
+        raise ParamError(f"{where}.log", "give the output exactly as nccl-tests prints it")
+    try:
+        log = parse_log(item["log"])
+    except LogError as e:
+        raise ParamError(f"{where}.log", str(e)) from None
+    column = item.get("column", HALVES[0])
+    if column not in HALVES:
+        raise ParamError(f"{where}.column", f"must be one of {', '.join(HALVES)}")
+    for key in ("sizes", "hosts", "gpu_list", "type"):
+        if key in params:
+            raise ParamError(f"{where}.params.{key}", "comes from the log and the entry's hosts or gpu_list: "
+                                                      "leave it out of params")
+    given = params.get("collective")
+    if log.collective is None and given is None:
+        raise ParamError(f"{where}.params.collective", "the log does not name its binary (e.g. all_reduce_perf): "
+                                                       "give the collective")
+    if given is not None and log.collective is not None:
+        try:
+            same = COLLECTIVE.by_name["collective"].parse(given) == log.collective
+        except ParamError as e:
+            raise ParamError(f"{where}.params.collective", " ".join(e.errors["collective"])) from None
+        if not same:
+            raise ParamError(f"{where}.params.collective", f"{given!r} but the log is {log.collective}'s")
+    params.setdefault("collective", log.collective)
+    types = {r.type for r in log.rows}
+    if len(types) != 1 or next(iter(types)) not in DTYPES:
+        raise ParamError(f"{where}.log", f"type {sorted(types)[0]!r}: the twin models {', '.join(DTYPES)}, one per "
+                                         f"log")
+    params["type"] = next(iter(types))
+    roots = {r.root for r in log.rows if r.root is not None and r.root >= 0}
+    if len(roots) == 1 and "root" not in params:
+        params["root"] = roots.pop()
+    params["sizes"] = ",".join(str(s) for s in dict.fromkeys(r.size for r in log.rows))
+    listed = [k for k in ("hosts", "gpu_list") if item.get(k) is not None]
+    if len(listed) > 1:
+        raise ParamError(f"{where}.gpu_list", "give hosts or gpu_list, not both")
+    if listed:
+        text = item[listed[0]]
+        if not isinstance(text, str) or not text.strip():
+            raise ParamError(f"{where}.{listed[0]}", "must be the list's text (one host or GPU per line)")
+        params[listed[0]] = text
+    elif "gpus" not in params:
+        ranks = len(log.ranks) or (log.n_gpus * log.n_threads if log.n_gpus and log.n_threads else 0)
+        if ranks < 2:
+            raise ParamError(f"{where}.gpu_list", "the log lists fewer than 2 ranks: give the hosts or gpu_list it "
+                                                  "ran on (or params.gpus)")
+        params["gpus"] = ranks
+    params.setdefault("hottest", 0)
+    values = _validate(COLLECTIVE, params, where)
+    observations = [Observation("time", r.time[column], f"time {_size_text(r.size)}", r.size) for r in log.rows]
+    return Entry(i, "nccl-tests", name, values, observations, log, column)
+
+
+def _size_text(n: int) -> str:
+    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return f"{n}B"

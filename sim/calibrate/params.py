@@ -1,0 +1,35 @@
+"""The calibration's parameters: the measurements file's text and the names to fit."""
+from __future__ import annotations
+
+from sim.calibrate.measurements import MAX_FILE_BYTES, read_measurements
+from sim.core.errors import ParamError
+from sim.core.params import Param, ParamSet
+
+MAX_FIT = 32                      # parameters one fit may name
+
+
+def fit_names(text: str | None) -> list[str] | None:
+    """The ``fit`` parameter as names (None: the default, the parameters the measurements inform)."""
+    if text is None:
+        return None
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise ParamError("fit", "names no parameter: give names such as gemm_efficiency,base_rtt_us, or leave it out")
+    if len(names) > MAX_FIT:
+        raise ParamError("fit", f"{len(names)} names, at most {MAX_FIT}")
+    return names
+
+
+def _check(v: dict) -> None:
+    """The measurements parse, every entry valid (errors name ``entry[i].field``), and the fit names are a list."""
+    read_measurements(v["measurements"])
+    fit_names(v["fit"])
+
+
+CALIBRATE = ParamSet("calibrate", (
+    Param("measurements", "text", None, "the measurements: TOML [[entry]] tables or JSON (docs/calibration.md)",
+          max=MAX_FILE_BYTES, blank_is_null=False),
+    Param("fit", "text", None, "parameters to fit, comma-separated (e.g. gemm_efficiency,base_rtt_us); null: the "
+                               "fittable parameters the measurements inform", max=2000, nullable=True),
+), check=_check, doc="Measured results against the twin's predictions, and a least-squares fit of named "
+                     "parameters.")
