@@ -10,7 +10,7 @@ from rest_framework import serializers
 
 from sim.core.errors import ParamError
 from twin.runs import limits
-from twin.runs.params import validate_params
+from twin.runs.params import validate_params, validated
 from twin.runs.registry import SWEEP, Kind, get, median_of, register
 
 
@@ -57,7 +57,7 @@ def _validate_sweep(values, cluster) -> dict:
     children = []
     for combo in combinations(axes):
         try:
-            children.append(base_kind.validated({**base, **combo}, cluster, alone=True))
+            children.append(validated(base_kind, {**base, **combo}, cluster, alone=True))
         except ParamError as e:
             raise serializers.ValidationError({"sweep": {"combination": combo, "errors": e.errors}}) from None
     limits.check_sweep_cost(base_kind, children, cluster)

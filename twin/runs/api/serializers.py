@@ -21,7 +21,7 @@ from twin.api.permissions import shows_user_names
 from twin.inventory.models import Cluster
 from twin.runs import job_actions, ownership, registry
 from twin.runs.constants import START_RUNS
-from twin.runs.models import Job, Scenario, SimulationRun
+from twin.runs.models import CalibrationProfile, Job, Scenario, SimulationRun
 from twin.runs.params import serializer_for, validate_params
 from twin.runs.schedules import CRONTAB_FIELDS, MAX_INTERVAL_SECONDS, PERIOD_SECONDS
 from twin.runs.server_paths import scrub
@@ -80,6 +80,47 @@ class ScenarioSerializer(InventorySerializer):
         model = Scenario
         fields = ("id", "url", "display", "name", "description", "kind", "cluster", "params", "created_at",
                   "created_by", "can_change")
+        read_only_fields = ("created_at",)
+
+
+@extend_schema_field({"type": "object", "additionalProperties": {"type": "number"},
+                      "description": "parameter name -> number: float or int parameters of the run kinds, each "
+                                     "within its declared range (those a kind does not declare are ignored by its "
+                                     "runs)"})
+class ProfileValuesField(serializers.JSONField):
+    """A profile's values, checked by :func:`twin.runs.calibration.checked_values` when saved."""
+
+
+@extend_schema_field({"type": "object", "additionalProperties": {"type": "array", "items": {"type": "number"},
+                                                                 "minItems": 2, "maxItems": 2},
+                      "description": "parameter name (of values) -> [low, high], e.g. the fit's 95 % interval"})
+class ProfileIntervalsField(serializers.JSONField):
+    """A profile's intervals, checked by :func:`twin.runs.calibration.checked_intervals` when saved."""
+
+
+@extend_schema_field({"type": "object", "additionalProperties": True,
+                      "description": "the fit's before/after errors, as the calibration left them"})
+class ProfileSummaryField(serializers.JSONField):
+    """A profile's summary: any object of limited size."""
+
+
+class CalibrationSerializer(InventorySerializer):
+    """A calibration profile of a cluster, saved through :func:`twin.runs.actions.save_calibration` (values checked
+    by each parameter's declaration, change log). A run names it by its name (the ``calibration`` parameter)."""
+
+    created_by = UserNameField(source="created_by.username")
+    can_change = CanChangeField(help_text="whether you may edit or delete it: its owner, or a user with "
+                                          "runs.manage_any_calibration")
+    cluster = NameOrIdRelatedField("cluster", queryset=Cluster.objects.all(),
+                                   help_text="the cluster's name (or its id)")
+    values = ProfileValuesField()
+    intervals = ProfileIntervalsField(required=False, default=dict)
+    summary = ProfileSummaryField(required=False, default=dict)
+
+    class Meta:
+        model = CalibrationProfile
+        fields = ("id", "url", "display", "cluster", "name", "values", "intervals", "summary", "notes",
+                  "created_at", "created_by", "can_change")
         read_only_fields = ("created_at",)
 
 
