@@ -6,12 +6,14 @@ when / then."""
 from __future__ import annotations
 
 import pytest
+from rest_framework.exceptions import ValidationError
 
 from sim.jobs.params import JOB
 from tests.runs.test_runs import finished
 from twin.runs import actions
 from twin.runs.calibration import CALIBRATION
 from twin.runs.params import form_fields, serializer_for, validate_params
+from twin.runs.sweep import merge_sweep
 
 JOB_PARAMS = {"model": "llama3-8b", "gpus": 16, "tp": 8, "batch_tokens": "1M"}
 
@@ -34,7 +36,8 @@ def test_a_job_run_naming_a_profile_runs_with_its_values(workers, runner, demo):
     plain = runner.post("/api/runs/", {"kind": "job", "cluster": demo.name, "params": JOB_PARAMS}, format="json")
     assert made.status_code == 201 and plain.status_code == 201, (made.json(), plain.json())
     # then the calibrated run's parameters hold the profile's value and the record of what it applied
-    record = {"profile": "fitted", "id": profile["id"], "applied": {"gemm_efficiency": gemm}, "ignored": ["base_rtt_us"]}
+    record = {"profile": "fitted", "id": profile["id"], "applied": {"gemm_efficiency": gemm},
+              "ignored": ["base_rtt_us"]}
     assert made.json()["params"]["gemm_efficiency"] == gemm and made.json()["params"]["calibration"] == record
     assert "calibration" not in plain.json()["params"] and plain.json()["params"]["gemm_efficiency"] is None
     # and once run by a worker, its summary records the profile and what it applied, and its MFU differs from the
@@ -80,3 +83,22 @@ def test_the_parameter_is_declared_once_for_every_kind_s_form_and_schema(demo):
     form = {f["name"]: f for f in form_fields(JOB, demo)}
     assert form["calibration"]["help"] == CALIBRATION.help and form["calibration"]["default"] is None
     assert "calibration" in serializer_for("collective")().fields
+
+
+def test_a_sweep_compares_profiles_side_by_side(runner, demo):
+    # given two profiles of demo-256
+    _profile(runner, demo, {"gemm_efficiency": 0.6}, name="low")
+    _profile(runner, demo, {"gemm_efficiency": 0.8}, name="high")
+    # when a sweep of job runs sweeps calibration over them
+    sweep = {"kind": "job", "params": JOB_PARAMS, "sweep": {"calibration": ["low", "high"]}}
+    validate_params("sweep", sweep, demo)
+    # then each combination is validated with its profile applied, and a merged row names its child's profile
+    children = [validate_params("job", {**JOB_PARAMS, "calibration": name}, demo) for name in ("low", "high")]
+    assert [c["gemm_efficiency"] for c in children] == [0.6, 0.8]
+    rows = merge_sweep(sweep, [{"id": i, "params": c, "status": "succeeded", "worker": "w", "summary": {},
+                                "error": ""} for i, c in enumerate(children)])["children"]
+    assert [r["calibration"] for r in rows] == ["low", "high"]
+    # and an unknown profile among the values is refused naming the combination and calibration
+    with pytest.raises(ValidationError) as e:
+        validate_params("sweep", {**sweep, "sweep": {"calibration": ["low", "nope"]}}, demo)
+    assert "calibration" in str(e.value.detail["params"]["sweep"]["errors"])

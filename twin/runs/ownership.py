@@ -1,12 +1,13 @@
-"""Who may change a run, a scenario, a schedule, a job or a calibration profile: the one rule, read by the API's object permission
-(:class:`twin.runs.api.views.OwnerOrManager`), the ``can_change`` field of every row the API sends, the run page's
-cancel button, the Jobs page's release button and the admin.
+"""Who may change a run, a scenario, a schedule, a job or a calibration profile: the one rule, read by the API's
+object permission (:class:`twin.runs.api.views.OwnerOrManager`), the ``can_change`` field of every row the API
+sends, the run page's cancel button, the Jobs page's release button and the admin.
 
-Anyone allowed to read may read. Cancelling, deleting or editing takes the owner (the user who made it: a run's or
-a scenario's or a calibration profile's ``created_by``, a schedule's :class:`twin.runs.models.ScheduleOwner`; the runs a schedule starts are
-its owner's; a job's ``created_by``, its run's owner), or a user holding the model's "manage any" permission (superusers hold every permission). A run, a
-scenario or a schedule with no owner (made by the system: the nightly fabric health) is changed by permission
-holders only. The model permissions (add, change, delete) are still needed on top, as for any write.
+Anyone allowed to read may read. Cancelling, deleting or editing takes the owner (the user who made it: a run's, a
+scenario's or a calibration profile's ``created_by``, a schedule's :class:`twin.runs.models.ScheduleOwner`; the runs
+a schedule starts are its owner's; a job's ``created_by``, its run's owner), or a user holding the model's "manage
+any" permission (superusers hold every permission). A run, a scenario or a schedule with no owner (made by the
+system: the nightly fabric health) is changed by permission holders only. The model permissions (add, change,
+delete) are still needed on top, as for any write.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ MANAGE_ANY = {SimulationRun: "runs.manage_any_run", Scenario: "runs.manage_any_s
               CalibrationProfile: "runs.manage_any_calibration"}
 WHAT = {SimulationRun: "run", Scenario: "scenario", "schedule": "schedule", Job: "job",
         CalibrationProfile: "calibration profile"}
-VERBS = {Job: "release", CalibrationProfile: "edit or delete"}    # what a change of the others is: cancel, delete or edit
+VERBS = {Job: "release", CalibrationProfile: "edit or delete"}  # the others' change: cancel, delete or edit
 
 
 def _key(obj):
