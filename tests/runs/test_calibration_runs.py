@@ -39,6 +39,8 @@ def test_a_job_run_naming_a_profile_runs_with_its_values(workers, runner, demo):
     record = {"profile": "fitted", "id": profile["id"], "applied": {"gemm_efficiency": gemm},
               "ignored": ["base_rtt_us"]}
     assert made.json()["params"]["gemm_efficiency"] == gemm and made.json()["params"]["calibration"] == record
+    assert made.json()["params_text"].endswith(" · calibration fitted") and "calibration" not in plain.json()[
+        "params_text"]
     assert "calibration" not in plain.json()["params"] and plain.json()["params"]["gemm_efficiency"] is None
     # and once run by a worker, its summary records the profile and what it applied, and its MFU differs from the
     # uncalibrated run's (the GEMMs at another share of the peak)
@@ -74,6 +76,13 @@ def test_a_value_given_wins_and_stored_parameters_take_the_profile_as_it_is_now(
     assert again["gemm_efficiency"] == 0.65 and again["calibration"]["applied"] == {"gemm_efficiency": 0.65}
     varied = validate_params("job", {**scenario.params, "gemm_efficiency": 0.9}, demo)
     assert varied["gemm_efficiency"] == 0.9 and varied["calibration"]["applied"] == {}
+    # when the scenario is started naming another profile, which holds attention_efficiency only
+    _profile(runner, demo, {"attention_efficiency": 0.4}, name="other")
+    r = runner.post("/api/runs/", {"scenario": scenario.pk, "params": {"calibration": "other"}}, format="json")
+    # then the run takes the other profile's values and none of the first's (gemm_efficiency at the engine's default)
+    assert r.status_code == 201, r.json()
+    p = r.json()["params"]
+    assert p["attention_efficiency"] == 0.4 and p["gemm_efficiency"] is None and p["calibration"]["profile"] == "other"
 
 
 def test_the_parameter_is_declared_once_for_every_kind_s_form_and_schema(demo):

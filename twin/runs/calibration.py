@@ -112,12 +112,10 @@ def resolve(kind: registry.Kind, values, cluster) -> tuple[dict, dict | None]:
     ``cluster``, or not a profile name."""
     if not isinstance(values, dict) or KEY not in values:
         return values, None
-    values = dict(values)
-    given = values.pop(KEY)
-    before = {}
+    given = values[KEY]
     if isinstance(given, dict):                     # a record given back: a stored run's or scenario's parameters
-        before = given.get("applied") if isinstance(given.get("applied"), dict) else {}
         given = given.get("profile")
+    values = unapplied(values)
     given = CALIBRATION.parse(given)                # text of at most 100 characters; null, "" or "null": none
     if given is None:
         return values, None
@@ -127,9 +125,18 @@ def resolve(kind: registry.Kind, values, cluster) -> tuple[dict, dict | None]:
     for name, value in profile.values.items():
         if name not in declared:
             ignored.append(name)
-            continue
-        mine = values.get(name)
-        if mine is not None and not (name in before and mine == before[name]):
-            continue                                # the user's own value wins
-        values[name] = applied[name] = value
+        elif values.get(name) is None:             # a value of the user's own wins
+            values[name] = applied[name] = value
     return values, {"profile": profile.name, "id": profile.pk, "applied": applied, "ignored": sorted(ignored)}
+
+
+def unapplied(values: dict) -> dict:
+    """Stored parameters (a run's, a scenario's) as the user gave them: without the calibration record, and without
+    the values it applied that are still as applied (a value changed since, a what-if's, is the user's own)."""
+    values = dict(values)
+    record = values.pop(KEY, None)
+    applied = record.get("applied") if isinstance(record, dict) else None
+    for name, value in (applied if isinstance(applied, dict) else {}).items():
+        if name in values and values[name] == value:
+            del values[name]
+    return values

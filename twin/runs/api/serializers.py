@@ -19,7 +19,7 @@ from twin.api.base import InventorySerializer
 from twin.api.fields import NameOrIdRelatedField, UserNameField
 from twin.api.permissions import shows_user_names
 from twin.inventory.models import Cluster
-from twin.runs import job_actions, ownership, registry
+from twin.runs import calibration, job_actions, ownership, registry
 from twin.runs.constants import START_RUNS
 from twin.runs.models import CalibrationProfile, Job, Scenario, SimulationRun
 from twin.runs.params import serializer_for, validate_params
@@ -171,7 +171,11 @@ class RunSerializer(InventorySerializer):
 
     def get_params_text(self, run) -> str:
         kind = self._kind(run)
-        return kind.text(run.params) if kind else ""
+        text = kind.text(run.params) if kind else ""
+        record = run.params.get(calibration.KEY) if isinstance(run.params, dict) else None
+        if isinstance(record, dict):            # the profile it ran with (lists name it; the run page shows more)
+            text = " · ".join(filter(None, (text, f"calibration {record.get('profile')}")))
+        return text
 
     @extend_schema_field(HeadlineSerializer(many=True))
     def get_headline(self, run):
@@ -215,9 +219,10 @@ class RunCreateSerializer(serializers.Serializer):
     def validate(self, attrs):
         scenario = attrs.get("scenario")
         if scenario is not None:
-            attrs.update(kind=scenario.kind, cluster=scenario.cluster,
-                         params=validate_params(scenario.kind, {**scenario.params, **attrs.get("params", {})},
-                                                scenario.cluster))
+            given = attrs.get("params", {})
+            stored = calibration.unapplied(scenario.params) if calibration.KEY in given else scenario.params
+            attrs.update(kind=scenario.kind, cluster=scenario.cluster,      # another profile: none of the first's
+                         params=validate_params(scenario.kind, {**stored, **given}, scenario.cluster))
             return attrs
         cluster = attrs.get("cluster") or attrs.pop("cluster_by_id", None)
         missing = {f: ["required without a scenario"] for f, v in (("kind", attrs.get("kind")), ("cluster", cluster))
