@@ -23,11 +23,12 @@ JOB = {"model": "llama3-8b", "gpus": 64, "tp": 8, "pp": 2, "batch_tokens": "1M"}
 
 
 def test_a_job_submitted_from_the_jobs_page_shows_its_live_state(admin, twin, orm):
-    # given a calibration profile of demo-256 (docs/runs.md, "Calibration profiles")
+    # given a calibration profile of demo-256 (docs/runs.md, "Calibration profiles"), one of whose parameters the
+    # form fills with its default (qps 8)
     from twin.inventory.models import Cluster
     from twin.runs import actions
     actions.save_calibration(cluster=Cluster.objects.get(name="demo-256"), name="e2e-fitted",
-                             values={"gemm_efficiency": 0.6})
+                             values={"gemm_efficiency": 0.6, "qps": 4})
     # and the superuser on demo-256's Jobs page, every state of the queue's rows recorded
     admin.context.add_init_script(RECORD_STATES)
     page = admin.visit("/clusters/demo-256/jobs/", shot="jobs")
@@ -75,9 +76,10 @@ def test_a_job_submitted_from_the_jobs_page_shows_its_live_state(admin, twin, or
     page = admin.visit(f"/experiments/{run_id}/")
     page.wait_for_selector("#results .job-breakdown-chart svg", state="attached")
     assert page.locator(f"#results a[href$='/jobs/?job={job_id}']").count() == 1
-    # and the profile it ran with, with the value it applied
+    # and the profile it ran with, with the values it applied: the form left its defaults out for the profile's
     assert page.locator("#run-facts dt:has-text('calibration')").count() == 1
-    assert page.locator("#run-calibration").inner_text().split() == ["e2e-fitted:", "gemm_efficiency", "0.6"]
+    assert page.locator("#run-calibration").inner_text().split() == ["e2e-fitted:", "gemm_efficiency", "0.6,", "qps",
+                                                                     "4"]
 
 
 def test_a_what_if_runs_the_same_job_with_another_placement_side_by_side(admin, twin):
