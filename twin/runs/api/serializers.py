@@ -83,19 +83,52 @@ class ScenarioSerializer(InventorySerializer):
         read_only_fields = ("created_at",)
 
 
-@extend_schema_field({"type": "object", "additionalProperties": {"type": "number"},
-                      "description": "parameter name -> number: float or int parameters of the run kinds, each "
-                                     "within its declared range (those a kind does not declare are ignored by its "
-                                     "runs)"})
 class ProfileValuesField(serializers.JSONField):
     """A profile's values, checked by :func:`twin.runs.calibration.checked_values` when saved."""
 
 
-@extend_schema_field({"type": "object", "additionalProperties": {"type": "array", "items": {"type": "number"},
-                                                                 "minItems": 2, "maxItems": 2},
-                      "description": "parameter name (of values) -> [low, high], e.g. the fit's 95 % interval"})
 class ProfileIntervalsField(serializers.JSONField):
     """A profile's intervals, checked by :func:`twin.runs.calibration.checked_intervals` when saved."""
+
+
+def _number_schema(params) -> dict:
+    """One parameter name as a profile takes it: an integer if a kind declares it ``int``, within every declaring
+    kind's bounds (each kind's parse must take it)."""
+    out = {"type": "integer" if any(p.type == "int" for _, p in params) else "number",
+           "description": f"{params[0][1].help} ({', '.join(k for k, _ in params)})"}
+    lows = [p.min for _, p in params if p.min is not None]
+    highs = [p.max for _, p in params if p.max is not None]
+    if lows:
+        out["minimum"] = max(lows)
+    if highs:
+        out["maximum"] = min(highs)
+    return out
+
+
+class ProfileValuesSchema(OpenApiSerializerFieldExtension):
+    """``values`` in the schema: one property per numeric parameter of the registered kinds, with its bounds (read
+    when the schema is built: every kind registered by then); any other name is refused."""
+
+    target_class = ProfileValuesField
+
+    def map_serializer_field(self, auto_schema, direction):
+        return {"type": "object", "additionalProperties": False,
+                "properties": {n: _number_schema(ps) for n, ps in sorted(calibration.numeric_params().items())},
+                "description": "parameter name -> number: float or int parameters of the run kinds, each within "
+                               "its declared range (a kind's runs ignore those it does not declare)"}
+
+
+class ProfileIntervalsSchema(OpenApiSerializerFieldExtension):
+    """``intervals`` in the schema: [low, high] per parameter name of ``values``."""
+
+    target_class = ProfileIntervalsField
+
+    def map_serializer_field(self, auto_schema, direction):
+        pair = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
+        return {"type": "object", "additionalProperties": False,
+                "properties": {n: pair for n in sorted(calibration.numeric_params())},
+                "description": "parameter name (one of values) -> [low, high], low <= high: e.g. the fit's 95 % "
+                               "interval"}
 
 
 @extend_schema_field({"type": "object", "additionalProperties": True,
