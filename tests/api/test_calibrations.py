@@ -124,7 +124,7 @@ def test_a_run_naming_an_unknown_or_another_clusters_profile_is_refused(alice, d
     # given a profile of another cluster only
     other = Cluster.objects.create(name="other", title="another cluster", spec={})
     assert alice.post(URL, _profile(other, name="elsewhere"), format="json").status_code == 201
-    for name, words in (("nope", "no calibration profile 'nope' on demo-256"),
+    for name, words in (("nope", "calibration profile 'nope' does not exist on demo-256"),
                         ("elsewhere", "another cluster's")):
         # when a run on demo-256 names it
         r = alice.post("/api/runs/", {"kind": "job", "cluster": demo.name,
@@ -134,3 +134,22 @@ def test_a_run_naming_an_unknown_or_another_clusters_profile_is_refused(alice, d
         assert r.status_code == 400, r.json()
         assert words in r.json()["params"]["calibration"][0], r.json()
     assert alice.get("/api/runs/").json()["count"] == 0
+
+
+def test_the_schema_describes_a_profile_and_a_run_naming_one(alice, anon, demo):
+    """The schema tells the truth (docs/api.md): a profile as answered, and the record a run keeps, are what the
+    schema's Calibration and JobParams components say (OpenAPI's ``nullable`` aside)."""
+    import jsonschema
+    schema = anon.get("/api/schema/?format=json").json()["components"]["schemas"]
+    made = alice.post(URL, _profile(demo, values={"gemm_efficiency": 0.6, "base_rtt_us": 2.0}), format="json").json()
+    values = schema["Calibration"]["properties"]["values"]
+    jsonschema.validate(made["values"], values)
+    assert values["properties"]["gemm_efficiency"]["maximum"] == JOB.by_name["gemm_efficiency"].max
+    with pytest.raises(jsonschema.ValidationError):           # a name that is no number parameter: not in it
+        jsonschema.validate({"model": 1.0}, values)
+    run = alice.post("/api/runs/", {"kind": "job", "cluster": demo.name, "params": {
+        "model": "llama3-8b", "gpus": 16, "tp": 8, "calibration": "fitted-1"}}, format="json")
+    assert run.status_code == 201, run.json()
+    field = {k: v for k, v in schema["JobParams"]["properties"]["calibration"].items() if k != "nullable"}
+    jsonschema.validate(run.json()["params"]["calibration"], field)
+    jsonschema.validate("fitted-1", field)

@@ -101,7 +101,7 @@ def _profile(name: str, cluster) -> CalibrationProfile:
     profile = CalibrationProfile.objects.filter(cluster=cluster, name=name).first()
     if profile is None:
         elsewhere = CalibrationProfile.objects.filter(name=name).exclude(cluster=cluster).exists()
-        raise ParamError(KEY, f"no calibration profile {name[:100]!r} on {cluster.name}"
+        raise ParamError(KEY, f"calibration profile {name[:100]!r} does not exist on {cluster.name}"
                               + (" (a profile of that name is another cluster's)" if elsewhere else ""))
     return profile
 

@@ -73,9 +73,13 @@ def validated(kind: registry.Kind, values, cluster=None, *, alone: bool = False)
     return out
 
 
-@extend_schema_field({"type": "string", "nullable": True, "maxLength": 100,
-                      "description": calibration.CALIBRATION.help + "; a run's stored parameters hold, instead, the "
-                                    "record of what it applied: {profile, id, applied, ignored}"})
+@extend_schema_field({"anyOf": [
+    {"type": "string", "maxLength": 100, "description": "the profile's name"},
+    {"type": "object", "description": "what a run's stored parameters hold: the record of what it applied (given back, "
+                                      "it names the profile again)",
+     "properties": {"profile": {"type": "string"}, "id": {"type": "integer"},
+                    "applied": {"type": "object", "additionalProperties": {"type": "number"}},
+                    "ignored": {"type": "array", "items": {"type": "string"}}}}]})
 class CalibrationField(serializers.JSONField):
     """The ``calibration`` parameter: a profile's name (stored as the record of what it applied)."""
 
