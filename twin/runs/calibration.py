@@ -13,7 +13,7 @@ may hold, and how a run's parameters take a profile's values.
   names the kind does not have are ignored and listed. The validated parameters keep the record
   ``{"profile", "id", "applied", "ignored"}`` under ``calibration``; given back (a scenario's stored parameters, a
   what-if of a run), the record names the profile again and the values it applied then are taken from the profile
-  as it is now (a value that differs from what was applied was the user's own, and wins).
+  as it is now (:func:`unapplied`: a value that differs from what was applied was the user's own, and wins).
 """
 from __future__ import annotations
 
@@ -29,8 +29,9 @@ NUMBER_TYPES = ("float", "int")
 MAX_SUMMARY_CHARS = 65_536         # a profile's summary (the fit's before/after errors), as JSON text
 
 CALIBRATION = Param(KEY, "text", None, "a calibration profile of the run's cluster (/api/calibrations/): its values "
-                                       "replace the defaults of the parameters this kind declares (a value given "
-                                       "here wins); null: none, the engine's own defaults", nullable=True, max=100)
+                                       "replace the defaults of the parameters this kind declares (a value the run "
+                                       "gives itself wins); null: none, the engine's own defaults", nullable=True,
+                    max=100)
 
 
 def numeric_params() -> dict[str, list[tuple[str, Param]]]:
