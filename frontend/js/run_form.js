@@ -73,7 +73,9 @@ export function parseValue(f, text) {
   return t;
 }
 
-/** The parameters a form's fields hold: empty fields are left out, so the server applies its defaults. */
+/** The parameters a form's fields hold: empty fields are left out, so the server applies its defaults. When the
+ *  form names a calibration profile, fields left at their default are left out too: the profile's values replace
+ *  the defaults, and a value sent is the user's own, which wins over the profile's (docs/runs.md). */
 export function readFields(form, fields, skip = new Set()) {
   const params = {}, errors = {};
   for (const f of fields) {
@@ -82,6 +84,12 @@ export function readFields(form, fields, skip = new Set()) {
     if (f.type === "bool") { params[f.name] = el.checked; continue; }
     if (el.value.trim() === "" && !(f.null && f.type === "choice")) continue;
     try { params[f.name] = parseValue(f, el.value); } catch (e) { errors[f.name] = e.message; }
+  }
+  if (params.calibration) {
+    for (const f of fields) {
+      const atDefault = f.name in params && JSON.stringify(params[f.name]) === JSON.stringify(f.default);
+      if (atDefault && f.name !== "calibration") delete params[f.name];
+    }
   }
   return { params, errors };
 }

@@ -79,12 +79,26 @@ function inventoryHtml(r) {
     <span class="muted mono" title="sha256 of the status arrays the run read">${hash}</span>`;
 }
 
+/** The calibration profile the run named (its parameters keep the record the server made of it: profile, id, the
+ *  values it applied, the names the kind does not declare), or "" when it named none. */
+function calibrationHtml(r) {
+  const c = r.params?.calibration;
+  if (!c || typeof c !== "object") return "";
+  const applied = Object.entries(c.applied ?? {}).map(([k, v]) => `${k} ${paramValue(v)}`).join(", ");
+  const ignored = c.ignored?.length
+    ? ` <span class="muted">(not parameters of this kind: ${esc(c.ignored.join(", "))})</span>` : "";
+  const link = `<a href="/api/calibrations/${Number(c.id)}/">${esc(c.profile)}</a>`;
+  return `<dt>calibration</dt><dd id="run-calibration">${link}:
+    <span class="mono">${esc(applied || "no value applied")}</span>${ignored}</dd>`;
+}
+
 function drawHead(r) {
   const attempt = r.attempts > 1 ? ` <span class="warn">(attempt ${r.attempts})</span>` : "";
   document.getElementById("run-facts").innerHTML = `
     <dt>kind</dt><dd>${esc(KINDS[r.kind]?.label ?? r.kind)}</dd>
     <dt>cluster</dt><dd>${esc(page.cluster)}</dd>
     <dt>parameters</dt><dd>${esc(paramsText(r))}</dd>
+    ${calibrationHtml(r)}
     <dt>worker</dt><dd>${esc(r.worker || "–")}${attempt}</dd>
     <dt>created</dt><dd>${fmt.time(r.created_at)}${r.created_by ? ` by ${esc(r.created_by)}` : ""}</dd>
     <dt>started</dt><dd>${fmt.time(r.started_at)}
@@ -97,8 +111,9 @@ function drawHead(r) {
   document.getElementById("run-stalled")?.remove();
   document.getElementById("run-status").insertAdjacentHTML("afterend",
     stalledBadge(r).replace("<span ", '<span id="run-stalled" '));
-  // nested parameters (a sweep's base parameters and axes) one per row: "sweep.qps"
-  const params = Object.entries(r.params).flatMap(([k, v]) => (v !== null && typeof v === "object" && !Array.isArray(v)
+  // nested parameters (a sweep's base parameters and axes) one per row: "sweep.qps"; the calibration record is
+  // in the facts above
+  const params = Object.entries(r.params).filter(([k]) => k !== "calibration").flatMap(([k, v]) => (v !== null && typeof v === "object" && !Array.isArray(v)
     ? Object.entries(v).map(([sub, x]) => [`${k}.${sub}`, x]) : [[k, v]]));
   const inBytes = new Set(KINDS[r.kind]?.bytes ?? []);          // sizes in bytes: 4294967296 -> "4 GiB"
   document.getElementById("run-params").innerHTML = params.map(([k, v]) =>

@@ -1,7 +1,7 @@
 """The Jobs page in a real browser: a job submitted from its form appears in the queue and its state moves live
 (queued or placing or simulating, then running: it holds its GPUs until released) without a reload; its placement, step breakdown and throughput are
-drawn; the GPU page coloured by training job shows it on its GPUs; a what-if runs the same job with another
-placement side by side."""
+drawn; the GPU page coloured by training job shows it on its GPUs; its run page names the calibration profile it ran
+with (named in the form); a what-if runs the same job with another placement side by side."""
 from tests.e2e.browser import screenshot
 from tests.e2e.conftest import RUN_SECONDS
 from tests.e2e.test_live import fill_form
@@ -22,14 +22,22 @@ document.addEventListener("DOMContentLoaded", () => {
 JOB = {"model": "llama3-8b", "gpus": 64, "tp": 8, "pp": 2, "batch_tokens": "1M"}
 
 
-def test_a_job_submitted_from_the_jobs_page_shows_its_live_state(admin, twin):
-    # given the superuser on demo-256's Jobs page, every state of the queue's rows recorded
+def test_a_job_submitted_from_the_jobs_page_shows_its_live_state(admin, twin, orm):
+    # given a calibration profile of demo-256 (docs/runs.md, "Calibration profiles"), one of whose parameters the
+    # form fills with its default (qps 8)
+    from twin.inventory.models import Cluster
+    from twin.runs import actions
+    actions.save_calibration(cluster=Cluster.objects.get(name="demo-256"), name="e2e-fitted",
+                             values={"gemm_efficiency": 0.6, "qps": 4})
+    # and the superuser on demo-256's Jobs page, every state of the queue's rows recorded
     admin.context.add_init_script(RECORD_STATES)
     page = admin.visit("/clusters/demo-256/jobs/", shot="jobs")
     origin = page.evaluate("performance.timeOrigin")
-    # when they submit a small Llama 3 8B job from the form
+    # when they submit a small Llama 3 8B job from the form, naming the profile (under "more parameters")
     form = page.locator("form#job-form")
     fill_form(form, JOB)
+    form.locator("details.more summary").click()
+    fill_form(form, {"calibration": "e2e-fitted"})
     form.locator("[type=submit]").click()
     # then its row appears and reaches "running" with its step simulated by itself, on the same page
     page.wait_for_function("[...window.twin.jobs.jobs.values()].some((j) => j.results && "
@@ -68,6 +76,10 @@ def test_a_job_submitted_from_the_jobs_page_shows_its_live_state(admin, twin):
     page = admin.visit(f"/experiments/{run_id}/")
     page.wait_for_selector("#results .job-breakdown-chart svg", state="attached")
     assert page.locator(f"#results a[href$='/jobs/?job={job_id}']").count() == 1
+    # and the profile it ran with, with the values it applied: the form left its defaults out for the profile's
+    assert page.locator("#run-facts dt:has-text('calibration')").count() == 1
+    assert page.locator("#run-calibration").inner_text().split() == ["e2e-fitted:", "gemm_efficiency", "0.6,", "qps",
+                                                                     "4"]
 
 
 def test_a_what_if_runs_the_same_job_with_another_placement_side_by_side(admin, twin):

@@ -7,6 +7,7 @@ import pytest
 from sim.cli import build_parser, main
 from sim.fabric.params import COLLECTIVE, FABRIC_HEALTH, FIGURE
 from sim.fabric.routing import ROUTINGS
+from twin.runs.calibration import CALIBRATION
 from twin.runs.params import serializer_for, validate_params
 from twin.web.views.experiments import param_fields
 
@@ -40,9 +41,10 @@ def _cli_options(command: str) -> dict[str, list[str]]:
 
 @pytest.mark.parametrize("params", SETS, ids=[ps.name for ps in SETS])
 def test_the_api_fields_and_the_form_fields_are_the_declaration(params):
-    # the API's serializer of the kind has exactly the declared parameters, with their limits and defaults
+    # the API's serializer of the kind has exactly the declared parameters, with their limits and defaults, and the
+    # runs layer's one calibration parameter (twin/runs/calibration.py) after them
     fields = serializer_for(params.name)().fields
-    assert list(fields) == [p.name for p in params]
+    assert list(fields) == [p.name for p in params] + [CALIBRATION.name]
     for p in params:
         f = fields[p.name]
         if p.type in ("int", "float"):
@@ -52,7 +54,7 @@ def test_the_api_fields_and_the_form_fields_are_the_declaration(params):
         assert f.default == p.default and f.allow_null == p.nullable and f.help_text == p.help
     # and the form draws the same parameters, limits, choices and defaults
     form = {f["name"]: f for f in param_fields(params.name)}
-    assert list(form) == [p.name for p in params]
+    assert list(form) == [p.name for p in params] + [CALIBRATION.name]
     for p in params:
         assert (form[p.name]["type"], form[p.name]["default"]) == (p.type, p.default)
         assert (form[p.name].get("min"), form[p.name].get("max"), form[p.name].get("choices")) == \

@@ -13,6 +13,7 @@ from sim.fabric.hostlist import MAX_LIST_BYTES
 from sim.fabric.params import COLLECTIVE, FIGURE, MAX_QPS, META_QPS
 from sim.fabric.placement import PLACEMENTS
 from sim.fabric.routing import ROUTINGS
+from twin.runs.calibration import CALIBRATION
 from twin.runs.models import SimulationRun
 
 pytestmark = pytest.mark.django_db
@@ -76,7 +77,7 @@ def test_the_runs_page_gives_the_form_the_servers_fields_and_choices(client, dem
     assert fields["intra_order"]["choices"] == ["gpu", "rank"] and fields["intra_order"]["default"] == "gpu"
     assert fields["collective"]["choices"] == list(COLLECTIVES)
     assert fields["qps"] == {**fields["qps"], "type": "int", "min": 1, "max": MAX_QPS, "default": META_QPS}
-    assert list(fields) == [p.name for p in COLLECTIVE]
+    assert list(fields) == [p.name for p in COLLECTIVE] + [CALIBRATION.name]     # every run form: a profile too
     assert fields["sizes"]["default"] == "1M:1G"
     # and the clusters come with their size and default routing; an anonymous visitor may not start runs
     info = {c["name"]: c for c in page_json(html, "clusters-info")}
@@ -154,7 +155,7 @@ def test_the_figure_page_offers_the_figure_kind_and_the_published_claims(client,
     fields = {f["name"]: f for f in page["params"]}
     assert fields["figure"]["choices"] == ["allgather-scale"]
     assert fields["seeds"]["default"] == figures.DEFAULT_SEEDS and fields["jobs"]["type"] == "int_list"
-    assert list(fields) == [p.name for p in FIGURE]
+    assert list(fields) == [p.name for p in FIGURE] + [CALIBRATION.name]
     claims = page["published"]["claims"]
     assert {c["panel"] for c in claims} == set(range(len(figures.SCALE_PANELS)))
     assert all(0 <= c["low"] < c["high"] <= 1 for c in claims)

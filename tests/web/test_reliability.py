@@ -9,6 +9,7 @@ import pytest
 
 from sim.failures.params import FAILURES
 from twin.inventory.models import GPU
+from twin.runs.calibration import CALIBRATION
 from twin.runs.models import SimulationRun
 from twin.web.nav import nav_items
 
@@ -32,7 +33,8 @@ def test_the_reliability_page_renders_its_shell_and_the_form_from_the_kind_s_dec
     info = page_info(html)
     assert info["cluster"] == {"id": demo.id, "name": "demo-256", "gpus": 256}
     form = info["form"]
-    assert form["kind"] == "failures" and [f["name"] for f in form["fields"]] == [p.name for p in FAILURES]
+    assert form["kind"] == "failures" and [f["name"] for f in form["fields"]] == [p.name for p in FAILURES] + [
+        CALIBRATION.name]
     days = next(f for f in form["fields"] if f["name"] == "days")
     assert days["default"] == FAILURES.by_name["days"].default and days["min"] == FAILURES.by_name["days"].min
     assert set(form["main"]) <= {p.name for p in FAILURES} and "inject" in form["main"]

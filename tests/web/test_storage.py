@@ -9,6 +9,7 @@ import pytest
 from sim.storage.params import CHECKPOINT
 from twin.inventory import models as m
 from twin.inventory.choices import STATUS_CODE
+from twin.runs.calibration import CALIBRATION
 from twin.capabilities.storage.kinds import RATED_PEAK_BPS, RATED_SUSTAINED_BPS
 
 pytestmark = pytest.mark.django_db
@@ -61,7 +62,7 @@ def test_the_page_embeds_the_checkpoint_form_from_the_declaration(client, demo):
     html = r.content.decode()
     start = html.index('<script id="checkpoint-form-data" type="application/json">')
     form = json.loads(html[start:].split(">", 1)[1].split("</script>", 1)[0])
-    assert [f["name"] for f in form["fields"]] == [p.name for p in CHECKPOINT]
+    assert [f["name"] for f in form["fields"]] == [p.name for p in CHECKPOINT] + [CALIBRATION.name]
     assert form["kind"] == "checkpoint" and set(form["main"]) <= {p.name for p in CHECKPOINT}
     assert 'id="server-grid"' in html and 'href="/clusters/demo-256/storage/"' in html   # in the navigation
     assert "kind=storageserver" in html and "kind=ssd" in html

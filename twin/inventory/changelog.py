@@ -15,6 +15,10 @@ from django.utils import timezone
 from twin.inventory.choices import ChangeAction
 from twin.inventory.models import Cluster, InventoryVersion, ObjectChange
 
+# Models of the apps above the inventory whose writes are logged here too (their ``model`` names): each app adds its
+# own in its AppConfig.ready (twin.runs: calibrationprofile), before the change log's API reads the list.
+LOGGED_ABOVE: set[str] = set()
+
 EVENT_CHANGES_MAX = 50      # changes listed in one live event; a larger write sends the count and the first ones
 WRITE_BATCH = 5_000         # log rows per bulk_create batch (Django splits it further to fit SQLite's bound variables)
 

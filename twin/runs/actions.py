@@ -24,11 +24,13 @@ from rest_framework import serializers
 
 from sim.core.errors import ParamError
 from sim.fabric.layout import STATUS_ACTIVE
-from twin.runs import job_actions, limits, publishing, registry, schedules
+from twin.inventory import changelog
+from twin.inventory.choices import ChangeAction
+from twin.runs import calibration, job_actions, limits, publishing, registry, schedules
 from twin.runs.choices import ACTIVE, FINISHED, RunStatus
 from twin.runs.constants import EXECUTE_RUN_TASK, FINISH_SWEEP_TASK, PROGRESS_DB_INTERVAL, SCHEDULE_TASK, setting
 from twin.runs.sweep import combinations, merge_sweep
-from twin.runs.models import Job, RunArray, Scenario, ScheduleOwner, SimulationRun
+from twin.runs.models import CalibrationProfile, Job, RunArray, Scenario, ScheduleOwner, SimulationRun
 from twin.runs.params import validate_params
 from twin.runs.registry import SWEEP, is_parent
 
@@ -253,6 +255,61 @@ def delete_scenario(scenario: Scenario) -> None:
         scenario.delete()
 
 
+# ------------------------------------------------------------------------------------------ calibration profiles
+def _profile_fields(profile: CalibrationProfile) -> dict:
+    """What the change log keeps of a profile (its summary, the fit's errors, is not a setting: left out)."""
+    return {"name": profile.name, "cluster": profile.cluster_id, "values": profile.values,
+            "intervals": profile.intervals, "notes": profile.notes}
+
+
+def _log_profile(action: str, profile: CalibrationProfile, user, before=None, after=None) -> None:
+    changelog.write([changelog.entry(action, CalibrationProfile, profile.pk, profile.name, profile.cluster_id, user,
+                                     before=before, after=after)])
+
+
+def save_calibration(*, cluster, name: str, values, intervals=None, summary=None, notes: str = "", user=None,
+                     instance: CalibrationProfile | None = None) -> CalibrationProfile:
+    """Create (or update ``instance``) a calibration profile: ``values`` checked by each parameter's declaration
+    and ``intervals`` against them (:mod:`twin.runs.calibration`; a DRF ValidationError ``{"values": {name:
+    [...]}}``), then saved with its change-log entry (the inventory's change log, ``model`` calibrationprofile:
+    what changed, before and after) in one transaction."""
+    try:
+        values = calibration.checked_values(values)
+    except ParamError as e:
+        raise serializers.ValidationError({"values": e.errors}) from None
+    try:
+        intervals = calibration.checked_intervals(intervals, values)
+    except ParamError as e:
+        raise serializers.ValidationError({"intervals": e.errors}) from None
+    summary = summary or {}
+    if not isinstance(summary, dict) or len(json.dumps(summary)) > calibration.MAX_SUMMARY_CHARS:
+        raise serializers.ValidationError({"summary": [f"expected an object of at most "
+                                                       f"{calibration.MAX_SUMMARY_CHARS:,} characters as JSON"]})
+    with transaction.atomic():
+        profile = instance or CalibrationProfile(created_by=user)
+        if profile.pk is None:
+            profile.created_by, before = profile.created_by or user, None
+        else:                           # as stored (the admin hands over its object already edited)
+            before = _profile_fields(CalibrationProfile.objects.select_for_update().get(pk=profile.pk))
+        profile.cluster, profile.name, profile.values = cluster, name, values
+        profile.intervals, profile.summary, profile.notes = intervals, summary, notes
+        profile.save()
+        if before is None:
+            _log_profile(ChangeAction.CREATE, profile, user, after=_profile_fields(profile))
+        else:
+            old, new = changelog.diff(before, _profile_fields(profile))
+            if new:
+                _log_profile(ChangeAction.UPDATE, profile, user, before=old, after=new)
+    return profile
+
+
+def delete_calibration(profile: CalibrationProfile, user=None) -> None:
+    """Delete a profile, logged. Runs that used it keep their record of it (its name, id and the values applied)."""
+    with transaction.atomic():
+        _log_profile(ChangeAction.DELETE, profile, user, before=_profile_fields(profile))
+        profile.delete()
+
+
 # ------------------------------------------------------------------------------------------ worker side
 def start_run(run_id: int, task_id: str, worker: str) -> SimulationRun | None:
     """Mark the run running on ``worker``; None when this message must not run it (stale message of a requeued
@@ -290,6 +347,10 @@ def _note(notes: str, text: str) -> str:
 def _finish(run: SimulationRun, status: str, now=None, extra=()):
     run.status, run.finished_at = status, now or timezone.now()
     fields = ["status", "finished_at", *extra]
+    record = (run.params or {}).get(calibration.KEY) if isinstance(run.params, dict) else None
+    if status == RunStatus.SUCCEEDED and isinstance(run.summary, dict) and isinstance(record, dict):
+        run.summary[calibration.KEY] = record       # the result says which profile and values it ran with
+        fields += [] if "summary" in fields else ["summary"]
     if status != RunStatus.SUCCEEDED:           # its training jobs (job runs) end with it
         job_actions.fail_jobs_of_run(run, run.error or f"run {status}")
     if status == RunStatus.SUCCEEDED:

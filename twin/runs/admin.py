@@ -1,10 +1,12 @@
-"""Admin of scenarios and runs (schedules are django-celery-beat's own admin: Periodic tasks). A scenario or a run
-is changed, deleted or cancelled here only by its owner or a "manage any" holder, as in the API
-(:mod:`twin.runs.ownership`)."""
+"""Admin of scenarios, runs and calibration profiles (schedules are django-celery-beat's own admin: Periodic
+tasks). A scenario, a run or a profile is changed, deleted or cancelled here only by its owner or a "manage any"
+holder, as in the API (:mod:`twin.runs.ownership`)."""
+from django import forms
 from django.contrib import admin, messages
 
-from twin.runs import ownership
-from twin.runs.models import RunArray, Scenario, SimulationRun
+from sim.core.errors import ParamError
+from twin.runs import calibration, ownership
+from twin.runs.models import CalibrationProfile, RunArray, Scenario, SimulationRun
 
 
 class OwnedAdmin(admin.ModelAdmin):
@@ -28,6 +30,55 @@ class ScenarioAdmin(OwnedAdmin):
     list_filter = ("kind", "cluster")
     search_fields = ("name", "description")
     raw_id_fields = ("created_by",)
+
+
+class CalibrationProfileForm(forms.ModelForm):
+    """The values and intervals refused here as the API refuses them (:mod:`twin.runs.calibration`)."""
+
+    class Meta:
+        model = CalibrationProfile
+        fields = ("cluster", "name", "values", "intervals", "summary", "notes", "created_by")
+
+    def clean_values(self):
+        try:
+            return calibration.checked_values(self.cleaned_data.get("values"))
+        except ParamError as e:
+            raise forms.ValidationError(str(e)) from None
+
+    def clean(self):
+        data = super().clean()
+        if "values" in data:
+            try:
+                data["intervals"] = calibration.checked_intervals(data.get("intervals"), data["values"])
+            except ParamError as e:
+                self.add_error("intervals", str(e))
+        return data
+
+
+@admin.register(CalibrationProfile)
+class CalibrationProfileAdmin(OwnedAdmin):
+    """Saved through :func:`twin.runs.actions.save_calibration` (the change log written) and deleted through
+    :func:`twin.runs.actions.delete_calibration`, as by the API."""
+
+    form = CalibrationProfileForm
+    list_display = ("name", "cluster", "created_at", "created_by")
+    list_filter = ("cluster",)
+    search_fields = ("name", "notes")
+    raw_id_fields = ("created_by",)
+
+    def save_model(self, request, obj, form, change):
+        from twin.runs import actions     # here: see SimulationRunAdmin.cancel
+        actions.save_calibration(cluster=obj.cluster, name=obj.name, values=obj.values, intervals=obj.intervals,
+                                 summary=obj.summary, notes=obj.notes, user=request.user, instance=obj)
+
+    def delete_model(self, request, obj):
+        from twin.runs import actions
+        actions.delete_calibration(obj, user=request.user)
+
+    def delete_queryset(self, request, queryset):
+        from twin.runs import actions
+        for obj in queryset:
+            actions.delete_calibration(obj, user=request.user)
 
 
 class RunArrayInline(admin.TabularInline):

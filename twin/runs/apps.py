@@ -29,5 +29,8 @@ class RunsConfig(AppConfig):
         from twin.runs.models import SimulationRun
         meta.set_run_lookup(lambda run_id: SimulationRun.objects.filter(pk=run_id).first())
         post_delete.connect(_delete_run_files, sender=SimulationRun, dispatch_uid="runs-delete-files")
+        from twin.inventory import changelog
+        from twin.runs.models import CalibrationProfile
+        changelog.LOGGED_ABOVE.add(CalibrationProfile._meta.model_name)     # twin.runs.actions.save_calibration
         from twin.inventory.signals import cluster_deleting
         cluster_deleting.connect(_delete_with_cluster, dispatch_uid="runs-delete-with-cluster")

@@ -1,7 +1,8 @@
 """Scenarios (saved parameters), simulation runs (one execution, its status and results), run arrays (large
-results stored compactly: zlib-compressed numpy bytes in the dtype their kind declares) and schedules' owners.
+results stored compactly: zlib-compressed numpy bytes in the dtype their kind declares), schedules' owners and
+calibration profiles (named sets of parameter values per cluster that a run may name, :mod:`twin.runs.calibration`).
 
-Runs, scenarios and schedules belong to their creator (``created_by``, :class:`ScheduleOwner`): only the owner, or a
+Runs, scenarios, schedules and calibration profiles belong to their creator (``created_by``, :class:`ScheduleOwner`): only the owner, or a
 user holding the model's "manage any" permission declared here, may change them (:mod:`twin.runs.ownership`).
 
 ``kind`` is a plain string validated against the registry of kinds (:mod:`twin.runs.registry`) by the API, not a
@@ -97,6 +98,33 @@ class SimulationRun(models.Model):
             return ""
         since = f"for {age:.0f} s" if age is not None else "since it started"
         return f"no heartbeat from {self.worker or 'its worker'} {since} (TWIN_RUNS_STALE_SECONDS is {stale})"
+
+
+class CalibrationProfile(models.Model):
+    """A named set of values of the engine's numeric parameters on one cluster (e.g. ``gemm_efficiency`` fitted
+    to measurements, docs/calibration.md): a run that names it (its ``calibration`` parameter) takes these values
+    for the parameters its kind declares, unless it gives them itself (:mod:`twin.runs.calibration`). ``values``
+    are checked by each parameter's own declaration when saved through the API (:func:`twin.runs.calibration.
+    checked_values`); ``intervals`` (name -> [low, high], the fit's 95 % interval) and ``summary`` (the fit's
+    before/after errors) are optional."""
+
+    cluster = models.ForeignKey("inventory.Cluster", on_delete=models.CASCADE, related_name="calibrations")
+    name = models.SlugField(max_length=100, help_text="unique per cluster: letters, digits, - and _")
+    values = models.JSONField(default=dict, blank=True, help_text="parameter name -> number")
+    intervals = models.JSONField(default=dict, blank=True, help_text="parameter name -> [low, high] (optional)")
+    summary = models.JSONField(default=dict, blank=True, help_text="the fit's before/after errors (optional)")
+    notes = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+
+    class Meta:
+        ordering = ["cluster", "name"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "name"], name="runs_calibration_unique_name")]
+        permissions = [("manage_any_calibration", "Can edit or delete any user's calibration profiles")]
+
+    def __str__(self):
+        return self.name
 
 
 class ScheduleOwner(models.Model):

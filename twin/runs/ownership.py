@@ -1,23 +1,26 @@
-"""Who may change a run, a scenario, a schedule or a job: the one rule, read by the API's object permission
-(:class:`twin.runs.api.views.OwnerOrManager`), the ``can_change`` field of every row the API sends, the run page's
-cancel button, the Jobs page's release button and the admin.
+"""Who may change a run, a scenario, a schedule, a job or a calibration profile: the one rule, read by the API's
+object permission (:class:`twin.runs.api.views.OwnerOrManager`), the ``can_change`` field of every row the API
+sends, the run page's cancel button, the Jobs page's release button and the admin.
 
-Anyone allowed to read may read. Cancelling, deleting or editing takes the owner (the user who made it: a run's or
-a scenario's ``created_by``, a schedule's :class:`twin.runs.models.ScheduleOwner`; the runs a schedule starts are
-its owner's; a job's ``created_by``, its run's owner), or a user holding the model's "manage any" permission (superusers hold every permission). A run, a
-scenario or a schedule with no owner (made by the system: the nightly fabric health) is changed by permission
-holders only. The model permissions (add, change, delete) are still needed on top, as for any write.
+Anyone allowed to read may read. Cancelling, deleting or editing takes the owner (the user who made it: a run's, a
+scenario's or a calibration profile's ``created_by``, a schedule's :class:`twin.runs.models.ScheduleOwner`; the runs
+a schedule starts are its owner's; a job's ``created_by``, its run's owner), or a user holding the model's "manage
+any" permission (superusers hold every permission). A run, a scenario or a schedule with no owner (made by the
+system: the nightly fabric health) is changed by permission holders only. The model permissions (add, change,
+delete) are still needed on top, as for any write.
 """
 from __future__ import annotations
 
 from django.conf import settings
 
-from twin.runs.models import Job, Scenario, ScheduleOwner, SimulationRun
+from twin.runs.models import CalibrationProfile, Job, Scenario, ScheduleOwner, SimulationRun
 
 MANAGE_ANY = {SimulationRun: "runs.manage_any_run", Scenario: "runs.manage_any_scenario",
-              "schedule": "runs.manage_any_schedule", Job: "runs.manage_any_job"}
-WHAT = {SimulationRun: "run", Scenario: "scenario", "schedule": "schedule", Job: "job"}
-VERBS = {Job: "release"}    # what a change of the others is: cancel, delete or edit
+              "schedule": "runs.manage_any_schedule", Job: "runs.manage_any_job",
+              CalibrationProfile: "runs.manage_any_calibration"}
+WHAT = {SimulationRun: "run", Scenario: "scenario", "schedule": "schedule", Job: "job",
+        CalibrationProfile: "calibration profile"}
+VERBS = {Job: "release", CalibrationProfile: "edit or delete"}  # the others' change: cancel, delete or edit
 
 
 def _key(obj):
@@ -25,8 +28,8 @@ def _key(obj):
 
 
 def owner_id(obj) -> int | None:
-    """The id of the user who owns ``obj`` (a run, a scenario, a job or a schedule's PeriodicTask); None: the
-    system's."""
+    """The id of the user who owns ``obj`` (a run, a scenario, a job, a calibration profile or a schedule's
+    PeriodicTask); None: the system's."""
     if _key(obj) != "schedule":
         return obj.created_by_id
     try:

@@ -5,6 +5,8 @@
   (plus the kind's cluster checks), so the API refuses exactly what ``python -m sim`` refuses, in the same words.
 - :func:`validate_params` turns a :class:`sim.core.errors.ParamError` into the DRF 400 shape
   ``{"params": {field: [reasons]}}``.
+- :func:`validated` is a kind's validation with the ``calibration`` parameter every kind with parameters takes
+  (:mod:`twin.runs.calibration`: the profile's values applied first, the record of what was applied kept).
 - :func:`form_fields` gives the browser's form the same ``Param`` objects as JSON; :func:`serializer_form_fields`
   gives it the plain fields of an API serializer (a scenario's name, a schedule's crontab) in the same shape.
 """
@@ -17,7 +19,7 @@ from rest_framework.fields import empty
 from sim.core.errors import ParamError
 from sim.core.params import MAX_LIST, Param, ParamSet
 from twin.inventory.gpu_grid import usable_counted_once
-from twin.runs import registry
+from twin.runs import calibration, registry
 
 
 @extend_schema_field({"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string"}]})
@@ -52,9 +54,34 @@ class ParamsSerializer(serializers.Serializer):
     def to_internal_value(self, data):
         try:
             with usable_counted_once():         # the cluster's usable GPUs read once, not per check or combination
-                return self.kind.validated(data, self.context.get("cluster"))
+                return validated(self.kind, data, self.context.get("cluster"))
         except ParamError as e:
             raise serializers.ValidationError(e.errors) from None
+
+
+def validated(kind: registry.Kind, values, cluster=None, *, alone: bool = False) -> dict:
+    """:meth:`registry.Kind.validated` of ``values`` after the calibration profile they name (``calibration``) is
+    applied (:func:`twin.runs.calibration.resolve`); the result keeps the record of what was applied under
+    ``calibration`` (left out when they name none: such a run's parameters are as before profiles existed).
+    Raises :class:`ParamError`."""
+    if kind.params is None:                 # a sweep: its base parameters come back here, one combination at a time
+        return kind.validated(values, cluster, alone=alone)
+    values, record = calibration.resolve(kind, values, cluster)
+    out = kind.validated(values, cluster, alone=alone)
+    if record is not None:
+        out[calibration.KEY] = record
+    return out
+
+
+@extend_schema_field({"anyOf": [
+    {"type": "string", "maxLength": 100, "description": "the profile's name"},
+    {"type": "object", "description": "what a run's stored parameters hold: the record of what it applied (given back, "
+                                      "it names the profile again)",
+     "properties": {"profile": {"type": "string"}, "id": {"type": "integer"},
+                    "applied": {"type": "object", "additionalProperties": {"type": "number"}},
+                    "ignored": {"type": "array", "items": {"type": "string"}}}}]})
+class CalibrationField(serializers.JSONField):
+    """The ``calibration`` parameter: a profile's name (stored as the record of what it applied)."""
 
 
 _CLASSES: dict[str, tuple[registry.Kind, type]] = {}
@@ -67,6 +94,9 @@ def serializer_for(kind: str) -> type[ParamsSerializer]:
     made = _CLASSES.get(k.name)
     if made is None or made[0] is not k:
         fields = {p.name: _field(p) for p in k.params} if k.params is not None else {}
+        if k.params is not None:
+            fields[calibration.KEY] = CalibrationField(required=False, allow_null=True,
+                                                       help_text=calibration.CALIBRATION.help)
         doc = (k.params.doc if k.params is not None else "") or f"Parameters of a {k.name} run."
         cls = type(f"{''.join(w.title() for w in k.name.split('_'))}Params", (ParamsSerializer,),
                    {**fields, "kind": k, "__doc__": doc, "__module__": __name__})
@@ -88,12 +118,12 @@ def validate_params(kind: str, params, cluster=None, field: str = "params") -> d
 
 
 def form_fields(params: ParamSet, cluster=None) -> list[dict]:
-    """The parameters as the browser's form draws them: name, type, default (on ``cluster`` when given: what the
+    """The parameters (and ``calibration``, :mod:`twin.runs.calibration`) as the browser's form draws them: name, type, default (on ``cluster`` when given: what the
     API takes when the parameter is left out, :meth:`sim.core.params.Param.default_for`), choices, bounds, help,
     null and what null stands for (``shown``)."""
     usable = registry.usable_of(params, cluster)
     out = []
-    for p in params:
+    for p in (*params, calibration.CALIBRATION):        # every run form offers a calibration profile
         d = {"name": p.name, "type": p.type, "default": p.default_for(usable), "help": p.help, "null": p.nullable}
         if p.shown is not None:
             d["shown"] = p.shown

@@ -9,8 +9,8 @@ import numpy as np
 from rest_framework import serializers
 
 from sim.core.errors import ParamError
-from twin.runs import limits
-from twin.runs.params import validate_params
+from twin.runs import calibration, limits
+from twin.runs.params import validate_params, validated
 from twin.runs.registry import SWEEP, Kind, get, median_of, register
 
 
@@ -49,7 +49,7 @@ def _validate_sweep(values, cluster) -> dict:
     empty = [k for k, v in axes.items() if not isinstance(v, list) or not v]
     if empty:
         raise ParamError("sweep", f"{', '.join(map(str, empty))}: expected a non-empty list of values")
-    unknown = sorted(set(axes) - set(base_kind.params.by_name))
+    unknown = sorted(set(axes) - set(base_kind.params.by_name) - {calibration.KEY})   # profiles side by side too
     if unknown:
         raise ParamError("sweep", f"{base_kind.name} has no parameter {', '.join(map(str, unknown))}")
     limits.check_sweep_size(int(np.prod([len(v) for v in axes.values()], dtype=object)))
@@ -57,7 +57,7 @@ def _validate_sweep(values, cluster) -> dict:
     children = []
     for combo in combinations(axes):
         try:
-            children.append(base_kind.validated({**base, **combo}, cluster, alone=True))
+            children.append(validated(base_kind, {**base, **combo}, cluster, alone=True))
         except ParamError as e:
             raise serializers.ValidationError({"sweep": {"combination": combo, "errors": e.errors}}) from None
     limits.check_sweep_cost(base_kind, children, cluster)
@@ -73,7 +73,7 @@ def merge_sweep(parent_params: dict, children: list[dict]) -> dict:
     rows = []
     for c in children:
         s = c["summary"] or {}
-        rows.append({"run": c["id"], **{k: c["params"].get(k) for k in axes}, "status": c["status"],
+        rows.append({"run": c["id"], **{k: _axis_value(c["params"], k) for k in axes}, "status": c["status"],
                      "worker": c["worker"], **{h.key: s.get(h.key) for h in kind.headline},
                      "error": c["error"] or None})
     succeeded = [r for r in rows if r["status"] == "succeeded"]
@@ -84,6 +84,15 @@ def merge_sweep(parent_params: dict, children: list[dict]) -> dict:
             "cancelled": sum(r["status"] == "cancelled" for r in rows),
             "workers": sorted({r["worker"] for r in rows if r["worker"]}),
             "best_by": kind.best, "best": best}
+
+
+def _axis_value(params: dict, name: str):
+    """A child's value of a swept parameter; of ``calibration``, the profile's name (the child keeps the record of
+    what it applied, :mod:`twin.runs.calibration`)."""
+    value = params.get(name)
+    if name == calibration.KEY and isinstance(value, dict):
+        return value.get("profile")
+    return value
 
 
 def _sweep_text(p: dict) -> str:

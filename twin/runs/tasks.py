@@ -25,6 +25,7 @@ from rest_framework.exceptions import ValidationError
 from sim.core.errors import ParamError
 
 from twin.runs import actions, publishing, registry
+from twin.runs.calibration import KEY as CALIBRATION
 from twin.runs.choices import RunStatus
 from twin.runs.constants import HEARTBEAT_INTERVAL, PROGRESS_DB_INTERVAL, setting
 from twin.runs.kinds import RunCancelled
@@ -109,7 +110,8 @@ def execute_run(self, run_id: int):
         layout = layout_from_db(run.cluster)
         actions.record_inventory_state(run, actions.inventory_state(run.cluster, layout))
         extra = {"run": run} if kind.wants_run else {}
-        summary, arrays = kind.run(layout, run.params, Reporter(run), **extra)
+        params = {k: v for k, v in run.params.items() if k != CALIBRATION}    # applied already: the engine's own
+        summary, arrays = kind.run(layout, params, Reporter(run), **extra)
         heartbeat.stop()
         actions.succeed_run(run, summary, arrays)
     except RunCancelled:

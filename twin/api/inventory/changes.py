@@ -14,12 +14,14 @@ from rest_framework import serializers, viewsets
 from twin.api.fields import UserNameField
 from twin.api.inventory.views import ENDPOINTS
 from twin.api.permissions import shows_user_names
+from twin.inventory import changelog
 from twin.inventory.choices import ChangeAction
 from twin.inventory.filtersets import CharInFilter, ChoiceInFilter, NumberInFilter
 from twin.inventory.models import ObjectChange
 
-# The models a change can name (``model`` filter): those the API writes.
-LOGGED_MODELS = sorted(model._meta.model_name for model in ENDPOINTS)
+# The models a change can name (``model`` filter): those the API writes, and those of the apps above that log theirs
+# (changelog.LOGGED_ABOVE: calibration profiles).
+LOGGED_MODELS = sorted({model._meta.model_name for model in ENDPOINTS} | changelog.LOGGED_ABOVE)
 
 
 class ChangeSerializer(serializers.ModelSerializer):

@@ -19,9 +19,9 @@ from twin.api.base import InventorySerializer
 from twin.api.fields import NameOrIdRelatedField, UserNameField
 from twin.api.permissions import shows_user_names
 from twin.inventory.models import Cluster
-from twin.runs import job_actions, ownership, registry
+from twin.runs import calibration, job_actions, ownership, registry
 from twin.runs.constants import START_RUNS
-from twin.runs.models import Job, Scenario, SimulationRun
+from twin.runs.models import CalibrationProfile, Job, Scenario, SimulationRun
 from twin.runs.params import serializer_for, validate_params
 from twin.runs.schedules import CRONTAB_FIELDS, MAX_INTERVAL_SECONDS, PERIOD_SECONDS
 from twin.runs.server_paths import scrub
@@ -83,6 +83,80 @@ class ScenarioSerializer(InventorySerializer):
         read_only_fields = ("created_at",)
 
 
+class ProfileValuesField(serializers.JSONField):
+    """A profile's values, checked by :func:`twin.runs.calibration.checked_values` when saved."""
+
+
+class ProfileIntervalsField(serializers.JSONField):
+    """A profile's intervals, checked by :func:`twin.runs.calibration.checked_intervals` when saved."""
+
+
+def _number_schema(params) -> dict:
+    """One parameter name as a profile takes it: an integer if a kind declares it ``int``, within every declaring
+    kind's bounds (each kind's parse must take it)."""
+    out = {"type": "integer" if any(p.type == "int" for _, p in params) else "number",
+           "description": f"{params[0][1].help} ({', '.join(k for k, _ in params)})"}
+    lows = [p.min for _, p in params if p.min is not None]
+    highs = [p.max for _, p in params if p.max is not None]
+    if lows:
+        out["minimum"] = max(lows)
+    if highs:
+        out["maximum"] = min(highs)
+    return out
+
+
+class ProfileValuesSchema(OpenApiSerializerFieldExtension):
+    """``values`` in the schema: one property per numeric parameter of the registered kinds, with its bounds (read
+    when the schema is built: every kind registered by then); any other name is refused."""
+
+    target_class = ProfileValuesField
+
+    def map_serializer_field(self, auto_schema, direction):
+        return {"type": "object", "additionalProperties": False,
+                "properties": {n: _number_schema(ps) for n, ps in sorted(calibration.numeric_params().items())},
+                "description": "parameter name -> number: float or int parameters of the run kinds, each within "
+                               "its declared range (a kind's runs ignore those it does not declare)"}
+
+
+class ProfileIntervalsSchema(OpenApiSerializerFieldExtension):
+    """``intervals`` in the schema: [low, high] per parameter name of ``values``."""
+
+    target_class = ProfileIntervalsField
+
+    def map_serializer_field(self, auto_schema, direction):
+        pair = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
+        return {"type": "object", "additionalProperties": False,
+                "properties": {n: pair for n in sorted(calibration.numeric_params())},
+                "description": "parameter name (one of values) -> [low, high], low <= high: e.g. the fit's 95 % "
+                               "interval"}
+
+
+@extend_schema_field({"type": "object", "additionalProperties": True,
+                      "description": "the fit's before/after errors, as the calibration left them"})
+class ProfileSummaryField(serializers.JSONField):
+    """A profile's summary: any object of limited size."""
+
+
+class CalibrationSerializer(InventorySerializer):
+    """A calibration profile of a cluster, saved through :func:`twin.runs.actions.save_calibration` (values checked
+    by each parameter's declaration, change log). A run names it by its name (the ``calibration`` parameter)."""
+
+    created_by = UserNameField(source="created_by.username")
+    can_change = CanChangeField(help_text="whether you may edit or delete it: its owner, or a user with "
+                                          "runs.manage_any_calibration")
+    cluster = NameOrIdRelatedField("cluster", queryset=Cluster.objects.all(),
+                                   help_text="the cluster's name (or its id)")
+    values = ProfileValuesField()
+    intervals = ProfileIntervalsField(required=False, default=dict)
+    summary = ProfileSummaryField(required=False, default=dict)
+
+    class Meta:
+        model = CalibrationProfile
+        fields = ("id", "url", "display", "cluster", "name", "values", "intervals", "summary", "notes",
+                  "created_at", "created_by", "can_change")
+        read_only_fields = ("created_at",)
+
+
 class HeadlineSerializer(serializers.Serializer):
     key = serializers.CharField()
     label = serializers.CharField()
@@ -130,7 +204,11 @@ class RunSerializer(InventorySerializer):
 
     def get_params_text(self, run) -> str:
         kind = self._kind(run)
-        return kind.text(run.params) if kind else ""
+        text = kind.text(run.params) if kind else ""
+        record = run.params.get(calibration.KEY) if isinstance(run.params, dict) else None
+        if isinstance(record, dict):            # the profile it ran with (lists name it; the run page shows more)
+            text = " · ".join(filter(None, (text, f"calibration {record.get('profile')}")))
+        return text
 
     @extend_schema_field(HeadlineSerializer(many=True))
     def get_headline(self, run):
@@ -174,9 +252,10 @@ class RunCreateSerializer(serializers.Serializer):
     def validate(self, attrs):
         scenario = attrs.get("scenario")
         if scenario is not None:
-            attrs.update(kind=scenario.kind, cluster=scenario.cluster,
-                         params=validate_params(scenario.kind, {**scenario.params, **attrs.get("params", {})},
-                                                scenario.cluster))
+            given = attrs.get("params", {})
+            stored = calibration.unapplied(scenario.params) if calibration.KEY in given else scenario.params
+            attrs.update(kind=scenario.kind, cluster=scenario.cluster,      # another profile: none of the first's
+                         params=validate_params(scenario.kind, {**stored, **given}, scenario.cluster))
             return attrs
         cluster = attrs.get("cluster") or attrs.pop("cluster_by_id", None)
         missing = {f: ["required without a scenario"] for f, v in (("kind", attrs.get("kind")), ("cluster", cluster))

@@ -1,9 +1,10 @@
-"""Routes of the runs API, under /api/runs/."""
-from twin.runs.api.views import JobViewSet, RunViewSet, ScenarioViewSet, ScheduleViewSet
+"""Routes of the runs API, under /api/runs/, and the calibration profiles', /api/calibrations/."""
+from twin.runs.api.views import CalibrationViewSet, JobViewSet, RunViewSet, ScenarioViewSet, ScheduleViewSet
 
 
 def register(router):
     router.register("runs/scenarios", ScenarioViewSet, basename="scenario")
     router.register("runs/jobs", JobViewSet, basename="job")
     router.register("runs/schedules", ScheduleViewSet, basename="schedule")
+    router.register("calibrations", CalibrationViewSet, basename="calibration")
     router.register("runs", RunViewSet, basename="simulationrun")  # after the others: /runs/<id>/

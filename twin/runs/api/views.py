@@ -21,12 +21,13 @@ from twin.api.permissions import InventoryPermission
 
 from twin.inventory.filtersets import IntegerFilter, NumberInFilter
 from twin.runs import actions, files, ownership, registry
-from twin.runs.api.serializers import (JobSerializer, OccupancySerializer, RunCreateSerializer, RunSerializer,
-                                      ScenarioSerializer, ScheduleSerializer, WhatifSerializer)
+from twin.runs.api.serializers import (CalibrationSerializer, JobSerializer, OccupancySerializer,
+                                      RunCreateSerializer, RunSerializer, ScenarioSerializer, ScheduleSerializer,
+                                      WhatifSerializer)
 from twin.runs import job_actions
 from twin.runs.choices import JobState, RunStatus
 from twin.runs.constants import SCHEDULE_TASK, START_RUNS, TREND_LIMIT
-from twin.runs.models import Job, Scenario, SimulationRun
+from twin.runs.models import CalibrationProfile, Job, Scenario, SimulationRun
 from twin.runs.registry import median_of
 from twin.runs.server_paths import scrub
 
@@ -151,6 +152,42 @@ class ScenarioViewSet(viewsets.ModelViewSet):
                    "status_hash": (state or {}).get("status_hash")}
                   for rid, finished, summary, state in reversed(rows)]
         return Response({"scenario": scenario.pk, "metric": metric, "points": points})
+
+
+class CalibrationFilter(IdFilters):
+    class Meta:
+        model = CalibrationProfile
+        fields = {"name": ["exact", "icontains"], "cluster__name": ["exact"]}
+
+
+class CalibrationViewSet(viewsets.ModelViewSet):
+    """Calibration profiles: named parameter values per cluster (``cluster`` filters by id, ``cluster__name`` by
+    name) that a run names in its ``calibration`` parameter. Everyone who may read runs reads them; editing and
+    deleting take the owner or runs.manage_any_calibration (:mod:`twin.runs.ownership`); every write is in the
+    change log (``/api/inventory/changes/?model=calibrationprofile``)."""
+
+    queryset = CalibrationProfile.objects.select_related("created_by", "cluster")
+    permission_classes = OWNED
+    owner_actions = ("update", "partial_update", "destroy")
+    serializer_class = CalibrationSerializer
+    filterset_class = CalibrationFilter
+    ordering_fields = ("id", "name", "created_at")
+    lookup_value_regex = r"\d+"
+
+    def _user(self):
+        return self.request.user if self.request.user.is_authenticated else None
+
+    def perform_create(self, serializer):
+        serializer.instance = actions.save_calibration(**serializer.validated_data, user=self._user())
+
+    def perform_update(self, serializer):
+        p = serializer.instance
+        d = {"cluster": p.cluster, "name": p.name, "values": p.values, "intervals": p.intervals,
+             "summary": p.summary, "notes": p.notes, **serializer.validated_data}
+        serializer.instance = actions.save_calibration(**d, user=self._user(), instance=p)
+
+    def perform_destroy(self, instance):
+        actions.delete_calibration(instance, user=self._user())
 
 
 class RunViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
