@@ -230,6 +230,22 @@ def twin(test_database, django_db_blocker, server_settings, tmp_path_factory):
             call_command("flush", interactive=False, verbosity=0)
 
 
+@contextmanager
+def runs_held(twin: ServedTwin):
+    """No worker takes a run while this lasts (each stops reading the queue: a restart would cost seconds), so a
+    test sees a run queued whatever the machine's speed; they read it again after (a worker busy with an earlier
+    test's run answers once it is done with it: nothing is taken meanwhile)."""
+    from twin.celery import app as celery_app
+    queue, workers = twin.workers.all[0].queue, sorted(twin.workers.hostnames)
+    stopped = celery_app.control.cancel_consumer(queue, destination=workers, reply=True, timeout=RUN_SECONDS)
+    assert len(stopped) == len(workers), stopped
+    try:
+        yield
+    finally:
+        replies = celery_app.control.add_consumer(queue, destination=workers, reply=True, timeout=RUN_SECONDS)
+        assert len(replies) == len(workers), replies
+
+
 @pytest.fixture(autouse=True)
 def jobs_released(request, django_db_blocker):
     """A placed job holds its GPUs until released (docs/jobs.md), and the twin's GPUs are shared by every test of

@@ -3,7 +3,7 @@
 drawn; the GPU page coloured by training job shows it on its GPUs; its run page names the calibration profile it ran
 with (named in the form); a what-if runs the same job with another placement side by side."""
 from tests.e2e.browser import screenshot
-from tests.e2e.conftest import RUN_SECONDS
+from tests.e2e.conftest import RUN_SECONDS, runs_held
 from tests.e2e.test_live import fill_form
 
 # Records every state each job row of the queue takes, from the page's first script on.
@@ -38,7 +38,10 @@ def test_a_job_submitted_from_the_jobs_page_shows_its_live_state(admin, twin, or
     fill_form(form, JOB)
     form.locator("details.more summary").click()
     fill_form(form, {"calibration": "e2e-fitted"})
-    form.locator("[type=submit]").click()
+    with runs_held(twin):           # its row is seen queued first, however fast a worker would take it
+        form.locator("[type=submit]").click()
+        page.wait_for_function("Object.values(window.__jobStates ?? {}).some((s) => s.includes('queued'))",
+                               timeout=RUN_SECONDS * 1000, polling=100)
     # then its row appears and reaches "running" with its step simulated by itself, on the same page
     page.wait_for_function("[...window.twin.jobs.jobs.values()].some((j) => j.results && "
                            "document.querySelector(`#jobs-table tr[data-job='${j.id}'][data-state=running]`))",

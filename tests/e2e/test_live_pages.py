@@ -6,10 +6,9 @@ import re
 
 import numpy as np
 
-from tests.e2e.conftest import RUN_SECONDS, in_thread
+from tests.e2e.conftest import RUN_SECONDS, in_thread, runs_held
 from tests.e2e.test_debug import JOB
 from tests.e2e.test_live import wait_live
-from twin.celery import app as celery_app
 
 SOON_MS = 5_000
 
@@ -29,21 +28,15 @@ def test_a_run_created_through_the_api_appears_in_an_open_runs_list(visitor, twi
 
 
 def test_the_debug_page_follows_its_rehearsal_to_the_end_without_a_reload(admin, twin):
-    # given a rehearsal queued while no worker takes runs (each stops reading the queue: a restart would cost seconds)
-    queue, workers = twin.workers.all[0].queue, sorted(twin.workers.hostnames)
-    # (a worker busy with an earlier test's run answers once it is done with it: nothing is taken meanwhile)
-    stopped = celery_app.control.cancel_consumer(queue, destination=workers, reply=True, timeout=RUN_SECONDS)
-    assert len(stopped) == len(workers), stopped
-    try:
+    # given a rehearsal queued while no worker takes runs
+    with runs_held(twin):
         run = twin.api("/api/runs/", {"kind": "debug", "cluster": "demo-256",
                                       "params": {**JOB, "inject": "hang:rank=5"}})
         # when the superuser opens the Debug page on it
         page = admin.visit(f"/clusters/demo-256/debug/?run={run['id']}")
         assert f"Run #{run['id']} is queued" in page.locator("#culprit").inner_text()
         origin = page.evaluate("performance.timeOrigin")
-    finally:   # ... and a worker takes it
-        replies = celery_app.control.add_consumer(queue, destination=workers, reply=True, timeout=RUN_SECONDS)
-        assert len(replies) == len(workers), replies
+    # ... and a worker takes it
     # then the page turns to the finished rehearsal by itself: its culprit and heatmap, no reload
     page.wait_for_selector('#culprit[data-found="1"]', state="attached", timeout=RUN_SECONDS * 1000)
     assert page.locator("#culprit-ranks").inner_text().strip() == "5"
