@@ -108,7 +108,7 @@ def calibrate(layout, params: dict, progress: Callable) -> tuple[dict, dict]:
 
 def headline(summary: dict) -> list[dict]:
     """The median |error| over every observation before and after the fit."""
-    return [{"key": f"error_{when}", "label": f"median |error| {when} the fit", "format": "pct",
+    return [{"key": f"error_{when}", "label": f"median |error| {when} the fit", "format": "error",
              "value": (summary.get(when) or {}).get("all", {}).get("median_abs_error")}
             for when in ("before", "after")]
 
