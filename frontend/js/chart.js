@@ -1,7 +1,7 @@
 // Small SVG charts for bandwidth curves (native ES module, no dependencies; styles: css/experiments.css, ".chart").
 //
-// lineChart(el, spec): x linear or log2 (message sizes, job sizes), y linear or log, several series (line, markers,
-// optional min-max band), horizontal reference lines (the roofline, a 90 % line), brackets at the right edge (a
+// lineChart(el, spec): x linear, log2 (message sizes, job sizes) or log, y linear or log, several series (line,
+// markers, optional min-max band; a scatter without its line), horizontal reference lines (the roofline, a 90 % line), brackets at the right edge (a
 // published claim such as "10-90 %"), a legend that shows and hides series, and a hover readout of every series at
 // the nearest x. barChart(el, spec): horizontal bars (one per sweep combination). Both redraw when resized.
 import { exportable } from "./exports.js";
@@ -102,7 +102,7 @@ function domain(s) {
     if (ser.band && p.lo != null) ys.push(p.lo, p.hi);
   }
   for (const r of s.refLines ?? []) ys.push(r.y);
-  const log2 = s.x.scale === "log2";
+  const log2 = s.x.scale === "log2" || s.x.scale === "log";
   let [x0, x1] = xs.length ? [Math.min(...xs), Math.max(...xs)] : (log2 ? [1, 2] : [0, 1]);
   if (x0 === x1) [x0, x1] = log2 ? [x0 / 2, x1 * 2] : [x0 - 1, x1 + 1];
   const y0 = s.y.min ?? (s.y.scale === "log" ? Math.min(...ys.filter((v) => v > 0)) / 1.5 : 0);
@@ -135,7 +135,8 @@ function tickAnchor(x, text, W) {
 function axesEl(s, { W, H, fx, fy, x0, x1, y0, y1 }) {
   const g = svgEl("g"), grid = svgEl("g", { class: "grid" }), labels = svgEl("g", { class: "axis" });
   const xfmt = s.x.format ?? String, yfmt = s.y.format ?? String;
-  const xt = s.x.ticks ?? (s.x.scale === "log2" ? log2Ticks(x0, x1) : niceTicks(x0, x1, 6));
+  const xt = s.x.ticks ?? (s.x.scale === "log2" ? log2Ticks(x0, x1) : s.x.scale === "log" ? logTicks(x0, x1)
+    : niceTicks(x0, x1, 6));
   const yt = s.y.ticks ?? (s.y.scale === "log" ? logTicks(y0, y1) : niceTicks(y0, y1, 5));
   for (const t of xt.filter((v) => v >= x0 * 0.999 && v <= x1 * 1.001)) {
     grid.append(svgEl("line", { x1: fx(t), x2: fx(t), y1: M.top, y2: H - M.bottom }));
@@ -195,10 +196,13 @@ function seriesEl(ser, color, px, fy) {
       g.append(svgEl("line", { x1: px(p.x), x2: px(p.x), y1: fy(p.lo), y2: fy(p.hi), stroke: color, opacity: 0.6 }));
     }
   }
-  g.append(svgEl("path", { d: pts.map((p, j) => `${j ? "L" : "M"}${px(p.x)},${fy(p.y)}`).join(""), fill: "none",
-                           stroke: color, "stroke-width": 1.8, "stroke-dasharray": DASH[ser.dash ?? "-"] }));
+  if (ser.line !== false) {
+    g.append(svgEl("path", { d: pts.map((p, j) => `${j ? "L" : "M"}${px(p.x)},${fy(p.y)}`).join(""), fill: "none",
+                             stroke: color, "stroke-width": 1.8, "stroke-dasharray": DASH[ser.dash ?? "-"] }));
+  }
   if (ser.markers === false) return g;
-  for (const p of pts) g.append(svgEl("circle", { cx: px(p.x), cy: fy(p.y), r: 2.6, fill: color }));
+  const r = ser.line === false ? 4 : 2.6;                   // a scatter's points stand alone: larger
+  for (const p of pts) g.append(svgEl("circle", { cx: px(p.x), cy: fy(p.y), r, fill: color, opacity: 0.85 }));
   return g;
 }
 
@@ -259,11 +263,11 @@ function legendButtons(s, hidden, toggle) {
 
 /**
  * A line chart in `el` (its content is replaced). spec:
- *   x: {scale: "log2" | "linear", label, name? (hover title), format(v), ticks?},
+ *   x: {scale: "log2" | "log" | "linear", label, name? (hover title), format(v), ticks?},
  *   y: {scale: "linear" | "log", min?, max?, label, format(v) (ticks), tipFormat(v)? (hover), ticks?},
  *   height (px, default 300), spread (px: series drawn side by side around equal x values), legend (default true),
  *   series: [{name, color?, dash? ("-", "--", ":", "-."), points: [{x, y, lo?, hi?}], band? (shade lo..hi),
- *             markers? (default true)}],
+ *             markers? (default true), line? (default true; false: a scatter, its points only)}],
  *   refLines: [{y, label, color?, dash?}], ranges: [{low, high, label, color?}] (brackets at the right edge).
  * Returns {destroy()}; el.dataset.series holds the number of series drawn (for tests).
  */

@@ -23,8 +23,8 @@ function inputHtml(f) {
   if (f.type === "bool") return `<input type="checkbox" name="${f.name}"${v ? " checked" : ""}>`;
   if (isList(f)) {
     return `<textarea name="${f.name}" rows="4" spellcheck="false" placeholder="one per line (# comments)">${
-      esc(v ?? "")}</textarea><input type="file" data-load-into="${f.name}" accept=".txt,.hosts,text/plain"
-      title="load the list from a file">`;
+      esc(v ?? "")}</textarea><input type="file" data-load-into="${f.name}" accept=".txt,.hosts,.toml,.json,text/plain,application/json"
+      title="load it from a file">`;
   }
   if (f.type === "int" || f.type === "float") {
     const bounds = `${f.min != null ? ` min="${f.min}"` : ""}${f.max != null ? ` max="${f.max}"` : ""}`;
@@ -155,12 +155,31 @@ export function paramFieldsHtml(fields, main) {
     </details>`;
 }
 
+/** A long text field's file input (data-load-into) reads the chosen file in the browser into the field (a host
+ *  list, a measurements file), refused above the field's bound. */
+export function loadFilesInto(form, fields) {
+  for (const input of form.querySelectorAll("input[data-load-into]")) {
+    const f = fields.find((x) => x.name === input.dataset.loadInto);
+    input.addEventListener("change", async () => {
+      const file = input.files[0];
+      if (!file) return;
+      if (file.size > f.max) {
+        showErrors(form, { [f.name]: `${file.name} is ${fmt.bytes(file.size)}, at most ${fmt.bytes(f.max)}` });
+        return;
+      }
+      form.elements[f.name].value = await file.text();
+      showErrors(form, {});
+    });
+  }
+}
+
 /** The form of one run kind on a cluster page (`f`: the page's form data {kind, fields, main}): its parameters,
  *  Start, errors by field; locked for a visitor who may not start runs; a started run goes to onStarted(run). */
 export function mountKindForm(form, f, { cluster, canStart, authenticated, onStarted }) {
   form.innerHTML = `${paramFieldsHtml(f.fields, f.main)}<div class="form-foot">
     <button type="submit" class="primary">Start</button><span class="field-error" data-error-for="general"></span>
     <span class="field-error" data-error-for="cost"></span></div>`;
+  loadFilesInto(form, f.fields);
   if (!canStart) { lockForm(form, { authenticated, next: location.pathname }); return; }
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
@@ -239,18 +258,7 @@ export function mountRunForm(form, schema, clusters, { current, canStart, authen
   addAxis("qps", "1, 4, 16");
   form.querySelector(".add-axis").addEventListener("click", () => addAxis(fields[0].name));
 
-  for (const input of form.querySelectorAll("input[data-load-into]")) {        // a list loaded from a file
-    const f = fields.find((x) => x.name === input.dataset.loadInto);
-    input.addEventListener("change", async () => {
-      const file = input.files[0];
-      if (!file) return;
-      if (file.size > f.max) {
-        showErrors(form, { [f.name]: `${file.name} is ${fmt.bytes(file.size)}, at most ${fmt.bytes(f.max)}` });
-        return;
-      }
-      form.elements[f.name].value = await file.text();
-    });
-  }
+  loadFilesInto(form, fields);
 
   const hint = form.querySelector(".cluster-hint");
   const onCluster = () => {

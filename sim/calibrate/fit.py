@@ -100,19 +100,28 @@ class Fittable:
         return self.to_z(self.low), self.to_z(self.high)
 
 
+def _is_fittable(p) -> bool:
+    """A float parameter with finite bounds, not a condition, with a start (its default or a NULL_MEANS entry)."""
+    if p.type != "float" or p.name in CONDITIONS or p.min is None or p.max is None:
+        return False
+    if not (math.isfinite(p.min) and math.isfinite(p.max)) or p.max <= p.min:
+        return False
+    return p.default is not None or p.name in NULL_MEANS
+
+
+def fittable_names(kinds=KINDS) -> set[str]:
+    """The names :func:`fittable` gives on any cluster (what a ``fit`` list is checked against before a run)."""
+    return {p.name for kind in kinds for p in KINDS[kind] if _is_fittable(p)}
+
+
 def fittable(kinds, cluster) -> dict[str, Fittable]:
     """The fittable parameters of ``kinds`` (measurement kinds) on ``cluster``: name -> :class:`Fittable`."""
     out: dict[str, Fittable] = {}
     for kind in dict.fromkeys(kinds):
         for p in KINDS[kind]:
-            if p.type != "float" or p.name in CONDITIONS or p.min is None or p.max is None:
+            if not _is_fittable(p):
                 continue
-            if not (math.isfinite(p.min) and math.isfinite(p.max)) or p.max <= p.min:
-                continue
-            start = p.default if p.default is not None else (NULL_MEANS[p.name](cluster) if p.name in NULL_MEANS
-                                                             else None)
-            if start is None:
-                continue
+            start = p.default if p.default is not None else NULL_MEANS[p.name](cluster)
             if p.name in out:
                 out[p.name].kinds += (kind,)
             else:
@@ -120,8 +129,9 @@ def fittable(kinds, cluster) -> dict[str, Fittable]:
     return out
 
 
-def choose_fit(names, table: dict[str, Fittable]) -> list[str]:
-    """The ``--fit`` names checked against ``table`` (every kind's fittable parameters: one no entry's kind declares
+def choose_fit(names, table) -> list[str]:
+    """The ``--fit`` names checked against ``table`` (every kind's fittable parameters, names -> :class:`Fittable` or
+    :func:`fittable_names`: one no entry's kind declares
     is reported as not identifiable, not refused; ParamError naming ``fit`` for one that is not fittable)."""
     out = []
     for name in names:

@@ -33,7 +33,7 @@ def usable_of(params: ParamSet | None, cluster) -> int | None:
 class Headline:
     """One headline figure of a kind's summary: ``summary[key]`` is a number or, over several seeds,
     ``{"median", "min", "max"}``. ``format`` tells the browser how to print it: ``pct`` (a 0..1 share as %),
-    ``GBps``, ``int``, ``num`` (two decimals), ``s`` (seconds) or ``text``."""
+    ``error`` (a relative error as %, two decimals, lower is better: not coloured as a share), ``GBps``, ``int``, ``num`` (two decimals), ``s`` (seconds) or ``text``."""
 
     key: str
     label: str

@@ -160,7 +160,7 @@ class CalibrationSerializer(InventorySerializer):
 class HeadlineSerializer(serializers.Serializer):
     key = serializers.CharField()
     label = serializers.CharField()
-    format = serializers.ChoiceField(choices=["pct", "GBps", "TBps", "int", "num", "s", "text"])
+    format = serializers.ChoiceField(choices=["pct", "error", "GBps", "TBps", "int", "num", "s", "text"])
     value = serializers.JSONField(allow_null=True, help_text="a number, or {median, min, max} over seeds")
 
 

@@ -1,0 +1,65 @@
+"""The Calibration page in a real browser: a measurements file (two job step times the twin gives on demo-256 with
+gemm_efficiency 0.6) uploaded into the form starts a calibrate run, whose progress ends live in the runs table; its
+result is drawn (predicted against measured, the fitted parameters) and saved as a calibration profile, which the
+API then lists; the run's page draws the same view."""
+import json
+
+from sim.fabric.topology import load_topology
+from sim.jobs.entry import run_job
+from sim.jobs.params import JOB
+from tests.e2e.browser import screenshot
+from tests.e2e.conftest import RUN_SECONDS
+
+TRUE_GEMM = 0.6
+JOBS = [dict(model="llama3-8b", gpus=64, tp=8, batch_tokens="1M"),
+        dict(model="llama3-8b", gpus=32, tp=8, seq=4096, batch_tokens="512K")]
+
+
+def test_a_measurements_file_uploaded_is_fitted_drawn_and_saved_as_a_profile(admin, twin, tmp_path):
+    topo = load_topology("demo-256")[1]
+    entries = [{"kind": "job", "name": f"j{i}", "params": p,
+                "step_time_s": run_job(topo, JOB.validate({**p, "gemm_efficiency": TRUE_GEMM})).result.step_time}
+               for i, p in enumerate(JOBS)]
+    path = tmp_path / "measured.json"
+    path.write_text(json.dumps({"entry": entries}))
+    # given the Calibration page of demo-256; when the file is uploaded into the form and gemm_efficiency named
+    page = admin.visit("/clusters/demo-256/calibration/", shot="calibration")
+    form = page.locator("form#calibrate-form")
+    form.locator('input[data-load-into="measurements"]').set_input_files(str(path))
+    page.wait_for_function("document.querySelector('#calibrate-form [name=measurements]').value.includes('j1')")
+    form.locator('[name="fit"]').fill("gemm_efficiency")
+    with page.expect_response(lambda r: r.url.endswith("/api/runs/") and r.request.method == "POST") as answer:
+        form.locator("[type=submit]").click()
+    assert answer.value.status == 201, answer.value.text()
+    run_id = answer.value.json()["id"]
+    # then the run ends succeeded on the same page, its progress bar at the end, and its result is drawn
+    page.wait_for_selector(f'#cal-detail[data-drawn="{run_id}"]', state="attached", timeout=RUN_SECONDS * 1000)
+    row = page.locator(f'#cal-runs tr[data-run="{run_id}"]')
+    assert row.locator(".progress").get_attribute("data-progress") == "100"
+    assert "succeeded" in row.inner_text()
+    run = twin.api(f"/api/runs/{run_id}/")
+    fitted = run["summary"]["parameters"]["gemm_efficiency"]
+    scatter = page.locator("#cal-scatter")
+    assert scatter.get_attribute("data-series") == "3"                # 1:1, before, after
+    assert scatter.locator("circle").count() == 2 * len(JOBS)
+    cells = page.locator('#cal-parameters tr[data-param="gemm_efficiency"] td')
+    assert float(cells.nth(1).inner_text()) == float(f"{fitted['value']:.4g}")
+    assert page.locator("#cal-entries tbody tr").count() == len(JOBS)
+    assert int(page.locator("#cal-residuals svg g.bar").count()) >= 4  # all and job, before and after
+    screenshot(page, "calibration-finished")
+    # when it is saved as a profile
+    save = page.locator("form#cal-save")
+    save.locator('[name="name"]').fill(f"fitted-{run_id}")
+    save.locator("[type=submit]").click()
+    page.wait_for_selector("#cal-saved a", timeout=10_000)
+    # then the API lists it with the fitted value, its interval and the before/after summaries
+    found = twin.api(f"/api/calibrations/?cluster__name=demo-256&name=fitted-{run_id}")["results"]
+    assert len(found) == 1
+    profile = found[0]
+    assert profile["values"] == {"gemm_efficiency": fitted["value"]}
+    assert profile["intervals"]["gemm_efficiency"] == [fitted["low"], fitted["high"]]
+    assert profile["summary"]["after"] == run["summary"]["after"] and profile["summary"]["run"] == run_id
+    # and the run's own page draws the same view
+    page = admin.visit(f"/experiments/{run_id}/")
+    page.wait_for_selector("#results #cal-scatter svg", state="attached")
+    assert page.locator('#results #cal-parameters tr[data-param="gemm_efficiency"]').count() == 1

@@ -1,0 +1,85 @@
+"""The ``calibrate`` run kind end to end: REST -> Redis -> a real Celery worker -> database -> REST, on demo-256 as
+the inventory holds it; and its refusals at submit. Given / when / then."""
+import json
+
+import pytest
+
+from sim.calibrate.entry import run_calibrate
+from sim.fabric.topology import topology_from_layout
+from sim.jobs.entry import run_job
+from sim.jobs.params import JOB
+from sim.jobs.step import GEMM_EFFICIENCY
+from tests.runs.test_runs import finished
+from tests.sim.test_calibrate import JOBS, TRUE_GEMM
+from twin.inventory.adapter import layout_from_db
+from twin.runs.models import SimulationRun
+
+
+def job_file(cluster) -> str:
+    """Three job step times the twin computes on ``cluster`` (as the database holds it) with gemm_efficiency 0.6."""
+    topo = topology_from_layout(layout_from_db(cluster))
+    entries = [{"kind": "job", "name": f"j{i}", "params": p,
+                "step_time_s": run_job(topo, JOB.validate({**p, "gemm_efficiency": TRUE_GEMM})).result.step_time}
+               for i, p in enumerate(JOBS)]
+    return json.dumps({"entry": entries})
+
+
+def start(client, params):
+    return client.post("/api/runs/", {"kind": "calibrate", "cluster": "demo-256", "params": params}, format="json")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_calibrate_run_recovers_gemm_efficiency_with_the_command_line_s_summary(workers, runner, demo):
+    # given three job step times the twin gives on demo-256 with gemm_efficiency 0.6 (not the default)
+    assert GEMM_EFFICIENCY != TRUE_GEMM
+    text = job_file(demo)
+    # when a calibrate run fitting gemm_efficiency is started over REST
+    r = start(runner, {"measurements": text, "fit": "gemm_efficiency"})
+    assert r.status_code == 201, r.json()
+    run = finished(runner, r.json()["id"], timeout=120)
+    # then a worker fits it back to within 1 %, with its 95 % interval around it
+    assert run["status"] == "succeeded", run["error"]
+    s = run["summary"]
+    p = s["parameters"]["gemm_efficiency"]
+    assert p["value"] == pytest.approx(TRUE_GEMM, rel=0.01) and p["identifiable"]
+    assert p["low"] <= p["value"] <= p["high"]
+    assert s["after"]["job"]["worst_abs_error"] < 0.01 < s["before"]["job"]["median_abs_error"]
+    # and its summary has the shape `python -m sim calibrate --json` prints (the engine's own document)
+    cli = run_calibrate(topology_from_layout(layout_from_db(demo)),
+                        {"measurements": text, "fit": "gemm_efficiency"}).to_dict()
+    assert set(s) == set(cli) and s["fit"] == cli["fit"] == ["gemm_efficiency"]
+    assert [set(e) for e in s["entries"]] == [set(e) for e in cli["entries"]] and len(s["entries"]) == len(JOBS)
+    assert set(p) == set(cli["parameters"]["gemm_efficiency"]) and set(s["before"]) == set(cli["before"])
+    assert p["value"] == pytest.approx(cli["parameters"]["gemm_efficiency"]["value"], rel=1e-9)
+    # and its headline is the median |error| before and after
+    figures = {h["key"]: h["value"] for h in run["headline"]}
+    assert figures == {"error_before": s["before"]["all"]["median_abs_error"],
+                       "error_after": s["after"]["all"]["median_abs_error"]}
+    # and the live progress reached the end
+    assert SimulationRun.objects.get(pk=run["id"]).progress == pytest.approx(100.0)
+
+
+BAD = [
+    ('[[entry]]\nkind = "job"\nstep_time_s = -1\n[entry.params]\nmodel = "llama3-8b"\ngpus = 16\n',
+     "measurements", "entry[0].step_time_s"),
+    ('[[entry]]\nkind = "nope"\n', "measurements", "entry[0].kind"),
+    ("not toml = ", "measurements", "neither JSON"),
+    ('[[entry]]\nkind = "job"\nstep_time_s = 1\n[entry.params]\nmodel = "llama3-8b"\ngpus = 4096\n',
+     "measurements", "entry[0].gpus"),          # more GPUs than demo-256 has: the job kind's check on the cluster
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("text,field,names", BAD)
+def test_bad_measurements_are_a_400_naming_the_field_and_the_entry(runner, demo, text, field, names):
+    r = start(runner, {"measurements": text})
+    assert r.status_code == 400, r.json()
+    assert field in r.json()["params"] and names in str(r.json()["params"][field]), r.json()
+    assert not SimulationRun.objects.exists()                       # nothing queued
+
+
+@pytest.mark.django_db
+def test_a_name_that_is_not_fittable_is_a_400_naming_fit(runner, demo):
+    r = start(runner, {"measurements": job_file(demo), "fit": "gemm_efficiency,model"})
+    assert r.status_code == 400 and "fit" in r.json()["params"], r.json()
+    assert not SimulationRun.objects.exists()
