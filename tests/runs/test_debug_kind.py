@@ -4,6 +4,7 @@ bad input refused with a 400 naming the field. Given / when / then."""
 import io
 import os
 import pickle
+import shutil
 import tarfile
 
 import numpy as np
@@ -70,6 +71,9 @@ def test_a_run_without_dumps_answers_404_saying_why(runner, demo):
     r = runner.get(f"/api/runs/{queued.pk}/dumps/")
     assert r.status_code == 404 and "not finished" in r.json()["detail"]
     done = SimulationRun.objects.create(kind="collective", cluster=demo, status="succeeded", params={})
+    # (run ids repeat from test database to test database, run files do not: an earlier test's run of this id may
+    # have left its dumps; in the twin an id is never reused)
+    shutil.rmtree(files.run_dir(done.pk), ignore_errors=True)
     assert "a collective run keeps none" in runner.get(f"/api/runs/{done.pk}/dumps/").json()["detail"]
 
 
