@@ -12,7 +12,7 @@ import { fieldErrors, lockForm, pageData, paramFieldsHtml, parseValue, readField
 import { sectionRows } from "./frames.js";
 import { barChart, lineChart, PALETTE } from "./chart.js";
 import { exportable } from "./exports.js";
-import { drawPipeline, timelineRows } from "./pipeline.js";
+import { drawPipeline, runPipeline } from "./pipeline.js";
 import { publishedHtml } from "./published.js";
 
 const info = pageData("jobs-info");
@@ -204,14 +204,14 @@ function drawJobPipeline(job) {
   if (!pipelines.has(runId)) {
     pipelines.set(runId, null);
     el.pipeline.innerHTML = '<p class="muted">loading…</p>';
-    api(`/api/runs/${runId}/results/?names=pipeline`)
+    runPipeline(runId)
       .then((r) => {
         // the job's figures arrive before its run stores its arrays: asked again shortly until the run has ended
         if (!["succeeded", "failed", "cancelled"].includes(r.status)) {
           setTimeout(() => { pipelines.delete(runId); if (selected === job.id) renderDetail(); }, 1000);
           return;
         }
-        pipelines.set(runId, timelineRows(r.arrays?.pipeline));
+        pipelines.set(runId, r.rows);
         if (selected === job.id) renderDetail();
       })
       .catch((e) => { pipelines.set(runId, []); toast(`pipeline schedule of run #${runId}: ${errorText(e)}`); });

@@ -3,7 +3,7 @@
 // start and end in seconds from the step's start). One lane per stage on a canvas, each operation a box in its kind's
 // colour (a later model chunk a lighter shade), the gaps left empty: the bubble as the schedule makes it, not a
 // closed form. The caption says how much of each stage is idle.
-import { fmt } from "./twin.js";
+import { api, fmt } from "./twin.js";
 import { exportable } from "./exports.js";
 
 export const KINDS = [{ name: "forward", color: "#4c9aff" }, { name: "backward", color: "#f5a524" },
@@ -11,8 +11,14 @@ export const KINDS = [{ name: "forward", color: "#4c9aff" }, { name: "backward",
 const LABEL_W = 56;                 // px of stage labels at the left
 
 /** Rows [stage, kind, micro_batch, chunk, start, end] from /api/runs/<id>/results/'s `pipeline` array (JSON lists). */
-export function timelineRows(array) {
+function timelineRows(array) {
   return (array?.data ?? []).filter((r) => Array.isArray(r) && r.length >= 6);
+}
+
+/** A run's slot table: {status, rows} from /api/runs/<id>/results/ (its `pipeline` array only). */
+export async function runPipeline(runId) {
+  const r = await api(`/api/runs/${runId}/results/?names=pipeline`);
+  return { status: r.status, rows: timelineRows(r.arrays?.pipeline) };
 }
 
 /** Draw `rows` into `box` (cleared first); returns the canvas, or null when there is nothing to draw. */

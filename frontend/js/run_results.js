@@ -38,8 +38,8 @@ export const paramsText = (run) => run.params_text
 
 /** The number a value stands for: itself, or the median of {median, min, max}. */
 export const median = (v) => (v !== null && typeof v === "object" ? v.median : v);
-const FORMATS = { pct: (x) => pct(x), error: (x) => pct(x, 2), GBps: (x) => fmt.GBps(x), int: (x) => fmt.int(x), text: (x) => String(x ?? "–"),
-                  s: (x) => fmt.s(x), TBps: (x) => fmt.TBps(x),
+const FORMATS = { pct: (x) => pct(x), error: (x) => pct(x, 2), GBps: (x) => fmt.GBps(x), int: (x) => fmt.int(x),
+                  text: (x) => String(x ?? "–"), s: (x) => fmt.s(x), TBps: (x) => fmt.TBps(x),
                   num: (x) => (x == null ? "–" : Number(x).toFixed(2)) };
 /** A value as text in its format: "41.2 %", or over seeds "41.2 % (38.0 – 45.1 %)" when they differ. */
 export function figureText(value, format = "pct") {

@@ -7,7 +7,7 @@ import { barChart, PALETTE } from "../chart.js";
 import { sectionRows } from "../frames.js";
 import { registerColourMode, registerView } from "../registry.js";
 import { headlineCards, pct } from "../run_results.js";
-import { drawPipeline, timelineRows } from "../pipeline.js";
+import { drawPipeline, runPipeline } from "../pipeline.js";
 
 /** job: a training job's step (sim.jobs.job JobResult.to_dict()): headline figures, the step's parts as bars (compute,
  *  exposed communication per dimension, bubble), a link to the job on its cluster's Jobs page, then the JSON. */
@@ -27,8 +27,8 @@ export function renderJob(el, s, { cluster, run }) {
   }
   const box = el.querySelector(".job-pipeline-table");
   if (run?.status === "succeeded") {
-    api(`/api/runs/${run.id}/results/?names=pipeline`)
-      .then((r) => drawPipeline(box, timelineRows(r.arrays?.pipeline)))
+    runPipeline(run.id)
+      .then((r) => drawPipeline(box, r.rows))
       .catch((e) => { box.innerHTML = `<p class="muted">${esc(e.message ?? String(e))}</p>`; });
   } else box.innerHTML = '<p class="muted">drawn once the run has succeeded</p>';
 }
