@@ -113,7 +113,8 @@ def format_job(r, cluster: str) -> str:
         + f"{', balanced end stages' if lay['balance_stages'] else ''}, {lay['precision']}, "
         f"{'FSDP' if lay['fsdp'] else 'DDP'}, recompute {lay['recompute']}"
         + (f" ({sum(lay['recompute_layers'])} layers)" if lay["recompute"] == "selective" else "")
-        + f", TP overlap {'on' if lay['tp_comm_overlap'] else 'off'}",
+        + (f", TP overlap on (SMs held: reduce-scatters {lay['tp_overlap_rs_sms']}, all-gathers "
+           f"{lay['tp_overlap_ag_sms']})" if lay["tp_comm_overlap"] else ", TP overlap off"),
         f"# placement {d['placement']}, routing {d['routing']}, {d['qps']} QPs per connection, seed {d['seed']}; "
         f"{d['flows']:,} flows solved together in {d['seconds']:.2f} s",
         f"# memory per GPU (stage {d['memory_gb']['stage']}): {d['memory_gb']['total']:.1f} GB (weights "

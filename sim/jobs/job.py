@@ -117,7 +117,9 @@ class JobResult:
                                                  "recompute_layers": p["recompute_layers"],
                                                  "micro_batches_per_round": p["micro_batches_per_round"],
                                                  "balance_stages": p["balance_stages"],
-                                                 "tp_comm_overlap": p["tp_comm_overlap"]},
+                                                 "tp_comm_overlap": p["tp_comm_overlap"],
+                                                 "tp_overlap_rs_sms": p["tp_overlap_rs_sms"],
+                                                 "tp_overlap_ag_sms": p["tp_overlap_ag_sms"]},
             "schedule": self.schedule_summary(),
             "placement": p["placement"], "routing": self.routing, "qps": p["qps"], "seed": p["seed"],
             "step_time": float(self.step_time), "tokens_per_s": float(self.tokens_per_s),
@@ -269,7 +271,8 @@ def _result(topo, p, model, gpus, unit, alpha, traffic, **extra) -> JobResult:
 # compute and recomputation, not the transfers): a job's placement, transfers and their max-min solve do not depend
 # on them, so a caller varying only these (a calibration fit) solves once (:func:`solve_job`) and re-runs
 # the step (:meth:`JobSolve.result`).
-STEP_ONLY = ("gemm_efficiency", "attention_efficiency", "hbm_gb", "framework_gb", "fragmentation")
+STEP_ONLY = ("gemm_efficiency", "attention_efficiency", "hbm_gb", "framework_gb", "fragmentation",
+             "tp_overlap_rs_sms", "tp_overlap_ag_sms")
 
 
 @dataclass

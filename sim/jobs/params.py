@@ -8,6 +8,7 @@ from sim.jobs.layout import MAX_DIM, check_job
 from sim.jobs.models import CUSTOM, MODELS
 from sim.jobs.pipeline import SCHEDULES
 from sim.jobs.queue import MAX_QUEUED, MAX_SHARED_JOBS, read_jobs
+from sim.jobs.step import GPU_SMS, TP_OVERLAP_AG_SMS, TP_OVERLAP_RS_SMS
 
 
 # ------------------------------------------------------------------------------------------- training jobs
@@ -55,9 +56,19 @@ JOB_PARAMS = (
     Param("fsdp", "bool", True, "data parallelism as FSDP (all-gather weights, reduce-scatter gradients, sharded "
                                 "optimizer); off: DDP (all-reduce of gradients, replicated optimizer)"),
     Param("overlap", "bool", True, "overlap data-parallel communication with compute (off: all of it exposed)"),
-    Param("tp_comm_overlap", "bool", False, "overlap TP all-gathers and reduce-scatters with the GEMMs they feed "
-                                            "(Megatron --tp-comm-overlap, PyTorch async TP; off by default: the SMs "
-                                            "the overlapped kernels take from the GEMMs are not modelled)"),
+    Param("tp_comm_overlap", "bool", True, "overlap TP all-gathers and reduce-scatters with the GEMMs they feed "
+                                           "(Megatron --tp-comm-overlap with Transformer Engine's userbuffers, "
+                                           "PyTorch async TP), each GEMM slowed by the SMs its collective's "
+                                           "kernel holds; on by default, as NVIDIA's Llama 3 70B and 405B H100 "
+                                           "performance recipes run it (docs/jobs.md); off: all exposed"),
+    Param("tp_overlap_rs_sms", "int", TP_OVERLAP_RS_SMS, "SMs (of the H100's 132) a TP reduce-scatter's kernel "
+                                                         "holds while it overlaps its GEMM (Transformer Engine "
+                                                         "userbuffers' default num_sm: 16)", min=0,
+          max=GPU_SMS - 1),
+    Param("tp_overlap_ag_sms", "int", TP_OVERLAP_AG_SMS, "SMs a TP all-gather holds while it overlaps its GEMM "
+                                                         "(0: Transformer Engine's ring exchange moves the data "
+                                                         "with the copy engines; NCCL would hold one per "
+                                                         "channel)", min=0, max=GPU_SMS - 1),
     Param("gemm_efficiency", "float", None, "achieved share of the GPU's dense peak in GEMMs; null: 0.75 "
                                             "(assumption, docs/jobs.md)", min=0.01, max=1.0, nullable=True),
     Param("attention_efficiency", "float", None, "achieved share of the dense peak in attention; null: "

@@ -16,6 +16,12 @@ PEAK_FLOPS = {"bf16": 989e12, "fp8": 1979e12}     # H100 SXM dense tensor-core p
 GEMM_EFFICIENCY = 0.75                            # assumption (docs/jobs.md): large BF16/FP8 GEMMs reach ~3/4 of peak
 ATTENTION_EFFICIENCY = {"bf16": 740 / 989, "fp8": 1200 / 1979}   # FlashAttention-3 forward on H100 [S24]
 PROTOCOL = "Simple"                               # large messages: NCCL's Simple protocol (sim/fabric/nccl_tuning.py)
+GPU_SMS = 132                                     # H100 SXM streaming multiprocessors (docs/sources.md [S62])
+# SMs a TP communication kernel holds while it overlaps a GEMM (docs/jobs.md "Overlap", docs/sources.md [S63]):
+# Transformer Engine's userbuffers reduce-scatters (its `pipeline` and `bulk` methods) run on `num_sm` 16 SMs by
+# default; its all-gathers (`ring_exchange`, `use_ce`) move the data with the copy engines, holding no SM.
+TP_OVERLAP_RS_SMS = 16
+TP_OVERLAP_AG_SMS = 0
 
 
 def compute_times(model: ModelShape, p: dict) -> dict:
@@ -106,18 +112,34 @@ def collective_time(kind: str, size: float, ranks: int, unit: float, alpha: floa
     return mult * (unit * size + (ranks - 1) * alpha) + base_latency("ring", PROTOCOL)
 
 
-def pipelined(comm: float, gemm: float, pieces: int) -> float:
+def pipelined(comm: float, gemm: float, pieces: int, slowdown: float = 1.0) -> float:
     """Seconds a collective adds to the GEMM it feeds (or is fed by) when both are cut into ``pieces`` and
-    pipelined (Megatron's ``--tp-comm-overlap``, PyTorch's async TP): one piece of the shorter one cannot overlap,
-    the longer one runs whole: ``max(comm, gemm) + min(comm, gemm) / pieces - gemm``."""
-    return max(comm, gemm) + min(comm, gemm) / pieces - gemm
+    pipelined (Megatron's ``--tp-comm-overlap``, PyTorch's async TP): one piece of each runs alone (the first
+    communication piece before the GEMM can start, or the last after it ends; the GEMM's lone piece on every SM),
+    the other ``pieces - 1`` run side by side, each step as long as the longer of the two, the GEMM's pieces
+    ``slowdown`` times longer (``GPU_SMS / (GPU_SMS - SMs the communication kernel holds)``): ``comm / pieces +
+    gemm / pieces + (pieces - 1) / pieces x max(comm, slowdown x gemm) - gemm``. With ``slowdown`` 1 this is
+    ``max(comm, gemm) + min(comm, gemm) / pieces - gemm``; a slowdown can make it exceed ``comm`` (overlap worse
+    than the collective exposed), as it does on a GPU whose GEMMs lose more time to the SMs than is hidden."""
+    return comm / pieces + gemm / pieces + (pieces - 1) / pieces * max(comm, slowdown * gemm) - gemm
+
+
+def sm_slowdown(comm_sms: int) -> float:
+    """How many times longer a GEMM runs on the SMs a communication kernel holding ``comm_sms`` leaves it."""
+    if not 0 <= comm_sms < GPU_SMS:
+        raise ValueError(f"comm_sms must be in 0..{GPU_SMS - 1}, got {comm_sms}")
+    return GPU_SMS / (GPU_SMS - comm_sms)
 
 
 def tp_per_layer(model: ModelShape, p: dict, c_ag: float, c_rs: float) -> tuple[float, float]:
     """Exposed TP seconds per layer and micro-batch: (forward, backward). Sequence parallelism [S23]: an
     all-gather feeds the QKV and the first MLP GEMMs, a reduce-scatter follows the attention output and the second
-    MLP GEMMs, in forward, and the mirror in backward (GEMMs twice as long: input and weight gradients). Without
-    ``tp_comm_overlap`` all of them are exposed; with it each is pipelined with its GEMM (:func:`pipelined`)."""
+    MLP GEMMs, in forward; in backward the mirror: an all-gather of the incoming gradient feeds the attention
+    output's and the second MLP's GEMMs, a reduce-scatter follows the QKV's and the first MLP's (GEMMs twice as
+    long: input and weight gradients). Without ``tp_comm_overlap`` all of them are exposed; with it each is
+    pipelined with its GEMM (:func:`pipelined`), the GEMM slowed by the SMs the collective's kernel holds:
+    ``tp_overlap_ag_sms`` for the all-gathers, ``tp_overlap_rs_sms`` for the reduce-scatters (Transformer Engine's
+    userbuffers: ring exchange by copy engines, reduce-scatter kernels on ``num_sm`` SMs [S63])."""
     if p["tp"] < 2:
         return 0.0, 0.0
     if not p.get("tp_comm_overlap"):
@@ -126,9 +148,13 @@ def tp_per_layer(model: ModelShape, p: dict, c_ag: float, c_rs: float) -> tuple[
     tokens = p["seq"] * p["micro_batch"] / (p["tp"] * p["cp"])
     rate = PEAK_FLOPS[p["precision"]] * (p.get("gemm_efficiency") or GEMM_EFFICIENCY)
     qkv, out, fc1, fc2 = (tokens * 2 * x / rate for x in (d * (d + 2 * kv), d * d, 2 * d * F, d * F))
-    pairs = ((c_ag, qkv), (c_rs, out), (c_ag, fc1), (c_rs, fc2))
-    fwd = sum(pipelined(c, g, p["tp"]) for c, g in pairs)
-    bwd = sum(pipelined(c, 2 * g, p["tp"]) for c, g in pairs)
+    s_ag = sm_slowdown(p.get("tp_overlap_ag_sms", TP_OVERLAP_AG_SMS))
+    s_rs = sm_slowdown(p.get("tp_overlap_rs_sms", TP_OVERLAP_RS_SMS))
+    n = p["tp"]
+    fwd = (pipelined(c_ag, qkv, n, s_ag) + pipelined(c_rs, out, n, s_rs) + pipelined(c_ag, fc1, n, s_ag)
+           + pipelined(c_rs, fc2, n, s_rs))
+    bwd = (pipelined(c_rs, 2 * qkv, n, s_rs) + pipelined(c_ag, 2 * out, n, s_ag) + pipelined(c_rs, 2 * fc1, n, s_rs)
+           + pipelined(c_ag, 2 * fc2, n, s_ag))
     return fwd, bwd
 
 

@@ -167,3 +167,91 @@ def test_step_breakdown_exposes_dp_beyond_what_one_layer_ahead_hides():
     hidden = slow["comm_total"]["dp"] - slow["dp"]
     assert p["micro_batches"] == 1
     assert slow["dp"] > 0 and hidden == pytest.approx(slow["compute"] * 31 / 32, rel=1e-9)
+
+
+# ------------------------------------------------------------------ TP overlap and the SMs it takes from the GEMMs
+def test_tp_overlap_without_sm_cost_is_the_plain_pipelined_overlap():
+    from sim.jobs.step import pipelined, sm_slowdown
+    assert sm_slowdown(0) == 1.0
+    for c, g, n in ((1.0, 10.0, 8), (10.0, 1.0, 8), (3.0, 3.0, 4), (0.0, 5.0, 2), (2.0, 0.0, 8)):
+        assert pipelined(c, g, n, sm_slowdown(0)) == pytest.approx(max(c, g) + min(c, g) / n - g, rel=1e-12)
+
+
+def test_sm_cost_slows_the_overlapped_gemm_pieces_by_132_over_the_sms_left():
+    from sim.jobs.step import GPU_SMS, pipelined, sm_slowdown
+    assert GPU_SMS == 132                                   # H100 SXM
+    for k in (1, 16, 24, 66, 131):
+        assert sm_slowdown(k) == pytest.approx(132 / (132 - k), rel=1e-15)
+    # no communication: the n - 1 pieces that run beside the collective's kernel take s times longer, the lone
+    # one runs on every SM
+    g, n, s = 6.0, 8, sm_slowdown(16)
+    assert pipelined(0.0, g, n, s) == pytest.approx((n - 1) / n * g * (s - 1), rel=1e-12)
+    # GEMM-bound (comm shorter than the slowed GEMM): one communication piece exposed plus the slowdown
+    c = 1.0
+    assert pipelined(c, g, n, s) == pytest.approx(c / n + (n - 1) / n * g * (s - 1), rel=1e-12)
+    # communication-bound: the slowed GEMM hides behind it, as without the cost
+    c = 20.0
+    assert pipelined(c, g, n, s) == pytest.approx(pipelined(c, g, n, 1.0), rel=1e-12)
+    with pytest.raises(ValueError):
+        sm_slowdown(132)
+
+
+def test_tp_overlap_never_beats_the_roofline_and_a_large_sm_cost_is_worse_than_no_overlap():
+    from sim.jobs.step import pipelined, sm_slowdown
+    rng = np.random.default_rng(26)
+    for c, g, k in zip(rng.uniform(0, 5, 200), rng.uniform(0, 5, 200), rng.integers(0, 132, 200)):
+        n = int(rng.choice([2, 4, 8]))
+        total = g + pipelined(c, g, n, sm_slowdown(int(k)))
+        assert total >= max(c, g) - 1e-12 and total >= (c + g) / n - 1e-12     # neither runs faster than alone
+        assert pipelined(c, g, n, sm_slowdown(int(k))) >= pipelined(c, g, n, 1.0) - 1e-12   # SMs only cost
+    # overlap is worse than the collective exposed once the GEMM's loss exceeds what it hides: (s - 1) g > c
+    c, g, n = 1.0, 4.0, 8
+    assert pipelined(c, g, n, sm_slowdown(16)) < c                 # 132/116: loses 0.55 s of 4, hides most of 1
+    assert pipelined(c, g, n, sm_slowdown(100)) > c                # 132/32: loses 12.5 s
+
+
+def _tp_step(**over):
+    m = MODELS["llama3-70b"]
+    base = {"model": "llama3-70b", "gpus": 64, "tp": 8, "pp": 2, "dp": 4, "seq": 8192, "batch_tokens": 8192 * 4 * 4,
+            "recompute": "none"}
+    p = resolve_job(JOB.validate({**base, **over}))
+    unit = {d: 2e-11 for d in DIMS}
+    alpha = {d: 5e-6 for d in DIMS}
+    return m, p, step_breakdown(m, p, unit, alpha, {"tp": 8, "cp": 1, "pp": 2, "dp": 4}), unit, alpha
+
+
+def test_tp_overlap_is_on_by_default_with_transformer_engines_sms():
+    p = JOB.validate({})
+    assert p["tp_comm_overlap"] is True and p["tp_overlap_rs_sms"] == 16 and p["tp_overlap_ag_sms"] == 0
+    from sim.core.errors import ParamError
+    for field, bad in (("tp_overlap_rs_sms", 132), ("tp_overlap_ag_sms", -1)):
+        with pytest.raises(ParamError) as e:
+            JOB.validate({field: bad})
+        assert field in e.value.errors
+
+
+def test_step_tp_is_each_collective_pipelined_with_its_gemm_slowed_by_its_kernels_sms():
+    from sim.jobs.step import collective_time, pipelined, sm_slowdown
+    m, p, br, unit, alpha = _tp_step()
+    # by hand: a GPU's tokens, the four GEMMs of a layer (QKV, attention output, MLP in, MLP out) at the GEMM rate
+    t = 8192 / 8
+    d, kv, F = m.dim, m.kv_dim, m.ffn_dim
+    rate = PEAK_FLOPS["bf16"] * GEMM_EFFICIENCY
+    qkv, out, fc1, fc2 = (t * 2 * x / rate for x in (d * (d + 2 * kv), d * d, 2 * d * F, d * F))
+    act = 8192 * d * 2
+    c = collective_time("allgather", act, 8, unit["tp"], alpha["tp"])
+    assert c == collective_time("reducescatter", act, 8, unit["tp"], alpha["tp"])
+    ag, rs = 1.0, 132 / 116            # all-gathers by copy engines, reduce-scatters on 16 SMs
+    fwd = (pipelined(c, qkv, 8, ag) + pipelined(c, out, 8, rs) + pipelined(c, fc1, 8, ag)
+           + pipelined(c, fc2, 8, rs))
+    bwd = (pipelined(c, 2 * qkv, 8, rs) + pipelined(c, 2 * out, 8, ag) + pipelined(c, 2 * fc1, 8, rs)
+           + pipelined(c, 2 * fc2, 8, ag))
+    s = br["busiest_stage"]
+    layers = br["stages"][s]["layers"]
+    assert br["tp"] == pytest.approx(p["micro_batches"] * layers * (fwd + bwd), rel=1e-12)
+    # 0 SMs: the plain overlap; every SM but one: worse than no overlap at all (these GEMMs are long)
+    _, _, free, _, _ = _tp_step(tp_overlap_rs_sms=0)
+    _, _, off, _, _ = _tp_step(tp_comm_overlap=False)
+    _, _, hog, _, _ = _tp_step(tp_overlap_rs_sms=131, tp_overlap_ag_sms=131)
+    assert free["tp"] < br["tp"] < off["tp"] < hog["tp"]
+    assert sm_slowdown(0) == ag

@@ -110,7 +110,7 @@ def test_tp_overlap_hides_behind_the_gemms_and_cp_stays_exposed_as_llama3_says()
     alpha = {d: 5e-6 for d in DIMS}
     ranks = {"tp": 8, "cp": 2, "pp": 2, "dp": 2}
     on = step_breakdown(model, resolve_job(JOB.validate({**base, "tp_comm_overlap": True})), unit, alpha, ranks)
-    off = step_breakdown(model, resolve_job(JOB.validate(base)), unit, alpha, ranks)          # off by default
+    off = step_breakdown(model, resolve_job(JOB.validate({**base, "tp_comm_overlap": False})), unit, alpha, ranks)
     assert 0 < on["tp"] < off["tp"]
     # off: every TP collective of the busiest stage exposed: 4 per layer forward, 4 backward, per micro-batch
     s = off["busiest_stage"]
