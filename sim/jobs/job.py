@@ -12,10 +12,11 @@ principles (docs/jobs.md).
   :func:`sim.jobs.step.collective_time`).
 * **Step** (:func:`sim.jobs.step.step_breakdown`): ``m`` micro-batches through the job's pipeline schedule
   (:mod:`sim.jobs.pipeline`: 1F1B, Megatron's interleaving in rounds, ZB-H1), simulated with each chunk's compute
-  plus its exposed TP (pipelined with its GEMMs when ``tp_comm_overlap``) and CP (exposed, as Llama 3's all-gather
-  CP); the bubble and the exposed asynchronous PP sends come from the simulated table; FSDP all-gathers (weights,
-  BF16, once per step: no reshard after forward) run one layer ahead of the first micro-batch's forward and
-  reduce-scatters (gradients, FP32) after each layer's last backward, exposed where they do not fit.
+  plus its exposed TP (with ``tp_comm_overlap``, the default, pipelined with its GEMMs, each slowed by the SMs its
+  collective's kernel holds) and CP (exposed, as Llama 3's all-gather CP); the bubble and the exposed asynchronous
+  PP sends come from the simulated table; FSDP all-gathers (weights, BF16, once per step: no reshard after forward)
+  run one layer ahead of the first micro-batch's forward and reduce-scatters (gradients, FP32) after each layer's
+  last backward, exposed where they do not fit.
 
 ``run_job`` times one job; ``run_jobs`` several jobs sharing the fabric (their traffic in one solve) and each one's
 slowdown against running alone (a job none of whose links carries another job's flow is its own component of the
