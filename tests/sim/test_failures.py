@@ -15,8 +15,9 @@ from sim.failures.timeline import PHASES, STATES, Timeline, simulate
 from sim.failures.params import FAILURES
 from sim.fabric.topology import load_topology
 
-# A small job on demo-256 (Llama 3 8B, TP 8, DP 16 over 16 hosts of 8 racks); stores and rates set per test.
-JOB = {"model": "llama3-8b", "gpus": 128, "pp": 1, "store": "off"}
+# A small job on demo-256 (Llama 3 8B, TP 8, DP 16 over 16 hosts of 8 racks); stores and rates set per test. The
+# background write slows no training unless a test says so (checkpoint_background_speed: the host CPU's charge).
+JOB = {"model": "llama3-8b", "gpus": 128, "pp": 1, "store": "off", "checkpoint_background_speed": 1.0}
 QUIET = {"rates": "planned=0", "rate_scale": 0.0}          # no failure at all unless injected
 
 
