@@ -22,8 +22,8 @@ discrete-event simulation (docs/reliability.md has the model, its parameters and
   durable and the store has absorbed its bytes at its sustained rate (``store_gap_s``; ``overlapping``: training
   waits for it, or the checkpoint is skipped); each costs training ``cost_s`` (its wait for the staging, its
   drain's share of data loading, the host CPU its background writer takes) and is durable ``durable`` seconds
-  after its start (:mod:`sim.failures.costs` over :func:`sim.storage.checkpoint.run_checkpoint` when a store is given, else
-  parameters).
+  after its start (:mod:`sim.failures.costs` over :func:`sim.storage.checkpoint.run_checkpoint` when a store is
+  given, else parameters).
 
 Between two events training runs in closed form (cycles of ``interval / rate`` training, the cadence's wait, then
 ``cost_s``), so a timeline costs one Python step per event (hundreds), not per checkpoint. Wall time splits exactly
