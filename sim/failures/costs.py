@@ -22,11 +22,11 @@ KEPT_TOLERANCE = 1e-9             # data loading kept within this of its demand:
 METADATA_TIER = "metadata"        # the storage result's tier of the metadata service (sim.storage.topology)
 # A checkpoint's background write slows training (host CPU: DCP's writer threads contend with the trainer for the
 # GIL and the CPU that launches its kernels). Meta and Crusoe measured it on 1,856 H200 GPUs, Llama 3 70B,
-# TorchTitan [S62]: training at 700 tokens/s per GPU dips to 315 while DCP's default thread-based async_save
+# TorchTitan [S66]: training at 700 tokens/s per GPU dips to 315 while DCP's default thread-based async_save
 # writes in the background, to 372 with its process-based writer and cached save plans.
-DCP_TRAIN_TPS = 700.0             # tokens/s per GPU without a checkpoint [S62]
-DCP_THREAD_DIP_TPS = 315.0        # the dip under the thread-based writer (async_save's default) [S62]
-DCP_PROCESS_DIP_TPS = 372.0       # the dip under the process-based writer with cached plans [S62]
+DCP_TRAIN_TPS = 700.0             # tokens/s per GPU without a checkpoint [S66]
+DCP_THREAD_DIP_TPS = 315.0        # the dip under the thread-based writer (async_save's default) [S66]
+DCP_PROCESS_DIP_TPS = 372.0       # the dip under the process-based writer with cached plans [S66]
 BACKGROUND_SPEED = DCP_THREAD_DIP_TPS / DCP_TRAIN_TPS   # 0.45: held over the whole write (the dip's depth: an
                                                         # upper bound on the loss)
 DCP_METADATA_FILES = 1            # the coordinator's ``.metadata`` file, written after every rank's files [S16]
@@ -113,7 +113,7 @@ def background_loss_s(kept: float, alone: float, speed: float, window_s: float) 
     """``(data_loading_s, host_cpu_s)``: training seconds a checkpoint's background write of ``window_s`` takes.
     Training runs at the slower of two paces meanwhile: its input's (the loader keeps ``kept`` of its demand
     against ``alone`` without the checkpoint: :func:`drain_loss_s`) and its host's (``speed`` of its throughput
-    left by the writer's CPU work [S62]). The data loading's share is charged first, the host CPU's for what it
+    left by the writer's CPU work [S66]). The data loading's share is charged first, the host CPU's for what it
     takes beyond it: together ``(1 - min(kept / alone, speed)) x window``."""
     dl = drain_loss_s(kept, alone, window_s)
     pace = max(0.0, alone - kept) / alone if alone > 0 else 0.0
