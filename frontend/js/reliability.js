@@ -331,7 +331,9 @@ function renderSweep(s) {
   el.relSweep.dataset.optimum = String(sw.best_interval_s);
   el.relSweep.dataset.youngDaly = String(sw.young_daly_s);
   el.sweepNote.textContent = `optimum ${secs(sw.best_interval_s)} simulated, ${secs(sw.young_daly_s)} by Young/Daly`
-    + ` (checkpoint cost ${secs(sw.checkpoint_cost_s)}, MTBF ${secs(sw.mtbf_s)})`;
+    + ` (checkpoint cost ${secs(sw.checkpoint_cost_s)}, durable after ${secs(sw.checkpoint_durable_s)}`
+    + (sw.store_gap_s ? `, the store absorbs one every ${secs(sw.store_gap_s)}` : "")
+    + `, MTBF ${secs(sw.mtbf_s)})`;
 }
 
 // ------------------------------------------------------------------------------------------------------ live

@@ -59,8 +59,10 @@ def format_failures(doc: dict) -> str:
         f"waits {ck['blocked_s']:.2f} s, durable after {ck['durable_s']:.2f} s, restore {ck['restore_s']:.2f} s "
         f"({ck['source']})",
         f"# full cost C per checkpoint {ck['cost_s']:.3f} s (wait {ck['blocked_s']:.3f} s + drain's share of data "
-        f"loading {ck['data_loading_s']:.3f} s); {ck['metadata_ops']:,.0f} metadata operations "
-        f"({ck['metadata_busy_s']:.2f} s of the store's metadata service); overlapping: {ck['overlapping']}, "
+        f"loading {ck['data_loading_s']:.3f} s + host CPU of the background write {ck['host_cpu_s']:.3f} s); "
+        f"{ck['metadata_ops']:,.0f} metadata operations ({ck['metadata_busy_s']:.2f} s of the store's metadata "
+        f"service); the store absorbs one every {ck['store_gap_s']:.2f} s at its sustained rate; overlapping: "
+        f"{ck['overlapping']}, "
         f"{ck['count']:,} taken, {ck['skipped']:,} skipped",
         f"# MTBF (crashes, from the rates) {_h(r['mtbf_s'])}; Young/Daly interval sqrt(2 x {ck['cost_s']:.3f} s x "
         f"MTBF) = {r['young_daly_s'] / 60:.1f} min",

@@ -1,7 +1,8 @@
 """The checkpoint interval swept for the optimum (:func:`sweep`): each interval's effective ratio over the same
-seeds, beside Young/Daly's ``sqrt(2 x C x MTBF)`` [S8], C a checkpoint's full cost in training time (its wait and
-its drain's share of data loading); each interval's timelines start a checkpoint only once the previous one is durable
-(``overlapping``), so an interval shorter than the durable time pays for it.
+seeds, beside Young/Daly's ``sqrt(2 x C x MTBF)`` [S8], C a checkpoint's full cost in training time (its wait, its
+drain's share of data loading and the host CPU its background writer takes); each interval's timelines start a
+checkpoint only once the previous one is durable and the store has absorbed its bytes at its sustained rate
+(``overlapping``), so an interval shorter than either pays for it.
 """
 from __future__ import annotations
 
@@ -43,4 +44,4 @@ def sweep(cluster_or_spec, values: dict, intervals, seeds, progress=None) -> dic
     return {"intervals_s": intervals, "rows": rows, "seeds": seeds, "best_interval_s": intervals[best],
             "best_effective_ratio": float(means[best]), "young_daly_s": ctx.young_daly_s(),
             "checkpoint_cost_s": ctx.checkpoint["cost_s"], "checkpoint_durable_s": ctx.checkpoint["durable_s"],
-            "mtbf_s": ctx.mtbf_s()}
+            "store_gap_s": ctx.checkpoint["store_gap_s"], "mtbf_s": ctx.mtbf_s()}

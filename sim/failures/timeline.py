@@ -19,10 +19,11 @@ discrete-event simulation (docs/reliability.md has the model, its parameters and
   rack switch has no other path: its failure crashes the job.
 * **Planned maintenance** stops the job cleanly: a last durable checkpoint, ``planned_down_s``, restart, restore.
 * **Checkpoints** due every ``checkpoint_interval`` of training progress, each started once the previous one is
-  durable (``overlapping``: training waits for it, or the checkpoint is skipped); each costs training ``cost_s``
-  (its wait for the staging and its drain's share of data loading) and is durable ``durable`` seconds after its
-  start (:mod:`sim.failures.costs` over :func:`sim.storage.checkpoint.run_checkpoint` when a store is given, else
-  parameters).
+  durable and the store has absorbed its bytes at its sustained rate (``store_gap_s``; ``overlapping``: training
+  waits for it, or the checkpoint is skipped); each costs training ``cost_s`` (its wait for the staging, its
+  drain's share of data loading, the host CPU its background writer takes) and is durable ``durable`` seconds
+  after its start (:mod:`sim.failures.costs` over :func:`sim.storage.checkpoint.run_checkpoint` when a store is
+  given, else parameters).
 
 Between two events training runs in closed form (cycles of ``interval / rate`` training, the cadence's wait, then
 ``cost_s``), so a timeline costs one Python step per event (hundreds), not per checkpoint. Wall time splits exactly
@@ -48,8 +49,8 @@ from sim.failures.prepare import Prepared, prepare
 
 STATES = ("training", "checkpointing", "down", "restarting", "degraded")
 TRAINING, CHECKPOINTING, DOWN, RESTARTING, DEGRADED = range(len(STATES))
-PHASES = ("recompute", "checkpoint", "checkpoint_wait", "checkpoint_drain", "degradation", "detection", "wait",
-          "restart", "restore", "planned")
+PHASES = ("recompute", "checkpoint", "checkpoint_wait", "checkpoint_drain", "checkpoint_host", "degradation",
+          "detection", "wait", "restart", "restore", "planned")
 EPS = 1e-9                        # relative slack on a count of due points (float rounding)
 WHILE_DOWN = "while_down"         # a failure that arrived while the job was already stopped
 
@@ -63,9 +64,13 @@ class Timeline:
         ck = ctx.checkpoint
         self.interval_s = float(interval)     # training time between checkpoints
         self.blocked_s = ck["blocked_s"]      # training waits this long per checkpoint for the staging
-        self.cost_s = ck["cost_s"]            # training time a checkpoint costs (the wait and its drain)
+        self.cost_s = ck["cost_s"]            # training time a checkpoint costs (the wait, its drain, host CPU)
+        self.drain_s = ck.get("data_loading_s", 0.0)     # of which the drain's share of data loading
         self.overlapping = ctx.params["overlapping"]     # a checkpoint due before the previous one is durable
         self.durable_s = ck["durable_s"]      # a checkpoint is durable this long after its start
+        # the next checkpoint starts no sooner than this after the previous one: durable, and its bytes absorbed at
+        # the store's sustained rate (store_gap_s)
+        self.gate_s = max(self.durable_s, ck.get("store_gap_s", 0.0))
         self.wall_s = ctx.wall_s              # the run's wall clock
         self.t = 0.0                  # wall clock
         self.trained = 0.0            # training progress, in seconds of healthy training
@@ -143,14 +148,14 @@ class Timeline:
             if t >= T:
                 self.t = T
                 return
-        r, interval, c, D = self.rate, self.interval_s, self.cost_s, self.durable_s
+        r, interval, c, D = self.rate, self.interval_s, self.cost_s, self.gate_s
         step = interval / r                                   # wall time of one interval's progress
         due0 = t + (interval - self.since_checkpoint) / r
         if due0 >= T:
             self._train(t, T)
             self.t = T
             return
-        ready = self.last_start + D                           # the previous checkpoint durable
+        ready = self.last_start + D                           # the previous checkpoint durable and absorbed
         snap0 = self.trained + (interval - self.since_checkpoint)
         if self.overlapping == "wait":
             start0, skipped0, m = max(due0, ready), 0, 1
@@ -195,16 +200,18 @@ class Timeline:
 
     def _lose_checkpoints(self, stops, starts, a: float, b: float) -> None:
         """Time lost in ``[a, b)`` to checkpoints due at ``stops`` and started at ``starts``: the wait between
-        (``checkpoint_wait``), then ``blocked_s`` (``checkpoint``), then the rest of ``cost_s``
-        (``checkpoint_drain``)."""
+        (``checkpoint_wait``), then ``blocked_s`` (``checkpoint``), then the drain's share of data loading
+        (``checkpoint_drain``), then the rest of ``cost_s``, the host CPU the writer takes (``checkpoint_host``)."""
         stops, starts = np.atleast_1d(stops), np.atleast_1d(starts)
         blocked_end = starts + min(self.blocked_s, self.cost_s)
+        drain_end = starts + min(self.blocked_s + self.drain_s, self.cost_s)
 
         def overlap(x, y):
             return float(np.clip(np.minimum(y, b) - np.maximum(x, a), 0.0, None).sum())
         self._lose("checkpoint_wait", overlap(stops, starts), ["checkpoint"])
         self._lose("checkpoint", overlap(starts, blocked_end), ["checkpoint"])
-        self._lose("checkpoint_drain", overlap(blocked_end, starts + self.cost_s), ["checkpoint"])
+        self._lose("checkpoint_drain", overlap(blocked_end, drain_end), ["checkpoint"])
+        self._lose("checkpoint_host", overlap(drain_end, starts + self.cost_s), ["checkpoint"])
 
     def _finish_current(self, t: float, T: float) -> float:
         """Advance through the checkpoint under way (waiting to start, or costing); the time it ends, or ``T``."""
@@ -325,8 +332,8 @@ class Timeline:
         self.interruptions += 1
         if event["consequence"] == "planned":
             self.planned += 1
-            # a last checkpoint, taken once the previous one is durable, and durable before the stop
-            save = max(0.0, self.last_start + self.durable_s - t) + self.durable_s
+            # a last checkpoint, taken once the previous one is durable (and absorbed), and durable before the stop
+            save = max(0.0, self.last_start + self.gate_s - t) + self.durable_s
             spans = [("planned", save + ctx.params["planned_down_s"]), ("restart", ctx.params["restart_s"]),
                      ("restore", ctx.checkpoint["restore_s"])]
             snap = self.trained

@@ -15,8 +15,9 @@ from sim.failures.timeline import PHASES, STATES, Timeline, simulate
 from sim.failures.params import FAILURES
 from sim.fabric.topology import load_topology
 
-# A small job on demo-256 (Llama 3 8B, TP 8, DP 16 over 16 hosts of 8 racks); stores and rates set per test.
-JOB = {"model": "llama3-8b", "gpus": 128, "pp": 1, "store": "off"}
+# A small job on demo-256 (Llama 3 8B, TP 8, DP 16 over 16 hosts of 8 racks); stores and rates set per test. The
+# background write slows no training unless a test says so (checkpoint_background_speed: the host CPU's charge).
+JOB = {"model": "llama3-8b", "gpus": 128, "pp": 1, "store": "off", "checkpoint_background_speed": 1.0}
 QUIET = {"rates": "planned=0", "rate_scale": 0.0}          # no failure at all unless injected
 
 
@@ -370,3 +371,95 @@ def test_cli_json_carries_the_published_record_beside_the_simulated(capsys):
 def test_doctests():
     import doctest
     assert doctest.testmod(fr).failed == 0
+
+
+def test_data_loading_that_needs_all_the_bandwidth_slows_by_exactly_the_share_the_write_takes():
+    from sim.failures.costs import background_loss_s
+    # Given a loader that needs all its bandwidth and keeps 60 % of it while a 2 s background write runs: training,
+    # paced by its input, runs at 60 % for those 2 s and loses 0.8 s; a host with no CPU contention adds nothing
+    assert background_loss_s(0.6, 1.0, 1.0, 2.0) == pytest.approx((0.8, 0.0))
+    # the host CPU's pace (45 % of the throughput left) is slower than the input's (60 %): it charges the rest of
+    # (1 - 0.45) x 2 s beyond the data loading's 0.8 s
+    assert background_loss_s(0.6, 1.0, 0.45, 2.0) == pytest.approx((0.8, 0.3))
+    # the input slower than the host: the host adds nothing
+    assert background_loss_s(0.3, 1.0, 0.45, 2.0) == pytest.approx((1.4, 0.0))
+    # a loader fed whole: only the host's share, (1 - 0.45) x 2 s
+    assert background_loss_s(1.0, 1.0, 0.45, 2.0) == pytest.approx((0.0, 1.1))
+    assert background_loss_s(1.0, 1.0, 0.45, 0.0) == (0.0, 0.0)
+
+
+def test_the_timeline_charges_each_part_of_the_full_cost_per_checkpoint(topo):
+    # Given checkpoints every 30 min blocking 1 s, durable 21 s after their start, training kept at 45 % meanwhile
+    r = simulate(topo, {**JOB, **QUIET, "days": 1, "checkpoint_blocked_s": 1.0, "checkpoint_durable_s": 21.0,
+                        "checkpoint_background_speed": 0.45})
+    ck = r["checkpoint"]
+    # then each costs its 1 s wait and (1 - 0.45) x 20 s of the background write's host CPU, and no data loading
+    assert (ck["host_cpu_s"], ck["data_loading_s"]) == pytest.approx((11.0, 0.0))
+    assert ck["cost_s"] == pytest.approx(12.0)
+    n = ck["count"]
+    tail = r["wall_s"] - (n * 1800.0 + (n - 1) * 12.0)        # the last checkpoint's cost may run past the end
+    assert r["lost"]["by_phase"]["checkpoint"] == pytest.approx(n * 1.0 - max(0.0, 1.0 - tail), rel=1e-9)
+    assert r["lost"]["by_phase"]["checkpoint_host"] == pytest.approx((n - 1) * 11.0 + min(11.0, max(0.0, tail - 1.0)),
+                                                                      rel=1e-9)
+    assert r["young_daly_s"] == pytest.approx(math.sqrt(2 * 12.0 * r["mtbf_s"]))
+    _check_accounting(r)
+    # sync mode: training is stopped for the whole write, the background costs nothing more
+    s = simulate(topo, {**JOB, **QUIET, "days": 1, "checkpoint_mode": "sync", "checkpoint_durable_s": 21.0,
+                        "checkpoint_background_speed": 0.45})
+    assert s["checkpoint"]["host_cpu_s"] == 0.0 and s["checkpoint"]["cost_s"] == s["checkpoint"]["blocked_s"]
+
+
+@pytest.mark.parametrize("overlapping", ["wait", "skip"])
+def test_a_cadence_above_the_store_s_sustained_rate_cannot_keep_up(topo, overlapping):
+    from sim.failures.costs import store_gap_s
+    from sim.storage.published import CLUSTER_SHARE, SUSTAINED_BPS
+    # The store absorbs a cluster's share of its sustained rate, less the job's own reads
+    assert store_gap_s("tectonic", 8e12, 0.0) == pytest.approx(8e12 / (SUSTAINED_BPS * CLUSTER_SHARE))
+    assert store_gap_s("tectonic", 8e12, 0.5e12) == pytest.approx(8e12 / (SUSTAINED_BPS * CLUSTER_SHARE - 0.5e12))
+    assert store_gap_s("hammerspace", 8e12, 0.0) == 0.0            # no published sustained rate
+    with pytest.raises(ParamError) as e:
+        store_gap_s("tectonic", 8e12, SUSTAINED_BPS * CLUSTER_SHARE)
+    assert set(e.value.errors) == {"data_loading_gbps"}
+    # Given checkpoints due every 10 s of training, durable after 2 s, whose bytes the store absorbs in 100 s
+    values = {**CADENCE, "checkpoint_durable_s": 2.0, "overlapping": overlapping}
+    ctx = prepare(topo, values)
+    ctx.checkpoint["store_gap_s"] = 100.0
+    r = Timeline(ctx, 1, 10.0).run().to_dict()
+    # then they go as if each were durable after 100 s: one per 100 s, as the cadence tests' references say
+    reference = _wait_reference if overlapping == "wait" else _skip_reference
+    starts = reference(r["wall_s"], 10.0, 1.0, 100.0)[0]
+    assert r["checkpoint"]["count"] == len(starts)
+    if overlapping == "wait":
+        assert r["lost"]["by_phase"]["checkpoint_wait"] == pytest.approx(reference(r["wall_s"], 10.0, 1.0, 100.0)[1],
+                                                                         rel=1e-9)
+    _check_accounting(r)
+    # and a crash still restarts from the newest checkpoint durable at 2 s after its start
+    at = starts[5] + 50.0
+    ctx.checkpoint["store_gap_s"] = 100.0
+    ctx.injections = [(at, "software", 0)]
+    (e,) = Timeline(ctx, 1, 10.0).run().to_dict()["events"]
+    assert e["restored_from"] == pytest.approx(starts[5])
+
+
+def test_zero_metadata_cost_and_no_contention_give_the_storage_model_s_figures(topo, monkeypatch):
+    from dataclasses import replace
+    from sim.failures import costs
+    from sim.storage.checkpoint import run_checkpoint
+    values = {**JOB, **QUIET, "store": "tectonic", "days": 1}
+    ctx = prepare(topo, values)
+    ck = ctx.checkpoint
+    # DCP's .metadata file: the store's operations per file one after the other, after every rank's files
+    m = costs.STORES["tectonic"]
+    assert ck["dcp_finish_s"] == pytest.approx(m.write_ops_per_file * m.metadata_latency_us * 1e-6)
+    # Given no metadata latency (the .metadata file costs nothing) and a host the writer does not slow
+    monkeypatch.setitem(costs.STORES, "tectonic", replace(m, metadata_latency_us=0.0))
+    zero = prepare(topo, values).checkpoint
+    # then the checkpoint is the storage model's, and its cost its wait alone, as before the full cost
+    w = run_checkpoint(topo.layout, {**costs.CHECKPOINT.validate({}), "gpus": 128, "bytes_per_gpu": ck["bytes_per_gpu"],
+                                     "store": "tectonic", "placement": ctx.params["placement"], "seed": 0,
+                                     "samples": 2, "hottest": 0, "data_loading_gbps": ck["data_loading_gbps"]},
+                       backend=topo)
+    assert zero["dcp_finish_s"] == 0.0
+    assert zero["durable_s"] == pytest.approx(w.durable_seconds)
+    assert zero["cost_s"] == pytest.approx(zero["blocked_s"] + zero["data_loading_s"])
+    assert zero["host_cpu_s"] == 0.0

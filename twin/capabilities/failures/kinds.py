@@ -260,7 +260,8 @@ def sweep_of(by_interval: dict[float, list[dict]]) -> dict:
             "seeds": dists[0]["seeds"], "best_interval_s": intervals[best],
             "best_effective_ratio": float(means[best]), "young_daly_s": first["young_daly_s"],
             "checkpoint_cost_s": first["checkpoint"]["cost_s"],
-            "checkpoint_durable_s": first["checkpoint"]["durable_s"], "mtbf_s": first["mtbf_s"],
+            "checkpoint_durable_s": first["checkpoint"]["durable_s"],
+            "store_gap_s": first["checkpoint"]["store_gap_s"], "mtbf_s": first["mtbf_s"],
             "best": dists[best]}
 
 
