@@ -48,9 +48,9 @@ def test_pytorch_fr_trace_reads_our_dumps_and_names_the_missing_rank(tmp_path):
 def test_pytorch_fr_trace_matches_every_healthy_p2p_pair(tmp_path):
     """A hang in a 4-stage pipeline of equal stages (8 layers each: balance_stages off), steps_before 0: fr_trace,
     with its default mismatch cap, matches every send with its receive (no P2P mismatch: every Collective row passes),
-    does not abort, and names the injected rank as missing from the collective it never entered. (With a ring
-    that starts mid-job, fr_trace's alignment of every rank's trace by record id cuts the pairs at different
-    points; the same with Llama 3's balanced stages, 7/9/9/7 layers: docs/debugging.md "P2P entries".)"""
+    does not abort, and names the injected rank as missing from the collective it never entered. (With Llama 3's
+    balanced stages, 7/9/9/7 layers, or more steps before the ring, fr_trace's alignment of every rank's trace by
+    record id cuts the pairs at different points: the next test, docs/debugging.md "Why fr_trace aborts".)"""
     r = rehearse("demo-256", DEBUG.validate(dict(gpus=32, tp=4, pp=4, dp=2, model="llama3-8b",
                                                  batch_tokens=8192 * 2 * 8, inject="hang:rank=13", entries=2000,
                                                  steps_before=0, balance_stages=False)))
