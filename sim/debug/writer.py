@@ -238,13 +238,16 @@ class StageLayout:
             t[k] = v
         elem = sd.ops["elem"]
         t["record_id"] = rec_base + np.arange(n_ops)
-        t["op_id"] = t["record_id"] + 1
         t["pg_id"] = slot_of + 1
         t["process_group"] = self.tuple_base + slot_of
         t["thread_name"] = pos[THREAD_NAME]
         t["thread_id"] = pos["1"]
         t["collective_seq_id"] = sd.ops["seq_coll"] + seq_base[op_dim]
         t["p2p_seq_id"] = np.where(p2p, sd.ops["seq_p2p"] + np.where(op_peer < 0, p2p_base[-1], p2p_base[1]), 0)
+        # op_id: ProcessGroupNCCL's op_id_, one counter per process group, +1 per collective and per P2P op (what a
+        # real gloo run shows: tests/torch); a group of ours does either collectives or P2P, so it is the one of the
+        # two sequence ids that counts on the entry's group (record_id is the process-wide FlightRecorder::id_)
+        t["op_id"] = t["collective_seq_id"] + t["p2p_seq_id"]
         lut = np.zeros(int(key.max()) + 1, np.int64)
         for j, mi in self.name_pos.items():
             if j >= 0:

@@ -48,9 +48,9 @@ def test_pytorch_fr_trace_reads_our_dumps_and_names_the_missing_rank(tmp_path):
 def test_pytorch_fr_trace_matches_every_healthy_p2p_pair(tmp_path):
     """A hang in a 4-stage pipeline of equal stages (8 layers each: balance_stages off), steps_before 0: fr_trace,
     with its default mismatch cap, matches every send with its receive (no P2P mismatch: every Collective row passes),
-    does not abort, and names the injected rank as missing from the collective it never entered. (With a ring
-    that starts mid-job, fr_trace's alignment of every rank's trace by record id cuts the pairs at different
-    points; the same with Llama 3's balanced stages, 7/9/9/7 layers: docs/debugging.md "P2P entries".)"""
+    does not abort, and names the injected rank as missing from the collective it never entered. (With Llama 3's
+    balanced stages, 7/9/9/7 layers, or more steps before the ring, fr_trace's alignment of every rank's trace by
+    record id cuts the pairs at different points: the next test, docs/debugging.md "Why fr_trace aborts".)"""
     r = rehearse("demo-256", DEBUG.validate(dict(gpus=32, tp=4, pp=4, dp=2, model="llama3-8b",
                                                  batch_tokens=8192 * 2 * 8, inject="hang:rank=13", entries=2000,
                                                  steps_before=0, balance_stages=False)))
@@ -67,6 +67,45 @@ def test_pytorch_fr_trace_matches_every_healthy_p2p_pair(tmp_path):
     # the other rows naming a missing rank are the stall's spread: members waiting on a rank itself waiting
     stalled = {c.collective_state for c in p2p if c.missing_ranks}
     assert stalled <= {"started", "completed"}
+
+
+def test_fr_trace_alignment_cuts_the_pairs_of_unequal_stages_apart(tmp_path):
+    """Why fr_trace 2.13 aborts on a pipeline whose stages record different numbers of entries per step (Llama 3's
+    balanced stages, 7/9/9/7 layers, the default; docs/debugging.md "P2P entries", "Why fr_trace aborts"): our
+    entries agree pair by pair (every P2P's counterpart has its p2p_seq_id on the other rank of the pair group), but
+    fr_trace first drops every entry below the largest first record_id of any rank (align_trace_from_beginning), and
+    record_id counts a rank's own entries (FlightRecorder's id_, one per process), so the two ranks of a pair keep
+    their P2P from different p2p_seq_ids and are paired entries apart: the cap is reached on a pair group."""
+    from torch.distributed.flight_recorder.components.utils import align_trace_from_beginning
+    r = rehearse("demo-256", DEBUG.validate(dict(gpus=32, tp=4, pp=4, dp=2, model="llama3-8b",
+                                                 batch_tokens=8192 * 2 * 8, inject="hang:rank=13", entries=2000)))
+    r.write_dumps(tmp_path)
+    import pickle
+    entries = {rank: pickle.loads((tmp_path / f"nccl_trace_rank_{rank}").read_bytes())["entries"] for rank in range(32)}
+    names = {"nccl:send 0->1": "nccl:recv 1<-0", "nccl:recv 0<-1": "nccl:send 1->0"}
+
+    def pairs(ent):                                  # pair group -> {rank: its P2P entries, in order}
+        out = {}
+        for rank, es in ent.items():
+            for e in es:
+                if e["is_p2p"]:
+                    out.setdefault(e["process_group"][0], {}).setdefault(rank, []).append(e)
+        return out
+
+    for by_rank in pairs(entries).values():          # as dumped: counterparts share their p2p_seq_id
+        (_, a), (_, b) = sorted(by_rank.items())
+        seq_b = {e["p2p_seq_id"]: e for e in b}
+        common = [e for e in a if e["p2p_seq_id"] in seq_b]
+        assert len(common) > 20 and all(names[e["profiling_name"]] == seq_b[e["p2p_seq_id"]]["profiling_name"]
+                                        for e in common)
+    firsts = {e[0]["record_id"] for e in entries.values()}
+    assert len(firsts) > 1                           # ranks of different stages: different record ids
+    cut = pairs(align_trace_from_beginning({k: list(v) for k, v in entries.items()}))
+    apart = [g for g, by_rank in cut.items() if len({x[0]["p2p_seq_id"] for x in by_rank.values()}) > 1]
+    assert apart                                     # fr_trace's alignment starts a pair's ranks at different ops
+    _, _, _, lines = fr_trace(tmp_path)
+    aborted = [x for x in lines if "Too many mismatches" in x]
+    assert aborted and aborted[0].endswith(": pp aborting")
 
 
 WORKER = r'''
