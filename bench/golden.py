@@ -82,6 +82,7 @@ DROP = {
 DEMO = "demo-256"
 ROCE = "meta-roce-24k"
 IB = "meta-ib-24k"
+POD = "dgx-h100-superpod"
 
 JOBS_JSON = json.dumps([
     {"name": "pretrain", "model": "llama3-70b", "gpus": 128, "tp": 8, "pp": 4, "seed": 1},
@@ -176,6 +177,14 @@ CASES = [
     coll("ib-ar-tree-2k", IB, "-c allreduce --algorithm tree --gpus 2048"),
     coll("ib-alltoall-256", IB, "-c alltoall --gpus 256"),
     coll("ib-ag-2k-random-seeds3", IB, "--gpus 2048 --placement random --seeds 3"),
+    # collective, dgx-h100-superpod (rail-optimized: every routing mode, rail-local and cross-rail traffic)
+    coll("pod-ag-4k-default", POD, "--gpus 4096"),
+    coll("pod-ag-4k-random-ecmp", POD, "--gpus 4096 --placement random --routing ecmp"),
+    coll("pod-ag-4k-frag-eecmp16", POD, "--gpus 4096 --placement fragmented --routing eecmp --qps 16"),
+    coll("pod-ag-4k-random-pinned", POD, "--gpus 4096 --placement random --routing pinned"),
+    coll("pod-ag-4k-random-te", POD, "--gpus 4096 --placement random --routing te"),
+    coll("pod-ar-tree-2k", POD, "-c allreduce --algorithm tree --gpus 2048"),
+    coll("pod-alltoall-256-links", POD, "-c alltoall --gpus 256 --links"),
     # figure: the data files (JSON, CSV), not the drawings
     Case("figure-allgather-quick", "figure allgather-scale --quick --out {tmp}/fig", DEMO, json=False,
          files=["fig/*.json", "fig/*.csv"]),

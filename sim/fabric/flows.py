@@ -64,7 +64,9 @@ def build_flows(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
     net_t = np.flatnonzero(inter)
     nvl_t = np.flatnonzero(~inter)
     nic = np.asarray(topo.gpu_nic)
-    conn = connection_flows(nic[src[net_t]], nic[dst[net_t]], chan[net_t], qps, udp_sport, seed, qpn_base)
+    via = pxn_via(topo, src, dst, net_t)                  # the GPU whose NIC sends (rail-optimized fabrics: PXN)
+    send = src[net_t] if via is None else via
+    conn = connection_flows(nic[send], nic[dst[net_t]], chan[net_t], qps, udp_sport, seed, qpn_base)
     qp, sqpn, dqpn, sport = conn.qp, conn.sqpn, conn.dqpn, conn.sport
     del conn                                              # its per-flow transfer is not kept
     n_net, n_nvl = net_t.size * qps, nvl_t.size
@@ -78,9 +80,11 @@ def build_flows(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
     ptr[0] = 0
     paths = None                             # the router's padded path table, kept for grouping identical flows
     if n_net and router is None and routing != "te":
-        paths = route(topo, src[net_t], dst[net_t], qp, routing, seed, hash=hash, sport=sport, dqpn=dqpn,
+        paths = route(topo, send, dst[net_t], qp, routing, seed, hash=hash, sport=sport, dqpn=dqpn,
                       padded=True, between_hosts=True, repeat=qps)      # GPUs per connection, the rest per QP
         del qp
+        if via is not None:
+            paths = _pxn_columns(paths, src[net_t], via, qps, E, G)
         used = paths >= 0
         np.cumsum(path_lengths(used), out=ptr[1:n_net + 1], dtype=IDX)
         links = np.empty(int(ptr[n_net]) + 2 * n_nvl, dtype=IDX)
@@ -89,8 +93,11 @@ def build_flows(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
             links[ptr[lo]:ptr[hi]] = paths[lo:hi][used[lo:hi]]
         del used
     elif n_net:
-        ptr_net, links_net = route(topo, src[t_net], dst[t_net], qp, routing, seed) if router is None \
-            else router(topo, src[t_net], dst[t_net], qp, routing, seed)
+        send_f = np.repeat(send, qps)
+        ptr_net, links_net = route(topo, send_f, dst[t_net], qp, routing, seed) if router is None \
+            else router(topo, send_f, dst[t_net], qp, routing, seed)
+        if via is not None:
+            ptr_net, links_net = _pxn_csr(ptr_net, links_net, src[t_net], send_f, E, G)
         ptr[:n_net + 1] = ptr_net
         links = np.empty(int(ptr[n_net]) + 2 * n_nvl, dtype=IDX)
         links[:ptr[n_net]] = links_net
@@ -109,6 +116,60 @@ def build_flows(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
     del sqpn, dqpn, sport
     return FlowSet(transfer=transfer, share=np.concatenate([share[t_net] / qps, share[nvl_t]]),
                    ptr=ptr, links=links, n_fabric=E, n_gpus=G, header=header)
+
+
+def pxn_via(topo, src: np.ndarray, dst: np.ndarray, net_t: np.ndarray) -> np.ndarray | None:
+    """(T,) for the phase's transfers between hosts ``net_t``: the GPU whose NIC sends each one, or None when every
+    transfer leaves its own GPU's NIC (a fabric without rails: the model every figure before rails was made with).
+
+    On a rail-optimized fabric (``rails > 1``) NCCL keeps inter-node traffic on one rail: its rings and trees use
+    the same NIC on both ends (``NCCL_CROSS_NIC``, default 2: the same NIC where it can), and a GPU reaches a NIC
+    that is not its own through a GPU next to that NIC over NVLink (PXN, on by default since NCCL 2.12). So a
+    transfer from GPU ``x`` to GPU ``y`` of another host, on different rails, is sent by the GPU of ``x``'s host in
+    ``y``'s slot, when that GPU is in the job (PXN needs a rank there), after an NVLink hop ``x -> via``; otherwise
+    from ``x``'s own NIC, crossing rails through a spine."""
+    lay = getattr(topo, "layout", None)
+    if lay is None or getattr(lay.spec.backend, "rails", 1) == 1 or net_t.size == 0:
+        return None
+    slot = np.asarray(lay.gpu_slot)
+    host = np.asarray(topo.gpu_host)
+    nic_leaf = np.asarray(topo.gpu_leaf)
+    x, y = src[net_t], dst[net_t]
+    via = x - slot[x] + slot[y]
+    ok = (via >= 0) & (via < topo.n_gpus)
+    via = np.where(ok, via, x)
+    in_job = np.zeros(topo.n_gpus, dtype=bool)
+    in_job[src] = True
+    in_job[dst] = True
+    ok &= (host[via] == host[x]) & (slot[via] == slot[y]) & in_job[via] & (nic_leaf[x] != nic_leaf[via])
+    ok &= np.asarray(topo.gpu_usable)[via]
+    return np.where(ok, via, x).astype(IDX)
+
+
+def _pxn_columns(paths: np.ndarray, src: np.ndarray, via: np.ndarray, qps: int, E: int, G: int) -> np.ndarray:
+    """The router's padded table with two columns in front: the PXN hop's NVLink egress of ``src`` and ingress of
+    ``via`` for the transfers sent by another GPU's NIC, -1 for the others (per transfer, ``qps`` rows each)."""
+    hop = np.full((paths.shape[0], 2), -1, dtype=paths.dtype)
+    pxn = np.repeat(via != src, qps)
+    hop[pxn, 0] = np.repeat(E + src, qps)[pxn]
+    hop[pxn, 1] = np.repeat(E + G + via, qps)[pxn]
+    return np.concatenate([hop, paths], axis=1)
+
+
+def _pxn_csr(ptr: np.ndarray, links: np.ndarray, src: np.ndarray, send: np.ndarray, E: int, G: int):
+    """A CSR of routed paths with the PXN hop's two NVLink links in front of every flow sent by another GPU."""
+    pxn = send != src
+    n = np.diff(ptr) + 2 * pxn
+    out_ptr = np.zeros(ptr.size, dtype=IDX)
+    np.cumsum(n, out=out_ptr[1:])
+    out = np.empty(int(out_ptr[-1]), dtype=IDX)
+    start = out_ptr[:-1] + 2 * pxn                        # where each flow's routed links go
+    pos = np.repeat(start - ptr[:-1], np.diff(ptr)) + np.arange(ptr[-1])
+    out[pos] = links
+    f = np.flatnonzero(pxn)
+    out[out_ptr[f]] = E + src[f]
+    out[out_ptr[f] + 1] = E + G + send[f]
+    return out_ptr, out
 
 
 def flow_count(topo, phase: Phase, qps: int) -> int:

@@ -328,12 +328,11 @@ def _fabrics(spec: ClusterSpec, n_nics: int, storage_zone_first: list[int], stor
     """The switches and links of the backend fabric (over the compute zones) and of the frontend fabric (over the
     compute zones, then each storage cluster's zones)."""
     lay, be, fe = spec.layout, spec.backend, spec.frontend
-    g, n_hosts = lay.gpus_per_host, lay.hosts
+    n_hosts = lay.hosts
     n_be, n_fe = n_hosts * be.nics_per_host, n_hosts * fe.nics_per_host
     ex = _Expander(n_nics)
     zones = np.arange(lay.zones)
-    ex.fabric(be, FABRIC_BACKEND, [(zones, np.arange(n_be).reshape(lay.zones, -1, be.leaf.hosts_per_switch * g),
-                                    be.nic_speed_gbps, be.leaf.cable)])
+    ex.fabric(be, FABRIC_BACKEND, [(zones, backend_leaf_nics(spec), be.nic_speed_gbps, be.leaf.cable)])
     fe_groups = [(zones, (n_be + np.arange(n_fe)).reshape(lay.zones, -1, fe.leaf.hosts_per_switch * fe.nics_per_host),
                   fe.nic_speed_gbps, fe.leaf.cable)]
     for k, s in enumerate(spec.storage):
@@ -343,6 +342,17 @@ def _fabrics(spec: ClusterSpec, n_nics: int, storage_zone_first: list[int], stor
                           s.nic_speed_gbps, s.cable))
     ex.fabric(fe, FABRIC_FRONTEND, fe_groups)
     return ex
+
+
+def backend_leaf_nics(spec: ClusterSpec) -> np.ndarray:
+    """(zones, leaves per zone, downlinks per leaf): the backend NIC on each downlink of each leaf. Leaves of a zone
+    come in rail groups of ``rails`` (one group per ``hosts_per_switch`` hosts); NIC ``k`` of a host goes to leaf
+    ``k * rails // nics_per_host`` of its group, hosts in order on its downlinks, a host's NICs of one rail
+    consecutive. With ``rails = 1`` a leaf's downlinks are its hosts' NICs in host-major order."""
+    lay, be = spec.layout, spec.backend
+    n, hps, rails = be.nics_per_host, be.leaf.hosts_per_switch, be.rails
+    nics = np.arange(lay.hosts * n).reshape(lay.zones, -1, hps, rails, n // rails)   # zone, group, host, rail, k
+    return nics.transpose(0, 1, 3, 2, 4).reshape(lay.zones, -1, hps * n // rails)
 
 
 def _ports(n_ports: int, n_nics: int, sw: dict, ln: dict) -> dict:

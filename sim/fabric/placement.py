@@ -6,7 +6,8 @@ Only usable GPUs (``topo.gpu_usable``: GPU, NIC, NIC cable and leaf active) are 
 are always consecutive, so a ring crosses the network once per host boundary (NVLink carries the rest).
 
 - ``"topology"``: topology-aware, in the spirit of Meta's network-aware scheduler (keep traffic off the upper
-  layers). Level by level (zones, then leaves among the chosen zones, then hosts among the chosen leaves), the job
+  layers). Level by level (zones, then leaves among the chosen zones, then hosts among the chosen leaves; on a
+  rail-optimized fabric a host's rail group of leaves counts as its leaf), the job
   takes the fewest units that hold it: if it fits in one unit, the unit with the fewest usable GPUs that still
   holds it (best fit, lowest id on ties); otherwise the largest units plus a best-fit unit for the remainder.
   Ranks follow layout order (GPU id), so consecutive ranks share hosts, then leaves, then zones. With every GPU
@@ -43,7 +44,8 @@ def place(topo: Topology, n_gpus: int, policy: str = "topology", seed: int = 0) 
     if policy == "first-fit":
         return usable[:n].astype(IDX)
     if policy == "topology":
-        levels = [topo.switch_zone[topo.gpu_leaf], topo.gpu_leaf, topo.gpu_host]
+        group = topo.gpu_leaf if topo.gpu_leaf_group is None else topo.gpu_leaf_group
+        levels = [topo.switch_zone[topo.gpu_leaf], group, topo.gpu_host]
         return np.sort(_pack(usable, levels, n)).astype(IDX)
     rng = np.random.default_rng(seed)
     return _whole_hosts(topo, usable, n, rng, shuffle=(policy == "random"))

@@ -8,6 +8,13 @@ The fabric model is a folded Clos of up to three switch tiers, the shape of Meta
 leaf (RTSW) per ``hosts_per_switch`` hosts -> ``per_zone`` spines (CTSW) in each zone -> core (ATSW) planes, where
 spine ``i`` of every zone connects to the ``per_plane`` core switches of plane ``i``. Each leaf spreads its
 ``uplinks`` evenly over the spines of its zone; each spine spreads its uplinks evenly over the cores of its plane.
+
+Rail-optimized leaves (backend only, ``rails`` on the leaf tier, default 1): ``hosts_per_switch`` hosts share a
+*rail group* of ``rails`` leaves, and NIC ``k`` of each of those hosts is cabled to leaf ``k * rails //
+nics_per_host`` of the group (with one NIC per rail: NIC ``k`` to leaf ``k``, NVIDIA's DGX SuperPOD scalable unit).
+Each leaf then has ``hosts_per_switch * nics_per_host / rails`` downlinks. ``rails = 1`` is the shape above: every
+NIC of a host on one leaf. The leaf's ``uplinks`` may instead be given as an ``oversubscription`` (downlinks :
+uplinks), as on the spine tier.
 """
 from __future__ import annotations
 
@@ -62,7 +69,8 @@ class LayoutSpec:
 
 @dataclass(frozen=True)
 class SwitchTierSpec:
-    """One switch tier of a fabric. Leaf: ``hosts_per_switch``; spine: ``per_zone``; core: ``per_plane``."""
+    """One switch tier of a fabric. Leaf: ``hosts_per_switch`` (and ``rails``); spine: ``per_zone``; core:
+    ``per_plane``."""
 
     name: str
     model: str
@@ -71,6 +79,7 @@ class SwitchTierSpec:
     hosts_per_switch: int = 0
     per_zone: int = 0
     per_plane: int = 0
+    rails: int = 1                 # leaf: leaves per rail group (NIC k of a host on leaf k * rails // nics)
 
 
 @dataclass(frozen=True)
@@ -100,6 +109,16 @@ class FabricSpec:
     @property
     def tiers(self) -> tuple[SwitchTierSpec, ...]:
         return (self.leaf, self.spine) + ((self.core,) if self.core else ())
+
+    @property
+    def rails(self) -> int:
+        """Leaves a host's NICs spread over (1: every NIC of a host on one leaf)."""
+        return self.leaf.rails
+
+    @property
+    def leaf_downlinks(self) -> int:
+        """NIC ports below each host leaf: its hosts' NICs of its rail."""
+        return self.leaf.hosts_per_switch * self.nics_per_host // self.leaf.rails
 
 
 @dataclass(frozen=True)
@@ -231,9 +250,12 @@ def _parse_fabric(t: _Table, role: str, catalog: Catalog, layout: LayoutSpec,
     leaf, lt = _switch_tier(t, "leaf", catalog)
     spine, st = _switch_tier(t, "spine", catalog)
     core, ct = _switch_tier(t, "core", catalog, required=False) or (None, None)
-    leaf_down = [leaf.hosts_per_switch * nics_per_host] + (storage_leaf_downlinks if frontend else [])
+    leaf = _leaf_rails(lt, leaf, role, nics_per_host)
+    leaf_down = [leaf.hosts_per_switch * nics_per_host // leaf.rails] + (storage_leaf_downlinks if frontend else [])
+    leaf = _leaf_uplinks(lt, leaf, leaf_down[0])
     _check_leaf(catalog, layout, leaf, lt, spine, st, leaf_down, speed, nic_speed)
-    zone_leaves = [layout.hosts_per_zone // leaf.hosts_per_switch] + (storage_zone_racks if frontend else [])
+    zone_leaves = [layout.hosts_per_zone // leaf.hosts_per_switch * leaf.rails] + \
+        (storage_zone_racks if frontend else [])
     spine = _spine_uplinks(catalog, leaf, spine, st, zone_leaves, speed)
     zones = layout.zones + (len(storage_zone_racks) if frontend else 0)
     _check_core(catalog, t, spine, st, core, ct, zones, speed)
@@ -282,6 +304,34 @@ def _switch_tier(t: _Table, key: str, catalog: Catalog, required: bool = True):
     )
     catalog.get("switch", spec.model, tt.field("model"))
     return spec, tt
+
+
+def _leaf_rails(lt: _Table, leaf: SwitchTierSpec, role: str, nics_per_host: int) -> SwitchTierSpec:
+    """The leaf tier's ``rails`` (backend only): a whole number of a host's NICs on each leaf of its rail group."""
+    if not lt.has("rails"):
+        return leaf
+    if role != "backend":
+        raise SpecError(lt.field("rails"), lt.data["rails"], "is modelled on the backend fabric only")
+    rails = lt.int("rails")
+    if nics_per_host % rails:
+        raise SpecError(lt.field("rails"), rails,
+                        f"does not divide the {nics_per_host} backend NICs per host (each rail leaf takes a whole "
+                        f"number of every host's NICs)")
+    return SwitchTierSpec(**{**leaf.__dict__, "rails": rails})
+
+
+def _leaf_uplinks(lt: _Table, leaf: SwitchTierSpec, down: int) -> SwitchTierSpec:
+    """The leaf's uplinks, given or derived from its ``oversubscription`` (downlinks : uplinks)."""
+    if not lt.has("oversubscription"):
+        return leaf
+    if lt.has("uplinks"):
+        raise SpecError(lt.field("oversubscription"), lt.data["oversubscription"],
+                        "cannot be given together with uplinks")
+    ratio = lt.int("oversubscription")
+    if down % ratio:
+        raise SpecError(lt.field("oversubscription"), ratio,
+                        f"does not divide the {down} downlinks of each {leaf.name}")
+    return SwitchTierSpec(**{**leaf.__dict__, "uplinks": down // ratio})
 
 
 def _check_leaf(catalog: Catalog, layout: LayoutSpec, leaf: SwitchTierSpec, lt: _Table, spine: SwitchTierSpec,

@@ -374,7 +374,8 @@ def route_together(topo: Topology, phases, build, seed: int = 0) -> list:
         assert len(calls) - before <= 1, "one router call per phase"
         if len(calls) > before:
             n = calls[-1][0].size
-            assert np.array_equal(fs.src[:n], calls[-1][0]), "build_flows puts the routed flows first"
+            # (the destinations: on a rail fabric a flow may be sent by another GPU's NIC, sim.fabric.flows.pxn_via)
+            assert np.array_equal(fs.dst[:n], calls[-1][1]), "build_flows puts the routed flows first"
             routed.append((len(sets), *calls[-1], fs.share[:n]))
         sets.append(fs)
     if not routed:

@@ -77,6 +77,8 @@ class Topology:
     switch_active: np.ndarray = None   # (S,) bool
     gpu_leaf: np.ndarray = None        # (G,) switch node of the GPU's leaf
     gpu_leaf_port: np.ndarray = None   # (G,) the NIC's downlink port index on its leaf (Meta's "slice")
+    gpu_leaf_group: np.ndarray = None  # (G,) the leaf (node) standing for the GPU's host's rail group: its host's
+    #                                    lowest leaf (= gpu_leaf when every NIC of a host is on one leaf)
     gpu_uplink: np.ndarray = None      # (G,) up link NIC -> leaf, -1 if the NIC cable is inactive
     gpu_downlink: np.ndarray = None    # (G,) down link leaf -> NIC, -1 if inactive
     leaves: np.ndarray = None          # (nL,) switch nodes of the leaves (in order: zone-major)
@@ -194,6 +196,7 @@ def topology_from_layout(layout: ClusterLayout, hop_latency: float = DEFAULT_HOP
     gpu_uplink[lower[is_nic] - n_sw] = up_ids[is_nic]
     gpu_downlink = np.where(gpu_uplink >= 0, gpu_uplink + C, -1)
 
+    gpu_leaf_group = gpu_leaf if lay.spec.backend.rails == 1 else _host_lowest(lay.gpu_host, gpu_leaf)
     gpu_usable = ((lay.gpu_status == STATUS_ACTIVE) & (gpu_uplink >= 0)
                   & (gpu_leaf >= 0) & sw["active"][np.maximum(gpu_leaf, 0)])
     backend = lay.spec.backend
@@ -208,9 +211,17 @@ def topology_from_layout(layout: ClusterLayout, hop_latency: float = DEFAULT_HOP
         n_cables=C, n_switches=n_sw, link_tail=link_tail, link_head=link_head,
         link_tier=np.concatenate([tier, tier]).astype(IDX), switch_layout_id=sw["ids"].astype(IDX),
         switch_tier=sw["tier"], switch_zone=sw["zone"], switch_group=sw["group"], switch_active=sw["active"],
-        gpu_leaf=gpu_leaf, gpu_leaf_port=gpu_leaf_port, gpu_uplink=gpu_uplink, gpu_downlink=gpu_downlink,
+        gpu_leaf=gpu_leaf, gpu_leaf_port=gpu_leaf_port, gpu_leaf_group=gpu_leaf_group, gpu_uplink=gpu_uplink, gpu_downlink=gpu_downlink,
         **tables, leaf_downlinks=int(gpu_leaf_port.max()) + 1 if n_gpus else 0, hop_latency=hop_latency,
     )
+
+
+def _host_lowest(gpu_host: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """(G,) the lowest non-negative ``value`` over each GPU's host (-1 where a host has none)."""
+    big = np.iinfo(IDX).max
+    low = np.full(int(gpu_host.max()) + 1 if gpu_host.size else 0, big, dtype=IDX)
+    np.minimum.at(low, gpu_host, np.where(value >= 0, value, big).astype(IDX))
+    return np.where(low == big, -1, low)[gpu_host].astype(IDX)
 
 
 def _backend_switches(lay: ClusterLayout) -> dict:

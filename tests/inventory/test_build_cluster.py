@@ -175,3 +175,19 @@ def test_a_cluster_named_from_outside_is_not_deleted(tmp_path):
     with pytest.raises(IntegrityError, match="inventory_link.a_switch_id|FOREIGN KEY constraint failed"):
         delete_cluster(demo)
     assert {key: model.objects.count() for key, model in TABLES.items()} == rows
+
+
+def test_a_rail_optimized_preset_builds_and_reads_back_as_the_same_fabric():
+    # given the rail-optimized DGX H100 SuperPOD preset, when it is built, then every table holds its expansion and
+    # the engine's topology read from the database cables NIC k of every host to the same rail leaf as the spec's
+    from sim.fabric.topology import topology_from_layout
+    from twin.inventory.adapter import layout_from_db
+    build("dgx-h100-superpod")
+    cluster = Cluster.objects.get(name="dgx-h100-superpod")
+    spec = load_spec("dgx-h100-superpod")
+    want = expand(spec).counts()
+    got = db_counts(cluster)
+    assert {k: want[k] for k in got} == got
+    ours, theirs = topology_from_layout(expand(spec)), topology_from_layout(layout_from_db(cluster))
+    for name in ("gpu_leaf", "gpu_leaf_port", "gpu_leaf_group", "link_tail", "link_head"):
+        assert (getattr(ours, name) == getattr(theirs, name)).all(), name

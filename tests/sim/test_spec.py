@@ -21,7 +21,8 @@ def refused(mutate) -> SpecError:
     return info.value
 
 
-PRESETS = ["demo-256", "meta-ib-24k", "meta-roce-24k", "roadmap-131k", "roadmap-350k", "roadmap-600k"]
+PRESETS = ["demo-256", "dgx-h100-superpod", "meta-ib-24k", "meta-roce-24k", "roadmap-131k", "roadmap-350k",
+           "roadmap-600k"]
 
 
 def test_presets_are_the_ones_the_twin_ships():
