@@ -196,8 +196,8 @@ def export_cluster(cluster: Cluster, nb: NetBox, progress: Callable[[str, int], 
                      {x["slug"]: x for x in nb.list("dcim/manufacturers/")}, compare=())
     have_types = {x["slug"]: x for x in nb.list("dcim/device-types/")}
     type_ids = s.sync("dcim/device-types/", {slug: {
-        "manufacturer": man_ids[slugify(catalog.get(kind, slug, kind).vendor)], "model": catalog.get(kind, slug,
-                                                                                                          kind).name,
+        "manufacturer": man_ids[slugify(catalog.get(kind, slug, kind).vendor)],
+        "model": catalog.get(kind, slug, kind).name,
         "slug": slug, "u_height": 1} for kind, slug in used}, have_types, compare=())
     templates = []
     for kind, slug in sorted(used):
@@ -250,15 +250,15 @@ def export_cluster(cluster: Cluster, nb: NetBox, progress: Callable[[str, int], 
     have_if = {(x["device"]["id"], x["name"]): x for x in nb.list(
         "dcim/interfaces/", site_id=site, fields="id,name,device,enabled,speed,type,custom_fields")}
     ports = list(Port.objects.filter(**of).order_by("id").values(
-        "id", "slot", "speed_gbps", "status", "switch_id", "switch__fabric__role", "nic_id", "nic__host_id",
-        "nic__storage_server_id", "nic__slot", "nic__fabric__role"))
+        "id", "slot", "speed_gbps", "status", "switch_id", "switch__fabric__role", "nic_id", "nic__host",
+        "nic__storage_server", "nic__slot", "nic__fabric__role"))
     desired, port_key = {}, {}
     for p in ports:
         if p["switch_id"]:
             key = (switch_dev[p["switch_id"]], f"eth{p['slot']}")
             fabric = p["switch__fabric__role"]
         else:
-            dev = host_dev[p["nic__host_id"]] if p["nic__host_id"] else server_dev[p["nic__storage_server_id"]]
+            dev = host_dev[p["nic__host"]] if p["nic__host"] else server_dev[p["nic__storage_server"]]
             key = (dev, port_interface_name(p["nic__fabric__role"], p["nic__slot"], None))
             fabric = p["nic__fabric__role"]
         if key not in have_if:

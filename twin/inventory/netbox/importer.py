@@ -286,8 +286,8 @@ def _infer_fabric(s: _Site, f: int, hosts, iface_of, cable_of_if, dev_items, zon
     first = {}
     for c, a, b, da, db in s.ends:
         lo, hi = sorted((da, db), key=s.level)
-        if s.kind[hi] != "switch" or s.fabric[hi] != f:
-            continue
+        if s.kind[hi] != "switch" or s.fabric[hi] != f or s.kind[lo] == "storage":
+            continue      # storage servers' links: their own speed, checked per storage cluster
         for i in (a, b):
             sp = s.interfaces[i].get("speed")
             speeds[s.tier[hi]][sp] += 1
@@ -309,7 +309,8 @@ def _infer_fabric(s: _Site, f: int, hosts, iface_of, cable_of_if, dev_items, zon
 
     def cable(tier):
         return _one([c.get("description") for c, _, _, da, db in s.ends
-                     if max(s.level(da), s.level(db)) == tier and s.fabric.get(max((da, db), key=s.level)) == f],
+                     if max(s.level(da), s.level(db)) == tier and s.fabric.get(max((da, db), key=s.level)) == f
+                     and "storage" not in (s.kind[da], s.kind[db])],
                     "cable model (cable description)", f"{what} tier {tier}")
 
     def model(tier):
@@ -424,6 +425,8 @@ def _statuses(s: _Site, lo, m: dict) -> dict:
         nic_of[(("host", h) if h >= 0 else ("server", v), f"nic-{'be' if f == FABRIC_BACKEND else 'fe'}{sl}")] = n
     for it in s.items:
         dev = m["node"].get(it["device"]["id"])
+        if dev is None:
+            continue
         st = twin_status(_value(it["status"]), (it.get("custom_fields") or {}).get("twin_status"), DEVICE_STATUS,
                          FROM_DEVICE)
         role, name = it["role"]["slug"] if it.get("role") else "", it["name"]
