@@ -264,6 +264,8 @@ def main(argv=None) -> int:
         log(f"unavailable: {e}")
         return 3
     print(json.dumps({"url": server.url, "authorization": server.token, "db": server.db}), flush=True)
+    # SIGTERM (and SIGINT, ignored in a background job) stop the server and drop its database as Ctrl-C does
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
         server.process.wait()
     except KeyboardInterrupt:
