@@ -22,7 +22,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import string
 import subprocess
 import sys
@@ -32,6 +31,8 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+
+from twin.redis_server import free_port
 
 NETBOX_VERSION = os.environ.get("TWIN_NETBOX_VERSION", "4.7.3")
 TEMPLATE_DB = "netbox_template"
@@ -185,12 +186,6 @@ def prepare() -> dict:
         state_file.chmod(0o600)
         log(f"migrated in {state['migrate_seconds']} s")
         return state
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
