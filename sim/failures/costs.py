@@ -13,7 +13,6 @@ from sim.storage.params import CHECKPOINT
 from sim.storage.published import CLUSTER_SHARE, SUSTAINED_BPS
 from sim.storage.stores import STORES
 
-STORE_SUSTAINED_BPS = 2e12        # Tectonic's sustained 2 TB/s (docs/sources.md [S1]): store "off" defaults
 CHECKPOINT_BYTES_PER_PARAM = BF16 + 3 * FP32   # BF16 weights + FP32 master weights, Adam m and v [S22]
 NO_STORE = "off"                  # store: no storage simulation, the checkpoint_* parameters
 TOKEN_ID_BYTES = 4                # a pre-tokenized token id read by the data loader: int32 (assumption; a 128K
@@ -49,7 +48,7 @@ def checkpoint_costs(layout, topo, p: dict, job: dict, model, progress, step_s: 
     the stored bytes at the store's sustained rate left to the job), with its metadata operations reported
     (``metadata_ops``, ``metadata_busy_s``). Simulated once each on the store when there is one
     (:func:`sim.storage.checkpoint.run_checkpoint`, with the job's data loading beside the write), else the bytes at
-    :data:`STORE_SUSTAINED_BPS`; given values win. ``cost_s`` = blocked + data loading + host CPU: the training time
+    :data:`sim.storage.published.SUSTAINED_BPS`; given values win. ``cost_s`` = blocked + data loading + host CPU: the training time
     one checkpoint costs."""
     gpus = p["gpus"]
     per_gpu = p["bytes_per_gpu"] or max(1, int(model.params * CHECKPOINT_BYTES_PER_PARAM / gpus))
@@ -67,7 +66,7 @@ def checkpoint_costs(layout, topo, p: dict, job: dict, model, progress, step_s: 
              "stored_bytes": float(per_gpu * gpus)}
     kept, alone = 1.0, 1.0
     if store == NO_STORE:
-        plain = per_gpu * gpus / STORE_SUSTAINED_BPS
+        plain = per_gpu * gpus / SUSTAINED_BPS
         blocked, durable, restore, source = plain, plain, plain, "parameters (bytes at 2 TB/s)"
     else:
         # CHECKPOINT's values built here, not re-validated: the bytes per GPU computed from the model may exceed
