@@ -117,7 +117,7 @@ def preset_figure(topo, cluster: str, values: dict, progress: Progress | None = 
     for i, ((config, collective, job), share) in enumerate(zip(plan, shares)):
         routing = resolve_routing(None if config.routing == "default" else config.routing, topo.kind)
         qps = max(config.qps_per_pair // conns, 1)
-        say(i / len(plan), f"{cluster}: {collective}, {job['gpus']:,} GPUs, {config.key} ({i + 1} of {len(plan)})")
+        share(0.0, f"{cluster}: {collective}, {job['gpus']:,} GPUs, {config.key} ({i + 1} of {len(plan)})")
         gpus = place(topo, job["gpus"], config.placement, values["seed"])
         r = run_collective(topo, gpus, collective, sizes, routing=routing, qps=qps, seed=values["seed"], hottest=0,
                            hash=values["hash"], progress=fractions_only(share))

@@ -65,3 +65,27 @@ def test_the_presets_page_lists_every_preset_and_refuses_an_unknown_cluster(runn
     bad = runner.get("/experiments/presets/?cluster=nope")
     assert bad.status_code == 400 and b"cluster: no cluster named 'nope'" in bad.content
     assert runner.get("/experiments/presets/?run=x").status_code == 400
+
+
+@pytest.mark.django_db
+def test_the_kind_on_the_superpod_read_from_the_database_keeps_a_scalable_unit_on_its_rails():
+    # given the rail-optimized SuperPOD built into the inventory
+    from sim.fabric.params import PRESET_FIGURE
+    from sim.fabric.spec import load_spec
+    from twin.capabilities.collectives.kinds import preset_figure
+    from twin.inventory.adapter import layout_from_db
+    from twin.inventory.builder import build_cluster
+    cluster = build_cluster(load_spec("dgx-h100-superpod")).cluster
+    seen = []
+    # when the kind runs on the cluster read back from the database (a scalable unit and 1,024 GPUs)
+    summary, arrays = preset_figure(layout_from_db(cluster), PRESET_FIGURE.validate({"max_gpus": 1024, "sizes": "1G"}),
+                                    lambda fraction, message="", **_: seen.append(fraction))
+    # then it knows the fabric is rail-optimized, and the one-SU jobs send every byte between hosts on one rail leaf
+    assert summary["rail_optimized"] and summary["local_name"] == "rail-local" and arrays == {}
+    assert [j["gpus"] for j in summary["jobs"]] == [256, 1024]
+    for r in summary["runs"]:
+        if r["gpus"] == 256 and r["config"] != "fragmented":
+            assert r["traffic"]["leaf_local_share"] == 1.0 and r["traffic"]["cross_spine"] == 0.0
+    # and no published busbw is claimed for it; progress only moved forward, to the end
+    assert summary["published"] == [] and "SuperPOD" in summary["published_note"]
+    assert seen == sorted(seen) and seen[-1] == 1.0
