@@ -72,8 +72,9 @@ export function headlineCards(headline, extra = []) {
 }
 
 /** The busbw-vs-size chart spec for one or more runs ({name, summary, color?}): one busbw series per run (and
- *  algbw if asked), each run's roofline as a dotted line (runs with the same roofline share one). */
-function busbwChartSpec(runs, { algbw = false } = {}) {
+ *  algbw if asked), each run's roofline as a dotted line (runs with the same roofline share one, labelled with
+ *  their names unless `rooflineNames` is false: many curves of one cluster share one roofline). */
+function busbwChartSpec(runs, { algbw = false, rooflineNames = true } = {}) {
   const series = [], refLines = [], several = runs.length > 1;
   const curve = (rows, key) => rows.map((r) => ({ x: r.size, y: r[key] }));
   runs.forEach(({ name, summary, color = PALETTE[0] }) => {
@@ -87,7 +88,7 @@ function busbwChartSpec(runs, { algbw = false } = {}) {
     else refLines.push({ y, names: [name], color: several ? color : PALETTE[1], dash: ":" });
   });
   for (const r of refLines) {
-    r.label = `${several ? `${r.names.join(", ")} ` : ""}roofline ${fmt.GBps(r.y)}`;
+    r.label = `${several && rooflineNames ? `${r.names.join(", ")} ` : ""}roofline ${fmt.GBps(r.y)}`;
     if (r.names.length > 1) r.color = SHARED_ROOFLINE;
   }
   return { label: "bus bandwidth against message size", series, refLines,

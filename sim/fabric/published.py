@@ -27,8 +27,9 @@ REFERENCES = {
                    "fraction", "S2", S2_CASE, S2_WHY), ("allgather", "optimized", "largest")),
     ),
 }
-NONE_PUBLISHED = ("No published bus bandwidth for this preset in docs/sources.md (NVIDIA's SuperPOD reference "
-                  "architecture [S68] gives the fabric, not nccl-tests figures): simulated figures only.")
+NONE_PUBLISHED = ("No source in docs/sources.md publishes a bus bandwidth for this preset (NVIDIA's SuperPOD "
+                  "reference architecture [S68], for one, gives the fabric, not nccl-tests figures): simulated "
+                  "figures only.")
 
 
 def preset_published(preset: str, doc: dict) -> dict:

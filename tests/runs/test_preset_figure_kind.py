@@ -30,7 +30,7 @@ def test_a_preset_figures_run_on_demo_goes_through_a_worker_and_is_kept(workers,
     assert 0 < s["allreduce_norm"] <= 1 and s["allreduce_busbw_GBps"] == pytest.approx(
         s["allreduce_norm"] * s["hardware"]["gpus_per_host"] * s["hardware"]["nic_GBps"])
     assert {h["key"] for h in run["headline"]} == {"allreduce_busbw_GBps", "allreduce_norm", "local_share"}
-    assert s["published"] == [] and "No published" in s["published_note"]
+    assert s["published"] == [] and "No source in docs/sources.md publishes" in s["published_note"]
     # and the page names it as the cluster's newest finished run, so that it opens drawn
     page = runner.get("/experiments/presets/?cluster=demo-256")
     assert page.status_code == 200

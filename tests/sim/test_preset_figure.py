@@ -104,7 +104,7 @@ def test_the_cli_writes_a_page_per_preset(tmp_path, capsys):
     with open(tmp_path / "preset-demo-256.csv") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == len(doc["runs"]) * 11 == 3 * len(CONFIGS) * 2 * 11          # 1M..1G: 11 sizes
-    assert doc["published"] == [] and "No published" in doc["published_note"]
+    assert doc["published"] == [] and "No source in docs/sources.md publishes" in doc["published_note"]
     for r in rows:
         assert float(r["busbw_GBps"]) <= float(r["roofline_GBps"]) * (1 + 1e-9)
 

@@ -177,7 +177,6 @@ function trafficBar(t, classes) {
  *  beside the simulated ones, or why there are none. */
 export function renderPresetFigure(el, s, { run }) {
   const configs = new Map(s.configs.map((c) => [c.key, c]));
-  const jobLabel = new Map(s.jobs.map((j) => [j.gpus, j.label]));
   const first = s.jobs[0]?.gpus;
   const network = s.traffic_classes.filter((c) => c !== "nvlink");
   const hw = s.hardware;
@@ -215,10 +214,10 @@ export function renderPresetFigure(el, s, { run }) {
     const runs = s.runs.filter((r) => r.collective === panel.dataset.collective).map((r) => {
       const c = configs.get(r.config);
       const color = r.gpus === first && s.jobs.length > 1 ? (LIGHTER[c?.color] ?? c?.color) : c?.color;
-      return { name: `${r.config}, ${jobLabel.get(r.gpus) ?? fmt.int(r.gpus)}`, color,
+      return { name: `${r.config}, ${fmt.int(r.gpus)} GPUs`, color,
                summary: { rows: r.rows, roofline_GBps: r.roofline_GBps } };
     });
-    busbwChart(panel.querySelector(".busbw-chart"), runs);
+    busbwChart(panel.querySelector(".busbw-chart"), runs, { rooflineNames: false });
   });
 }
 
