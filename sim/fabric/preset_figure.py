@@ -145,7 +145,8 @@ def preset_figure(topo, cluster: str, values: dict, progress: Progress | None = 
         "collectives": list(PRESET_COLLECTIVES), "algorithm": "ring",
         "configs": [asdict(c) for c in CONFIGS], "jobs": jobs, "sizes": sizes,
         "seed": values["seed"], "hash": values["hash"], "max_gpus": values["max_gpus"],
-        "traffic_classes": list(TRAFFIC_CLASSES), "runs": runs,
+        "traffic_classes": max((r["traffic"]["classes"] for r in runs), key=len, default=list(TRAFFIC_CLASSES)),
+        "runs": runs,
     }
     doc.update(preset_published(doc["preset"], doc))
     doc["headline"] = headline(doc)
@@ -218,7 +219,7 @@ def draw(doc: dict, out_base: Path) -> list[Path]:
     y = np.arange(len(rows))
     left = np.zeros(len(rows))
     for cls in doc["traffic_classes"][1:]:                   # the network's classes: NVLink is not on the fabric
-        v = np.array([r["traffic"][cls] / r["traffic"]["network"] if r["traffic"]["network"] else 0.0
+        v = np.array([r["traffic"].get(cls, 0.0) / r["traffic"]["network"] if r["traffic"]["network"] else 0.0
                       for r in rows])
         ax.barh(y, 100 * v, left=100 * left, color=CLASS_COLORS.get(cls, "#777777"), label=cls)
         left += v
@@ -254,7 +255,7 @@ def csv_rows(doc: dict) -> list[dict]:
                         "time_us": round(x["time_us"], 3), "busbw_GBps": round(x["busbw_GBps"], 4),
                         "norm_busbw": round(x["norm"], 6), "roofline_GBps": round(r["roofline_GBps"], 4),
                         "limit_busbw_GBps": round(r["limit_busbw_GBps"], 4),
-                        **{f"bytes_{c}": round(t[c], 9) for c in doc["traffic_classes"]},
+                        **{f"bytes_{c}": round(t.get(c, 0.0), 9) for c in doc["traffic_classes"]},
                         "local_share": None if t["leaf_local_share"] is None else round(t["leaf_local_share"], 6)})
     return out
 

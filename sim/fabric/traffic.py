@@ -15,21 +15,28 @@ import numpy as np
 
 from sim.fabric.layout import LINK_LEAF_SPINE, LINK_NIC_LEAF, LINK_SPINE_CORE
 
-# Classes of bytes, by the highest tier a flow reaches; index = that link tier + 1 (NVLink: no fabric link).
+# Classes of bytes, by the highest tier a flow reaches; index = that link tier + 1 (NVLink: no fabric link). A fabric
+# of more tiers adds classes named by their tier (class_names).
 TRAFFIC_CLASSES = ("nvlink", "leaf", "spine", "core")
 assert (LINK_NIC_LEAF, LINK_LEAF_SPINE, LINK_SPINE_CORE) == (0, 1, 2)   # the classes' order follows the tiers
-CROSS_SPINE = ("spine", "core")          # the classes that leave their leaf
+
+
+def class_names(n: int) -> list[str]:
+    """The names of ``n`` classes: :data:`TRAFFIC_CLASSES`, then ``tier4``, ``tier5``... for higher tiers."""
+    return list(TRAFFIC_CLASSES[:n]) + [f"tier{k}" for k in range(len(TRAFFIC_CLASSES), n)]
 
 
 def traffic_split(topo, result) -> dict:
     """Bytes per byte of message size of the collective ``result`` (a :class:`sim.fabric.results.CollectiveResult`
-    on ``topo``) by class (:data:`TRAFFIC_CLASSES`), their ``total``, ``network`` (between hosts), ``leaf_local``
-    and ``cross_spine`` (its leaf-local and spine-crossing parts, which add up to ``network``), the shares of
-    ``network`` that stay on a leaf (``leaf_local_share``) and cross the spine (``cross_spine_share``), and ``pxn``:
-    the bytes that first hop over NVLink to reach a NIC on the receiver's rail."""
+    on ``topo``) by class (``classes``: :data:`TRAFFIC_CLASSES` and any higher tier's, each also a key), their
+    ``total``, ``network`` (between hosts), ``leaf_local`` and ``cross_spine`` (its leaf-local part and the part
+    that goes above a leaf, which add up to ``network``), the shares of ``network`` that stay on a leaf
+    (``leaf_local_share``) and go above it (``cross_spine_share``), and ``pxn``: the bytes that first hop over
+    NVLink to reach a NIC on the receiver's rail."""
     E = int(topo.n_links)
     tier = np.asarray(topo.link_tier)
-    by_class = np.zeros(len(TRAFFIC_CLASSES))
+    n_classes = max(len(TRAFFIC_CLASSES), int(tier.max()) + 2 if tier.size else 0)
+    by_class = np.zeros(n_classes)
     pxn = 0.0
     for ph in result.phases:
         fl = ph.flows
@@ -41,15 +48,16 @@ def traffic_split(topo, result) -> dict:
         level = np.where(fabric, tier[np.where(fabric, links, 0)], -1)
         ptr = np.asarray(fl.ptr)
         top = np.maximum.reduceat(level, ptr[:-1]) if level.size else np.full(fl.n_flows, -1)
-        by_class += np.bincount(top + 1, weight, minlength=len(TRAFFIC_CLASSES))[:len(TRAFFIC_CLASSES)]
+        by_class += np.bincount(top + 1, weight, minlength=n_classes)
         # A network flow (top >= 0) with an NVLink link on its path: a PXN hop in front of it.
         hops = np.add.reduceat((~fabric).astype(np.int64), ptr[:-1]) if level.size else np.zeros(fl.n_flows)
         pxn += float(weight[(top >= 0) & (hops > 0)].sum())
-    out = {name: float(v) for name, v in zip(TRAFFIC_CLASSES, by_class)}
+    names = class_names(n_classes)
+    out = {name: float(v) for name, v in zip(names, by_class)}
     network = float(by_class[1:].sum())
-    cross = sum(out[c] for c in CROSS_SPINE)
-    out.update(total=float(by_class.sum()), network=network, leaf_local=out["leaf"], cross_spine=cross, pxn=pxn,
-               leaf_local_share=out["leaf"] / network if network else None,
+    cross = float(by_class[2:].sum())
+    out.update(classes=names, total=float(by_class.sum()), network=network, leaf_local=out["leaf"],
+               cross_spine=cross, pxn=pxn, leaf_local_share=out["leaf"] / network if network else None,
                cross_spine_share=cross / network if network else None)
     return out
 

@@ -12,7 +12,7 @@ from sim.fabric.netsim import run_collective
 from sim.fabric.params import PRESET_FIGURE
 from sim.fabric.placement import place
 from sim.fabric.preset_figure import CONFIGS, PRESET_COLLECTIVES, default_jobs, preset_figure, zone_gpus
-from sim.fabric.spec import preset_names
+from sim.fabric.spec import load_spec, preset_names
 from sim.fabric.topology import load_topology
 from sim.fabric.traffic import TRAFFIC_CLASSES, plan_bytes, traffic_split
 
@@ -42,7 +42,8 @@ def test_every_runs_bytes_add_up_by_class(page):
     topo, doc = page
     for r in doc["runs"]:
         t = r["traffic"]
-        assert sum(t[c] for c in TRAFFIC_CLASSES) == pytest.approx(t["total"])
+        assert t["classes"][:4] == list(TRAFFIC_CLASSES)
+        assert sum(t[c] for c in t["classes"]) == pytest.approx(t["total"])
         assert t["leaf_local"] + t["cross_spine"] == pytest.approx(t["network"])
         assert t["leaf_local_share"] + t["cross_spine_share"] == pytest.approx(1.0)
         # rings over whole 8-GPU hosts: one hop of every 8 leaves its host (each hop moves the same bytes)
@@ -58,7 +59,22 @@ def test_the_classes_add_up_to_the_plans_bytes_whatever_the_placement(preset, co
         r = run_collective(topo, gpus, collective, [1 << 30], qps=qps, routing=routing, seed=3, hottest=0)
         t = traffic_split(topo, r)
         assert t["total"] == pytest.approx(plan_bytes(r), rel=1e-12)
-        assert all(t[c] >= 0 for c in TRAFFIC_CLASSES)
+        assert all(t[c] >= 0 for c in t["classes"])
+
+
+@pytest.mark.parametrize("preset", [p for p in preset_names() if load_spec(p).layout.gpus <= 150_000])
+def test_every_presets_page_holds_its_physics(preset):
+    # every preset found in sim/presets (those of up to 150k GPUs: the larger only take longer to build), new ones
+    # included: a 64-GPU job of each collective and configuration
+    _, topo = load_topology(preset)
+    doc = preset_figure(topo, preset, PRESET_FIGURE.validate({"jobs": [64], "sizes": "1M,1G,16G"}))
+    assert len(doc["runs"]) == len(PRESET_COLLECTIVES) * len(CONFIGS)
+    for r in doc["runs"]:
+        assert r["limit_busbw_GBps"] <= r["roofline_GBps"] * (1 + 1e-9)
+        assert all(x["busbw_GBps"] <= r["roofline_GBps"] * (1 + 1e-9) for x in r["rows"])
+        t = r["traffic"]
+        assert sum(t[c] for c in t["classes"]) == pytest.approx(t["total"])
+        assert t["leaf_local"] + t["cross_spine"] == pytest.approx(t["network"])
 
 
 def test_a_job_on_one_leaf_sends_nothing_over_the_spine():

@@ -166,8 +166,9 @@ const LIGHTER = { "#2ca02c": "#98df8a", "#1f77b4": "#aec7e8", "#d62728": "#ff989
 /** The traffic classes of one run as a stacked bar of the bytes between hosts (leaf, spine, core), its shares. */
 function trafficBar(t, classes) {
   if (!t.network) return '<span class="muted">no bytes between hosts</span>';
-  return `<div class="stacked-bar" title="${classes.map((c) => `${c} ${pct(t[c] / t.network)}`).join(", ")}">${
-    classes.map((c) => `<span class="cls-${esc(c)}" style="width:${(100 * t[c] / t.network).toFixed(3)}%"></span>`)
+  const share = (c) => (t[c] ?? 0) / t.network;          // a class of a higher tier than this run reached: 0
+  return `<div class="stacked-bar" title="${classes.map((c) => `${c} ${pct(share(c))}`).join(", ")}">${
+    classes.map((c) => `<span class="cls-${esc(c)}" style="width:${(100 * share(c)).toFixed(3)}%"></span>`)
       .join("")}</div>`;
 }
 
