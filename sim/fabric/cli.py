@@ -61,8 +61,11 @@ def add_parsers(sub) -> None:
     c.add_argument("--flows", action="store_true", help="with --json: include every flow with its rate and path")
     c.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
 
-    f = sub.add_parser("figure", help="reproduce a published figure from simulations",
-                       description="Write a chart (PNG, SVG) and its data (CSV, JSON) into --out.")
+    f = sub.add_parser("figure", help="reproduce a published figure, or a preset's page of figures, from simulations",
+                       description="Write a chart (PNG, SVG) and its data (CSV, JSON) into --out. For "
+                                   f"{PRESET_NAME}, --jobs defaults to one zone and the whole cluster, each at most "
+                                   "--max-gpus; --seeds, --size and --background are allgather-scale's and "
+                                   "roce-vs-ib's, --max-gpus, --sizes and --seed the preset page's.")
     f.add_argument("name", help=f"one of {', '.join(FIGURES + (PRESET_NAME,))} ({PRESET_NAME}: a preset's page of "
                                 f"figures, busbw against the roofline and rail-local vs cross-rail traffic)")
     f.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
