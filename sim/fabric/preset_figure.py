@@ -4,7 +4,8 @@ For every preset (``sim/presets/*.toml``, found by :func:`sim.fabric.spec.preset
 from simulations of its own hardware:
 
 - **bus bandwidth by message size against the roofline**: AllReduce, AllGather and ReduceScatter (ring, as
-  nccl-tests runs them) on two job sizes, one zone (a scalable unit on a SuperPOD) and the whole cluster (capped at
+  nccl-tests runs them) on up to three job sizes, one leaf group (a rack switch's hosts; on a rail-optimized fabric
+  the hosts of one set of rail leaves, a scalable unit or a segment), one zone and the whole cluster (capped at
   ``max_gpus``, :data:`DEFAULT_MAX_GPUS`, so that the page takes seconds), each under :data:`CONFIGS`: topology-aware
   placement with the fabric's default routing and NCCL's one QP per connection, the optimized configuration of the
   published figure (topology-aware, E-ECMP, :data:`sim.fabric.figures.OPTIMIZED_QPS` QPs per GPU pair), and a
@@ -57,15 +58,13 @@ class Config:
     routing: str
     qps_per_pair: int
     color: str
-    dash: str
 
 
 CONFIGS = (
-    Config("topology", "topology-aware, default routing, 1 QP", "topology", "default", 1, "#2ca02c", "-"),
+    Config("topology", "topology-aware, default routing, 1 QP", "topology", "default", 1, "#2ca02c"),
     Config("optimized", f"optimized: topology-aware, E-ECMP, {OPTIMIZED_QPS} QPs", "topology", "eecmp",
-           OPTIMIZED_QPS, "#1f77b4", "-"),
-    Config("fragmented", "fragmented placement, default routing, 1 QP", "fragmented", "default", 1, "#d62728",
-           "--"),
+           OPTIMIZED_QPS, "#1f77b4"),
+    Config("fragmented", "fragmented placement, default routing, 1 QP", "fragmented", "default", 1, "#d62728"),
 )
 CLASS_COLORS = {"nvlink": "#9edae5", "leaf": "#2ca02c", "spine": "#ff7f0e", "core": "#d62728"}
 
@@ -77,16 +76,29 @@ def zone_gpus(topo) -> int:
     return int(np.bincount(np.asarray(topo.switch_zone)[leaf]).max()) if leaf.size else 0
 
 
+def leaf_group_gpus(topo) -> int:
+    """The usable GPUs of the fullest leaf group: the hosts under one leaf (a rack switch of Meta's clusters), or on
+    one set of rail leaves on a rail-optimized fabric (a scalable unit, a segment: ``topo.gpu_leaf_group``)."""
+    usable = np.asarray(topo.gpu_usable)
+    group = topo.gpu_leaf if topo.gpu_leaf_group is None else topo.gpu_leaf_group
+    group = np.asarray(group)[usable]
+    return int(np.bincount(group[group >= 0]).max()) if (group >= 0).any() else 0
+
+
 def default_jobs(topo, max_gpus: int = DEFAULT_MAX_GPUS) -> list[dict]:
-    """The page's job sizes: one zone and the whole cluster (its usable GPUs), each at most ``max_gpus``, as
-    ``{"gpus", "label"}`` (one job when they are equal)."""
+    """The page's job sizes: one leaf group, one zone and the whole cluster (its usable GPUs), each at most
+    ``max_gpus``, as ``{"gpus", "label"}``, the same size once (a SuperPOD's leaf group is its zone, a one-zone
+    fabric's zone the whole)."""
     usable = int(np.asarray(topo.gpu_usable).sum())
-    zone, whole = min(zone_gpus(topo), max_gpus), min(usable, max_gpus)
-    jobs = [{"gpus": zone, "label": f"one zone ({zone:,} GPUs)"}] if 2 <= zone < whole else []
-    if whole >= 2:
-        capped = f", capped at {max_gpus:,} of {usable:,}" if whole < usable else ""
-        jobs.append({"gpus": whole, "label": f"whole cluster ({whole:,} GPUs{capped})"})
-    return jobs
+    group, zone, whole = (min(n, max_gpus) for n in (leaf_group_gpus(topo), zone_gpus(topo), usable))
+    capped = f", capped at {max_gpus:,} of {usable:,}" if whole < usable else ""
+    jobs = {}
+    for n, unit, label in ((whole, "whole", f"whole cluster ({whole:,} GPUs{capped})"),
+                           (zone, "zone", f"one zone ({zone:,} GPUs)"),
+                           (group, "leaf_group", f"one leaf group ({group:,} GPUs)")):
+        if n >= 2:
+            jobs.setdefault(n, (unit, label))             # the larger unit names a size two units share
+    return [{"gpus": n, "unit": jobs[n][0], "label": jobs[n][1]} for n in sorted(jobs)]
 
 
 def preset_figure(topo, cluster: str, values: dict, progress: Progress | None = None, on_run=None,
@@ -105,7 +117,7 @@ def preset_figure(topo, cluster: str, values: dict, progress: Progress | None = 
         too_big = [n for n in values["jobs"] if n > usable]
         if too_big:
             raise UsageError(f"jobs: {', '.join(map(str, too_big))} GPUs asked, {cluster} has {usable:,} usable")
-        jobs = [{"gpus": n, "label": f"{n:,} GPUs"} for n in values["jobs"]]
+        jobs = [{"gpus": n, "unit": "given", "label": f"{n:,} GPUs"} for n in values["jobs"]]
     else:
         jobs = default_jobs(topo, values["max_gpus"])
     if not jobs:
@@ -191,15 +203,17 @@ def draw(doc: dict, out_base: Path) -> list[Path]:
     import matplotlib.ticker
     n = len(doc["collectives"])
     fig, axes = plt.subplots(1, n + 1, figsize=(5.2 * (n + 1), 5.6), squeeze=False)
-    job_marker = {j["gpus"]: m for j, m in zip(doc["jobs"], "os^Dv")}
+    by_size = sorted((j["gpus"] for j in doc["jobs"]), reverse=True)     # the largest job solid, then dashed, dotted
+    job_style = {n: (("-", "--", ":", "-.")[min(i, 3)], "osD^v"[min(i, 4)]) for i, n in enumerate(by_size)}
     configs = {c["key"]: c for c in doc["configs"]}
     for ax, coll in zip(axes[0], doc["collectives"]):
         roofs = set()
         for r in (r for r in doc["runs"] if r["collective"] == coll):
             c = configs[r["config"]]
             job = next(j["label"] for j in doc["jobs"] if j["gpus"] == r["gpus"])
-            ax.plot([x["size"] for x in r["rows"]], [x["busbw_GBps"] for x in r["rows"]], ls=c["dash"],
-                    color=c["color"], marker=job_marker[r["gpus"]], ms=3, lw=1.2, label=f"{c['key']}, {job}")
+            ls, marker = job_style[r["gpus"]]
+            ax.plot([x["size"] for x in r["rows"]], [x["busbw_GBps"] for x in r["rows"]], ls=ls, color=c["color"],
+                    marker=marker, ms=3, lw=1.2, label=f"{c['key']}, {job}")
             roofs.add(round(r["roofline_GBps"], 3))
         for roof in sorted(roofs):
             ax.axhline(roof, color="black", lw=0.9, ls=":")

@@ -16,7 +16,8 @@ S2_CASE = "Meta's 24k-GPU RoCE cluster (Llama 3), normalized AllGather busbw at 
 S2_WHY = ("the paper gives ranges over its jobs, not data points: its small clusters are not sized (here one AI "
           "zone) and its large cluster's fragmentation is production's (here random hosts over the cluster)")
 
-# preset -> (reference, the page's run it is set beside: (collective, configuration, job: "zone" or "largest"))
+# preset -> (reference, the page's run it is set beside: (collective, configuration, job: "zone" or "largest")); the
+# zone job is the page's one-zone job (its smallest when its jobs were given)
 REFERENCES = {
     "meta-roce-24k": (
         (Reference("s2-small-oob", "normalized AllGather busbw, small cluster out of the box", 0.90, 1.00,
@@ -39,9 +40,10 @@ def preset_published(preset: str, doc: dict) -> dict:
     if not refs:
         return {"published": [], "published_note": NONE_PUBLISHED}
     sizes = sorted(j["gpus"] for j in doc["jobs"])
+    zone = next((j["gpus"] for j in doc["jobs"] if j.get("unit") == "zone"), sizes[0])
     out = []
     for ref, (collective, config, job) in refs:
-        gpus = sizes[0] if job == "zone" else sizes[-1]
+        gpus = zone if job == "zone" else sizes[-1]
         run = next((r for r in doc["runs"] if (r["collective"], r["config"], r["gpus"]) == (collective, config, gpus)),
                    None)
         row = beside(ref, run["limit_norm"] if run else None, same_case=False,

@@ -26,7 +26,7 @@ def test_a_user_starts_a_preset_figures_run_and_the_page_reopens_drawn(admin, tw
     twin.wait_run(run_id)
     page.wait_for_selector(CHARTS, timeout=30_000)
     assert page.evaluate(DRAWN) == ["allreduce", "allgather", "reducescatter"]
-    assert page.locator(TRAFFIC).count() == 3 * 3 * 2                    # collectives x configurations x jobs
+    assert page.locator(TRAFFIC).count() == 3 * 3 * 3                    # collectives x configurations x jobs
     assert "No source in docs/sources.md publishes" in page.locator("#preset-figure-results .none-published").inner_text()
     # and a one-zone topology-aware job keeps some bytes on its leaves, shown as a share
     row = page.locator(f"{TRAFFIC}[data-collective=allgather][data-config=topology][data-gpus='128']")

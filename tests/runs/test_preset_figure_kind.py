@@ -14,18 +14,21 @@ def test_a_preset_figures_run_on_demo_goes_through_a_worker_and_is_kept(workers,
                     format="json")
     assert r.status_code == 201, r.json()
     run = finished(runner, r.json()["id"], timeout=60)
-    # then a worker ran every collective and configuration on one zone (128 GPUs) and the whole cluster (256)
+    # then a worker ran every collective and configuration on one rack switch's hosts (16 GPUs), one zone (128) and
+    # the whole cluster (256)
     assert run["status"] == "succeeded", run["error"]
     assert run["worker"] in workers.hostnames and run["progress"] == 100.0
     s = run["summary"]
-    assert [j["gpus"] for j in s["jobs"]] == [128, 256] and s["fabric"] == "roce" and s["preset"] == "demo-256"
+    assert [j["gpus"] for j in s["jobs"]] == [16, 128, 256] and s["fabric"] == "roce" and s["preset"] == "demo-256"
     assert {(x["collective"], x["config"], x["gpus"]) for x in s["runs"]} == {
-        (c, k.key, n) for c in PRESET_COLLECTIVES for k in CONFIGS for n in (128, 256)}
+        (c, k.key, n) for c in PRESET_COLLECTIVES for k in CONFIGS for n in (16, 128, 256)}
     for x in s["runs"]:
         assert len(x["rows"]) == 11                                               # 1M .. 1G
         assert max(y["busbw_GBps"] for y in x["rows"]) <= x["roofline_GBps"] * (1 + 1e-9)
         t = x["traffic"]
         assert t["leaf_local"] + t["cross_spine"] == pytest.approx(t["network"])
+        if x["gpus"] == 16 and x["config"] != "fragmented":                   # under one rack switch
+            assert t["cross_spine"] == 0.0 and x["limit_norm"] == pytest.approx(1.0)
     # and its headline figures are the engine's, at the top of the summary
     assert 0 < s["allreduce_norm"] <= 1 and s["allreduce_busbw_GBps"] == pytest.approx(
         s["allreduce_norm"] * s["hardware"]["gpus_per_host"] * s["hardware"]["nic_GBps"])

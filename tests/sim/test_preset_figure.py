@@ -102,11 +102,15 @@ def test_the_superpod_keeps_a_scalable_units_rings_on_their_rails():
     assert t["cross_spine_share"] > 0
 
 
-def test_default_jobs_are_one_zone_and_the_whole_cluster_capped():
+def test_default_jobs_are_a_leaf_group_one_zone_and_the_whole_cluster_capped():
     _, topo = load_topology("dgx-h100-superpod")
-    assert [j["gpus"] for j in default_jobs(topo)] == [256, 4096]         # one SU of 32 DGX, 16 SU
+    # a scalable unit of 32 DGX is both the rail leaves' group and the zone; 16 SU
+    assert [(j["gpus"], j["unit"]) for j in default_jobs(topo)] == [(256, "zone"), (4096, "whole")]
     assert [j["gpus"] for j in default_jobs(topo, 1000)] == [256, 1000]
-    assert [j["gpus"] for j in default_jobs(topo, 100)] == [100]          # the zone capped is the whole capped
+    assert [j["gpus"] for j in default_jobs(topo, 100)] == [100]          # every unit capped is the whole capped
+    _, topo = load_topology("demo-256")                                    # 2 hosts per rack switch, 2 zones
+    assert [(j["gpus"], j["unit"]) for j in default_jobs(topo)] == [(16, "leaf_group"), (128, "zone"),
+                                                                      (256, "whole")]
 
 
 def test_the_cli_writes_a_page_per_preset(tmp_path, capsys):

@@ -160,8 +160,8 @@ export function renderFigure(el, s, { published }) {
   });
 }
 
-// A job's shade of its configuration's colour: the first job (one zone) lighter, the largest the colour itself.
-const LIGHTER = { "#2ca02c": "#98df8a", "#1f77b4": "#aec7e8", "#d62728": "#ff9896" };
+// A job's line style: the largest job solid, the next dashed, the smallest dotted; the configuration is the colour.
+const JOB_DASH = ["-", "--", ":"];
 
 /** The traffic classes of one run as a stacked bar of the bytes between hosts (leaf, spine, core), its shares. */
 function trafficBar(t, classes) {
@@ -178,7 +178,6 @@ function trafficBar(t, classes) {
  *  beside the simulated ones, or why there are none. */
 export function renderPresetFigure(el, s, { run }) {
   const configs = new Map(s.configs.map((c) => [c.key, c]));
-  const first = s.jobs[0]?.gpus;
   const network = s.traffic_classes.filter((c) => c !== "nvlink");
   const hw = s.hardware;
   const local = s.local_name;
@@ -197,7 +196,7 @@ export function renderPresetFigure(el, s, { run }) {
     [`${fmt.int(s.usable_gpus)} GPUs`, `${hw.gpus_per_host} per host, ${s.fabric}${s.rail_optimized ? `, ${hw.rails} rails` : ""}`]])}
     <p class="hint">Ring collectives as nccl-tests runs them, ${fmt.int(s.sizes.length)} message sizes from
       ${sizeLabel(s.sizes[0])} to ${sizeLabel(s.sizes.at(-1))}; jobs: ${s.jobs.map((j) => esc(j.label)).join(", ")}.
-      Dotted: the roofline (the same algorithm on packed hosts, only the NICs and NVLink limiting it).</p>
+      Colour: the configuration; solid, dashed, dotted: the largest job to the smallest. Black dotted: the roofline (the same algorithm on packed hosts, only the NICs and NVLink limiting it).</p>
     <div class="preset-panels">${s.collectives.map((c) => `<section class="panel preset-panel" data-collective="${esc(c)}">
       <h3>${esc(c)} (ring): busbw by message size</h3><div class="busbw-chart"></div></section>`).join("")}</div>
     <section class="panel"><h3>${esc(local)} vs cross-${s.rail_optimized ? "rail" : "spine"} traffic</h3>
@@ -213,9 +212,9 @@ export function renderPresetFigure(el, s, { run }) {
       ${s.published?.length ? publishedHtml(s.published) : `<p class="muted none-published">${esc(s.published_note)}</p>`}</section>`;
   el.querySelectorAll(".preset-panel").forEach((panel) => {
     const runs = s.runs.filter((r) => r.collective === panel.dataset.collective).map((r) => {
-      const c = configs.get(r.config);
-      const color = r.gpus === first && s.jobs.length > 1 ? (LIGHTER[c?.color] ?? c?.color) : c?.color;
-      return { name: `${r.config}, ${fmt.int(r.gpus)} GPUs`, color,
+      const rank = s.jobs.length - 1 - s.jobs.findIndex((j) => j.gpus === r.gpus);     // 0: the largest job
+      return { name: `${r.config}, ${fmt.int(r.gpus)} GPUs`, color: configs.get(r.config)?.color,
+               dash: JOB_DASH[Math.min(rank, JOB_DASH.length - 1)],
                summary: { rows: r.rows, roofline_GBps: r.roofline_GBps } };
     });
     busbwChart(panel.querySelector(".busbw-chart"), runs, { rooflineNames: false });
