@@ -63,7 +63,7 @@ def add_parsers(sub) -> None:
 
     f = sub.add_parser("figure", help="reproduce a published figure, or a preset's page of figures, from simulations",
                        description="Write a chart (PNG, SVG) and its data (CSV, JSON) into --out. For "
-                                   f"{PRESET_NAME}, --jobs defaults to one zone and the whole cluster, each at most "
+                                   f"{PRESET_NAME}, --jobs defaults to one leaf group, one zone and the whole cluster, each at most "
                                    "--max-gpus; --seeds, --size and --background are allgather-scale's and "
                                    "roce-vs-ib's, --max-gpus, --sizes and --seed the preset page's.")
     f.add_argument("name", help=f"one of {', '.join(FIGURES + (PRESET_NAME,))} ({PRESET_NAME}: a preset's page of "

@@ -150,8 +150,8 @@ FIGURE = ParamSet("figure", (
 
 
 PRESET_FIGURE = ParamSet("preset_figure", (
-    Param("jobs", "int_list", None, "job sizes in GPUs, e.g. 256,4096; null: one zone and the whole cluster, each "
-                                    "at most max_gpus", min=2, max=MAX_GPUS, nullable=True),
+    Param("jobs", "int_list", None, "job sizes in GPUs, e.g. 256,4096; null: one leaf group, one zone and the whole "
+                                    "cluster, each at most max_gpus", min=2, max=MAX_GPUS, nullable=True),
     Param("max_gpus", "int", DEFAULT_MAX_GPUS, "the largest default job (jobs null): the whole cluster is capped "
                                                "there so that the page takes seconds", min=2, max=MAX_GPUS),
     Param("sizes", "sizes", "64K:16G", "message sizes of the busbw curves: 64K:16G (doubling), or 8M,64M,1G"),

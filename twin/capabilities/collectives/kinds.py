@@ -293,11 +293,11 @@ def _check_preset_figure(values: dict, cluster) -> None:
 
 
 def _preset_figure_cost(values: dict, cluster) -> int:
-    """Flows of its runs: every collective and configuration on each job (default: one zone and the whole
-    cluster, each at most max_gpus, counted as two jobs of max_gpus at most), N x channels x QPs per run (a ring
-    AllReduce solves its two phases' flows: counted twice)."""
+    """Flows of its runs: every collective and configuration on each job (default: one leaf group, one zone and the
+    whole cluster, each at most max_gpus, counted as three jobs of max_gpus at most), N x channels x QPs per run (a
+    ring AllReduce solves its two phases' flows: counted twice)."""
     usable = gpu_grid.usable_gpus(cluster)
-    jobs = values["jobs"] or [min(usable, values["max_gpus"])] * 2
+    jobs = values["jobs"] or [min(usable, values["max_gpus"])] * 3
     per_pair = sum(max(c.qps_per_pair // 2, 1) for c in preset_page.CONFIGS)    # 2 connections per GPU pair
     per_job = _nccl_channels(cluster) * per_pair * (len(preset_page.PRESET_COLLECTIVES) + 1)
     return {"flows": sum(jobs) * per_job}
