@@ -31,6 +31,12 @@ def test_a_user_starts_a_preset_figures_run_and_the_page_reopens_drawn(admin, tw
     # and a one-zone topology-aware job keeps some bytes on its leaves, shown as a share
     row = page.locator(f"{TRAFFIC}[data-collective=allgather][data-config=topology][data-gpus='128']")
     assert row.locator(".local-share").inner_text().endswith("%")
+    # and its bar shows the leaf's share in the leaf's colour, the spine's in the spine's
+    colours = row.evaluate("""(tr) => ["leaf", "spine"].map((c) => {
+      const span = tr.querySelector(`.stacked-bar .cls-${c}`);
+      return [getComputedStyle(span).backgroundColor, span.style.width];
+    })""")
+    assert colours == [["rgb(44, 160, 44)", "50%"], ["rgb(255, 127, 14)", "50%"]]
     screenshot(page, "experiments-presets-demo-256")
     # when the page is opened again
     page = admin.visit("/experiments/presets/?cluster=demo-256", shot="experiments-presets-reopened")
