@@ -71,14 +71,15 @@ export function headlineCards(headline, extra = []) {
                                               figureClass(h.value, h.format)]), ...extra]);
 }
 
-/** The busbw-vs-size chart spec for one or more runs ({name, summary, color?}): one busbw series per run (and
- *  algbw if asked), each run's roofline as a dotted line (runs with the same roofline share one). */
-function busbwChartSpec(runs, { algbw = false } = {}) {
+/** The busbw-vs-size chart spec for one or more runs ({name, summary, color?, dash?}): one busbw series per run (and
+ *  algbw if asked), each run's roofline as a dotted line (runs with the same roofline share one, labelled with
+ *  their names unless `rooflineNames` is false: many curves of one cluster share one roofline). */
+function busbwChartSpec(runs, { algbw = false, rooflineNames = true } = {}) {
   const series = [], refLines = [], several = runs.length > 1;
   const curve = (rows, key) => rows.map((r) => ({ x: r.size, y: r[key] }));
-  runs.forEach(({ name, summary, color = PALETTE[0] }) => {
+  runs.forEach(({ name, summary, color = PALETTE[0], dash }) => {
     const rows = summary.rows ?? [];
-    series.push({ name: several ? `${name} busbw` : "busbw", color, points: curve(rows, "busbw_GBps") });
+    series.push({ name: several ? `${name} busbw` : "busbw", color, dash, points: curve(rows, "busbw_GBps") });
     if (algbw) series.push({ name: "algbw", color: PALETTE[2], dash: "--", points: curve(rows, "algbw_GBps") });
     const y = summary.roofline_GBps;
     if (y == null) return;
@@ -87,7 +88,7 @@ function busbwChartSpec(runs, { algbw = false } = {}) {
     else refLines.push({ y, names: [name], color: several ? color : PALETTE[1], dash: ":" });
   });
   for (const r of refLines) {
-    r.label = `${several ? `${r.names.join(", ")} ` : ""}roofline ${fmt.GBps(r.y)}`;
+    r.label = `${several && rooflineNames ? `${r.names.join(", ")} ` : ""}roofline ${fmt.GBps(r.y)}`;
     if (r.names.length > 1) r.color = SHARED_ROOFLINE;
   }
   return { label: "bus bandwidth against message size", series, refLines,

@@ -6,5 +6,5 @@ tuning, collectives as flows, and the published figures reproduced from them.
 # The package's commands (python -m sim COMMAND): name -> one-line help; implemented in its cli module.
 COMMANDS = {
     'collective': 'simulate a collective over the fabric (nccl-tests style output)',
-    'figure': 'reproduce a published figure from simulations',
+    'figure': 'reproduce a published figure, or a preset\'s page of figures, from simulations',
 }

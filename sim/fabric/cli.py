@@ -6,6 +6,8 @@
     python -m sim collective --spec my-cluster.toml --catalog my-catalog.toml --hostfile hosts.txt -c allreduce
     python -m sim figure allgather-scale --out var/figures [--preset meta-ib-24k] [--quick]
     python -m sim figure roce-vs-ib --out var/figures
+    python -m sim figure preset --preset dgx-h100-superpod --out var/figures [--sizes 64K:4G] [--max-gpus 24576]
+    python -m sim figure preset --preset all --out var/figures        # every preset of sim/presets
 
 The simulation's options come from :mod:`sim.fabric.params` (``COLLECTIVE``, ``FIGURE``), the declaration the REST
 API is built from, and are checked by the same :meth:`sim.core.params.ParamSet.validate`, so both refuse the same
@@ -28,10 +30,11 @@ from sim.core.errors import UsageError
 from sim.core.params import add_arguments, values_from_args
 from sim.core.progress import Bar
 from sim.core.units import GB
-from sim.fabric.entry import run_collective, run_figure
-from sim.fabric.figures import FIGURES, QUICK_SEEDS
+from sim.fabric.entry import run_collective, run_figure, run_preset_figures
+from sim.fabric.figures import FIGURES, QUICK_PRESET, QUICK_SEEDS
 from sim.fabric.hostlist import MAX_LIST_BYTES, NO_ENTRY, ListError
-from sim.fabric.params import COLLECTIVE, FIGURE
+from sim.fabric.params import COLLECTIVE, FIGURE, PRESET_FIGURE
+from sim.fabric.preset_figure import PRESET_FIGURE as PRESET_NAME
 from sim.fabric.topology import load_topology
 
 COMMANDS = ("collective", "figure")
@@ -58,12 +61,21 @@ def add_parsers(sub) -> None:
     c.add_argument("--flows", action="store_true", help="with --json: include every flow with its rate and path")
     c.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
 
-    f = sub.add_parser("figure", help="reproduce a published figure from simulations",
-                       description="Write a chart (PNG, SVG) and its data (CSV, JSON) into --out.")
-    f.add_argument("name", help=f"one of {', '.join(FIGURES)}")
+    f = sub.add_parser("figure", help="reproduce a published figure, or a preset's page of figures, from simulations",
+                       description="Write a chart (PNG, SVG) and its data (CSV, JSON) into --out. For "
+                                   f"{PRESET_NAME}, --jobs defaults to one leaf group, one zone and the whole cluster, each at most "
+                                   "--max-gpus; --seeds, --size and --background are allgather-scale's and "
+                                   "roce-vs-ib's, --max-gpus, --sizes and --seed the preset page's.")
+    f.add_argument("name", help=f"one of {', '.join(FIGURES + (PRESET_NAME,))} ({PRESET_NAME}: a preset's page of "
+                                f"figures, busbw against the roofline and rail-local vs cross-rail traffic)")
     f.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
-    f.add_argument("--preset", default=None, help="cluster for allgather-scale (default meta-roce-24k)")
+    f.add_argument("--preset", default=None, help="cluster for allgather-scale (default meta-roce-24k); for "
+                                                  f"{PRESET_NAME}: a preset, several comma-separated, or all")
+    f.add_argument("--spec", default=None, metavar="FILE", help=f"{PRESET_NAME}: a cluster spec file instead")
+    f.add_argument("--catalog", default=None, metavar="FILE", help=f"{PRESET_NAME}: the hardware catalog file "
+                                                                   "the spec names its models from")
     add_arguments(f, FIGURE, skip=("figure",))
+    add_arguments(f, PRESET_FIGURE, skip=tuple(p.name for p in FIGURE))
     f.add_argument("--quick", action="store_true", help="a small, fast configuration (tests, smoke runs)")
     f.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
 
@@ -167,9 +179,34 @@ def format_seeds(seeded) -> str:
             f"min {100 * st['min']:.1f} %, max {100 * st['max']:.1f} %")
 
 
+def _only(args, name: str, mine, others) -> None:
+    """Refuse the options of the other kind of figure (``others``' parameters that ``mine`` lacks) given to ``name``."""
+    own = {p.name for p in mine}
+    wrong = [p.option for p in others if p.name not in own and getattr(args, p.name, None) is not None]
+    if wrong:
+        raise UsageError(f"{', '.join(wrong)}: not an option of figure {name}")
+
+
 def _figure(args, bar: Bar) -> int:
+    if args.name == PRESET_NAME:
+        _only(args, PRESET_NAME, PRESET_FIGURE, FIGURE)
+        if args.preset and args.spec:
+            raise UsageError("give --preset or --spec, not both")
+        if not (args.preset or args.spec or args.quick):
+            raise UsageError(f"figure {PRESET_NAME} needs --preset (a preset, several comma-separated, or all) or "
+                             "--spec")
+        presets = [p.strip() for p in (args.preset or QUICK_PRESET).split(",") if p.strip()]
+        params = PRESET_FIGURE.validate(values_from_args(args, PRESET_FIGURE))
+        paths = run_preset_figures(params, bar, out_dir=args.out, presets=presets, spec=args.spec,
+                                   catalog=args.catalog).paths
+        for path in paths:
+            print(path)
+        return 0
     if args.name not in FIGURES:
-        raise UsageError(f"unknown figure {args.name!r}: choose one of {', '.join(FIGURES)}")
+        raise UsageError(f"unknown figure {args.name!r}: choose one of {', '.join(FIGURES + (PRESET_NAME,))}")
+    _only(args, args.name, FIGURE, PRESET_FIGURE)
+    if args.spec or args.catalog:
+        raise UsageError(f"--spec, --catalog: options of figure {PRESET_NAME} only")
     given = values_from_args(args, FIGURE)
     params = FIGURE.validate(given)
     if args.quick and "seeds" not in given:

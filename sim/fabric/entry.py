@@ -11,11 +11,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sim.core.entry import cluster_name
+from sim.core.progress import weighted
 from sim.core.errors import UsageError
 from sim.fabric.figures import make_figure
 from sim.fabric.hostlist import HostIndex, order_note, placement_of
 from sim.fabric.params import COLLECTIVE, GIVEN
+from sim.fabric.preset_figure import preset_figure, write_figure
 from sim.fabric.seeds import SeededResult, run_collective_seeds
+from sim.fabric.spec import preset_names
+from sim.fabric.topology import load_topology
 
 
 @dataclass
@@ -82,3 +86,27 @@ def run_figure(cluster, values: dict, progress=None, *, out_dir, name: str | Non
         raise UsageError("a figure builds its own clusters: give preset, not a cluster")
     return FigureRun(make_figure(name or values["figure"], out_dir, values, preset=preset, quick=quick,
                                  progress=progress))
+
+
+def run_preset_figures(values: dict, progress=None, *, out_dir, presets=None, spec: str | None = None,
+                       catalog: str | None = None) -> FigureRun:
+    """The page of figures (:mod:`sim.fabric.preset_figure`) of each of ``presets`` (names; ``["all"]``: every
+    preset of ``sim/presets``, :func:`sim.fabric.spec.preset_names`) or of the spec file ``spec``, ``values``
+    validated by :data:`sim.fabric.params.PRESET_FIGURE`, written into ``out_dir``. Each cluster is an equal share
+    of the progress; its topology is built, simulated and dropped before the next."""
+    if spec:
+        sources = [(None, spec)]
+    else:
+        names = preset_names() if list(presets or []) == ["all"] else list(presets or [])
+        unknown = [n for n in names if n not in preset_names()]
+        if unknown or not names:
+            raise UsageError(f"unknown preset {', '.join(unknown) or '(none given)'}: choose one of "
+                             f"{', '.join(preset_names())}, or all")
+        sources = [(n, None) for n in names]
+    paths = []
+    for (preset, path), share in zip(sources, weighted(progress, [1] * len(sources))):
+        cluster, topo = load_topology(preset, path, lambda message, share=share: share(0.0, message),
+                                      catalog=catalog)
+        doc = preset_figure(topo, cluster.name, values, share, preset=cluster.name)
+        paths += write_figure(doc, out_dir)
+    return FigureRun(paths)

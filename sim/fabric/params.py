@@ -4,6 +4,7 @@ from __future__ import annotations
 from sim.fabric.collectives import ALGORITHMS, COLLECTIVES, DTYPES, INTRA_ORDERS, CollectiveError, canonical
 from sim.core.errors import ParamError
 from sim.fabric.figures import DEFAULT_SEEDS
+from sim.fabric.preset_figure import DEFAULT_MAX_GPUS
 from sim.fabric.hostlist import MAX_LIST_BYTES
 from sim.fabric.nccl_tuning import PROTOCOL_CHOICES
 from sim.fabric.hashing import HASHES
@@ -147,3 +148,14 @@ FIGURE = ParamSet("figure", (
 ), doc="The published AllGather figure: normalized busbw against job size, per routing and placement series.")
 
 
+
+PRESET_FIGURE = ParamSet("preset_figure", (
+    Param("jobs", "int_list", None, "job sizes in GPUs, e.g. 256,4096; null: one leaf group, one zone and the whole "
+                                    "cluster, each at most max_gpus", min=2, max=MAX_GPUS, nullable=True),
+    Param("max_gpus", "int", DEFAULT_MAX_GPUS, "the largest default job (jobs null): the whole cluster is capped "
+                                               "there so that the page takes seconds", min=2, max=MAX_GPUS),
+    Param("sizes", "sizes", "64K:16G", "message sizes of the busbw curves: 64K:16G (doubling), or 8M,64M,1G"),
+    SEED,
+    HASH,
+), doc="A preset's page of figures: AllReduce, AllGather and ReduceScatter busbw by message size against the "
+       "roofline, and the share of their bytes that stays on a leaf (rail) or crosses the spine.")

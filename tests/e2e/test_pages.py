@@ -47,6 +47,7 @@ PAGES = {
     "experiment-run": "/experiments/{runs[0]}/",
     "experiments-compare": "/experiments/compare/?runs={runs[0]},{runs[1]}",
     "experiments-figure": "/experiments/figure/",
+    "experiments-presets": "/experiments/presets/",
     "schedules": "/schedules/",                                  # anonymous: the forms locked
     "inventory": "/inventory/",
     **{f"inventory-{kind}": f"/inventory/{kind}/{{items[{kind}]}}/"

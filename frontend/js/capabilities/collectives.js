@@ -1,8 +1,11 @@
 // The collectives capability in the browser (twin/capabilities/collectives): the result views of its kinds,
 // registered by name (registry.js): collective (busbw and algbw against message size with the roofline, the
 // nccl-tests table of the median run, hottest links, seed spread), fabric_health, figure (the published AllGather
-// figure's panels beside the published claims; also drawn by figure_page.js).
+// figure's panels beside the published claims; also drawn by figure_page.js), preset_figure (a preset's page of
+// figures: busbw by message size against the roofline per collective, and rail-local vs cross-rail traffic; also
+// drawn by preset_page.js).
 import { esc, fmt } from "../twin.js";
+import { publishedHtml } from "../published.js";
 import { barChart, lineChart, sizeLabel } from "../chart.js";
 import { registerView } from "../registry.js";
 import {
@@ -157,6 +160,68 @@ export function renderFigure(el, s, { published }) {
   });
 }
 
+// A job's line style: the largest job solid, the next dashed, the smallest dotted; the configuration is the colour.
+const JOB_DASH = ["-", "--", ":"];
+
+/** The traffic classes of one run as a stacked bar of the bytes between hosts (leaf, spine, core), its shares. */
+function trafficBar(t, classes) {
+  if (!t.network) return '<span class="muted">no bytes between hosts</span>';
+  const share = (c) => (t[c] ?? 0) / t.network;          // a class of a higher tier than this run reached: 0
+  return `<div class="stacked-bar" title="${classes.map((c) => `${c} ${pct(share(c))}`).join(", ")}">${
+    classes.map((c) => `<span class="cls-${esc(c)}" style="width:${(100 * share(c)).toFixed(3)}%"></span>`)
+      .join("")}</div>`;
+}
+
+/** preset_figure: headline figures and the hardware, one busbw chart per collective (every configuration and job
+ *  against the rooflines), the traffic table (per collective, configuration and job: NVLink's share of all bytes,
+ *  then the bytes between hosts kept on a leaf / rail or crossing the spines and cores), the published figures
+ *  beside the simulated ones, or why there are none. */
+export function renderPresetFigure(el, s, { run }) {
+  const configs = new Map(s.configs.map((c) => [c.key, c]));
+  const network = s.traffic_classes.filter((c) => c !== "nvlink");
+  const hw = s.hardware;
+  const local = s.local_name;
+  const trafficRow = (r) => {
+    const t = r.traffic;
+    return `<tr data-collective="${esc(r.collective)}" data-config="${esc(r.config)}" data-gpus="${r.gpus}">
+      <td>${esc(r.collective)}</td><td>${esc(configs.get(r.config)?.label ?? r.config)}</td>
+      <td class="num">${fmt.int(r.gpus)}</td><td class="num">${pct(t.nvlink / t.total)}</td>
+      <td class="num local-share">${t.leaf_local_share == null ? "–" : pct(t.leaf_local_share)}</td>
+      <td class="num">${t.cross_spine_share == null ? "–" : pct(t.cross_spine_share)}</td>
+      <td class="num">${t.network ? pct(t.core / t.network) : "–"}</td>
+      <td class="bar-cell">${trafficBar(t, network)}</td></tr>`;
+  };
+  el.innerHTML = `${headlineCards(run?.headline ?? [], [
+    [`${fmt.GBps(hw.nic_GBps)} · ${fmt.GBps(hw.nvlink_GBps)}`, "NIC · NVLink per GPU (the roofline's)"],
+    [`${fmt.int(s.usable_gpus)} GPUs`, `${hw.gpus_per_host} per host, ${s.fabric}${s.rail_optimized ? `, ${hw.rails} rails` : ""}`]])}
+    <p class="hint">Ring collectives as nccl-tests runs them, ${fmt.int(s.sizes.length)} message sizes from
+      ${sizeLabel(s.sizes[0])} to ${sizeLabel(s.sizes.at(-1))}; jobs: ${s.jobs.map((j) => esc(j.label)).join(", ")}.
+      Colour: the configuration; solid, dashed, dotted: the largest job to the smallest. Black dotted: the roofline (the same algorithm on packed hosts, only the NICs and NVLink limiting it).</p>
+    <div class="preset-panels">${s.collectives.map((c) => `<section class="panel preset-panel" data-collective="${esc(c)}">
+      <h3>${esc(c)} (ring): busbw by message size</h3><div class="busbw-chart"></div></section>`).join("")}</div>
+    <section class="panel"><h3>${esc(local)} vs cross-${s.rail_optimized ? "rail" : "spine"} traffic</h3>
+      <table class="data compact preset-traffic"><thead><tr><th>collective</th><th>configuration</th>
+      <th class="num">GPUs</th><th class="num">NVLink (of all bytes)</th><th class="num">${esc(local)}</th>
+      <th class="num">crossing the spine</th><th class="num">of which a core</th>
+      <th>bytes between hosts: <span class="cls-key cls-leaf"></span> leaf <span class="cls-key cls-spine"></span>
+      spine <span class="cls-key cls-core"></span> core</th></tr></thead>
+      <tbody>${s.runs.map(trafficRow).join("")}</tbody></table>
+      <p class="hint">From the simulated flows: each flow's bytes by the highest tier its path reaches.
+        ${s.rail_optimized ? "On this rail-optimized fabric a leaf is one rail of a scalable unit; NCCL's rings keep one NIC on both ends of a host (PXN hops over NVLink to the GPU on the receiver's rail), so a job inside a scalable unit stays on its rails." : "On a fabric without rails, the share that stays under one leaf."}</p></section>
+    <section class="panel published"><h3>Published figures vs this simulation</h3>
+      ${s.published?.length ? publishedHtml(s.published) : `<p class="muted none-published">${esc(s.published_note)}</p>`}</section>`;
+  el.querySelectorAll(".preset-panel").forEach((panel) => {
+    const runs = s.runs.filter((r) => r.collective === panel.dataset.collective).map((r) => {
+      const rank = s.jobs.length - 1 - s.jobs.findIndex((j) => j.gpus === r.gpus);     // 0: the largest job
+      return { name: `${r.config}, ${fmt.int(r.gpus)} GPUs`, color: configs.get(r.config)?.color,
+               dash: JOB_DASH[Math.min(rank, JOB_DASH.length - 1)],
+               summary: { rows: r.rows, roofline_GBps: r.roofline_GBps } };
+    });
+    busbwChart(panel.querySelector(".busbw-chart"), runs, { rooflineNames: false });
+  });
+}
+
 registerView("collective", renderCollective);
+registerView("preset_figure", renderPresetFigure);
 registerView("fabric_health", renderFabricHealth);
 registerView("figure", renderFigure);

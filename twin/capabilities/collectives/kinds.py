@@ -1,4 +1,4 @@
-"""The collective kinds (collective, fabric health, the published figure), each registered as one :class:`twin.runs.registry.Kind`: what a run computes, as plain
+"""The collective kinds (collective, fabric health, the published figure, a preset's page of figures), each registered as one :class:`twin.runs.registry.Kind`: what a run computes, as plain
 functions over the engine (``sim``).
 
 A kind's ``run(layout, params, progress) -> (summary, arrays)``: ``layout`` is the cluster read from the database
@@ -25,13 +25,13 @@ from typing import Callable
 
 import numpy as np
 
-from sim.fabric import figures
+from sim.fabric import figures, preset_figure as preset_page
 from sim.fabric.collectives import MAX_ALLTOALL_TRANSFERS, CollectiveError
 from sim.core.errors import ParamError
 from sim.fabric.hostlist import HostIndex, ListError, given_placement, order_note
 from sim.fabric.layout import FABRIC_BACKEND, STATUS_ACTIVE
 from sim.fabric.nccl import ring_channels
-from sim.fabric.params import COLLECTIVE, FABRIC_HEALTH, FIGURE, GIVEN
+from sim.fabric.params import COLLECTIVE, FABRIC_HEALTH, FIGURE, GIVEN, PRESET_FIGURE
 from sim.fabric.paths import NoPathError
 from sim.fabric.routing import resolve_routing
 from sim.fabric.entry import run_collective
@@ -206,6 +206,22 @@ def figure(layout, params: dict, progress: Callable) -> tuple[dict, dict]:
     return summary, {}
 
 
+PRESET_FIGURE_HEADLINE = (Headline("allreduce_busbw_GBps", "optimized AllReduce busbw, largest job", "GBps"),
+                          Headline("allreduce_norm", "its share of the roofline"),
+                          Headline("local_share", "AllGather bytes between hosts kept on a leaf (rail)"))
+
+
+def preset_figure(layout, params: dict, progress: Callable) -> tuple[dict, dict]:
+    """A cluster's page of figures (:func:`sim.fabric.preset_figure.preset_figure`), on the cluster as its inventory
+    is now: busbw by message size against the roofline and rail-local vs cross-rail traffic, with the published
+    figures of the preset it was built from (``layout.spec.name``) beside them. Progress: the flows of the runs done.
+    The summary is the engine's document, its headline figures at the top level."""
+    topo = topology_from_layout(layout)
+    progress(0.0, "placing the first job")
+    doc = preset_page.preset_figure(topo, layout.spec.name, params, progress, preset=layout.spec.name)
+    return {**doc, **doc["headline"]}, {}
+
+
 # ------------------------------------------------------------------------------------- checks on the cluster
 # The checks of parameters that need the cluster, applied by the API before a run is queued (the run itself checks
 # usable GPUs again: the inventory may change in between), and each kind's cost (twin.runs.limits).
@@ -266,6 +282,27 @@ def _check_figure(values: dict, cluster) -> None:
     values["jobs"] = jobs
 
 
+def _check_preset_figure(values: dict, cluster) -> None:
+    """Its jobs must fit the cluster's usable GPUs (its default jobs always do)."""
+    usable = gpu_grid.usable_gpus(cluster)
+    too_big = [n for n in values["jobs"] or () if n > usable]
+    if too_big:
+        raise ParamError("jobs", f"{', '.join(map(str, too_big))} GPUs asked, {cluster.name} has {usable:,} usable")
+    if usable < 2:
+        raise ParamError("jobs", f"{cluster.name} has {usable} usable GPUs: too few for a job")
+
+
+def _preset_figure_cost(values: dict, cluster) -> int:
+    """Flows of its runs: every collective and configuration on each job (default: one leaf group, one zone and the
+    whole cluster, each at most max_gpus, counted as three jobs of max_gpus at most), N x channels x QPs per run (a
+    ring AllReduce solves its two phases' flows: counted twice)."""
+    usable = gpu_grid.usable_gpus(cluster)
+    jobs = values["jobs"] or [min(usable, values["max_gpus"])] * 3
+    per_pair = sum(max(c.qps_per_pair // 2, 1) for c in preset_page.CONFIGS)    # 2 connections per GPU pair
+    per_job = _nccl_channels(cluster) * per_pair * (len(preset_page.PRESET_COLLECTIVES) + 1)
+    return {"flows": sum(jobs) * per_job}
+
+
 def _collective_cost(values: dict, cluster) -> int:
     """Flows of a collective over its seeds: per seed, N (N - 1) x qps for AllToAll, else N x channels x qps (a
     ring or chain per channel; channels default to NCCL's own count for the hosts, :func:`sim.fabric.nccl.ring_channels`)."""
@@ -314,3 +351,8 @@ register(Kind("figure", "Figure (the published AllGather result: normalized busb
               figure, headline=FIGURE_HEADLINE, best="optimized_norm_busbw", view="figure", published=PUBLISHED,
               brief=("figure", "jobs", "seeds"), check=_check_figure, cost=_figure_cost,
               estimate=_seconds(_figure_cost), throughputs=(limits.FLOWS_PER_SECOND,)))
+register(Kind("preset_figure", "Preset figures (busbw against the roofline, rail-local vs cross-rail traffic)",
+              PRESET_FIGURE, preset_figure, headline=PRESET_FIGURE_HEADLINE, best="allreduce_norm",
+              view="preset_figure", brief=("max_gpus", "jobs", "sizes"), check=_check_preset_figure,
+              cost=_preset_figure_cost, estimate=_seconds(_preset_figure_cost),
+              throughputs=(limits.FLOWS_PER_SECOND,)))
