@@ -15,6 +15,16 @@ nics_per_host`` of the group (with one NIC per rail: NIC ``k`` to leaf ``k``, NV
 Each leaf then has ``hosts_per_switch * nics_per_host / rails`` downlinks. ``rails = 1`` is the shape above: every
 NIC of a host on one leaf. The leaf's ``uplinks`` may instead be given as an ``oversubscription`` (downlinks :
 uplinks), as on the spine tier.
+
+Planes and multi-port NICs (backend only): ``planes`` (P, default 1) copies of the whole leaf/spine(/core) Clos with
+no cable between them, and ``ports_per_nic`` (Q, default 1; ``dual_tor = true`` says 2) ports on every backend NIC,
+the NIC's speed split evenly over them (2 x 200G on a 400G NIC). Port ``q`` of a NIC is cabled into plane ``q % P``
+(Alibaba HPN's dual plane: port 0 to plane 0, port 1 to plane 1); with ``Q / P = 2`` ports in one plane (dual-ToR in
+one plane) they go to two different leaves of the host's group: port ``j`` of NIC ``k`` in a plane to leaf ``j *
+rails / (Q/P) + k * (rails / (Q/P)) // nics_per_host``. Refused, naming the field: P not dividing Q, a group of
+``rails`` leaves that the Q/P ports of a NIC cannot share evenly, a NIC speed the ports cannot split, more ports
+than the NIC model has. A leaf's downlinks to NIC ports slower than its own ports are breakouts (two 200G downlinks
+on one 400G port).
 """
 from __future__ import annotations
 
@@ -95,6 +105,18 @@ class FabricSpec:
     leaf: SwitchTierSpec
     spine: SwitchTierSpec
     core: SwitchTierSpec | None
+    planes: int = 1                # backend: disjoint copies of the Clos (port q of a NIC in plane q % planes)
+    ports_per_nic: int = 1         # backend: ports per NIC, each nic_speed_gbps / ports_per_nic
+
+    @property
+    def port_speed_gbps(self) -> int:
+        """The speed of one NIC port (the NIC's speed split over its ports)."""
+        return self.nic_speed_gbps // self.ports_per_nic
+
+    @property
+    def ports_per_plane(self) -> int:
+        """Ports of one NIC in each plane (2: dual-ToR within a plane)."""
+        return self.ports_per_nic // self.planes
 
     @property
     def leaf_to_spine_links(self) -> int:
@@ -117,8 +139,8 @@ class FabricSpec:
 
     @property
     def leaf_downlinks(self) -> int:
-        """NIC ports below each host leaf: its hosts' NICs of its rail."""
-        return self.leaf.hosts_per_switch * self.nics_per_host // self.leaf.rails
+        """NIC ports below each host leaf: its hosts' NIC ports of its rail in its plane."""
+        return self.leaf.hosts_per_switch * self.nics_per_host * self.ports_per_plane // self.leaf.rails
 
 
 @dataclass(frozen=True)
@@ -250,10 +272,12 @@ def _parse_fabric(t: _Table, role: str, catalog: Catalog, layout: LayoutSpec,
     leaf, lt = _switch_tier(t, "leaf", catalog)
     spine, st = _switch_tier(t, "spine", catalog)
     core, ct = _switch_tier(t, "core", catalog, required=False) or (None, None)
-    leaf = _leaf_rails(lt, leaf, role, nics_per_host)
-    leaf_down = [leaf.hosts_per_switch * nics_per_host // leaf.rails] + (storage_leaf_downlinks if frontend else [])
+    planes, ports = _planes_ports(t, role, catalog, nic, nic_speed)
+    leaf = _leaf_rails(lt, leaf, role, nics_per_host, ports // planes)
+    leaf_down = [leaf.hosts_per_switch * nics_per_host * (ports // planes) // leaf.rails] + \
+        (storage_leaf_downlinks if frontend else [])
     leaf = _leaf_uplinks(lt, leaf, leaf_down[0])
-    _check_leaf(catalog, layout, leaf, lt, spine, st, leaf_down, speed, nic_speed)
+    _check_leaf(catalog, layout, leaf, lt, spine, st, leaf_down, speed, nic_speed // ports, breakout=ports > 1)
     zone_leaves = [layout.hosts_per_zone // leaf.hosts_per_switch * leaf.rails] + \
         (storage_zone_racks if frontend else [])
     spine = _spine_uplinks(catalog, leaf, spine, st, zone_leaves, speed)
@@ -262,7 +286,30 @@ def _parse_fabric(t: _Table, role: str, catalog: Catalog, layout: LayoutSpec,
     lt.done()
     st.done()
     t.done()
-    return FabricSpec(role, kind, nic, nics_per_host, speed, nic_speed, leaf, spine, core)
+    return FabricSpec(role, kind, nic, nics_per_host, speed, nic_speed, leaf, spine, core, planes, ports)
+
+
+def _planes_ports(t: _Table, role: str, catalog: Catalog, nic: str, nic_speed: int) -> tuple[int, int]:
+    """``(planes, ports_per_nic)`` of a fabric (backend only; 1, 1 when not given), checked against the NIC model."""
+    keys = [k for k in ("planes", "ports_per_nic", "dual_tor") if t.has(k)]
+    if role != "backend" and keys:
+        raise SpecError(t.field(keys[0]), t.data[keys[0]], "is modelled on the backend fabric only")
+    dual = t._get("dual_tor", False)
+    if not isinstance(dual, bool):
+        raise SpecError(t.field("dual_tor"), dual, "must be true or false")
+    ports = t.int("ports_per_nic", default=2 if dual else 1)
+    if dual and ports != 2:
+        raise SpecError(t.field("ports_per_nic"), ports, "must be 2 with dual_tor (each NIC on two ToRs)")
+    planes = t.int("planes", default=1)
+    model_ports = catalog.get("nic", nic, t.field("nic"))["ports"]
+    if ports > model_ports:
+        raise SpecError(t.field("ports_per_nic"), ports, f"is more than the {model_ports} ports of NIC model {nic}")
+    if ports % planes:
+        raise SpecError(t.field("planes"), planes,
+                        f"does not divide the {ports} ports of each NIC (each plane takes as many ports of every NIC)")
+    if nic_speed % ports:
+        raise SpecError(t.field("ports_per_nic"), ports, f"does not split the {nic_speed}G of NIC model {nic} evenly")
+    return planes, ports
 
 
 def _fabric_nics(t: _Table, role: str, catalog: Catalog, layout: LayoutSpec):
@@ -306,9 +353,15 @@ def _switch_tier(t: _Table, key: str, catalog: Catalog, required: bool = True):
     return spec, tt
 
 
-def _leaf_rails(lt: _Table, leaf: SwitchTierSpec, role: str, nics_per_host: int) -> SwitchTierSpec:
-    """The leaf tier's ``rails`` (backend only): a whole number of a host's NICs on each leaf of its rail group."""
+def _leaf_rails(lt: _Table, leaf: SwitchTierSpec, role: str, nics_per_host: int,
+                ports_per_plane: int = 1) -> SwitchTierSpec:
+    """The leaf tier's ``rails`` (backend only): a whole number of a host's NICs on each leaf of its rail group; with
+    two ports of a NIC in one plane (dual-ToR), leaves shared evenly between the ports."""
     if not lt.has("rails"):
+        if ports_per_plane > 1:
+            raise SpecError(lt.field("rails"), None,
+                            f"is required: the {ports_per_plane} ports of a NIC in one plane go to different leaves "
+                            f"of a group (give a multiple of {ports_per_plane}, e.g. {ports_per_plane})")
         return leaf
     if role != "backend":
         raise SpecError(lt.field("rails"), lt.data["rails"], "is modelled on the backend fabric only")
@@ -317,6 +370,11 @@ def _leaf_rails(lt: _Table, leaf: SwitchTierSpec, role: str, nics_per_host: int)
         raise SpecError(lt.field("rails"), rails,
                         f"does not divide the {nics_per_host} backend NICs per host (each rail leaf takes a whole "
                         f"number of every host's NICs)")
+    if rails % ports_per_plane or nics_per_host % (rails // ports_per_plane):
+        raise SpecError(lt.field("rails"), rails,
+                        f"cannot be shared by the {ports_per_plane} ports each NIC has in one plane (dual-ToR needs "
+                        f"leaves per group in a multiple of {ports_per_plane}, each port's share dividing the "
+                        f"{nics_per_host} NICs per host)")
     return SwitchTierSpec(**{**leaf.__dict__, "rails": rails})
 
 
@@ -335,9 +393,11 @@ def _leaf_uplinks(lt: _Table, leaf: SwitchTierSpec, down: int) -> SwitchTierSpec
 
 
 def _check_leaf(catalog: Catalog, layout: LayoutSpec, leaf: SwitchTierSpec, lt: _Table, spine: SwitchTierSpec,
-                st: _Table, leaf_down: list[int], speed: int, nic_speed: int) -> None:
+                st: _Table, leaf_down: list[int], speed: int, nic_speed: int, breakout: bool = False) -> None:
     """Leaf: ``hosts_per_switch`` hosts (all their NICs of this fabric) below, uplinks spread over the zone's
-    spines; ``leaf_down``: the downlinks of each kind of leaf (compute, then storage racks)."""
+    spines; ``leaf_down``: the downlinks of each kind of leaf (compute, then storage racks). ``breakout``: NIC ports
+    slower than the switch's share one switch port (``ceil(down * nic_speed / port speed)`` ports; multi-port
+    NICs only, so the single-port fabrics are checked as before)."""
     if layout.hosts_per_zone % leaf.hosts_per_switch:
         raise SpecError(lt.field("hosts_per_switch"), leaf.hosts_per_switch,
                         f"does not divide the {layout.hosts_per_zone} hosts of a zone")
@@ -346,7 +406,10 @@ def _check_leaf(catalog: Catalog, layout: LayoutSpec, leaf: SwitchTierSpec, lt: 
     if leaf.uplinks % spine.per_zone:
         raise SpecError(lt.field("uplinks"), leaf.uplinks,
                         f"does not spread evenly over the {spine.per_zone} spines of a zone ({st.field('per_zone')})")
+    model_speed = catalog.get("switch", leaf.model, lt.field("model"))["speed_gbps"]
     for down in leaf_down:
+        if breakout and nic_speed < model_speed:
+            down = -(-down * nic_speed // model_speed)
         _switch_ports(catalog, leaf, lt.path, down, leaf.uplinks, max(speed, nic_speed))
     _cable(catalog, leaf.cable, lt.field("cable"), nic_speed)
 
