@@ -366,7 +366,7 @@ def _leaf_rails(lt: _Table, leaf: SwitchTierSpec, role: str, nics_per_host: int,
     if role != "backend":
         raise SpecError(lt.field("rails"), lt.data["rails"], "is modelled on the backend fabric only")
     rails = lt.int("rails")
-    if nics_per_host % rails:
+    if ports_per_plane == 1 and nics_per_host % rails:
         raise SpecError(lt.field("rails"), rails,
                         f"does not divide the {nics_per_host} backend NICs per host (each rail leaf takes a whole "
                         f"number of every host's NICs)")
