@@ -10,9 +10,13 @@ import pytest
 
 from sim.core.errors import SpecError
 from sim.core.maxmin import max_min_rates
+from sim.failures.prepare import NET_SWITCH, prepare
+from sim.failures.timeline import simulate
 from sim.fabric.layout import (FABRIC_BACKEND, LINK_LEAF_SPINE, LINK_NIC_LEAF, STATUS_FAILED, TIER_LEAF,
                                backend_leaf_ports, expand)
+from sim.fabric.netsim import run_collective
 from sim.fabric.paths import NoPathError
+from sim.fabric.placement import place
 from sim.fabric.routing import ROUTINGS, route
 from sim.fabric.spec import PRESETS_DIR, load_spec, parse_spec
 from sim.fabric.topology import topology_from_layout
@@ -263,11 +267,25 @@ def test_flows_are_conserved_on_every_routing_mode(mp4):
 
 
 def test_the_collective_runs_on_both_presets_with_every_routing():
-    from sim.fabric.netsim import run_collective
-    from sim.fabric.placement import place
     for data in (small_hpn(), small_mp4()):
         topo = build(copy.deepcopy(data))
         gpus = place(topo, 256, "topology", seed=0)
         for routing in ROUTINGS:
             res = run_collective(topo, gpus, "allgather", [1 << 30], routing=routing, qps=16)
             assert res.to_dict()["limit_norm_busbw"] == pytest.approx(1.0), routing   # one segment / rail group
+
+
+def test_a_failed_tor_of_a_dual_tor_job_degrades_it_instead_of_crashing_it(hpn):
+    # a job on HPN hosts: its NICs' cables and ToRs are re-routed items (the other port), not single points of failure
+    values = {"model": "llama3-8b", "gpus": 128, "pp": 1, "store": "off", "checkpoint_background_speed": 1.0,
+              "rates": "planned=0", "rate_scale": 0.0, "days": 0.25, "repair_h": "network=2", "qps": 16,
+              "fabric_states": "exact"}
+    ctx = prepare(hpn, values)
+    assert not ctx.net_crash.any()
+    tors = set(hpn.switch_layout_id[np.unique(hpn.gpu_port_leaf[ctx.gpus])].tolist())
+    tor_items = [int(i) for i in ctx.net_id[ctx.net_kind == NET_SWITCH] if int(i) in tors]
+    assert len(tor_items) == len(tors) and len(tors) % 2 == 0      # both ToRs of each pair the job uses
+    name = ctx.names()["switch"][tor_items[0]]
+    r = simulate(hpn, {**values, "inject": f"switch:{name}@1h"})
+    assert [e["consequence"] for e in r["events"]] == ["degrade"] and r["interruptions"] == 0
+    assert max(e["slowdown"] for e in r["events"]) > 1.0            # its NICs on one port: half their bandwidth
