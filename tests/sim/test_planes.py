@@ -289,3 +289,26 @@ def test_a_failed_tor_of_a_dual_tor_job_degrades_it_instead_of_crashing_it(hpn):
     r = simulate(hpn, {**values, "inject": f"switch:{name}@1h"})
     assert [e["consequence"] for e in r["events"]] == ["degrade"] and r["interruptions"] == 0
     assert max(e["slowdown"] for e in r["events"]) > 1.0            # its NICs on one port: half their bandwidth
+
+
+def test_planes_over_three_tiers_route_through_their_own_cores():
+    # two DGX SuperPOD SUs (rails, spines, cores), every NIC split into 2 x 200G over two planes: a flow to the other
+    # SU climbs to a core of its own plane, in every routing mode, and each plane's cores serve only that plane
+    data = preset_dict("dgx-h100-superpod")
+    data["layout"]["zones"] = 2
+    data["backend"].update(nic="cx7-2x200g", planes=2, ports_per_nic=2)
+    topo = build(data)
+    assert len(topo.port_views) == 2
+    cores = [set(v.cores.tolist()) for v in topo.port_views]
+    assert cores[0] and not cores[0] & cores[1]
+    src = np.repeat([gpu(0, k) for k in range(8)], 16)
+    dst = np.repeat([gpu(40, (k + 3) % 8) for k in range(8)], 16)       # another SU, another rail
+    qp = np.tile(np.arange(16), 8)
+    plane = _switch_plane(topo)
+    for routing in ROUTINGS:
+        ptr, links = route(topo, src, dst, qp=qp, routing=routing, seed=3)
+        assert (np.diff(ptr) == 6).all(), routing
+        check_paths(topo, src, dst, ptr, links)
+        core = topo.link_head[links[ptr[:-1] + 2]]
+        leaf = topo.link_head[links[ptr[:-1]]]
+        assert (plane[core] == plane[leaf]).all() and set(plane[core].tolist()) == {0, 1}, routing
