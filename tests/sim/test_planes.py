@@ -157,6 +157,17 @@ def test_dual_tor_in_one_plane_puts_the_two_ports_on_two_leaves():
         ptr, links = route(topo, src, dst, qp=np.arange(16), routing=routing, seed=2)
         assert (np.diff(ptr) == 2).all(), routing               # rail-local: each port's own ToR, no spine
         check_paths(topo, src, dst, ptr, links)
+    # a destination's first ToR failed: in one plane both source ports still reach its other port (over a spine)
+    dst = np.full(16, gpu(200, 0))                                   # the other segment
+    tor = int(topo.switch_layout_id[topo.gpu_port_leaf[gpu(200, 0), 0]])
+    failed = build(data, lambda lay: _fail_switch(lay, tor))
+    for routing in ROUTINGS:
+        ptr, links = route(failed, src, dst, qp=np.arange(16), routing=routing, seed=2)
+        assert (np.diff(ptr) == 4).all(), routing
+        check_paths(failed, src, dst, ptr, links)
+        first = links[ptr[:-1]]
+        assert all((first == failed.gpu_port_uplink[gpu(0, 0), q]).sum() == 8 for q in (0, 1)), routing
+        assert (links[ptr[1:] - 1] == failed.gpu_port_uplink[gpu(200, 0), 1] + failed.n_cables).all(), routing
 
 
 # ----------------------------------------------------------------------------------------------- routing
