@@ -83,6 +83,7 @@ DEMO = "demo-256"
 ROCE = "meta-roce-24k"
 IB = "meta-ib-24k"
 POD = "dgx-h100-superpod"
+HPN, MP4 = "alibaba-hpn", "multiplane-4"
 
 JOBS_JSON = json.dumps([
     {"name": "pretrain", "model": "llama3-70b", "gpus": 128, "tp": 8, "pp": 4, "seed": 1},
@@ -185,6 +186,18 @@ CASES = [
     coll("pod-ag-4k-random-te", POD, "--gpus 4096 --placement random --routing te"),
     coll("pod-ar-tree-2k", POD, "-c allreduce --algorithm tree --gpus 2048"),
     coll("pod-alltoall-256-links", POD, "-c alltoall --gpus 256 --links"),
+    # collective, alibaba-hpn and multiplane-4 (planes, dual-ToR and multi-port NICs: every routing mode)
+    coll("hpn-ag-4k-default", HPN, "--gpus 4096 --qps 16"),
+    coll("hpn-ag-4k-random-eecmp", HPN, "--gpus 4096 --placement random --routing eecmp --qps 16"),
+    coll("hpn-ag-4k-frag-pinned", HPN, "--gpus 4096 --placement fragmented --routing pinned --qps 16"),
+    coll("hpn-ag-4k-random-dmodk", HPN, "--gpus 4096 --placement random --routing dmodk --qps 16"),
+    coll("hpn-ag-4k-random-te", HPN, "--gpus 4096 --placement random --routing te --qps 16"),
+    coll("hpn-alltoall-256-links", HPN, "-c alltoall --gpus 256 --links"),
+    coll("mp4-ag-8k-default", MP4, "--gpus 8192 --qps 16"),
+    coll("mp4-ag-4k-random-ecmp", MP4, "--gpus 4096 --placement random --routing ecmp --qps 16"),
+    coll("mp4-ag-4k-random-dmodk", MP4, "--gpus 4096 --placement random --routing dmodk --qps 4"),
+    coll("mp4-ag-4k-random-te", MP4, "--gpus 4096 --placement random --routing te --qps 16"),
+    coll("mp4-ar-tree-2k-pinned", MP4, "-c allreduce --algorithm tree --gpus 2048 --routing pinned --qps 4"),
     # figure: the data files (JSON, CSV), not the drawings
     Case("figure-allgather-quick", "figure allgather-scale --quick --out {tmp}/fig", DEMO, json=False,
          files=["fig/*.json", "fig/*.csv"]),

@@ -83,6 +83,11 @@ def gpu_links(topo, gpus) -> np.ndarray:
     """The backend links at ``gpus`` (their NICs' links to and from the leaf): sorted directed link ids, the ones
     :func:`culprit_where` names (``topo.link_names`` of these, in this order)."""
     g = np.asarray(gpus, np.int64)
+    if getattr(topo, "ports_per_nic", 1) > 1:                # every port's cable of a multi-port NIC
+        up = np.asarray(topo.gpu_port_uplink)[g].ravel()
+        up = up[up >= 0]
+        ids = np.concatenate([up, up + topo.n_cables])
+        return np.unique(ids)
     ids = np.concatenate([np.asarray(topo.gpu_uplink)[g], np.asarray(topo.gpu_downlink)[g]])
     return np.unique(ids[ids >= 0])
 

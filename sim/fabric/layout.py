@@ -6,9 +6,13 @@ operations, so a 131k-GPU cluster expands in about a second. The Django builder 
 and the network engine builds its topology from them directly, so the database and the engine see one cluster.
 
 Order of ids: compute zones first, then storage zones (one or more per storage cluster); likewise racks. NICs are
-backend NICs (host-major, then rail), then frontend host NICs, then storage server NICs. Ports: one per NIC first
-(port id = NIC id), then every cabled switch port, switch by switch. Switches: backend then frontend; in a fabric
-leaves (zone-major), spines (zone-major), cores (plane-major). Links run from the lower end ``link_a`` (NIC or lower
+backend NICs (host-major, then rail), then frontend host NICs, then storage server NICs. Ports: the NICs' first,
+NIC by NIC, each NIC's ports in slot order (one per NIC on every fabric but a backend of ``ports_per_nic > 1``, so
+there port id = NIC id), then every cabled switch port, switch by switch. Switches: backend then frontend; in a
+fabric, plane by plane (backend ``planes``), leaves (zone-major), spines (zone-major), cores (plane-major). A
+backend of several planes numbers its switches' groups across planes: leaf ``l`` of plane ``p`` is group ``p * L +
+l`` of its zone, spine ``i`` of plane ``p`` is group ``p * S + i``, and its cores are core plane ``p * S + i``, so
+every switch keeps a unique (zone, group, member) and name, and the plane is ``group // L`` or ``group // S``. Links run from the lower end ``link_a`` (NIC or lower
 switch) to the upper end ``link_b``.
 """
 from __future__ import annotations
@@ -170,8 +174,10 @@ class _Expander:
         self.ln["speed"].append(np.full(a.size, speed, dtype=IDX))
         self.ln["cable"].append(np.full(a.size, _index(self.cable_models, cable), dtype=IDX))
 
-    def fabric(self, f: FabricSpec, fabric: int, groups: list[tuple[np.ndarray, np.ndarray, int, str]]):
-        """Build one fabric over zone groups: (zone ids (nz,), endpoint NIC ids (nz, L, D), NIC speed, cable)."""
+    def fabric(self, f: FabricSpec, fabric: int, groups: list[tuple[np.ndarray, np.ndarray, int, str]],
+               plane: int = 0):
+        """Build one fabric (one plane of it) over zone groups: (zone ids (nz,), endpoint NIC port ids (nz, L, D),
+        NIC port speed, cable); ``plane`` offsets the switches' groups (module docstring)."""
         leaf, spine, core = f.leaf, f.spine, f.core
         for tier, spec in zip((TIER_LEAF, TIER_SPINE, TIER_CORE), f.tiers):
             self.tier_names[(fabric, tier)] = spec.name
@@ -181,8 +187,8 @@ class _Expander:
         leaf_ids, leaf_base = [], []
         for zones, nics, nic_speed, cable in groups:
             nz, L, D = nics.shape
-            ids, base = self.switches(fabric, TIER_LEAF, leaf.model, np.repeat(zones, L), np.tile(np.arange(L), nz),
-                                      0, D + leaf.uplinks)
+            ids, base = self.switches(fabric, TIER_LEAF, leaf.model, np.repeat(zones, L),
+                                      np.tile(np.arange(L), nz) + plane * L, 0, D + leaf.uplinks)
             base = base.reshape(nz, L)
             self.links(fabric, LINK_NIC_LEAF, nics, base[:, :, None] + np.arange(D), nic_speed, cable)
             leaf_ids.append(ids.reshape(nz, L))
@@ -192,8 +198,8 @@ class _Expander:
         for (zones, nics, _, _), lbase in zip(groups, leaf_base):
             nz, L, D = nics.shape
             down = L * m
-            _, base = self.switches(fabric, TIER_SPINE, spine.model, np.repeat(zones, S), np.tile(np.arange(S), nz),
-                                    0, down + spine.uplinks)
+            _, base = self.switches(fabric, TIER_SPINE, spine.model, np.repeat(zones, S),
+                                    np.tile(np.arange(S), nz) + plane * S, 0, down + spine.uplinks)
             base = base.reshape(nz, S)
             a = lbase[:, :, None, None] + D + (np.arange(S) * m)[:, None] + np.arange(m)
             b = base[:, None, :, None] + (np.arange(L) * m)[:, None, None] + np.arange(m)
@@ -206,8 +212,8 @@ class _Expander:
         C, m2 = core.per_plane, f.spine_to_core_links
         spine_base, spine_down = np.concatenate(spine_base), np.concatenate(spine_down)
         Z = len(spine_base)
-        _, core_base = self.switches(fabric, TIER_CORE, core.model, np.full(S * C, -1), np.repeat(np.arange(S), C),
-                                     np.tile(np.arange(C), S), Z * m2)
+        _, core_base = self.switches(fabric, TIER_CORE, core.model, np.full(S * C, -1),
+                                     np.repeat(np.arange(S), C) + plane * S, np.tile(np.arange(C), S), Z * m2)
         core_base = core_base.reshape(S, C)
         a = (spine_base + spine_down[:, None])[:, :, None, None] + (np.arange(C) * m2)[:, None] + np.arange(m2)
         b = core_base[None, :, :, None] + (np.arange(Z) * m2)[:, None, None, None] + np.arange(m2)
@@ -225,7 +231,8 @@ def expand(spec: ClusterSpec) -> ClusterLayout:
     n_hosts, g = lay.hosts, lay.gpus_per_host
     zones, storage_zone_first, storage_rack_first = _zones_and_racks(spec)
     nics, storage_nic_first = _nics(spec)
-    ex = _fabrics(spec, len(nics["nic_fabric"]), storage_zone_first, storage_nic_first)
+    nic_ports = nic_port_counts(spec, len(nics["nic_fabric"]))
+    ex = _fabrics(spec, int(nic_ports.sum()), storage_zone_first, storage_nic_first)
     sw, ln = ex.finish()
     return ClusterLayout(
         spec=spec, **zones,
@@ -236,7 +243,7 @@ def expand(spec: ClusterSpec) -> ClusterLayout:
         switch_fabric=sw["fabric"], switch_tier=sw["tier"], switch_zone=sw["zone"], switch_group=sw["group"],
         switch_member=sw["member"], switch_model=sw["model"], switch_port_base=sw["port_base"],
         switch_port_count=sw["port_count"],
-        **_ports(ex.n_ports, len(nics["nic_fabric"]), sw, ln),
+        **_ports(ex.n_ports, nic_ports, sw, ln),
         link_fabric=ln["fabric"], link_tier=ln["tier"], link_a=ln["a"], link_b=ln["b"],
         link_speed_gbps=ln["speed"], link_cable=ln["cable"],
         switch_models=ex.switch_models, cable_models=ex.cable_models,
@@ -324,19 +331,29 @@ def _nics(spec: ClusterSpec):
     return nics, storage_nic_first
 
 
-def _fabrics(spec: ClusterSpec, n_nics: int, storage_zone_first: list[int], storage_nic_first: list[int]):
-    """The switches and links of the backend fabric (over the compute zones) and of the frontend fabric (over the
-    compute zones, then each storage cluster's zones)."""
+def nic_port_counts(spec: ClusterSpec, n_nics: int) -> np.ndarray:
+    """(NICs,) ports of each NIC: ``ports_per_nic`` on the backend NICs, one on every other."""
+    counts = np.ones(n_nics, dtype=IDX)
+    counts[:spec.layout.hosts * spec.backend.nics_per_host] = spec.backend.ports_per_nic
+    return counts
+
+
+def _fabrics(spec: ClusterSpec, n_nic_ports: int, storage_zone_first: list[int], storage_nic_first: list[int]):
+    """The switches and links of the backend fabric (over the compute zones, plane by plane) and of the frontend
+    fabric (over the compute zones, then each storage cluster's zones)."""
     lay, be, fe = spec.layout, spec.backend, spec.frontend
     n_hosts = lay.hosts
     n_be, n_fe = n_hosts * be.nics_per_host, n_hosts * fe.nics_per_host
-    ex = _Expander(n_nics)
+    shift = n_be * (be.ports_per_nic - 1)          # port id of a NIC after the backend's: NIC id + shift
+    ex = _Expander(n_nic_ports)
     zones = np.arange(lay.zones)
-    ex.fabric(be, FABRIC_BACKEND, [(zones, backend_leaf_nics(spec), be.nic_speed_gbps, be.leaf.cable)])
-    fe_groups = [(zones, (n_be + np.arange(n_fe)).reshape(lay.zones, -1, fe.leaf.hosts_per_switch * fe.nics_per_host),
+    for p, ports in enumerate(backend_leaf_ports(spec)):
+        ex.fabric(be, FABRIC_BACKEND, [(zones, ports, be.port_speed_gbps, be.leaf.cable)], plane=p)
+    fe_groups = [(zones, (shift + n_be + np.arange(n_fe)).reshape(lay.zones, -1,
+                                                                  fe.leaf.hosts_per_switch * fe.nics_per_host),
                   fe.nic_speed_gbps, fe.leaf.cable)]
     for k, s in enumerate(spec.storage):
-        nics = storage_nic_first[k] + np.arange(s.servers * s.nics_per_server)
+        nics = shift + storage_nic_first[k] + np.arange(s.servers * s.nics_per_server)
         fe_groups.append((storage_zone_first[k] + np.arange(s.zones),
                           nics.reshape(s.zones, s.racks_per_zone, s.servers_per_rack * s.nics_per_server),
                           s.nic_speed_gbps, s.cable))
@@ -344,25 +361,38 @@ def _fabrics(spec: ClusterSpec, n_nics: int, storage_zone_first: list[int], stor
     return ex
 
 
-def backend_leaf_nics(spec: ClusterSpec) -> np.ndarray:
-    """(zones, leaves per zone, downlinks per leaf): the backend NIC on each downlink of each leaf. Leaves of a zone
-    come in rail groups of ``rails`` (one group per ``hosts_per_switch`` hosts); NIC ``k`` of a host goes to leaf
-    ``k * rails // nics_per_host`` of its group, hosts in order on its downlinks, a host's NICs of one rail
-    consecutive. With ``rails = 1`` a leaf's downlinks are its hosts' NICs in host-major order."""
+def backend_leaf_ports(spec: ClusterSpec) -> np.ndarray:
+    """(planes, zones, leaves per zone and plane, downlinks per leaf): the backend NIC port on each downlink of each
+    leaf (port ``q`` of NIC ``i`` is port id ``i * ports_per_nic + q``). In each plane the leaves of a zone come in
+    rail groups of ``rails`` (one group per ``hosts_per_switch`` hosts); port ``q`` of NIC ``k`` of a host is in plane
+    ``q % planes`` and, as the ``j = q // planes``-th port of its NIC there, on leaf ``j * r + k * r // nics_per_host``
+    of its group (``r = rails / ports per plane``), hosts in order on its downlinks, a host's NICs of one rail
+    consecutive. With one plane, one port and ``rails = 1`` a leaf's downlinks are its hosts' NICs in host-major
+    order."""
     lay, be = spec.layout, spec.backend
-    n, hps, rails = be.nics_per_host, be.leaf.hosts_per_switch, be.rails
-    nics = np.arange(lay.hosts * n).reshape(lay.zones, -1, hps, rails, n // rails)   # zone, group, host, rail, k
-    return nics.transpose(0, 1, 3, 2, 4).reshape(lay.zones, -1, hps * n // rails)
+    n, hps, P, Q = be.nics_per_host, be.leaf.hosts_per_switch, be.planes, be.ports_per_nic
+    r = be.rails // be.ports_per_plane
+    ports = np.arange(lay.hosts * n * Q).reshape(lay.zones, -1, hps, r, n // r, Q // P, P)  # z, g, h, rail, k, j, p
+    return ports.transpose(6, 0, 1, 5, 3, 2, 4).reshape(P, lay.zones, -1, hps * (n // r))
 
 
-def _ports(n_ports: int, n_nics: int, sw: dict, ln: dict) -> dict:
-    """Ports: one per NIC (port id = NIC id), then each switch's cabled ports in slot order; speeds from the links
-    they carry."""
+def backend_leaf_nics(spec: ClusterSpec) -> np.ndarray:
+    """(zones, leaves per zone, downlinks per leaf): the backend NIC on each downlink of each leaf, the planes' leaves
+    one after another in each zone (leaf group ``p * L + l``; :func:`backend_leaf_ports` gives the ports)."""
+    ports = backend_leaf_ports(spec) // spec.backend.ports_per_nic
+    return np.concatenate(list(ports), axis=1)
+
+
+def _ports(n_ports: int, nic_ports: np.ndarray, sw: dict, ln: dict) -> dict:
+    """Ports: each NIC's (``nic_ports`` per NIC, NIC by NIC), then each switch's cabled ports in slot order; speeds
+    from the links they carry."""
+    n_nics = int(nic_ports.sum())
     port_nic = np.full(n_ports, -1, dtype=IDX)
-    port_nic[:n_nics] = np.arange(n_nics)
+    port_nic[:n_nics] = np.repeat(np.arange(len(nic_ports)), nic_ports)
     port_switch = np.full(n_ports, -1, dtype=IDX)
     port_switch[n_nics:] = np.repeat(np.arange(len(sw["tier"])), sw["port_count"])
     port_slot = np.zeros(n_ports, dtype=IDX)
+    port_slot[:n_nics] = np.arange(n_nics) - np.repeat(np.cumsum(nic_ports) - nic_ports, nic_ports)
     port_slot[n_nics:] = np.arange(n_ports - n_nics) - np.repeat(sw["port_base"] - n_nics, sw["port_count"])
     port_speed = np.zeros(n_ports, dtype=IDX)
     port_speed[ln["a"]] = ln["speed"]

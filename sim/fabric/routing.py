@@ -60,6 +60,7 @@ from sim.core.units import IDX
 from sim.fabric.hashing import HASHES
 from sim.fabric.nccl import FIXED_UDP_SPORT
 from sim.fabric.paths import Hops, csr, flow_arrays, max_path_links, nic_links, routing_tables
+from sim.fabric.ports import route_planes
 from sim.fabric.te import te_route
 from sim.fabric.topology import Topology
 
@@ -136,6 +137,15 @@ def route(topo: Topology, src_gpu, dst_gpu, qp=None, routing: str = "ecmp", seed
     sport = np.full(F, FIXED_UDP_SPORT, np.uint64) if sport is None else np.broadcast_to(
         np.asarray(sport, dtype=np.uint64), (F,))
     dqpn = qp.astype(np.uint64) if dqpn is None else np.broadcast_to(np.asarray(dqpn, dtype=np.uint64), (F,))
+    if topo.port_views:                      # multi-port NICs, planes: each flow routed in its port's plane
+        if repeat > 1:
+            src, dst = np.repeat(src, repeat), np.repeat(dst, repeat)
+
+        def in_plane(view, rows, s, d):
+            return route(view, s, d, qp[rows], routing, seed, hash=hash, sport=sport[rows], dqpn=dqpn[rows],
+                         padded=padded, between_hosts=True)
+        return route_planes(topo, src, dst, qp, routing, seed, in_plane, padded=padded,
+                            width=max_path_links(topo))
     narrow = np.int32 if topo.n_links < np.iinfo(np.int32).max else IDX     # half the memory of the path table
     paths = np.full((F, max_path_links(topo)), -1, dtype=narrow)
     hops = nic_links(topo, src, dst, paths, between_hosts, repeat)

@@ -15,6 +15,16 @@ nics_per_host`` of the group (with one NIC per rail: NIC ``k`` to leaf ``k``, NV
 Each leaf then has ``hosts_per_switch * nics_per_host / rails`` downlinks. ``rails = 1`` is the shape above: every
 NIC of a host on one leaf. The leaf's ``uplinks`` may instead be given as an ``oversubscription`` (downlinks :
 uplinks), as on the spine tier.
+
+Planes and multi-port NICs (backend only): ``planes`` (P, default 1) copies of the whole leaf/spine(/core) Clos with
+no cable between them, and ``ports_per_nic`` (Q, default 1; ``dual_tor = true`` says 2) ports on every backend NIC,
+the NIC's speed split evenly over them (2 x 200G on a 400G NIC). Port ``q`` of a NIC is cabled into plane ``q % P``
+(Alibaba HPN's dual plane: port 0 to plane 0, port 1 to plane 1); with ``Q / P = 2`` ports in one plane (dual-ToR in
+one plane) they go to two different leaves of the host's group: port ``j`` of NIC ``k`` in a plane to leaf ``j *
+rails / (Q/P) + k * (rails / (Q/P)) // nics_per_host``. Refused, naming the field: P not dividing Q, a group of
+``rails`` leaves that the Q/P ports of a NIC cannot share evenly, a NIC speed the ports cannot split, more ports
+than the NIC model has. A leaf's downlinks to NIC ports slower than its own ports are breakouts (two 200G downlinks
+on one 400G port).
 """
 from __future__ import annotations
 
@@ -24,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sim.fabric.catalog import Catalog, load_catalog
+from sim.fabric.spectiers import (SwitchTierSpec, Table, check_cable, check_core, check_leaf,
+                                   leaf_rails, leaf_uplinks, planes_ports, spine_uplinks, switch_tier)
 from sim.core.errors import SpecError
 from sim.core.nesting import MAX_DEPTH, check_depth
 
@@ -68,21 +80,6 @@ class LayoutSpec:
 
 
 @dataclass(frozen=True)
-class SwitchTierSpec:
-    """One switch tier of a fabric. Leaf: ``hosts_per_switch`` (and ``rails``); spine: ``per_zone``; core:
-    ``per_plane``."""
-
-    name: str
-    model: str
-    cable: str
-    uplinks: int = 0
-    hosts_per_switch: int = 0
-    per_zone: int = 0
-    per_plane: int = 0
-    rails: int = 1                 # leaf: leaves per rail group (NIC k of a host on leaf k * rails // nics)
-
-
-@dataclass(frozen=True)
 class FabricSpec:
     """A network: ``role`` backend (GPU to GPU) or frontend (hosts and storage), its NICs and switch tiers."""
 
@@ -95,6 +92,18 @@ class FabricSpec:
     leaf: SwitchTierSpec
     spine: SwitchTierSpec
     core: SwitchTierSpec | None
+    planes: int = 1                # backend: disjoint copies of the Clos (port q of a NIC in plane q % planes)
+    ports_per_nic: int = 1         # backend: ports per NIC, each nic_speed_gbps / ports_per_nic
+
+    @property
+    def port_speed_gbps(self) -> int:
+        """The speed of one NIC port (the NIC's speed split over its ports)."""
+        return self.nic_speed_gbps // self.ports_per_nic
+
+    @property
+    def ports_per_plane(self) -> int:
+        """Ports of one NIC in each plane (2: dual-ToR within a plane)."""
+        return self.ports_per_nic // self.planes
 
     @property
     def leaf_to_spine_links(self) -> int:
@@ -117,8 +126,8 @@ class FabricSpec:
 
     @property
     def leaf_downlinks(self) -> int:
-        """NIC ports below each host leaf: its hosts' NICs of its rail."""
-        return self.leaf.hosts_per_switch * self.nics_per_host // self.leaf.rails
+        """NIC ports below each host leaf: its hosts' NIC ports of its rail in its plane."""
+        return self.leaf.hosts_per_switch * self.nics_per_host * self.ports_per_plane // self.leaf.rails
 
 
 @dataclass(frozen=True)
@@ -171,101 +180,33 @@ class ClusterSpec:
         return self.layout.zones + sum(s.zones for s in self.storage)
 
 
-class _Table:
-    """Reads one TOML table, naming the dotted path of every field in its errors and refusing unknown fields."""
-
-    def __init__(self, data, path: str):
-        if not isinstance(data, dict):
-            raise SpecError(path, data, "must be a table")
-        self.data, self.path, self.used = data, path, set()
-
-    def field(self, key):
-        return f"{self.path}.{key}" if self.path else key
-
-    def _get(self, key, default):
-        self.used.add(key)
-        if key not in self.data:
-            if default is _REQUIRED:
-                raise SpecError(self.field(key), None, "is required")
-            return default
-        return self.data[key]
-
-    def int(self, key, minimum=1, default=None):
-        value = self._get(key, _REQUIRED if default is None else default)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise SpecError(self.field(key), value, "must be a whole number")
-        if value < minimum:
-            raise SpecError(self.field(key), value, f"must be at least {minimum}")
-        return value
-
-    def str(self, key, choices=None, default=None):
-        value = self._get(key, _REQUIRED if default is None else default)
-        if not isinstance(value, str) or not value:
-            raise SpecError(self.field(key), value, "must be a non-empty string")
-        if choices and value not in choices:
-            raise SpecError(self.field(key), value, f"must be one of {', '.join(choices)}")
-        return value
-
-    def table(self, key, required=True):
-        value = self._get(key, _REQUIRED if required else None)
-        return None if value is None else _Table(value, self.field(key))
-
-    def has(self, key):
-        return key in self.data
-
-    def done(self):
-        unknown = sorted(set(self.data) - self.used)
-        if unknown:
-            raise SpecError(self.field(unknown[0]), self.data[unknown[0]], "is not a known field")
-
-
-_REQUIRED = object()
-
-
-def _switch_ports(catalog: Catalog, tier: SwitchTierSpec, field: str, down: int, up: int, speed: int,
-                  blame: str = "uplinks") -> None:
-    """Refuse a tier whose switches need more ports than their model has; ``blame`` names the field to change."""
-    model = catalog.get("switch", tier.model, f"{field}.model")
-    if down + up > model["ports"]:
-        raise SpecError(f"{field}.{blame}", getattr(tier, blame),
-                        f"needs {down} downlinks + {up} uplinks = {down + up} ports on each {tier.name}; "
-                        f"model {tier.model} has {model['ports']}")
-    if speed > model["speed_gbps"]:
-        raise SpecError(f"{field}.model", tier.model,
-                        f"has {model['speed_gbps']}G ports, slower than the {speed}G links it must carry")
-
-
-def _cable(catalog: Catalog, slug: str, field: str, speed: int) -> None:
-    cable = catalog.get("cable", slug, field)
-    if cable["speed_gbps"] < speed:
-        raise SpecError(field, slug, f"carries {cable['speed_gbps']}G, slower than the {speed}G link")
-
-
-def _parse_fabric(t: _Table, role: str, catalog: Catalog, layout: LayoutSpec,
+def _parse_fabric(t: Table, role: str, catalog: Catalog, layout: LayoutSpec,
                   storage_leaf_downlinks: list[int], storage_zone_racks: list[int]) -> FabricSpec:
     """One fabric (``backend`` or ``frontend``): its NICs, then its tiers, each checked against the ports of its
     switch model; the frontend's leaves and spines also serve the storage racks and zones."""
     frontend = role == "frontend"
     kind, nic, nics_per_host, speed, nic_speed = _fabric_nics(t, role, catalog, layout)
-    leaf, lt = _switch_tier(t, "leaf", catalog)
-    spine, st = _switch_tier(t, "spine", catalog)
-    core, ct = _switch_tier(t, "core", catalog, required=False) or (None, None)
-    leaf = _leaf_rails(lt, leaf, role, nics_per_host)
-    leaf_down = [leaf.hosts_per_switch * nics_per_host // leaf.rails] + (storage_leaf_downlinks if frontend else [])
-    leaf = _leaf_uplinks(lt, leaf, leaf_down[0])
-    _check_leaf(catalog, layout, leaf, lt, spine, st, leaf_down, speed, nic_speed)
+    leaf, lt = switch_tier(t, "leaf", catalog)
+    spine, st = switch_tier(t, "spine", catalog)
+    core, ct = switch_tier(t, "core", catalog, required=False) or (None, None)
+    planes, ports = planes_ports(t, role, catalog, nic, nic_speed)
+    leaf = leaf_rails(lt, leaf, role, nics_per_host, ports // planes)
+    leaf_down = [leaf.hosts_per_switch * nics_per_host * (ports // planes) // leaf.rails] + \
+        (storage_leaf_downlinks if frontend else [])
+    leaf = leaf_uplinks(lt, leaf, leaf_down[0])
+    check_leaf(catalog, layout, leaf, lt, spine, st, leaf_down, speed, nic_speed // ports, breakout=ports > 1)
     zone_leaves = [layout.hosts_per_zone // leaf.hosts_per_switch * leaf.rails] + \
         (storage_zone_racks if frontend else [])
-    spine = _spine_uplinks(catalog, leaf, spine, st, zone_leaves, speed)
+    spine = spine_uplinks(catalog, leaf, spine, st, zone_leaves, speed)
     zones = layout.zones + (len(storage_zone_racks) if frontend else 0)
-    _check_core(catalog, t, spine, st, core, ct, zones, speed)
+    check_core(catalog, t, spine, st, core, ct, zones, speed)
     lt.done()
     st.done()
     t.done()
-    return FabricSpec(role, kind, nic, nics_per_host, speed, nic_speed, leaf, spine, core)
+    return FabricSpec(role, kind, nic, nics_per_host, speed, nic_speed, leaf, spine, core, planes, ports)
 
 
-def _fabric_nics(t: _Table, role: str, catalog: Catalog, layout: LayoutSpec):
+def _fabric_nics(t: Table, role: str, catalog: Catalog, layout: LayoutSpec):
     """``(kind, nic, nics_per_host, speed_gbps, nic_speed_gbps)`` of a fabric, checked against the platform's NIC
     slots (one backend NIC per GPU) and the NIC model's speed."""
     kind = t.str("kind", BACKEND_KINDS) if role == "backend" else t.str("kind", ("ethernet",), default="ethernet")
@@ -290,110 +231,7 @@ def _fabric_nics(t: _Table, role: str, catalog: Catalog, layout: LayoutSpec):
     return kind, nic, nics_per_host, speed, nic_speed
 
 
-def _switch_tier(t: _Table, key: str, catalog: Catalog, required: bool = True):
-    """``(SwitchTierSpec, its table)`` of tier ``key`` (leaf, spine or core), or None for a missing optional one."""
-    tt = t.table(key, required)
-    if tt is None:
-        return None
-    spec = SwitchTierSpec(
-        name=tt.str("name"), model=tt.str("model"), cable=tt.str("cable"),
-        uplinks=tt.int("uplinks", minimum=0, default=0) if key != "core" else 0,
-        hosts_per_switch=tt.int("hosts_per_switch") if key == "leaf" else 0,
-        per_zone=tt.int("per_zone") if key == "spine" else 0,
-        per_plane=tt.int("per_plane") if key == "core" else 0,
-    )
-    catalog.get("switch", spec.model, tt.field("model"))
-    return spec, tt
-
-
-def _leaf_rails(lt: _Table, leaf: SwitchTierSpec, role: str, nics_per_host: int) -> SwitchTierSpec:
-    """The leaf tier's ``rails`` (backend only): a whole number of a host's NICs on each leaf of its rail group."""
-    if not lt.has("rails"):
-        return leaf
-    if role != "backend":
-        raise SpecError(lt.field("rails"), lt.data["rails"], "is modelled on the backend fabric only")
-    rails = lt.int("rails")
-    if nics_per_host % rails:
-        raise SpecError(lt.field("rails"), rails,
-                        f"does not divide the {nics_per_host} backend NICs per host (each rail leaf takes a whole "
-                        f"number of every host's NICs)")
-    return SwitchTierSpec(**{**leaf.__dict__, "rails": rails})
-
-
-def _leaf_uplinks(lt: _Table, leaf: SwitchTierSpec, down: int) -> SwitchTierSpec:
-    """The leaf's uplinks, given or derived from its ``oversubscription`` (downlinks : uplinks)."""
-    if not lt.has("oversubscription"):
-        return leaf
-    if lt.has("uplinks"):
-        raise SpecError(lt.field("oversubscription"), lt.data["oversubscription"],
-                        "cannot be given together with uplinks")
-    ratio = lt.int("oversubscription")
-    if down % ratio:
-        raise SpecError(lt.field("oversubscription"), ratio,
-                        f"does not divide the {down} downlinks of each {leaf.name}")
-    return SwitchTierSpec(**{**leaf.__dict__, "uplinks": down // ratio})
-
-
-def _check_leaf(catalog: Catalog, layout: LayoutSpec, leaf: SwitchTierSpec, lt: _Table, spine: SwitchTierSpec,
-                st: _Table, leaf_down: list[int], speed: int, nic_speed: int) -> None:
-    """Leaf: ``hosts_per_switch`` hosts (all their NICs of this fabric) below, uplinks spread over the zone's
-    spines; ``leaf_down``: the downlinks of each kind of leaf (compute, then storage racks)."""
-    if layout.hosts_per_zone % leaf.hosts_per_switch:
-        raise SpecError(lt.field("hosts_per_switch"), leaf.hosts_per_switch,
-                        f"does not divide the {layout.hosts_per_zone} hosts of a zone")
-    if leaf.uplinks < 1:
-        raise SpecError(lt.field("uplinks"), leaf.uplinks, "must be at least 1")
-    if leaf.uplinks % spine.per_zone:
-        raise SpecError(lt.field("uplinks"), leaf.uplinks,
-                        f"does not spread evenly over the {spine.per_zone} spines of a zone ({st.field('per_zone')})")
-    for down in leaf_down:
-        _switch_ports(catalog, leaf, lt.path, down, leaf.uplinks, max(speed, nic_speed))
-    _cable(catalog, leaf.cable, lt.field("cable"), nic_speed)
-
-
-def _spine_uplinks(catalog: Catalog, leaf: SwitchTierSpec, spine: SwitchTierSpec, st: _Table,
-                   zone_leaves: list[int], speed: int) -> SwitchTierSpec:
-    """Spine: one port group per leaf of its zone below (``zone_leaves``: leaves per zone, compute zones first);
-    uplinks given, or derived from an ``oversubscription``. Returns the spine with its uplinks."""
-    per_pair = leaf.uplinks // spine.per_zone
-    spine_down = [n * per_pair for n in zone_leaves]
-    if st.has("oversubscription"):
-        if st.has("uplinks"):
-            raise SpecError(st.field("oversubscription"), st.data["oversubscription"],
-                            "cannot be given together with uplinks")
-        ratio = st.int("oversubscription")
-        if spine_down[0] % ratio:
-            raise SpecError(st.field("oversubscription"), ratio,
-                            f"does not divide the {spine_down[0]} downlinks of each {spine.name}")
-        spine = SwitchTierSpec(**{**spine.__dict__, "uplinks": spine_down[0] // ratio})
-    for down in spine_down:
-        _switch_ports(catalog, spine, st.path, down, spine.uplinks, speed)
-    _cable(catalog, spine.cable, st.field("cable"), speed)
-    return spine
-
-
-def _check_core(catalog: Catalog, t: _Table, spine: SwitchTierSpec, st: _Table, core: SwitchTierSpec | None,
-                ct: _Table | None, zones: int, speed: int) -> None:
-    """Core: required to join several zones; each plane's ``per_plane`` switches share the spine uplinks of every
-    zone evenly."""
-    if core is None:
-        if spine.uplinks:
-            raise SpecError(st.field("uplinks"), spine.uplinks, "needs a core tier above to connect to")
-        if zones > 1:
-            raise SpecError(t.field("core"), None, f"is required: {zones} zones need a core tier to join them")
-        return
-    if spine.uplinks < 1:
-        raise SpecError(st.field("uplinks"), spine.uplinks, "must be at least 1 when a core tier is given")
-    if spine.uplinks % core.per_plane:
-        raise SpecError(st.field("uplinks"), spine.uplinks,
-                        f"does not spread evenly over the {core.per_plane} core switches of a plane "
-                        f"({ct.field('per_plane')})")
-    _switch_ports(catalog, core, ct.path, zones * (spine.uplinks // core.per_plane), 0, speed, blame="per_plane")
-    _cable(catalog, core.cable, ct.field("cable"), speed)
-    ct.done()
-
-
-def _parse_storage(t: _Table, catalog: Catalog) -> StorageSpec:
+def _parse_storage(t: Table, catalog: Catalog) -> StorageSpec:
     server = t.str("server")
     server_model = catalog.get("storage_server", server, t.field("server"))
     nic = t.str("nic")
@@ -418,7 +256,7 @@ def _parse_storage(t: _Table, catalog: Catalog) -> StorageSpec:
     if spec.nics_per_server > server_model["nics"]:
         raise SpecError(t.field("nics_per_server"), spec.nics_per_server,
                         f"is more than the {server_model['nics']} NIC slots of {server}")
-    _cable(catalog, spec.cable, t.field("cable"), spec.nic_speed_gbps)
+    check_cable(catalog, spec.cable, t.field("cable"), spec.nic_speed_gbps)
     t.done()
     return spec
 
@@ -427,7 +265,7 @@ def parse_spec(data: dict, catalog: Catalog | None = None) -> ClusterSpec:
     """Validate a spec given as a dict (parsed TOML or JSON) and return it as a ClusterSpec."""
     catalog = catalog or load_catalog()
     check_depth(data)
-    top = _Table(data, "")
+    top = Table(data, "")
     name = top.str("name")
     if not all(c.isalnum() or c == "-" for c in name) or not name[0].isalnum():
         raise SpecError("name", name, "must be letters, digits and dashes, starting with a letter or digit")
@@ -445,10 +283,10 @@ def parse_spec(data: dict, catalog: Catalog | None = None) -> ClusterSpec:
                         f"does not divide the {layout.zones} zones")
     lt.done()
 
-    raw_storage = top._get("storage", [])
+    raw_storage = top.get("storage", [])
     if not isinstance(raw_storage, list):
         raise SpecError("storage", raw_storage, "must be a list of tables ([[storage]])")
-    storage = tuple(_parse_storage(_Table(s, f"storage[{i}]"), catalog) for i, s in enumerate(raw_storage))
+    storage = tuple(_parse_storage(Table(s, f"storage[{i}]"), catalog) for i, s in enumerate(raw_storage))
     names = [s.name for s in storage]
     if len(set(names)) != len(names):
         raise SpecError("storage", names, "has two storage clusters with the same name")

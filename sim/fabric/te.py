@@ -67,6 +67,7 @@ import numpy as np
 from sim.core.units import IDX
 from sim.fabric.colouring import colour, rank_in_groups
 from sim.fabric.paths import csr, flow_arrays, max_path_links, nic_links, no_path, routing_tables
+from sim.fabric.ports import route_planes
 from sim.fabric.topology import Topology
 
 MAX_ROUNDS = 64          # local-search rounds per stage
@@ -178,11 +179,14 @@ def te_route(topo: Topology, src_gpu, dst_gpu, qp=None, weight=None, seed: int =
     where the round-robin starts (ties only). Deterministic. Raises :class:`sim.fabric.paths.NoPathError` when a flow has
     no active path.
     """
-    src, dst, _ = flow_arrays(topo, src_gpu, dst_gpu, qp)
+    src, dst, qp = flow_arrays(topo, src_gpu, dst_gpu, qp)
     F = src.size
     w_all = np.ones(F) if weight is None else np.broadcast_to(np.asarray(weight, dtype=np.float64), (F,))
     if F and (not np.isfinite(w_all).all() or (w_all < 0).any()):
         raise ValueError("weight must be finite and non-negative")
+    if topo.port_views:                      # multi-port NICs, planes: one controller decision per plane
+        return route_planes(topo, src, dst, qp, "te", seed,
+                            lambda view, rows, s, d: te_route(view, s, d, None, w_all[rows], seed))
     paths = np.full((F, max_path_links(topo)), -1, dtype=IDX)
     h = nic_links(topo, src, dst, paths)
     if h is None:

@@ -21,6 +21,13 @@ Latency: a directed link costs ``hop_latency`` seconds when it enters a switch (
 a cut-through RoCE/IB switch, about 1 us) and 0 when it enters a NIC, so a path's latency is the number of switches
 it crosses times ``hop_latency``; the base RTT of the transport is the collective model's business.
 
+Planes and multi-port NICs (``planes``, ``ports_per_nic`` of the backend spec): every NIC port's cable is a link of
+its own (two ports: two uplinks, two downlinks from one NIC node). The GPU arrays (``gpu_leaf``, ``gpu_uplink``...)
+keep port 0's, ``gpu_port_*`` give every port's, and ``port_views`` holds one :class:`Topology` per plane, what
+the routers route in: its own leaves, spines, cores and tables (group numbers local to the plane), its endpoints the
+NIC ports of the plane (endpoint ``j * G + g``: the ``j``-th port in the plane of GPU ``g``'s NIC), link ids the
+whole fabric's (:mod:`sim.fabric.ports`).
+
 Routing tables (:mod:`sim.fabric.routing`) read the ``leaf_up`` / ``spine_up`` tables below: for each leaf, its uplink
 cables grouped by spine plane and parallel index; for each spine, its uplink cables grouped by core member and
 parallel index; ``-1`` where a cable is missing or inactive. Ids there are up-link ids (add ``n_cables`` for the
@@ -29,7 +36,7 @@ reverse, down, direction).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -92,6 +99,12 @@ class Topology:
     leaf_downlinks: int = 0            # D: NIC ports per leaf
     hop_latency: float = DEFAULT_HOP_LATENCY
     cache: dict = field(default_factory=dict, repr=False)   # routing tables, built once (sim.fabric.routing)
+    ports_per_nic: int = 1             # Q: ports of each GPU's NIC (sim.fabric.spec)
+    planes: int = 1                    # P: disjoint planes; port q in plane q % P
+    gpu_port_uplink: np.ndarray = None     # (G, Q) up link NIC port -> leaf, -1 if inactive
+    gpu_port_leaf: np.ndarray = None       # (G, Q) switch node of each port's leaf
+    gpu_port_alive: np.ndarray = None      # (G, Q) bool: the port's cable and its leaf active
+    port_views: tuple = ()                 # (P,) one Topology per plane when Q > 1 (module docstring)
 
     @property
     def n_nodes(self) -> int:
@@ -173,12 +186,16 @@ def topology_from_layout(layout: ClusterLayout, hop_latency: float = DEFAULT_HOP
     cab = _backend_cables(lay, sw, gpu_of_nic)
     lower, upper, tier_all = cab["lower"], cab["upper"], cab["tier"]
 
-    # GPU -> leaf from the NIC cable (active or not): the leaf is the GPU's place in the fabric.
+    # GPU -> leaf from the NIC cable (active or not): the leaf is the GPU's place in the fabric (per NIC port).
+    backend = lay.spec.backend
+    Q = backend.ports_per_nic
     nic_cab = tier_all == LINK_NIC_LEAF
-    gpu_leaf = np.full(n_gpus, -1, dtype=IDX)
-    gpu_leaf[lower[nic_cab] - n_sw] = upper[nic_cab]
-    gpu_leaf_port = np.full(n_gpus, -1, dtype=IDX)
-    gpu_leaf_port[lower[nic_cab] - n_sw] = lay.port_slot[cab["pb"][nic_cab]]
+    g_of, q_of = lower[nic_cab] - n_sw, lay.port_slot[cab["pa"][nic_cab]]
+    port_leaf = np.full((n_gpus, Q), -1, dtype=IDX)
+    port_leaf[g_of, q_of] = upper[nic_cab]
+    port_leaf_port = np.full((n_gpus, Q), -1, dtype=IDX)
+    port_leaf_port[g_of, q_of] = lay.port_slot[cab["pb"][nic_cab]]
+    gpu_leaf, gpu_leaf_port = port_leaf[:, 0].copy(), port_leaf_port[:, 0].copy()
     tables = switch_tables(sw, cab)
 
     active = cab["active"]
@@ -191,17 +208,17 @@ def topology_from_layout(layout: ClusterLayout, hop_latency: float = DEFAULT_HOP
     enters_switch = link_head < n_sw
     link_latency = np.where(enters_switch, hop_latency, 0.0)
 
-    gpu_uplink = np.full(n_gpus, -1, dtype=IDX)
+    port_up = np.full((n_gpus, Q), -1, dtype=IDX)
     is_nic = tier == LINK_NIC_LEAF
-    gpu_uplink[lower[is_nic] - n_sw] = up_ids[is_nic]
+    port_up[lower[is_nic] - n_sw, lay.port_slot[cab["pa"][active][is_nic]]] = up_ids[is_nic]
+    gpu_uplink = port_up[:, 0].copy()
     gpu_downlink = np.where(gpu_uplink >= 0, gpu_uplink + C, -1)
+    port_alive = (port_up >= 0) & (port_leaf >= 0) & sw["active"][np.maximum(port_leaf, 0)]
 
-    gpu_leaf_group = gpu_leaf if lay.spec.backend.rails == 1 else _host_lowest(lay.gpu_host, gpu_leaf)
-    gpu_usable = ((lay.gpu_status == STATUS_ACTIVE) & (gpu_uplink >= 0)
-                  & (gpu_leaf >= 0) & sw["active"][np.maximum(gpu_leaf, 0)])
-    backend = lay.spec.backend
+    gpu_leaf_group = gpu_leaf if backend.rails == 1 else _host_lowest(lay.gpu_host, gpu_leaf)
+    gpu_usable = (lay.gpu_status == STATUS_ACTIVE) & port_alive.any(axis=1)
     gpu_model = (lay.spec.catalog or load_catalog()).get("gpu", lay.spec.layout.gpu, "layout.gpu")
-    return Topology(
+    topo = Topology(
         layout=lay, kind=backend.kind, n_gpus=n_gpus, gpu_host=lay.gpu_host.astype(IDX), gpu_nic=gpu_nic.astype(IDX),
         gpu_usable=gpu_usable, n_links=2 * C, link_capacity=np.concatenate([speed, speed]),
         link_latency=link_latency, link_cable=np.concatenate([ids, ids]).astype(IDX),
@@ -213,7 +230,39 @@ def topology_from_layout(layout: ClusterLayout, hop_latency: float = DEFAULT_HOP
         switch_tier=sw["tier"], switch_zone=sw["zone"], switch_group=sw["group"], switch_active=sw["active"],
         gpu_leaf=gpu_leaf, gpu_leaf_port=gpu_leaf_port, gpu_leaf_group=gpu_leaf_group, gpu_uplink=gpu_uplink, gpu_downlink=gpu_downlink,
         **tables, leaf_downlinks=int(gpu_leaf_port.max()) + 1 if n_gpus else 0, hop_latency=hop_latency,
+        ports_per_nic=Q, planes=backend.planes, gpu_port_uplink=port_up, gpu_port_leaf=port_leaf,
+        gpu_port_alive=port_alive,
     )
+    if Q > 1:
+        topo.port_views = tuple(_plane_view(topo, lay, sw, cab, p, port_leaf_port) for p in range(backend.planes))
+    return topo
+
+
+def _plane_view(topo: Topology, lay: ClusterLayout, sw: dict, cab: dict, p: int, port_leaf_port) -> Topology:
+    """Plane ``p`` of a fabric of NIC ports as a Topology of its own (module docstring): its switches' tables with
+    group numbers local to the plane, its endpoints the NICs' ports in the plane, link ids the whole fabric's."""
+    be = lay.spec.backend
+    P, Qp, G = be.planes, be.ports_per_plane, topo.n_gpus
+    L = lay.spec.layout.hosts_per_zone // be.leaf.hosts_per_switch * be.rails     # leaves of a zone in one plane
+    S = be.spine.per_zone
+    per_plane = np.where(sw["tier"] == TIER_LEAF, L, S)
+    plane = sw["group"] // per_plane
+    mine = plane == p
+    sw_p = {**sw, "tier": np.where(mine, sw["tier"], -1), "group": sw["group"] - p * per_plane}
+    cab_plane = np.where(cab["tier"] == LINK_NIC_LEAF, -1, plane[np.maximum(cab["upper"], 0)])
+    cab_p = {**cab, "tier": np.where(cab_plane == p, cab["tier"], -1)}
+    tables = switch_tables(sw_p, cab_p)
+    cols = [j * P + p for j in range(Qp)]
+    up = np.concatenate([topo.gpu_port_uplink[:, q] for q in cols])
+    leaf = np.concatenate([topo.gpu_port_leaf[:, q] for q in cols])
+    leaf_port = np.concatenate([port_leaf_port[:, q] for q in cols])
+    return replace(
+        topo, n_gpus=Qp * G, gpu_host=np.tile(topo.gpu_host, Qp), gpu_nic=np.tile(topo.gpu_nic, Qp),
+        gpu_usable=np.concatenate([topo.gpu_port_alive[:, q] for q in cols]) & np.tile(topo.gpu_usable, Qp),
+        gpu_leaf=leaf, gpu_leaf_port=leaf_port, gpu_leaf_group=leaf, gpu_uplink=up,
+        gpu_downlink=np.where(up >= 0, up + topo.n_cables, -1), switch_group=sw_p["group"].astype(IDX),
+        **tables, leaf_downlinks=int(leaf_port.max()) + 1 if leaf_port.size else 0, cache={}, ports_per_nic=1,
+        planes=1, gpu_port_uplink=None, gpu_port_leaf=None, gpu_port_alive=None, port_views=())
 
 
 def _host_lowest(gpu_host: np.ndarray, value: np.ndarray) -> np.ndarray:
@@ -262,7 +311,7 @@ def _backend_cables(lay: ClusterLayout, sw: dict, gpu_of_nic: np.ndarray) -> dic
     dev_ok_b = lay.switch_status[b_sw] == STATUS_ACTIVE
     active = ((lay.link_status[cab] == STATUS_ACTIVE) & (lay.port_status[pa] == STATUS_ACTIVE)
               & (lay.port_status[pb] == STATUS_ACTIVE) & dev_ok_a & dev_ok_b)
-    return {"ids": cab, "pb": pb, "lower": lower, "upper": upper, "tier": lay.link_tier[cab], "active": active}
+    return {"ids": cab, "pa": pa, "pb": pb, "lower": lower, "upper": upper, "tier": lay.link_tier[cab], "active": active}
 
 
 def switch_tables(sw: dict, cab: dict) -> dict:

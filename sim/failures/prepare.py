@@ -213,22 +213,28 @@ def prepare(cluster_or_spec, values: dict, progress=None) -> Prepared:
 
 def _network_items(topo, gpus: np.ndarray):
     """The job's network items: each GPU's NIC cable and its rack switch (no other path: a crash, cutting off its
-    hosts), then the fabric cables and switches above its leaves that its traffic may cross (other paths exist)."""
+    hosts; with NICs of several ports, every port's cable and leaf, whose failure moves the NIC's traffic to its
+    other ports: re-routed, not a crash), then the fabric cables and switches above its leaves that its traffic may
+    cross (other paths exist)."""
     gpu_host = np.asarray(topo.gpu_host)
-    up = np.asarray(topo.gpu_uplink)[gpus]
+    single = getattr(topo, "ports_per_nic", 1) == 1
+    port_up = np.asarray(topo.gpu_uplink)[:, None] if single else np.asarray(topo.gpu_port_uplink)
+    port_leaf = np.asarray(topo.gpu_leaf)[:, None] if single else np.asarray(topo.gpu_port_leaf)
+    up = port_up[gpus].ravel()
     up = up[up >= 0]
     nic_cables = np.asarray(topo.link_cable)[up]
-    nic_hosts = np.ones(nic_cables.size, np.int64)
-    gpu_leaf = np.asarray(topo.gpu_leaf)[gpus]
+    nic_hosts = np.full(nic_cables.size, int(single), np.int64)
+    gpu_leaf = port_leaf[gpus].ravel()
+    job_hosts = np.repeat(gpu_host[gpus], port_leaf.shape[1])
     leaves = np.unique(gpu_leaf)
-    pairs = np.unique(np.searchsorted(leaves, gpu_leaf) * (gpu_host.size + 1) + gpu_host[gpus])
+    pairs = np.unique(np.searchsorted(leaves, gpu_leaf) * (gpu_host.size + 1) + job_hosts)
     hosts_of_leaf = np.bincount(pairs // (gpu_host.size + 1), minlength=leaves.size).astype(np.int64)
-    kinds, ids, crash, cut = [np.full(nic_cables.size, NET_CABLE)], [nic_cables], [np.ones(nic_cables.size, bool)], \
-        [nic_hosts]
+    kinds, ids, crash, cut = [np.full(nic_cables.size, NET_CABLE)], [nic_cables], \
+        [np.full(nic_cables.size, single)], [nic_hosts]
     kinds.append(np.full(leaves.size, NET_SWITCH))
     ids.append(np.asarray(topo.switch_layout_id)[leaves])
-    crash.append(np.ones(leaves.size, bool))
-    cut.append(hosts_of_leaf)
+    crash.append(np.full(leaves.size, single))
+    cut.append(hosts_of_leaf if single else np.zeros(leaves.size, np.int64))
     tail, head = np.asarray(topo.link_tail), np.asarray(topo.link_head)
     is_up, tier = np.asarray(topo.link_is_up), np.asarray(topo.link_tier)
     if leaves.size > 1:

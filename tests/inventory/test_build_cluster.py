@@ -191,3 +191,22 @@ def test_a_rail_optimized_preset_builds_and_reads_back_as_the_same_fabric():
     ours, theirs = topology_from_layout(expand(spec)), topology_from_layout(layout_from_db(cluster))
     for name in ("gpu_leaf", "gpu_leaf_port", "gpu_leaf_group", "link_tail", "link_head"):
         assert (getattr(ours, name) == getattr(theirs, name)).all(), name
+
+
+def test_a_multi_plane_preset_builds_and_reads_back_as_the_same_fabric():
+    # given the multiplane-4 preset (4 planes, 4 ports per NIC), when it is built, then the database holds every NIC
+    # port and cable, and the topology read back puts every port of every NIC on the same leaf, in the same plane
+    from sim.fabric.topology import topology_from_layout
+    from twin.inventory.adapter import layout_from_db
+    build("multiplane-4")
+    cluster = Cluster.objects.get(name="multiplane-4")
+    spec = load_spec("multiplane-4")
+    want = expand(spec).counts()
+    got = db_counts(cluster)
+    assert {k: want[k] for k in got} == got
+    ours, theirs = topology_from_layout(expand(spec)), topology_from_layout(layout_from_db(cluster))
+    for name in ("gpu_port_leaf", "gpu_port_uplink", "link_tail", "link_head"):
+        assert (getattr(ours, name) == getattr(theirs, name)).all(), name
+    for mine, read in zip(ours.port_views, theirs.port_views):
+        for name in ("leaves", "spines", "leaf_up", "spine_at", "gpu_leaf", "gpu_leaf_port"):
+            assert (getattr(mine, name) == getattr(read, name)).all(), name

@@ -21,8 +21,8 @@ def refused(mutate) -> SpecError:
     return info.value
 
 
-PRESETS = ["demo-256", "dgx-h100-superpod", "meta-ib-24k", "meta-roce-24k", "roadmap-131k", "roadmap-350k",
-           "roadmap-600k"]
+PRESETS = ["alibaba-hpn", "demo-256", "dgx-h100-superpod", "meta-ib-24k", "meta-roce-24k", "multiplane-4",
+           "roadmap-131k", "roadmap-350k", "roadmap-600k"]
 
 
 def test_presets_are_the_ones_the_twin_ships():
