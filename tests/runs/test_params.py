@@ -5,13 +5,13 @@ import argparse
 import pytest
 
 from sim.cli import build_parser, main
-from sim.fabric.params import COLLECTIVE, FABRIC_HEALTH, FIGURE
+from sim.fabric.params import COLLECTIVE, FABRIC_HEALTH, FIGURE, PRESET_FIGURE
 from sim.fabric.routing import ROUTINGS
 from twin.runs.calibration import CALIBRATION
 from twin.runs.params import serializer_for, validate_params
 from twin.web.views.experiments import param_fields
 
-SETS = (COLLECTIVE, FABRIC_HEALTH, FIGURE)
+SETS = (COLLECTIVE, FABRIC_HEALTH, FIGURE, PRESET_FIGURE)
 # The command line's own options, which are not simulation parameters: where the cluster comes from, what to print.
 CLI_ONLY = {"help", "preset", "spec", "catalog", "json", "links", "flows", "quiet", "out", "quick", "name"}
 # Text parameters the command line reads from a file: option dest -> parameter.
@@ -61,9 +61,11 @@ def test_the_api_fields_and_the_form_fields_are_the_declaration(params):
             (p.min, p.max, list(p.choices) if p.choices else None)
 
 
-@pytest.mark.parametrize("command, params", [("collective", COLLECTIVE), ("figure", FIGURE)])
+@pytest.mark.parametrize("command, params", [("collective", (COLLECTIVE,)), ("figure", (FIGURE, PRESET_FIGURE))])
 def test_the_cli_has_exactly_an_option_per_declared_parameter(command, params):
+    """``figure`` serves the published figures (FIGURE) and a preset's page (PRESET_FIGURE): one option per name."""
     options = _cli_options(command)
+    params = [p for ps in params for p in ps]
     declared = {p.name for p in params} - {"figure"}      # the figure's name is the positional argument
     assert {CLI_FILES.get(o, o) for o in options} - CLI_ONLY == declared
     for p in params:
