@@ -1,0 +1,161 @@
+"""The power engine (sim/power): analytic cases of a step's power, the cap/clock relation, energy as the integral
+of power, budgets and caps derived from them, and refused input."""
+import numpy as np
+import pytest
+
+from sim.cli import main
+from sim.core.errors import ParamError
+from sim.fabric.layout import TIER_CORE, TIER_LEAF, TIER_SPINE
+from sim.fabric.topology import load_topology
+from sim.power import devices
+from sim.power.cluster import draw, job_places
+from sim.power.params import POWER
+from sim.power.places import places
+from sim.power.run import run_power
+from sim.power.step import Levels, levels, waveforms
+
+JOB = {"model": "llama3-8b", "gpus": 64, "tp": 1, "pp": 1, "dp": 64}
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return load_topology("demo-256")[1]
+
+
+def run(topo, **kw):
+    return run_power(topo, POWER.validate({**JOB, **kw}))
+
+
+def test_an_idle_cluster_draws_the_sum_of_its_idle_powers(demo):
+    # Given the demo cluster with no job: every GPU and host idle, every switch, storage server and SSD on
+    lay = demo.layout
+    pl = places(lay)
+    jp = job_places(pl, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 1)
+    gpu = devices.gpu_power(lay.spec.layout.gpu)
+    host = devices.host_power(lay.spec.layout.host_platform)
+    nics = np.bincount(lay.nic_host[lay.nic_host >= 0], minlength=len(lay.host_rack))
+    expected = (len(lay.gpu_host) * gpu.idle
+                + sum(host.watts(lay.spec.layout.cpus_per_host, int(k), False) for k in nics)
+                + sum(devices.switch_power(lay.switch_models[m]) for m in lay.switch_model)
+                + sum(devices.storage_server_power(lay.spec.storage[s].server) for s in lay.server_storage)
+                + sum(devices.ssd_power(lay.spec.storage[lay.server_storage[s]].ssd) for s in lay.ssd_server))
+    # Then the cluster's draw is that sum, every place's share adding up to it
+    assert jp.cluster_const == pytest.approx(expected, rel=1e-12)
+    assert jp.rack_const.sum() + pl.zone_fixed_w.sum() + pl.cluster_fixed_w == pytest.approx(expected, rel=1e-12)
+    tiers = lay.switch_tier
+    assert pl.cluster_fixed_w == pytest.approx(sum(devices.switch_power(lay.switch_models[m])
+                                                   for m in lay.switch_model[tiers == TIER_CORE]))
+    assert pl.zone_fixed_w.sum() == pytest.approx(sum(devices.switch_power(lay.switch_models[m])
+                                                      for m in lay.switch_model[tiers == TIER_SPINE]))
+    assert np.count_nonzero(tiers == TIER_LEAF) > 0
+
+
+def test_gpus_all_in_phase_swing_by_gpus_times_compute_minus_wait():
+    # Given one stage computing 0.4 s then waiting 0.6 s (an operation of pure compute), at 1 ms
+    lv = Levels(compute=700.0, comm=300.0, wait=110.0)
+    tl = np.array([[0, 0, 0, 0, 0.6, 1.0]])                      # stage, kind F, micro-batch, chunk, start, end
+    comp = np.full((3, 1, 1), 0.4)
+    sp = waveforms(tl, comp, 1.0, 1, lv, 1e-3)
+    # Then each GPU's waveform is at wait then at compute power, and n GPUs in phase swing by n (compute - wait)
+    assert sp.watts[0, :600] == pytest.approx(110.0) and sp.watts[0, 600:] == pytest.approx(700.0)
+    n = 16384
+    cluster = n * sp.watts[0]
+    assert cluster.max() - cluster.min() == pytest.approx(n * (700.0 - 110.0))
+    # and the energy is the integral of the power
+    assert sp.energy[0] == pytest.approx(0.6 * 110.0 + 0.4 * 700.0)
+
+
+def test_an_operation_mixing_compute_and_exposed_comm_draws_their_time_weighted_mean():
+    lv = Levels(compute=700.0, comm=300.0, wait=110.0)
+    tl = np.array([[0, 1, 0, 0, 0.0, 1.0]])
+    comp = np.full((3, 1, 1), 0.25)                              # a quarter of the operation computes
+    sp = waveforms(tl, comp, 1.0, 1, lv, 0.1)
+    assert sp.watts[0] == pytest.approx(0.25 * 700 + 0.75 * 300)
+
+
+def test_a_real_job_all_in_phase_swings_by_gpus_times_compute_minus_comm(demo):
+    # Given a DP-only job (pp 1, tp 1: every GPU in phase, no TP inside its operations); after its pipeline the
+    # exposed DP collectives run at communication power
+    r = run(demo)
+    sp, d = r.case.draw.sp, r.case.draw
+    gpu = r.places.gpu
+    assert r.case.job.breakdown["dp"] > 0.002                    # longer than two bins
+    # Then the cluster swings by GPUs x (compute - comm), up to the one bin that straddles the two phases
+    assert d.cluster.max() - d.cluster.min() == pytest.approx(64 * (gpu.at_cap - gpu.comm), rel=1e-9)
+    # and with a floor above the communication power the swing is GPUs x (compute - floor)
+    f = run(demo, power_floor=500)
+    df = f.case.draw
+    assert df.cluster.max() - df.cluster.min() == pytest.approx(64 * (gpu.at_cap - 500), rel=1e-9)
+    assert f.case.draw.job_energy > r.case.draw.job_energy   # the floor costs energy
+
+
+def test_a_cap_below_the_gpus_draw_slows_compute_by_the_cap_clock_relation(demo):
+    gpu = devices.gpu_power("h100-sxm-80gb")
+    share = devices.throughput_share(gpu, 500.0)
+    assert share == pytest.approx(((500 - gpu.static) / (gpu.at_cap - gpu.static)) ** (1 / 3))
+    assert devices.cap_for_share(gpu, share) == pytest.approx(500.0)
+    assert devices.throughput_share(gpu, gpu.at_cap) == 1.0
+    r = run(demo, power_cap=500)
+    capped, free = r.case.job.breakdown, r.uncapped.job.breakdown
+    # compute is GEMMs and attention: their time grows by 1 / share; communication does not change
+    assert capped["compute"] == pytest.approx(free["compute"] / share, rel=1e-12)
+    assert capped["dp"] == pytest.approx(free["dp"], rel=1e-9)
+    # the GPU never draws above its cap, and the job draws less power
+    assert r.case.draw.sp.watts.max() <= 500.0 + 1e-6
+    assert r.to_dict()["job_mean_mw"] < r.to_dict()["uncapped"]["job_mean_mw"]
+    assert r.to_dict()["step_time_cost"] > 0
+
+
+def test_energy_is_the_integral_of_power_at_any_resolution(demo):
+    a = run(demo, resolution_ms=1.0, cap_sweep=[400, 700])
+    b = run(demo, resolution_ms=37.0)
+    for r in (a, b):
+        d, sp = r.case.draw, r.case.draw.sp
+        assert float(d.job @ sp.widths) == pytest.approx(d.job_energy, rel=1e-9)
+        assert sp.edges[-1] == pytest.approx(sp.step_s)
+    assert a.case.draw.job_energy == pytest.approx(b.case.draw.job_energy, rel=1e-9)
+    assert a.to_dict()["energy_per_token_j"] == pytest.approx(a.to_dict()["sweep"][1]["energy_per_token_j"])
+
+
+def test_budgets_exceeded_and_not_and_the_cap_a_rack_budget_derives(demo):
+    ok = run(demo).to_dict()["racks"]
+    assert ok["over_budget"] == 0 and ok["peak_kw"] < ok["budget_kw"]
+    tight = run(demo, rack_budget_kw=16).to_dict()
+    assert tight["racks"]["over_budget"] > 0
+    assert all(w["headroom_kw"] < 0 for w in tight["racks"]["worst"][:tight["racks"]["over_budget"]])
+    # a cap derived from the 16 kW rack budget keeps every rack within it, even with all its GPUs at the cap
+    capped = run(demo, rack_budget_kw=16, cap_from="rack")
+    d = capped.to_dict()
+    assert d["cap_source"] == "rack budget" and d["racks"]["over_budget"] == 0
+    jp = capped.jplaces
+    n = jp.rack_n.sum(axis=1)
+    assert np.all(jp.rack_const + n * d["cap_w"] <= 16e3 + 1e-6)
+    assert np.any(jp.rack_const + n * (d["cap_w"] + 1) > 16e3)          # the tightest rack sets it (whole W)
+    # a building budget
+    b = run(demo, building_budget_mw=0.1).to_dict()["buildings"]
+    assert b[0]["over_budget"] and not run(demo, building_budget_mw=10).to_dict()["buildings"][0]["over_budget"]
+
+
+def test_the_gpu_limits_refuse_a_cap_outside_them(demo):
+    with pytest.raises(ParamError, match="power_cap"):
+        run(demo, power_cap=100)
+    with pytest.raises(ParamError, match="rack_budget_kw"):
+        run(demo, rack_budget_kw=1, cap_from="rack")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--power-cap", "100"], "power_cap: 100 W is outside the GPU's power limits"),
+    (["--power-cap", "500", "--power-floor", "600"], "power_floor: 600 W is above the cap"),
+    (["--power-cap", "500", "--cap-from", "rack"], "cap_from:"),
+    (["--cap-from", "building"], "building_budget_mw: is required"),
+    (["--resolution-ms", "0"], "resolution_ms: must be at least"),
+    (["--failures"], "days: is required with failures"),
+    (["--days", "2"], "failures: the timeline over days"),
+    (["--power-cap", "lots"], "power_cap: "),
+])
+def test_bad_input_exits_2_naming_the_field(capsys, argv, message):
+    code = main(["power", "--preset", "demo-256", "--model", "llama3-8b", "--gpus", "64", "--tp", "1", "--pp",
+                 "1", "-q", *argv])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert message in err
