@@ -12,6 +12,7 @@ import numpy as np
 from sim.core.progress import silent, weighted
 from sim.jobs.job import solve_job
 from sim.power import devices
+from sim.power.days import SERIES_POINTS, power_timeline, resample
 from sim.power.cluster import budgets, derived_cap, draw, job_places, stats
 from sim.power.params import JOB_NAMES, check_gpu_limits
 from sim.power.places import places
@@ -55,7 +56,7 @@ class PowerResult:
     budgets: object
     sweep: list = field(default_factory=list)
     timeline: dict | None = None
-    seconds: float = 0.0
+    seconds: dict = field(default_factory=dict)   # wall: the job's solve, the step's power (sweep included), days
 
     def to_dict(self, series: bool = False) -> dict:
         p, c, pl, b = self.params, self.case, self.places, self.budgets
@@ -92,13 +93,17 @@ class PowerResult:
                              "over_budget": b.building_w is not None and s["peak"] > b.building_w}
                             for k, s in enumerate(bs)]
         out["sweep"] = self.sweep
-        out["timeline"] = self.timeline
+        t = self.timeline
+        out["timeline"] = None if t is None else {k: v for k, v in t.items() if k not in ("series", "edges")}
         out["published"] = published(swing_mw=out["cluster_swing_mw"],
                                      timeline_swing_mw=(self.timeline or {}).get("swing_mw"), cap_w=c.cap)
-        out["seconds"] = round(self.seconds, 3)
+        out["seconds"] = {k: round(v, 3) for k, v in self.seconds.items()}
         if series:
             out["series"] = {"edges_s": sp.edges.tolist(), "cluster_mw": (d.cluster / MW).tolist(),
                              "job_mw": (d.job / MW).tolist(), "stage_w": sp.watts.tolist()}
+            if t is not None:
+                edges, mw = resample(t["edges"], t["series"], SERIES_POINTS)
+                out["series"]["timeline_edges_s"], out["series"]["timeline_mw"] = edges.tolist(), mw.tolist()
         return out
 
     def _racks(self) -> dict:
@@ -130,6 +135,7 @@ def run_power(topo, values: dict, progress=None) -> PowerResult:
     check_gpu_limits(values, pl.gpu)
     job_values = {k: values[k] for k in JOB_NAMES} | {"hottest": 0}
     solve = solve_job(topo, job_values, progress=solve_bar)
+    t_solve = time.perf_counter()
     b = budgets(values)
     base = solve.result(topo, job_values)
     p = base.params
@@ -158,11 +164,12 @@ def run_power(topo, values: dict, progress=None) -> PowerResult:
         sweep.append(case(float(c), floor if floor is None or floor <= c else None, racks=False).figures(tokens))
         sweep_bar((i + 1) / len(values["cap_sweep"]), f"cap {c} W")
     timeline = None
+    t_step = time.perf_counter()
     if has_days:
-        from sim.power.days import power_timeline
-        timeline = power_timeline(topo, values, main, jp, progress=days_bar)
+        timeline = power_timeline(topo, values, main, jp, pl, progress=days_bar)
     res = PowerResult(params=values, cap_source=source, case=main, uncapped=uncapped, places=pl, jplaces=jp,
                       budgets=b, sweep=sweep, timeline=timeline)
-    res.seconds = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    res.seconds = {"solve": t_solve - t0, "step_power": t_step - t_solve, "days": t1 - t_step, "all": t1 - t0}
     say(1.0, f"power: peak {res.case.draw.cluster.max() / MW:.2f} MW")
     return res

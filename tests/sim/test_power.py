@@ -159,3 +159,22 @@ def test_bad_input_exits_2_naming_the_field(capsys, argv, message):
     out, err = capsys.readouterr()
     assert code == 2 and out == ""
     assert message in err
+
+
+def test_over_days_each_state_draws_its_power_and_energy_adds_up(demo):
+    r = run(demo, days=3, failures=True, timeline_step_s=10)
+    t = r.timeline
+    sm = t["state_mw"]
+    # training draws the step's mean; a checkpoint's dip and a restart have every GPU waiting; down has them idle
+    assert sm["training"] == pytest.approx(r.case.draw.cluster @ r.case.draw.sp.widths / r.case.draw.sp.step_s / 1e6)
+    assert sm["down"] < sm["checkpointing"] < sm["training"]
+    gpu = r.places.gpu
+    assert (sm["checkpointing"] - sm["down"]) * 1e6 == pytest.approx(
+        64 * (gpu.wait - gpu.idle) + (r.jplaces.job_const - r.places.host_idle_w[
+            np.unique(demo.layout.gpu_host[r.case.job.gpus])].sum()))
+    # the timeline's energy is the integral of its states' power over their time
+    e = sum(sm[s] * 1e6 * t["time_in_state_s"][s] for s in sm)
+    assert t["energy_mwh"] * 3.6e9 == pytest.approx(e, rel=1e-9)
+    assert t["mean_mw"] * 3 * 86400 * 1e6 == pytest.approx(e, rel=1e-9)
+    assert sum(t["time_in_state_s"].values()) == pytest.approx(3 * 86400, rel=1e-9)
+    assert t["min_mw"] >= sm["down"] - 1e-9 and t["peak_mw"] <= sm["training"] + 1e-9
