@@ -61,17 +61,19 @@ def format_power(d: dict) -> str:
              f"ramp rate        {d['cluster_ramp_mw_per_s']:10.1f} MW/s (steepest between {d['resolution_ms']:g} "
              f"ms bins)",
              f"job mean         {d['job_mean_mw']:10.3f} MW   (its GPUs and hosts)",
-             f"energy per token {d['energy_per_token_j']:10.3f} J"]
+             f"energy per token {d['energy_per_token_j']:10.3f} J   (its GPUs and hosts; the GPUs alone "
+             f"{d['gpu_energy_per_token_j']:.3f} J)"]
     if "uncapped" in d:
         u = d["uncapped"]
         lines.append(f"uncapped         step {u['step_s']:.3f} s, job mean {u['job_mean_mw']:.3f} MW, "
                      f"{u['energy_per_token_j']:.3f} J/token, swing {u['cluster_swing_mw']:.3f} MW: the cap costs "
                      f"{100 * d['step_time_cost']:+.1f} % step time, saves {d['energy_saved_per_token_j']:+.3f} "
-                     f"J/token")
+                     f"J/token ({u['gpu_energy_per_token_j'] - d['gpu_energy_per_token_j']:+.3f} J on the GPUs alone)")
     r = d["racks"]
     lines.append(f"racks            {r['with_job']:,} of {r['count']:,} run the job; budget {r['budget_kw']:g} kW, "
                  f"cooling {r['cooling_kw']:g} kW: {r['over_budget']:,} over budget, {r['over_cooling']:,} over "
-                 f"cooling")
+                 f"cooling" + (f" ({r['over_budget_uncapped']:,} over budget uncapped, peak "
+                               f"{r['peak_kw_uncapped']:.2f} kW)" if "over_budget_uncapped" in r else ""))
     for w in r["worst"]:
         lines.append(f"  {w['rack']:<28} {w['gpus']:>3} GPUs  peak {w['peak_kw']:7.2f} kW  mean {w['mean_kw']:7.2f} "
                      f"kW  headroom {w['headroom_kw']:+7.2f} kW  heat {100 * w['heat_share']:5.1f} % of cooling")

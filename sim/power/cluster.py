@@ -38,7 +38,9 @@ class JobPlaces:
     """The job's GPUs counted by place and stage, and each place's constant draw while it runs (W): ``rack_n``
     (R, pp), ``zone_n`` (Z, pp), ``building_n`` (B, pp), ``stage_n`` (pp,); ``rack_const`` (R,) busy or idle
     hosts, idle GPUs and the rack's fixed devices; ``zone_const`` (Z,), ``building_const`` (B,),
-    ``cluster_const``; ``job_const``: the job's hosts' non-GPU draw."""
+    ``cluster_const``; ``job_const``: the job's hosts' non-GPU draw; all of them with the job's hosts at full load
+    (what a budget must hold), ``*_follow`` the part of it that follows the GPUs' load (:func:`draw` lowers it by
+    the step's load)."""
 
     rack_n: np.ndarray
     zone_n: np.ndarray
@@ -50,6 +52,11 @@ class JobPlaces:
     cluster_const: float
     job_const: float
     job_hosts: int
+    gpu_tdp: float
+    rack_follow: np.ndarray
+    zone_follow: np.ndarray
+    building_follow: np.ndarray
+    job_follow: float
 
 
 def job_places(pl: Places, gpus: np.ndarray, stage: np.ndarray, pp: int) -> JobPlaces:
@@ -69,10 +76,15 @@ def job_places(pl: Places, gpus: np.ndarray, stage: np.ndarray, pp: int) -> JobP
     building_n = np.zeros((B, pp))
     np.add.at(building_n, pl.zone_building[inb], zone_n[inb])
     building_const = np.bincount(pl.zone_building[inb], weights=zone_const[inb], minlength=B)
+    rack_follow = np.bincount(pl.host_rack, weights=np.where(busy, pl.host_follow_w, 0.0), minlength=R)
+    zone_follow = np.bincount(pl.rack_zone, weights=rack_follow, minlength=Z)
     return JobPlaces(rack_n=rack_n, zone_n=zone_n, building_n=building_n, stage_n=rack_n.sum(axis=0),
                      rack_const=rack_const, zone_const=zone_const, building_const=building_const,
                      cluster_const=float(zone_const.sum() + pl.cluster_fixed_w),
-                     job_const=float(pl.host_busy_w[hosts].sum()), job_hosts=int(hosts.size))
+                     job_const=float(pl.host_busy_w[hosts].sum()), job_hosts=int(hosts.size),
+                     gpu_tdp=pl.gpu.at_cap, rack_follow=rack_follow, zone_follow=zone_follow,
+                     building_follow=np.bincount(pl.zone_building[inb], weights=zone_follow[inb], minlength=B),
+                     job_follow=float(rack_follow.sum()))
 
 
 def derived_cap(pl: Places, jp: JobPlaces, b: Budgets, where: str) -> float:
@@ -106,12 +118,14 @@ def stats(series: np.ndarray, widths: np.ndarray, step: float) -> dict:
 @dataclass
 class Draw:
     """One step's power: the cluster's and the job's waveforms (W), per rack peak/mean (W), per zone and building
-    waveforms, and the job's energy over the step (J)."""
+    waveforms, the job's energy over the step (J: its GPUs and hosts) and its GPUs per stage."""
 
     sp: StepPower
     cluster: np.ndarray
     job: np.ndarray
     job_energy: float
+    stage_n: np.ndarray
+    load: float
     zone: np.ndarray
     building: np.ndarray
     rack_peak: np.ndarray = field(default=None)
@@ -120,15 +134,23 @@ class Draw:
 
 def draw(jp: JobPlaces, sp: StepPower, racks: bool = True) -> Draw:
     """The step's power at every level from the stages' waveforms ``sp``; ``racks``: also each rack's peak and
-    mean (one waveform per distinct row of stage counts)."""
+    mean (one waveform per distinct row of stage counts). The job's hosts' load-following part at the step's
+    load: its GPUs' mean draw over their TDP."""
     W, w = sp.watts, sp.widths
-    cluster = jp.stage_n @ W + jp.cluster_const
-    job = jp.stage_n @ W + jp.job_const
-    d = Draw(sp=sp, cluster=cluster, job=job, job_energy=float(jp.stage_n @ sp.energy + jp.job_const * sp.step_s),
-             zone=jp.zone_n @ W + jp.zone_const[:, None], building=jp.building_n @ W + jp.building_const[:, None])
+    n = float(jp.stage_n.sum())
+    load = float(jp.stage_n @ sp.energy) / (n * sp.step_s * jp.gpu_tdp) if n else 0.0
+    adj = load - 1.0                                 # the following part at the load instead of full load
+    job_const = jp.job_const + adj * jp.job_follow
+    cluster = jp.stage_n @ W + jp.cluster_const + adj * jp.job_follow
+    job = jp.stage_n @ W + job_const
+    d = Draw(sp=sp, cluster=cluster, job=job, job_energy=float(jp.stage_n @ sp.energy + job_const * sp.step_s),
+             stage_n=jp.stage_n, load=load,
+             zone=jp.zone_n @ W + (jp.zone_const + adj * jp.zone_follow)[:, None],
+             building=jp.building_n @ W + (jp.building_const + adj * jp.building_follow)[:, None])
     if racks:
         uniq, inv = np.unique(jp.rack_n, axis=0, return_inverse=True)
         wu = uniq @ W
-        d.rack_peak = wu.max(axis=1)[inv.ravel()] + jp.rack_const
-        d.rack_mean = (wu @ w / sp.step_s)[inv.ravel()] + jp.rack_const
+        const = jp.rack_const + adj * jp.rack_follow
+        d.rack_peak = wu.max(axis=1)[inv.ravel()] + const
+        d.rack_mean = (wu @ w / sp.step_s)[inv.ravel()] + const
     return d

@@ -5,7 +5,8 @@ the job's power in that state, on a coarse regular grid, every bin the exact mea
 States -> the job's GPUs and hosts (the rest of the cluster draws its constant): ``training`` and ``degraded`` at
 the step's mean (the step's millisecond swing is the step view's; at a grid coarser than the step it averages
 out); ``checkpointing`` (training blocked for the checkpoint's cost) with every GPU waiting: the checkpoint dip;
-``restarting`` (relaunch, process groups, restore) with the GPUs waiting and hosts busy; ``down`` (detection, the
+``restarting`` (relaunch, process groups, restore) with the GPUs waiting and hosts busy (their fans as in
+training: they follow temperatures over minutes); ``down`` (detection, the
 wait for a healthy host, planned maintenance) with the GPUs and hosts idle. A crash drops the draw within a step,
 far below the grid, so the grid's steepest ramp understates it: the largest change between two bins
 (``jump_mw``) is reported beside it. The job under a cap runs its capped step (the failures engine solves it with
@@ -34,8 +35,9 @@ def state_watts(case, jp, pl) -> np.ndarray:
     lv_wait = min(case.cap, max(pl.gpu.wait, case.floor or 0.0))
     other = jp.cluster_const - jp.job_const                    # everything but the job's hosts, its GPUs apart
     idle_hosts = float(pl.host_idle_w[np.unique(pl.layout.gpu_host[case.job.gpus])].sum())
-    training = other + jp.job_const + float(jp.stage_n @ sp.energy) / sp.step_s
-    waiting = other + jp.job_const + n * lv_wait
+    hosts = jp.job_const + (case.draw.load - 1.0) * jp.job_follow     # at the step's load (fans: seconds)
+    training = other + hosts + float(jp.stage_n @ sp.energy) / sp.step_s
+    waiting = other + hosts + n * lv_wait
     down = other + idle_hosts + n * pl.gpu.idle
     by = {"training": training, "degraded": training, "checkpointing": waiting, "restarting": waiting,
           "down": down}

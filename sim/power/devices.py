@@ -49,7 +49,9 @@ GPU_POWER = {
 class HostPower:
     """A GPU host's non-GPU draw (W): ``cpus`` x ``cpu_tdp`` at ``cpu_busy`` / ``cpu_idle`` of their TDP,
     ``memory``, ``nic`` per NIC (backend and frontend), and ``other`` (fans, NVSwitches, retimers, BMC, power
-    conversion losses) at full load, ``other_idle`` of it when the GPUs idle (the fans slow down)."""
+    conversion losses) at full load, ``other_idle`` of it when the GPUs idle; between the two it follows the
+    GPUs' load (their mean draw over the step as a share of their TDP): fans follow temperatures over seconds,
+    not a step's milliseconds, and conversion losses follow the load."""
 
     cpu_tdp: float
     cpu_busy: float
@@ -59,9 +61,14 @@ class HostPower:
     other: float
     other_idle: float
 
-    def watts(self, cpus: int, nics: int, busy: bool) -> float:
+    def watts(self, cpus: int, nics: int, busy: bool, load: float = 1.0) -> float:
+        """The host's non-GPU draw: its GPUs running a job (``busy``) at ``load`` of their TDP, or idle."""
         cpu = cpus * self.cpu_tdp * (self.cpu_busy if busy else self.cpu_idle)
-        return cpu + self.memory + nics * self.nic + self.other * (1.0 if busy else self.other_idle)
+        return cpu + self.memory + nics * self.nic + self.following(load if busy else 0.0)
+
+    def following(self, load: float) -> float:
+        """``other`` at the GPUs' ``load`` (0 idle .. 1 at their TDP)."""
+        return self.other * (self.other_idle + (1.0 - self.other_idle) * load)
 
 
 DGX_H100_MAX_W = 10_200.0        # DGX H100's maximum system power, 8 x H100 SXM included [S73]

@@ -21,7 +21,9 @@ from sim.power import devices
 class Places:
     """The cluster's places and the constant draws (W). ``host_busy_w``/``host_idle_w``: each host's non-GPU draw
     when its GPUs run the job or not; ``rack_fixed_w``: leaf switches, storage servers and SSDs of each rack;
-    ``zone_fixed_w``: spine switches of each zone; ``cluster_fixed_w``: core switches."""
+    ``zone_fixed_w``: spine switches of each zone; ``cluster_fixed_w``: core switches. ``host_busy_w`` is at
+    full load (the GPUs at their TDP: what budgets must hold); ``host_follow_w`` is the part of it that follows
+    the GPUs' load, down to its idle share at none (:meth:`sim.power.devices.HostPower.following`)."""
 
     layout: object
     gpu: devices.GPUPower
@@ -32,6 +34,7 @@ class Places:
     host_rack: np.ndarray
     host_busy_w: np.ndarray
     host_idle_w: np.ndarray
+    host_follow_w: np.ndarray
     rack_fixed_w: np.ndarray
     zone_fixed_w: np.ndarray
     cluster_fixed_w: float
@@ -85,4 +88,5 @@ def places(layout) -> Places:
     return Places(layout=layout, gpu=gpu, rack_zone=np.asarray(layout.rack_zone), zone_building=zb,
                   n_buildings=spec.layout.buildings, gpu_rack=np.asarray(layout.host_rack)[layout.gpu_host],
                   host_rack=np.asarray(layout.host_rack), host_busy_w=busy, host_idle_w=idle,
+                  host_follow_w=np.full(n_hosts, host.following(1.0) - host.following(0.0)),
                   rack_fixed_w=rack_fixed, zone_fixed_w=zone_fixed, cluster_fixed_w=core_w)

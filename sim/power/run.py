@@ -40,7 +40,8 @@ class CapCase:
                 "cluster_peak_mw": c["peak"] / MW, "cluster_mean_mw": c["mean"] / MW,
                 "cluster_swing_mw": c["swing"] / MW, "cluster_ramp_mw_per_s": c["ramp"] / MW,
                 "job_peak_mw": j["peak"] / MW, "job_mean_mw": j["mean"] / MW, "job_swing_mw": j["swing"] / MW,
-                "energy_per_token_j": d.job_energy / tokens}
+                "energy_per_token_j": d.job_energy / tokens,
+                "gpu_energy_per_token_j": float(self.draw.sp.energy @ self.draw.stage_n) / tokens}
 
 
 @dataclass
@@ -80,6 +81,10 @@ class PowerResult:
                           "compute_s": float(sp.phase_s[s, 0]), "comm_s": float(sp.phase_s[s, 1]),
                           "wait_s": float(sp.phase_s[s, 2])} for s in range(sp.watts.shape[0])]
         out["racks"] = self._racks()
+        if self.uncapped is not None:
+            un = self.uncapped.draw
+            out["racks"]["over_budget_uncapped"] = int(np.count_nonzero(un.rack_peak > b.rack_w))
+            out["racks"]["peak_kw_uncapped"] = float(un.rack_peak.max() / 1e3)
         zn = pl.zone_names()
         zs = [stats(d.zone[z], sp.widths, sp.step_s) for z in range(pl.n_zones)]
         out["zones"] = [{"zone": zn[z], "peak_mw": s["peak"] / MW, "mean_mw": s["mean"] / MW,

@@ -169,9 +169,12 @@ def test_over_days_each_state_draws_its_power_and_energy_adds_up(demo):
     assert sm["training"] == pytest.approx(r.case.draw.cluster @ r.case.draw.sp.widths / r.case.draw.sp.step_s / 1e6)
     assert sm["down"] < sm["checkpointing"] < sm["training"]
     gpu = r.places.gpu
+    jp, load = r.jplaces, r.case.draw.load
+    hosts_at_load = jp.job_const + (load - 1) * jp.job_follow         # their fans at the step's load
+    assert 0 < load < 1
     assert (sm["checkpointing"] - sm["down"]) * 1e6 == pytest.approx(
-        64 * (gpu.wait - gpu.idle) + (r.jplaces.job_const - r.places.host_idle_w[
-            np.unique(demo.layout.gpu_host[r.case.job.gpus])].sum()))
+        64 * (gpu.wait - gpu.idle) + hosts_at_load - r.places.host_idle_w[
+            np.unique(demo.layout.gpu_host[r.case.job.gpus])].sum())
     # the timeline's energy is the integral of its states' power over their time
     e = sum(sm[s] * 1e6 * t["time_in_state_s"][s] for s in sm)
     assert t["energy_mwh"] * 3.6e9 == pytest.approx(e, rel=1e-9)
