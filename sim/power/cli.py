@@ -65,9 +65,10 @@ def format_power(d: dict) -> str:
              f"{d['gpu_energy_per_token_j']:.3f} J)"]
     if "uncapped" in d:
         u = d["uncapped"]
-        lines.append(f"uncapped         step {u['step_s']:.3f} s, job mean {u['job_mean_mw']:.3f} MW, "
-                     f"{u['energy_per_token_j']:.3f} J/token, swing {u['cluster_swing_mw']:.3f} MW: the cap costs "
-                     f"{100 * d['step_time_cost']:+.1f} % step time, saves {d['energy_saved_per_token_j']:+.3f} "
+        lines.append(f"default          (no cap below the TDP, no floor) step {u['step_s']:.3f} s, job mean "
+                     f"{u['job_mean_mw']:.3f} MW, {u['energy_per_token_j']:.3f} J/token, swing "
+                     f"{u['cluster_swing_mw']:.3f} MW: this run costs {100 * d['step_time_cost']:+.1f} % step time, "
+                     f"saves {d['energy_saved_per_token_j']:+.3f} "
                      f"J/token ({u['gpu_energy_per_token_j'] - d['gpu_energy_per_token_j']:+.3f} J on the GPUs alone)")
     r = d["racks"]
     lines.append(f"racks            {r['with_job']:,} of {r['count']:,} run the job; budget {r['budget_kw']:g} kW, "
@@ -96,7 +97,8 @@ def format_power(d: dict) -> str:
     if t:
         lines.append(f"over {t['days']:g} days  mean {t['mean_mw']:.3f} MW, peak {t['peak_mw']:.3f} MW, lowest "
                      f"{t['min_mw']:.3f} MW, swing {t['swing_mw']:.3f} MW, worst ramp {t['ramp_mw_per_s']:.2f} "
-                     f"MW/s at {t['ramp_at_s'] / 3600:.2f} h ({t['interruptions']} interruptions, "
+                     f"MW/s at {t['ramp_at_s'] / 3600:.2f} h (a jump of {t['jump_mw']:.3f} MW between "
+                     f"{t['step_s_grid']:g} s bins; {t['interruptions']} interruptions, "
                      f"{t['checkpoints']} checkpoints)")
     for ref in d["published"]:
         sim_v = ref["simulated"]
