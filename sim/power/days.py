@@ -84,7 +84,7 @@ def power_timeline(topo, values: dict, case, jp, pl, progress=None) -> dict:
             "ramp_at_s": float(edges[worst + 1]), "jump_mw": float(jumps.max() / MW) if jumps.size else 0.0,
             "energy_mwh": float(e[-1] / 3.6e9), "interruptions": tl["interruptions"],
             "checkpoints": tl["checkpoint"]["count"], "effective_ratio": tl["effective_ratio"],
-            "seconds": {"failures": t1 - t0, "power": time.perf_counter() - t1},
+            "seconds": {"failures": round(t1 - t0, 3), "power": round(time.perf_counter() - t1, 3)},
             "series": series / MW, "edges": edges}
 
 

@@ -76,7 +76,7 @@ class PowerResult:
             out["step_time_cost"] = out["step_s"] / u["step_s"] - 1.0
             out["energy_saved_per_token_j"] = u["energy_per_token_j"] - out["energy_per_token_j"]
             out["job_mean_saved_mw"] = u["job_mean_mw"] - out["job_mean_mw"]
-        out["stages"] = [{"stage": s, "gpus": int(c.draw and self.jplaces.stage_n[s]),
+        out["stages"] = [{"stage": s, "gpus": int(self.jplaces.stage_n[s]),
                           "mean_w": float(sp.energy[s] / sp.step_s), "peak_w": float(sp.watts[s].max()),
                           "compute_s": float(sp.phase_s[s, 0]), "comm_s": float(sp.phase_s[s, 1]),
                           "wait_s": float(sp.phase_s[s, 2])} for s in range(sp.watts.shape[0])]
@@ -166,7 +166,7 @@ def run_power(topo, values: dict, progress=None) -> PowerResult:
     sweep = []
     tokens = int(p["batch_tokens"])
     for i, c in enumerate(values["cap_sweep"] or ()):
-        sweep.append(case(float(c), floor if floor is None or floor <= c else None, racks=False).figures(tokens))
+        sweep.append(case(float(c), floor, racks=False).figures(tokens))      # a floor above a cap: held at it
         sweep_bar((i + 1) / len(values["cap_sweep"]), f"cap {c} W")
     timeline = None
     t_step = time.perf_counter()

@@ -181,3 +181,21 @@ def test_over_days_each_state_draws_its_power_and_energy_adds_up(demo):
     assert t["mean_mw"] * 3 * 86400 * 1e6 == pytest.approx(e, rel=1e-9)
     assert sum(t["time_in_state_s"].values()) == pytest.approx(3 * 86400, rel=1e-9)
     assert t["min_mw"] >= sm["down"] - 1e-9 and t["peak_mw"] <= sm["training"] + 1e-9
+
+
+def test_the_json_document_has_the_documented_keys(capsys):
+    code = main(["power", "--preset", "demo-256", "--model", "llama3-8b", "--gpus", "64", "--tp", "1", "--pp", "1",
+                 "--power-cap", "500", "--cap-sweep", "400,700", "--json", "--series", "-q"])
+    out, _ = capsys.readouterr()
+    import json
+    d = json.loads(out)
+    assert code == 0 and d["cluster"] == "demo-256" and d["cap_w"] == 500 and d["cap_source"] == "given"
+    for key in ("cluster_peak_mw", "cluster_mean_mw", "cluster_swing_mw", "cluster_ramp_mw_per_s",
+                "energy_per_token_j", "uncapped", "step_time_cost", "racks", "zones", "buildings", "sweep",
+                "published", "series", "stages"):
+        assert key in d
+    assert [s["cap_w"] for s in d["sweep"]] == [400, 700]
+    assert d["sweep"][1]["step_s"] == pytest.approx(d["uncapped"]["step_s"])
+    assert len(d["series"]["cluster_mw"]) == len(d["series"]["edges_s"]) - 1
+    assert {r["key"] for r in d["published"]} == {"llama3-power-swing", "torchtitan-cap"}
+    assert d["cluster_peak_mw"] >= d["cluster_mean_mw"] >= d["cluster_peak_mw"] - d["cluster_swing_mw"]
