@@ -105,11 +105,12 @@ def derived_cap(pl: Places, jp: JobPlaces, b: Budgets, where: str) -> float:
 
 
 def stats(series: np.ndarray, widths: np.ndarray, step: float) -> dict:
-    """Peak, mean (energy over the step), min, swing (peak - min) in W and the steepest ramp (W/s) of a
-    waveform repeated step after step (the last bin runs into the next step's first)."""
-    # consecutive bins' means are (w_i + w_i+1) / 2 apart (their centres)
-    ramp = np.abs(np.diff(np.append(series, series[:1]))) / np.maximum(
-        (widths + np.roll(widths, -1)) / 2, 1e-300) if series.size > 1 else np.zeros(1)
+    """Peak, mean (energy over the step), min, swing (peak - min) in W and the steepest ramp (W/s: the largest
+    change between consecutive bins over the grid's step) of a waveform repeated step after step (the last bin
+    runs into the next step's first)."""
+    # per the grid's step (the widest bin): the last bin of a step may be a sliver, whose change is not faster
+    ramp = np.abs(np.diff(np.append(series, series[:1]))) / max(float(widths.max()), 1e-300) \
+        if series.size > 1 else np.zeros(1)
     peak, low = float(series.max()), float(series.min())
     return {"peak": peak, "mean": float(series @ widths / step), "min": low, "swing": peak - low,
             "ramp": float(ramp.max())}

@@ -7,8 +7,9 @@ On a stage, an operation (a micro-batch's forward, backward or weight pass throu
 its exposed TP and CP; those collectives alternate with the GEMMs layer by layer, well below a millisecond each
 (at 405B, 126 layers: a layer's forward on a stage is a few ms), so the operation draws the time-weighted mean of
 compute and communication power. Between operations (the pipeline's bubble, and sends not yet arrived) the GPU
-waits; after the pipeline ends, the exposed DP collectives run (the twin places all of the step's exposed DP
-there: its front part, the first layer's gather, is at most a layer's). Each bin's watts are the exact mean over
+waits. The step's exposed DP falls where the job engine puts it: its front part (FSDP's first weight gathers) on
+every stage before the pipeline starts, and each stage's gradient collectives after its last operation, until they
+end (``dp_front``, ``dp_end`` of :func:`sim.jobs.step.step_breakdown`). Each bin's watts are the exact mean over
 the bin (the integral of the piecewise-constant power, so energy is conserved at any resolution).
 """
 from __future__ import annotations
@@ -70,17 +71,20 @@ class StepPower:
 
 def stage_waveforms(breakdown: dict, model, p: dict, lv: Levels, dt: float) -> StepPower:
     """The step's per-stage waveforms at ``dt`` seconds from ``breakdown`` (:func:`sim.jobs.step.step_breakdown`
-    of the job ``p``, resolved, with its timeline) and the phase watts ``lv``."""
+    of the job ``p``, resolved, with its timeline and where its exposed DP falls) and the phase watts ``lv``."""
     ct = compute_times(model, p)
     comp = np.stack([ct[k] for k in OP_KINDS])                     # (3, pp, v) seconds of compute per operation
-    return waveforms(breakdown["timeline"], comp, float(breakdown["step"]), int(p["pp"]), lv, dt)
+    return waveforms(breakdown["timeline"], comp, float(breakdown["step"]), int(p["pp"]), lv, dt,
+                     front=float(breakdown["dp_front"]), dp_end=np.asarray(breakdown["dp_end"], float))
 
 
-def waveforms(tl: np.ndarray, comp: np.ndarray, step: float, pp: int, lv: Levels, dt: float) -> StepPower:
-    """Per-stage waveforms from a slot table ``tl`` (:data:`sim.jobs.step.TIMELINE_COLUMNS` rows), each
-    operation's compute seconds ``comp`` ((3, pp, v): by kind F, B, W, stage, chunk; the rest of an operation is
-    its exposed communication) and the step's length (after the pipeline's end: exposed DP)."""
-    makespan = float(tl[:, 5].max()) if tl.size else 0.0
+def waveforms(tl: np.ndarray, comp: np.ndarray, step: float, pp: int, lv: Levels, dt: float, front: float = 0.0,
+              dp_end=None) -> StepPower:
+    """Per-stage waveforms from a slot table ``tl`` (:data:`sim.jobs.step.TIMELINE_COLUMNS` rows, times from the
+    pipeline's start), each operation's compute seconds ``comp`` ((3, pp, v): by kind F, B, W, stage, chunk; the
+    rest of an operation is its exposed communication) and the step's length. Exposed DP: ``front`` seconds of it
+    on every stage before the pipeline starts, and each stage's after its last operation until ``dp_end[s]`` (on
+    the pipeline's clock; None: none); the rest of the step, waiting."""
     T = max(1, int(np.ceil(step / dt - 1e-9)))
     edges = np.minimum(np.arange(T + 1) * dt, step)
     edges[-1] = step
@@ -91,26 +95,31 @@ def waveforms(tl: np.ndarray, comp: np.ndarray, step: float, pp: int, lv: Levels
         rows = tl[tl[:, 0] == s]
         rows = rows[np.argsort(rows[:, 4], kind="stable")]
         n = len(rows)
-        start, end = rows[:, 4], rows[:, 5]
+        start, end = front + rows[:, 4], front + rows[:, 5]
         dur = end - start
         c = comp[rows[:, 1].astype(int), s, rows[:, 3].astype(int)]
         frac = np.where(dur > 0, np.minimum(1.0, c / np.where(dur > 0, dur, 1.0)), 1.0)
-        b = np.empty(2 * n + 3)
-        b[0] = 0.0
-        b[1:2 * n + 1:2] = start
-        b[2:2 * n + 2:2] = end
-        b[2 * n + 1] = makespan
-        b[2 * n + 2] = step
-        pw = np.full(2 * n + 2, lv.wait)
-        pw[1:2 * n:2] = frac * lv.compute + (1 - frac) * lv.comm
-        pw[2 * n + 1] = lv.comm
+        last = float(end[-1]) if n else front
+        tail = max(last, front + float(dp_end[s])) if dp_end is not None else last
+        b = np.empty(2 * n + 4)                    # 0, front, (start, end) per operation, tail's end, step
+        b[0], b[1] = 0.0, front
+        b[2:2 * n + 2:2] = start
+        b[3:2 * n + 3:2] = end
+        b[2 * n + 2], b[2 * n + 3] = min(tail, step), step
+        if n == 0:
+            b[2] = front
+        pw = np.full(2 * n + 3, lv.wait)
+        pw[0] = lv.comm                            # exposed DP before the pipeline
+        pw[2:2 * n + 1:2] = frac * lv.compute + (1 - frac) * lv.comm
+        pw[2 * n + 1] = lv.comm                    # this stage's exposed DP after its last operation
+        b = np.maximum.accumulate(b)
         cum = np.concatenate([[0.0], np.cumsum(pw * np.diff(b))])
         e = np.interp(edges, b, cum)
         watts[s] = np.diff(e) / np.maximum(np.diff(edges), 1e-300)
         energy[s] = cum[-1]
-        busy = float(dur.sum())
         computing = float((frac * dur).sum())
-        phase[s] = (computing, busy - computing + (step - makespan), makespan - busy)
+        comm = float(dur.sum()) - computing + front + (min(tail, step) - last)
+        phase[s] = (computing, comm, step - computing - comm)
     return StepPower(watts=watts, edges=edges, energy=energy, phase_s=phase, step_s=step)
 
 

@@ -55,7 +55,7 @@ def test_gpus_all_in_phase_swing_by_gpus_times_compute_minus_wait():
     lv = Levels(compute=700.0, comm=300.0, wait=110.0)
     tl = np.array([[0, 0, 0, 0, 0.6, 1.0]])                      # stage, kind F, micro-batch, chunk, start, end
     comp = np.full((3, 1, 1), 0.4)
-    sp = waveforms(tl, comp, 1.0, 1, lv, 1e-3)
+    sp = waveforms(tl, comp, 1.0, 1, lv, 1e-3, dp_end=[1.0])
     # Then each GPU's waveform is at wait then at compute power, and n GPUs in phase swing by n (compute - wait)
     assert sp.watts[0, :600] == pytest.approx(110.0) and sp.watts[0, 600:] == pytest.approx(700.0)
     n = 16384
@@ -69,7 +69,7 @@ def test_an_operation_mixing_compute_and_exposed_comm_draws_their_time_weighted_
     lv = Levels(compute=700.0, comm=300.0, wait=110.0)
     tl = np.array([[0, 1, 0, 0, 0.0, 1.0]])
     comp = np.full((3, 1, 1), 0.25)                              # a quarter of the operation computes
-    sp = waveforms(tl, comp, 1.0, 1, lv, 0.1)
+    sp = waveforms(tl, comp, 1.0, 1, lv, 0.1, dp_end=[1.0])
     assert sp.watts[0] == pytest.approx(0.25 * 700 + 0.75 * 300)
 
 
@@ -199,3 +199,16 @@ def test_the_json_document_has_the_documented_keys(capsys):
     assert len(d["series"]["cluster_mw"]) == len(d["series"]["edges_s"]) - 1
     assert {r["key"] for r in d["published"]} == {"llama3-power-swing", "torchtitan-cap"}
     assert d["cluster_peak_mw"] >= d["cluster_mean_mw"] >= d["cluster_peak_mw"] - d["cluster_swing_mw"]
+
+
+def test_exposed_dp_falls_before_the_pipeline_and_after_each_stages_last_operation():
+    lv = Levels(compute=700.0, comm=300.0, wait=110.0)
+    tl = np.array([[0, 0, 0, 0, 0.0, 0.5], [1, 0, 0, 0, 0.2, 0.4]])
+    comp = np.array([[[0.5], [0.2]]] * 3)                        # pure compute
+    sp = waveforms(tl, comp, 1.0, 2, lv, 0.05, front=0.1, dp_end=[0.7, 0.4])
+    # stage 0: DP gather 0..0.1, compute 0.1..0.6, its gradients' collectives 0.6..0.8, waits to the step's end
+    assert sp.phase_s[0] == pytest.approx([0.5, 0.3, 0.2])
+    assert sp.energy[0] == pytest.approx(0.3 * 300 + 0.5 * 700 + 0.2 * 110)
+    # stage 1: gather, waits for its operation, computes, nothing of DP past its operation, waits
+    assert sp.phase_s[1] == pytest.approx([0.2, 0.1, 0.7])
+    assert sp.watts[1, 0] == pytest.approx(300.0) and sp.watts[1, 7] == pytest.approx(700.0)
