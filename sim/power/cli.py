@@ -81,6 +81,9 @@ def format_power(d: dict) -> str:
     for b in d["buildings"]:
         budget = f", budget {b['budget_mw']:g} MW{' EXCEEDED' if b['over_budget'] else ''}" \
             if b["budget_mw"] is not None else ""
+        if "peak_mw_uncapped" in b:
+            budget += f" (uncapped peak {b['peak_mw_uncapped']:.3f} MW" + (
+                ", over budget)" if b["over_budget_uncapped"] else ")")
         lines.append(f"building {b['building']:<3}     peak {b['peak_mw']:.3f} MW, mean {b['mean_mw']:.3f} MW, swing "
                      f"{b['swing_mw']:.3f} MW{budget}")
     for z in d["zones"]:

@@ -97,6 +97,11 @@ class PowerResult:
                              "budget_mw": None if b.building_w is None else b.building_w / MW,
                              "over_budget": b.building_w is not None and s["peak"] > b.building_w}
                             for k, s in enumerate(bs)]
+        if self.uncapped is not None:
+            ub = self.uncapped.draw.building
+            for k, row in enumerate(out["buildings"]):
+                row["peak_mw_uncapped"] = float(ub[k].max() / MW)
+                row["over_budget_uncapped"] = b.building_w is not None and float(ub[k].max()) > b.building_w
         out["sweep"] = self.sweep
         t = self.timeline
         out["timeline"] = None if t is None else {k: v for k, v in t.items() if k not in ("series", "edges")}
