@@ -75,6 +75,9 @@ def format_power(d: dict) -> str:
                  f"cooling {r['cooling_kw']:g} kW: {r['over_budget']:,} over budget, {r['over_cooling']:,} over "
                  f"cooling" + (f" ({r['over_budget_uncapped']:,} over budget uncapped, peak "
                                f"{r['peak_kw_uncapped']:.2f} kW)" if "over_budget_uncapped" in r else ""))
+    h = d["hosts"]
+    lines.append(f"hosts            {h['with_job']:,} run the job: peak {h['peak_kw']:.2f} kW, mean {h['mean_kw']:.2f} kW "
+                 f"each (GPUs included; an idle host {h['idle_kw']:.2f} kW)")
     for w in r["worst"]:
         lines.append(f"  {w['rack']:<28} {w['gpus']:>3} GPUs  peak {w['peak_kw']:7.2f} kW  mean {w['mean_kw']:7.2f} "
                      f"kW  headroom {w['headroom_kw']:+7.2f} kW  heat {100 * w['heat_share']:5.1f} % of cooling")

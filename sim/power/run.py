@@ -81,6 +81,12 @@ class PowerResult:
                           "compute_s": float(sp.phase_s[s, 0]), "comm_s": float(sp.phase_s[s, 1]),
                           "wait_s": float(sp.phase_s[s, 2])} for s in range(sp.watts.shape[0])]
         out["racks"] = self._racks()
+        busy_hosts = self.jplaces.host_n.sum(axis=1) > 0
+        out["hosts"] = {"with_job": int(busy_hosts.sum()),
+                        "peak_kw": float(d.host_peak[busy_hosts].max() / 1e3) if busy_hosts.any() else 0.0,
+                        "mean_kw": float(d.host_mean[busy_hosts].mean() / 1e3) if busy_hosts.any() else 0.0,
+                        "idle_kw": float((pl.host_idle_w.mean() + pl.layout.spec.layout.gpus_per_host * pl.gpu.idle)
+                                         / 1e3)}
         if self.uncapped is not None:
             un = self.uncapped.draw
             out["racks"]["over_budget_uncapped"] = int(np.count_nonzero(un.rack_peak > b.rack_w))

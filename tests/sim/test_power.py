@@ -212,3 +212,17 @@ def test_exposed_dp_falls_before_the_pipeline_and_after_each_stages_last_operati
     # stage 1: gather, waits for its operation, computes, nothing of DP past its operation, waits
     assert sp.phase_s[1] == pytest.approx([0.2, 0.1, 0.7])
     assert sp.watts[1, 0] == pytest.approx(300.0) and sp.watts[1, 7] == pytest.approx(700.0)
+
+
+def test_hosts_and_racks_add_up_to_the_cluster(demo):
+    r = run(demo, tp=4, pp=4, dp=4)
+    d, pl, jp = r.case.draw, r.places, r.jplaces
+    sp = d.sp
+    # each rack's mean is its hosts' means plus its fixed devices; every level's energy adds up to the cluster's
+    per_rack = np.bincount(pl.host_rack, weights=d.host_mean, minlength=pl.n_racks) + pl.rack_fixed_w
+    assert d.rack_mean == pytest.approx(per_rack, rel=1e-9)
+    cluster_mean = float(d.cluster @ sp.widths / sp.step_s)
+    assert d.rack_mean.sum() + pl.zone_fixed_w.sum() + pl.cluster_fixed_w == pytest.approx(cluster_mean, rel=1e-9)
+    assert float(d.zone.sum(axis=0) @ sp.widths / sp.step_s) + pl.cluster_fixed_w == pytest.approx(cluster_mean)
+    assert np.all(d.host_peak <= np.bincount(pl.host_rack, weights=d.host_peak)[pl.host_rack] + 1e-9)
+    assert r.to_dict()["hosts"]["with_job"] == 8
