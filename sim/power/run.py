@@ -66,7 +66,7 @@ class PowerResult:
         out = {"model": p["model"], "gpus": int(c.job.gpus.size),
                "layout": {k: int(c.job.params[k]) for k in ("tp", "cp", "pp", "dp")},
                "resolution_ms": p["resolution_ms"], "cap_source": self.cap_source,
-               "gpu_levels_w": levels(pl.gpu, c.cap, c.floor).to_dict(),
+               "gpu_levels_w": levels(pl.gpu, c.cap, c.floor).to_dict(), "devices": pl.devices(),
                **c.figures(tokens),
                "breakdown": {k: float(c.job.breakdown[k]) for k in ("compute", "tp", "cp", "pp", "dp", "bubble",
                                                                      "step")}}
