@@ -8,7 +8,7 @@ from dataclasses import replace
 from sim.core.errors import ParamError
 from sim.core.params import Param, ParamSet
 from sim.jobs.layout import check_job
-from sim.jobs.params import JOB_PARAMS
+from sim.jobs.params import JOB_PARAMS, SCHEDULE
 from sim.power import devices
 
 MAX_DAYS = 3650.0
@@ -96,3 +96,9 @@ POWER_PARAMS = tuple(_job_param(p) for p in JOB_PARAMS if p.name != "hottest") +
 POWER = ParamSet("power", POWER_PARAMS, check=check_power,
                  doc="A training job's power from GPU to building over its step and over days: peak, mean, swing, "
                      "ramp, energy per token, caps and budgets.")
+
+
+POWER_SCHEDULE = ParamSet("power_schedule", SCHEDULE.params + (
+    Param("timeline_step_s", "float", 60.0, "time step of the draw over the schedule in seconds", min=0.01,
+          max=86_400.0),
+), check=SCHEDULE.check, doc="The cluster's power over a job queue's schedule, as jobs come and go.")
