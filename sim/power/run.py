@@ -14,7 +14,7 @@ from sim.jobs.job import solve_job
 from sim.power import devices
 from sim.power.days import SERIES_POINTS, power_timeline, resample
 from sim.power.cluster import budgets, derived_cap, draw, job_places, stats
-from sim.power.params import JOB_NAMES, check_gpu_limits
+from sim.power.params import JOB_NAMES, MAX_STEP_BINS, check_bins, check_gpu_limits
 from sim.power.places import places
 from sim.power.published import published
 from sim.power.step import capped_job, levels, rank_stages, stage_waveforms
@@ -167,6 +167,7 @@ def run_power(topo, values: dict, progress=None) -> PowerResult:
     def case(c: float, fl, racks: bool = True) -> CapCase:
         share = devices.throughput_share(pl.gpu, c)
         job = solve.result(topo, capped_job(job_values, share)) if share < 1.0 else base
+        check_bins(job.step_time, dt, MAX_STEP_BINS, "resolution_ms", "the step")
         sp = stage_waveforms(job.breakdown, job.model, job.params, levels(pl.gpu, c, fl), dt)
         return CapCase(c, share, fl, job, draw(jp, sp, racks=racks))
 

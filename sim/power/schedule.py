@@ -22,6 +22,7 @@ from sim.jobs.scheduler import host_ok, parse_jobs, run_schedule, synthetic_jobs
 from sim.jobs.step import compute_times
 from sim.power.cluster import job_places
 from sim.power.days import SERIES_POINTS, resample
+from sim.power.params import MAX_TIMELINE_BINS, check_bins
 from sim.power.places import places
 
 MW = 1e6
@@ -97,6 +98,7 @@ def power_schedule(topo, values: dict, progress=None) -> SchedulePower:
                      "end": float(s.end), "gpu_mean_w": float(mean), "draw_mw": d / MW})
     wall = float(max(sched.makespan, max(at, default=0.0)))
     dt = values["timeline_step_s"]
+    check_bins(wall, dt, MAX_TIMELINE_BINS, "timeline_step_s", "the schedule")
     T = max(1, int(np.ceil(wall / dt - 1e-9)))
     edges = np.minimum(np.arange(T + 1) * dt, wall)
     edges[-1] = wall

@@ -152,6 +152,8 @@ def test_the_gpu_limits_refuse_a_cap_outside_them(demo):
     (["--failures"], "days: is required with failures"),
     (["--days", "2"], "failures: the timeline over days"),
     (["--power-cap", "lots"], "power_cap: "),
+    (["--resolution-ms", "0.001"], "resolution_ms: the step"),
+    (["--days", "3000", "--failures", "--timeline-step-s", "0.01"], "timeline_step_s: 3000 days at 0.01 s"),
 ])
 def test_bad_input_exits_2_naming_the_field(capsys, argv, message):
     code = main(["power", "--preset", "demo-256", "--model", "llama3-8b", "--gpus", "64", "--tp", "1", "--pp",
