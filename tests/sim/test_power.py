@@ -152,7 +152,7 @@ def test_the_gpu_limits_refuse_a_cap_outside_them(demo):
     (["--failures"], "days: is required with failures"),
     (["--days", "2"], "failures: the timeline over days"),
     (["--power-cap", "lots"], "power_cap: "),
-    (["--resolution-ms", "0.001"], "resolution_ms: the step"),
+    (["--resolution-ms", "0.01", "--power-cap", "300"], "resolution_ms: the step"),
     (["--days", "3000", "--failures", "--timeline-step-s", "0.01"], "timeline_step_s: 3000 days at 0.01 s"),
 ])
 def test_bad_input_exits_2_naming_the_field(capsys, argv, message):
