@@ -6,4 +6,5 @@ buildings exceed their power and cooling budgets.
 # The package's commands (python -m sim COMMAND): name -> one-line help; implemented in its cli module.
 COMMANDS = {
     'power': "a training job's power from GPU to building over its step (and over days), caps and budgets",
+    'power-schedule': "the cluster's power over a job queue's schedule, as jobs come and go",
 }

@@ -3,8 +3,10 @@
     python -m sim power --preset meta-roce-24k --model llama3-405b --gpus 16384 --tp 8 --pp 16 --dp 128 \\
         [--power-cap 500 | --cap-from rack|building] [--power-floor W] [--cap-sweep 400,500,600,700] \\
         [--days 2 --failures] [--json [--series]]
+    python -m sim power-schedule --preset meta-roce-24k [--jobs FILE | --arrivals 200 --days 30] [--json [--series]]
 
-Options come from :data:`sim.power.params.POWER` (the declaration the twin's run kind uses); ``--preset``/
+Options come from :data:`sim.power.params.POWER` and :data:`sim.power.params.POWER_SCHEDULE` (the declarations
+the twin's run kinds use); ``--preset``/
 ``--spec``, ``--json``, ``--series`` and ``--quiet`` are the command line's own. Refused input is reported by
 :func:`sim.cli.main` (one line per field, exit status 2).
 """
@@ -14,10 +16,10 @@ import json
 
 from sim.core.params import add_arguments, values_from_args
 from sim.fabric.topology import load_topology
-from sim.power.entry import run_power
-from sim.power.params import POWER
+from sim.power.entry import run_power, run_power_schedule
+from sim.power.params import POWER, POWER_SCHEDULE
 
-COMMANDS = ("power",)
+COMMANDS = ("power", "power-schedule")
 
 
 def add_parsers(sub) -> None:
@@ -32,9 +34,23 @@ def add_parsers(sub) -> None:
     c.add_argument("--json", action="store_true", help="print one JSON document instead of the summary")
     c.add_argument("--series", action="store_true", help="with --json: include the step's waveforms")
     c.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    s = sub.add_parser("power-schedule", help="the cluster's power over a job queue's schedule",
+                       description="Schedule a job queue (as python -m sim schedule) and simulate the cluster's "
+                                   "power as its jobs come and go.")
+    where = s.add_mutually_exclusive_group()
+    where.add_argument("--preset", default=None, help="cluster preset (default meta-roce-24k)")
+    where.add_argument("--spec", default=None, metavar="FILE", help="cluster spec file (TOML, or JSON)")
+    add_arguments(s, POWER_SCHEDULE, skip=("jobs",))
+    s.add_argument("--jobs", default=None, metavar="FILE", help="the job queue (JSON or TOML, docs/jobs.md); "
+                                                                "default: synthetic arrivals")
+    s.add_argument("--json", action="store_true", help="print one JSON document instead of the summary")
+    s.add_argument("--series", action="store_true", help="with --json: include the draw over time")
+    s.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
 
 
 def run(args, bar) -> int:
+    if args.command == "power-schedule":
+        return _run_schedule(args, bar)
     params = POWER.validate(values_from_args(args, POWER))
     cluster, topo = load_topology(args.preset, args.spec)
     bar(0.0, f"cluster {cluster.name}: {topo.n_gpus:,} GPUs")
@@ -75,6 +91,9 @@ def format_power(d: dict) -> str:
                  f"cooling {r['cooling_kw']:g} kW: {r['over_budget']:,} over budget, {r['over_cooling']:,} over "
                  f"cooling" + (f" ({r['over_budget_uncapped']:,} over budget uncapped, peak "
                                f"{r['peak_kw_uncapped']:.2f} kW)" if "over_budget_uncapped" in r else ""))
+    h = d["hosts"]
+    lines.append(f"hosts            {h['with_job']:,} run the job: peak {h['peak_kw']:.2f} kW, mean {h['mean_kw']:.2f} kW "
+                 f"each (GPUs included; an idle host {h['idle_kw']:.2f} kW)")
     for w in r["worst"]:
         lines.append(f"  {w['rack']:<28} {w['gpus']:>3} GPUs  peak {w['peak_kw']:7.2f} kW  mean {w['mean_kw']:7.2f} "
                      f"kW  headroom {w['headroom_kw']:+7.2f} kW  heat {100 * w['heat_share']:5.1f} % of cooling")
@@ -108,3 +127,34 @@ def format_power(d: dict) -> str:
         lines.append(f"published  {ref['what']}: {ref['low']:g}-{ref['high']:g} {ref['unit']} [{ref['source']}]; "
                      f"simulated {sim_v:.3f} {ref['unit']}" + (f" ({ref['differs']})" if ref["differs"] else ""))
     return "\n".join(lines)
+
+
+def _run_schedule(args, bar) -> int:
+    values = values_from_args(args, POWER_SCHEDULE)
+    if args.jobs is not None:
+        with open(args.jobs, encoding="utf-8") as f:
+            values["jobs"] = f.read()
+    params = POWER_SCHEDULE.validate(values)
+    cluster, topo = load_topology(args.preset, args.spec)
+    bar(0.0, f"cluster {cluster.name}: {topo.n_gpus:,} GPUs")
+    result = run_power_schedule(topo, params, progress=bar)
+    bar.close()
+    d = result.to_dict(series=args.series)
+    if args.json:
+        print(json.dumps(d))
+        return 0
+    lines = [f"# Power over a schedule on {d['cluster']}: {d['jobs_run']:,} jobs ({d['policy']}), "
+             f"{d['makespan_s'] / 86400:.2f} days at {d['grid_s']:g} s, utilization {100 * d['utilization']:.1f} %",
+             f"idle cluster {d['idle_mw']:10.3f} MW",
+             f"mean         {d['mean_mw']:10.3f} MW",
+             f"peak         {d['peak_mw']:10.3f} MW",
+             f"lowest       {d['min_mw']:10.3f} MW",
+             f"swing        {d['swing_mw']:10.3f} MW",
+             f"worst ramp   {d['ramp_mw_per_s']:10.4f} MW/s (a jump of {d['jump_mw']:.3f} MW between bins)",
+             f"energy       {d['energy_mwh']:10.1f} MWh"]
+    top = sorted(d["jobs"], key=lambda j: -j["draw_mw"])[:5]
+    for j in top:
+        lines.append(f"  {j['name']:<12} {j['gpus']:>6,} GPUs {j['model']:<12} {j['draw_mw']:8.3f} MW above idle, GPUs "
+                     f"{j['gpu_mean_w']:.0f} W, {j['start'] / 3600:8.2f}-{j['end'] / 3600:8.2f} h")
+    print("\n".join(lines))
+    return 0

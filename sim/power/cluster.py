@@ -43,6 +43,9 @@ class JobPlaces:
     the step's load)."""
 
     rack_n: np.ndarray
+    host_n: np.ndarray
+    host_const: np.ndarray
+    host_follow: np.ndarray
     zone_n: np.ndarray
     building_n: np.ndarray
     stage_n: np.ndarray
@@ -78,7 +81,12 @@ def job_places(pl: Places, gpus: np.ndarray, stage: np.ndarray, pp: int) -> JobP
     building_const = np.bincount(pl.zone_building[inb], weights=zone_const[inb], minlength=B)
     rack_follow = np.bincount(pl.host_rack, weights=np.where(busy, pl.host_follow_w, 0.0), minlength=R)
     zone_follow = np.bincount(pl.rack_zone, weights=rack_follow, minlength=Z)
-    return JobPlaces(rack_n=rack_n, zone_n=zone_n, building_n=building_n, stage_n=rack_n.sum(axis=0),
+    job_host = pl.layout.gpu_host[gpus]
+    host_n = np.bincount(job_host * pp + stage, minlength=len(host_w) * pp).reshape(-1, pp).astype(float)
+    host_gpus = np.bincount(pl.layout.gpu_host, minlength=len(host_w))
+    return JobPlaces(rack_n=rack_n, host_n=host_n,
+                     host_const=host_w + (host_gpus - host_n.sum(axis=1)) * pl.gpu.idle,
+                     host_follow=np.where(busy, pl.host_follow_w, 0.0), zone_n=zone_n, building_n=building_n, stage_n=rack_n.sum(axis=0),
                      rack_const=rack_const, zone_const=zone_const, building_const=building_const,
                      cluster_const=float(zone_const.sum() + pl.cluster_fixed_w),
                      job_const=float(pl.host_busy_w[hosts].sum()), job_hosts=int(hosts.size),
@@ -131,6 +139,8 @@ class Draw:
     building: np.ndarray
     rack_peak: np.ndarray = field(default=None)
     rack_mean: np.ndarray = field(default=None)
+    host_peak: np.ndarray = field(default=None)
+    host_mean: np.ndarray = field(default=None)
 
 
 def draw(jp: JobPlaces, sp: StepPower, racks: bool = True) -> Draw:
@@ -149,9 +159,15 @@ def draw(jp: JobPlaces, sp: StepPower, racks: bool = True) -> Draw:
              zone=jp.zone_n @ W + (jp.zone_const + adj * jp.zone_follow)[:, None],
              building=jp.building_n @ W + (jp.building_const + adj * jp.building_follow)[:, None])
     if racks:
-        uniq, inv = np.unique(jp.rack_n, axis=0, return_inverse=True)
-        wu = uniq @ W
-        const = jp.rack_const + adj * jp.rack_follow
-        d.rack_peak = wu.max(axis=1)[inv.ravel()] + const
-        d.rack_mean = (wu @ w / sp.step_s)[inv.ravel()] + const
+        d.rack_peak, d.rack_mean = _peaks(jp.rack_n, W, w, sp.step_s, jp.rack_const + adj * jp.rack_follow)
+        d.host_peak, d.host_mean = _peaks(jp.host_n, W, w, sp.step_s, jp.host_const + adj * jp.host_follow)
     return d
+
+
+def _peaks(counts: np.ndarray, W: np.ndarray, widths: np.ndarray, step: float, const: np.ndarray):
+    """Each place's peak and mean (W) over the step: its job GPUs by stage (``counts``, places x stages) times the
+    stages' waveforms, one product per distinct row, plus its constant draw."""
+    uniq, inv = np.unique(counts, axis=0, return_inverse=True)
+    wu = uniq @ W
+    inv = inv.ravel()
+    return wu.max(axis=1)[inv] + const, (wu @ widths / step)[inv] + const

@@ -8,11 +8,20 @@ from dataclasses import replace
 from sim.core.errors import ParamError
 from sim.core.params import Param, ParamSet
 from sim.jobs.layout import check_job
-from sim.jobs.params import JOB_PARAMS
+from sim.jobs.params import JOB_PARAMS, SCHEDULE
 from sim.power import devices
+
+
+def check_bins(seconds: float, step: float, limit: int, field_name: str, what: str) -> None:
+    """Refuse a grid of more than ``limit`` bins over ``seconds`` (known once the step or the schedule is)."""
+    if seconds / step > limit:
+        raise ParamError(field_name, f"{what} ({seconds:,.3f} s) at {step:g} s would take more than {limit:,} points: "
+                                     f"take a longer step")
 
 MAX_DAYS = 3650.0
 CAP_FROM = ("none", "rack", "building")
+MAX_STEP_BINS = 2_000_000       # bins of a step's waveform (a 20 s step at 0.01 ms; memory: stages x bins floats)
+MAX_TIMELINE_BINS = 20_000_000  # bins over days or a schedule (54 days at 1 s are 4.7 million)
 GPU_W_MIN, GPU_W_MAX = 1.0, 2000.0    # bounds of any GPU watts the declaration accepts (a GPU's own limits apply)
 
 
@@ -42,6 +51,9 @@ def check_power(v: dict) -> None:
         raise ParamError("days", "is required with failures (the span of the timeline)")
     if v["days"] is not None and not v["failures"]:
         raise ParamError("failures", "the timeline over days is the job's under failures: add failures")
+    if v["days"] is not None and v["days"] * 86400 / v["timeline_step_s"] > MAX_TIMELINE_BINS:
+        raise ParamError("timeline_step_s", f"{v['days']:g} days at {v['timeline_step_s']:g} s would take more "
+                                            f"than {MAX_TIMELINE_BINS:,} points: take a longer step")
     if v["days"] is not None and v["timeline_step_s"] * 10 > v["days"] * 86400:
         raise ParamError("timeline_step_s", f"{v['timeline_step_s']:g} s leaves fewer than 10 points over "
                                             f"{v['days']:g} days")
@@ -96,3 +108,9 @@ POWER_PARAMS = tuple(_job_param(p) for p in JOB_PARAMS if p.name != "hottest") +
 POWER = ParamSet("power", POWER_PARAMS, check=check_power,
                  doc="A training job's power from GPU to building over its step and over days: peak, mean, swing, "
                      "ramp, energy per token, caps and budgets.")
+
+
+POWER_SCHEDULE = ParamSet("power_schedule", SCHEDULE.params + (
+    Param("timeline_step_s", "float", 60.0, "time step of the draw over the schedule in seconds", min=0.01,
+          max=86_400.0),
+), check=SCHEDULE.check, doc="The cluster's power over a job queue's schedule, as jobs come and go.")

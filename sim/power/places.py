@@ -8,7 +8,7 @@ to no building of the spec: they count in the cluster's total and not in a build
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -27,6 +27,7 @@ class Places:
 
     layout: object
     gpu: devices.GPUPower
+    host: devices.HostPower
     rack_zone: np.ndarray
     zone_building: np.ndarray      # -1 for storage zones
     n_buildings: int
@@ -55,6 +56,16 @@ class Places:
 
     def zone_names(self) -> list[str]:
         return zone_labels(self.layout)
+
+    def devices(self) -> dict:
+        """The power models this cluster's devices use (W), as the result carries them."""
+        lay = self.layout
+        return {"gpu": {"model": lay.spec.layout.gpu, **asdict(self.gpu)},
+                "host": {"model": lay.spec.layout.host_platform, **asdict(self.host)},
+                "switches": {m: devices.switch_power(m) for m in lay.switch_models},
+                "storage_servers": {s.server: devices.storage_server_power(s.server) for s in lay.spec.storage},
+                "ssds": {s.ssd: devices.ssd_power(s.ssd) for s in lay.spec.storage},
+                "power_shelf_w": devices.POWER_SHELF_W, "shelves_per_rack": devices.SHELVES_PER_RACK}
 
 
 def places(layout) -> Places:
@@ -85,7 +96,7 @@ def places(layout) -> Places:
         rack_fixed += np.bincount(layout.server_rack[layout.ssd_server], weights=ssd, minlength=R)
     zb = np.array([spec.layout.zone_building(int(n)) if k == ZONE_COMPUTE else -1
                    for k, n in zip(layout.zone_kind.tolist(), layout.zone_number.tolist())], dtype=np.int64)
-    return Places(layout=layout, gpu=gpu, rack_zone=np.asarray(layout.rack_zone), zone_building=zb,
+    return Places(layout=layout, gpu=gpu, host=host, rack_zone=np.asarray(layout.rack_zone), zone_building=zb,
                   n_buildings=spec.layout.buildings, gpu_rack=np.asarray(layout.host_rack)[layout.gpu_host],
                   host_rack=np.asarray(layout.host_rack), host_busy_w=busy, host_idle_w=idle,
                   host_follow_w=np.full(n_hosts, host.following(1.0) - host.following(0.0)),

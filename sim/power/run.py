@@ -14,7 +14,7 @@ from sim.jobs.job import solve_job
 from sim.power import devices
 from sim.power.days import SERIES_POINTS, power_timeline, resample
 from sim.power.cluster import budgets, derived_cap, draw, job_places, stats
-from sim.power.params import JOB_NAMES, check_gpu_limits
+from sim.power.params import JOB_NAMES, MAX_STEP_BINS, check_bins, check_gpu_limits
 from sim.power.places import places
 from sim.power.published import published
 from sim.power.step import capped_job, levels, rank_stages, stage_waveforms
@@ -66,7 +66,7 @@ class PowerResult:
         out = {"model": p["model"], "gpus": int(c.job.gpus.size),
                "layout": {k: int(c.job.params[k]) for k in ("tp", "cp", "pp", "dp")},
                "resolution_ms": p["resolution_ms"], "cap_source": self.cap_source,
-               "gpu_levels_w": levels(pl.gpu, c.cap, c.floor).to_dict(),
+               "gpu_levels_w": levels(pl.gpu, c.cap, c.floor).to_dict(), "devices": pl.devices(),
                **c.figures(tokens),
                "breakdown": {k: float(c.job.breakdown[k]) for k in ("compute", "tp", "cp", "pp", "dp", "bubble",
                                                                      "step")}}
@@ -81,6 +81,12 @@ class PowerResult:
                           "compute_s": float(sp.phase_s[s, 0]), "comm_s": float(sp.phase_s[s, 1]),
                           "wait_s": float(sp.phase_s[s, 2])} for s in range(sp.watts.shape[0])]
         out["racks"] = self._racks()
+        busy_hosts = self.jplaces.host_n.sum(axis=1) > 0
+        out["hosts"] = {"with_job": int(busy_hosts.sum()),
+                        "peak_kw": float(d.host_peak[busy_hosts].max() / 1e3) if busy_hosts.any() else 0.0,
+                        "mean_kw": float(d.host_mean[busy_hosts].mean() / 1e3) if busy_hosts.any() else 0.0,
+                        "idle_kw": float((pl.host_idle_w.mean() + pl.layout.spec.layout.gpus_per_host * pl.gpu.idle)
+                                         / 1e3)}
         if self.uncapped is not None:
             un = self.uncapped.draw
             out["racks"]["over_budget_uncapped"] = int(np.count_nonzero(un.rack_peak > b.rack_w))
@@ -161,6 +167,7 @@ def run_power(topo, values: dict, progress=None) -> PowerResult:
     def case(c: float, fl, racks: bool = True) -> CapCase:
         share = devices.throughput_share(pl.gpu, c)
         job = solve.result(topo, capped_job(job_values, share)) if share < 1.0 else base
+        check_bins(job.step_time, dt, MAX_STEP_BINS, "resolution_ms", "the step")
         sp = stage_waveforms(job.breakdown, job.model, job.params, levels(pl.gpu, c, fl), dt)
         return CapCase(c, share, fl, job, draw(jp, sp, racks=racks))
 

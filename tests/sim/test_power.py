@@ -152,6 +152,8 @@ def test_the_gpu_limits_refuse_a_cap_outside_them(demo):
     (["--failures"], "days: is required with failures"),
     (["--days", "2"], "failures: the timeline over days"),
     (["--power-cap", "lots"], "power_cap: "),
+    (["--resolution-ms", "0.01", "--power-cap", "300"], "resolution_ms: the step"),
+    (["--days", "3000", "--failures", "--timeline-step-s", "0.01"], "timeline_step_s: 3000 days at 0.01 s"),
 ])
 def test_bad_input_exits_2_naming_the_field(capsys, argv, message):
     code = main(["power", "--preset", "demo-256", "--model", "llama3-8b", "--gpus", "64", "--tp", "1", "--pp",
@@ -212,3 +214,47 @@ def test_exposed_dp_falls_before_the_pipeline_and_after_each_stages_last_operati
     # stage 1: gather, waits for its operation, computes, nothing of DP past its operation, waits
     assert sp.phase_s[1] == pytest.approx([0.2, 0.1, 0.7])
     assert sp.watts[1, 0] == pytest.approx(300.0) and sp.watts[1, 7] == pytest.approx(700.0)
+
+
+def test_hosts_and_racks_add_up_to_the_cluster(demo):
+    r = run(demo, tp=4, pp=4, dp=4)
+    d, pl, jp = r.case.draw, r.places, r.jplaces
+    sp = d.sp
+    # each rack's mean is its hosts' means plus its fixed devices; every level's energy adds up to the cluster's
+    per_rack = np.bincount(pl.host_rack, weights=d.host_mean, minlength=pl.n_racks) + pl.rack_fixed_w
+    assert d.rack_mean == pytest.approx(per_rack, rel=1e-9)
+    cluster_mean = float(d.cluster @ sp.widths / sp.step_s)
+    assert d.rack_mean.sum() + pl.zone_fixed_w.sum() + pl.cluster_fixed_w == pytest.approx(cluster_mean, rel=1e-9)
+    assert float(d.zone.sum(axis=0) @ sp.widths / sp.step_s) + pl.cluster_fixed_w == pytest.approx(cluster_mean)
+    assert np.all(d.host_peak <= np.bincount(pl.host_rack, weights=d.host_peak)[pl.host_rack] + 1e-9)
+    assert r.to_dict()["hosts"]["with_job"] == 8
+
+
+def test_a_schedules_draw_is_the_idle_cluster_plus_each_running_jobs(demo):
+    from sim.power.params import POWER_SCHEDULE
+    from sim.power.schedule import job_mean_gpu_w, power_schedule
+    jobs = ('[{"name": "a", "model": "llama3-8b", "gpus": 64, "tp": 1, "dp": 64, "arrival_hours": 0.5, "hours": 2},'
+            ' {"name": "b", "model": "llama3-8b", "gpus": 128, "tp": 8, "dp": 16, "arrival_hours": 1, "hours": 1}]')
+    r = power_schedule(demo, POWER_SCHEDULE.validate({"jobs": jobs, "timeline_step_s": 7}))
+    d = r.to_dict()
+    assert d["jobs_run"] == 2 and d["min_mw"] == pytest.approx(d["idle_mw"])
+    # energy above idle is each job's draw above idle over its run
+    above = sum(j["draw_mw"] * (j["end"] - j["start"]) for j in d["jobs"]) * 1e6
+    assert d["energy_mwh"] * 3.6e9 - d["idle_mw"] * 1e6 * d["makespan_s"] == pytest.approx(above, rel=1e-9)
+    both = [j["draw_mw"] for j in d["jobs"]]
+    assert d["peak_mw"] == pytest.approx(d["idle_mw"] + sum(both), rel=1e-9)      # both run together for an hour
+    # a DP-only job's mean GPU draw is its step view's: compute at the cap, the exposed DP communicating
+    step = run(demo)
+    sp = step.case.draw.sp
+    gpu = step.places.gpu
+    assert job_mean_gpu_w(step.case.job.params, sp.step_s, gpu) == pytest.approx(sp.energy[0] / sp.step_s,
+                                                                                 rel=1e-9)
+
+
+def test_a_schedules_bad_input_exits_2_naming_the_field(capsys, tmp_path):
+    code = main(["power-schedule", "--preset", "demo-256", "--timeline-step-s", "0", "-q"])
+    assert code == 2 and "timeline_step_s: must be at least" in capsys.readouterr().err
+    bad = tmp_path / "jobs.json"
+    bad.write_text('[{"name": "a", "model": "llama3-8b", "gpus": 64, "tp": 3}]')
+    code = main(["power-schedule", "--preset", "demo-256", "--jobs", str(bad), "-q"])
+    assert code == 2 and "jobs[0].gpus: 64 GPUs are not divisible" in capsys.readouterr().err
