@@ -38,6 +38,7 @@ def client_of(name: str, manage: bool = False) -> tuple[User, APIClient]:
     ({"gpus": 512, "dp": 32}, "gpus", "usable"),
     ({"cap_from": "sideways"}, "cap_from", ""),
     ({"rack_budget_kw": -1}, "rack_budget_kw", ""),
+    ({"days": 54, "failures": True, "timeline_step_s": 0.1}, "timeline_step_s", ""),
 ])
 def test_bad_input_is_a_400_naming_the_field_and_nothing_is_queued(demo, params, field, says):
     _, client = client_of("power-bad")
