@@ -77,3 +77,19 @@ def test_a_power_run_from_the_form_draws_its_page_and_colours_the_gpu_page(admin
     page = admin.visit(f"/experiments/{run_id}/")
     page.wait_for_selector('#results[data-drawn="1"]', state="attached")
     assert page.locator("#results .power-step").get_attribute("data-series") == str(2 + len(s["buildings"]))
+
+
+def test_a_power_schedule_is_drawn_below_on_the_power_page(admin, twin):
+    # given a power schedule of 20 jobs over 2 days, run by the worker
+    run = twin.api("/api/runs/", {"kind": "power_schedule", "cluster": "demo-256",
+                                  "params": {"arrivals": 20, "days": 2}})
+    s = twin.wait_run(run["id"])["summary"]
+    # when the Power page is opened on it
+    page = admin.visit(f"/clusters/demo-256/power/?schedule={run['id']}")
+    # then its draw over time and its jobs are drawn below the power runs
+    page.wait_for_selector(f'#schedule-detail[data-run="{run["id"]}"][data-status="succeeded"]', state="attached")
+    page.wait_for_selector('#schedule-result[data-drawn="1"]', state="attached")
+    assert page.locator("#schedule-result .power-schedule").get_attribute("data-series") == "1"
+    assert page.locator("#schedule-result table.power-schedule-jobs tbody tr").count() == min(20, s["jobs_run"])
+    assert page.locator(f'#schedule-runs tr[data-run="{run["id"]}"]').count() == 1
+    screenshot(page, "power-schedule")

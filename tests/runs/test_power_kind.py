@@ -90,3 +90,26 @@ def test_a_power_run_on_a_worker_stores_its_waveforms_and_publishes_its_sections
     assert c["uncapped"]["step_s"] == pytest.approx(s["step_s"])
     assert c["racks"]["over_budget_uncapped"] >= c["racks"]["over_budget"]
     assert c["racks"]["over_budget_uncapped"] > 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_power_schedule_run_draws_the_idle_cluster_plus_its_running_jobs(workers, runner, demo):
+    # when 20 synthetic jobs arrive over 2 days and a power schedule is run over REST
+    r = runner.post("/api/runs/", {"kind": "power_schedule", "cluster": "demo-256",
+                                   "params": {"arrivals": 20, "days": 2, "timeline_step_s": 60}}, format="json")
+    assert r.status_code == 201, r.json()
+    run = finished(runner, r.json()["id"], timeout=90)
+    # then a worker runs it: the engine's document, the draw over time stored
+    assert run["status"] == "succeeded", run["error"]
+    s = run["summary"]
+    a = arrays(runner, run["id"])
+    assert s["jobs_run"] == len(s["jobs"]) > 0
+    w = np.diff(a["schedule_edges_s"])
+    assert w.sum() == pytest.approx(s["makespan_s"])
+    # and the draw is the idle cluster plus the jobs running: never below idle, its energy the summary's, and its
+    # mean the idle cluster's plus each job's draw over the time it ran
+    assert a["schedule_mw"].min() >= s["idle_mw"] * (1 - 1e-6)
+    assert float(a["schedule_mw"] @ w) / 3600 == pytest.approx(s["energy_mwh"], rel=1e-4)
+    busy = sum(j["draw_mw"] * (j["end"] - j["start"]) for j in s["jobs"])
+    assert s["mean_mw"] == pytest.approx(s["idle_mw"] + busy / s["makespan_s"], rel=1e-4)
+    assert s["peak_mw"] <= s["idle_mw"] + sum(j["draw_mw"] for j in s["jobs"]) + 1e-9

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sim.power.params import POWER
+from sim.power.params import POWER, POWER_SCHEDULE
 from twin.capabilities.power import live as power_live
 from twin.live import sections
 from twin.runs.calibration import CALIBRATION
@@ -41,6 +41,11 @@ def test_the_power_page_renders_its_shell_and_the_form_from_the_kind_s_declarati
     # the job's GPUs default to what fits the cluster (POWER's gpus fits)
     assert next(f for f in form["fields"] if f["name"] == "gpus")["default"] == 256
     assert set(form["main"]) <= {p.name for p in POWER} and "power_cap" in form["main"]
+    # and the schedule's form below, from its own declaration
+    assert 'id="schedule-form"' in html and 'id="schedule-runs"' in html and 'id="schedule-result"' in html
+    schedule = info["schedule_form"]
+    assert schedule["kind"] == "power_schedule"
+    assert [f["name"] for f in schedule["fields"]] == [p.name for p in POWER_SCHEDULE] + [CALIBRATION.name]
 
 
 @pytest.mark.django_db

@@ -199,6 +199,40 @@ export async function renderPower(el, s, { run, arrays = null } = {}) {
 
 registerView("power", (el, s, ctx) => { renderPower(el, s, ctx); });
 
+/** power_schedule: the cluster's draw over a job queue's schedule as jobs come and go (MW against hours), its
+ *  figures, and each started job's draw. */
+export async function renderPowerSchedule(el, s, { run, arrays = null } = {}) {
+  const jobs = [...(s.jobs ?? [])].sort((a, b) => b.draw_mw - a.draw_mw).slice(0, 20);
+  el.innerHTML = `${headlineCards(run.headline ?? [], [
+    [`${fmt.int(s.jobs_run)} jobs`, `placed by ${esc(s.policy)} over ${fmt.s(s.makespan_s)}`],
+    [mw(s.idle_mw), "the idle cluster"], [mw(s.mean_mw), "mean draw"], [`${num(s.energy_mwh, 0)} MWh`, "energy"]])}
+    <section class="panel"><h3>Over the schedule <span class="muted">${fmt.s(s.grid_s)} bins; a job's start or end
+      changes the draw at once (its step's mean: the step view has its milliseconds)</span></h3>
+      <div class="power-schedule"></div></section>
+    <section class="panel"><h3>The jobs drawing most <span class="muted">${fmt.int(jobs.length)} of ${fmt.int(s.jobs_run)}</span></h3>
+      <table class="data power-schedule-jobs"><thead><tr><th>job</th><th>model</th><th class="num">GPUs</th>
+      <th class="num">start</th><th class="num">end</th><th class="num">GPU mean W</th><th class="num">draw</th></tr></thead>
+      <tbody>${fmt.rows(jobs.map((j) => `<tr><td>${esc(j.name)}</td><td>${esc(j.model)}</td><td class="num">${fmt.int(j.gpus)}</td>
+      <td class="num">${fmt.s(j.start)}</td><td class="num">${fmt.s(j.end)}</td><td class="num">${fmt.int(j.gpu_mean_w)}</td>
+      <td class="num">${mw(j.draw_mw)}</td></tr>`))}</tbody></table></section>`;
+  let a = arrays;
+  if (!a) {
+    try { a = await runArrays(run.id, ["schedule_edges_s", "schedule_mw"]); } catch (e) { toast(`run #${run.id}: ${e.message}`); return; }
+  }
+  if (a.schedule_mw) {
+    lineChart(el.querySelector(".power-schedule"), {
+      label: "power over the schedule", height: 240,
+      series: [{ name: "cluster", color: PALETTE[0], markers: false, points: binnedPoints(a.schedule_edges_s, a.schedule_mw, 1 / 3600) }],
+      x: { scale: "linear", label: "hours", name: "t", format: (v) => num(v, v >= 10 ? 0 : 1) },
+      y: { scale: "linear", label: "MW", format: (v) => String(+v.toPrecision(3)), tipFormat: mw },
+      refLines: [{ y: s.idle_mw, label: `idle ${mw(s.idle_mw)}`, dash: "--" }],
+    });
+  }
+  el.dataset.drawn = "1";
+}
+
+registerView("power_schedule", (el, s, ctx) => { renderPowerSchedule(el, s, ctx); });
+
 // ------------------------------------------------------------------------------------------ GPU colour modes
 const IDLE_PX = cssPixel(COLORS.idle), OVER_PX = cssPixel(COLORS.failed);
 

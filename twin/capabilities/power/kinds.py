@@ -19,6 +19,10 @@ TDP, which the browser scales by). Arrays (the Power page and the result view dr
 - ``timeline_edges_s``, ``timeline_mw`` float32 (with ``days``): the cluster's draw over days, at most
   :data:`sim.power.days.SERIES_POINTS` exact means.
 
+``power_schedule``: the cluster's draw over a job queue's schedule as jobs come and go
+(:func:`sim.power.entry.run_power_schedule`), its checks, cost and estimate the ``schedule`` kind's (the scheduler's
+work is the same); see :func:`power_schedule`.
+
 Live frames: ``power_stats`` (phase solving) and ``gpu_state`` at the start; the engine's progress fractions as the
 run's percentage; at the end ``gpu_state`` (the job's GPUs), ``gpu_power``, ``rack_power`` and ``power_stats``.
 """
@@ -174,6 +178,67 @@ def estimate(values: dict, cluster) -> float:
     return seconds
 
 
+# ------------------------------------------------------------------------------------------------ over a schedule
+SCHEDULE_KIND = "power_schedule"
+SCHEDULE_HEADLINE = (Headline("peak_mw", "cluster peak over the schedule (MW)", "num"),
+                     Headline("swing_mw", "swing over the schedule (MW)", "num"),
+                     Headline("jump_mw", "largest change between two bins (MW)", "num"),
+                     Headline("utilization", "GPU utilization", "pct"))
+SCHEDULE_ARRAYS = {"schedule_edges_s": "float64", "schedule_mw": "float32"}
+
+
+def power_schedule(layout, params: dict, progress: Callable) -> tuple[dict, dict]:
+    """The cluster's draw over a job queue's schedule as jobs come and go (``python -m sim power-schedule``:
+    :func:`sim.power.entry.run_power_schedule`, docs/power.md "Over a schedule"), on the cluster as it is. Summary:
+    its ``to_dict()`` (peak, mean, swing, jumps, energy, utilization, each started job's draw); arrays: the draw
+    over time, ``schedule_edges_s`` and ``schedule_mw`` (at most :data:`sim.power.days.SERIES_POINTS` exact means)."""
+    from sim.fabric.topology import topology_from_layout
+    from sim.power.days import SERIES_POINTS, resample
+    from sim.power.entry import run_power_schedule
+    topo = topology_from_layout(layout)
+    progress(0.0, "scheduling the jobs", gpu_state=gpu_states(topo), force=True)
+    out = run_power_schedule(topo, params, progress=lambda f, message="": progress(0.99 * f, message))
+    res, doc = out.result, json_safe(out.to_dict(series=False))
+    edges, mw = resample(res.edges, res.watts / MW, SERIES_POINTS)
+    progress(1.0, f"{doc['jobs_run']} jobs, peak {doc['peak_mw']:.2f} MW", force=True)
+    return doc, {"schedule_edges_s": edges, "schedule_mw": mw}
+
+
+def _schedule_kind():
+    """The jobs capability's ``schedule`` kind, whose checks, cost and estimate a power schedule shares (its
+    scheduler's work is the same; the draw over time adds one pass over the bins)."""
+    from twin.capabilities.jobs import kinds as job_kinds   # noqa: F401 (registers the schedule kind)
+    from twin.runs import registry
+    return registry.get("schedule")
+
+
+def check_schedule(values: dict, cluster) -> None:
+    _schedule_kind().check(values, cluster)
+
+
+def schedule_cost(values: dict, cluster) -> dict:
+    return _schedule_kind().cost(values, cluster)
+
+
+def schedule_estimate(values: dict, cluster) -> float:
+    return _schedule_kind().estimate(values, cluster)
+
+
+def register_schedule() -> None:
+    """Register ``power_schedule`` when the engine declares it (``sim.power.params.POWER_SCHEDULE``)."""
+    try:
+        from sim.power.params import POWER_SCHEDULE
+        from twin.capabilities.jobs.kinds import SCHEDULE_PAIRS
+    except ImportError:
+        return
+    register(Kind(SCHEDULE_KIND, "Power over a schedule (the cluster's draw as jobs come and go)", POWER_SCHEDULE,
+                  power_schedule, headline=SCHEDULE_HEADLINE, best="utilization", arrays=SCHEDULE_ARRAYS,
+                  view="power_schedule", form=False, brief=("policy", "arrivals", "days", "timeline_step_s"),
+                  check=check_schedule, cost=schedule_cost, estimate=schedule_estimate, drives="arrivals",
+                  throughputs=(SCHEDULE_PAIRS,), main=("policy", "arrivals", "days", "max_gpus", "timeline_step_s")))
+
+
+register_schedule()
 register(Kind(KIND, "Power and heat (a training job's draw from GPU to building, caps and budgets)", POWER, power,
               headline=HEADLINE, best="tokens_per_s", arrays=ARRAYS, view="power", form=False,
               brief=("model", "gpus", "tp", "pp", "dp", "power_cap", "days"), check=check_power, cost=cost,

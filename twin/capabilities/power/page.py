@@ -2,9 +2,10 @@
 run's draw over a step (the cluster, the job and each building in MW against milliseconds) and over days when it ran
 under failures, its buildings and its racks against their budgets and cooling (the worst, and every rack's peak),
 the cap trade-off curve (step time against the job's power and energy per token), the published references beside
-the simulated figures, and the form that starts a run (its fields from the engine's declaration,
-``sim.power.params.POWER``, through :func:`twin.runs.params.form_fields`). The page is a shell:
-frontend/js/power.js reads the runs API and follows the cluster's live stream (``power_stats``)."""
+the simulated figures, and the form that starts a run; below, the cluster's draw over a job queue's schedule as jobs
+come and go (``power_schedule`` runs) with its runs and its form. The forms' fields come from the engine's
+declarations (``sim.power.params.POWER``, ``POWER_SCHEDULE``) through :func:`twin.runs.params.form_fields`. The page
+is a shell: frontend/js/power.js reads the runs API and follows the cluster's live stream (``power_stats``)."""
 from __future__ import annotations
 
 from django.shortcuts import render
@@ -23,14 +24,15 @@ from twin.web.views.experiments import ADD_RUN
 KIND = power_kinds.KIND
 
 
-def power_form(cluster=None) -> dict | None:
-    """The power kind's fields, their defaults on ``cluster`` (None while no ``power`` kind is registered)."""
-    kind = registry.kinds().get(KIND)
+def power_form(cluster=None, name: str = KIND) -> dict | None:
+    """The fields of the kind ``name`` (``power``, ``power_schedule``), their defaults on ``cluster`` (None while no
+    such kind is registered)."""
+    kind = registry.kinds().get(name)
     if kind is None or kind.params is None:
         return None
     fields = form_fields(kind.params, cluster)
     names = {f["name"] for f in fields}
-    return {"kind": KIND, "fields": fields, "main": [n for n in kind.main if n in names]}
+    return {"kind": name, "fields": fields, "main": [n for n in kind.main if n in names]}
 
 
 @readable
@@ -40,7 +42,8 @@ def page(request, cluster):
         return render(request, "web/power.html", {"nav": "power", "missing": missing_cluster(cluster)}, status=404)
     user = {"can_start": request.user.has_perm(ADD_RUN), "authenticated": request.user.is_authenticated}
     info = {"cluster": {"id": found.id, "name": found.name, "gpus": GPU.objects.filter(cluster=found).count()},
-            "form": power_form(found), "user": user, "fields": list(power_live.POWER_FIELDS),
+            "form": power_form(found), "schedule_form": power_form(found, power_kinds.SCHEDULE_KIND), "user": user,
+            "fields": list(power_live.POWER_FIELDS),
             "stored_bins": power_kinds.STORED_BINS}
     return render(request, "web/power.html", {"nav": "power", "cluster": found, "info": info})
 
