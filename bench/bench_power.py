@@ -65,13 +65,12 @@ def case_days() -> dict:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--child"]:                     # one case, in this process: its figures as one JSON line
+        print(json.dumps({"case": argv[1], **globals()[f"case_{argv[1]}"]()}))
+        return 0
     cases = argv or list(CASES)
     for name in cases:
-        if len(argv) == 1:
-            r = globals()[f"case_{name}"]()
-            print(json.dumps({"case": name, **r}))
-            return 0
-        proc = subprocess.run([sys.executable, __file__, name], capture_output=True, text=True, cwd=ROOT)
+        proc = subprocess.run([sys.executable, __file__, "--child", name], capture_output=True, text=True, cwd=ROOT)
         if proc.returncode:
             print(proc.stderr, file=sys.stderr)
             return proc.returncode

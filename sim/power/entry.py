@@ -1,7 +1,8 @@
 """The power capability's entry point (docs/engine.md "Entry points"): ``run_power(cluster, values,
 progress=None)``, ``cluster`` the backend :class:`sim.fabric.topology.Topology`, ``values`` validated by
 :data:`sim.power.params.POWER`. Its ``to_dict()`` is what ``python -m sim power --json`` prints (``to_dict(
-series=True)``: with ``--series``, the waveforms too); the keys are documented in docs/power.md ("Result").
+series=True)``: with ``--series``, the waveforms too; ``gpus=True``: per GPU, for the twin's GPU page); the keys
+are documented in docs/power.md ("Result").
 """
 from __future__ import annotations
 

@@ -59,7 +59,20 @@ class PowerResult:
     timeline: dict | None = None
     seconds: dict = field(default_factory=dict)   # wall: the job's solve, the step's power (sweep included), days
 
-    def to_dict(self, series: bool = False) -> dict:
+    def gpu_mean_w(self) -> np.ndarray:
+        """(GPUs of the cluster,) each GPU's mean draw over the step (W): its stage's for the job's, idle for the
+        rest (the GPU page's colour by power)."""
+        c, pl = self.case, self.places
+        out = np.full(pl.gpu_rack.size, pl.gpu.idle)
+        sp = c.draw.sp
+        out[c.job.gpus] = (sp.energy / sp.step_s)[rank_stages(c.job.params)]
+        return out
+
+    def gpu_rack_headroom_kw(self) -> np.ndarray:
+        """(GPUs of the cluster,) the headroom of each GPU's rack: its budget minus its peak over the step (kW)."""
+        return ((self.budgets.rack_w - self.case.draw.rack_peak) / 1e3)[self.places.gpu_rack]
+
+    def to_dict(self, series: bool = False, gpus: bool = False) -> dict:
         p, c, pl, b = self.params, self.case, self.places, self.budgets
         tokens = int(c.job.params["batch_tokens"])
         sp, d = c.draw.sp, c.draw
@@ -114,6 +127,9 @@ class PowerResult:
         out["published"] = published(swing_mw=out["cluster_swing_mw"],
                                      timeline_swing_mw=(self.timeline or {}).get("swing_mw"), cap_w=c.cap)
         out["seconds"] = {k: round(v, 3) for k, v in self.seconds.items()}
+        if gpus:
+            out["gpu_mean_w"] = np.round(self.gpu_mean_w(), 1).tolist()
+            out["gpu_rack_headroom_kw"] = np.round(self.gpu_rack_headroom_kw(), 3).tolist()
         if series:
             out["series"] = {"edges_s": sp.edges.tolist(), "cluster_mw": (d.cluster / MW).tolist(),
                              "job_mw": (d.job / MW).tolist(), "stage_w": sp.watts.tolist()}

@@ -258,3 +258,19 @@ def test_a_schedules_bad_input_exits_2_naming_the_field(capsys, tmp_path):
     bad.write_text('[{"name": "a", "model": "llama3-8b", "gpus": 64, "tp": 3}]')
     code = main(["power-schedule", "--preset", "demo-256", "--jobs", str(bad), "-q"])
     assert code == 2 and "jobs[0].gpus: 64 GPUs are not divisible" in capsys.readouterr().err
+
+
+def test_per_gpu_power_and_rack_headroom(demo):
+    r = run(demo, tp=4, pp=4, dp=4)
+    w = r.gpu_mean_w()
+    pl = r.places
+    assert w.size == len(demo.layout.gpu_host)
+    outside = np.ones(w.size, bool)
+    outside[r.case.job.gpus] = False
+    assert np.all(w[outside] == pl.gpu.idle)
+    sp = r.case.draw.sp
+    # the job's GPUs' energy over the step is its stages'
+    assert w[r.case.job.gpus].sum() * sp.step_s == pytest.approx(float(r.jplaces.stage_n @ sp.energy))
+    h = r.gpu_rack_headroom_kw()
+    assert h == pytest.approx((r.budgets.rack_w - r.case.draw.rack_peak[pl.gpu_rack]) / 1e3)
+    assert len(r.to_dict(gpus=True)["gpu_mean_w"]) == w.size
