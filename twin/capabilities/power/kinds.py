@@ -65,17 +65,14 @@ def stats_row(phase: int, doc: dict | None = None) -> dict:
     return row
 
 
-def per_gpu(res, n_gpus: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each GPU's mean draw over the step as a share of its TDP (the job's GPUs their stage's, the others idle, as
-    the engine counts them) and its rack's peak as a share of the rack budget, quantized as the live sections."""
-    from sim.power.step import rank_stages
-    case, pl = res.case, res.places
-    sp = case.draw.sp
-    gpu_w = np.full(n_gpus, pl.gpu.idle)
-    stage_mean = sp.energy / sp.step_s
-    gpu_w[np.asarray(case.job.gpus)] = stage_mean[rank_stages(case.job.params)]
-    rack_share = case.draw.rack_peak[pl.gpu_rack] / res.budgets.rack_w
-    return live.quantize(gpu_w / pl.gpu.at_cap, live.GPU_SCALE), live.quantize(rack_share, live.RACK_SCALE)
+def per_gpu(res) -> tuple[np.ndarray, np.ndarray]:
+    """Each GPU's mean draw over the step as a share of its TDP and its rack's peak as a share of the rack budget,
+    quantized as the live sections, from the engine's per-GPU figures (:meth:`sim.power.run.PowerResult.gpu_mean_w`,
+    ``gpu_rack_headroom_kw``: the job's GPUs their stage's draw, the others idle, as the engine counts them)."""
+    gpu, budget_kw = res.places.gpu, res.budgets.rack_w / 1e3
+    rack_share = (budget_kw - res.gpu_rack_headroom_kw()) / budget_kw
+    return (live.quantize(res.gpu_mean_w() / gpu.at_cap, live.GPU_SCALE),
+            live.quantize(rack_share, live.RACK_SCALE))
 
 
 def waveform_arrays(res) -> dict:
@@ -102,14 +99,13 @@ def power(layout, params: dict, progress: Callable) -> tuple[dict, dict]:
     from sim.power.days import SERIES_POINTS, resample
     from sim.power.entry import run_power
     topo = topology_from_layout(layout)
-    n = int(topo.n_gpus)
     progress(0.0, "placing the job and solving its step", gpu_state=gpu_states(topo),
              power_stats=[stats_row(live.PHASE_SOLVING)], force=True)
     out = run_power(topo, params, progress=lambda f, message="": progress(0.99 * f, message))
     res, doc = out.result, out.to_dict(series=False)
     doc["gpu_w"] = {"idle": res.places.gpu.idle, "tdp": res.places.gpu.at_cap, "min_cap": res.places.gpu.min_cap,
                     "max_cap": res.places.gpu.max_cap}
-    gpu_power, rack_power = per_gpu(res, n)
+    gpu_power, rack_power = per_gpu(res)
     job_gpus = np.asarray(res.case.job.gpus)
     d = res.case.draw
     arrays = {"gpu_power": gpu_power, "rack_power": rack_power, **waveform_arrays(res),
