@@ -19,7 +19,8 @@ IDS = {"link_util": 1, "gpu_state": 2, "server_write": 3, "server_read": 4, "hos
        "debug_progress": 12, "debug_stop": 13}
 # Sections added since, with a value of each for the frames below (the fixture keeps the frame before the registry)
 ADDED = {"gpu_power": 20, "rack_power": 21, "power_stats": 22}
-ADDED_VALUES = {"gpu_power": np.array([0, 175, 250, 255], np.uint8), "rack_power": np.array([100, 200, 254, 255], np.uint8),
+ADDED_VALUES = {"gpu_power": np.array([0, 175, 250, 255], np.uint8),
+                "rack_power": np.array([100, 200, 254, 255], np.uint8),
                 "power_stats": [{"phase": "done", "step_s": 8.17, "cap_w": 500.0, "tdp_w": 700.0,
                                  "cluster_peak_mw": 26.7, "cluster_mean_mw": 22.0, "cluster_swing_mw": 9.0,
                                  "cluster_ramp_mw_per_s": 2918.0, "job_mean_mw": 13.0, "energy_per_token_j": 6.3,
