@@ -39,6 +39,7 @@ def test_a_power_run_from_the_form_draws_its_page_and_colours_the_gpu_page(admin
         step = page.locator("#power-result .power-step")
         assert step.get_attribute("data-series") == str(2 + len(s["buildings"]))       # cluster, buildings, job
         assert int(step.get_attribute("data-bins")) == s["stored_bins"] > 0
+        assert page.locator("#power-result .power-stage-lines").get_attribute("data-series") == str(s["layout"]["pp"])
         assert page.locator("#power-result .power-days").get_attribute("data-series") == "1"
         assert page.locator("#power-result .power-racks-chart").get_attribute("data-series") == "2"
         assert page.locator("#power-result .power-sweep-step").get_attribute("data-series") == "1"

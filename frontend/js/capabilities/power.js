@@ -67,6 +67,22 @@ export function stepChart(el, s, a) {
   });
 }
 
+/** One GPU of each pipeline stage over the step (W against ms): the stages out of phase with each other. */
+export function stagesChart(el, s, a) {
+  const e = a.step_edges_s, [P, T] = a.stage_w.shape;
+  const series = Array.from({ length: P }, (_, k) => ({
+    name: `stage ${k}`, color: PALETTE[k % PALETTE.length], markers: false,
+    points: binnedPoints(e, a.stage_w, 1e3, k * T, T) }));
+  const lv = s.gpu_levels_w ?? {};
+  return lineChart(el, {
+    label: "a GPU of each stage over one step", height: 240, series,
+    x: { scale: "linear", label: "time in the step (ms)", name: "t", format: (v) => fmt.int(v) },
+    y: { scale: "linear", min: 0, label: "W", format: (v) => fmt.int(v), tipFormat: (v) => `${fmt.int(v)} W` },
+    refLines: [["compute", lv.compute_w], ["comm", lv.comm_w], ["wait", lv.wait_w]]
+      .filter(([, w]) => w != null).map(([name, w]) => ({ y: w, label: `${name} ${fmt.int(w)} W`, dash: "--" })),
+  });
+}
+
 /** The cluster's draw over days under failures (MW against hours). */
 export function daysChart(el, s, a) {
   return lineChart(el, {
@@ -166,7 +182,9 @@ export async function renderPower(el, s, { run, arrays = null } = {}) {
     <p class="power-cap" data-cap="${s.cap_w}">${esc(capLine(s))}</p>
     <section class="panel"><h3>Over one step <span class="muted">${fmt.s(s.step_s)} at ${num(s.resolution_ms, 2)} ms;
       swing ${mw(s.cluster_swing_mw)}, steepest ramp ${num(s.cluster_ramp_mw_per_s, 0)} MW/s</span></h3>
-      <div class="power-step"></div></section>
+      <div class="power-step"></div>
+      <h3>A GPU of each pipeline stage <span class="muted">its phases (computing, communicating, waiting) out of phase
+        with the other stages'</span></h3><div class="power-stage-lines"></div></section>
     ${tl ? `<section class="panel"><h3>Over ${num(tl.days, 1)} days under failures <span class="muted">mean
       ${mw(tl.mean_mw)}, ${mw(tl.min_mw)} – ${mw(tl.peak_mw)}, largest jump ${mw(tl.jump_mw)}; ${fmt.int(tl.interruptions)}
       interruptions, ${fmt.int(tl.checkpoints)} checkpoints, ${num(tl.energy_mwh, 0)} MWh</span></h3>
@@ -187,11 +205,12 @@ export async function renderPower(el, s, { run, arrays = null } = {}) {
   let a = arrays;
   if (!a) {
     try {
-      a = await runArrays(run.id, ["step_edges_s", "cluster_mw", "job_mw", "building_mw", "rack_peak_kw",
+      a = await runArrays(run.id, ["step_edges_s", "cluster_mw", "job_mw", "building_mw", "stage_w", "rack_peak_kw",
                                    "rack_mean_kw", "timeline_edges_s", "timeline_mw"]);
     } catch (e) { toast(`run #${run.id}: ${e.message}`); return; }
   }
   if (a.cluster_mw) { stepChart(q(".power-step"), s, a); q(".power-step").dataset.bins = String(a.cluster_mw.length); }
+  if (a.stage_w) stagesChart(q(".power-stage-lines"), s, a);
   if (tl && a.timeline_mw) daysChart(q(".power-days"), s, a);
   if (a.rack_peak_kw) racksChart(q(".power-racks-chart"), s, a);
   el.dataset.drawn = "1";
