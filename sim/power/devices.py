@@ -22,7 +22,7 @@ from sim.core.errors import ParamError
 @dataclass(frozen=True)
 class GPUPower:
     """A GPU's draw by activity (W). ``at_cap``: dense GEMMs (and attention) run power-limited, at the default
-    cap, the TDP [S4, S72]; ``comm``: a communication kernel (NCCL moving data over NVLink and the NIC, few SMs);
+    cap, the TDP [S4, S76]; ``comm``: a communication kernel (NCCL moving data over NVLink and the NIC, few SMs);
     ``memory``: memory-bound kernels (HBM at full bandwidth, SMs partly idle); ``wait``: the process holds the GPU
     at its clocks but no kernel runs (a pipeline bubble, a wait on a collective's peer); ``idle``: no job.
     ``static``: the part of the GEMMs' draw that does not scale with the SM clock (leakage, HBM and the rest at
@@ -71,8 +71,8 @@ class HostPower:
         return self.other * (self.other_idle + (1.0 - self.other_idle) * load)
 
 
-DGX_H100_MAX_W = 10_200.0        # DGX H100's maximum system power, 8 x H100 SXM included [S73]
-XEON_8480_TDP_W = 350.0          # Xeon Platinum 8480+/8480C TDP [S74]
+DGX_H100_MAX_W = 10_200.0        # DGX H100's maximum system power, 8 x H100 SXM included [S77]
+XEON_8480_TDP_W = 350.0          # Xeon Platinum 8480+/8480C TDP [S78]
 
 
 def _anchored(cpus: int, nics: int, gpus: int, gpu_tdp: float, memory: float, nic: float) -> float:
@@ -95,7 +95,7 @@ SWITCH_POWER = {"minipack2": 800.0, "wedge400": 600.0, "arista-7800r3": 12_000.0
 STORAGE_SERVER_POWER = {"yv3-sierra-point": 250.0}      # without its SSDs; assumption
 SSD_POWER = {"e1s-7680gb": 12.0}                        # a mix of reads and writes; assumption (E1.S allows 25 W)
 
-# Open Rack V3 power shelf [S75]: six 3 kW 48 V PSUs, 18 kW, 15 kW with one PSU redundant (N+1).
+# Open Rack V3 power shelf [S79]: six 3 kW 48 V PSUs, 18 kW, 15 kW with one PSU redundant (N+1).
 POWER_SHELF_W = 15_000.0
 SHELVES_PER_RACK = 2             # assumption: two shelves per GPU rack of two 10 kW hosts (docs/power.md)
 RACK_COOLING_W = 30_000.0        # assumption: heat a rack's cooling removes, equal to its two shelves' delivery

@@ -4,7 +4,7 @@
 * The Llama 3 paper [S3, section 3.3.4]: tens of thousands of GPUs raising or lowering their draw together (all
   waiting on a checkpoint or a collective, the job starting or stopping) swing the data center's power "on the
   order of tens of megawatts". Read as 10 to 100 MW.
-* torchtitan's published performance on Grand Teton H100s [S76] ran at "the default 500W power limit" (tuning it
+* torchtitan's published performance on Grand Teton H100s [S80] ran at "the default 500W power limit" (tuning it
   up to the 700 W TDP "can potentially provide further speedups").
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ LLAMA3_SWING = Reference(
     "starting or stopping. Simulated: the IT draw (GPUs, hosts, switches, storage; no cooling or conversion losses) "
     "of one cluster within one step, or over the failures timeline when it is run.")
 TORCHTITAN_CAP = Reference(
-    "torchtitan-cap", "GPU power limit of PyTorch's published Grand Teton benchmarks", 500.0, 500.0, "W", "S76",
+    "torchtitan-cap", "GPU power limit of PyTorch's published Grand Teton benchmarks", 500.0, 500.0, "W", "S80",
     "torchtitan Llama 3.1 8B-405B on Grand Teton H100s (96 GB HBM2e), up to 512 GPUs, 'the default 500W power limit'",
     "Published: a setting, not a measurement, on H100s with 96 GB HBM2e (the twin's are 80 GB HBM3). Simulated: the "
     "cap of this run; the step-time cost of 500 W against 700 W is the twin's cap/clock model (docs/power.md), "
