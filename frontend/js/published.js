@@ -10,6 +10,8 @@ const FORMAT = {
   s: (x) => fmt.s(x),
   h: (x) => `${Number(x).toFixed(1)} h`,
   count: (x) => fmt.int(x),
+  MW: (x) => `${Number(x).toFixed(1)} MW`,
+  W: (x) => `${Number(x).toFixed(0)} W`,
 };
 
 function value(unit, x) {

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-UNITS = ("fraction", "TFLOP/s", "TB/s", "s", "h", "count")   # how a page formats low, high and simulated
+UNITS = ("fraction", "TFLOP/s", "TB/s", "s", "h", "count", "MW", "W")   # how a page formats low, high and simulated
 
 
 @dataclass(frozen=True)

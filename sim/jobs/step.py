@@ -190,7 +190,7 @@ def step_breakdown(model: ModelShape, p: dict, unit: dict, alpha: dict, ranks: d
     compute = m * (ct["f"] + ct["b"] + ct["w"]).sum(axis=1)
     tp_s, cp_s = m * tp_chunk.sum(axis=1), m * cp_chunk.sum(axis=1)
     busiest = int(np.argmax(quiet.busy))
-    exposed_dp, dp_total = _exposed_dp(model, p, ct, cl, run, unit["dp"], alpha["dp"], ranks["dp"])
+    exposed_dp, dp_total, dp_front, dp_end = _exposed_dp(model, p, ct, cl, run, unit["dp"], alpha["dp"], ranks["dp"])
     out = {"compute": float(compute[busiest]), "tp": float(tp_s[busiest]), "cp": float(cp_s[busiest]),
            "pp": run.makespan - quiet.makespan, "dp": exposed_dp, "bubble": quiet.bubble}
     out["step"] = sum(out.values())
@@ -202,6 +202,9 @@ def step_breakdown(model: ModelShape, p: dict, unit: dict, alpha: dict, ranks: d
                       "cp": float(cp_s[s]), "in_flight": int(in_flight[s])} for s in range(pp)]
     out["busiest_stage"] = busiest
     out["timeline"] = timeline(sched, run)
+    # where the exposed DP falls (sim.power draws it): dp_front before the pipeline starts (its start times are
+    # from the pipeline's start), and each stage's DP collectives ending at dp_end[s] after it (same clock)
+    out["dp_front"], out["dp_end"] = dp_front, dp_end
     return out
 
 
@@ -216,16 +219,20 @@ def timeline(sched, run) -> np.ndarray:
     return np.concatenate(rows).astype(np.float64) if rows else np.zeros((0, len(TIMELINE_COLUMNS)))
 
 
-def _exposed_dp(model, p, ct, cl, run, unit, alpha, ranks) -> tuple[float, float]:
-    """Exposed data-parallel seconds and the busiest stage's DP seconds in all. FSDP without reshard after forward
+def _exposed_dp(model, p, ct, cl, run, unit, alpha, ranks) -> tuple[float, float, float, np.ndarray]:
+    """Exposed data-parallel seconds, the busiest stage's DP seconds in all, the exposed part before the pipeline
+    starts, and each stage's end of its DP collectives on the pipeline's clock ((pp,): its last operation's end
+    plus what of its gradients' collectives runs past it; 0 where there is none). FSDP without reshard after forward
     [S3]: each stage gathers its layers' BF16 weights once, one layer ahead of its first micro-batch's forward (the
     first layer's gather exposed beyond the idle time before the stage's first forward, each later one by what it
     exceeds the previous layer's forward), and reduce-scatters each layer's FP32 gradients after its last
     backward, overlapped with the next layer's (the last layer's, and any excess, exposed beyond the stage's end
     of work, up to the pipeline's end). DDP: an all-reduce of the gradients, likewise after the last backward.
     ``overlap`` off: all of it exposed."""
+    pp = cl.shape[0]
+    last = np.array([en[-1] if len(en) else 0.0 for en in run.end])
     if p["dp"] < 2:
-        return 0.0, 0.0
+        return 0.0, 0.0, 0.0, last
     params = np.asarray(stage_params(model, cl.sum(axis=1).astype(int))) / p["tp"]
     if p["fsdp"]:
         gather = np.array([collective_time("allgather", x * BF16, ranks, unit, alpha) for x in params])
@@ -235,13 +242,13 @@ def _exposed_dp(model, p, ct, cl, run, unit, alpha, ranks) -> tuple[float, float
         reduce = np.array([collective_time("allreduce", x * FP32, ranks, unit, alpha) for x in params])
     total = gather + reduce
     if not p["overlap"]:
-        return float(total.max()), float(total.max())
+        return float(total.max()), float(total.max()), 0.0, np.full(pp, run.makespan + float(total.max()))
     n = cl.sum(axis=1)
     g_l, r_l = gather / n, reduce / n
     f_l = ct["f"][:, 0] / cl[:, 0]                                       # one layer's forward, first chunk
     b_l = (ct["b"][:, 0] + ct["w"][:, 0]) / cl[:, 0]
     first = np.array([st[0] for st in run.start])
-    last = np.array([en[-1] for en in run.end])
     front = np.maximum(0.0, g_l - first) + (cl[:, 0] - 1) * np.maximum(0.0, g_l - f_l)
-    tail = last + r_l + (cl[:, 0] - 1) * np.maximum(0.0, r_l - b_l) - run.makespan
-    return float(front.max() + max(0.0, tail.max())), float(total.max())
+    end = last + r_l + (cl[:, 0] - 1) * np.maximum(0.0, r_l - b_l)
+    tail = end - run.makespan
+    return float(front.max() + max(0.0, tail.max())), float(total.max()), float(front.max()), end

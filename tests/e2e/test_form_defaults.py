@@ -21,6 +21,8 @@ FORMS = [
     (f"/clusters/{CLUSTER}/debug/", "form#debug-form", "debug"),
     (f"/clusters/{CLUSTER}/debug/", "form#startup-form", "startup"),
     (f"/clusters/{CLUSTER}/storage/", "form#checkpoint-form", "checkpoint"),
+    (f"/clusters/{CLUSTER}/power/", "form#power-form", "power"),
+    (f"/clusters/{CLUSTER}/power/", "form#schedule-form", "power_schedule"),
 ]
 
 

@@ -87,7 +87,8 @@ def rows_within(page, rows: str, panel: str) -> None:
         assert b["x"] + b["width"] <= right, (b, box)
 
 
-# the other runs lists: a cluster's failures runs (Reliability) and checkpoint runs (Storage), long parameters each
+# the other runs lists: a cluster's failures runs (Reliability), checkpoint runs (Storage) and power runs (Power),
+# long parameters each
 OTHER_LISTS = {
     "reliability": ({"kind": "failures", "cluster": "demo-256",
                      "params": {"gpus": 64, "days": 3, "checkpoint_interval": "1h", "seeds": 4, "model": "llama3-8b",
@@ -96,6 +97,10 @@ OTHER_LISTS = {
     "storage": ({"kind": "checkpoint", "cluster": "demo-256",
                  "params": {"gpus": 64}},
                 "/clusters/demo-256/storage/", "#checkpoint-runs tr", "section.panel:has(#checkpoint-runs)"),
+    "power": ({"kind": "power", "cluster": "demo-256",
+               "params": {"model": "llama3-8b", "gpus": 64, "tp": 8, "pp": 2, "dp": 4, "batch_tokens": "1M",
+                          "cap_sweep": [300, 400, 500, 600, 700], "rack_budget_kw": 15, "building_budget_mw": 1}},
+              "/clusters/demo-256/power/", "#power-runs tbody tr", "section.panel:has(#power-runs)"),
 }
 
 

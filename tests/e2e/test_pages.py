@@ -43,6 +43,7 @@ PAGES = {
     **{f"{view}-{name}": f"/clusters/{name}/{view}/" for name in ("meta-roce-24k", "demo-256")
        for view in ("fabric", "gpus")},
     "reliability-meta-roce-24k": "/clusters/meta-roce-24k/reliability/",    # anonymous: the form locked
+    "power-meta-roce-24k": "/clusters/meta-roce-24k/power/",                # anonymous: the forms locked
     "experiments": "/experiments/",
     "experiment-run": "/experiments/{runs[0]}/",
     "experiments-compare": "/experiments/compare/?runs={runs[0]},{runs[1]}",

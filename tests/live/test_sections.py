@@ -17,10 +17,19 @@ FIXTURES = Path(__file__).with_name("fixtures")
 IDS = {"link_util": 1, "gpu_state": 2, "server_write": 3, "server_read": 4, "host_progress": 5, "frontend_util": 6,
        "checkpoint_phase": 7, "gpu_job": 8, "job_stats": 9, "failure_state": 10, "failure_events": 11,
        "debug_progress": 12, "debug_stop": 13}
+# Sections added since, with a value of each for the frames below (the fixture keeps the frame before the registry)
+ADDED = {"gpu_power": 20, "rack_power": 21, "power_stats": 22}
+ADDED_VALUES = {"gpu_power": np.array([0, 175, 250, 255], np.uint8),
+                "rack_power": np.array([100, 200, 254, 255], np.uint8),
+                "power_stats": [{"phase": "done", "step_s": 8.17, "cap_w": 500.0, "tdp_w": 700.0,
+                                 "cluster_peak_mw": 26.7, "cluster_mean_mw": 22.0, "cluster_swing_mw": 9.0,
+                                 "cluster_ramp_mw_per_s": 2918.0, "job_mean_mw": 13.0, "energy_per_token_j": 6.3,
+                                 "rack_budget_kw": 30.0, "racks_over_budget": 3}]}
 OWNERS = {"link_util": "twin.live.sections", "gpu_state": "twin.live.sections", "server_write": "storage",
           "server_read": "storage", "host_progress": "storage", "frontend_util": "storage",
           "checkpoint_phase": "storage", "gpu_job": "jobs", "job_stats": "jobs", "failure_state": "failures",
-          "failure_events": "failures", "debug_progress": "debug", "debug_stop": "debug"}
+          "failure_events": "failures", "debug_progress": "debug", "debug_stop": "debug", "gpu_power": "power",
+          "rack_power": "power", "power_stats": "power"}
 
 
 def fixture():
@@ -30,7 +39,8 @@ def fixture():
 
 def test_every_section_keeps_its_id_and_is_declared_by_its_owner():
     got = {s.name: s.id for s in sections.sections()}
-    assert {n: got[n] for n in IDS} == IDS
+    assert {n: got[n] for n in IDS} == IDS and {n: got[n] for n in ADDED} == ADDED
+    assert set(got) == set(IDS) | set(ADDED)
     for name, owner in OWNERS.items():
         declared = sections.by_name(name).owner
         assert declared == owner or declared == f"twin.capabilities.{owner}.live", (name, declared)
@@ -89,7 +99,7 @@ def test_a_frame_with_every_section_is_byte_identical_to_the_one_before_the_regi
     order the JSON lists them); the registry's generic encoders write the same bytes. Since then one field was
     appended to debug_progress (``packing``, issue 25: its 4 bytes re-encoded into the fixture)."""
     header, values = fixture()
-    assert set(values) == set(IDS) == {s.name for s in sections.sections()}
+    assert set(values) == set(IDS) and set(IDS) | set(ADDED) == {s.name for s in sections.sections()}
     raw = frames.encode(frames.Frame(**header, sections=frames.build_sections(**values)))
     assert raw == (FIXTURES / "frame_every_section.bin").read_bytes()
     # and the float16 form of link_util, the accepted alternative
@@ -124,7 +134,8 @@ def _plain(v):
 def test_the_browser_reads_every_registered_section_as_frame_value_does(tmp_path):
     """One frame of every registered section, decoded by frames.js's generic helpers (by codec, from the specs in
     the tables alone) and by Frame.value in Python: the same values."""
-    raw = (FIXTURES / "frame_every_section.bin").read_bytes()
+    header, values = fixture()
+    raw = frames.encode(frames.Frame(**header, sections=frames.build_sections(**values, **ADDED_VALUES)))
     f = frames.decode(raw)
     specs = {s.name: s.codec for s in sections.sections()}
     out = run_node(tmp_path, (

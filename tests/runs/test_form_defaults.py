@@ -62,7 +62,7 @@ def test_every_kinds_form_defaults_are_accepted_on_every_default_cluster(name):
             refused[kind.name] = (r.status_code, r.json())
         SimulationRun.objects.filter(created_by=user).delete()      # no active-run limit between the kinds
     assert not refused, refused
-    assert {"collective", "figure", "job", "debug", "startup", "failures", "checkpoint"} <= set(tried)
+    assert {"collective", "figure", "job", "debug", "startup", "failures", "checkpoint", "power"} <= set(tried)
     # the GPU counts shown follow the cluster: at most its usable GPUs, as numbers
     usable = usable_gpus(cluster)
     for kind in ("failures", "checkpoint"):

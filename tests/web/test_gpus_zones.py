@@ -82,9 +82,13 @@ def test_the_overview_sums_the_gpus_of_each_rack(client, demo, monkeypatch):
     gpu_job = (np.arange(n_gpus) % 4 == 1).astype(np.uint16)                  # a training job on every 4th GPU
     n_hosts = len(grid_hosts := get_json(client, "gpus.json")["hosts"]["rack"])
     progress = np.where(np.arange(n_hosts) % 2 == 0, np.arange(n_hosts) % 251, 255).astype(np.uint8)  # odd: none
+    # and a power run's draw per GPU (every 5th GPU not known) and its rack's peak against the budget
+    gpu_power = np.where(np.arange(n_gpus) % 5 == 0, 255, np.arange(n_gpus) % 251).astype(np.uint8)
+    rack_power = (np.arange(n_gpus) % 200 + 50).astype(np.uint8)
     raw = frames.encode(frames.Frame(type=frames.FRAME_CLUSTER, seq=4, run_id=11, status="running",
                                      sections=frames.build_sections(link_util=util, gpu_state=state, gpu_job=gpu_job,
-                                                                    host_progress=progress)))
+                                                                    host_progress=progress, gpu_power=gpu_power,
+                                                                    rack_power=rack_power)))
     mine = store.cluster_stream(demo.id)
     monkeypatch.setattr(store, "load_last", lambda stream: (4, raw) if stream == mine else None)
     doc = get_json(client, "gpus/zones.json")
@@ -112,6 +116,9 @@ def test_the_overview_sums_the_gpus_of_each_rack(client, demo, monkeypatch):
         inside = progress[hosts] != 255
         assert racks["host_progress"][k] == (pytest.approx(float((progress[hosts][inside] / 250).mean()), abs=1e-4)
                                              if inside.any() else -1)
+        known = gpu_power[mine] != 255
+        assert racks["gpu_power"][k] == pytest.approx(float((gpu_power[mine][known] / 250).mean()), abs=1e-4)
+        assert racks["rack_power"][k] == pytest.approx(float((rack_power[mine] / 200).mean()), abs=1e-4)
     assert sum(doc["zones"]["gpus"]) == n_gpus and doc["run"]["id"] == 11
     assert sum(racks["not_usable"]) == 1 + 16                     # the failed GPU, the leaf's rack
 
