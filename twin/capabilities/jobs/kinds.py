@@ -165,7 +165,8 @@ def check_job(values: dict, cluster) -> None:
         raise ParamError("gpus", f"{n:,} GPUs asked, {cluster.name} has {usable:,} usable")
 
 
-def _job_gpus(values: dict) -> int:
+def job_gpus(values: dict) -> int:
+    """The job's GPUs: ``gpus``, else tp x cp x pp x dp (an absent dimension counts 1)."""
     n = values.get("gpus")
     if n is None:
         n = 1
@@ -177,7 +178,7 @@ def _job_gpus(values: dict) -> int:
 def job_cost(values: dict, cluster) -> int:
     """Flows of one step: every GPU in a ring per parallel group it is in (TP, CP, PP, DP: four), times the queue
     pairs (an upper bound of the engine's flows; TP inside a host routes none on the fabric)."""
-    return _job_gpus(values) * 4 * values.get("qps", 1)
+    return job_gpus(values) * 4 * values.get("qps", 1)
 
 
 def _check_jobs(values: dict, cluster) -> None:

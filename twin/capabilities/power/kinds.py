@@ -35,6 +35,7 @@ import numpy as np
 from sim.core.errors import ParamError
 from sim.power.params import POWER
 from twin.capabilities.failures.kinds import json_safe
+from twin.capabilities.jobs.kinds import job_gpus
 from twin.capabilities.power import live
 from twin.inventory import gpu_grid
 from twin.runs import limits
@@ -106,7 +107,7 @@ def power(layout, params: dict, progress: Callable) -> tuple[dict, dict]:
     doc["gpu_w"] = {"idle": res.places.gpu.idle, "tdp": res.places.gpu.at_cap, "min_cap": res.places.gpu.min_cap,
                     "max_cap": res.places.gpu.max_cap}
     gpu_power, rack_power = per_gpu(res)
-    job_gpus = np.asarray(res.case.job.gpus)
+    gpus_of_job = np.asarray(res.case.job.gpus)
     d = res.case.draw
     arrays = {"gpu_power": gpu_power, "rack_power": rack_power, **waveform_arrays(res),
               "rack_peak_kw": d.rack_peak / 1e3, "rack_mean_kw": d.rack_mean / 1e3,
@@ -117,7 +118,7 @@ def power(layout, params: dict, progress: Callable) -> tuple[dict, dict]:
     doc["stored_bins"] = int(arrays["cluster_mw"].size)
     doc = json_safe(doc)
     progress(1.0, f"cluster peak {doc['cluster_peak_mw']:.2f} MW, swing {doc['cluster_swing_mw']:.2f} MW",
-             gpu_state=gpu_states(topo, job_gpus), gpu_power=gpu_power, rack_power=rack_power,
+             gpu_state=gpu_states(topo, gpus_of_job), gpu_power=gpu_power, rack_power=rack_power,
              power_stats=[stats_row(live.PHASE_DONE, doc)], force=True)
     return doc, arrays
 
@@ -137,15 +138,6 @@ def check_power(values: dict, cluster) -> None:
     check_gpu_limits(values, gpu_power(parse_spec(cluster.spec).layout.gpu))
     if values["days"] is not None:
         limits.check_failures(values["days"])
-
-
-def job_gpus(values: dict) -> int:
-    n = values.get("gpus")
-    if n is None:
-        n = 1
-        for k in ("tp", "cp", "pp", "dp"):
-            n *= values.get(k) or 1
-    return int(n)
 
 
 GPU_DAYS = "TWIN_RUNS_FAILURE_GPU_DAYS_PER_SECOND"
