@@ -27,8 +27,12 @@ DEBUG = ParamSet("debug", tuple(p for p in JOB_PARAMS if p.name != "hottest") + 
           min=1, max=MAX_FR_ENTRIES),
     Param("timeout_s", "float", FR_TIMEOUT_S, "collective timeout of the watchdog in seconds (init_process_group's "
                                               "timeout)", min=0.001, max=86_400.0),
-    Param("steps_before", "int", 10, "training steps the job completed before the recorded ones (they set the "
+    Param("steps_before", "int", 10, "training steps the job completed before the rehearsed ones (they set the "
                                      "record and sequence ids' offsets)", min=0, max=1_000_000),
+    Param("steps", "int", None, "training steps the rehearsal runs after steps_before, the fault in the last (with "
+                                "steps_before 0 and entries at least a step's, steps 1 is a hang in the job's first "
+                                "step: no ring wraps); null: enough to fill the ring (entries over the shortest "
+                                "stage's step, plus one)", min=1, max=MAX_FR_ENTRIES + 1, nullable=True),
 ), check=check_debug, doc="A fault rehearsal: a training job's collectives, a fault, the flight recorder dumps.")
 
 

@@ -43,6 +43,14 @@ def check_debug(v: dict) -> None:
     if v["schedule"] != "1f1b":
         raise ParamError("schedule", "the rehearsal models the 1f1b schedule only")
     check_dump_bytes(v)                                 # check_job filled gpus and dp
+    if v.get("steps") is not None and v["gpus"] > 1:
+        p = resolve_job(v)
+        lengths = [len(stage_program(model_of(p), p, s, {"per_stage": [0.0] * p["pp"]})) for s in range(p["pp"])]
+        fill = ring_steps(v["entries"], min(lengths))
+        if v["steps"] > fill:
+            raise ParamError("steps", f"{v['steps']:,} steps, at most {fill:,} with {v['entries']:,} entries (the "
+                                      f"shortest stage records {min(lengths):,} per step): more steps than fill the "
+                                      f"ring add nothing the dumps hold (steps_before sets where the job is)")
     f = parse_fault(v.get("inject"))
     if f.rank >= v["gpus"]:
         raise ParamError("inject", f"rank {f.rank:,} is not a rank of the job (0..{v['gpus'] - 1:,})")
@@ -52,6 +60,12 @@ def check_debug(v: dict) -> None:
         n = len(stage_program(model_of(p), p, stage, {"per_stage": [0.0] * p["pp"]}))   # times do not count
         if f.op >= n:
             raise fault_op_error(f.op, f.rank, n)
+
+
+def ring_steps(entries: int, per_step: int) -> int:
+    """The steps a rehearsal runs by default (``steps`` null): enough that the shortest stage's ring of ``entries``
+    wraps (its ``per_step`` entries a step), so every rank's dump is a full ring, as mid-run."""
+    return max(1, math.ceil(entries / per_step) + 1)
 
 
 @dataclass
@@ -123,7 +137,7 @@ def rehearse(cluster_or_spec, values: dict, progress=None) -> Rehearsal:
                 name += 1
     programs = [stage_program(model, p, s, ct) for s in range(p["pp"])]
     per_step = min(len(pr) for pr in programs)
-    steps = max(1, math.ceil(p["entries"] / per_step) + 1)
+    steps = ring_steps(p["entries"], per_step) if p.get("steps") is None else p["steps"]
     host = np.asarray(topo.gpu_host)[gpus]
     say(0.55, f"{steps} steps of {per_step:,}..{max(len(x) for x in programs):,} collectives per rank; timing them")
     stages, fault_op, dead = simulate(p, programs, steps, grid, units, fault, host, span(progress, 0.55, 0.98))
