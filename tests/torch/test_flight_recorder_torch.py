@@ -108,6 +108,47 @@ def test_fr_trace_alignment_cuts_the_pairs_of_unequal_stages_apart(tmp_path):
     assert aborted and aborted[0].endswith(": pp aborting")
 
 
+
+def test_fr_trace_on_a_hang_in_the_jobs_first_step_names_the_rank_and_no_pair_mismatch(tmp_path):
+    """A hang in the job's first step (steps_before 0, steps 1) with a ring of 2,000 entries, more than any stage's
+    step (Llama 3's balanced stages, 7/9/9/7 layers, whose default ring start cuts the pairs apart: the test above):
+    every rank's first record_id is 0, so fr_trace's alignment cuts nothing. With its default mismatch cap it does
+    not abort, every row passes its checks (no P2P type or size mismatch on any pair group), and the rows it flags
+    are "Not all ranks joining": the injected rank missing from the receive of its pair partner (the send it never
+    entered) and from its TP and DP groups' next collectives, and the stall's spread (docs/debugging.md "A hang in
+    the job's first steps")."""
+    r = rehearse("demo-256", DEBUG.validate(dict(gpus=32, tp=4, pp=4, dp=2, model="llama3-8b",
+                                                 batch_tokens=8192 * 2 * 8, inject="hang:rank=13", entries=2000,
+                                                 steps_before=0, steps=1)))
+    r.write_dumps(tmp_path)
+    import pickle
+    firsts = {pickle.loads((tmp_path / f"nccl_trace_rank_{rank}").read_bytes())["entries"][0]["record_id"]
+              for rank in range(32)}
+    assert firsts == {0}
+    db, _, n, lines = fr_trace(tmp_path)
+    assert n == 32 and not any("Too many mismatches" in x or "has errors" in x for x in lines)
+    assert all(c.pass_check and c.type_of_mismatch is None for c in db.collectives)
+    p2p = [c for c in db.collectives if c.collective_name.split(" ")[0] in ("nccl:send", "nccl:recv")]
+    assert sum(not c.missing_ranks for c in p2p) > 200              # the healthy sends and receives, matched
+    flagged = [c for c in db.collectives if c.missing_ranks]
+    assert flagged and all(len(c.missing_ranks) == 1 for c in flagged)
+    assert sum("Not all ranks joining" in x for x in lines) == len(flagged)
+    dp = r.group_ranks["dp"]                                        # the stall stays in 13's data-parallel
+    replica = set(dp[:, list(dp[r.rank_group["dp"][13]]).index(13)].tolist())   # replica: only its ranks stop
+    assert set().union(*(c.missing_ranks for c in flagged)) <= replica
+    # the injected op: rank 13 never entered its send to its partner, which waits in the receive
+    fault = r.fault_op
+    assert fault["entry"] == "send"
+    partner = [c for c in p2p if c.missing_ranks == {13}]
+    assert len(partner) == 1 and partner[0].collective_name.startswith("nccl:recv")
+    assert partner[0].collective_state == "started" and 13 in partner[0].expected_ranks
+    culprit = analyze(tmp_path)["culprit"]
+    assert culprit["ranks"] == [13]                                 # ours: 13 missing from its TP group's next
+    assert any(c.missing_ranks == {13} and c.group_id == culprit["process_group"]["name"]   # collective: flagged
+               and c.collective_seq_id == culprit["collective_seq_id"] and c.collective_name == culprit["op"]
+               for c in flagged)
+
+
 WORKER = r'''
 import os, sys, torch, torch.distributed as dist
 rank, out = int(sys.argv[1]), sys.argv[2]
