@@ -37,8 +37,9 @@ EPOCH_NS = 1_700_000_000 * 10**9      # the simulated job's clock starts here (2
 
 def check_debug(v: dict) -> None:
     """Rules of :data:`sim.debug.params.DEBUG` across fields: the job's (:func:`sim.jobs.job.check_job`), the dumps'
-    size (:func:`sim.debug.dumpsize.check_dump_bytes`) and the fault's: it parses, its rank is a rank of the job, its
-    op a collective of a step on the rank's stage."""
+    size (:func:`sim.debug.dumpsize.check_dump_bytes`), ``steps`` at most what fills the ring (:func:`ring_steps`:
+    more would fall out of every ring) and the fault's: it parses, its rank is a rank of the job, its op a collective
+    of a step on the rank's stage."""
     check_job(v)
     if v["schedule"] != "1f1b":
         raise ParamError("schedule", "the rehearsal models the 1f1b schedule only")
