@@ -103,16 +103,21 @@ class _Sync:
         return (lambda n: self.progress(what, n)) if self.progress else None
 
     def sync(self, endpoint: str, desired: dict, existing: dict, compare: tuple[str, ...] = ("status", "custom_fields",
-                                                                                          "serial")) -> dict:
+                                                                                          "serial"),
+             by_device: bool = False) -> dict:
         """Create the ``desired`` objects (natural key -> payload) missing from ``existing`` (key -> object), update
-        those whose ``compare`` fields differ; return key -> id for all of them."""
+        those whose ``compare`` fields differ; return key -> id for all of them. ``by_device``: the keys are
+        (device id, name) and a device's objects go in one bulk request (NetBox updates the device's counters, and
+        two requests in flight writing one device would deadlock)."""
         what = endpoint.rstrip("/").split("/")[-1]
-        new = [k for k in desired if k not in existing]
+        order = sorted(desired, key=lambda k: k[0]) if by_device else list(desired)
+        new = [k for k in order if k not in existing]
         changed = [{"id": existing[k]["id"], **{f: v for f, v in desired[k].items() if f in compare}}
-                   for k in desired if k in existing and _differs(existing[k], desired[k], compare)]
+                   for k in order if k in existing and _differs(existing[k], desired[k], compare)]
         ids = {k: existing[k]["id"] for k in desired if k in existing}
         if new:
-            made = self.nb.create(endpoint, [desired[k] for k in new], self._step(what))
+            made = self.nb.create(endpoint, [desired[k] for k in new], self._step(what),
+                                  together=(lambda o: o["device"]) if by_device else None)
             ids.update({k: o["id"] for k, o in zip(new, made)})
             self.result.created[what] = self.result.created.get(what, 0) + len(new)
         if changed:
@@ -199,21 +204,6 @@ def export_cluster(cluster: Cluster, nb: NetBox, progress: Callable[[str, int], 
         "manufacturer": man_ids[slugify(catalog.get(kind, slug, kind).vendor)],
         "model": catalog.get(kind, slug, kind).name,
         "slug": slug, "u_height": 1} for kind, slug in used}, have_types, compare=())
-    templates = []
-    for kind, slug in sorted(used):
-        if slug in have_types:
-            continue
-        hw = catalog.get(kind, slug, kind)
-        if kind == "switch":
-            names = [(f"eth{k}", hw["speed_gbps"]) for k in range(hw["ports"])]
-        elif kind == "platform":
-            names = [(f"be{i}", 400) for i in range(hw["backend_nics"])] + [
-                (f"fe{i}", 400) for i in range(hw["frontend_nics"])]
-        else:
-            names = [(f"fe{i}", 100) for i in range(hw["nics"])]
-        templates += [{"device_type": type_ids[slug], "name": n, "type": interface_type(sp, False)} for n, sp in names]
-    if templates:
-        s.sync("dcim/interface-templates/", {i: t for i, t in enumerate(templates)}, {}, compare=())
     roles = {HOST_ROLE: "host", STORAGE_ROLE: "storage", **{w["role"]: "switch" for w in switches}}
     role_ids = s.sync("dcim/device-roles/", {r: {"name": r, "slug": r, "color": ROLE_COLOURS[k],
                                                  "custom_fields": {"twin_kind": k}} for r, k in roles.items()},
@@ -246,7 +236,7 @@ def export_cluster(cluster: Cluster, nb: NetBox, progress: Callable[[str, int], 
     server_dev = {v["id"]: device_ids[v["name"]] for v in servers}
     switch_dev = {w["id"]: device_ids[w["name"]] for w in switches}
 
-    # interfaces (instantiated by NetBox from the templates): the cabled ones get speed, type, enabled, custom fields
+    # interfaces: the cabled ports only, created with their speed, type, status and custom fields in one request
     have_if = {(x["device"]["id"], x["name"]): x for x in nb.list(
         "dcim/interfaces/", site_id=site, fields="id,name,device,enabled,speed,type,custom_fields")}
     ports = list(Port.objects.filter(**of).order_by("id").values(
@@ -261,17 +251,17 @@ def export_cluster(cluster: Cluster, nb: NetBox, progress: Callable[[str, int], 
             dev = host_dev[p["nic__host"]] if p["nic__host"] else server_dev[p["nic__storage_server"]]
             key = (dev, port_interface_name(p["nic__fabric__role"], p["nic__slot"], None))
             fabric = p["nic__fabric__role"]
-        if key not in have_if:
-            raise ValueError(f"NetBox device {key[0]} has no interface {key[1]} (its device type's templates differ)")
         port_key[p["id"]] = key
         cf = {"twin_status": p["status"], "twin_fabric": "backend" if fabric == FABRIC_BACKEND else "frontend"}
         if p["nic_id"] and fabric == FABRIC_BACKEND:
             cf["twin_rail"] = p["nic__slot"]
-        desired[key] = {"speed": p["speed_gbps"] * 1_000_000, "enabled": p["status"] == "active",
+        desired[key] = {"device": key[0], "name": key[1], "speed": p["speed_gbps"] * 1_000_000,
+                        "enabled": p["status"] == "active",
                         "type": interface_type(p["speed_gbps"], backend_ib and fabric == FABRIC_BACKEND),
                         "custom_fields": cf}
-    s.sync("dcim/interfaces/", desired, have_if, compare=("speed", "enabled", "type", "custom_fields"))
-    if_id = {pid: have_if[key]["id"] for pid, key in port_key.items()}
+    iface_ids = s.sync("dcim/interfaces/", desired, have_if, compare=("speed", "enabled", "type", "custom_fields"),
+                       by_device=True)
+    if_id = {pid: iface_ids[key] for pid, key in port_key.items()}
 
     # cables, keyed by their lower interface
     have_cables = {}
@@ -319,7 +309,7 @@ def export_cluster(cluster: Cluster, nb: NetBox, progress: Callable[[str, int], 
             "manufacturer": man_ids[slugify(catalog.get("ssd", d["model__slug"], "ssd").vendor)],
             "serial": d["serial"], "status": DEVICE_STATUS[d["status"]], "custom_fields": {"twin_status": d["status"]}}
     s.sync("dcim/inventory-items/", desired, {(x["device"]["id"], x["name"]): x for x in nb.list(
-        "dcim/inventory-items/", site_id=site, fields="id,name,device,status,serial,custom_fields")})
+        "dcim/inventory-items/", site_id=site, fields="id,name,device,status,serial,custom_fields")}, by_device=True)
 
     result.seconds = time.perf_counter() - t0
     result.netbox_seconds, result.requests = nb.seconds, nb.requests
