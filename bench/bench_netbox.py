@@ -45,6 +45,27 @@ def _split(label: str, wall: float, nb, before: dict[str, float], top: int) -> N
             print(f"    {k:<40} {v:>9.1f} s")
 
 
+class _Steps:
+    """A progress callback printing, as each kind of object is done, its count, the wall time since the step began
+    and the NetBox side so far: a long run's rates per kind, even if it is stopped before the end."""
+
+    def __init__(self, nb, t0: float):
+        self.nb, self.t0, self.what, self.n = nb, t0, None, 0
+
+    def __call__(self, what: str, n: int) -> None:
+        if what != self.what:
+            self.print()
+            self.what, self.n = what, 0
+        self.n += n
+        if self.n % 20000 < n:
+            self.print()
+
+    def print(self):
+        if self.what:
+            print(f"    ... {self.what}: {self.n:,} at {time.perf_counter() - self.t0:8.1f} s "
+                  f"(NetBox so far {self.nb.seconds:8.1f} s)", flush=True)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--preset", default="demo-256")
@@ -53,6 +74,7 @@ def main() -> int:
     p.add_argument("--parallel", type=int, default=None, help="bulk requests in flight (client.PARALLEL)")
     p.add_argument("--top", type=int, default=8, help="endpoints listed per step")
     p.add_argument("--no-check", action="store_true", help="skip the collective on both clusters")
+    p.add_argument("--steps", action="store_true", help="print each kind of object as it is done (long runs)")
     args = p.parse_args()
     server = None
     with tempfile.TemporaryDirectory() as tmp:
@@ -79,11 +101,11 @@ def main() -> int:
             nb = NetBox(url, token, parallel=parallel)
             for label in ("first export", "second export (unchanged)"):
                 before, t0 = dict(nb.by_endpoint), time.perf_counter()
-                r = export_cluster(cluster, nb)
+                r = export_cluster(cluster, nb, _Steps(nb, t0) if args.steps else None)
                 _split(label, time.perf_counter() - t0, nb, before, args.top)
                 print(f"    created {json.dumps(r.created)}; updated {json.dumps(r.updated)}", flush=True)
             before, t0 = dict(nb.by_endpoint), time.perf_counter()
-            r = import_site(nb, args.preset, "nb-import")
+            r = import_site(nb, args.preset, "nb-import", progress=_Steps(nb, t0) if args.steps else None)
             _split("import (new cluster)", time.perf_counter() - t0, nb, before, args.top)
             if not args.no_check:
                 from tests.netbox.checks import collective_result
