@@ -120,9 +120,9 @@ def _spare_interfaces(nb, device_name, *names):
     return nb.create("dcim/interfaces/", [{"device": dev["id"], "name": n, "type": "400gbase-x-osfp"} for n in names])
 
 
-def _cable(nb, a, b=None, b_type="dcim.interface"):
+def _cable(nb, a, b, b_type="dcim.interface"):
     body = {"a_terminations": [{"object_type": "dcim.interface", "object_id": a}],
-            "b_terminations": [{"object_type": b_type, "object_id": b}] if b else [], "label": "odd"}
+            "b_terminations": [{"object_type": b_type, "object_id": b}], "label": "odd"}
     return nb.create("dcim/cables/", [body])[0]
 
 
@@ -161,11 +161,15 @@ def test_a_cable_to_a_circuit_or_to_nothing_is_refused_naming_the_cable(exported
     try:
         _refused(server, rf"cable #{to_circuit['id']} \(odd\): a cable to nowhere")
         nb.delete("dcim/cables/", [to_circuit["id"]])
-        dangling = _cable(nb, b["id"])
-        try:
-            _refused(server, rf"cable #{dangling['id']} \(odd\): a cable to nowhere: its B end")
-        finally:
-            nb.delete("dcim/cables/", [dangling["id"]])
+        # NetBox creates a cable with both ends only; deleting the device at one end leaves it with none there
+        dtype = nb.list("dcim/device-types/", slug="minipack2")[0]["id"]
+        role = nb.list("dcim/device-roles/", slug="rtsw")[0]["id"]
+        [doomed] = nb.create("dcim/devices/", [{"name": "doomed", "site": _site(nb), "device_type": dtype,
+                                                "role": role}])
+        [far] = nb.create("dcim/interfaces/", [{"device": doomed["id"], "name": "eth0", "type": "400gbase-x-osfp"}])
+        dangling = _cable(nb, b["id"], far["id"])
+        nb.delete("dcim/devices/", [doomed["id"]])
+        _refused(server, rf"cable #{dangling['id']} \(odd\): a cable to nowhere: its B end")
     finally:
         nb.delete("dcim/cables/", [c["id"] for c in nb.list("dcim/cables/", label="odd")])
         nb.delete("dcim/interfaces/", [a["id"], b["id"]])

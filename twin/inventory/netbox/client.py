@@ -14,7 +14,7 @@ import requests
 CHUNK = 250              # objects per bulk POST/PATCH: NetBox validates and saves them in one transaction each
 PAGE = 1000              # objects per list page (NetBox's default MAX_PAGE_SIZE)
 TIMEOUT_S = 600
-DEADLOCK_RETRIES = 3     # a bulk write PostgreSQL aborted as a deadlock (one transaction: nothing written) is sent again
+DEADLOCK_RETRIES = 3     # a bulk write PostgreSQL aborted as a deadlock (one transaction: nothing written): sent again
 PARALLEL = 2             # bulk requests in flight at once (NetBox saves object by object: its workers' CPUs are the
                          # limit, and a gunicorn NetBox serves one request per worker process at a time)
 
@@ -159,6 +159,17 @@ class NetBox:
         with self._timed(f"PATCH {endpoint.strip('/')}"):
             self._ordered([lambda c=c: self._call("PATCH", endpoint, json=c) for c in chunks],
                           (lambda i: progress(len(chunks[i]))) if progress else None)
+
+    def cable_ends(self, site_id: int) -> dict[int, dict[str, list[dict]]]:
+        """Cable id -> {"A": [...], "B": [...]} terminations (``object_type``, ``object_id``) of the site's cables,
+        read from ``dcim/cable-terminations/``: a cable list with its terminations nested costs NetBox ~15x more
+        (5.1 s against 0.35 + 0.22 s for 823 cables)."""
+        out: dict[int, dict[str, list[dict]]] = defaultdict(lambda: {"A": [], "B": []})
+        for t in self.list("dcim/cable-terminations/", site_id=site_id,
+                           fields="cable,cable_end,termination_type,termination_id"):
+            cable = t["cable"]["id"] if isinstance(t["cable"], dict) else t["cable"]
+            out[cable][t["cable_end"]].append({"object_type": t["termination_type"], "object_id": t["termination_id"]})
+        return out
 
     def delete(self, endpoint: str, ids: list[int]) -> None:
         """Bulk-delete the objects ``ids`` of ``endpoint``."""

@@ -265,8 +265,9 @@ def export_cluster(cluster: Cluster, nb: NetBox, progress: Callable[[str, int], 
 
     # cables, keyed by their lower interface
     have_cables = {}
-    for c in nb.list("dcim/cables/", site_id=site, fields="id,status,label,custom_fields,a_terminations"):
-        for t in c["a_terminations"]:
+    ends = nb.cable_ends(site)
+    for c in nb.list("dcim/cables/", site_id=site, fields="id,status,label,custom_fields"):
+        for t in ends[c["id"]]["A"]:
             have_cables[t["object_id"]] = c
     links = list(Link.objects.filter(**of).order_by("id").values("a_port_id", "b_port_id", "serial", "status",
                                                                  "cable__slug"))

@@ -40,9 +40,9 @@ FROM_CABLE = {"connected": "active", "decommissioning": "failed", "planned": "ma
 # what the import reads of each object (NetBox's ``fields`` query parameter: smaller answers, fewer joins)
 DEVICE_FIELDS = "id,name,role,device_type,rack,location,status,custom_fields"
 INTERFACE_FIELDS = "id,name,device,speed,type,enabled,custom_fields"
-CABLE_FIELDS = "id,label,description,status,custom_fields,a_terminations,b_terminations"
+CABLE_FIELDS = "id,label,description,status,custom_fields"        # terminations: NetBox.cable_ends
 ITEM_FIELDS = "id,name,device,role,part_id,status,custom_fields,component_type,component_id"
-READS = ("dcim/devices/", "dcim/interfaces/", "dcim/cables/", "dcim/inventory-items/")
+READS = ("dcim/devices/", "dcim/interfaces/", "dcim/cables/", "dcim/cable-terminations/", "dcim/inventory-items/")
 
 
 def planned_reads(nb: NetBox, site: str) -> int:
@@ -97,7 +97,8 @@ class _Site:
 
         def read(endpoint, **params):
             what = endpoint.rstrip("/").split("/")[-1]
-            return nb.list(endpoint, (lambda n: progress(what, n)) if progress else None, **params)
+            counted = progress and endpoint in READS          # the kinds planned_reads counts
+            return nb.list(endpoint, (lambda n: progress(what, n)) if counted else None, **params)
 
         roles = {r["id"]: r for r in read("dcim/device-roles/")}
         self.types = {t["id"]: t["slug"] for t in read("dcim/device-types/", fields="id,slug")}
@@ -107,6 +108,11 @@ class _Site:
         self.interfaces = {i["id"]: i for i in read("dcim/interfaces/", site_id=sid, cabled="true",
                                                     fields=INTERFACE_FIELDS)}
         self.cables = read("dcim/cables/", site_id=sid, fields=CABLE_FIELDS)
+        ends = nb.cable_ends(sid)
+        if progress:
+            progress("cable-terminations", sum(len(e["A"]) + len(e["B"]) for e in ends.values()))
+        for c in self.cables:
+            c["a_terminations"], c["b_terminations"] = ends[c["id"]]["A"], ends[c["id"]]["B"]
         self.items = read("dcim/inventory-items/", site_id=sid, fields=ITEM_FIELDS)
         self.kind, self.role = {}, {}
         for d in self.devices.values():
