@@ -3,11 +3,12 @@
 What goes where (docs/netbox.md):
 - the cluster -> a site (slug = cluster name); buildings and zones -> locations (zones under their building,
   storage zones at the top); racks -> racks;
-- catalog vendors -> manufacturers; host platforms, switch models and storage server models -> device types with
-  their interface templates (``be<i>``/``fe<i>`` on hosts and storage servers, ``eth<k>`` on switches);
+- catalog vendors -> manufacturers; host platforms, switch models and storage server models -> device types, with
+  no interface templates (NetBox would make every templated port on every device: 576 per Arista 7800R3);
 - hosts, switches and storage servers -> devices whose role is ``gpu-host``, ``storage-server`` or the switch tier's
-  name (``rtsw``, ``ctsw``...); NetBox instantiates their interfaces from the templates, and the cabled ones get their
-  speed, type and enabled flag; links -> cables between two interfaces;
+  name (``rtsw``, ``ctsw``...); the twin's ports (cabled ones only) -> interfaces (``be<i>``/``fe<i>`` on hosts and
+  storage servers, ``eth<k>`` on switches), each created with its speed, type, enabled flag and custom fields;
+  links -> cables between two interfaces;
 - GPUs, NICs and SSDs -> inventory items (a NIC's is attached to its interface);
 - statuses -> NetBox's own status where it has one (device active/failed/offline, cable connected/decommissioning,
   interface enabled) and the custom field ``twin_status`` (active, failed, drained, maintenance) everywhere, since
@@ -15,7 +16,8 @@ What goes where (docs/netbox.md):
   group (plane) and member, a host's slot, a NIC's rail and fabric, a GPU's index.
 
 Each kind of object is read from NetBox once (by natural key: slug, or name in the site), then the missing ones are
-created and the changed ones updated, each in bulk (lists of ``client.CHUNK`` objects per request). A second export
+created and the changed ones updated, each in bulk (lists of ``client.CHUNK`` objects per request, ``parallel``
+requests in flight, a device's interfaces and items in one request). A second export
 of an unchanged cluster writes nothing; a status changed in the twin is one PATCH of the objects it touched.
 """
 from __future__ import annotations
@@ -182,7 +184,7 @@ def export_cluster(cluster: Cluster, nb: NetBox, progress: Callable[[str, int], 
         {x["name"]: x for x in nb.list("dcim/racks/", site_id=site)})
     rack_id = {r["id"]: rack_ids_by_name[r["name"]] for r in racks}
 
-    # manufacturers, device types with interface templates, roles
+    # manufacturers, device types (no interface templates), roles
     hosts = list(Host.objects.filter(**of).order_by("id").values("id", "name", "serial", "status", "rack_id", "slot",
                                                                     "platform__slug"))
     switches = list(Switch.objects.filter(**of).order_by("id").values(

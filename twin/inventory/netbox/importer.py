@@ -4,7 +4,7 @@ The site's devices, interfaces, cables and inventory items are read once. Each d
 (custom field ``twin_kind`` on the role, or the role slugs ``gpu-host`` and ``storage-server``); the fabrics are the
 connected parts of the switch graph (the one storage servers reach is the frontend); the tiers come from the cabling:
 leaves are the switches cabled to hosts and storage servers, spines those cabled to leaves, cores those cabled to
-spines. From these a spec of today's shape (``sim.fabric.spec``: a folded Clos of up to three tiers) is inferred and
+spines; leaves are rail-optimized when a host's NICs reach several of them. From these a spec of today's shape (``sim.fabric.spec``: a folded Clos of up to three tiers) is inferred and
 validated; the cluster it expands to must have exactly the site's cables, device pair by device pair. Then the
 cluster is built (``builder.build_cluster``) and NetBox's statuses are set on it through ``actions.set_status`` (so
 they are in the change log), all in one transaction: a refusal (:class:`ImportRefused`, naming the NetBox object)
