@@ -61,3 +61,14 @@ def test_the_token_is_sealed_and_erased_when_the_transfer_ends(django_capture_on
     t.refresh_from_db()
     assert t.status == "failed" and t.error.startswith("--url: cannot reach NetBox")
     assert bytes(t.token_sealed) == b"" and t.finished_at is not None
+
+
+def test_the_transfers_list_shows_progress_and_refreshes_while_one_runs(admin_client):
+    m.NetBoxTransfer.objects.create(direction="export", url="http://nb.invalid", site="demo-256", status="running",
+                                    done=250, total=1000, step="interfaces")
+    page = admin_client.get(reverse("admin:inventory_netboxtransfer_changelist")).content.decode()
+    assert '<progress value="25.0" max="100"' in page and "25 % · interfaces" in page
+    assert 'http-equiv="refresh"' in page
+    m.NetBoxTransfer.objects.update(status="succeeded")
+    page = admin_client.get(reverse("admin:inventory_netboxtransfer_changelist")).content.decode()
+    assert '<progress value="100.0"' in page and 'http-equiv="refresh"' not in page
