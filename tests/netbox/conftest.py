@@ -13,8 +13,8 @@ from tests.netbox import env, seeds
 @pytest.fixture(scope="session")
 def netbox_server():
     if os.environ.get("TWIN_NETBOX_TESTS") != "1":
-        pytest.skip("NetBox round trip is opt-in (TWIN_NETBOX_TESTS=1): a real NetBox export takes about 10 minutes, "
-                    "beyond the suite's 5-minute budget (docs/netbox.md)")
+        pytest.skip("NetBox round trip is opt-in (TWIN_NETBOX_TESTS=1): it needs Python 3.12 and NetBox's cache "
+                    "(installed and seeded once: ~15 minutes on a new machine; docs/netbox.md, CI)")
     try:
         env.find_python()
         template = env.seeded("tests", seeds.SPECS, seeds.export_all)
