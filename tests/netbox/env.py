@@ -280,7 +280,8 @@ def seeded(name: str, specs: list[Path], make) -> str:
             raise
         server.stop(drop=False)
         with _pg() as conn, conn.cursor() as cur:
-            cur.execute("SELECT datname FROM pg_database WHERE datname LIKE %s", (f"netbox_seed_{name}_%",))
+            cur.execute("SELECT datname FROM pg_database WHERE starts_with(datname, %s) AND datname <> %s",
+                        (f"netbox_seed_{name}_", work))
             for (old,) in cur.fetchall():
                 _drop_db(cur, old)
             cur.execute(f'ALTER DATABASE "{work}" RENAME TO "{seed}"')
