@@ -72,3 +72,13 @@ def test_the_transfers_list_shows_progress_and_refreshes_while_one_runs(admin_cl
     m.NetBoxTransfer.objects.update(status="succeeded")
     page = admin_client.get(reverse("admin:inventory_netboxtransfer_changelist")).content.decode()
     assert '<progress value="100.0"' in page and 'http-equiv="refresh"' not in page
+
+
+def test_deleting_a_cluster_keeps_its_netbox_transfers_without_it(admin_client):
+    call_command("build_cluster", "demo-256", "--no-progress", stdout=io.StringIO())
+    cluster = m.Cluster.objects.get()
+    t = m.NetBoxTransfer.objects.create(direction="export", url="http://nb.invalid", site="demo-256", cluster=cluster,
+                                        status="succeeded")
+    call_command("build_cluster", "demo-256", "--replace", "--no-progress", stdout=io.StringIO())
+    t.refresh_from_db()
+    assert t.cluster is None and m.Cluster.objects.filter(name="demo-256").exists()
