@@ -67,23 +67,72 @@ class _Steps:
 
 
 def _null_netbox(parallel: int):
-    """A NetBox that answers at once (an empty site; every object created gets the next id): an export against it
-    costs the twin side only, which is how ``--twin-only`` measures it on clusters whose real export takes hours."""
+    """A NetBox that answers at once, keeping what is written: every object created gets the next id, and a list
+    answers the objects of its endpoint shaped as NetBox answers them (nested references, choice values). An export
+    and an import against it cost the twin's side only: ``--twin-only`` measures it on clusters whose real export
+    takes hours."""
+    from collections import defaultdict
+
     from twin.inventory.netbox.client import NetBox
+
+    def ref(x, **more):
+        return {"id": x, **more} if x is not None else None
+
+    def choice(x):
+        return {"value": x, "label": x}
 
     class NullNetBox(NetBox):
         def __init__(self):
             super().__init__("http://null.invalid", "x", parallel=parallel)
-            self.next_id = 0
+            self.next_id, self.made = 0, defaultdict(dict)
+
+        def _shaped(self, endpoint: str, params: dict) -> list[dict]:
+            made = self.made
+            if endpoint == "dcim/cable-terminations":
+                return [{"cable": c["id"], "cable_end": end, "termination_type": t["object_type"],
+                         "termination_id": t["object_id"]}
+                        for c in made["dcim/cables"].values() for end, side in (("A", "a_terminations"),
+                                                                               ("B", "b_terminations"))
+                        for t in c[side]]
+            out = list(made[endpoint].values())
+            if "slug" in params:
+                out = [o for o in out if o.get("slug") == params["slug"]]
+            roles, items = made["dcim/device-roles"], made["dcim/inventory-item-roles"]
+            devices = made["dcim/devices"]
+            if endpoint == "dcim/locations":
+                out = [{**o, "parent": ref(o.get("parent"))} for o in out]
+            elif endpoint == "dcim/racks":
+                out = [{**o, "location": ref(o.get("location"))} for o in out]
+            elif endpoint == "dcim/devices":
+                out = [{**o, "role": ref(o["role"], slug=roles[o["role"]]["slug"]),
+                        "device_type": ref(o["device_type"]), "rack": ref(o.get("rack")),
+                        "location": ref(o.get("location")), "status": choice(o["status"])} for o in out]
+            elif endpoint == "dcim/interfaces":
+                if params.get("cabled") == "true":
+                    cabled = {t["object_id"] for c in made["dcim/cables"].values()
+                              for t in c["a_terminations"] + c["b_terminations"]}
+                    out = [o for o in out if o["id"] in cabled]
+                out = [{**o, "device": ref(o["device"], name=devices[o["device"]]["name"]),
+                        "type": choice(o["type"])} for o in out]
+            elif endpoint == "dcim/cables":
+                out = [{**o, "status": choice(o["status"])} for o in out]
+            elif endpoint == "dcim/inventory-items":
+                out = [{**o, "device": ref(o["device"]), "role": ref(o["role"], slug=items[o["role"]]["slug"]),
+                        "status": choice(o["status"])} for o in out]
+            return out
 
         def _call(self, method, path, **kw):
+            endpoint = path.strip("/")
             if method == "GET":
-                return {"count": 0, "next": None, "results": [], "netbox-version": "null"}
-            body = kw.get("json") or []
+                if endpoint == "status":
+                    return {"netbox-version": "null"}
+                out = self._shaped(endpoint, kw.get("params") or {})
+                return {"count": len(out), "next": None, "results": out}
             out = []
-            for o in body:
+            for o in kw.get("json") or []:
                 self.next_id += 1
                 out.append({**o, "id": self.next_id})
+                self.made[endpoint][self.next_id] = out[-1]
             return out
 
     return NullNetBox()
@@ -116,7 +165,18 @@ def main() -> int:
             t0 = time.perf_counter()
             r = export_cluster(Cluster.objects.get(name=args.preset), nb)
             print(f"{args.preset}: first export's twin side {time.perf_counter() - t0:.1f} s "
-                  f"({sum(r.created.values()):,} objects: {json.dumps(r.created)})")
+                  f"({sum(r.created.values()):,} objects: {json.dumps(r.created)})", flush=True)
+            t0, before = time.perf_counter(), nb.seconds
+            import_site(nb, args.preset, "nb-import")
+            wall = time.perf_counter() - t0
+            print(f"{args.preset}: import's twin side {wall - (nb.seconds - before):.1f} s (of {wall:.1f} s; the "
+                  f"rest shaping the lists as NetBox answers them)")
+            if not args.no_check:
+                from tests.netbox.checks import collective_result
+                same = collective_result(Cluster.objects.get(name=args.preset)) == collective_result(
+                    Cluster.objects.get(name="nb-import"))
+                print(f"{args.preset}: collective on both clusters equal: {same}")
+                return 0 if same else 1
             return 0
         if args.url:
             url, token = args.url, args.token
