@@ -234,3 +234,22 @@ def test_the_admin_import_runs_as_a_celery_task_counting_objects_read(exported, 
     assert t.status == "succeeded", t.error
     assert t.done == t.total > 0 and t.cluster.name == "demo-nb" and bytes(t.token_sealed) == b""
     assert transfers.TASK == netbox_transfer.name
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_admin_export_action_runs_as_a_celery_task(exported, admin_client):
+    server, nb, _ = exported
+    from twin.inventory.models import NetBoxTransfer
+    from twin.inventory.tasks import netbox_transfer
+    cluster = Cluster.objects.get(name="demo-256")
+    sent = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("twin.celery.app.send_task", lambda name, args: sent.append(args[0]))
+        response = admin_client.post(reverse("admin:inventory_cluster_changelist"), {
+            "action": "export_to_netbox", "_selected_action": [cluster.pk], "netbox_export": "1",
+            "url": server.url, "token": server.token})
+    assert response.status_code == 302 and len(sent) == 1
+    netbox_transfer.apply(args=(sent[0],))
+    t = NetBoxTransfer.objects.get(pk=sent[0])
+    assert t.status == "succeeded", t.error
+    assert "created nothing; updated nothing" in t.outcome and t.percent == 100.0 and bytes(t.token_sealed) == b""
