@@ -17,7 +17,7 @@ INVENTORY_MODELS = [model for model in admin.site._registry if model._meta.app_l
 def test_every_inventory_model_is_registered():
     expected = set(m.CATALOG_MODELS.values()) | {m.Cluster, m.Fabric, m.Zone, m.Rack, m.Host, m.GPU, m.NIC, m.Switch,
                                                  m.Port, m.Link, m.StorageCluster, m.StorageServer, m.SSD,
-                                                 m.ObjectChange}
+                                                 m.ObjectChange, m.NetBoxTransfer}
     assert set(INVENTORY_MODELS) == expected
 
 

@@ -17,6 +17,7 @@ import argparse
 import contextlib
 import fcntl
 import glob
+import hashlib
 import json
 import os
 import secrets
@@ -209,12 +210,12 @@ class Server:
                 _drop_db(cur, self.db)
 
 
-def serve(db: str, workers: int = 2, timeout: float = 120) -> Server:
-    """Clone the template into `db` (dropped first) and start NetBox's web server (gunicorn) on a free port."""
+def serve(db: str, workers: int = 2, timeout: float = 120, template: str = TEMPLATE_DB) -> Server:
+    """Clone ``template`` into `db` (dropped first) and start NetBox's web server (gunicorn) on a free port."""
     state = prepare()
     with _pg() as conn, conn.cursor() as cur:
         _drop_db(cur, db)
-        cur.execute(f'CREATE DATABASE "{db}" TEMPLATE "{TEMPLATE_DB}"')
+        cur.execute(f'CREATE DATABASE "{db}" TEMPLATE "{template}"')
     port = free_port()
     log_path = CACHE / f"server-{db}.log"
     site = next((CACHE / "venv" / "lib").glob("python3.*/site-packages"))
@@ -239,6 +240,52 @@ def serve(db: str, workers: int = 2, timeout: float = 120) -> Server:
         time.sleep(0.5)
     server.stop()
     raise RuntimeError(f"NetBox's server did not answer within {timeout} s; see {log_path}")
+
+
+# What a seeded template depends on: the code that writes a cluster into NetBox and what the clusters are built from
+SEED_INPUTS = ("twin/inventory/netbox/*.py", "twin/inventory/builder.py", "twin/inventory/bulk.py", "sim/fabric/*.py",
+               "sim/presets/catalog.toml", "tests/netbox/seeds.py")
+
+
+def seed_key(specs: list[Path]) -> str:
+    """A hash of NetBox's version, the specs and the code of SEED_INPUTS: a seed made by other code is made again."""
+    root = Path(__file__).resolve().parents[2]
+    h = hashlib.sha256(NETBOX_VERSION.encode())
+    for path in sorted({p for pattern in SEED_INPUTS for p in root.glob(pattern)}) + list(specs):
+        h.update(str(path.relative_to(root) if path.is_relative_to(root) else path.name).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def seeded(name: str, specs: list[Path], make) -> str:
+    """A template database holding NetBox with the clusters of ``specs`` exported (``make(server)`` writes them),
+    made once per :func:`seed_key` and kept in the cache as the migrated template is: a test session clones it and
+    starts from re-exports (reads) instead of first exports (minutes of NetBox's per-object writes). Returns the
+    template's name; older seeds of ``name`` are dropped."""
+    prepare()
+    seed = f"netbox_seed_{name}_{seed_key(specs)}"
+    with open(CACHE / "seed.lock", "w") as lock:        # not prepare()'s lock, which serve() takes
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        with _pg() as conn, conn.cursor() as cur:
+            if _db_exists(cur, seed):
+                return seed
+        work = f"{seed}_making"
+        server = serve(work)
+        try:
+            t0 = time.monotonic()
+            make(server)
+            log(f"seeded {seed} in {time.monotonic() - t0:.0f} s")
+        except BaseException:
+            server.stop()
+            raise
+        server.stop(drop=False)
+        with _pg() as conn, conn.cursor() as cur:
+            cur.execute("SELECT datname FROM pg_database WHERE starts_with(datname, %s) AND datname <> %s",
+                        (f"netbox_seed_{name}_", work))
+            for (old,) in cur.fetchall():
+                _drop_db(cur, old)
+            cur.execute(f'ALTER DATABASE "{work}" RENAME TO "{seed}"')
+        return seed
 
 
 def main(argv=None) -> int:

@@ -73,3 +73,17 @@ class StorageKind(models.TextChoices):
 class CableMedium(models.TextChoices):
     COPPER = "copper", "Copper"
     FIBER = "fiber", "Fiber"
+
+
+class TransferDirection(models.TextChoices):
+    """Which way a NetBox transfer (``NetBoxTransfer``) goes."""
+
+    EXPORT = "export", "Export to NetBox"
+    IMPORT = "import", "Import from NetBox"
+
+
+class TransferStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"

@@ -1,8 +1,9 @@
 """Inventory models, split by topic: the hardware catalog, sites (cluster, zone, rack), devices, network, storage,
-and the change log."""
+the change log, and NetBox transfers."""
 from .catalog import CableModel, GPUModel, HostPlatform, NICModel, SSDModel, StorageServerModel, SwitchModel
 from .changes import InventoryVersion, ObjectChange
 from .devices import GPU, NIC, Host, Switch
+from .netbox import NetBoxTransfer
 from .network import Fabric, Link, Port
 from .sites import Cluster, Rack, Zone
 from .storage import SSD, StorageCluster, StorageServer
@@ -12,4 +13,4 @@ CATALOG_MODELS = {"gpu": GPUModel, "nic": NICModel, "switch": SwitchModel, "plat
 
 __all__ = ["CableModel", "GPUModel", "HostPlatform", "NICModel", "SSDModel", "StorageServerModel", "SwitchModel",
            "GPU", "NIC", "Host", "Switch", "Fabric", "Link", "Port", "Cluster", "Rack", "Zone", "SSD",
-           "StorageCluster", "StorageServer", "ObjectChange", "InventoryVersion", "CATALOG_MODELS"]
+           "StorageCluster", "StorageServer", "ObjectChange", "InventoryVersion", "NetBoxTransfer", "CATALOG_MODELS"]

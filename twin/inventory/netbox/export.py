@@ -3,11 +3,12 @@
 What goes where (docs/netbox.md):
 - the cluster -> a site (slug = cluster name); buildings and zones -> locations (zones under their building,
   storage zones at the top); racks -> racks;
-- catalog vendors -> manufacturers; host platforms, switch models and storage server models -> device types with
-  their interface templates (``be<i>``/``fe<i>`` on hosts and storage servers, ``eth<k>`` on switches);
+- catalog vendors -> manufacturers; host platforms, switch models and storage server models -> device types, with
+  no interface templates (NetBox would make every templated port on every device: 576 per Arista 7800R3);
 - hosts, switches and storage servers -> devices whose role is ``gpu-host``, ``storage-server`` or the switch tier's
-  name (``rtsw``, ``ctsw``...); NetBox instantiates their interfaces from the templates, and the cabled ones get their
-  speed, type and enabled flag; links -> cables between two interfaces;
+  name (``rtsw``, ``ctsw``...); the twin's ports (cabled ones only) -> interfaces (``be<i>``/``fe<i>`` on hosts and
+  storage servers, ``eth<k>`` on switches), each created with its speed, type, enabled flag and custom fields;
+  links -> cables between two interfaces;
 - GPUs, NICs and SSDs -> inventory items (a NIC's is attached to its interface);
 - statuses -> NetBox's own status where it has one (device active/failed/offline, cable connected/decommissioning,
   interface enabled) and the custom field ``twin_status`` (active, failed, drained, maintenance) everywhere, since
@@ -15,7 +16,8 @@ What goes where (docs/netbox.md):
   group (plane) and member, a host's slot, a NIC's rail and fabric, a GPU's index.
 
 Each kind of object is read from NetBox once (by natural key: slug, or name in the site), then the missing ones are
-created and the changed ones updated, each in bulk (lists of ``client.CHUNK`` objects per request). A second export
+created and the changed ones updated, each in bulk (lists of ``client.CHUNK`` objects per request, ``parallel``
+requests in flight, a device's interfaces and items in one request). A second export
 of an unchanged cluster writes nothing; a status changed in the twin is one PATCH of the objects it touched.
 """
 from __future__ import annotations
@@ -103,16 +105,21 @@ class _Sync:
         return (lambda n: self.progress(what, n)) if self.progress else None
 
     def sync(self, endpoint: str, desired: dict, existing: dict, compare: tuple[str, ...] = ("status", "custom_fields",
-                                                                                          "serial")) -> dict:
+                                                                                          "serial"),
+             by_device: bool = False) -> dict:
         """Create the ``desired`` objects (natural key -> payload) missing from ``existing`` (key -> object), update
-        those whose ``compare`` fields differ; return key -> id for all of them."""
+        those whose ``compare`` fields differ; return key -> id for all of them. ``by_device``: the keys are
+        (device id, name) and a device's objects go in one bulk request (NetBox updates the device's counters, and
+        two requests in flight writing one device would deadlock)."""
         what = endpoint.rstrip("/").split("/")[-1]
-        new = [k for k in desired if k not in existing]
+        order = sorted(desired, key=lambda k: k[0]) if by_device else list(desired)
+        new = [k for k in order if k not in existing]
         changed = [{"id": existing[k]["id"], **{f: v for f, v in desired[k].items() if f in compare}}
-                   for k in desired if k in existing and _differs(existing[k], desired[k], compare)]
+                   for k in order if k in existing and _differs(existing[k], desired[k], compare)]
         ids = {k: existing[k]["id"] for k in desired if k in existing}
         if new:
-            made = self.nb.create(endpoint, [desired[k] for k in new], self._step(what))
+            made = self.nb.create(endpoint, [desired[k] for k in new], self._step(what),
+                                  together=(lambda o: o["device"]) if by_device else None)
             ids.update({k: o["id"] for k, o in zip(new, made)})
             self.result.created[what] = self.result.created.get(what, 0) + len(new)
         if changed:
@@ -177,7 +184,7 @@ def export_cluster(cluster: Cluster, nb: NetBox, progress: Callable[[str, int], 
         {x["name"]: x for x in nb.list("dcim/racks/", site_id=site)})
     rack_id = {r["id"]: rack_ids_by_name[r["name"]] for r in racks}
 
-    # manufacturers, device types with interface templates, roles
+    # manufacturers, device types (no interface templates), roles
     hosts = list(Host.objects.filter(**of).order_by("id").values("id", "name", "serial", "status", "rack_id", "slot",
                                                                     "platform__slug"))
     switches = list(Switch.objects.filter(**of).order_by("id").values(
@@ -199,21 +206,6 @@ def export_cluster(cluster: Cluster, nb: NetBox, progress: Callable[[str, int], 
         "manufacturer": man_ids[slugify(catalog.get(kind, slug, kind).vendor)],
         "model": catalog.get(kind, slug, kind).name,
         "slug": slug, "u_height": 1} for kind, slug in used}, have_types, compare=())
-    templates = []
-    for kind, slug in sorted(used):
-        if slug in have_types:
-            continue
-        hw = catalog.get(kind, slug, kind)
-        if kind == "switch":
-            names = [(f"eth{k}", hw["speed_gbps"]) for k in range(hw["ports"])]
-        elif kind == "platform":
-            names = [(f"be{i}", 400) for i in range(hw["backend_nics"])] + [
-                (f"fe{i}", 400) for i in range(hw["frontend_nics"])]
-        else:
-            names = [(f"fe{i}", 100) for i in range(hw["nics"])]
-        templates += [{"device_type": type_ids[slug], "name": n, "type": interface_type(sp, False)} for n, sp in names]
-    if templates:
-        s.sync("dcim/interface-templates/", {i: t for i, t in enumerate(templates)}, {}, compare=())
     roles = {HOST_ROLE: "host", STORAGE_ROLE: "storage", **{w["role"]: "switch" for w in switches}}
     role_ids = s.sync("dcim/device-roles/", {r: {"name": r, "slug": r, "color": ROLE_COLOURS[k],
                                                  "custom_fields": {"twin_kind": k}} for r, k in roles.items()},
@@ -246,7 +238,7 @@ def export_cluster(cluster: Cluster, nb: NetBox, progress: Callable[[str, int], 
     server_dev = {v["id"]: device_ids[v["name"]] for v in servers}
     switch_dev = {w["id"]: device_ids[w["name"]] for w in switches}
 
-    # interfaces (instantiated by NetBox from the templates): the cabled ones get speed, type, enabled, custom fields
+    # interfaces: the cabled ports only, created with their speed, type, status and custom fields in one request
     have_if = {(x["device"]["id"], x["name"]): x for x in nb.list(
         "dcim/interfaces/", site_id=site, fields="id,name,device,enabled,speed,type,custom_fields")}
     ports = list(Port.objects.filter(**of).order_by("id").values(
@@ -261,22 +253,23 @@ def export_cluster(cluster: Cluster, nb: NetBox, progress: Callable[[str, int], 
             dev = host_dev[p["nic__host"]] if p["nic__host"] else server_dev[p["nic__storage_server"]]
             key = (dev, port_interface_name(p["nic__fabric__role"], p["nic__slot"], None))
             fabric = p["nic__fabric__role"]
-        if key not in have_if:
-            raise ValueError(f"NetBox device {key[0]} has no interface {key[1]} (its device type's templates differ)")
         port_key[p["id"]] = key
         cf = {"twin_status": p["status"], "twin_fabric": "backend" if fabric == FABRIC_BACKEND else "frontend"}
         if p["nic_id"] and fabric == FABRIC_BACKEND:
             cf["twin_rail"] = p["nic__slot"]
-        desired[key] = {"speed": p["speed_gbps"] * 1_000_000, "enabled": p["status"] == "active",
+        desired[key] = {"device": key[0], "name": key[1], "speed": p["speed_gbps"] * 1_000_000,
+                        "enabled": p["status"] == "active",
                         "type": interface_type(p["speed_gbps"], backend_ib and fabric == FABRIC_BACKEND),
                         "custom_fields": cf}
-    s.sync("dcim/interfaces/", desired, have_if, compare=("speed", "enabled", "type", "custom_fields"))
-    if_id = {pid: have_if[key]["id"] for pid, key in port_key.items()}
+    iface_ids = s.sync("dcim/interfaces/", desired, have_if, compare=("speed", "enabled", "type", "custom_fields"),
+                       by_device=True)
+    if_id = {pid: iface_ids[key] for pid, key in port_key.items()}
 
     # cables, keyed by their lower interface
     have_cables = {}
-    for c in nb.list("dcim/cables/", site_id=site, fields="id,status,label,custom_fields,a_terminations"):
-        for t in c["a_terminations"]:
+    ends = nb.cable_ends(site)
+    for c in nb.list("dcim/cables/", site_id=site, fields="id,status,label,custom_fields"):
+        for t in ends[c["id"]]["A"]:
             have_cables[t["object_id"]] = c
     links = list(Link.objects.filter(**of).order_by("id").values("a_port_id", "b_port_id", "serial", "status",
                                                                  "cable__slug"))
@@ -319,7 +312,7 @@ def export_cluster(cluster: Cluster, nb: NetBox, progress: Callable[[str, int], 
             "manufacturer": man_ids[slugify(catalog.get("ssd", d["model__slug"], "ssd").vendor)],
             "serial": d["serial"], "status": DEVICE_STATUS[d["status"]], "custom_fields": {"twin_status": d["status"]}}
     s.sync("dcim/inventory-items/", desired, {(x["device"]["id"], x["name"]): x for x in nb.list(
-        "dcim/inventory-items/", site_id=site, fields="id,name,device,status,serial,custom_fields")})
+        "dcim/inventory-items/", site_id=site, fields="id,name,device,status,serial,custom_fields")}, by_device=True)
 
     result.seconds = time.perf_counter() - t0
     result.netbox_seconds, result.requests = nb.seconds, nb.requests

@@ -4,7 +4,7 @@ The site's devices, interfaces, cables and inventory items are read once. Each d
 (custom field ``twin_kind`` on the role, or the role slugs ``gpu-host`` and ``storage-server``); the fabrics are the
 connected parts of the switch graph (the one storage servers reach is the frontend); the tiers come from the cabling:
 leaves are the switches cabled to hosts and storage servers, spines those cabled to leaves, cores those cabled to
-spines. From these a spec of today's shape (``sim.fabric.spec``: a folded Clos of up to three tiers) is inferred and
+spines; leaves are rail-optimized when a host's NICs reach several of them. From these a spec of today's shape (``sim.fabric.spec``: a folded Clos of up to three tiers) is inferred and
 validated; the cluster it expands to must have exactly the site's cables, device pair by device pair. Then the
 cluster is built (``builder.build_cluster``) and NetBox's statuses are set on it through ``actions.set_status`` (so
 they are in the change log), all in one transaction: a refusal (:class:`ImportRefused`, naming the NetBox object)
@@ -16,13 +16,14 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.db import transaction
 
 from sim.core.errors import SpecError
 from sim.fabric.catalog import load_catalog
-from sim.fabric.layout import FABRIC_BACKEND, expand
+from sim.fabric.layout import FABRIC_BACKEND, FABRIC_FRONTEND, expand
 from sim.fabric.spec import parse_spec
 from twin.inventory import actions
 from twin.inventory.builder import build_cluster
@@ -34,6 +35,25 @@ ROLE_KINDS = {HOST_ROLE: "host", STORAGE_ROLE: "storage"}
 TWIN_STATUSES = ("active", "failed", "drained", "maintenance")
 FROM_DEVICE = {"active": "active", "failed": "failed", "offline": "drained"}          # others: maintenance
 FROM_CABLE = {"connected": "active", "decommissioning": "failed", "planned": "maintenance"}
+
+
+# what the import reads of each object (NetBox's ``fields`` query parameter: smaller answers, fewer joins)
+DEVICE_FIELDS = "id,name,role,device_type,rack,location,status,custom_fields"
+INTERFACE_FIELDS = "id,name,device,speed,type,enabled,custom_fields"
+CABLE_FIELDS = "id,label,description,status,custom_fields"        # terminations: NetBox.cable_ends
+ITEM_FIELDS = "id,name,device,role,part_id,status,custom_fields,component_type,component_id"
+READS = ("dcim/devices/", "dcim/interfaces/", "dcim/cables/", "dcim/cable-terminations/", "dcim/inventory-items/")
+
+
+def planned_reads(nb: NetBox, site: str) -> int:
+    """Objects an import of ``site`` reads (the progress bar's total): one count request per large kind."""
+    sites = nb.list("dcim/sites/", slug=site)
+    if not sites:
+        return 0
+    sid = sites[0]["id"]
+    extra = {"dcim/interfaces/": {"cabled": "true"}}
+    return sum(nb._call("GET", e, params={"site_id": sid, "limit": 1, "brief": "true", **extra.get(e, {})})["count"]
+               for e in READS)
 
 
 class ImportRefused(Exception):
@@ -68,20 +88,32 @@ class ImportResult:
 class _Site:
     """The site as read from NetBox, with each device's kind, fabric and tier."""
 
-    def __init__(self, nb: NetBox, site_slug: str):
+    def __init__(self, nb: NetBox, site_slug: str, progress: Callable[[str, int], None] | None = None):
         sites = nb.list("dcim/sites/", slug=site_slug)
         if not sites:
             raise ImportRefused(f"site: {site_slug!r} is not a NetBox site")
         self.site = sites[0]
         sid = self.site["id"]
-        roles = {r["id"]: r for r in nb.list("dcim/device-roles/")}
-        self.types = {t["id"]: t["slug"] for t in nb.list("dcim/device-types/")}
-        self.locations = {x["id"]: x for x in nb.list("dcim/locations/", site_id=sid)}
-        self.racks = {x["id"]: x for x in nb.list("dcim/racks/", site_id=sid)}
-        self.devices = {d["id"]: d for d in nb.list("dcim/devices/", site_id=sid)}
-        self.interfaces = {i["id"]: i for i in nb.list("dcim/interfaces/", site_id=sid, cabled="true")}
-        self.cables = nb.list("dcim/cables/", site_id=sid)
-        self.items = nb.list("dcim/inventory-items/", site_id=sid)
+
+        def read(endpoint, **params):
+            what = endpoint.rstrip("/").split("/")[-1]
+            counted = progress and endpoint in READS          # the kinds planned_reads counts
+            return nb.list(endpoint, (lambda n: progress(what, n)) if counted else None, **params)
+
+        roles = {r["id"]: r for r in read("dcim/device-roles/")}
+        self.types = {t["id"]: t["slug"] for t in read("dcim/device-types/", fields="id,slug")}
+        self.locations = {x["id"]: x for x in read("dcim/locations/", site_id=sid, fields="id,name,slug,parent")}
+        self.racks = {x["id"]: x for x in read("dcim/racks/", site_id=sid, fields="id,name,location")}
+        self.devices = {d["id"]: d for d in read("dcim/devices/", site_id=sid, fields=DEVICE_FIELDS)}
+        self.interfaces = {i["id"]: i for i in read("dcim/interfaces/", site_id=sid, cabled="true",
+                                                    fields=INTERFACE_FIELDS)}
+        self.cables = read("dcim/cables/", site_id=sid, fields=CABLE_FIELDS)
+        ends = nb.cable_ends(sid)
+        if progress:
+            progress("cable-terminations", sum(len(e["A"]) + len(e["B"]) for e in ends.values()))
+        for c in self.cables:
+            c["a_terminations"], c["b_terminations"] = ends[c["id"]]["A"], ends[c["id"]]["B"]
+        self.items = read("dcim/inventory-items/", site_id=sid, fields=ITEM_FIELDS)
         self.kind, self.role = {}, {}
         for d in self.devices.values():
             role = roles.get(d["role"]["id"], d["role"])
@@ -137,14 +169,7 @@ class _Site:
                         self.fabric[y] = len(parts)
                         stack.append(y)
             parts.append(part)
-        storage_parts = {self.fabric[y] for d, k in self.kind.items() if k == "storage" for y in nbr[d]}
-        host_parts = {self.fabric[y] for d, k in self.kind.items() if k == "host" for y in nbr[d]}
-        back = sorted(host_parts - storage_parts)
-        if len(back) != 1 or len(storage_parts) != 1:
-            raise ImportRefused(f"site {self.site['slug']!r}: needs one backend fabric (switches cabled to GPU hosts "
-                                f"only) and one frontend (reached by storage servers); found {len(back)} and "
-                                f"{len(storage_parts)}")
-        role_of_part = {back[0]: 0, next(iter(storage_parts)): 1}
+        role_of_part = self._fabric_roles(nbr)
         for s in switches:
             if self.fabric[s] not in role_of_part:
                 raise ImportRefused(f"device {self.name(s)!r}: a switch in neither fabric (not cabled to hosts)")
@@ -182,6 +207,39 @@ class _Site:
                            and self.role[s] != sorted(roles)[0])
                 raise ImportRefused(f"device {self.name(odd)!r}: role {self.role[odd]!r} differs from the other "
                                     f"switches of its tier ({', '.join(sorted(roles))})")
+
+    def _fabric_roles(self, nbr) -> dict[int, int]:
+        """Which connected part of the switch graph is the backend and which the frontend: the custom field
+        ``twin_fabric`` of the hosts' interfaces when they carry it (an export writes it); else the frontend is the
+        part storage servers reach and the backend the other one hosts reach; with no storage servers, the part
+        with more host cables is the backend (a GPU host has more GPU-fabric NICs than frontend ones)."""
+        site = f"site {self.site['slug']!r}"
+        host_cables = Counter()
+        said = defaultdict(set)
+        for _, a, b, da, db in self.ends:
+            for i, d, other in ((a, da, db), (b, db, da)):
+                if self.kind[d] == "host" and self.kind[other] == "switch":
+                    host_cables[self.fabric[other]] += 1
+                    cf = (self.interfaces[i].get("custom_fields") or {}).get("twin_fabric")
+                    if cf in ("backend", "frontend"):
+                        said[cf].add(self.fabric[other])
+        storage_parts = {self.fabric[y] for d, k in self.kind.items() if k == "storage" for y in nbr[d]
+                         if self.kind[y] == "switch"}
+        if said:
+            back, front = said.get("backend", set()), said.get("frontend", set()) | storage_parts
+            how = "by the custom field twin_fabric of the hosts' interfaces"
+        elif storage_parts:
+            back, front = set(host_cables) - storage_parts, storage_parts
+            how = "the frontend is the switches storage servers reach"
+        else:
+            ranked = sorted(host_cables, key=lambda p: -host_cables[p])
+            back, front = set(ranked[:1]), set(ranked[1:])
+            how = "the backend has the most host cables"
+        if len(back) != 1 or len(front) != 1 or back == front:
+            raise ImportRefused(f"{site}: needs one backend fabric (GPU hosts' NICs) and one frontend (hosts' and "
+                                f"storage servers' other NICs), connected switch graphs apart; found {len(back)} "
+                                f"backend and {len(front)} frontend ({how})")
+        return {next(iter(back)): FABRIC_BACKEND, next(iter(front)): FABRIC_FRONTEND}
 
     def level(self, dev: int) -> int:
         return self.tier[dev] if self.kind[dev] == "switch" else -1
@@ -317,9 +375,12 @@ def _infer_fabric(s: _Site, f: int, hosts, iface_of, cable_of_if, dev_items, zon
         return _one([s.types[s.devices[d]["device_type"]["id"]] for d in by_tier[tier]], "device type",
                     f"{what} tier {tier}")
 
-    host_nics = [i for d in hosts for i in iface_of[d] if s.fabric.get(s.peer[i["id"]]) == f]
-    nics_per_host = _one([sum(1 for i in host_nics if i["device"]["id"] == d) for d in hosts], "NICs per host",
-                         f"{what} fabric")
+    nics_of = {d: [i for i in iface_of[d] if s.fabric.get(s.peer[i["id"]]) == f] for d in hosts}
+    host_nics = [i for d in hosts for i in nics_of[d]]
+    nics_per_host = _one([len(nics_of[d]) for d in hosts], "NICs per host", f"{what} fabric")
+    # rail-optimized leaves: a host's NICs spread over `rails` leaves of its rail group (NIC k on leaf k)
+    rails = _one([len({s.peer[i["id"]] for i in nics_of[d]}) for d in hosts], "leaves per host (rails)",
+                 f"{what} hosts")
     nic_ifaces = {i["id"] for i in host_nics}
     nic_parts = [it["part_id"] for d in hosts for it in dev_items[d] if it["role"]["slug"] == "nic"
                  and it.get("component_id") in nic_ifaces]
@@ -331,6 +392,7 @@ def _infer_fabric(s: _Site, f: int, hosts, iface_of, cable_of_if, dev_items, zon
            "nic": _one(nic_parts or ["?"], "NIC model", f"{what} NICs"), "nics_per_host": nics_per_host,
            "speed_gbps": gbps(1),
            "leaf": {"name": s.role[leaves[0]], "model": model(0), "hosts_per_switch": hosts_per_leaf,
+                    **({"rails": rails} if rails > 1 else {}),
                     "uplinks": _one([up(d, 1) for d in leaves], "uplinks", f"{what} leaves"), "cable": cable(0)},
            "spine": {"name": s.role[spines[0]], "model": model(1), "per_zone": len(spines) // (zones if f == FABRIC_BACKEND else zones + storage_zones),
                      "uplinks": _one([up(d, 2) for d in spines], "uplinks", f"{what} spines"), "cable": cable(1)}}
@@ -349,20 +411,32 @@ def _match(s: _Site, lo, order: dict) -> dict:
     layout's links, device pair by device pair. Returns also each NetBox cable's layout link (``"cables"``)."""
     node = {d: ("host", i) for i, d in enumerate(order["hosts"])}
     node.update({d: ("server", i) for i, d in enumerate(order["servers"])})
-    # layout: the leaf each host/server NIC is cabled to, per fabric
+    # layout: the leaf each host/server NIC is cabled to, by (device, fabric, NIC slot); NIC k of a host is on
+    # leaf k of its rail group when the leaves are rail-optimized
     pn, ps = lo.port_nic, lo.port_switch
     leaf_of = {}
     for a, b in zip(lo.link_a.tolist(), lo.link_b.tolist()):
         n = pn[a]
         if n >= 0:
             dev = ("host", int(lo.nic_host[n])) if lo.nic_host[n] >= 0 else ("server", int(lo.nic_server[n]))
-            leaf_of.setdefault((dev, int(lo.nic_fabric[n])), int(ps[b]))
+            leaf_of[(dev, int(lo.nic_fabric[n]), int(lo.nic_slot[n]))] = int(ps[b])
+    # NetBox: a host's or server's NIC slot in a fabric is its interface's rank (natural name order) among its
+    # interfaces cabled into that fabric; each leaf is placed by one of its cables down
+    ranked, down = defaultdict(list), {}
+    for _, a, b, da, db in s.ends:
+        for i, d, other in ((a, da, db), (b, db, da)):
+            if s.kind[d] != "switch" and s.kind[other] == "switch":
+                ranked[(d, s.fabric[other])].append(i)
+                down.setdefault(other, (d, i))
+    slot = {i: k for ifs in ranked.values() for k, i in enumerate(sorted(ifs, key=lambda i: natural(
+        s.interfaces[i]["name"])))}
     switches = sorted((d for d in s.tier), key=lambda d: (s.fabric[d], s.tier[d]))
     for d in (d for d in switches if s.tier[d] == 0):
-        below = next((y for y in s.nbr[d] if s.kind[y] != "switch"), None)
-        if below is None or below not in node or (node[below], s.fabric[d]) not in leaf_of:
+        below, iface = down.get(d, (None, None))
+        key = (node.get(below), s.fabric[d], slot.get(iface))
+        if key not in leaf_of:
             raise ImportRefused(f"device {s.name(d)!r}: a leaf whose hosts the spec's shape does not place")
-        node[d] = ("switch", leaf_of[(node[below], s.fabric[d])])
+        node[d] = ("switch", leaf_of[key])
     for tier in (1, 2):
         groups = defaultdict(list)
         for d in (d for d in switches if s.tier[d] == tier):
@@ -457,10 +531,12 @@ def _twin_ids(cluster: Cluster) -> dict:
             "gpu": (GPU, ids(GPU, "index")), "nic": (NIC, ids(NIC)), "ssd": (SSD, ids(SSD)), "link": (Link, ids(Link))}
 
 
-def import_site(nb: NetBox, site: str, name: str, user=None) -> ImportResult:
-    """Build (or, when it exists, update the statuses of) the twin cluster ``name`` from NetBox site ``site``."""
+def import_site(nb: NetBox, site: str, name: str, user=None,
+                progress: Callable[[str, int], None] | None = None) -> ImportResult:
+    """Build (or, when it exists, update the statuses of) the twin cluster ``name`` from NetBox site ``site``;
+    ``progress(what, n)`` counts the objects read."""
     t0 = time.perf_counter()
-    s = _Site(nb, site)
+    s = _Site(nb, site, progress)
     data, order = _infer_spec(s, name)
     try:
         spec = parse_spec(data)

@@ -3,7 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from twin.inventory.models import Cluster
-from twin.inventory.netbox.client import NetBox, NetBoxError
+from twin.inventory.netbox.client import PARALLEL, NetBox, NetBoxError
 from twin.inventory.netbox.export import export_cluster, planned_objects
 
 
@@ -15,14 +15,18 @@ class Command(BaseCommand):
         parser.add_argument("cluster", help="the twin cluster's name")
         parser.add_argument("--url", required=True, help="NetBox's base URL (http://host:port)")
         parser.add_argument("--token", required=True, help="a NetBox API token with write access (v1 or v2 nbt_...)")
+        parser.add_argument("--parallel", type=int, default=PARALLEL,
+                            help=f"bulk requests in flight at once (default {PARALLEL})")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
-    def handle(self, *args, cluster, url, token, no_progress, **options):
+    def handle(self, *args, cluster, url, token, parallel, no_progress, **options):
+        if parallel < 1:
+            raise CommandError(f"--parallel: {parallel} is not a positive number of requests", returncode=2)
         found = Cluster.objects.filter(name=cluster).first()
         if found is None:
             raise CommandError(f"cluster: {cluster!r} is not a cluster in the inventory", returncode=2)
         try:
-            nb = NetBox(url, token)
+            nb = NetBox(url, token, parallel=parallel)
             version = nb.status()["netbox-version"]
         except NetBoxError as e:
             raise CommandError(f"{e.option or 'netbox'}: {e}", returncode=2) from None
