@@ -53,8 +53,9 @@ django_settings.PASSWORD_HASHERS = ["tests.hashers.FewRoundsPBKDF2"]
 
 
 # Test packages whose tests share servers started once per package (a daphne, a worker, a browser, clusters built and
-# committed): under pytest-xdist each package's tests all go to one worker (--dist loadgroup), which starts them once.
-SERVED_PACKAGES = ("e2e", "example_capability")
+# committed; tests/netbox: a real NetBox, opt-in): under pytest-xdist each package's tests all go to one worker
+# (--dist loadgroup), which starts them once.
+SERVED_PACKAGES = ("e2e", "example_capability", "netbox")
 
 
 def served_package(nodeid: str) -> str | None:
