@@ -53,24 +53,40 @@ django_settings.PASSWORD_HASHERS = ["tests.hashers.FewRoundsPBKDF2"]
 
 
 # Test packages whose tests share servers started once per package (a daphne, a worker, a browser, clusters built and
-# committed): under pytest-xdist each package's tests all go to one worker (--dist loadgroup), which starts them once.
-SERVED_PACKAGES = ("e2e", "example_capability")
+# committed; tests/netbox: a real NetBox, opt-in): under pytest-xdist each package's tests all go to one worker
+# (--dist loadgroup), which starts them once.
+SERVED_PACKAGES = ("e2e", "example_capability", "netbox")
 
 
-def served_package(item) -> str | None:
-    parts = item.nodeid.split("/")
+def served_package(nodeid: str) -> str | None:
+    parts = nodeid.split("/")
     return parts[1] if len(parts) > 2 and parts[0] == "tests" and parts[1] in SERVED_PACKAGES else None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadgroup with each served package one unit of work, every other test a unit of its own. Not by
+    ``xdist_group`` markers: pytest-xdist 3.8 groups them by rewriting ``item._nodeid``, which pytest 9 no longer
+    reads (a node's id is ``item._id``), so the markers were silently ignored: the e2e tests went one by one to
+    either worker, and each worker started the servers, built the clusters and launched a browser of its own."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class ServedPackagesTogether(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return served_package(nodeid) or super()._split_scope(nodeid)
+
+    return ServedPackagesTogether(config, log)
 
 
 def pytest_collection_modifyitems(config, items):
     if not config.pluginmanager.hasplugin("xdist"):
         return
-    for item in items:
-        if package := served_package(item):
-            item.add_marker(pytest.mark.xdist_group(package))
     # The served packages first: each is minutes of one worker's time, which the other workers spend on the rest of
-    # the tests meanwhile; handed out last, one of them would run on alone at the end.
-    items.sort(key=lambda item: served_package(item) is None)
+    # the tests meanwhile; handed out last, one of them would run on alone at the end. (The scheduler hands out its
+    # largest units first too: --loadscope-reorder.)
+    items.sort(key=lambda item: served_package(item.nodeid) is None)
 
 
 @pytest.fixture(autouse=True, scope="session")

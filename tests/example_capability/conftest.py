@@ -49,12 +49,15 @@ def example_twin(django_db_setup, django_db_blocker, tmp_path_factory):
     workers = Workers(logs, n=1, queue=queue, env=env)
     daphne = Daphne(logs, queue, env=env)
     try:
+        # the servers' start-up (imports, seconds each) overlaps the build and each other, as in tests/e2e
+        workers.launch()
+        daphne.launch()
         with database(django_db_blocker):
             build_cluster(load_spec("demo-256"))
             admin = User.objects.create_superuser("example-admin", password="example-not-secret")
             token = ApiToken.issue(admin)[1]
         workers.ensure()
-        daphne.start()
+        daphne.wait_up()
         yield ServedTwin(daphne=daphne, workers=workers, token=token)
     finally:
         daphne.stop()

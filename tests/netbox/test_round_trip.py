@@ -13,7 +13,8 @@ from tests.netbox.checks import collective_result
 from twin.inventory.models import Cluster, Link, ObjectChange
 from twin.inventory.netbox.client import NetBox
 
-pytestmark = [pytest.mark.django_db, pytest.mark.xdist_group("netbox")]
+# one worker runs the package, on its session's NetBox: tests/conftest.py SERVED_PACKAGES
+pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
