@@ -60,14 +60,15 @@ async def receive_frames(comm, until_final=True, timeout=3.0):
 
 
 async def expect_close(comm, code):
-    """Wait for the server's close with ``code``, then answer it as a browser does (websocket.disconnect) and wait
-    for the consumer to finish: a consumer still running when ``async_to_sync`` returns would be cancelled at the
-    loop's close while it waits for a thread-sensitive database call that can no longer run (the test then hangs)."""
+    """Wait for the server's close with ``code``, then answer it as a browser does (websocket.disconnect) and let
+    the consumer finish, or cancel it after 3 s, while this loop still runs: a consumer left running when
+    ``async_to_sync`` returns is cancelled at the loop's close, where a thread-sensitive database call it waits for
+    can no longer run (the test then hung for the whole 600 s timeout)."""
     while True:
         msg = await comm.receive_output(timeout=5)
         if msg["type"] == "websocket.close":
             assert msg.get("code") == code, msg
-            await comm.disconnect(code=code, timeout=10)
+            await comm.disconnect(code=code, timeout=3)
             return
         assert json.loads(msg["text"])["code"] == code
 
