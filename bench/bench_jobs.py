@@ -91,6 +91,10 @@ def main(argv) -> int:
         res["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(json.dumps(res))
         return 0
+    if unknown := [c for c in argv if c not in CASES]:
+        print(f"usage: bench_jobs.py [CASE ...]; cases: {', '.join(CASES)}; unknown: {', '.join(unknown)}",
+              file=sys.stderr)
+        return 2
     for case in argv or CASES:
         out = subprocess.run([sys.executable, __file__, "--child", case], capture_output=True, text=True)
         if out.returncode:
