@@ -82,3 +82,28 @@ def test_deleting_a_cluster_keeps_its_netbox_transfers_without_it(admin_client):
     call_command("build_cluster", "demo-256", "--replace", "--no-progress", stdout=io.StringIO())
     t.refresh_from_db()
     assert t.cluster is None and m.Cluster.objects.filter(name="demo-256").exists()
+
+
+def test_the_sweeper_fails_a_transfer_whose_worker_died_and_erases_its_token():
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from twin.inventory.choices import TransferDirection, TransferStatus
+    now = timezone.now()
+
+    def transfer(beat_seconds_ago):
+        return m.NetBoxTransfer.objects.create(
+            direction=TransferDirection.IMPORT, url="http://netbox.example", site="s", name="n",
+            token_sealed=sealing.seal("nbt_x.y"), status=TransferStatus.RUNNING, started_at=now,
+            heartbeat_at=now - timedelta(seconds=beat_seconds_ago))
+
+    lost, alive = transfer(120), transfer(1)
+    out = io.StringIO()
+    call_command("sweep_runs", "--stale-after", "30", stdout=out)
+    lost.refresh_from_db()
+    alive.refresh_from_db()
+    assert lost.status == TransferStatus.FAILED and lost.token_sealed == b"" and lost.finished_at is not None
+    assert lost.error.startswith("worker lost (no heartbeat since")
+    assert f"NetBox transfer {lost.pk}: failed" in out.getvalue()
+    assert alive.status == TransferStatus.RUNNING and sealing.unseal(alive.token_sealed) == "nbt_x.y"

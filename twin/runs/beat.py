@@ -5,8 +5,8 @@
   on it at every start;
 - runs the runs sweeper in beat's own process every TWIN_RUNS_SWEEP_SECONDS (:func:`sweep`): a lost worker's
   run is requeued or failed, and a queued run whose message the broker lost is sent again, with no worker alive
-  to run a sweeper task (web, worker and beat may be separate processes), and the temporary files of runs no
-  longer running are removed (on beat's machine).
+  to run a sweeper task (web, worker and beat may be separate processes), the temporary files of runs no
+  longer running are removed (on beat's machine), and a NetBox transfer whose worker died is failed.
 """
 from __future__ import annotations
 
@@ -17,16 +17,21 @@ from django.db import close_old_connections
 from django_celery_beat.models import PeriodicTask
 from django_celery_beat.schedulers import DatabaseScheduler
 
+from twin.inventory.netbox.transfers import sweep_lost_transfers
 from twin.runs import actions, tempfiles
 from twin.runs.constants import setting
 
 log = logging.getLogger("twin.runs")
 
 
-def sweep() -> list[dict]:
+def sweep(stale_after: float | None = None, max_attempts: int | None = None) -> list[dict]:
     """One pass of the sweeper: lost workers' runs, then queued runs the broker lost, then the temporary files of
-    runs no longer running (:func:`twin.runs.tempfiles.sweep_temp_dirs`) (also ``manage.py sweep_runs``)."""
-    return actions.sweep_stuck_runs() + actions.requeue_lost_runs() + tempfiles.sweep_temp_dirs()
+    runs no longer running (:func:`twin.runs.tempfiles.sweep_temp_dirs`), then NetBox transfers whose worker died
+    (:func:`twin.inventory.netbox.transfers.sweep_lost_transfers`) (also ``manage.py sweep_runs``). Each dict says
+    what it acted on (``run`` or ``netbox_transfer``: its id), its ``outcome`` and ``reason``."""
+    stale_after = setting("TWIN_RUNS_STALE_SECONDS") if stale_after is None else stale_after
+    return (actions.sweep_stuck_runs(stale_after=stale_after, max_attempts=max_attempts) + actions.requeue_lost_runs()
+            + tempfiles.sweep_temp_dirs() + sweep_lost_transfers(stale_after))
 
 
 class Scheduler(DatabaseScheduler):

@@ -1,13 +1,17 @@
 """NetBox transfers in the background (the admin's "Export to NetBox" action and "Import from NetBox" form):
 :func:`start` records a :class:`NetBoxTransfer` with its token sealed and sends the Celery task by name;
 :func:`run` (the task's body, twin/inventory/tasks.py) does the export or import, counting objects written or read
-into the row (the admin's progress bar), and erases the token when it ends, whatever the outcome."""
+into the row (the admin's progress bar), and erases the token when it ends, whatever the outcome; while it runs, a
+thread beats the row's ``heartbeat_at`` so that :func:`sweep_lost_transfers` (Celery beat's sweeper) fails, and erases
+the token of, a transfer whose worker died, instead of leaving it running forever."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
+from datetime import timedelta
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from twin.inventory.choices import TransferDirection, TransferStatus
@@ -17,6 +21,7 @@ from twin.inventory.netbox.client import NetBox, NetBoxError
 
 TASK = "twin.inventory.tasks.netbox_transfer"
 PROGRESS_INTERVAL_S = 0.5          # the row's progress is written at most this often
+HEARTBEAT_S = 5.0                  # a running transfer's heartbeat_at is written this often
 log = logging.getLogger("twin.inventory.netbox")
 
 
@@ -39,8 +44,48 @@ def start(direction: str, url: str, token: str, site: str, name: str = "", clust
 def run(transfer_id: int) -> None:
     """The task's body: never raises (the outcome goes on the row)."""
     rows = NetBoxTransfer.objects.filter(pk=transfer_id, status=TransferStatus.QUEUED)
-    if not rows.update(status=TransferStatus.RUNNING, started_at=timezone.now()):
+    now = timezone.now()
+    if not rows.update(status=TransferStatus.RUNNING, started_at=now, heartbeat_at=now):
         return                                     # already run (a redelivered message) or gone
+    stop = threading.Event()
+    beat = threading.Thread(target=_heartbeat, args=(transfer_id, stop), daemon=True,
+                            name=f"netbox-transfer-{transfer_id}-heartbeat")
+    beat.start()
+    try:
+        _run(transfer_id)
+    finally:
+        stop.set()
+        beat.join()
+
+
+def _heartbeat(transfer_id: int, stop: threading.Event) -> None:
+    """Beat the running row every HEARTBEAT_S, on this thread's own database connection (closed at the end)."""
+    try:
+        while not stop.wait(HEARTBEAT_S):
+            NetBoxTransfer.objects.filter(pk=transfer_id, status=TransferStatus.RUNNING).update(
+                heartbeat_at=timezone.now())
+    except Exception:  # noqa: BLE001 - a missed beat (database away) is the sweeper's to judge, never the transfer's
+        log.exception("NetBox transfer %s: heartbeat failed", transfer_id)
+    finally:
+        connection.close()
+
+
+def sweep_lost_transfers(stale_after: float, now=None) -> list[dict]:
+    """Transfers whose worker died: running with no heartbeat for ``stale_after`` seconds are failed with the
+    reason, and their token erased. Returns what it did, one dict per transfer."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=stale_after)
+    done = []
+    for t in NetBoxTransfer.objects.filter(status=TransferStatus.RUNNING, heartbeat_at__lt=cutoff):
+        reason = f"worker lost (no heartbeat since {t.heartbeat_at:%Y-%m-%d %H:%M:%S} UTC)"
+        if NetBoxTransfer.objects.filter(pk=t.pk, status=TransferStatus.RUNNING, heartbeat_at__lt=cutoff).update(
+                status=TransferStatus.FAILED, error=reason, finished_at=now, token_sealed=b""):
+            log.warning("NetBox transfer %s: %s: failed", t.pk, reason)
+            done.append({"netbox_transfer": t.pk, "outcome": "failed", "reason": reason})
+    return done
+
+
+def _run(transfer_id: int) -> None:
     t = NetBoxTransfer.objects.get(pk=transfer_id)
     counted = {"done": 0, "last": 0.0}
 
