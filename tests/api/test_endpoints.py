@@ -200,3 +200,20 @@ class TestSSD(APIChecks):
     def create_data(self, demo, n):
         return {**item(demo, "ssd", n), "server": first(m.StorageServer).id, "model": first(m.SSDModel).id,
                 "slot": 4 + n}
+
+
+@pytest.mark.parametrize("path, body, fields", [
+    ("/api/inventory/ports/", {"name": "p-orphan", "slot": 0, "speed_gbps": 400}, "switch, nic"),
+    ("/api/inventory/nics/", {"name": "nic-orphan", "slot": 0}, "host, storage_server"),
+])
+def test_an_item_in_no_device_is_refused_naming_the_fields(demo, writer, path, body, fields):
+    """Exactly one device holds a port (switch or NIC) or a NIC (host or storage server): a 400 that names both."""
+    before = writer.get(path, {"cluster": demo.name}).json()
+    body = {"cluster": demo.pk, **body}
+    if path.endswith("nics/"):
+        nic = m.NIC.objects.filter(cluster=demo).first()
+        body.update(model=nic.model_id, fabric=nic.fabric_id, serial="SN-NIC-ORPHAN")
+    response = writer.post(path, body, format="json")
+    assert response.status_code == 400, response.content
+    assert fields in str(response.json()), response.json()
+    assert writer.get(path, {"cluster": demo.name}).json().get("count") == before.get("count")

@@ -43,7 +43,8 @@ class NIC(PhysicalItem):
         verbose_name = "NIC"
         constraints = [models.CheckConstraint(
             condition=Q(host__isnull=False, storage_server__isnull=True) | Q(host__isnull=True, storage_server__isnull=False),
-            name="nic_in_one_device")]
+            name="nic_in_one_device",
+            violation_error_message="host, storage_server: a NIC is in exactly one device: set one of the two")]
 
 
 class Switch(PhysicalItem):

@@ -40,7 +40,8 @@ class Port(models.Model):
         constraints = [
             models.CheckConstraint(
                 condition=Q(switch__isnull=False, nic__isnull=True) | Q(switch__isnull=True, nic__isnull=False),
-                name="port_on_one_device"),
+                name="port_on_one_device",
+                violation_error_message="switch, nic: a port is on exactly one device: set one of the two"),
             models.UniqueConstraint(fields=["switch", "slot"], name="port_unique_switch_slot"),
             models.UniqueConstraint(fields=["nic", "slot"], name="port_unique_nic_slot"),
         ]
