@@ -124,7 +124,8 @@ def format_power(d: dict) -> str:
                      f"{t['checkpoints']} checkpoints)")
     for ref in d["published"]:
         sim_v = ref["simulated"]
-        lines.append(f"published  {ref['what']}: {ref['low']:g}-{ref['high']:g} {ref['unit']} [{ref['source']}]; "
+        value = f"{ref['low']:g}" if ref["low"] == ref["high"] else f"{ref['low']:g}-{ref['high']:g}"
+        lines.append(f"published  {ref['what']}: {value} {ref['unit']} [{ref['source']}]; "
                      f"simulated {sim_v:.3f} {ref['unit']}" + (f" ({ref['differs']})" if ref["differs"] else ""))
     return "\n".join(lines)
 
