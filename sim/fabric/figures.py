@@ -321,11 +321,17 @@ def draw(summary: list[dict], panels: list[tuple[str, list[str]]], title: str, j
     for ax, (panel_title, keys) in zip(axes[0], panels):
         _plot_panel(ax, summary, keys, panel_title, ticks)
     fig.suptitle(title, fontsize=10)
+    return save_figure(fig, out_base, dpi=130)
+
+
+def save_figure(fig, out_base: Path, dpi: int) -> list[Path]:
+    """Write a matplotlib figure as ``out_base``.png and .svg, then close it; returns the two paths."""
+    import matplotlib.pyplot as plt
     fig.tight_layout()
     paths = []
     for ext in ("png", "svg"):
         path = out_base.with_suffix(f".{ext}")
-        fig.savefig(path, dpi=130, bbox_inches="tight")
+        fig.savefig(path, dpi=dpi, bbox_inches="tight")
         paths.append(path)
     plt.close(fig)
     return paths

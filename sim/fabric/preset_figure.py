@@ -34,7 +34,7 @@ import numpy as np
 from sim.core.errors import UsageError
 from sim.core.progress import Progress, fractions_only, silent, weighted
 from sim.core.units import GB, parse_sizes
-from sim.fabric.figures import OPTIMIZED_QPS, connections_per_pair, writable_dir
+from sim.fabric.figures import OPTIMIZED_QPS, connections_per_pair, save_figure, writable_dir
 from sim.fabric.netsim import run_collective
 from sim.fabric.placement import place
 from sim.fabric.published import preset_published
@@ -247,14 +247,7 @@ def draw(doc: dict, out_base: Path) -> list[Path]:
     fig.suptitle(f"{doc['cluster']} ({doc['fabric']}): collectives against the roofline "
                  f"(NIC {doc['hardware']['nic_GBps']:.0f} GB/s, NVLink {doc['hardware']['nvlink_GBps']:.0f} GB/s "
                  f"per GPU) and where the bytes go", fontsize=10)
-    fig.tight_layout()
-    paths = []
-    for ext in ("png", "svg"):
-        path = out_base.with_suffix(f".{ext}")
-        fig.savefig(path, dpi=120, bbox_inches="tight")
-        paths.append(path)
-    plt.close(fig)
-    return paths
+    return save_figure(fig, out_base, dpi=120)
 
 
 def csv_rows(doc: dict) -> list[dict]:
