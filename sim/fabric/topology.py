@@ -105,6 +105,8 @@ class Topology:
     gpu_port_leaf: np.ndarray = None       # (G, Q) switch node of each port's leaf
     gpu_port_alive: np.ndarray = None      # (G, Q) bool: the port's cable and its leaf active
     port_views: tuple = ()                 # (P,) one Topology per plane when Q > 1 (module docstring)
+    gpu_model: dict = field(default_factory=dict)   # the GPU's catalog specs (sim/presets/catalog.toml), plus "slug"
+    nic_model: dict = field(default_factory=dict)   # the backend NIC's catalog specs, plus "slug"
 
     @property
     def n_nodes(self) -> int:
@@ -231,7 +233,8 @@ def topology_from_layout(layout: ClusterLayout, hop_latency: float = DEFAULT_HOP
         gpu_leaf=gpu_leaf, gpu_leaf_port=gpu_leaf_port, gpu_leaf_group=gpu_leaf_group, gpu_uplink=gpu_uplink, gpu_downlink=gpu_downlink,
         **tables, leaf_downlinks=int(gpu_leaf_port.max()) + 1 if n_gpus else 0, hop_latency=hop_latency,
         ports_per_nic=Q, planes=backend.planes, gpu_port_uplink=port_up, gpu_port_leaf=port_leaf,
-        gpu_port_alive=port_alive,
+        gpu_port_alive=port_alive, gpu_model=_specs(gpu_model),
+        nic_model=_specs((lay.spec.catalog or load_catalog()).get("nic", backend.nic, "backend.nic")),
     )
     if Q > 1:
         topo.port_views = tuple(_plane_view(topo, lay, sw, cab, p, port_leaf_port) for p in range(backend.planes))
@@ -263,6 +266,11 @@ def _plane_view(topo: Topology, lay: ClusterLayout, sw: dict, cab: dict, p: int,
         gpu_downlink=np.where(up >= 0, up + topo.n_cables, -1), switch_group=sw_p["group"].astype(IDX),
         **tables, leaf_downlinks=int(leaf_port.max()) + 1 if leaf_port.size else 0, cache={}, ports_per_nic=1,
         planes=1, gpu_port_uplink=None, gpu_port_leaf=None, gpu_port_alive=None, port_views=())
+
+
+def _specs(model) -> dict:
+    """A catalog model's specs as a plain dict with its slug (what the mechanisms read: NVLink, NVLS, PCIe...)."""
+    return {"slug": model.slug, "name": model.name, **model.specs}
 
 
 def _host_lowest(gpu_host: np.ndarray, value: np.ndarray) -> np.ndarray:

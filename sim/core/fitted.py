@@ -1,0 +1,74 @@
+"""The fitted factors: what the model must assume, fitted across the whole public validation corpus.
+
+A mechanism is built from documented facts (docs/sources.md). Where a fact is not published (how close NCCL's copy
+kernels come to NVLink's line rate on a given GPU, say) the model names the gap as a *fitted factor*: declared once
+here with its prior (the value the model would assume without the corpus, with its argument in ``doc``) and its
+bounds, fitted by ``python -m sim validate --fit`` across every observation of the corpus at once (never to one
+published figure), and kept with the corpus error before and after in ``sim/presets/fitted.toml``.
+
+Each factor is also a nullable parameter of the same name of the run kinds that use it (``kinds``): null means the
+fitted value (:func:`value`), a number overrides it, and calibration fits it to a user's own measurements the same
+way (docs/calibration.md). The public corpus's fitted values are therefore the default calibration profile.
+"""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+FITTED_PATH = Path(__file__).parent.parent / "presets" / "fitted.toml"
+
+
+@dataclass(frozen=True)
+class Factor:
+    """A fitted factor: ``prior`` (the model's value without the corpus), ``low``/``high`` (the fit's bounds),
+    ``kinds`` (the measurement kinds whose engines read it), ``doc`` (what it scales and why it must be assumed)."""
+
+    name: str
+    prior: float
+    low: float
+    high: float
+    kinds: tuple[str, ...]
+    doc: str
+
+
+# Every fitted factor of the engine, in one table (docs/validation.md lists them with their fitted values).
+FACTORS: tuple[Factor, ...] = (
+)
+
+
+def factor(name: str) -> Factor:
+    """The factor declared as ``name``; KeyError naming the known ones otherwise."""
+    for f in FACTORS:
+        if f.name == name:
+            return f
+    raise KeyError(f"{name!r} is not a fitted factor (known: {', '.join(f.name for f in FACTORS) or 'none'})")
+
+
+@lru_cache(maxsize=1)
+def fitted_file() -> dict:
+    """``sim/presets/fitted.toml`` as data (``{}`` when absent): ``[factor.NAME] value = ...`` and the fit's
+    summary (``[fit]``: date, observations, corpus error before and after)."""
+    try:
+        with open(FITTED_PATH, "rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        return {}
+
+
+def value(name: str) -> float:
+    """The factor's fitted value, or its prior where the corpus fit has none yet."""
+    f = factor(name)
+    got = fitted_file().get("factor", {}).get(name, {}).get("value")
+    return float(got) if got is not None else f.prior
+
+
+def values() -> dict[str, float]:
+    """Every factor's value in effect (fitted, else prior)."""
+    return {f.name: value(f.name) for f in FACTORS}
+
+
+def priors() -> dict[str, float]:
+    """Every factor's prior: the model as it stands without the corpus."""
+    return {f.name: f.prior for f in FACTORS}
