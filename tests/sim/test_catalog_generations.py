@@ -133,3 +133,18 @@ def test_the_generation_specs_are_optional_in_a_users_catalog_and_kept_when_give
     assert parse_catalog(minimal()).models["gpu"]["g"].specs == {"nvlink_gbps": 1}
     specs = parse_catalog(minimal(nvls=False, fp8_tflops=0, tf32_tflops=156)).models["gpu"]["g"].specs
     assert specs["nvls"] is False and specs["fp8_tflops"] == 0 and specs["tf32_tflops"] == 156
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_each_generation_preset_has_power_models_at_its_gpus_tdp(name):
+    # the power capability refuses a slug it has no model for: every device of these presets has one, and a GPU's
+    # limits end at its catalog TDP
+    from sim.power.devices import gpu_power, host_power, switch_power
+    spec = load_spec(name)
+    model = gpu_power(spec.layout.gpu)
+    assert model.max_cap == model.at_cap == gpu(spec.layout.gpu)["power_w"]
+    assert 0 < model.idle < model.wait < model.comm < model.memory < model.at_cap and model.min_cap < model.max_cap
+    assert host_power(spec.layout.host_platform).other > 0
+    for fabric in spec.fabrics:
+        for tier in fabric.tiers:
+            assert switch_power(tier.model) > 0
