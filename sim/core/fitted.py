@@ -40,13 +40,13 @@ FACTORS: tuple[Factor, ...] = (
            "scales the GEMM efficiency curve's ceiling (the best-shape Maximum Achievable Matmul FLOPS measured per "
            "GPU [S100]): sustained training GEMMs run hotter and longer than a benchmark's, under the power limit "
            "[S76]; prior 1: the benchmark as measured"),
-    Factor("hbm_efficiency", 0.9, 0.6, 1.0, ("job",),
+    Factor("hbm_efficiency", 0.84, 0.6, 1.0, ("job",),
            "achievable share of HBM's peak bandwidth for streaming (memory-bound) kernels: norms, activations, "
-           "rotary, the loss, the optimizer step; prior 0.9 from STREAM-like copy and triad measurements on H100 "
-           "(about 3.0-3.1 of 3.35 TB/s) [S104]"),
+           "rotary, the loss, the optimizer step; prior 0.84: 2.8 of 3.35 TB/s measured on H100 for coalesced "
+           "streaming loads [S104]"),
     Factor("launch_overhead_us", 4.0, 0.0, 50.0, ("job",),
            "microseconds the GPU loses per kernel it runs (launch latency, the gap between back-to-back kernels); "
-           "prior 4 us, the per-kernel launch cost CUDA Graphs exist to remove [S105]"),
+           "prior 4 us, the lower end of the 4-6 us a kernel launch costs [S105]"),
 )
 
 

@@ -14,7 +14,7 @@ launches, the output head and loss, and the optimizer step, on one GPU for one m
   ``k`` keys a query visits on average (``seq / 2``, causal: the per-block prologue and epilogue, [S102]) x
   ``seq / (seq + 128)`` (the causal mask's diagonal blocks computed whole). Backward: 2.5 x the forward's FLOPs
   (it recomputes the scores: five matmuls against two [S101]) at the same efficiency. Attention runs in BF16
-  even in an FP8 job (Transformer Engine's FP8 recipe leaves dot-product attention in BF16 by default [S63]).
+  even in an FP8 job (Transformer Engine's FP8 recipe leaves dot-product attention in BF16 by default [S106]).
 * **Memory-bound kernels** (:func:`layer_memory`): RMSNorm, residual adds, rotary embedding, SwiGLU, and on the last
   stage the final norm and the cross-entropy over the vocabulary: the bytes they read and write per token, at
   ``hbm_efficiency`` of HBM's peak. ``compiled`` (default): the element-wise kernels fused as torch.compile,
