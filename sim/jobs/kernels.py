@@ -149,12 +149,11 @@ def layer_gemms(model: ModelShape, tokens: float, tp: int) -> dict:
             "fc1": (tokens, 2 * F / tp, d), "fc2": (tokens, d, F / tp)}
 
 
-def pass_seconds(shape: tuple, gpu: GPU, s: Settings) -> tuple[float, float, float]:
-    """(forward, input-gradient, weight-gradient) seconds of the GEMM ``(M, N, K)``: the input gradient is
-    ``M x K`` over ``N``, the weight gradient ``K x N`` over the ``M`` tokens."""
-    M, N, K = shape
-    t = gemm_seconds(np.array([M, M, K]), np.array([N, K, N]), np.array([K, N, M]), gpu, s)
-    return float(t[0]), float(t[1]), float(t[2])
+def pass_seconds(shapes: list, gpu: GPU, s: Settings) -> np.ndarray:
+    """(n, 3) seconds of each GEMM ``(M, N, K)`` of ``shapes`` in its three passes: forward, input gradient (``M x
+    K`` over ``N``) and weight gradient (``K x N`` over the ``M`` tokens); one vectorised call."""
+    M, N, K = np.asarray(shapes, float).T
+    return gemm_seconds(np.stack([M, M, K], 1), np.stack([N, K, N], 1), np.stack([K, N, M], 1), gpu, s)
 
 
 # ------------------------------------------------------------------------------------------------ attention
@@ -240,8 +239,10 @@ def layer_times(model: ModelShape, p: dict, gpu: GPU | None = None) -> LayerTime
     tp = p["tp"]
     tokens = p["seq"] * p["micro_batch"] / p["cp"]                     # a CP rank's micro-batch, gathered over TP
     local = tokens / tp                                                # the GPU's share
-    gemms = {k: pass_seconds(v, gpu, s) for k, v in layer_gemms(model, tokens, tp).items()}
-    gf, gd, gw = (sum(g[i] for g in gemms.values()) for i in range(3))
+    shapes = layer_gemms(model, tokens, tp)
+    t = pass_seconds(list(shapes.values()) + [(tokens, model.vocab / tp, model.dim)], gpu, s)   # the head last
+    gemms = {k: tuple(float(x) for x in row) for k, row in zip(shapes, t[:-1])}
+    gf, gd, gw = (float(x) for x in t[:-1].sum(axis=0))
     attn_flops = local * model.attention_flops_per_token(p["seq"])
     eff = s.flat_attention if s.flat_attention is not None else attention_efficiency(p["seq"], gpu,
                                                                                        s.attention_kernel)
@@ -249,7 +250,7 @@ def layer_times(model: ModelShape, p: dict, gpu: GPU | None = None) -> LayerTime
     attn_b = (2.0 if s.flat_attention is not None else ATTENTION_BACKWARD_FLOPS) * attn_f
     rate = gpu.hbm * s.hbm_efficiency
     mem, kernels = layer_memory(model, s.compiled)
-    hf, hd, hw = pass_seconds((tokens, model.vocab / tp, model.dim), gpu, s)
+    hf, hd, hw = (float(x) for x in t[-1])
     hbf, hbb, hkf, hkb = head_memory(model, s.compiled)
     head = {"gemm_f": hf, "gemm_d": hd, "gemm_w": hw, "mem_f": local * hbf / rate, "mem_b": local * hbb / rate,
             "launch_f": (1 + hkf) * s.launch_s, "launch_d": (1 + hkb) * s.launch_s, "launch_w": s.launch_s}
