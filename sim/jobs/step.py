@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sim.core.errors import ParamError
 from sim.fabric.nccl_tuning import base_latency
 from sim.jobs.gpu import gpu_of
 from sim.jobs.kernels import layer_times, optimizer_seconds, settings
@@ -163,9 +164,14 @@ def tp_per_layer(model: ModelShape, p: dict, c_ag: float, c_rs: float, lt=None) 
         return 2 * c_ag + 2 * c_rs, 2 * c_ag + 2 * c_rs
     g = (lt or layer_times(model, p)).gemms                            # {name: (forward, backward)} seconds
     (qkv, qkv_b), (out, out_b), (fc1, fc1_b), (fc2, fc2_b) = (g[k] for k in ("qkv", "out", "fc1", "fc2"))
-    sms = gpu_of(p).sms
-    s_ag = sm_slowdown(p.get("tp_overlap_ag_sms", TP_OVERLAP_AG_SMS), sms)
-    s_rs = sm_slowdown(p.get("tp_overlap_rs_sms", TP_OVERLAP_RS_SMS), sms)
+    gpu = gpu_of(p)
+    held = {k: p.get(k, d) for k, d in (("tp_overlap_ag_sms", TP_OVERLAP_AG_SMS),
+                                        ("tp_overlap_rs_sms", TP_OVERLAP_RS_SMS))}
+    for k, n in held.items():
+        if n >= gpu.sms:
+            raise ParamError(k, f"{n} SMs held: the {gpu.name} has {gpu.sms}, the GEMM would have none")
+    s_ag = sm_slowdown(held["tp_overlap_ag_sms"], gpu.sms)
+    s_rs = sm_slowdown(held["tp_overlap_rs_sms"], gpu.sms)
     n = p["tp"]
     fwd = (pipelined(c_ag, qkv, n, s_ag) + pipelined(c_rs, out, n, s_rs) + pipelined(c_ag, fc1, n, s_ag)
            + pipelined(c_rs, fc2, n, s_rs))

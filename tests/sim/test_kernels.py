@@ -136,6 +136,13 @@ def test_the_gpu_comes_from_the_catalog_entry_a100_against_h100():
     with pytest.raises(ParamError) as e:
         compute_times(m, job(gpu=A100, precision="fp8"))
     assert "precision" in e.value.errors
+    # TP overlap on an A100 cannot hold more SMs than its 108 (the parameter's bound is H100's 132)
+    from sim.jobs.step import step_breakdown
+    tp = job(gpu=A100, model="llama3-70b", gpus=16, tp=8, dp=2, tp_overlap_rs_sms=110, batch_tokens=2 * 8192)
+    with pytest.raises(ParamError) as e:
+        step_breakdown(MODELS["llama3-70b"], tp, {d: 1e-11 for d in ("tp", "cp", "pp", "dp")},
+                       {d: 1e-6 for d in ("tp", "cp", "pp", "dp")}, {"tp": 8, "cp": 1, "pp": 1, "dp": 2})
+    assert "tp_overlap_rs_sms" in e.value.errors
     # an entry missing keys (an older catalog) takes H100's for them
     assert gpu_of({"gpu": {"slug": "x", "bf16_tflops": 500}}).sms == H100["sms"]
 
