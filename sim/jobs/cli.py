@@ -115,7 +115,9 @@ def format_job(r, cluster: str) -> str:
         + (f" ({sum(lay['recompute_layers'])} layers)" if lay["recompute"] == "selective" else "")
         + (f", TP overlap on (SMs held: reduce-scatters {lay['tp_overlap_rs_sms']}, all-gathers "
            f"{lay['tp_overlap_ag_sms']})" if lay["tp_comm_overlap"] else ", TP overlap off"),
-        f"# GPU {d['gpu']['name']}; placement {d['placement']}, routing {d['routing']}, {d['qps']} QPs per connection, seed {d['seed']}; "
+        f"# GPU {d['gpu']['name']}"
+        + (f" (clock {100 * d['gpu']['clock_share']:.1f} % under the power cap)" if d['gpu']['clock_share'] < 1 else "")
+        + f"; placement {d['placement']}, routing {d['routing']}, {d['qps']} QPs per connection, seed {d['seed']}; "
         f"{d['flows']:,} flows solved together in {d['seconds']:.2f} s",
         f"# memory per GPU (stage {d['memory_gb']['stage']}): {d['memory_gb']['total']:.1f} GB (weights "
         f"{d['memory_gb']['weights']:.1f}, gradients {d['memory_gb']['gradients']:.1f}, optimizer "

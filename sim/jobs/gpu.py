@@ -45,5 +45,5 @@ def gpu_of(p: dict) -> GPU:
     g = {k: (spec.get(k) if spec.get(k) is not None else v) for k, v in H100.items()}
     return GPU(slug=str(g["slug"]), name=str(g["name"]), arch=str(g["arch"]),
                peak={"bf16": float(g["bf16_tflops"]) * 1e12, "fp8": float(g["fp8_tflops"]) * 1e12},
-               hbm=float(g["memory_bandwidth_gbps"]) * 1e9 / 8, sms=int(g["sms"]), boost_mhz=float(g["boost_clock_mhz"]),
-               tdp=float(g["power_w"]))
+               hbm=float(g["memory_bandwidth_gbps"]) * 1e9 / 8, sms=int(g["sms"]),
+               boost_mhz=float(g["boost_clock_mhz"]), tdp=float(g["power_w"]))

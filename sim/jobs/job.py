@@ -48,6 +48,7 @@ from sim.jobs.layout import DIMS, model_of, resolve_job
 from sim.jobs.models import ModelShape
 from sim.jobs.published import published_beside
 from sim.jobs.gpu import gpu_of
+from sim.jobs.kernels import settings
 from sim.jobs.step import PARTS, PROTOCOL, message_sizes, step_breakdown
 from sim.jobs.traffic import JobTraffic, job_traffic
 
@@ -96,6 +97,15 @@ class JobResult:
     def mfu(self) -> float:
         return self.tflops_per_gpu * 1e12 / gpu_of(self.params).peak_flops(self.params["precision"])
 
+    def gpu_summary(self) -> dict:
+        """The GPU the step ran on: its catalog ``slug`` and ``name``, dense ``peak_tflops`` of the job's precision,
+        ``hbm_tbps``, ``sms``, ``boost_clock_mhz`` and ``clock_share`` (of its clock the compute-bound kernels keep
+        under the job's ``power_cap_w``; 1 without a cap)."""
+        g = gpu_of(self.params)
+        return {"slug": g.slug, "name": g.name, "peak_tflops": g.peak_flops(self.params["precision"]) / 1e12,
+                "hbm_tbps": g.hbm / 1e12, "sms": g.sms, "boost_clock_mhz": g.boost_mhz,
+                "clock_share": settings(self.params, g).clock}
+
     def schedule_summary(self) -> dict:
         """The pipeline schedule as simulated: its name, chunks per stage, micro-batches and per round, balanced end
         stages, the makespan, bubble and busiest stage, and each stage's busy and idle seconds, layers and peak
@@ -130,7 +140,7 @@ class JobResult:
             "breakdown": {k: float(self.breakdown[k])
                           for k in ("compute", "tp", "cp", "pp", "dp", "bubble", "optimizer", "step")},
             "compute_parts": {k: float(self.breakdown["compute_parts"][k]) for k in PARTS},
-            "gpu": {"slug": gpu_of(p).slug, "name": gpu_of(p).name},
+            "gpu": self.gpu_summary(),
             "comm": self.comm,
             "memory_gb": {k: (round(float(v) / 1e9, 3) if k not in ("stage", "recompute_layers") else int(v))
                           for k, v in self.memory.items()},
