@@ -35,6 +35,18 @@ class Factor:
 
 # Every fitted factor of the engine, in one table (docs/validation.md lists them with their fitted values).
 FACTORS: tuple[Factor, ...] = (
+    # --- the training step per kernel (sim/jobs/kernels.py; docs/jobs.md "Compute, per kernel") ---
+    Factor("gemm_efficiency_scale", 1.0, 0.6, 1.25, ("job",),
+           "scales the GEMM efficiency curve's ceiling (the best-shape Maximum Achievable Matmul FLOPS measured per "
+           "GPU [S100]): sustained training GEMMs run hotter and longer than a benchmark's, under the power limit "
+           "[S76]; prior 1: the benchmark as measured"),
+    Factor("hbm_efficiency", 0.84, 0.6, 1.0, ("job",),
+           "achievable share of HBM's peak bandwidth for streaming (memory-bound) kernels: norms, activations, "
+           "rotary, the loss, the optimizer step; prior 0.84: 2.8 of 3.35 TB/s measured on H100 for coalesced "
+           "streaming loads [S104]"),
+    Factor("launch_overhead_us", 4.0, 0.0, 50.0, ("job",),
+           "microseconds the GPU loses per kernel it runs (launch latency, the gap between back-to-back kernels); "
+           "prior 4 us, the lower end of the 4-6 us a kernel launch costs [S105]"),
 )
 
 

@@ -115,7 +115,9 @@ def format_job(r, cluster: str) -> str:
         + (f" ({sum(lay['recompute_layers'])} layers)" if lay["recompute"] == "selective" else "")
         + (f", TP overlap on (SMs held: reduce-scatters {lay['tp_overlap_rs_sms']}, all-gathers "
            f"{lay['tp_overlap_ag_sms']})" if lay["tp_comm_overlap"] else ", TP overlap off"),
-        f"# placement {d['placement']}, routing {d['routing']}, {d['qps']} QPs per connection, seed {d['seed']}; "
+        f"# GPU {d['gpu']['name']}"
+        + (f" (clock {100 * d['gpu']['clock_share']:.1f} % under the power cap)" if d['gpu']['clock_share'] < 1 else "")
+        + f"; placement {d['placement']}, routing {d['routing']}, {d['qps']} QPs per connection, seed {d['seed']}; "
         f"{d['flows']:,} flows solved together in {d['seconds']:.2f} s",
         f"# memory per GPU (stage {d['memory_gb']['stage']}): {d['memory_gb']['total']:.1f} GB (weights "
         f"{d['memory_gb']['weights']:.1f}, gradients {d['memory_gb']['gradients']:.1f}, optimizer "
@@ -124,10 +126,14 @@ def format_job(r, cluster: str) -> str:
         "#",
         "#  part            seconds   share",
     ]
-    for k, label in (("compute", "compute"), ("tp", "exposed TP"), ("cp", "exposed CP"), ("pp", "exposed PP"),
-                     ("dp", "exposed DP"), ("bubble", "bubble")):
-        lines.append(f"   {label:<12} {b[k]:10.4f}  {100 * b[k] / b['step']:5.1f} %")
-    lines.append(f"   {'step':<12} {b['step']:10.4f}")
+    parts = d["compute_parts"]
+    for k, label in (("compute", "compute"), ("gemm", "  GEMMs"), ("attention", "  attention"),
+                     ("memory", "  memory-bound"), ("launch", "  launches"), ("tp", "exposed TP"),
+                     ("cp", "exposed CP"), ("pp", "exposed PP"), ("dp", "exposed DP"), ("bubble", "bubble"),
+                     ("optimizer", "optimizer")):
+        x = b[k] if k in b else parts[k]
+        lines.append(f"   {label:<14} {x:8.4f}  {100 * x / b['step']:5.1f} %")
+    lines.append(f"   {'step':<14} {b['step']:8.4f}")
     lines += ["#", "#  dim  ranks   GB/GPU/step   comm (s)   exposed (s)   s per GiB   alpha (us)"]
     for k, c in d["comm"].items():
         lines.append(f"   {k:<4} {c['ranks']:5d}   {c['bytes_per_gpu'] / 1e9:11.2f}   {c['time']:8.4f}   "

@@ -1,8 +1,9 @@
 """Training jobs on the fabric: one step of a 4D-parallel (TP, CP, PP, DP with FSDP) transformer, from first
 principles (docs/jobs.md).
 
-* **Compute**: the FLOPs of each layer (:mod:`sim.jobs.models`) on the slowest pipeline stage, GEMMs at
-  ``gemm_efficiency`` and attention at ``attention_efficiency`` of the GPU's dense peak (:data:`PEAK_FLOPS`).
+* **Compute**: each layer's kernels (:mod:`sim.jobs.kernels`) on the cluster's GPU (:mod:`sim.jobs.gpu`): GEMMs by
+  shape on an efficiency curve, attention at its kernel's efficiency, memory-bound kernels and the optimizer step
+  at HBM's achievable bandwidth, a launch gap per kernel, clocks under a power cap.
 * **Communication**: every parallel group of the job at once, as flows on the fabric (NCCL rings of
   :func:`sim.fabric.collectives.plan_collective` for TP, CP and DP groups; point-to-point sends between neighbouring
   pipeline stages, both directions, for PP), all four dimensions' transfers in ONE max-min solve
@@ -46,7 +47,9 @@ from sim.fabric.routing import resolve_routing
 from sim.jobs.layout import DIMS, model_of, resolve_job
 from sim.jobs.models import ModelShape
 from sim.jobs.published import published_beside
-from sim.jobs.step import PEAK_FLOPS, PROTOCOL, message_sizes, step_breakdown
+from sim.jobs.gpu import gpu_of
+from sim.jobs.kernels import settings
+from sim.jobs.step import PARTS, PROTOCOL, message_sizes, step_breakdown
 from sim.jobs.traffic import JobTraffic, job_traffic
 
 # ------------------------------------------------------------------------------------------------ results
@@ -92,7 +95,16 @@ class JobResult:
 
     @property
     def mfu(self) -> float:
-        return self.tflops_per_gpu * 1e12 / PEAK_FLOPS[self.params["precision"]]
+        return self.tflops_per_gpu * 1e12 / gpu_of(self.params).peak_flops(self.params["precision"])
+
+    def gpu_summary(self) -> dict:
+        """The GPU the step ran on: its catalog ``slug`` and ``name``, dense ``peak_tflops`` of the job's precision,
+        ``hbm_tbps``, ``sms``, ``boost_clock_mhz`` and ``clock_share`` (of its clock the compute-bound kernels keep
+        under the job's ``power_cap_w``; 1 without a cap)."""
+        g = gpu_of(self.params)
+        return {"slug": g.slug, "name": g.name, "peak_tflops": g.peak_flops(self.params["precision"]) / 1e12,
+                "hbm_tbps": g.hbm / 1e12, "sms": g.sms, "boost_clock_mhz": g.boost_mhz,
+                "clock_share": settings(self.params, g).clock}
 
     def schedule_summary(self) -> dict:
         """The pipeline schedule as simulated: its name, chunks per stage, micro-batches and per round, balanced end
@@ -125,7 +137,10 @@ class JobResult:
             "placement": p["placement"], "routing": self.routing, "qps": p["qps"], "seed": p["seed"],
             "step_time": float(self.step_time), "tokens_per_s": float(self.tokens_per_s),
             "tflops_per_gpu": float(self.tflops_per_gpu), "mfu": float(self.mfu),
-            "breakdown": {k: float(self.breakdown[k]) for k in ("compute", "tp", "cp", "pp", "dp", "bubble", "step")},
+            "breakdown": {k: float(self.breakdown[k])
+                          for k in ("compute", "tp", "cp", "pp", "dp", "bubble", "optimizer", "step")},
+            "compute_parts": {k: float(self.breakdown["compute_parts"][k]) for k in PARTS},
+            "gpu": self.gpu_summary(),
             "comm": self.comm,
             "memory_gb": {k: (round(float(v) / 1e9, 3) if k not in ("stage", "recompute_layers") else int(v))
                           for k, v in self.memory.items()},
@@ -273,7 +288,8 @@ def _result(topo, p, model, gpus, unit, alpha, traffic, **extra) -> JobResult:
 # on them, so a caller varying only these (a calibration fit) solves once (:func:`solve_job`) and re-runs
 # the step (:meth:`JobSolve.result`).
 STEP_ONLY = ("gemm_efficiency", "attention_efficiency", "hbm_gb", "framework_gb", "fragmentation",
-             "tp_overlap_rs_sms", "tp_overlap_ag_sms")
+             "tp_overlap_rs_sms", "tp_overlap_ag_sms", "gemm_efficiency_scale", "hbm_efficiency",
+             "launch_overhead_us", "compiled", "power_cap_w", "attention_kernel")
 
 
 @dataclass
@@ -294,6 +310,7 @@ class JobSolve:
         """The step of ``params`` (validated by :data:`sim.jobs.params.JOB`) on this solve: the job's parameters
         may differ from the solved ones only in :data:`STEP_ONLY`. ``hottest``: list the hottest links too."""
         p = resolve_job(params)
+        p["gpu"] = topo.gpu_model                     # the cluster's GPU, as the step reads it (sim.jobs.gpu)
         hot = _hottest(topo, self.res, self.job, self.tag, p["hottest"], lambda x: DIMS[x % len(DIMS)]) \
             if hottest else []
         return _result(topo, p, model_of(p), self.gpus, self.unit, self.alpha, self.traffic, hottest=hot,
@@ -338,7 +355,7 @@ def run_jobs(topo, jobs: list[dict], progress=None, placements=None) -> JobsResu
         raise UsageError("run_jobs needs at least one job")
     taken = np.zeros(topo.n_gpus, bool)
     placed, traffics, models = [], [], []
-    jobs = [resolve_job(p) for p in jobs]
+    jobs = [{**resolve_job(p), "gpu": topo.gpu_model} for p in jobs]
     for i, p in enumerate(jobs):
         g = place_job(topo, p, taken, None if placements is None else placements[i])
         check_usable(topo, g, p["gpus"])

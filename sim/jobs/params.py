@@ -4,6 +4,7 @@ from __future__ import annotations
 from sim.core.params import MAX_GPUS, Param, ParamSet
 from sim.fabric.params import HASH, HOTTEST, QPS, ROUTING, SEED, UDP_SPORT
 from sim.fabric.placement import PLACEMENTS
+from sim.jobs.kernels import ATTENTION_KERNELS
 from sim.jobs.layout import MAX_DIM, check_job
 from sim.jobs.models import CUSTOM, MODELS
 from sim.jobs.pipeline import SCHEDULES
@@ -69,10 +70,25 @@ JOB_PARAMS = (
                                                          "(0: Transformer Engine's ring exchange moves the data "
                                                          "with the copy engines; NCCL would hold one per "
                                                          "channel)", min=0, max=GPU_SMS - 1),
-    Param("gemm_efficiency", "float", None, "achieved share of the GPU's dense peak in GEMMs; null: 0.75 "
-                                            "(assumption, docs/jobs.md)", min=0.01, max=1.0, nullable=True),
-    Param("attention_efficiency", "float", None, "achieved share of the dense peak in attention; null: "
-                                                 "FlashAttention-3's (0.75 BF16, 0.61 FP8)", min=0.01, max=1.0,
+    Param("gemm_efficiency", "float", None, "achieved share of the GPU's dense peak in every GEMM, flat; null: the "
+                                            "efficiency curve by shape (docs/jobs.md)", min=0.01, max=1.0,
+          nullable=True),
+    Param("gemm_efficiency_scale", "float", None, "fitted factor: scales the GEMM curve's ceiling; null: its "
+                                                  "fitted value (docs/validation.md)", min=0.1, max=2.0,
+          nullable=True),
+    Param("attention_efficiency", "float", None, "achieved share of the dense BF16 peak in attention, flat; null: "
+                                                 "the attention kernel's by sequence length", min=0.01, max=1.0,
+          nullable=True),
+    Param("attention_kernel", "choice", "auto", "attention kernel: auto (FlashAttention-3 on Hopper, "
+                                                "FlashAttention-2 on Ampere), fa2, fa3", choices=ATTENTION_KERNELS),
+    Param("hbm_efficiency", "float", None, "fitted factor: achievable share of HBM's peak bandwidth in memory-bound "
+                                           "kernels; null: its fitted value", min=0.05, max=1.0, nullable=True),
+    Param("launch_overhead_us", "float", None, "fitted factor: microseconds lost per kernel launched; null: its "
+                                               "fitted value", min=0.0, max=10_000.0, nullable=True),
+    Param("compiled", "bool", True, "element-wise kernels fused (torch.compile, Megatron/Transformer Engine's fused "
+                                    "kernels); off: eager PyTorch, one kernel per op"),
+    Param("power_cap_w", "float", None, "GPU power limit in W (nvidia-smi -pl): compute-bound kernels slow with the "
+                                        "clock (docs/power.md); null: none (the TDP)", min=50.0, max=5_000.0,
           nullable=True),
     Param("hbm_gb", "float", None, "GPU memory in GB; null: the GPU's (80 on H100)", min=1.0, max=1e6,
           nullable=True),

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from sim.core.published import Reference, beside
 
 # What the step model leaves out or simplifies (docs/jobs.md "Where the model disagrees"): every comparison says it.
-LEFT_OUT = ("not modelled: GEMM efficiency at these shapes (0.75 of peak is an assumption), the HBM bandwidth that "
-            "TP's copy-engine all-gathers take from the GEMMs they overlap (their SMs are counted), kernel-launch "
-            "and host gaps, the optimizer step, "
-            "data loading, stragglers and the 1-2 % daily thermal swing [S3]; all dimensions' flows contend for the "
+LEFT_OUT = ("not modelled: the HBM bandwidth that TP's copy-engine all-gathers take from the GEMMs they overlap "
+            "(their SMs are counted), host-side gaps beyond each kernel's launch (the GEMM curve, attention's kernel, "
+            "memory-bound kernels, launches and the optimizer step are modelled, their fitted factors at their "
+            "priors until the corpus fit), data loading, stragglers and the 1-2 % daily thermal swing [S3]; all dimensions' flows contend for the "
             "whole step (a worst case for the bursty TP and PP); FSDP prefetches one layer ahead only and shards over "
             "DP alone (the CP ranks' gradient reduction is not counted); Meta ran its "
             "own interleaved schedule (virtual stages not published), the simulated job runs the schedule it names")

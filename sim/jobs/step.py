@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from sim.core.errors import ParamError
 from sim.fabric.nccl_tuning import base_latency
+from sim.jobs.gpu import gpu_of
+from sim.jobs.kernels import layer_times, optimizer_seconds, settings
 from sim.jobs.layout import DIMS
 from sim.jobs.models import BF16, FP32, ModelShape, chunk_layers, stage_params
 from sim.jobs.pipeline import peak_in_flight, simulate
 
-PEAK_FLOPS = {"bf16": 989e12, "fp8": 1979e12}     # H100 SXM dense tensor-core peak (docs/sources.md [S4])
-GEMM_EFFICIENCY = 0.75                            # assumption (docs/jobs.md): large BF16/FP8 GEMMs reach ~3/4 of peak
+# The flat values the model used before the per-kernel step (sim.jobs.kernels): what ``gemm_efficiency`` and
+# ``attention_efficiency`` meant by default, kept as calibration's starting points (sim/calibrate/fit.py).
+GEMM_EFFICIENCY = 0.75
 ATTENTION_EFFICIENCY = {"bf16": 740 / 989, "fp8": 1200 / 1979}   # FlashAttention-3 forward on H100 [S24]
 PROTOCOL = "Simple"                               # large messages: NCCL's Simple protocol (sim/fabric/nccl_tuning.py)
 GPU_SMS = 132                                     # H100 SXM streaming multiprocessors (docs/sources.md [S62])
@@ -22,33 +26,45 @@ GPU_SMS = 132                                     # H100 SXM streaming multiproc
 # default; its all-gathers (`ring_exchange`, `use_ce`) move the data with the copy engines, holding no SM.
 TP_OVERLAP_RS_SMS = 16
 TP_OVERLAP_AG_SMS = 0
+PARTS = ("gemm", "attention", "memory", "launch")  # the compute's parts by kernel kind (docs/jobs.md)
 
 
 def compute_times(model: ModelShape, p: dict) -> dict:
-    """Seconds of compute of one micro-batch on each pipeline chunk: ``f``, ``b``, ``w`` ((pp, v): forward,
-    backward (with the recomputed layers' forward again), and the weight-gradient pass when the schedule splits it
-    off the backward; else 0), ``gemm`` ((pp, v) forward GEMM seconds), ``per_stage`` (one micro-batch through a
-    stage, all passes), ``slot`` (the slowest stage's) and ``layers`` (the most layers on a stage)."""
-    peak = PEAK_FLOPS[p["precision"]]
-    ge = p.get("gemm_efficiency") or GEMM_EFFICIENCY
-    ae = p.get("attention_efficiency") or ATTENTION_EFFICIENCY[p["precision"]]
-    tokens = p["seq"] * p["micro_batch"] / (p["tp"] * p["cp"])           # a GPU's share of a micro-batch
+    """Seconds of compute of one micro-batch on each pipeline chunk, per kernel (:mod:`sim.jobs.kernels`, on the
+    job's GPU ``p['gpu']``): ``f``, ``b``, ``w`` ((pp, v): forward, backward (with the recomputed layers' forward
+    again), and the weight-gradient pass when the schedule splits it off the backward; else 0), ``gemm`` ((pp, v)
+    forward GEMM seconds of the layers), ``parts`` ({gemm, attention, memory, launch}: (pp, v) seconds of all
+    passes by kernel kind; they sum to f + b + w), ``layer`` (the :class:`sim.jobs.kernels.LayerTimes`),
+    ``per_stage`` (one micro-batch through a stage, all passes), ``slot`` (the slowest stage's) and ``layers``
+    (the most layers on a stage)."""
+    lt = layer_times(model, p)
     cl = job_chunk_layers(model, p).astype(float)
     pp, v = cl.shape
-    gemm = tokens * cl * model.gemm_flops_per_token() / (peak * ge)
-    attn = tokens * cl * model.attention_flops_per_token(p["seq"]) / (peak * ae)
-    head = np.zeros_like(gemm)
-    head[pp - 1, v - 1] = tokens * model.head_flops_per_token() / (peak * ge)
     share = recompute_share(p, cl)
-    recompute = share * (gemm + attn)                                   # the recomputed layers' forward again
-    f = gemm + attn + head
+    fwd = {"gemm": lt.gemm_f, "attention": lt.attn_f, "memory": lt.mem_f, "launch": lt.launch_f}
+    last = np.zeros_like(cl)
+    last[pp - 1, v - 1] = 1.0                                           # the output head and loss
+    h = lt.head
+    parts = {"gemm": cl * (lt.gemm_f + lt.gemm_d + lt.gemm_w) + last * (h["gemm_f"] + h["gemm_d"] + h["gemm_w"]),
+             "attention": cl * (lt.attn_f + lt.attn_b),
+             "memory": cl * (lt.mem_f + lt.mem_b) + last * (h["mem_f"] + h["mem_b"]),
+             "launch": cl * (lt.launch_f + lt.launch_d + lt.launch_w)
+             + last * (h["launch_f"] + h["launch_d"] + h["launch_w"])}
+    for k in PARTS:
+        parts[k] = parts[k] + share * cl * fwd[k]                       # the recomputed layers' forward again
+    layer_f = sum(fwd.values())
+    f = cl * layer_f + last * (h["gemm_f"] + h["mem_f"] + h["launch_f"])
+    recompute = share * cl * layer_f
+    b_input = (cl * (lt.gemm_d + lt.attn_b + lt.mem_b + lt.launch_d) + last * (h["gemm_d"] + h["mem_b"] + h["launch_d"])
+               + recompute)
+    w_pass = cl * (lt.gemm_w + lt.launch_w) + last * (h["gemm_w"] + h["launch_w"])
     if split_w(p):
-        b, w = gemm + head + 2 * attn + recompute, gemm + head          # input gradients; weight gradients
+        b, w = b_input, w_pass
     else:
-        b, w = 2 * f + recompute, np.zeros_like(f)
+        b, w = b_input + w_pass, np.zeros_like(f)
     per_stage = (f + b + w).sum(axis=1)
-    return {"f": f, "b": b, "w": w, "gemm": gemm, "per_stage": per_stage.tolist(), "slot": float(per_stage.max()),
-            "layers": int(cl.sum(axis=1).max())}
+    return {"f": f, "b": b, "w": w, "gemm": cl * lt.gemm_f, "parts": parts, "layer": lt,
+            "per_stage": per_stage.tolist(), "slot": float(per_stage.max()), "layers": int(cl.sum(axis=1).max())}
 
 
 def job_chunk_layers(model: ModelShape, p: dict) -> np.ndarray:
@@ -124,19 +140,21 @@ def pipelined(comm: float, gemm: float, pieces: int, slowdown: float = 1.0) -> f
     return comm / pieces + gemm / pieces + (pieces - 1) / pieces * max(comm, slowdown * gemm) - gemm
 
 
-def sm_slowdown(comm_sms: int) -> float:
-    """How many times longer a GEMM runs on the SMs a communication kernel holding ``comm_sms`` leaves it."""
-    if not 0 <= comm_sms < GPU_SMS:
-        raise ValueError(f"comm_sms must be in 0..{GPU_SMS - 1}, got {comm_sms}")
-    return GPU_SMS / (GPU_SMS - comm_sms)
+def sm_slowdown(comm_sms: int, sms: int = GPU_SMS) -> float:
+    """How many times longer a GEMM runs on the ``sms`` SMs less those a communication kernel holding ``comm_sms``
+    leaves it."""
+    if not 0 <= comm_sms < sms:
+        raise ValueError(f"comm_sms must be in 0..{sms - 1}, got {comm_sms}")
+    return sms / (sms - comm_sms)
 
 
-def tp_per_layer(model: ModelShape, p: dict, c_ag: float, c_rs: float) -> tuple[float, float]:
+def tp_per_layer(model: ModelShape, p: dict, c_ag: float, c_rs: float, lt=None) -> tuple[float, float]:
     """Exposed TP seconds per layer and micro-batch: (forward, backward). Sequence parallelism [S23]: an
     all-gather feeds the QKV and the first MLP GEMMs, a reduce-scatter follows the attention output and the second
     MLP GEMMs, in forward; in backward the mirror: an all-gather of the incoming gradient feeds the attention
-    output's and the second MLP's GEMMs, a reduce-scatter follows the QKV's and the first MLP's (GEMMs twice as
-    long: input and weight gradients). Without ``tp_comm_overlap`` all of them are exposed; with it each is
+    output's and the second MLP's GEMMs, a reduce-scatter follows the QKV's and the first MLP's (backward GEMMs:
+    input and weight gradients; each GEMM's time from :mod:`sim.jobs.kernels`, ``lt``). Without ``tp_comm_overlap``
+    all of them are exposed; with it each is
     pipelined with its GEMM (:func:`pipelined`), the GEMM slowed by the SMs the collective's kernel holds:
     ``tp_overlap_ag_sms`` for the all-gathers, ``tp_overlap_rs_sms`` for the reduce-scatters (Transformer Engine's
     userbuffers: ring exchange by copy engines, reduce-scatter kernels on ``num_sm`` SMs [S63])."""
@@ -144,17 +162,21 @@ def tp_per_layer(model: ModelShape, p: dict, c_ag: float, c_rs: float) -> tuple[
         return 0.0, 0.0
     if not p.get("tp_comm_overlap"):
         return 2 * c_ag + 2 * c_rs, 2 * c_ag + 2 * c_rs
-    d, kv, F = model.dim, model.kv_dim, model.ffn_dim
-    tokens = p["seq"] * p["micro_batch"] / (p["tp"] * p["cp"])
-    rate = PEAK_FLOPS[p["precision"]] * (p.get("gemm_efficiency") or GEMM_EFFICIENCY)
-    qkv, out, fc1, fc2 = (tokens * 2 * x / rate for x in (d * (d + 2 * kv), d * d, 2 * d * F, d * F))
-    s_ag = sm_slowdown(p.get("tp_overlap_ag_sms", TP_OVERLAP_AG_SMS))
-    s_rs = sm_slowdown(p.get("tp_overlap_rs_sms", TP_OVERLAP_RS_SMS))
+    g = (lt or layer_times(model, p)).gemms                            # {name: (forward, backward)} seconds
+    (qkv, qkv_b), (out, out_b), (fc1, fc1_b), (fc2, fc2_b) = (g[k] for k in ("qkv", "out", "fc1", "fc2"))
+    gpu = gpu_of(p)
+    held = {k: p.get(k, d) for k, d in (("tp_overlap_ag_sms", TP_OVERLAP_AG_SMS),
+                                        ("tp_overlap_rs_sms", TP_OVERLAP_RS_SMS))}
+    for k, n in held.items():
+        if n >= gpu.sms:
+            raise ParamError(k, f"{n} SMs held: the {gpu.name} has {gpu.sms}, the GEMM would have none")
+    s_ag = sm_slowdown(held["tp_overlap_ag_sms"], gpu.sms)
+    s_rs = sm_slowdown(held["tp_overlap_rs_sms"], gpu.sms)
     n = p["tp"]
     fwd = (pipelined(c_ag, qkv, n, s_ag) + pipelined(c_rs, out, n, s_rs) + pipelined(c_ag, fc1, n, s_ag)
            + pipelined(c_rs, fc2, n, s_rs))
-    bwd = (pipelined(c_rs, 2 * qkv, n, s_rs) + pipelined(c_ag, 2 * out, n, s_ag) + pipelined(c_rs, 2 * fc1, n, s_rs)
-           + pipelined(c_ag, 2 * fc2, n, s_ag))
+    bwd = (pipelined(c_rs, qkv_b, n, s_rs) + pipelined(c_ag, out_b, n, s_ag) + pipelined(c_rs, fc1_b, n, s_rs)
+           + pipelined(c_ag, fc2_b, n, s_ag))
     return fwd, bwd
 
 
@@ -163,9 +185,11 @@ def step_breakdown(model: ModelShape, p: dict, unit: dict, alpha: dict, ranks: d
     per-dimension ``unit`` (seconds per byte of a ring AllGather's message, or of a PP send) and ``alpha`` (seconds
     per step). The pipeline schedule ``p['pipeline']`` (:mod:`sim.jobs.pipeline`) runs with each chunk's compute
     plus its exposed TP and CP: ``bubble`` = its makespan without sends - the busiest stage's work; exposed ``pp`` =
-    what the sends (asynchronous) add to the makespan; ``compute``, ``tp``, ``cp`` are the busiest stage's. Also
-    ``stages`` (each stage's ``busy``, ``idle``, ``compute``, ``tp``, ``cp`` seconds, ``layers``, ``in_flight``)
-    and ``schedule``."""
+    what the sends (asynchronous) add to the makespan; ``compute``, ``tp``, ``cp`` are the busiest stage's;
+    ``optimizer``: the AdamW step after the gradients are reduced (the stage with the most parameters on a GPU,
+    :func:`sim.jobs.kernels.optimizer_seconds`). ``compute_parts``: the busiest stage's compute by kernel kind
+    (:data:`PARTS`: gemm, attention, memory, launch; they sum to ``compute``). Also ``stages`` (each stage's
+    ``busy``, ``idle``, ``compute``, ``tp``, ``cp`` seconds, ``layers``, ``in_flight``) and ``schedule``."""
     ct = compute_times(model, p)
     sizes = message_sizes(model, p)
     t = {d: sum(collective_time(kind, size, ranks[d], unit[d], alpha[d]) * count
@@ -176,7 +200,7 @@ def step_breakdown(model: ModelShape, p: dict, unit: dict, alpha: dict, ranks: d
     share = recompute_share(p, cl)
     act = p["seq"] * p["micro_batch"] / p["cp"] * model.dim * BF16
     tp_f, tp_b = tp_per_layer(model, p, collective_time("allgather", act, ranks["tp"], unit["tp"], alpha["tp"]),
-                              collective_time("reducescatter", act, ranks["tp"], unit["tp"], alpha["tp"]))
+                              collective_time("reducescatter", act, ranks["tp"], unit["tp"], alpha["tp"]), ct["layer"])
     kv = p["seq"] * p["micro_batch"] * 2 * model.kv_dim / p["tp"] * BF16
     cp_f = collective_time("allgather", kv, ranks["cp"], unit["cp"], alpha["cp"])        # exposed, as Llama 3 [S3]
     cp_b = collective_time("reducescatter", kv, ranks["cp"], unit["cp"], alpha["cp"])
@@ -192,8 +216,10 @@ def step_breakdown(model: ModelShape, p: dict, unit: dict, alpha: dict, ranks: d
     busiest = int(np.argmax(quiet.busy))
     exposed_dp, dp_total, dp_front, dp_end = _exposed_dp(model, p, ct, cl, run, unit["dp"], alpha["dp"], ranks["dp"])
     out = {"compute": float(compute[busiest]), "tp": float(tp_s[busiest]), "cp": float(cp_s[busiest]),
-           "pp": run.makespan - quiet.makespan, "dp": exposed_dp, "bubble": quiet.bubble}
+           "pp": run.makespan - quiet.makespan, "dp": exposed_dp, "bubble": quiet.bubble,
+           "optimizer": optimizer_step(model, p, cl)}
     out["step"] = sum(out.values())
+    out["compute_parts"] = {k: float(m * ct["parts"][k][busiest].sum()) for k in PARTS}
     out["comm_total"] = {"tp": m * t["tp"], "cp": m * t["cp"], "pp": m * t["pp"], "dp": dp_total}
     out["slot"] = float(((f + b + ct["w"]).sum(axis=1)).max())
     in_flight = peak_in_flight(sched)
@@ -206,6 +232,14 @@ def step_breakdown(model: ModelShape, p: dict, unit: dict, alpha: dict, ranks: d
     # from the pipeline's start), and each stage's DP collectives ending at dp_end[s] after it (same clock)
     out["dp_front"], out["dp_end"] = dp_front, dp_end
     return out
+
+
+def optimizer_step(model: ModelShape, p: dict, cl: np.ndarray) -> float:
+    """Seconds of the optimizer step: AdamW over each GPU's shard of its stage's parameters (``1/tp``, and ``1/dp``
+    with FSDP), the stage holding the most (:func:`sim.jobs.kernels.optimizer_seconds`)."""
+    params = max(stage_params(model, cl.sum(axis=1).astype(int))) / p["tp"] / (p["dp"] if p["fsdp"] else 1)
+    gpu = gpu_of(p)
+    return optimizer_seconds(params, gpu, settings(p, gpu))
 
 
 TIMELINE_COLUMNS = ("stage", "kind", "micro_batch", "chunk", "start", "end")   # kind: 0 F, 1 B, 2 W (pipeline.KINDS)

@@ -48,7 +48,7 @@ def power_timeline(topo, values: dict, case, jp, pl, progress=None) -> dict:
     """The cluster's draw over ``values['days']`` under failures, at ``values['timeline_step_s']``."""
     fv = {k: values[k] for k in JOB_NAMES}
     if case.share < 1.0:
-        fv = capped_job(fv, case.share)
+        fv = capped_job(fv, case.cap)
     fv["days"] = values["days"]
     t0 = time.perf_counter()
     tl = simulate(topo, FAILURES.validate(fv), progress=span(progress, 0.0, 0.8))

@@ -4,8 +4,9 @@ the argument for it in docs/power.md ("Device power models"). Keyed by the hardw
 module what only the power engine reads, so the inventory's tables are unchanged.
 
 * **GPU** (:class:`GPUPower`): watts by activity and the power-cap -> clock -> throughput relation
-  (:func:`throughput_share`): dynamic power ~ f V^2 with V ~ f in the DVFS range, so a GEMM held at a cap ``C``
-  runs at clock share ``((C - static) / (at_cap - static)) ** (1/3)`` of its clock at the default cap.
+  (:func:`throughput_share`, declared in :mod:`sim.jobs.clocks`): dynamic power ~ f V^2 with V ~ f in the DVFS
+  range, so a GEMM held at a cap ``C`` runs at clock share ``((C - static) / (at_cap - static)) ** (1/3)`` of its
+  clock at the default cap.
 * **Host** (:class:`HostPower`): the non-GPU parts of a GPU host (CPUs, memory, NICs, fans and the rest), busy
   (its GPUs run a job) or idle, anchored on DGX H100's published maximum system power.
 * **Switches**, **storage servers** and **SSDs**: constant watts (their draw varies little with traffic against a
@@ -17,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sim.core.errors import ParamError
+from sim.jobs import clocks
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,8 @@ class GPUPower:
 
 
 # H100 SXM: TDP 700 W [S4] (the catalog's power_w); the rest are assumptions argued in docs/power.md.
-H100_POWER = GPUPower(at_cap=700.0, comm=300.0, memory=450.0, wait=110.0, idle=70.0, static=120.0,
+H100_POWER = GPUPower(at_cap=700.0, comm=300.0, memory=450.0, wait=110.0, idle=70.0,
+                      static=clocks.STATIC_W["h100-sxm-80gb"],
                       min_cap=200.0, max_cap=700.0)
 
 
@@ -158,13 +161,11 @@ def _get(table: dict, slug: str, kind: str):
 
 def throughput_share(gpu: GPUPower, cap: float) -> float:
     """The share of its default-cap clock (and so of its GEMM throughput) a compute-bound kernel keeps under
-    ``cap`` W: dynamic power ~ f V^2, V ~ f in the DVFS range, so the draw above ``static`` scales as f^3 and
-    ``f / f_0 = ((cap - static) / (at_cap - static)) ** (1/3)``; 1 at or above ``at_cap``."""
-    if cap >= gpu.at_cap:
-        return 1.0
-    return ((max(cap, gpu.static) - gpu.static) / (gpu.at_cap - gpu.static)) ** (1.0 / 3.0)
+    ``cap`` W: the relation of :func:`sim.jobs.clocks.clock_share` (declared there, below the job engine, which
+    slows a capped job's kernels by it) with this GPU's ``at_cap`` and ``static``."""
+    return clocks.clock_share(cap, gpu.at_cap, gpu.static)
 
 
 def cap_for_share(gpu: GPUPower, share: float) -> float:
     """The inverse of :func:`throughput_share`: the cap at which compute keeps ``share`` of its speed."""
-    return gpu.static + (gpu.at_cap - gpu.static) * min(1.0, max(0.0, share)) ** 3
+    return clocks.cap_for_share(share, gpu.at_cap, gpu.static)

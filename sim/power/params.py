@@ -32,7 +32,8 @@ def _job_param(p: Param) -> Param:
                    fits=p.name == "gpus")
 
 
-JOB_NAMES = tuple(p.name for p in JOB_PARAMS if p.name != "hottest")
+# the job's power cap is the power run's own ``power_cap`` (given or derived from a budget; capped_job sets it)
+JOB_NAMES = tuple(p.name for p in JOB_PARAMS if p.name not in ("hottest", "power_cap_w"))
 
 
 def check_power(v: dict) -> None:
@@ -72,7 +73,7 @@ def check_gpu_limits(v: dict, gpu: devices.GPUPower) -> None:
                                           f"{gpu.max_cap:g} W)")
 
 
-POWER_PARAMS = tuple(_job_param(p) for p in JOB_PARAMS if p.name != "hottest") + (
+POWER_PARAMS = tuple(_job_param(p) for p in JOB_PARAMS if p.name in JOB_NAMES) + (
     Param("power_cap", "float", None, "GPU power limit in W (nvidia-smi -pl): GEMMs slow by the cap/clock relation "
                                       "(docs/power.md); null: the GPU's default limit, its TDP (700 W on H100 SXM)",
           min=GPU_W_MIN, max=GPU_W_MAX, nullable=True),

@@ -182,7 +182,7 @@ def run_power(topo, values: dict, progress=None) -> PowerResult:
 
     def case(c: float, fl, racks: bool = True) -> CapCase:
         share = devices.throughput_share(pl.gpu, c)
-        job = solve.result(topo, capped_job(job_values, share)) if share < 1.0 else base
+        job = solve.result(topo, capped_job(job_values, c)) if share < 1.0 else base
         check_bins(job.step_time, dt, MAX_STEP_BINS, "resolution_ms", "the step")
         sp = stage_waveforms(job.breakdown, job.model, job.params, levels(pl.gpu, c, fl), dt)
         return CapCase(c, share, fl, job, draw(jp, sp, racks=racks))

@@ -19,7 +19,7 @@ from sim.core.progress import span
 from sim.jobs.layout import model_of, resolve_job
 from sim.jobs.pipeline import simulate
 from sim.jobs.scheduler import host_ok, parse_jobs, run_schedule, synthetic_jobs
-from sim.jobs.step import compute_times
+from sim.jobs.step import compute_times, job_chunk_layers, optimizer_step
 from sim.power.cluster import job_places
 from sim.power.days import SERIES_POINTS, resample
 from sim.power.params import MAX_TIMELINE_BINS, check_bins
@@ -31,8 +31,9 @@ MW = 1e6
 def job_mean_gpu_w(params: dict, step_s: float, gpu) -> float:
     """A job's GPUs' mean draw (W) over a step of ``step_s`` seconds (module docstring)."""
     p = resolve_job(params)
-    ct = compute_times(model_of(p), p)
-    busy = p["micro_batches"] * max(ct["per_stage"])
+    model = model_of(p)
+    ct = compute_times(model, p)
+    busy = p["micro_batches"] * max(ct["per_stage"]) + optimizer_step(model, p, job_chunk_layers(model, p))
     bubble = simulate(p["pipeline"], ct["f"], ct["b"], ct["w"]).bubble
     step = max(step_s, busy + bubble)
     comm = step - busy - bubble

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.jobs.layout import parse_order, rank_grid
-from sim.jobs.step import ATTENTION_EFFICIENCY, GEMM_EFFICIENCY, compute_times
+from sim.jobs.step import compute_times
 from sim.power.devices import GPUPower
 
 OP_KINDS = ("f", "b", "w")        # TIMELINE_COLUMNS kind: 0 forward, 1 backward, 2 weight pass
@@ -45,12 +45,11 @@ def levels(gpu: GPUPower, cap: float, floor: float | None) -> Levels:
     return Levels(compute=min(cap, gpu.at_cap), comm=min(cap, max(gpu.comm, f)), wait=min(cap, max(gpu.wait, f)))
 
 
-def capped_job(p: dict, share: float) -> dict:
-    """The job's parameters with its GEMMs and attention ``share`` as fast (the cap's clock share): their achieved
-    share of the peak scaled, so the step model (overlap, bubble, exposed DP) recomputes everything from it."""
-    ge = p.get("gemm_efficiency") or GEMM_EFFICIENCY
-    ae = p.get("attention_efficiency") or ATTENTION_EFFICIENCY[p["precision"]]
-    return {**p, "gemm_efficiency": ge * share, "attention_efficiency": ae * share}
+def capped_job(p: dict, cap: float) -> dict:
+    """The job's parameters under a power cap of ``cap`` W: the job engine slows its compute-bound kernels (GEMMs,
+    attention) by the cap's clock share (:mod:`sim.jobs.clocks`, the relation :func:`sim.power.devices.throughput_share`
+    uses), so the step model (overlap, bubble, exposed DP) recomputes everything from it."""
+    return {**p, "power_cap_w": float(cap)}
 
 
 @dataclass
@@ -76,16 +75,18 @@ def stage_waveforms(breakdown: dict, model, p: dict, lv: Levels, dt: float) -> S
     ct = compute_times(model, p)
     comp = np.stack([ct[k] for k in OP_KINDS])                     # (3, pp, v) seconds of compute per operation
     return waveforms(breakdown["timeline"], comp, float(breakdown["step"]), int(p["pp"]), lv, dt,
-                     front=float(breakdown["dp_front"]), dp_end=np.asarray(breakdown["dp_end"], float))
+                     front=float(breakdown["dp_front"]), dp_end=np.asarray(breakdown["dp_end"], float),
+                     optimizer=float(breakdown.get("optimizer", 0.0)))
 
 
 def waveforms(tl: np.ndarray, comp: np.ndarray, step: float, pp: int, lv: Levels, dt: float, front: float = 0.0,
-              dp_end=None) -> StepPower:
+              dp_end=None, optimizer: float = 0.0) -> StepPower:
     """Per-stage waveforms from a slot table ``tl`` (:data:`sim.jobs.step.TIMELINE_COLUMNS` rows, times from the
     pipeline's start), each operation's compute seconds ``comp`` ((3, pp, v): by kind F, B, W, stage, chunk; the
     rest of an operation is its exposed communication) and the step's length. Exposed DP: ``front`` seconds of it
     on every stage before the pipeline starts, and each stage's after its last operation until ``dp_end[s]`` (on
-    the pipeline's clock; None: none); the rest of the step, waiting."""
+    the pipeline's clock; None: none); then ``optimizer`` seconds of the optimizer step's kernels, drawn as
+    compute; the rest of the step, waiting."""
     T = max(1, int(np.ceil(step / dt - 1e-9)))
     edges = np.minimum(np.arange(T + 1) * dt, step)
     edges[-1] = step
@@ -102,24 +103,25 @@ def waveforms(tl: np.ndarray, comp: np.ndarray, step: float, pp: int, lv: Levels
         frac = np.where(dur > 0, np.minimum(1.0, c / np.where(dur > 0, dur, 1.0)), 1.0)
         last = float(end[-1]) if n else front
         tail = max(last, front + float(dp_end[s])) if dp_end is not None else last
-        b = np.empty(2 * n + 4)                    # 0, front, (start, end) per operation, tail's end, step
+        b = np.empty(2 * n + 5)                    # 0, front, (start, end) per operation, tail's end, optimizer's, step
         b[0], b[1] = 0.0, front
         b[2:2 * n + 2:2] = start
         b[3:2 * n + 3:2] = end
-        b[2 * n + 2], b[2 * n + 3] = min(tail, step), step
+        b[2 * n + 2], b[2 * n + 3], b[2 * n + 4] = min(tail, step), min(tail + optimizer, step), step
         if n == 0:
             b[2] = front
-        pw = np.full(2 * n + 3, lv.wait)
+        pw = np.full(2 * n + 4, lv.wait)
         pw[0] = lv.comm                            # exposed DP before the pipeline
         pw[2:2 * n + 1:2] = frac * lv.compute + (1 - frac) * lv.comm
         pw[2 * n + 1] = lv.comm                    # this stage's exposed DP after its last operation
+        pw[2 * n + 2] = lv.compute                 # the optimizer step
         b = np.maximum.accumulate(b)
         cum = np.concatenate([[0.0], np.cumsum(pw * np.diff(b))])
         e = np.interp(edges, b, cum)
         watts[s] = np.diff(e) / np.maximum(np.diff(edges), 1e-300)
         energy[s] = cum[-1]
-        computing = float((frac * dur).sum())
-        comm = float(dur.sum()) - computing + front + (min(tail, step) - last)
+        computing = float((frac * dur).sum()) + (min(tail + optimizer, step) - min(tail, step))
+        comm = float(dur.sum()) - float((frac * dur).sum()) + front + (min(tail, step) - last)
         phase[s] = (computing, comm, step - computing - comm)
     return StepPower(watts=watts, edges=edges, energy=energy, phase_s=phase, step_s=step)
 

@@ -407,7 +407,9 @@ def test_job_table_and_json(capsys):
     d = json.loads(out)
     b = d["breakdown"]
     assert code == 0 and d["layout"]["micro_batches"] == 16 and d["routing"] == "eecmp"
-    assert b["step"] == pytest.approx(sum(b[k] for k in ("compute", "tp", "cp", "pp", "dp", "bubble")))
+    assert b["step"] == pytest.approx(sum(b[k] for k in ("compute", "tp", "cp", "pp", "dp", "bubble", "optimizer")))
+    assert b["compute"] == pytest.approx(sum(d["compute_parts"].values())) and d["gpu"]["slug"] == "h100-sxm-80gb"
+    assert d["gpu"]["peak_tflops"] == 989 and d["gpu"]["clock_share"] == 1.0
     assert d["tokens_per_s"] == pytest.approx(256 * 1024 / b["step"])
     # the schedule as simulated, and the nearest published run (Llama 3 405B, Table 4 [S3]) beside the job's figures
     assert d["schedule"]["name"] == "1f1b" and len(d["schedule"]["stages"]) == 2

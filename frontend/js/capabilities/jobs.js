@@ -9,8 +9,11 @@ import { registerColourMode, registerView } from "../registry.js";
 import { headlineCards, pct } from "../run_results.js";
 import { drawPipeline, runPipeline } from "../pipeline.js";
 
+const OWN_PARTS = ["compute", "bubble", "optimizer"];     // the step's parts that are not exposed communication
+
 /** job: a training job's step (sim.jobs.job JobResult.to_dict()): headline figures, the step's parts as bars (compute,
- *  exposed communication per dimension, bubble), a link to the job on its cluster's Jobs page, then the JSON. */
+ *  exposed communication per dimension, bubble, optimizer), a link to the job on its cluster's Jobs page, then the
+ *  JSON (which has the compute's parts by kernel kind, compute_parts). */
 export function renderJob(el, s, { cluster, run }) {
   const jobLink = s.job && cluster ? `<a href="/clusters/${encodeURIComponent(cluster)}/jobs/?job=${s.job}">job #${s.job}
     on the Jobs page</a>` : "";
@@ -21,7 +24,7 @@ export function renderJob(el, s, { cluster, run }) {
   const parts = Object.entries(s.breakdown ?? {}).filter(([k]) => k !== "step");
   if (parts.length) {
     barChart(el.querySelector(".job-breakdown-chart"), {
-      bars: parts.map(([k, v], i) => ({ label: k === "compute" || k === "bubble" ? k : `exposed ${k}`, value: v,
+      bars: parts.map(([k, v], i) => ({ label: OWN_PARTS.includes(k) ? k : `exposed ${k}`, value: v,
                                          color: PALETTE[i % PALETTE.length] })),
       format: (v) => `${Number(v).toFixed(3)} s` });
   }

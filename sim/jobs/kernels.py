@@ -1,0 +1,262 @@
+"""The training step per kernel: one layer's GEMMs by shape, its attention, its memory-bound kernels and their
+launches, the output head and loss, and the optimizer step, on one GPU for one micro-batch (docs/jobs.md
+"Compute, per kernel").
+
+* **GEMMs** (:func:`gemm_seconds`): the larger of a compute time and an HBM time (the roofline at the GEMM's
+  arithmetic intensity). Compute: FLOPs over the dense peak x the ceiling a large GEMM reaches (:data:`GEMM_CEILING`,
+  the best-shape Maximum Achievable Matmul FLOPS measured per GPU [S100]) x ``gemm_efficiency_scale`` (fitted) x the
+  tile and wave quantization of the output (:func:`tile_quantization`: the output cut into CTA tiles run in waves of
+  one tile per SM, the last wave part empty [S103]) x the clock share under a power cap. HBM: the inputs read once and
+  the BF16 output written once, at ``hbm_efficiency`` of the peak bandwidth. A given ``gemm_efficiency`` replaces
+  all of it by the flat FLOPs / (peak x that share), as the model did before.
+* **Attention** (:func:`attention_efficiency`): FlashAttention-3 on Hopper, FlashAttention-2 on Ampere (the
+  ``attention_kernel`` parameter may name either), at the kernel's measured ceiling x ``k / (k + S0)`` for the
+  ``k`` keys a query visits on average (``seq / 2``, causal: the per-block prologue and epilogue, [S102]) x
+  ``seq / (seq + 128)`` (the causal mask's diagonal blocks computed whole). Backward: 2.5 x the forward's FLOPs
+  (it recomputes the scores: five matmuls against two [S101]) at the same efficiency. Attention runs in BF16
+  even in an FP8 job (Transformer Engine's FP8 recipe leaves dot-product attention in BF16 by default [S106]).
+* **Memory-bound kernels** (:func:`layer_memory`): RMSNorm, residual adds, rotary embedding, SwiGLU, and on the last
+  stage the final norm and the cross-entropy over the vocabulary: the bytes they read and write per token, at
+  ``hbm_efficiency`` of HBM's peak. ``compiled`` (default): the element-wise kernels fused as torch.compile,
+  Megatron's and Transformer Engine's fused kernels run them; eager: PyTorch's separate ops, each a kernel with
+  its own FP32 intermediates. Backward: twice the forward's bytes (reads the saved input and the output gradient,
+  writes the input gradient). Llama 3 has no dropout.
+* **Launches**: ``launch_overhead_us`` (fitted) per kernel the GPU runs: the gap between back-to-back kernels.
+* **Optimizer** (:func:`optimizer_seconds`): AdamW over the GPU's shard of its stage's parameters, memory-bound:
+  :data:`OPTIMIZER_BYTES_PER_PARAM` bytes per parameter.
+
+All of it on the GPU of the job's cluster (:mod:`sim.jobs.gpu`); a power cap ``power_cap_w`` slows the
+compute-bound kernels (GEMMs, attention) by the clock relation of :mod:`sim.jobs.clocks`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim.core import fitted
+from sim.core.errors import ParamError
+from sim.jobs.clocks import clock_share, static_w
+from sim.jobs.gpu import GPU, gpu_of
+from sim.jobs.models import BF16, FP32, ModelShape
+
+# Maximum Achievable Matmul FLOPS (best shape, mean of 100 runs) over the dense peak [S100]: H100 SXM BF16 794.5 of
+# 989, FP8 1,402.6 of 1,979; A100 SXM BF16 271.2 of 312. By architecture and precision; H200 measured the same as H100.
+GEMM_CEILING = {("hopper", "bf16"): 794.5 / 989, ("hopper", "fp8"): 1402.6 / 1979, ("ampere", "bf16"): 271.2 / 312}
+# CTA tiles of Hopper/Ampere tensor-core GEMMs the library chooses between (CUTLASS's 128x256 and 128x128 [S103]);
+# the model takes the one that quantizes the output best.
+TILES = ((128, 256), (256, 128), (128, 128))
+
+ATTENTION_KERNELS = ("auto", "fa2", "fa3")
+# A kernel's efficiency ceiling by (kernel, architecture), share of the dense BF16 peak:
+# FlashAttention-3, head dim 128, forward on H100: 630 TFLOPs/s at long sequences (S102's 430 at 512 tokens ... 621
+# at 16k follow ceiling x s / (s + 240)); FlashAttention-2 on H100: 35 % [S24]; on A100 up to 73 % [S101].
+ATTENTION_CEILING = {("fa3", "hopper"): 630.0 / 989, ("fa2", "hopper"): 0.35, ("fa2", "ampere"): 0.73}
+ATTENTION_S0 = 240.0              # keys: the per-query-block fixed cost, from S102's curve (docstring)
+ATTENTION_BLOCK = 128             # the kernels' key/query block: the causal mask's diagonal blocks run whole
+ATTENTION_BACKWARD_FLOPS = 2.5    # backward / forward FLOPs of FlashAttention (five matmuls against two) [S101]
+
+# AdamW on a shard of FP32 master weights: reads the master weight, the FP32 gradient and the two moments (16 bytes),
+# writes the master weight and the moments (12) and the BF16 working copy of the weight (2) [S22].
+OPTIMIZER_BYTES_PER_PARAM = 4 * FP32 + 3 * FP32 + BF16
+
+GEMMS_PER_LAYER = 4               # QKV, attention output, FC1 (gate and up), FC2: Megatron/TE's fused GEMMs
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the kernels read of a job: ``precision``, ``flat_gemm`` (``gemm_efficiency`` or None), ``scale``
+    (``gemm_efficiency_scale``), ``flat_attention`` (``attention_efficiency`` or None), ``attention_kernel``,
+    ``hbm_efficiency``, ``launch_s`` (seconds per kernel), ``compiled``, ``clock`` (share of the clock under the
+    job's power cap)."""
+
+    precision: str
+    flat_gemm: float | None
+    scale: float
+    flat_attention: float | None
+    attention_kernel: str
+    hbm_efficiency: float
+    launch_s: float
+    compiled: bool
+    clock: float
+
+
+def _factor(p: dict, name: str) -> float:
+    v = p.get(name)
+    return float(fitted.value(name) if v is None else v)
+
+
+def settings(p: dict, gpu: GPU) -> Settings:
+    """The kernel settings of the resolved job ``p`` on ``gpu`` (fitted factors where the job leaves them null)."""
+    cap = p.get("power_cap_w")
+    clock = 1.0
+    if cap is not None:
+        static = static_w(gpu.slug, gpu.tdp)
+        if cap <= static:
+            raise ParamError("power_cap_w", f"{cap:g} W is not above the {gpu.name}'s {static:g} W that do not "
+                                            f"scale with its clock: nothing would run")
+        clock = clock_share(float(cap), gpu.tdp, static)
+    return Settings(precision=p["precision"], flat_gemm=p.get("gemm_efficiency"),
+                    scale=_factor(p, "gemm_efficiency_scale"), flat_attention=p.get("attention_efficiency"),
+                    attention_kernel=p.get("attention_kernel") or "auto",
+                    hbm_efficiency=_factor(p, "hbm_efficiency"), launch_s=_factor(p, "launch_overhead_us") * 1e-6,
+                    compiled=bool(p.get("compiled", True)), clock=clock)
+
+
+# ------------------------------------------------------------------------------------------------ GEMMs
+def tile_quantization(M, N, sms: int) -> np.ndarray:
+    """The share of the tensor cores' work that is useful when an ``M x N`` output is cut into CTA tiles run in
+    waves of ``sms`` (one tile per SM): ``M N / (waves x sms x tile)``, the best of :data:`TILES` [S103]."""
+    M, N = np.asarray(M, float), np.asarray(N, float)
+    best = np.zeros(np.broadcast(M, N).shape)
+    for tm, tn in TILES:
+        tiles = np.ceil(M / tm) * np.ceil(N / tn)
+        waves = np.ceil(tiles / sms)
+        best = np.maximum(best, M * N / (waves * sms * tm * tn))
+    return best
+
+
+def gemm_ceiling(gpu: GPU, precision: str) -> float:
+    """The share of the dense peak a large GEMM reaches on ``gpu`` (:data:`GEMM_CEILING`; Hopper's for an
+    unlisted architecture)."""
+    return GEMM_CEILING.get((gpu.arch, precision), GEMM_CEILING[("hopper", precision)])
+
+
+def gemm_seconds(M, N, K, gpu: GPU, s: Settings) -> np.ndarray:
+    """Seconds of ``(M x K) @ (K x N)`` GEMMs (arrays broadcast) on ``gpu`` (module docstring)."""
+    M, N, K = (np.asarray(x, float) for x in (M, N, K))
+    flops = 2.0 * M * N * K
+    peak = gpu.peak_flops(s.precision)
+    if s.flat_gemm is not None:
+        return flops / (peak * s.flat_gemm * s.clock)
+    share = min(1.0, gemm_ceiling(gpu, s.precision) * s.scale) * tile_quantization(M, N, gpu.sms)
+    compute = flops / (peak * share * s.clock)
+    inputs = 1 if s.precision == "fp8" else BF16
+    memory = (inputs * (M * K + K * N) + BF16 * M * N) / (gpu.hbm * s.hbm_efficiency)
+    return np.maximum(compute, memory)
+
+
+def gemm_efficiency(M, N, K, gpu: GPU, s: Settings) -> np.ndarray:
+    """Achieved share of the dense peak of the GEMM ``M x N x K`` (:func:`gemm_seconds`)."""
+    return 2.0 * np.asarray(M, float) * N * K / (gpu.peak_flops(s.precision) * gemm_seconds(M, N, K, gpu, s))
+
+
+def layer_gemms(model: ModelShape, tokens: float, tp: int) -> dict:
+    """Each forward GEMM of a layer on one TP shard for ``tokens`` (a micro-batch's tokens on the CP rank, gathered
+    over TP by sequence parallelism): ``{name: (M, N, K)}``."""
+    d, kv, F = model.dim, model.kv_dim, model.ffn_dim
+    return {"qkv": (tokens, (d + 2 * kv) / tp, d), "out": (tokens, d, d / tp),
+            "fc1": (tokens, 2 * F / tp, d), "fc2": (tokens, d, F / tp)}
+
+
+def pass_seconds(shapes: list, gpu: GPU, s: Settings) -> np.ndarray:
+    """(n, 3) seconds of each GEMM ``(M, N, K)`` of ``shapes`` in its three passes: forward, input gradient (``M x
+    K`` over ``N``) and weight gradient (``K x N`` over the ``M`` tokens); one vectorised call."""
+    M, N, K = np.asarray(shapes, float).T
+    return gemm_seconds(np.stack([M, M, K], 1), np.stack([N, K, N], 1), np.stack([K, N, M], 1), gpu, s)
+
+
+# ------------------------------------------------------------------------------------------------ attention
+def attention_kernel(gpu: GPU, kernel: str) -> str:
+    """The attention kernel a job runs: ``auto`` = FlashAttention-3 on Hopper, FlashAttention-2 otherwise."""
+    if kernel == "auto":
+        return "fa3" if gpu.arch == "hopper" else "fa2"
+    if kernel == "fa3" and gpu.arch != "hopper":
+        raise ParamError("attention_kernel", f"fa3 does not run on the {gpu.name} ({gpu.arch}): FlashAttention-3 "
+                                             f"needs a Hopper GPU")
+    return kernel
+
+
+def attention_efficiency(seq: int, gpu: GPU, kernel: str = "auto") -> float:
+    """Share of the dense BF16 peak causal attention over ``seq`` tokens reaches (module docstring)."""
+    k = attention_kernel(gpu, kernel)
+    ceiling = ATTENTION_CEILING.get((k, gpu.arch), ATTENTION_CEILING[(k, "hopper")])
+    keys = seq / 2.0
+    return ceiling * keys / (keys + ATTENTION_S0) * seq / (seq + ATTENTION_BLOCK)
+
+
+# ------------------------------------------------------------------------------------------------ memory-bound
+def layer_memory(model: ModelShape, compiled: bool) -> tuple[float, int]:
+    """(bytes per token, kernels) of one layer's memory-bound kernels in the forward pass, per GPU: with sequence
+    parallelism the norms and residual adds run on the GPU's ``1/tp`` of the tokens at full width, rotary and SwiGLU
+    on all the tokens at ``1/tp`` of the width, so both are the GPU's token share x the full widths below.
+
+    Compiled (fused): two residual-add + RMSNorm kernels (read the input and the residual, write the sum and the
+    normalised output: ``4 d`` elements each), rotary on Q and K (read and write ``d + kv_dim``), SwiGLU (read gate
+    and up, write their product: ``3 F``); BF16. Eager (PyTorch's separate ops): RMSNorm as upcast, square, mean,
+    scale, downcast, weight (36 d bytes, 6 kernels, FP32 intermediates), two residual adds (3 d elements each),
+    rotary as upcast, complex multiply, downcast for Q and for K (20 bytes per element, 6 kernels), SwiGLU as SiLU
+    then multiply (10 F bytes, 2 kernels)."""
+    d, kv, F = model.dim, model.kv_dim, model.ffn_dim
+    if compiled:
+        return BF16 * (2 * 4 * d + 2 * (d + kv) + 3 * F), 4
+    return 2 * 36 * d + 2 * 3 * BF16 * d + 20 * (d + kv) + 10 * F, 2 * 6 + 2 + 6 + 2
+
+
+def head_memory(model: ModelShape, compiled: bool) -> tuple[float, float, int, int]:
+    """The last stage's final RMSNorm and cross-entropy over the vocabulary, per token: (forward bytes, backward
+    bytes, forward kernels, backward kernels). Compiled: the loss reads the BF16 logits (``2 V``), its backward reads
+    them again and writes their gradient (``4 V``); eager: the logits upcast to FP32, log-softmax materialised and
+    its gradient downcast (14 V bytes each way, 3 kernels each)."""
+    d, V = model.dim, model.vocab
+    if compiled:
+        return BF16 * 2 * d + BF16 * V, 2 * BF16 * 2 * d + 2 * BF16 * V, 2, 3
+    return 36 * d + 14 * V, 2 * 36 * d + 14 * V, 6 + 3, 12 + 3
+
+
+def optimizer_seconds(params: float, gpu: GPU, s: Settings) -> float:
+    """Seconds of AdamW over ``params`` parameters on one GPU (its shard), bound by HBM."""
+    return params * OPTIMIZER_BYTES_PER_PARAM / (gpu.hbm * s.hbm_efficiency)
+
+
+# ------------------------------------------------------------------------------------------------ one layer
+@dataclass(frozen=True)
+class LayerTimes:
+    """Seconds of one layer (and of the output head) for one micro-batch on one GPU, by kernel kind and pass:
+    GEMMs ``gemm_f``, ``gemm_d`` (input gradients), ``gemm_w`` (weight gradients); attention ``attn_f``,
+    ``attn_b``; memory-bound ``mem_f``, ``mem_b``; launches ``launch_f``, ``launch_d``, ``launch_w`` (seconds of
+    the kernels' launch gaps of each pass); per GEMM ``gemms`` ({name: (forward, backward)} for TP overlap); the
+    head's (``head``: the same keys)."""
+
+    gemm_f: float
+    gemm_d: float
+    gemm_w: float
+    attn_f: float
+    attn_b: float
+    mem_f: float
+    mem_b: float
+    launch_f: float
+    launch_d: float
+    launch_w: float
+    gemms: dict
+    head: dict
+
+
+def layer_times(model: ModelShape, p: dict, gpu: GPU | None = None) -> LayerTimes:
+    """One layer's and the head's kernel times for the resolved job ``p`` (module docstring)."""
+    gpu = gpu or gpu_of(p)
+    s = settings(p, gpu)
+    tp = p["tp"]
+    tokens = p["seq"] * p["micro_batch"] / p["cp"]                     # a CP rank's micro-batch, gathered over TP
+    local = tokens / tp                                                # the GPU's share
+    shapes = layer_gemms(model, tokens, tp)
+    t = pass_seconds(list(shapes.values()) + [(tokens, model.vocab / tp, model.dim)], gpu, s)   # the head last
+    gemms = {k: tuple(float(x) for x in row) for k, row in zip(shapes, t[:-1])}
+    gf, gd, gw = (float(x) for x in t[:-1].sum(axis=0))
+    attn_flops = local * model.attention_flops_per_token(p["seq"])
+    eff = s.flat_attention if s.flat_attention is not None else attention_efficiency(p["seq"], gpu,
+                                                                                       s.attention_kernel)
+    attn_f = attn_flops / (gpu.peak_flops("bf16") * eff * s.clock)
+    attn_b = (2.0 if s.flat_attention is not None else ATTENTION_BACKWARD_FLOPS) * attn_f
+    rate = gpu.hbm * s.hbm_efficiency
+    mem, kernels = layer_memory(model, s.compiled)
+    hf, hd, hw = (float(x) for x in t[-1])
+    hbf, hbb, hkf, hkb = head_memory(model, s.compiled)
+    head = {"gemm_f": hf, "gemm_d": hd, "gemm_w": hw, "mem_f": local * hbf / rate, "mem_b": local * hbb / rate,
+            "launch_f": (1 + hkf) * s.launch_s, "launch_d": (1 + hkb) * s.launch_s, "launch_w": s.launch_s}
+    return LayerTimes(gemm_f=gf, gemm_d=gd, gemm_w=gw, attn_f=attn_f, attn_b=attn_b,
+                      mem_f=local * mem / rate, mem_b=2 * local * mem / rate,
+                      launch_f=(GEMMS_PER_LAYER + 1 + kernels) * s.launch_s,
+                      launch_d=(GEMMS_PER_LAYER + 1 + 2 * kernels) * s.launch_s,
+                      launch_w=GEMMS_PER_LAYER * s.launch_s,
+                      gemms={k: (g[0], g[1] + g[2]) for k, g in gemms.items()}, head=head)
