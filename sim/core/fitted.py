@@ -47,6 +47,12 @@ FACTORS: tuple[Factor, ...] = (
     Factor("launch_overhead_us", 4.0, 0.0, 50.0, ("job",),
            "microseconds the GPU loses per kernel it runs (launch latency, the gap between back-to-back kernels); "
            "prior 4 us, the lower end of the 4-6 us a kernel launch costs [S105]"),
+    # --- storage (issue 39: the storage path's real limits; docs/storage.md, "The store's service rate") ---
+    Factor("storage_efficiency", 1.0, 0.05, 1.0, ("checkpoint", "restore"),
+           "achievable share of a store's service rate (Tectonic: its servers' share of the store's published "
+           "7 TB/s peak [S1, S3]; a store with no published aggregate: the server's frontend line rate) that a "
+           "checkpoint or restore burst gets; prior 1: the published peak was measured under such bursts, which "
+           "saturate the store [S3]; the share left to other tenants, throttling and mixed load is not public"),
 )
 
 

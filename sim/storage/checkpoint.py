@@ -14,14 +14,17 @@ one event-driven max-min simulation:
    ``files / latency``);
 3. **upload**: when the host's metadata is done, its bytes (times the write amplification) go from host memory
    through the host's storage client (its CPU), a frontend NIC of the host, the routed frontend path (ECMP), the
-   storage server's NIC, CPU and SSDs: ``[host memory, client CPU, host NIC up, fabric..., server NIC down, server
-   CPU, server SSD write]``, spread over servers as :func:`sim.storage.stores.spread_segments` says. On the CPUs a
-   byte costs CPU-seconds, on the SSDs the chunk store's amplification (:func:`sim.storage.stores.costs`: the
-   flows' ``usage`` of those resources).
+   storage server's NIC, CPU and SSDs, and the store's service rate: ``[host memory, client CPU, host NIC up,
+   fabric..., server NIC down, server CPU, store service, server SSD write]``, spread over servers as
+   :func:`sim.storage.stores.spread_segments` says. On the CPUs a byte costs CPU-seconds, on the SSDs the chunk
+   store's amplification, on the store's service rate its file bytes (``1 / amplification`` per stored byte:
+   the published peak counts what clients write), so the servers in use never serve more than their share of
+   the store's published aggregate times ``storage_efficiency`` (:mod:`sim.storage.topology`; :func:`sim.storage.stores.costs`: the flows'
+   ``usage`` of those resources).
 
 Training is **blocked** until the last GPU is staged in ``async`` mode (PyTorch's ``async_save``: stage to CPU,
 upload in the background [S16]) and until the checkpoint is **durable** (every upload done) in ``sync`` mode. A
-**restore** runs the read path backwards: metadata lookups, reads ``[server SSD read, server CPU, server NIC up,
+**restore** runs the read path backwards: metadata lookups, reads ``[server SSD read, store service, server CPU, server NIC up,
 fabric..., host NIC down, host memory]`` of the un-amplified bytes, then each GPU's copy host -> GPU over PCIe;
 training waits for all of it. **Training-data loading** (``data_loading_gbps`` per job host) is background read
 traffic from the same store, capped at its demand, that never ends: it takes its fair share of every resource it
@@ -34,6 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sim.core import fitted
 from sim.core.errors import ParamError, UsageError
 from sim.core.flowcore import simulate_flows
 from sim.core.maxmin import link_loads
@@ -45,7 +49,7 @@ from sim.storage.flows import FlowBlocks, pairs_csr, route_data, store_of, usabl
 from sim.storage.published import published
 from sim.storage.stores import REDUNDANCY, amplification, costs, metadata_ops, spread_segments
 from sim.storage.topology import (RES_LINK, RES_META, RES_NAMES, build_storage, host_names, resource_usage,
-                                  server_names)
+                                  server_names, service_capacity)
 
 EVENT_MERGE = 3e-2     # completions within 3 % of the data phase's lower bound leave together (flowcore; measured: docs/storage.md)
 CAT_STAGE, CAT_META, CAT_DATA, CAT_LOAD = range(4)
@@ -154,7 +158,8 @@ def _finite(x: np.ndarray) -> list:
 VALUE_NAMES = ("gpus", "bytes_per_gpu", "writers", "store", "mode", "restore", "placement", "seed", "data_loading_gbps",
                "redundancy", "block_size", "spread", "servers", "pcie_gbps", "host_memcpy_gbps", "client_cores",
                "client_core_gbs", "encode_core_gbs", "checksum_core_gbs", "server_cores", "server_core_gbs",
-               "ssd_write_amp", "metadata_kops", "metadata_latency_us", "samples", "hottest")   # CHECKPOINT's
+               "ssd_write_amp", "metadata_kops", "metadata_latency_us", "storage_efficiency", "samples",
+               "hottest")   # CHECKPOINT's
 
 
 def run_checkpoint(layout, values: dict, *, rank_bytes=None, backend=None, storage=None,
@@ -170,8 +175,9 @@ def run_checkpoint(layout, values: dict, *, rank_bytes=None, backend=None, stora
     """
     (gpus, bytes_per_gpu, writers, store, mode, restore, placement, seed, data_loading_gbps, redundancy, block_size,
      spread, servers, pcie_gbps, host_memcpy_gbps, client_cores, client_core_gbs, encode_core_gbs, checksum_core_gbs,
-     server_cores, server_core_gbs, ssd_write_amp, metadata_kops, metadata_latency_us, samples,
+     server_cores, server_core_gbs, ssd_write_amp, metadata_kops, metadata_latency_us, storage_efficiency, samples,
      hottest) = (values[k] for k in VALUE_NAMES)
+    efficiency = fitted.value("storage_efficiency") if storage_efficiency is None else float(storage_efficiency)
     t0 = time.perf_counter()
     say = progress or silent
     model = store_of(layout, store)
@@ -208,6 +214,7 @@ def run_checkpoint(layout, values: dict, *, rank_bytes=None, backend=None, stora
                                   client_cores=client_cores, server_cores=server_cores,
                                   metadata_ops=meta_caps)
     srv = usable_servers(layout, st, k, store, servers)
+    capacity = service_capacity(st, k, srv, efficiency)     # the store's service: its servers in use, at efficiency
     say(0.05, f"job of {gpus:,} GPUs placed ({placement}); {store}: {srv.size:,} servers")
 
     # Hosts of the job and what each holds.
@@ -245,10 +252,11 @@ def run_checkpoint(layout, values: dict, *, rank_bytes=None, backend=None, stora
     routed = route_data(st, hosts, srv, sw, ss, restore, seed)
     mem = np.stack([st.host_mem[hosts[sw]], st.host_client[hosts[sw]]], 1)
     if restore:
-        dptr, dlinks = wrap_links(*routed, np.stack([st.server_ssd_read[srv[ss]], st.server_cpu[srv[ss]]], 1),
-                                  mem[:, ::-1])
+        dptr, dlinks = wrap_links(*routed, np.stack([st.server_ssd_read[srv[ss]], np.full(ss.size, st.service[k]),
+                                                     st.server_cpu[srv[ss]]], 1), mem[:, ::-1])
     else:
-        dptr, dlinks = wrap_links(*routed, mem, np.stack([st.server_cpu[srv[ss]], st.server_ssd_write[srv[ss]]], 1))
+        dptr, dlinks = wrap_links(*routed, mem, np.stack([st.server_cpu[srv[ss]], np.full(ss.size, st.service[k]),
+                                                          st.server_ssd_write[srv[ss]]], 1))
     fl.add(dptr, dlinks, sb, CAT_DATA, sw, server=ss, group=G_DATA + sw, after=G_META + sw)
     # Staging: GPU -> host before (write) or host -> GPU after (restore).
     pcie, hmem = st.gpu_pcie[g_rank], st.host_mem[hosts[h_rank]]
@@ -261,7 +269,8 @@ def run_checkpoint(layout, values: dict, *, rank_bytes=None, backend=None, stora
     if demand > 0:
         lw, ls, lb = spread_segments(np.where(n_ep > 0, 1.0, 0.0), srv.size, spread, seed + 1)
         lptr, llinks = wrap_links(*route_data(st, hosts, srv, lw, ls, True, seed + 1),
-                             np.stack([st.server_ssd_read[srv[ls]], st.server_cpu[srv[ls]]], 1),
+                             np.stack([st.server_ssd_read[srv[ls]], np.full(ls.size, st.service[k]),
+                                       st.server_cpu[srv[ls]]], 1),
                              np.stack([st.host_client[hosts[lw]], st.host_mem[hosts[lw]]], 1))
         fl.add(lptr, llinks, np.zeros(lw.size), CAT_LOAD, lw, server=ls, cap=lb * demand, persistent=True)
     F = fl.build()
@@ -270,20 +279,24 @@ def run_checkpoint(layout, values: dict, *, rank_bytes=None, backend=None, stora
     n_flows = int(F["size"].size)
     say(0.2, f"{n_flows:,} flows built and routed; simulating")
 
-    # Lower bound of the data phase: the busiest resource's data bytes over its capacity.
+    # Estimate of the data phase: the busiest resource's data bytes over its capacity, less what the training-data
+    # reads take at their demand (they share the store's service with the checkpoint from start to end).
     data = F["cat"] == CAT_DATA
-    load = link_loads(F["ptr"], F["links"], np.where(data, F["size"], 0.0), st.capacity.size, usage=F["usage"])
+    load = link_loads(F["ptr"], F["links"], np.where(data, F["size"], 0.0), capacity.size, usage=F["usage"])
+    reads = link_loads(F["ptr"], F["links"], np.where(F["cat"] == CAT_LOAD, F["cap"], 0.0), capacity.size,
+                       usage=F["usage"])
+    left = np.maximum(capacity - reads, 0.5 * capacity)
     with np.errstate(divide="ignore", invalid="ignore"):
-        bound = float(np.nanmax(np.where(st.capacity > 0, load / st.capacity, 0.0))) if load.size else 0.0
+        bound = float(np.nanmax(np.where(capacity > 0, load / left, 0.0))) if load.size else 0.0
 
     rec = _Recorder(F, srv.size, H)
-    sim = simulate_flows(F["ptr"], F["links"], st.capacity, F["size"], rate_cap=F["cap"],
+    sim = simulate_flows(F["ptr"], F["links"], capacity, F["size"], rate_cap=F["cap"],
                          merge=EVENT_MERGE * bound, progress=span(progress, 0.2, 0.95), group=F["group"],
                          after=F["after"], persistent=F["persistent"], on_interval=rec, usage=F["usage"])
     say(0.95, f"simulated in {sim.events} events; summarizing")
     result = _summarize(layout, st, F, sim, rec, model=model, store=store, mode=mode, restore=restore, gpus=gpus,
                         hosts=hosts, hbytes=hbytes, srv=srv, amp=amp, redundancy=redundancy, demand=demand,
-                        samples=samples, hottest=hottest, writers=int(writing.size), cost=cost)
+                        samples=samples, hottest=hottest, writers=int(writing.size), cost=cost, capacity=capacity)
     result.seconds = time.perf_counter() - t0
     say(1.0, f"{'restore' if restore else 'checkpoint'}: blocked {result.blocked_seconds:.2f} s, done "
         f"{result.durable_seconds:.2f} s ({result.seconds:.2f} s wall)")
@@ -325,7 +338,7 @@ class _Recorder:
 
 
 def _summarize(layout, st, F, sim, rec: _Recorder, *, model, store, mode, restore, gpus, hosts, hbytes, srv, amp,
-               redundancy, demand, samples, hottest, writers, cost) -> CheckpointResult:
+               redundancy, demand, samples, hottest, writers, cost, capacity) -> CheckpointResult:
     cat, host = F["cat"], F["host"]
     H = hosts.size
     fin, beg = sim.finish, sim.start
@@ -369,21 +382,21 @@ def _summarize(layout, st, F, sim, rec: _Recorder, *, model, store, mode, restor
     host_progress = _progress_at(np.asarray(rec.t) + np.asarray(rec.dt), moved, edges[1:], host_target)
 
     # Utilization over the data phase of every resource, all traffic moved meanwhile included.
-    carried = link_loads(F["ptr"], F["links"], rec.in_window, st.capacity.size, usage=F["usage"])
+    carried = link_loads(F["ptr"], F["links"], rec.in_window, capacity.size, usage=F["usage"])
     with np.errstate(divide="ignore", invalid="ignore"):
-        util = np.where((st.capacity > 0) & (window > 0), carried / (st.capacity * max(window, 1e-300)), 0.0)
+        util = np.where((capacity > 0) & (window > 0), carried / (capacity * max(window, 1e-300)), 0.0)
     util[~np.isfinite(util)] = 0.0
     # Metadata carries operations over its own phase.
     # The metadata service counts operations, over the whole run (the share of the run it was busy).
     if meta and end > 0:
         m = st.kind == RES_META
-        ops = link_loads(F["ptr"], F["links"], np.where(cat == CAT_META, sim.delivered, 0.0), st.capacity.size)
-        util[m] = ops[m] / (st.capacity[m] * end)
+        ops = link_loads(F["ptr"], F["links"], np.where(cat == CAT_META, sim.delivered, 0.0), capacity.size)
+        util[m] = ops[m] / (capacity[m] * end)
         carried[m] = ops[m]
     order = np.argsort(-util, kind="stable")[:hottest]
     order = order[util[order] > 0]
     names, tiers = st.resource_names(order), st.resource_tier(order)
-    bottlenecks = [Bottleneck(tier=t, name=n, resource=int(r), capacity=float(st.capacity[r]),
+    bottlenecks = [Bottleneck(tier=t, name=n, resource=int(r), capacity=float(capacity[r]),
                               utilization=float(util[r])) for r, n, t in zip(order.tolist(), names, tiers)]
     tier_rows = _tiers(st, util, carried)
     server_bytes = np.bincount(F["server"][data], F["size"][data], minlength=srv.size)

@@ -80,6 +80,9 @@ CHECKPOINT = ParamSet("checkpoint", (
           min=1.0, max=100.0, nullable=True),
     METADATA_KOPS,
     METADATA_LATENCY,
+    Param("storage_efficiency", "float", None, "achievable share of each storage server's service rate (Tectonic: "
+          "its share of the published 7 TB/s peak; else its frontend line rate); null: the fitted factor "
+          "(sim/core/fitted.py)", min=0.001, max=1.0, nullable=True),
     Param("samples", "int", 100, "points of the time series", min=2, max=MAX_SAMPLES),
     Param("hottest", "int", 10, "bottleneck resources to list", min=0, max=100),
 ), check=_check_checkpoint, doc="A checkpoint (or restore) of a job to a storage cluster over the frontend fabric.")

@@ -21,12 +21,24 @@ GPU_HOSTS = CLUSTERS * 24_576 // 8   # GPU hosts the store serves: two clusters 
 # Training-data reads per GPU host: the store's sustained rate spread over the GPU hosts it serves (Gb/s). The
 # published 2 TB/s is the store's steady load; with no public breakdown, all of it is counted as data loading.
 DATA_LOADING_GBPS = round(SUSTAINED_BPS / GPU_HOSTS / GBPS, 3)
+# The store's published peak per server: what one of its servers serves at the store's measured peak, in file bytes
+# (what clients write and read, before the erasure code's amplification: docs/storage.md, "The store's service
+# rate"). The storage model caps the servers a run uses at this rate each, times ``storage_efficiency``
+# (:mod:`sim.storage.topology`, ``store-service``), so no run can beat the published aggregate.
+PEAK_PER_SERVER_BPS = PEAK_BPS / STORE_SERVERS
+SERVICE_RATES = {"tectonic": PEAK_PER_SERVER_BPS}   # bytes/s per server, by store kind; absent: no published figure
 
-WHY_PEAK = ("Published: the whole store's (7,500 servers, both clusters) measured peak under production load. "
-            "Simulated: one job's checkpoint burst on this cluster's half of the servers, bound by what the "
-            "run's bottleneck says (the preset's assumed frontend links, or the costs of docs/storage.md); no "
-            "throttling or admission control of bursty writers, no other tenants, and no constant is tuned to "
-            "7 TB/s.")
+
+def service_rate(store: str) -> float | None:
+    """The published file bytes/s one server of a ``store`` kind serves at the store's peak; None where no
+    aggregate is published (the server's own line rate stands in: :func:`sim.storage.topology.build_storage`)."""
+    return SERVICE_RATES.get(store)
+
+WHY_PEAK = ("Published: the whole store's (7,500 servers, both clusters) measured peak under production load, in "
+            "file bytes. Simulated: one job's checkpoint burst on this cluster's half of the servers, in stored "
+            "bytes (the erasure code's chunks included); each server serves at most its share of the published "
+            "peak times storage_efficiency (docs/storage.md, \"The store's service rate\"), so the file bytes "
+            "never pass 7 TB/s x the share of the store's servers in use; other tenants are not flows.")
 WHY_SUSTAINED = ("Published: the store's long-run rate (training data, checkpoints and other traffic of both "
                  "clusters, averaged). Simulated: one checkpoint's mean rate over its upload, a burst, so it is "
                  "expected to exceed the sustained figure.")

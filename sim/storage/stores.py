@@ -127,6 +127,7 @@ class Costs:
     client_read: float
     server: float
     ssd_write_amp: float
+    service_write: float = 1.0    # file bytes per stored byte written: 1 / amplification (the service rate's unit)
 
 
 def _inv(rate: float) -> float:
@@ -153,7 +154,7 @@ def costs(model: StoreModel, redundancy: str, block_size: int | None = None, *, 
         chunk = (block_size or model.block_size) / k
         ssd_write_amp = 1.0 + model.chunk_meta_bytes / chunk
     return Costs(client_write=(_inv(fuse) + _inv(enc)) / amp + _inv(ck), client_read=_inv(fuse) + _inv(ck),
-                 server=_inv(srv) + _inv(ck), ssd_write_amp=float(ssd_write_amp))
+                 server=_inv(srv) + _inv(ck), ssd_write_amp=float(ssd_write_amp), service_write=1.0 / amp)
 
 
 def metadata_ops(model: StoreModel, file_bytes: np.ndarray, read: bool, block_size: int | None = None):

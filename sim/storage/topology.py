@@ -23,7 +23,20 @@ server CPU            cores of a storage server's chunk store: 16               
 SSD write, per server sum over its *active* SSDs of the catalog's write bandwidth             catalog (assumption)
 SSD read, per server  sum over its active SSDs of the catalog's read bandwidth                catalog (assumption)
 metadata service      operations/s of each storage cluster (the store model's)               :mod:`sim.storage.stores`
+store service         file bytes/s a storage cluster serves, reads and writes together: the    [S1, S3];
+                      sum over its usable servers of their share of the store's published      fitted factor
+                      peak (Tectonic: 7 TB/s / 7,500 servers; a store with none: the
+                      server's frontend line rate), x ``storage_efficiency`` (set per run)
 ====================  =====================================================================  =====================
+
+The **store service** resource is the storage path's limit the hardware list above leaves out: what the store's
+software, disks under mixed load and other tenants let its servers serve, which their NIC, CPU and SSD ratings
+overstate by an order of magnitude (a 100G NIC is 12.5 GB/s; the published peak is 0.93 GB/s per server). One
+resource per storage cluster, as the figure is an aggregate; a run sets its capacity from the servers it uses
+(:func:`service_capacity`: a failed or unused server adds nothing). A write flow carries stored (amplified) bytes,
+so its usage of the resource is ``1 / amplification`` (it counts file bytes, as the published figure does); reads
+and data loading count 1. It can never pass the published aggregate times the share of the store's servers in
+use, so no checkpoint is durable sooner than its bytes at that rate (docs/storage.md, "The store's service rate").
 
 CPUs are counted in cores (CPU-seconds per second): what a byte costs there (CPU-seconds per byte) is the flow's
 *usage* of the resource, from :func:`sim.storage.stores.costs`; so is the SSD write amplification of the chunk
@@ -50,14 +63,16 @@ from sim.fabric.layout import (FABRIC_FRONTEND, LINK_NIC_LEAF, STATUS_ACTIVE, TI
 from sim.fabric.names import gpu_name, host_labels, switch_label, zone_labels
 from sim.core.units import GBPS, IDX
 from sim.fabric.topology import DEFAULT_HOP_LATENCY, Topology, parallel_index, switch_tables
+from sim.storage.published import service_rate
 from sim.storage.stores import FUSE_THREADS, SERVER_CORES
 
 PCIE_GEN5_X16 = 64e9        # bytes/s each way: H100 SXM host interface, PCIe Gen5 x16 = 128 GB/s both ways [S4]
 HOST_MEMCPY = 200e9         # bytes/s a host copies (assumption: a third of 2 sockets x 8 DDR5-4800 channels)
 
 # Resource kinds (the ``kind`` array) and the tier names results use.
-RES_LINK, RES_PCIE, RES_HOSTMEM, RES_CPU, RES_SSD_WRITE, RES_SSD_READ, RES_META, RES_CLIENT = range(8)
-RES_NAMES = ("link", "pcie", "host-memory", "server-cpu", "ssd-write", "ssd-read", "metadata", "client-cpu")
+RES_LINK, RES_PCIE, RES_HOSTMEM, RES_CPU, RES_SSD_WRITE, RES_SSD_READ, RES_META, RES_CLIENT, RES_SERVICE = range(9)
+RES_NAMES = ("link", "pcie", "host-memory", "server-cpu", "ssd-write", "ssd-read", "metadata", "client-cpu",
+             "store-service")
 
 
 class FrontendTopology(Topology):
@@ -189,8 +204,10 @@ class StorageSystem:
     server_ssd_write: np.ndarray   # (V,)
     server_ssd_read: np.ndarray    # (V,)
     server_ssds: np.ndarray        # (V,) active SSDs
+    server_rate: np.ndarray        # (V,) file bytes/s each server adds to its store's service (0: unusable)
     server_usable: np.ndarray      # (V,) bool
     metadata: np.ndarray           # (K,) resource id per storage cluster
+    service: np.ndarray            # (K,) resource id per storage cluster: its service rate (file bytes/s)
     cache: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -206,7 +223,8 @@ class StorageSystem:
 
     def resource_names(self, ids) -> list[str]:
         """Readable names: fabric links as ``frtsw z03.045 -> fcsw z03.s02 #0``, others as ``pcie z03.r045.h1.gpu5``,
-        ``host-memory z03.r045.h1``, ``ssd-write tectonic-z0.r003.s07``, ``metadata tectonic``."""
+        ``host-memory z03.r045.h1``, ``ssd-write tectonic-z0.r003.s07``, ``metadata tectonic``,
+        ``store-service tectonic``."""
         lay = self.layout
         labels = zone_labels(lay)
         ids = np.atleast_1d(np.asarray(ids, dtype=IDX))
@@ -220,8 +238,8 @@ class StorageSystem:
                 out.append(f"pcie {gpu_name(host_names(lay, lay.gpu_host[g], labels)[0], int(lay.gpu_slot[g]))}")
             elif k in (RES_HOSTMEM, RES_CLIENT):
                 out.append(f"{RES_NAMES[k]} {host_names(lay, self.owner[r], labels)[0]}")
-            elif k == RES_META:
-                out.append(f"metadata {lay.spec.storage[int(self.owner[r])].name}")
+            elif k in (RES_META, RES_SERVICE):
+                out.append(f"{RES_NAMES[k]} {lay.spec.storage[int(self.owner[r])].name}")
             else:
                 out.append(f"{RES_NAMES[k]} {server_names(lay, self.owner[r], labels)[0]}")
         return out
@@ -264,7 +282,9 @@ def build_storage(lay: ClusterLayout, *, pcie: float | None = None, host_memcpy:
                   client_cores: float | None = None, server_cores: float | None = None,
                   metadata_ops: list[float] | None = None, topo: FrontendTopology | None = None) -> StorageSystem:
     """The :class:`StorageSystem` of ``lay``. Capacities in bytes/s, CPUs in cores (``None``: the defaults of the
-    module docstring); ``metadata_ops``: ops/s of each storage cluster's metadata service (default 1)."""
+    module docstring); ``metadata_ops``: ops/s of each storage cluster's metadata service (default 1). A storage
+    cluster's service rate is that of all its usable servers at full efficiency (:func:`service_capacity` sets a
+    run's)."""
     topo = topo or frontend_topology(lay)
     catalog = load_catalog()
     E = topo.n_links
@@ -294,6 +314,15 @@ def build_storage(lay: ClusterLayout, *, pcie: float | None = None, host_memcpy:
     host_ep = _owner_table(topo.gpu_host, topo.gpu_usable, H, 0)
     server_ep = _owner_table(topo.gpu_host, topo.gpu_usable, V, H)
     usable = srv_ok & (n_ssd > 0) & (server_ep[:, 0] >= 0)
+    # Service rate per server: its share of the store's published peak, else its usable frontend line rate.
+    line = np.zeros(V)
+    has = server_ep >= 0
+    line_ep = np.where(has, np.asarray(topo.link_capacity)[topo.gpu_uplink[np.maximum(server_ep, 0)]], 0.0)
+    line[:] = line_ep.sum(axis=1)
+    published = np.array([service_rate(s.kind) or np.nan for s in lay.spec.storage] or [np.nan])
+    per_server = published[np.clip(np.asarray(lay.server_storage, dtype=IDX), 0, None)] if V else np.zeros(0)
+    server_rate = np.where(np.isnan(per_server), line, per_server) * usable
+    service = np.bincount(np.asarray(lay.server_storage, dtype=IDX), server_rate, minlength=K)[:K] if V else np.zeros(K)
 
     meta = np.ones(K) if metadata_ops is None else np.asarray(metadata_ops, dtype=np.float64)
     blocks = [(np.asarray(topo.link_capacity, np.float64), RES_LINK, np.full(E, -1)),
@@ -303,7 +332,8 @@ def build_storage(lay: ClusterLayout, *, pcie: float | None = None, host_memcpy:
               (srv_w, RES_SSD_WRITE, np.arange(V)),
               (srv_r, RES_SSD_READ, np.arange(V)),
               (meta, RES_META, np.arange(K)),
-              (np.full(H, client_cores), RES_CLIENT, np.arange(H))]
+              (np.full(H, client_cores), RES_CLIENT, np.arange(H)),
+              (service, RES_SERVICE, np.arange(K))]
     base = np.cumsum([0] + [len(b[0]) for b in blocks])
     capacity = np.concatenate([b[0] for b in blocks]).astype(np.float64)
     kind = np.concatenate([np.full(len(b[0]), b[1], dtype=np.int8) for b in blocks])
@@ -313,6 +343,7 @@ def build_storage(lay: ClusterLayout, *, pcie: float | None = None, host_memcpy:
         host_mem=base[2] + np.arange(H), host_client=base[7] + np.arange(H), gpu_pcie=base[1] + np.arange(G), server_ep=server_ep,
         server_cpu=base[3] + np.arange(V), server_ssd_write=base[4] + np.arange(V),
         server_ssd_read=base[5] + np.arange(V), server_ssds=n_ssd, server_usable=usable,
+        server_rate=server_rate, service=base[8] + np.arange(K),
         metadata=base[6] + np.arange(K))
 
 
@@ -320,7 +351,8 @@ def resource_usage(st: StorageSystem, ptr, links, read, cost) -> np.ndarray:
     """Per incidence entry of the flows ``ptr``/``links``: what a unit of the flow's rate costs the resource
     (:func:`sim.core.maxmin.solve_max_min` ``usage``). ``read`` (F,) bool: the flow reads from the store;
     ``cost``: a :class:`sim.storage.stores.Costs`. Client and server CPUs take CPU-seconds per byte, SSD writes
-    the chunk store's amplification, every other resource 1 (bytes or operations)."""
+    the chunk store's amplification, a store's service rate the file bytes (``cost.service_write`` per stored
+    byte written, 1 per byte read), every other resource 1 (bytes or operations)."""
     deg = np.diff(np.asarray(ptr))
     kind = st.kind[np.asarray(links)]
     rd = np.repeat(np.asarray(read, dtype=bool), deg)
@@ -329,7 +361,17 @@ def resource_usage(st: StorageSystem, ptr, links, read, cost) -> np.ndarray:
     client = kind == RES_CLIENT
     use[client] = np.where(rd[client], cost.client_read, cost.client_write)
     use[kind == RES_SSD_WRITE] = cost.ssd_write_amp
+    service = kind == RES_SERVICE
+    use[service] = np.where(rd[service], 1.0, cost.service_write)
     return use
+
+
+def service_capacity(st: StorageSystem, k: int, servers: np.ndarray, efficiency: float) -> np.ndarray:
+    """A copy of ``st.capacity`` whose storage cluster ``k`` serves at ``efficiency`` x the service rates of
+    ``servers`` (layout ids: the run's servers), so a run on fewer servers gets their share only."""
+    capacity = st.capacity.copy()
+    capacity[st.service[k]] = float(efficiency) * float(st.server_rate[np.asarray(servers, dtype=IDX)].sum())
+    return capacity
 
 
 def _owner_table(owner: np.ndarray, usable: np.ndarray, n: int, offset: int) -> np.ndarray:

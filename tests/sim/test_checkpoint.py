@@ -26,6 +26,14 @@ def exact(monkeypatch):
     monkeypatch.setattr(ck, "EVENT_MERGE", 0.0)                     # exact events (merging tested separately)
 
 
+@pytest.fixture
+def hardware(monkeypatch):
+    """The hardware path alone: a store without a published aggregate, whose service rate per server is its
+    frontend line rate (sim/storage/topology.py), so the NICs, CPUs and SSDs decide the analytic cases."""
+    import sim.storage.published as pub
+    monkeypatch.delitem(pub.SERVICE_RATES, "tectonic")
+
+
 def _upload(r):
     p = {ph["name"]: ph for ph in r.phases}
     name = "reading" if r.restore else "uploading"
@@ -36,7 +44,7 @@ def _tectonic(lay):
     return np.flatnonzero(lay.server_storage == 0)
 
 
-def test_one_client_one_server_runs_at_the_slowest_of_nic_server_nic_and_ssd(lay):
+def test_one_client_one_server_runs_at_the_slowest_of_nic_server_nic_and_ssd(lay, hardware):
     st = build_storage(lay)
     srv = _tectonic(lay)[0]
     B = 1 << 30
@@ -57,7 +65,7 @@ def test_one_client_one_server_runs_at_the_slowest_of_nic_server_nic_and_ssd(lay
     assert r.bottlenecks[0].tier == "ssd-write"
 
 
-def test_restore_of_one_client_reads_at_the_slowest_of_ssd_read_and_nics(lay):
+def test_restore_of_one_client_reads_at_the_slowest_of_ssd_read_and_nics(lay, hardware):
     st = build_storage(lay)
     srv = _tectonic(lay)[0]
     B = 1 << 30
@@ -71,7 +79,7 @@ def test_restore_of_one_client_reads_at_the_slowest_of_ssd_read_and_nics(lay):
     assert r.blocked_seconds == r.durable_seconds > _upload(r)           # then host -> GPU over PCIe
 
 
-def test_many_clients_over_few_servers_are_network_bound_then_ssd_bound(lay):
+def test_many_clients_over_few_servers_are_network_bound_then_ssd_bound(lay, hardware):
     st = build_storage(lay)
     srv = _tectonic(lay)[:2]
     B = 1 << 30
@@ -157,7 +165,7 @@ def test_result_is_json_able_with_bounded_series(lay):
     assert len(doc["link_utilization"]) == build_storage(lay).n_links
     assert doc["per_server"]["name"][0].startswith("tectonic-z0.r000.s00")
     assert [p["name"] for p in doc["phases"]] == ["staging", "metadata", "uploading", "durable"]
-    assert r.peak_rate >= r.mean_rate > 0
+    assert r.peak_rate >= r.mean_rate * (1 - 1e-12) > 0
 
 
 @pytest.mark.parametrize("values, field", [
@@ -201,7 +209,7 @@ def test_client_cpu_per_byte_follows_its_parts(lay):
     assert free.costs["client_write_s_per_byte"] == pytest.approx(1 / 4e9 / 3)   # replicas are not encoded
 
 
-def test_ssd_amplification_multiplies_ssd_bytes_and_binds_by_its_factor(lay):
+def test_ssd_amplification_multiplies_ssd_bytes_and_binds_by_its_factor(lay, hardware):
     st = build_storage(lay)
     srv = _tectonic(lay)[:2]
     B = 1 << 30
