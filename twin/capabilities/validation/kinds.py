@@ -36,12 +36,12 @@ CORPUS = Path(validation_params.__file__).resolve().parent / "corpus"
 OBSERVATIONS_PER_SECOND = "TWIN_RUNS_VALIDATION_OBSERVATIONS_PER_SECOND"
 
 
-def corpus_entries(kind: str | None = None, corpus: Path = CORPUS) -> int:
+def corpus_entries(kind: str | None = None, corpus: Path | None = None) -> int:
     """How many ``[[entry]]`` tables of the corpus are of ``kind`` (None: all): the run's work, counted without
     reading the entries (the engine's parser checks them when it runs). A file that does not parse counts nothing
     here: the run fails on it naming the file."""
     n = 0
-    for path in sorted(corpus.glob("*.toml")):
+    for path in sorted((corpus or CORPUS).glob("*.toml")):
         try:
             entries = tomllib.loads(path.read_text()).get("entry", [])
         except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
