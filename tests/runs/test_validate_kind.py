@@ -75,6 +75,7 @@ def test_the_kind_wraps_the_engine_s_call_scaling_its_progress_and_sending_its_r
     # given an engine that reports half-way and returns a document with a non-finite figure
     doc = result()
     doc["factors"][0]["high"] = math.inf
+    doc["overall"]["count"] = np.int64(5)
     got = {}
 
     def engine(values, progress=None):
@@ -87,13 +88,15 @@ def test_the_kind_wraps_the_engine_s_call_scaling_its_progress_and_sending_its_r
     summary, arrays = validation_kinds.validate(None, {"kind": "job", "cross_validate": 3, "calibration": "x"},
                                                 lambda f, m="", **kw: reports.append((f, kw)))
     # then the engine got VALIDATE's parameters only, its progress scaled below the end, the rows at start and end
-    assert got["values"] == {"kind": "job", "cross_validate": 3}
+    assert set(got["values"]) == {p.name for p in VALIDATE} and "calibration" not in got["values"]
+    assert got["values"]["kind"] == "job" and got["values"]["cross_validate"] == 3
     assert [f for f, _ in reports] == [0.0, pytest.approx(0.495), 1.0]
     assert reports[0][1]["validation_stats"][0]["phase"] == 0
     assert reports[-1][1]["validation_stats"][0]["median"] == doc["overall"]["median"]
     assert reports[0][1]["force"] and reports[-1][1]["force"]
-    # and the stored summary is JSON-safe (inf -> None), no arrays
+    # and the stored summary is JSON-safe (inf -> None, numpy numbers as Python's), no arrays
     assert summary["factors"][0]["high"] is None and arrays == {}
+    assert type(summary["overall"]["count"]) is int
     assert registry.get("validate").headline_values(summary)[0]["value"] == doc["overall"]["median"]
 
 
@@ -114,7 +117,7 @@ def test_validate_runs_are_listed_by_kind(runner, demo):
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("params,field,words", [
-    ({"kind": "nope"}, "kind", "choose one of"),
+    ({"kind": "nope"}, "kind", "nope"),
     ({"cross_validate": 1}, "cross_validate", "2"),
     ({"cross_validate": "five"}, "cross_validate", "whole number"),
     ({"corpus": "/etc"}, "corpus", ""),                      # not a run parameter: the repository's corpus only

@@ -23,6 +23,8 @@ import tomllib
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
+
 from sim.validation import params as validation_params
 from sim.validation.params import VALIDATE
 from twin.capabilities.failures.kinds import json_safe
@@ -59,11 +61,23 @@ def estimate(values: dict, cluster) -> float:
     return limits.per_second(cost(values, cluster)["observations"], OBSERVATIONS_PER_SECOND)
 
 
+def plain(obj):
+    """``obj`` as JSON holds it: numpy scalars and arrays as Python numbers and lists, non-finite floats as None
+    (:func:`twin.capabilities.failures.kinds.json_safe`), so that the stored summary is what ``--json`` prints."""
+    if isinstance(obj, dict):
+        return {str(k): plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, np.ndarray)):
+        return [plain(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return json_safe(obj.item())
+    return json_safe(obj)
+
+
 def validate(layout, params: dict, progress: Callable) -> tuple[dict, dict]:
     """The corpus against the twin as ``python -m sim validate --json`` runs it (the cluster's layout is not read)."""
     from sim.validation.entry import run_validate
     progress(0.0, "reading the corpus", validation_stats=[live.stats_row(live.PHASE_RUNNING)], force=True)
-    doc = json_safe(run_validate({p.name: params.get(p.name) for p in VALIDATE},
+    doc = plain(run_validate({p.name: params.get(p.name) for p in VALIDATE},
                                  progress=lambda f, message="": progress(0.99 * f, message)))
     overall = doc.get("overall") or {}
     median = overall.get("median")
