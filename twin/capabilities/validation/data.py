@@ -48,10 +48,19 @@ def filtered(observations: list[dict], kind: str | None, gpu: str | None) -> lis
     return [o for o in observations if (not kind or o.get("kind") == kind) and (not gpu or o.get("gpu") == gpu)]
 
 
+def _finished_validations():
+    return (SimulationRun.objects.filter(kind=VALIDATE, status=RunStatus.SUCCEEDED, summary__isnull=False)
+            .order_by("-finished_at", "-id"))
+
+
 def latest_validation() -> SimulationRun | None:
     """The last validate run that finished successfully (any cluster: the corpus is the same on every one)."""
-    return (SimulationRun.objects.filter(kind=VALIDATE, status=RunStatus.SUCCEEDED, summary__isnull=False)
-            .order_by("-finished_at", "-id").first())
+    return _finished_validations().select_related("cluster").first()
+
+
+def latest_validation_id() -> int | None:
+    """:func:`latest_validation`'s id, its summary not read."""
+    return _finished_validations().values_list("id", flat=True).first()
 
 
 def run_brief(run: SimulationRun) -> dict:
@@ -100,16 +109,17 @@ def calibration_observations(run: SimulationRun) -> list[dict]:
     return out
 
 
-def calibration_runs(cluster_names=None) -> list[dict]:
-    """The calibrate runs that finished successfully (newest first) and the profiles that name a run, to choose
-    from."""
+def calibration_runs() -> dict:
+    """The calibrate runs that finished successfully and the calibration profiles (newest first, at most RECENT
+    each), to choose from; their summaries are not read but the names fitted and the profile's run."""
     runs = (SimulationRun.objects.filter(kind=CALIBRATE, status=RunStatus.SUCCEEDED, summary__isnull=False)
-            .select_related("cluster").order_by("-id")[:RECENT])
-    profiles = CalibrationProfile.objects.select_related("cluster").order_by("-id")[:RECENT]
-    return {"runs": [{"id": r.id, "cluster": r.cluster.name, "fit": (r.summary or {}).get("fit") or [],
-                      "finished_at": r.finished_at.isoformat() if r.finished_at else None} for r in runs],
-            "profiles": [{"id": p.id, "name": p.name, "cluster": p.cluster.name,
-                          "run": (p.summary or {}).get("run")} for p in profiles]}
+            .order_by("-id").values("id", "cluster__name", "finished_at", "summary__fit")[:RECENT])
+    profiles = (CalibrationProfile.objects.order_by("-id")
+                .values("id", "name", "cluster__name", "summary__run")[:RECENT])
+    return {"runs": [{"id": r["id"], "cluster": r["cluster__name"], "fit": r["summary__fit"] or [],
+                      "finished_at": r["finished_at"].isoformat() if r["finished_at"] else None} for r in runs],
+            "profiles": [{"id": p["id"], "name": p["name"], "cluster": p["cluster__name"], "run": p["summary__run"]}
+                         for p in profiles]}
 
 
 class NotFound(LookupError):

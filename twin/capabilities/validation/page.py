@@ -40,10 +40,10 @@ def page(request):
     names = list(Cluster.objects.order_by("name").values_list("name", flat=True))
     name = current_cluster(request, names)
     cluster = Cluster.objects.filter(name=name).first() if name else None
-    latest = data.latest_validation()
+    latest = data.latest_validation_id()
     user = {"can_start": request.user.has_perm(ADD_RUN), "authenticated": request.user.is_authenticated}
     info = {"cluster": cluster and {"id": cluster.id, "name": cluster.name}, "form": validate_form(cluster),
-            "user": user, "finished": [str(s) for s in FINISHED], "latest": latest and latest.id,
+            "user": user, "finished": [str(s) for s in FINISHED], "latest": latest,
             "fields": list(validation_live.FIELDS), "calibrations": data.calibration_runs()}
     return render(request, "web/validation.html", {"nav": "validation", "info": info})
 
