@@ -11,7 +11,11 @@ import { headlineCards } from "../run_results.js";
 
 export const BAND = 0.10;                        // the +-10 % band around y = x
 const LINE = "#8b94a7", BAND_COLOR = "#3fb950";
-export const num = (x) => (x == null ? "–" : Number(x).toPrecision(4).replace(/\.?0+(e|$)/, "$1"));
+/** Four significant digits, trailing zeros of the fraction dropped: 9000, 480.1, 0.4, 1.23e+7. */
+export const num = (x) => (x == null ? "–" : Number(x).toPrecision(4).replace(/(\.\d*?)0+(e|$)/, "$1$2")
+  .replace(/\.(e|$)/, "$1"));
+const COMPACT = new Intl.NumberFormat("en-US", { notation: "compact", maximumSignificantDigits: 3 });
+const tick = (x) => (x >= 1e-3 ? COMPACT.format(x) : Number(x).toExponential(0));
 export const err = (x) => (x == null ? "–" : `${(100 * x).toFixed(1)} %`);
 export const signed = (x) => (x == null ? "–" : `${x >= 0 ? "+" : ""}${(100 * x).toFixed(1)} %`);
 const errClass = (x) => (x == null ? "" : Math.abs(x) <= BAND ? "ok" : Math.abs(x) <= 0.35 ? "warn" : "bad");
@@ -74,8 +78,8 @@ export function scatterChart(el, observations, { sources = new Map(), onPoint = 
   const ends = [lo, hi];
   return lineChart(el, {
     label, height: 420, hover: "point",
-    x: { scale: "log", label: "measured", name: "measured", format: num, min: lo, max: hi },
-    y: { scale: "log", label: "predicted by the twin", format: num, min: lo, max: hi },
+    x: { scale: "log", label: "measured", name: "measured", format: tick, min: lo, max: hi },
+    y: { scale: "log", label: "predicted by the twin", format: tick, tipFormat: num, min: lo, max: hi },
     series: [
       { name: `±${100 * BAND} %`, color: BAND_COLOR, band: true, whiskers: false, line: false, markers: false,
         hover: false, points: ends.map((v) => ({ x: v, y: v, lo: v * (1 - BAND), hi: v * (1 + BAND) })) },
