@@ -4,10 +4,14 @@ Read from ``sim/presets/catalog.toml``. The twin's inventory seeds its catalog t
 engine and the database agree on every model's specs. ``python -m sim collective --catalog FILE`` reads a catalog
 of the user's own instead (:func:`read_catalog`): the whole catalog, in the same TOML shape; every entry needs a
 ``vendor``, a ``name`` and the specs the engine reads (:data:`REQUIRED`, positive whole numbers), and anything
-else is refused naming the field (``catalog.switch.big.ports``).
+else is refused naming the field (``catalog.switch.big.ports``). The other specs of :data:`SPECS` (a GPU's
+generation, its NVLink SHARP, its TFLOP/s; a NIC's PCIe link and transport) are checked by type where an entry gives
+them: the built-in catalog gives every one of them for every GPU and NIC (tests/sim/test_catalog_generations.py), a
+user's catalog may leave them out (the mechanisms reading them say what they take then).
 """
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from dataclasses import dataclass
@@ -24,6 +28,19 @@ SLUG = re.compile(r"^[-a-zA-Z0-9_]+$")  # what the inventory's slug fields accep
 REQUIRED = {"gpu": ("nvlink_gbps",), "nic": ("speed_gbps",), "switch": ("ports", "speed_gbps"),
             "platform": ("gpus", "cpus", "backend_nics", "frontend_nics"), "storage_server": ("ssd_slots", "nics"),
             "ssd": (), "cable": ("speed_gbps",)}
+# The specs a catalog entry may carry beyond REQUIRED, by kind: (type, low) for numbers ("int" whole, "number" int or
+# float; at least ``low``), ("bool", None), ("str", choices). A value of the wrong type is refused naming the field.
+SPECS = {
+    "gpu": {"memory_gb": ("int", 1), "memory_bandwidth_gbps": ("int", 1), "bf16_tflops": ("number", 1),
+            "fp8_tflops": ("number", 0), "tf32_tflops": ("number", 1), "nvlink_generation": ("int", 1),
+            "nvls": ("bool", None), "sms": ("int", 1), "boost_clock_mhz": ("int", 1), "power_w": ("int", 1),
+            "pcie_gen": ("int", 1), "arch": ("str", ("ampere", "hopper", "blackwell")),
+            "compute_capability": ("int", 1)},
+    "nic": {"ports": ("int", 1), "pcie_gen": ("int", 1), "pcie_lanes": ("int", 1),
+            "transport": ("str", ("ib", "roce", "efa", "ethernet", "vpi"))},
+    "switch": {"capacity_tbps": ("number", 0), "buffer_mb": ("int", 0), "modular": ("bool", None)},
+    "platform": {"memory_gb": ("int", 1)},
+}
 MAX_CATALOG_BYTES = 1024 * 1024         # a user's catalog file (the built-in one is about 5 KB)
 
 
@@ -84,9 +101,27 @@ def parse_catalog(data: dict) -> Catalog:
                 v = entry.get(key)
                 if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                     raise SpecError(f"{field}.{key}", v, "is required: a whole number of at least 1")
+            for key, rule in SPECS.get(kind, {}).items():
+                if key in entry:
+                    _check_spec(f"{field}.{key}", entry[key], *rule)
             specs = {k: v for k, v in entry.items() if k not in ("vendor", "name")}
             models.setdefault(kind, {})[slug] = HardwareModel(kind, slug, entry["vendor"], entry["name"], specs)
     return Catalog(models)
+
+
+def _check_spec(field: str, v, kind: str, rule) -> None:
+    """One optional spec of :data:`SPECS`: a SpecError naming ``field`` when ``v`` is not of its type or range."""
+    if kind == "bool":
+        if not isinstance(v, bool):
+            raise SpecError(field, v, "must be true or false")
+    elif kind == "str":
+        if v not in rule:
+            raise SpecError(field, v, f"must be one of {', '.join(rule)}")
+    else:
+        ok = isinstance(v, int) if kind == "int" else isinstance(v, (int, float)) and math.isfinite(v)
+        if isinstance(v, bool) or not ok or v < rule:
+            what = "a whole number" if kind == "int" else "a number"
+            raise SpecError(field, v, f"must be {what} of at least {rule}")
 
 
 @lru_cache(maxsize=1)

@@ -39,9 +39,21 @@ class GPUPower:
 
 
 # H100 SXM: TDP 700 W [S4] (the catalog's power_w); the rest are assumptions argued in docs/power.md.
+H100_POWER = GPUPower(at_cap=700.0, comm=300.0, memory=450.0, wait=110.0, idle=70.0, static=120.0,
+                      min_cap=200.0, max_cap=700.0)
+
+
+def _scaled(tdp: float) -> GPUPower:
+    """H100's activity watts scaled to a GPU of TDP ``tdp`` (assumption: no public per-activity figures for the
+    other generations; docs/power.md)."""
+    return GPUPower(**{k: v * tdp / H100_POWER.max_cap for k, v in H100_POWER.__dict__.items()})
+
+
+# The other Hopper parts (the same GH100 at the same 700 W TDP [S73, S80, S83]) take H100's figures (assumption);
+# A100 SXM (TDP 400 W [S82]) takes them scaled to its TDP (assumption).
 GPU_POWER = {
-    "h100-sxm-80gb": GPUPower(at_cap=700.0, comm=300.0, memory=450.0, wait=110.0, idle=70.0, static=120.0,
-                              min_cap=200.0, max_cap=700.0),
+    "h100-sxm-80gb": H100_POWER, "h100-sxm-96gb": H100_POWER, "h800-sxm-80gb": H100_POWER,
+    "h200-sxm-141gb": H100_POWER, "a100-sxm-40gb": _scaled(400.0), "a100-sxm-80gb": _scaled(400.0),
 }
 
 
@@ -75,10 +87,16 @@ DGX_H100_MAX_W = 10_200.0        # DGX H100's maximum system power, 8 x H100 SXM
 XEON_8480_TDP_W = 350.0          # Xeon Platinum 8480+/8480C TDP [S78]
 
 
-def _anchored(cpus: int, nics: int, gpus: int, gpu_tdp: float, memory: float, nic: float) -> float:
-    """``other`` at full load so that a host at full load (CPUs at TDP) draws DGX H100's published maximum: what
-    the published total leaves after the GPUs, the CPUs, memory and NICs (derived, docs/power.md)."""
-    return DGX_H100_MAX_W - gpus * gpu_tdp - cpus * XEON_8480_TDP_W - memory - nics * nic
+DGX_A100_MAX_W = 6_500.0         # DGX A100's maximum system power, 8 x A100 SXM included [S85]
+EPYC_7742_TDP_W = 225.0          # AMD EPYC 7742 TDP, DGX A100's CPUs [S85]
+
+
+def _anchored(cpus: int, nics: int, gpus: int, gpu_tdp: float, memory: float, nic: float,
+              max_w: float = DGX_H100_MAX_W, cpu_tdp: float = XEON_8480_TDP_W) -> float:
+    """``other`` at full load so that a host at full load (CPUs at TDP) draws its published maximum ``max_w`` (DGX
+    H100's by default): what the published total leaves after the GPUs, the CPUs, memory and NICs (derived,
+    docs/power.md)."""
+    return max_w - gpus * gpu_tdp - cpus * cpu_tdp - memory - nics * nic
 
 
 # Grand Teton publishes no power figure: the same HGX H100 class as DGX H100 (8 x H100 SXM, 2 Xeon), so the same
@@ -86,12 +104,21 @@ def _anchored(cpus: int, nics: int, gpus: int, gpu_tdp: float, memory: float, ni
 HOST_POWER = {
     slug: HostPower(cpu_tdp=XEON_8480_TDP_W, cpu_busy=0.6, cpu_idle=0.3, memory=300.0, nic=20.0,
                     other=_anchored(2, 10, 8, 700.0, 300.0, 20.0), other_idle=1 / 3)
-    for slug in ("grand-teton", "dgx-h100")
+    for slug in ("grand-teton", "dgx-h100", "hgx-h800", "hgx-h200", "aws-p5")
 }
+# The HGX H800 / H200 hosts and p5.48xlarge publish no power figure either: DGX H100's anchor (assumption). DGX A100
+# is anchored on its own published maximum and CPUs [S85]; p4d.24xlarge (8 x A100 SXM, 2 Xeon) on DGX A100's
+# (assumption).
+HOST_POWER.update({
+    slug: HostPower(cpu_tdp=EPYC_7742_TDP_W, cpu_busy=0.6, cpu_idle=0.3, memory=300.0, nic=20.0,
+                    other=_anchored(2, 10, 8, 400.0, 300.0, 20.0, DGX_A100_MAX_W, EPYC_7742_TDP_W),
+                    other_idle=1 / 3)
+    for slug in ("dgx-a100", "aws-p4d")
+})
 
 # Switches: constant watts per model, all assumptions (docs/power.md): no vendor datasheet figure is adopted.
 SWITCH_POWER = {"minipack2": 800.0, "wedge400": 600.0, "arista-7800r3": 12_000.0, "qm9700": 1_000.0,
-                "sn4700": 500.0}
+                "sn4700": 500.0, "qm8700": 600.0, "ethernet-100g-128": 500.0}
 STORAGE_SERVER_POWER = {"yv3-sierra-point": 250.0}      # without its SSDs; assumption
 SSD_POWER = {"e1s-7680gb": 12.0}                        # a mix of reads and writes; assumption (E1.S allows 25 W)
 

@@ -210,3 +210,23 @@ def test_a_multi_plane_preset_builds_and_reads_back_as_the_same_fabric():
     for mine, read in zip(ours.port_views, theirs.port_views):
         for name in ("leaves", "spines", "leaf_up", "spine_at", "gpu_leaf", "gpu_leaf_port"):
             assert (getattr(mine, name) == getattr(read, name)).all(), name
+
+
+@pytest.mark.parametrize("name, gpu, nic", [("aws-p4d-pod", "a100-sxm-40gb", "efa-p4d-50g"),
+                                            ("hgx-h200-pod", "h200-sxm-141gb", "cx7-400g")])
+def test_a_generation_preset_builds_with_its_models_specs_in_the_catalog_tables(name, gpu, nic):
+    # given a preset of another GPU generation, when it is built, then its GPUs and backend NICs point at catalog rows
+    # holding the generation's specs as sim/presets/catalog.toml gives them
+    from sim.fabric.catalog import load_catalog
+    build(name)
+    cluster = Cluster.objects.get(name=name)
+    want, got = expand(load_spec(name)).counts(), db_counts(cluster)
+    assert {k: want[k] for k in got} == got
+    g = GPU.objects.filter(cluster=cluster).select_related("model").first().model
+    want = load_catalog().models["gpu"][gpu].specs
+    assert g.slug == gpu and {k: getattr(g, k) for k in want} == want
+    models = set(NIC.objects.filter(cluster=cluster, gpu__isnull=False).values_list("model__slug", flat=True))
+    assert models == {nic}
+    row = NIC.objects.filter(cluster=cluster, gpu__isnull=False).select_related("model").first().model
+    assert {k: getattr(row, k) for k in load_catalog().models["nic"][nic].specs} == \
+        load_catalog().models["nic"][nic].specs

@@ -21,7 +21,8 @@ def refused(mutate) -> SpecError:
     return info.value
 
 
-PRESETS = ["alibaba-hpn", "demo-256", "dgx-h100-superpod", "meta-ib-24k", "meta-roce-24k", "multiplane-4",
+PRESETS = ["alibaba-hpn", "aws-p4d-pod", "aws-p5-pod", "demo-256", "dgx-a100-superpod", "dgx-h100-eos",
+           "dgx-h100-superpod", "hgx-h200-pod", "hgx-h800-pod", "meta-ib-24k", "meta-roce-24k", "multiplane-4",
            "roadmap-131k", "roadmap-350k", "roadmap-600k"]
 
 

@@ -140,6 +140,22 @@ def test_gpu_nic_port_link_and_switch_pages_walk_down_to_the_leaf(client, demo):
     assert crumbs(switch) == ["demo-256", "demo-256.z00", "demo-256.z00.r000"]
 
 
+def test_gpu_and_nic_pages_show_their_models_generation_specs(client, demo):
+    gpu = m.GPU.objects.get(name="demo-256.z00.r000.h0.gpu2")
+    facts = {f["label"]: f["value"] for f in page(client, url("gpu", gpu.id)).context["facts"]}
+    assert facts["Architecture"] == "Hopper (sm_90)" and facts["NVLink"] == "7,200 Gb/s, NVLink 4, NVLink SHARP"
+    assert facts["Compute"] == "989 BF16 / 1,979 FP8 dense TFLOP/s"
+    facts = {f["label"]: f["value"] for f in page(client, url("nic", gpu.nic.id)).context["facts"]}
+    assert facts["Speed"] == "1 × 400 Gb/s" and facts["Host link"] == "PCIe Gen5 x16"
+    # a model added by hand without its generation's specs: the page says what it knows
+    gpu.model.arch, gpu.model.compute_capability, gpu.model.nvls, gpu.model.nvlink_generation = "", None, None, None
+    gpu.model.fp8_tflops = 0
+    gpu.model.save()
+    facts = {f["label"]: f["value"] for f in page(client, url("gpu", gpu.id)).context["facts"]}
+    assert facts["Architecture"] is None and facts["NVLink"] == "7,200 Gb/s"
+    assert facts["Compute"] == "989 BF16 / no FP8 dense TFLOP/s"
+
+
 def test_switch_ports_are_paginated_and_filtered_to_problems(client, demo):
     spine = m.Switch.objects.filter(cluster=demo, role="ctsw").order_by("id").first()
     ports = m.Port.objects.filter(switch=spine).count()

@@ -7,21 +7,36 @@ from .base import HardwareModelBase
 
 
 class GPUModel(HardwareModelBase):
-    """A GPU product (H100 SXM 80 GB): memory, memory bandwidth, dense TFLOP/s, NVLink bandwidth, power."""
+    """A GPU product (H100 SXM 80 GB): memory, memory bandwidth, dense TFLOP/s, NVLink bandwidth, power; its
+    generation's specs (NVLink generation, NVLink SHARP, SMs, clock, PCIe, architecture) may be unknown (null) for a
+    model added by hand: the built-in catalog gives them all (``sim.fabric.catalog.SPECS``)."""
 
     memory_gb = models.PositiveIntegerField()
     memory_bandwidth_gbps = models.PositiveIntegerField(help_text="HBM bandwidth, Gbit/s")
     bf16_tflops = models.PositiveIntegerField(help_text="dense BF16 TFLOP/s")
-    fp8_tflops = models.PositiveIntegerField(help_text="dense FP8 TFLOP/s")
+    fp8_tflops = models.PositiveIntegerField(help_text="dense FP8 TFLOP/s (0: none)")
     nvlink_gbps = models.PositiveIntegerField(help_text="NVLink bandwidth per GPU, Gbit/s")
     power_w = models.PositiveIntegerField()
+    tf32_tflops = models.FloatField(null=True, blank=True, help_text="dense TF32 TFLOP/s")
+    nvlink_generation = models.PositiveSmallIntegerField(null=True, blank=True)
+    nvls = models.BooleanField(null=True, blank=True, help_text="NVSwitch with NVLink SHARP (in-switch reductions)")
+    sms = models.PositiveSmallIntegerField(null=True, blank=True, help_text="streaming multiprocessors")
+    boost_clock_mhz = models.PositiveIntegerField(null=True, blank=True,
+                                                  help_text="the clock the dense tensor peak is quoted at, MHz")
+    pcie_gen = models.PositiveSmallIntegerField(null=True, blank=True, help_text="PCIe generation of the host link")
+    arch = models.CharField(max_length=32, blank=True, default="", help_text="architecture (ampere, hopper)")
+    compute_capability = models.PositiveSmallIntegerField(null=True, blank=True, help_text="80 = sm_80")
 
 
 class NICModel(HardwareModelBase):
-    """A network adapter product: its port count and port speed."""
+    """A network adapter product: its port count and speed (the whole NIC's, split over its ports), its PCIe link
+    and its transport (null / blank where unknown: a model added by hand)."""
 
     ports = models.PositiveSmallIntegerField()
     speed_gbps = models.PositiveIntegerField()
+    pcie_gen = models.PositiveSmallIntegerField(null=True, blank=True)
+    pcie_lanes = models.PositiveSmallIntegerField(null=True, blank=True)
+    transport = models.CharField(max_length=16, blank=True, default="", help_text="ib, roce, efa, ethernet or vpi")
 
 
 class SwitchModel(HardwareModelBase):

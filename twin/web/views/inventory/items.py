@@ -223,13 +223,24 @@ def host_page(request, host) -> dict:
 def gpu_page(request, gpu) -> dict:
     nics = _nics_with_ports(NIC.objects.filter(gpu=gpu).values(*NIC_FIELDS), Port.objects.filter(nic__gpu=gpu))
     siblings = list(GPU.objects.filter(host_id=gpu.host_id).order_by("slot").values("id", "name", "slot", "status"))
-    spec = gpu.model
     return {"nics": nics, "siblings": siblings,
             "facts": [fact("Index in cluster", gpu.index), fact("Slot in host", gpu.slot),
                       fact("Rail NIC", nics[0]["name"] if nics else "none", "nic", nics[0]["id"] if nics else None),
-                      fact("Memory", f"{spec.memory_gb} GB, {spec.memory_bandwidth_gbps:,} Gb/s"),
-                      fact("Compute", f"{spec.bf16_tflops:,} BF16 / {spec.fp8_tflops:,} FP8 dense TFLOP/s"),
-                      fact("NVLink", f"{spec.nvlink_gbps:,} Gb/s"), fact("Power", f"{spec.power_w} W")]}
+                      *_gpu_model_facts(gpu.model)]}
+
+
+def _gpu_model_facts(spec) -> list[dict]:
+    """A GPU model's specs as facts; its generation's specs (nullable in the catalog table) where known."""
+    arch = spec.arch.capitalize() if spec.arch else None
+    if arch and spec.compute_capability:
+        arch = f"{arch} (sm_{spec.compute_capability})"
+    fp8 = f"{spec.fp8_tflops:,} FP8" if spec.fp8_tflops else "no FP8"
+    nvlink = f"{spec.nvlink_gbps:,} Gb/s" + (f", NVLink {spec.nvlink_generation}" if spec.nvlink_generation else "") \
+        + (", NVLink SHARP" if spec.nvls else "")
+    return [fact("Model", spec.name), fact("Architecture", arch),
+            fact("Memory", f"{spec.memory_gb} GB, {spec.memory_bandwidth_gbps:,} Gb/s"),
+            fact("Compute", f"{spec.bf16_tflops:,} BF16 / {fp8} dense TFLOP/s"), fact("NVLink", nvlink),
+            fact("Power", f"{spec.power_w} W")]
 
 
 def nic_page(request, nic) -> dict:
@@ -240,7 +251,10 @@ def nic_page(request, nic) -> dict:
     facts = [fact("In", box.name, KIND_OF_MODEL[type(box)].key, box.pk),
              fact("GPU (rail)", nic.gpu.name if nic.gpu else None, "gpu", nic.gpu_id),
              fact("Fabric", nic.fabric.name, "fabric", nic.fabric_id), fact("Slot", nic.slot),
-             fact("Speed", f"{nic.model.ports} × {nic.model.speed_gbps} Gb/s")]
+             fact("Speed", f"{nic.model.ports} × {nic.model.speed_gbps // nic.model.ports} Gb/s"),
+             fact("Host link", f"PCIe Gen{nic.model.pcie_gen} x{nic.model.pcie_lanes}" if nic.model.pcie_gen
+                  and nic.model.pcie_lanes else None),
+             fact("Transport", nic.model.transport or None)]
     return {"ports": _ports_by_nic(Port.objects.filter(nic=nic))[nic.id], "siblings": siblings, "facts": facts}
 
 

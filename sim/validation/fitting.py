@@ -1,0 +1,71 @@
+"""The corpus's predictions and the fit of the fitted factors, through the calibration engine (one fit for a
+user's measurements and for the public corpus: :mod:`sim.calibrate.fit`).
+
+The fitted factors (:data:`sim.core.fitted.FACTORS`) are parameters of the run kinds like any other: the fit sets
+them in every entry whose kind declares them, minimizes the log of predicted over measured across every entry at
+once, and applies only the factors the data determine (the others keep their prior, and the fit says why).
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from sim.calibrate.fit import Predictor, calibrate
+from sim.core import fitted
+from sim.fabric.spec import load_spec
+
+
+def factor_names(entries) -> list[str]:
+    """The fitted factors some entry's kind reads."""
+    kinds = {e.kind for e in entries}
+    return [f.name for f in fitted.FACTORS if kinds & set(f.kinds)]
+
+
+def predictor(entries, progress=None) -> Predictor:
+    """A predictor of ``entries``, each on its own ``cluster`` preset (topologies built once)."""
+    return Predictor(None, entries, progress=progress)
+
+
+def predict(pred: Predictor, theta: dict[str, float], say=None) -> np.ndarray:
+    """(observations,) the predictions with the factors ``theta`` set wherever declared."""
+    return pred.predict(theta, say=say)
+
+
+def fit_factors(entries, names: list[str], progress=None) -> dict:
+    """Fit ``names`` across ``entries`` at once, from their priors: ``{name: {"value", "applied", "why", ...}}``
+    (a factor the data cannot determine keeps its prior, ``applied`` False)."""
+    start = {n: fitted.factor(n).prior for n in names}
+    result = calibrate(None, entries, fit=names, progress=progress, start=start)
+    out = {}
+    for name in names:
+        p = result.parameters.get(name, {})
+        applied = bool(p.get("identifiable")) and p.get("value") is not None
+        out[name] = {"value": float(p["value"]) if applied else start[name], "applied": applied,
+                     "low": p.get("low"), "high": p.get("high"), "why": p.get("why")}
+    return out
+
+
+@lru_cache(maxsize=64)
+def gpu_of(preset: str) -> str:
+    """The catalog slug of a preset's GPU."""
+    return load_spec(preset).layout.gpu
+
+
+def write_fitted(values: dict, summary: dict, path=None) -> None:
+    """``sim/presets/fitted.toml``: each applied factor's fitted value (and its interval), the fit's summary
+    (observations, sources, corpus median before and after). Written by ``python -m sim validate --fit``; read by
+    :mod:`sim.core.fitted`. Plain ``key = value`` lines: nothing of the file is executed when read."""
+    path = path or fitted.FITTED_PATH
+    lines = ["# The fitted factors' values, fitted across the whole public validation corpus by",
+             "# `python -m sim validate --fit` (docs/validation.md). Do not edit by hand: refit.", "", "[fit]"]
+    for key, v in summary.items():
+        lines.append(f"{key} = {v!r}" if not isinstance(v, str) else f'{key} = "{v}"')
+    for name, v in values.items():
+        if not v["applied"]:
+            continue
+        lines += ["", f"[factor.{name}]", f"value = {v['value']:.6g}"]
+        if v.get("low") is not None and v.get("high") is not None:
+            lines.append(f"interval_95 = [{v['low']:.6g}, {v['high']:.6g}]")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    fitted.fitted_file.cache_clear()
