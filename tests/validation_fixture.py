@@ -2,7 +2,7 @@
 tests of the Validation page that draw a stored result and need no engine (tests/web, tests/e2e). Its figures are
 made up; the tests check what the page does with them (filters, summaries over the filtered observations), never
 the engine's physics. The errors are chosen so the filtered summaries have exact answers: collective -0.05, 0.10,
-0.20 (median 0.10, max 0.20); job 0.30 and -0.40 on two GPUs."""
+0.20 (median 0.10, max 0.20); job 0.30 and -0.40 on two GPUs; before the fitted factors, twice each."""
 from __future__ import annotations
 
 import numpy as np
@@ -16,10 +16,12 @@ SOURCES = [
 
 
 def observation(source, name, kind, gpu, measured, error, unit="GB/s"):
+    src = next(s for s in SOURCES if s["id"] == source)
     return {"id": f"{source}/{name}", "source": source, "kind": kind, "gpu": gpu, "cluster": "dgx-h100-superpod",
             "label": f"{name} label", "quantity": "busbw_gbps" if kind == "collective" else "tokens_per_s_per_gpu",
             "unit": unit, "measured": measured, "predicted": measured * (1 + error), "error": error,
-            "url": next(s["url"] for s in SOURCES if s["id"] == source), "where": f"table of {name}",
+            "before": {"predicted": measured * (1 + 2 * error), "error": 2 * error},
+            "url": src["url"], "title": src["title"], "where": f"table of {name}", "hardware": f"hardware of {name}",
             "note": f"note of {name}", "excused": None}
 
 

@@ -78,8 +78,9 @@ def test_the_data_is_the_last_finished_validate_run_s_result(client, demo):
     assert d["observations"] == OBSERVATIONS
     assert d["choices"] == {"kind": [{"value": "collective", "count": 3}, {"value": "job", "count": 2}],
                             "gpu": [{"value": "a100-sxm-80gb", "count": 2}, {"value": "h100-sxm-80gb", "count": 3}]}
-    # and the selection's figures, with no filter, are the engine's overall ones
+    # and the selection's figures, with no filter, are the engine's overall ones, before the factors too
     assert d["selected"]["overall"] == summary_of([o["error"] for o in OBSERVATIONS])
+    assert d["selected"]["before"]["overall"] == summary_of([o["before"]["error"] for o in OBSERVATIONS])
     # and an older run is shown when named
     assert client.get(f"/validation/data/?run={older.id}").json()["result"]["passed"] is True
 

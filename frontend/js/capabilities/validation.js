@@ -52,8 +52,9 @@ export function summaryHtml(result, { selected = null, label = "the corpus" } = 
 export function pointHtml(o, sources) {
   const src = sources.get(o.source);
   return `<div><b>${esc(o.label ?? o.id)}</b></div>
-    <div>${esc(src?.title ?? o.source ?? "")}${src?.date ? ` <span class="muted">(${esc(src.date)})</span>` : ""}</div>
+    <div>${esc(src?.title ?? o.title ?? o.source ?? "")}${src?.date ? ` <span class="muted">(${esc(src.date)})</span>` : ""}</div>
     ${o.where ? `<div class="muted">where: ${esc(o.where)}</div>` : ""}
+    ${o.hardware ? `<div class="muted">hardware: ${esc(o.hardware)}</div>` : ""}
     ${o.note ? `<div class="muted">note: ${esc(o.note)}</div>` : ""}
     <div>${esc(o.kind)}${o.gpu ? ` · ${esc(o.gpu)}` : ""}${o.cluster ? ` · ${esc(o.cluster)}` : ""}</div>
     <div>measured <b>${num(o.measured)}</b> ${esc(o.unit ?? "")} · predicted <b>${num(o.predicted)}</b> ·
@@ -120,7 +121,7 @@ export function observationsHtml(observations, sources = new Map()) {
     <td class="num">${num(o.predicted)}</td>
     <td class="num ${errClass(o.error)}" data-value="${o.error}">${signed(o.error)}</td>
     <td>${o.url ? `<a href="${esc(o.url)}" target="_blank" rel="noopener noreferrer">${esc(sources.get(o.source)?.title
-      ?? o.source)}</a>` : esc(o.source ?? "")}${o.where ? ` <span class="muted">· ${esc(o.where)}</span>` : ""}
+      ?? o.title ?? o.source)}</a>` : esc(o.source ?? "")}${o.where ? ` <span class="muted">· ${esc(o.where)}</span>` : ""}
       ${o.excused ? ` <span class="warn" title="${esc(o.excused)}">excused</span>` : ""}</td></tr>`);
   return `<table class="data val-observations" data-export-name="observations"><thead><tr><th>what</th><th>kind</th>
     <th>GPU</th><th class="num">measured</th><th class="num">predicted</th><th class="num">error</th>

@@ -78,8 +78,18 @@ def validation_view(run: SimulationRun | None, kind: str | None = None, gpu: str
     observations = s.get("observations") or []
     kept = filtered(observations, kind, gpu)
     return {"run": run_brief(run), "result": {k: s.get(k) for k in KEPT}, "choices": choices_of(observations),
-            "filters": {"kind": kind, "gpu": gpu}, "observations": kept,
-            "selected": {"overall": error_summary(o.get("error") for o in kept), "kinds": by_kind(kept)}}
+            "filters": {"kind": kind, "gpu": gpu}, "observations": kept, "selected": selection(kept)}
+
+
+def _before(o: dict):
+    return (o.get("before") or {}).get("error")
+
+
+def selection(kept: list[dict]) -> dict:
+    """The kept observations' |error| summarized, overall and per kind, with the fitted factors (or the fit) and
+    ``before`` them (the observations' ``before.error``, where they carry it)."""
+    return {"overall": error_summary(o.get("error") for o in kept), "kinds": by_kind(kept),
+            "before": {"overall": error_summary(_before(o) for o in kept), "kinds": by_kind(kept, _before)}}
 
 
 # ------------------------------------------------------------------------------------------ the user's measurements
@@ -144,13 +154,10 @@ def calibration_view(run_id: int | None = None, profile_id: int | None = None, k
         raise NotFound(f"no finished calibrate run {run_id}")
     observations = calibration_observations(run)
     kept = filtered(observations, kind, gpu)
-    before = lambda o: (o.get("before") or {}).get("error")          # noqa: E731
     s = run.summary
     return {"run": run_brief(run),
             "profile": None if profile is None else {"id": profile.id, "name": profile.name,
                                                      "cluster": profile.cluster.name, "values": profile.values},
             "fit": s.get("fit") or [], "parameters": s.get("parameters") or {},
             "choices": choices_of(observations), "filters": {"kind": kind, "gpu": gpu}, "observations": kept,
-            "selected": {"overall": error_summary(o.get("error") for o in kept), "kinds": by_kind(kept),
-                         "before": {"overall": error_summary(before(o) for o in kept),
-                                    "kinds": by_kind(kept, before)}}}
+            "selected": selection(kept)}

@@ -25,7 +25,7 @@ from typing import Callable
 
 import numpy as np
 
-from sim.validation import params as validation_params
+from sim.validation.corpus import CORPUS_DIR, EXCUSED_FILE
 from sim.validation.params import VALIDATE
 from twin.capabilities.failures.kinds import json_safe
 from twin.capabilities.validation import live
@@ -33,17 +33,20 @@ from twin.runs import limits
 from twin.runs.registry import Kind, register
 
 KIND = "validate"
-# The repository's corpus, beside the engine's declaration (sim/validation/corpus/*.toml).
-CORPUS = Path(validation_params.__file__).resolve().parent / "corpus"
+# The repository's corpus (sim/validation/corpus/*.toml, the engine's default directory).
+CORPUS: Path = CORPUS_DIR
 OBSERVATIONS_PER_SECOND = "TWIN_RUNS_VALIDATION_OBSERVATIONS_PER_SECOND"
 
 
 def corpus_entries(kind: str | None = None, corpus: Path | None = None) -> int:
-    """How many ``[[entry]]`` tables of the corpus are of ``kind`` (None: all): the run's work, counted without
-    reading the entries (the engine's parser checks them when it runs). A file that does not parse counts nothing
-    here: the run fails on it naming the file."""
+    """How many ``[[entry]]`` tables of the corpus's source files are of ``kind`` (None: all): the run's work,
+    counted at submit without validating the entries (the engine's parser, :func:`sim.validation.corpus.load_corpus`,
+    checks them when it runs). A file that does not parse counts nothing here: the run fails on it naming the
+    file."""
     n = 0
     for path in sorted((corpus or CORPUS).glob("*.toml")):
+        if path.name == EXCUSED_FILE:
+            continue
         try:
             entries = tomllib.loads(path.read_text()).get("entry", [])
         except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
@@ -77,8 +80,9 @@ def validate(layout, params: dict, progress: Callable) -> tuple[dict, dict]:
     """The corpus against the twin as ``python -m sim validate --json`` runs it (the cluster's layout is not read)."""
     from sim.validation.entry import run_validate
     progress(0.0, "reading the corpus", validation_stats=[live.stats_row(live.PHASE_RUNNING)], force=True)
-    doc = plain(run_validate({p.name: params.get(p.name) for p in VALIDATE},
-                                 progress=lambda f, message="": progress(0.99 * f, message)))
+    out = run_validate({p.name: params.get(p.name) for p in VALIDATE},
+                       progress=lambda f, message="": progress(0.99 * f, message))
+    doc = plain(out.to_dict() if hasattr(out, "to_dict") else out)
     overall = doc.get("overall") or {}
     median = overall.get("median")
     progress(1.0, f"{overall.get('count', 0)} observations, median |error| "
