@@ -155,12 +155,20 @@ def test_the_cost_counts_the_corpus_s_entries_of_the_kind_once_and_per_fold(tmp_
 
 
 @pytest.mark.django_db
-def test_a_run_over_the_observation_cap_is_refused_naming_kind(runner, demo, settings, tmp_path, monkeypatch):
+def test_a_run_over_the_observation_cap_or_the_time_limit_is_refused_naming_cross_validate(runner, demo, settings,
+                                                                                          tmp_path, monkeypatch):
     # given a corpus of three entries and a cap of two observations per run
     (tmp_path / "a.toml").write_text("".join(f'[[entry]]\nkind = "job"\nname = "{i}"\n' for i in range(3)))
     monkeypatch.setattr(validation_kinds, "CORPUS", tmp_path)
     settings.TWIN_RUNS_MAX_RUN_OBSERVATIONS = 2
     # when a validate run is asked for
     r = start(runner, {})
-    # then it is refused on kind (what to narrow), naming the setting
-    assert r.status_code == 400 and "TWIN_RUNS_MAX_RUN_OBSERVATIONS" in str(r.json()["params"]["kind"]), r.json()
+    # then it is refused on cross_validate (what multiplies it), naming the setting
+    assert r.status_code == 400, r.json()
+    assert "TWIN_RUNS_MAX_RUN_OBSERVATIONS" in str(r.json()["params"]["cross_validate"]), r.json()
+    # and with the cap lifted, 3 observations x 4 (3 folds) at 1 a second over a 10 s time limit: refused as well
+    settings.TWIN_RUNS_MAX_RUN_OBSERVATIONS = 100
+    settings.TWIN_RUNS_SOFT_TIME_LIMIT = 10
+    assert start(runner, {"cross_validate": 2}).status_code == 201                  # 9 s
+    r = start(runner, {"cross_validate": 3})                                        # 12 s
+    assert r.status_code == 400 and "TWIN_RUNS_SOFT_TIME_LIMIT" in str(r.json()["params"]["cross_validate"])
