@@ -6,11 +6,12 @@
 // from the kind's declaration, sim/validation/params.py VALIDATE, passed in #validation-info); when a run ends
 // successfully the page shows it. Below, the user's own measurements against a calibration profile: a finished
 // calibrate run, chosen by itself or by the profile saved from it, read from /validation/measurements/.
-import { api, coalesced, esc, fmt, markReady, toast } from "./twin.js";
+import { api, coalesced, esc, fmt, live, markReady, timeFrame, toast } from "./twin.js";
+import { sectionRow } from "./frames.js";
 import { mountKindForm, pageData } from "./run_form.js";
 import { liveRunRows } from "./run_live.js";
 import { figureText, paramsText, progressBar, statusBadge } from "./run_results.js";
-import { factorsHtml, observationsHtml, pointHtml, scatterChart, sourceMap, sourcesHtml, summaryHtml,
+import { err, factorsHtml, observationsHtml, pointHtml, scatterChart, sourceMap, sourcesHtml, summaryHtml,
          verdictHtml } from "./capabilities/validation.js";
 
 const info = pageData("validation-info"), FINISHED = new Set(info.finished);
@@ -146,9 +147,12 @@ const show = liveRunRows($("val-runs").querySelector("tbody"), FINISHED, cells, 
   },
 });
 
+const known = new Set();                 // the validate runs listed (their frames carry no validation_stats always)
+
 const loadRuns = coalesced(async () => {
   try {
     const page = await api("/api/runs/?kind=validate&limit=20&ordering=-id");
+    for (const r of page.results) known.add(r.id);
     show(page.results, "");
     $("val-runs-none").hidden = page.results.length > 0;
   } catch (e) { toast(`runs not loaded: ${e.message}`); }
@@ -164,6 +168,26 @@ $("val-runs").addEventListener("click", async (ev) => {
   loadData();
 });
 
+/** The live indicator: a validate run on the header's cluster, its progress and, once done, its figures from the
+ *  cluster stream's validation_stats row (twin/capabilities/validation/live.py). */
+const figure0 = (x) => (x == null || Number.isNaN(x) ? "–" : err(x));
+function onFrame(frame) {
+  const data = frame.sections?.validation_stats;
+  if (!frame.runId || (!data && !known.has(frame.runId))) return;
+  known.add(frame.runId);
+  const el = $("val-live"), row = data ? sectionRow("validation_stats", data) : null;
+  const same = el.dataset.run === String(frame.runId);
+  el.dataset.run = String(frame.runId);
+  el.dataset.phase = row ? row.phase : same ? el.dataset.phase ?? "" : "";    // "": a frame of progress only
+  const figures = row?.phase === "done"
+    ? ` · ${fmt.int(row.count)} observations, median |error| <b data-median="${row.median}">${figure0(row.median)}</b>`
+      + ` (before the fitted factors ${figure0(row.median_before)}${row.cv_median == null || Number.isNaN(row.cv_median)
+        ? "" : `, cross-validated ${figure0(row.cv_median)}`})` : "";
+  el.innerHTML = `<a href="/experiments/${frame.runId}/">validate run #${frame.runId}</a> · `
+    + `${esc(frame.status ?? "running")} ${Math.round(frame.progress ?? 0)} %${figures}`;
+  if (frame.final) loadRuns();
+}
+
 // --------------------------------------------------------------------------------------------------- start
 fromUrl();
 for (const [id, key, load] of [["val-kind", "kind", null], ["val-gpu", "gpu", null],
@@ -177,9 +201,11 @@ for (const [id, key, load] of [["val-kind", "kind", null], ["val-gpu", "gpu", nu
 fillCalibrations();
 if (info.cluster) {
   $("val-form-cluster").textContent = `on ${info.cluster.name} (the run reads no cluster: the corpus names its presets)`;
+  live(`/ws/clusters/${encodeURIComponent(info.cluster.name)}/`, {
+    query: { index: "0" }, onFrame: (frame) => timeFrame(() => onFrame(frame)) });
   mountKindForm($("validate-form"), info.form, {
     cluster: info.cluster.name, canStart: info.user.can_start, authenticated: info.user.authenticated,
-    onStarted: () => loadRuns(),
+    onStarted: (run) => { known.add(run.id); loadRuns(); },
   });
 } else {
   $("val-form-cluster").textContent = "build a cluster first: every run belongs to one";

@@ -101,15 +101,19 @@ def test_the_form_starts_a_validate_run_followed_live_to_its_end(admin, twin, st
         form.locator("[type=submit]").click()
     assert answer.value.status == 201, answer.value.text()
     run_id = answer.value.json()["id"]
-    # then its row appears and follows it to its end
+    # then its row appears and follows it to its end, and the live indicator names it from its first frame
     row = page.locator(f'#val-runs tr[data-run="{run_id}"]')
     row.wait_for(state="attached")
+    page.wait_for_selector(f'#val-live[data-run="{run_id}"][data-phase]', state="attached", timeout=RUN_SECONDS * 1000)
     page.wait_for_function(f"""() => /succeeded|failed/.test(document.querySelector('#val-runs tr[data-run="{run_id}"]')
                                ?.innerText ?? "")""", timeout=RUN_SECONDS * 1000)
     run = twin.api(f"/api/runs/{run_id}/")
     if run["status"] == "succeeded":
         # and, finished, the page shows it: the observations of that kind
         page.wait_for_selector(f'main[data-run="{run_id}"]', state="attached", timeout=10_000)
+        page.wait_for_selector(f'#val-live[data-run="{run_id}"][data-phase="done"]', state="attached")
+        median = float(page.locator("#val-live [data-median]").get_attribute("data-median"))
+        assert abs(median - run["summary"]["overall"]["median"]) <= 1e-6 * max(1.0, median)
         assert int(page.locator("#val-scatter").get_attribute("data-points")) == sum(
             1 for o in run["summary"]["observations"] if o["measured"] > 0 and o["predicted"] > 0) > 0
     else:
