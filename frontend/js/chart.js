@@ -3,7 +3,7 @@
 // lineChart(el, spec): x linear, log2 (message sizes, job sizes) or log, y linear or log, several series (line,
 // markers, optional min-max band; a scatter without its line), horizontal reference lines (the roofline, a 90 % line), brackets at the right edge (a
 // published claim such as "10-90 %"), a legend that shows and hides series, and a hover readout of every series at
-// the nearest x. barChart(el, spec): horizontal bars (one per sweep combination). Both redraw when resized.
+// the nearest x (or, with hover "point", of the one point nearest the pointer, which a click picks). barChart(el, spec): horizontal bars (one per sweep combination). Both redraw when resized.
 import { exportable } from "./exports.js";
 import { esc } from "./twin.js";
 
@@ -105,6 +105,8 @@ function domain(s) {
   const log2 = s.x.scale === "log2" || s.x.scale === "log";
   let [x0, x1] = xs.length ? [Math.min(...xs), Math.max(...xs)] : (log2 ? [1, 2] : [0, 1]);
   if (x0 === x1) [x0, x1] = log2 ? [x0 / 2, x1 * 2] : [x0 - 1, x1 + 1];
+  x0 = s.x.min ?? x0;
+  x1 = s.x.max ?? x1;
   const y0 = s.y.min ?? (s.y.scale === "log" ? Math.min(...ys.filter((v) => v > 0)) / 1.5 : 0);
   let y1 = s.y.max ?? (ys.length ? Math.max(...ys) * 1.08 : 1);
   if (!(y1 > y0)) y1 = y0 + 1;
@@ -192,7 +194,7 @@ function seriesEl(ser, color, px, fy) {
     const d = band.map((p, j) => `${j ? "L" : "M"}${px(p.x)},${fy(p.hi)}`).join("")
       + band.slice().reverse().map((p) => `L${px(p.x)},${fy(p.lo)}`).join("") + "Z";
     g.append(svgEl("path", { d, fill: color, opacity: 0.1, stroke: "none" }));
-    for (const p of band) {
+    for (const p of ser.whiskers === false ? [] : band) {
       g.append(svgEl("line", { x1: px(p.x), x2: px(p.x), y1: fy(p.lo), y2: fy(p.hi), stroke: color, opacity: 0.6 }));
     }
   }
@@ -202,7 +204,9 @@ function seriesEl(ser, color, px, fy) {
   }
   if (ser.markers === false) return g;
   const r = ser.line === false ? 4 : 2.6;                   // a scatter's points stand alone: larger
-  for (const p of pts) g.append(svgEl("circle", { cx: px(p.x), cy: fy(p.y), r, fill: color, opacity: 0.85 }));
+  for (const p of pts) {
+    g.append(svgEl("circle", { cx: px(p.x), cy: fy(p.y), r, fill: color, opacity: 0.85, "data-id": p.id }));
+  }
   return g;
 }
 
@@ -248,6 +252,44 @@ function attachHover(svg, s, shown, { W, H, fx }, tip) {
   hit.addEventListener("mouseleave", () => { tip.hidden = true; cross.setAttribute("visibility", "hidden"); });
 }
 
+/** Hover "point": the readout of the one point nearest the pointer (within POINT_REACH px) among the shown series
+ *  that take part (``hover`` not false), ringed; a click on it calls s.onPoint(point, series). */
+const POINT_REACH = 14;
+function attachPointHover(svg, s, shown, { W, H, fx, fy }, tip) {
+  const pts = shown.filter(({ ser }) => ser.hover !== false && ser.markers !== false)
+    .flatMap(({ ser, i }) => ser.points.filter(finite).map((p) => ({ p, ser, i, x: fx(p.x), y: fy(p.y) })));
+  const ring = svgEl("circle", { class: "point-ring", r: 7, fill: "none", "stroke-width": 2, visibility: "hidden" });
+  const hit = svgEl("rect", { x: M.left, y: M.top, width: Math.max(0, W - M.left - M.right),
+                              height: H - M.bottom - M.top, fill: "transparent" });
+  svg.append(ring, hit);
+  let near = null;
+  const nearest = (ev) => {
+    const box = svg.getBoundingClientRect(), x = ev.clientX - box.left, y = ev.clientY - box.top;
+    let best = null, d2 = POINT_REACH ** 2;
+    for (const q of pts) {
+      const d = (q.x - x) ** 2 + (q.y - y) ** 2;
+      if (d <= d2) { best = q; d2 = d; }
+    }
+    return best;
+  };
+  hit.addEventListener("mousemove", (ev) => {
+    near = nearest(ev);
+    hit.style.cursor = near && s.onPoint ? "pointer" : "";
+    if (!near) { tip.hidden = true; ring.setAttribute("visibility", "hidden"); return; }
+    ring.setAttribute("cx", near.x); ring.setAttribute("cy", near.y);
+    ring.setAttribute("stroke", colorOf(near.ser, near.i)); ring.setAttribute("visibility", "visible");
+    tip.innerHTML = s.pointTip ? s.pointTip(near.p, near.ser)
+      : `<div><b>${esc(near.ser.name)}</b></div><div>${esc((s.x.format ?? String)(near.p.x))}, `
+        + `${esc((s.y.tipFormat ?? s.y.format ?? String)(near.p.y))}</div>`;
+    placeTooltip(tip, ev);
+  });
+  hit.addEventListener("mouseleave", () => { tip.hidden = true; ring.setAttribute("visibility", "hidden"); });
+  hit.addEventListener("click", (ev) => {
+    const q = nearest(ev);
+    if (q && s.onPoint) s.onPoint(q.p, q.ser);
+  });
+}
+
 /** The legend: one button per series (its line style and name) that shows or hides it (`toggle(name)`). */
 function legendButtons(s, hidden, toggle) {
   return s.series.map((ser, i) => {
@@ -266,8 +308,12 @@ function legendButtons(s, hidden, toggle) {
  *   x: {scale: "log2" | "log" | "linear", label, name? (hover title), format(v), ticks?},
  *   y: {scale: "linear" | "log", min?, max?, label, format(v) (ticks), tipFormat(v)? (hover), ticks?},
  *   height (px, default 300), spread (px: series drawn side by side around equal x values), legend (default true),
- *   series: [{name, color?, dash? ("-", "--", ":", "-."), points: [{x, y, lo?, hi?}], band? (shade lo..hi),
- *             markers? (default true), line? (default true; false: a scatter, its points only)}],
+ *   x.min / x.max (the x domain; default the data's),
+ *   series: [{name, color?, dash? ("-", "--", ":", "-."), points: [{x, y, lo?, hi?, id?}], band? (shade lo..hi),
+ *             whiskers? (default true: a band's lo..hi line at each point), markers? (default true), line? (default
+ *             true; false: a scatter, its points only), hover? (default true; false: left out of hover "point")}],
+ *   hover: "x" (default: every series at the nearest x) | "point" (the nearest point: pointTip(p, series) -> HTML,
+ *   the readout; onPoint(p, series) on a click; a point's id is its circle's data-id),
  *   refLines: [{y, label, color?, dash?}], ranges: [{low, high, label, color?}] (brackets at the right edge).
  * Returns {destroy()}; el.dataset.series holds the number of series drawn (for tests).
  */
@@ -286,7 +332,8 @@ export function lineChart(el, s) {
     const svg = svgEl("svg", { width: W, height: sc.H, viewBox: `0 0 ${W} ${sc.H}`, role: "img",
                                "aria-label": s.label });
     svg.append(axesEl(s, sc), ...rangesEls(s, sc), ...refLinesEls(s, sc), ...seriesEls(s, shown, sc));
-    attachHover(svg, s, shown, sc, tip);
+    if (s.hover === "point") attachPointHover(svg, s, shown, sc, tip);
+    else attachHover(svg, s, shown, sc, tip);
     plot.replaceChildren(svg);
     el.dataset.series = String(shown.length);
   }

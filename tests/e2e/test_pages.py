@@ -50,6 +50,7 @@ PAGES = {
     "experiments-figure": "/experiments/figure/",
     "experiments-presets": "/experiments/presets/",
     "schedules": "/schedules/",                                  # anonymous: the forms locked
+    "validation": "/validation/",                                # anonymous: the form locked
     "inventory": "/inventory/",
     **{f"inventory-{kind}": f"/inventory/{kind}/{{items[{kind}]}}/"
        for kind in ("cluster", "zone", "rack", "host", "gpu", "switch", "link")},

@@ -18,18 +18,20 @@ IDS = {"link_util": 1, "gpu_state": 2, "server_write": 3, "server_read": 4, "hos
        "checkpoint_phase": 7, "gpu_job": 8, "job_stats": 9, "failure_state": 10, "failure_events": 11,
        "debug_progress": 12, "debug_stop": 13}
 # Sections added since, with a value of each for the frames below (the fixture keeps the frame before the registry)
-ADDED = {"gpu_power": 20, "rack_power": 21, "power_stats": 22}
+ADDED = {"gpu_power": 20, "rack_power": 21, "power_stats": 22, "validation_stats": 30}
 ADDED_VALUES = {"gpu_power": np.array([0, 175, 250, 255], np.uint8),
                 "rack_power": np.array([100, 200, 254, 255], np.uint8),
                 "power_stats": [{"phase": "done", "step_s": 8.17, "cap_w": 500.0, "tdp_w": 700.0,
                                  "cluster_peak_mw": 26.7, "cluster_mean_mw": 22.0, "cluster_swing_mw": 9.0,
                                  "cluster_ramp_mw_per_s": 2918.0, "job_mean_mw": 13.0, "energy_per_token_j": 6.3,
-                                 "rack_budget_kw": 30.0, "racks_over_budget": 3}]}
+                                 "rack_budget_kw": 30.0, "racks_over_budget": 3}],
+                "validation_stats": [{"phase": "done", "count": 180, "median": 0.08, "p90": 0.2, "max": 0.34,
+                                      "median_before": 0.3, "cv_median": 0.09, "passed": 1}]}
 OWNERS = {"link_util": "twin.live.sections", "gpu_state": "twin.live.sections", "server_write": "storage",
           "server_read": "storage", "host_progress": "storage", "frontend_util": "storage",
           "checkpoint_phase": "storage", "gpu_job": "jobs", "job_stats": "jobs", "failure_state": "failures",
           "failure_events": "failures", "debug_progress": "debug", "debug_stop": "debug", "gpu_power": "power",
-          "rack_power": "power", "power_stats": "power"}
+          "rack_power": "power", "power_stats": "power", "validation_stats": "validation"}
 
 
 def fixture():

@@ -20,7 +20,7 @@ HUBS = ("js/gpus.js", "js/run_results.js")
 # what a capability is called in the browser: its colour modes, views, kinds and live sections
 CAPABILITY_WORDS = ("training", "checkpoint", "failures", "debug", "job_stats", "collective", "fabric_health",
                     "figure", "startup", "storage", "fanout", "power", "rack_headroom", "gpu_power",
-                    "rack_power", "power_stats")
+                    "rack_power", "power_stats", "validation", "validate", "validation_stats")
 GENERIC_VIEWS = {"summary", "sweep"}                # run_results.js and run_view.js draw these
 
 
@@ -44,7 +44,7 @@ def test_every_page_embeds_every_capability_module(client, demo, path):
     page = client.get(path).content.decode()
     urls = embedded(page)
     assert urls == browser_modules()
-    for cap in ("collectives", "storage", "jobs", "failures", "debug", "power"):
+    for cap in ("collectives", "storage", "jobs", "failures", "debug", "power", "validation"):
         assert static(f"js/capabilities/{cap}.js") in urls
     if "/gpus/" in path:   # the GPU page imports them at start: preloaded
         for url in urls:

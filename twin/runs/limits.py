@@ -3,7 +3,8 @@ checked before a run is queued, and every refusal names its field (a 400) and it
 
 - seeds (the kind's own bound, which ``TWIN_RUNS_MAX_SEEDS`` may only lower), by :func:`check_run`;
 - a run's cost, which every kind declares (``Kind.cost``: named amounts of work, each in a unit of :data:`UNITS`:
-  ``flows``, ``timelines``, ``arrivals``, ``scales``), each amount against its unit's cap per run, by
+  ``flows``, ``timelines``, ``arrivals``, ``scales``,
+  ``observations``), each amount against its unit's cap per run, by
   :func:`check_run`, and summed over a sweep's children against its cap per sweep, by :func:`check_sweep_cost`;
 - a run's time: its kind's estimate of its longest task's seconds (``Kind.estimate``, from its cost over a
   throughput setting measured by bench/bench_limits.py) against ``TWIN_RUNS_SOFT_TIME_LIMIT`` (where the worker
@@ -42,6 +43,8 @@ UNITS = {u.name: u for u in (
          "TWIN_RUNS_MAX_SWEEP_TIMELINES"),
     Unit("arrivals", "scheduled jobs", "TWIN_RUNS_MAX_RUN_ARRIVALS", "TWIN_RUNS_MAX_SWEEP_ARRIVALS"),
     Unit("scales", "modelled job sizes", "TWIN_RUNS_MAX_RUN_SCALES", "TWIN_RUNS_MAX_SWEEP_SCALES"),
+    Unit("observations", "validation observations predicted (each fold of a cross-validation again)",
+         "TWIN_RUNS_MAX_RUN_OBSERVATIONS", "TWIN_RUNS_MAX_SWEEP_OBSERVATIONS"),
 )}
 TIME_LIMIT = "TWIN_RUNS_SOFT_TIME_LIMIT"     # the worker stops a run after this many seconds (twin.runs.tasks)
 FLOWS_PER_SECOND = "TWIN_RUNS_FLOWS_PER_SECOND"
