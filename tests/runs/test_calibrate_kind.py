@@ -54,7 +54,8 @@ def test_a_calibrate_run_recovers_gemm_efficiency_with_the_command_line_s_summar
     # and its headline is the median |error| before and after
     figures = {h["key"]: h["value"] for h in run["headline"]}
     assert figures == {"error_before": s["before"]["all"]["median_abs_error"],
-                       "error_after": s["after"]["all"]["median_abs_error"]}
+                       "error_after": s["after"]["all"]["median_abs_error"],
+                       "error_held_out": s["holdout"]["median_abs_error"]}
     # and the live progress reached the end
     assert SimulationRun.objects.get(pk=run["id"]).progress == pytest.approx(100.0)
 
