@@ -338,11 +338,12 @@ def _label(e: Entry) -> str:
 # -------------------------------------------------------------------------------------------------------- fit
 @dataclass
 class FitResult:
-    """What :func:`fit` found. ``values``: what to apply (the fitted value of each determined parameter; a refused
-    one is not in it); ``start``, ``optimum`` (every candidate's value at the fit's optimum, refused ones included),
-    ``ci`` (name -> (low, high) 95 %, or None), ``identifiable`` (names), ``refused`` (``{name, reason, would}``),
-    ``rank`` (of the Jacobian at the optimum, of ``len(names)``), ``singular_values`` (of its unit-norm columns,
-    largest first), ``holdout`` (the held-out error, :func:`holdout_error`), ``before`` and ``after``
+    """What :func:`fit` found. ``values``: what to apply (the fitted value of each determined parameter, fitted
+    again with the refused ones at their start; a refused one is not in it); ``start``; ``optimum`` (every
+    candidate's value at the joint fit of all those that move a prediction, refused ones included); ``ci`` (name ->
+    (low, high) 95 %, or None), ``identifiable`` (names), ``refused`` (``{name, reason, would}``), ``rank`` (of the
+    joint fit's Jacobian, of ``rank_of`` parameters), ``singular_values`` (of its unit-norm columns, largest
+    first), ``holdout`` (the held-out error, :func:`holdout_error`), ``before`` and ``after``
     (observations,) predictions at the start and with ``values``, ``measured``."""
 
     names: list[str]
@@ -439,12 +440,14 @@ def fit(entries: list[Entry], names: list[str] | None = None, *, cluster=None,
     ci: dict = {}
     rank, sv, iterations, rank_of = 0, [], 0, 0
     # fit; refuse what the data cannot determine; fit the rest again without it (at most once per parameter)
+    first = True
     while live:
         z, r, J, its = _least_squares(live, {p.name: p.start for p in params}, pred, all_obs, evaluate)
         iterations += its
-        optimum.update({p.name: p.from_z(float(zi)) for p, zi in zip(live, z)})
-        why, ci_live, rank, sv = _determined(live, z, r, J, warnings)
-        rank_of = len(live)
+        fitted_now = {p.name: p.from_z(float(zi)) for p, zi in zip(live, z)}
+        why, ci_live, rank_now, sv_now = _determined(live, z, r, J, warnings)
+        if first:                     # the joint fit of every parameter that moves: its optimum and rank
+            optimum, rank, sv, rank_of, first = fitted_now, rank_now, sv_now, len(live), False
         ci.update(ci_live)
         out = [p for p in live if why[p.name]]
         for p in out:
@@ -452,7 +455,7 @@ def fit(entries: list[Entry], names: list[str] | None = None, *, cluster=None,
         if not out:
             break
         live = [p for p in live if not why[p.name]]
-    values = {p.name: optimum[p.name] for p in live}
+    values = {p.name: fitted_now[p.name] for p in live} if live else {}
     for p in live:
         lo, hi = p.z_bounds
         zi = p.to_z(values[p.name])
