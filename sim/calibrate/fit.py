@@ -694,6 +694,10 @@ class Calibration:
     def evaluations(self) -> int:
         return self.result.evaluations
 
+    @property
+    def iterations(self) -> int:
+        return self.result.iterations
+
     def rows(self) -> list[dict]:
         out, k = [], 0
         res = self.result
