@@ -589,13 +589,13 @@ def _determined(params, z, r, J, warnings):
 
 # -------------------------------------------------------------------------------------------- held-out error
 def default_split(n_obs: int) -> tuple[str | None, int | None, str | None]:
-    """The held-out scheme when none is asked: K = 5 folds from 10 observations, leave-one-out from 3, else none
+    """The held-out scheme when none is asked: K = 5 folds from 10 observations, leave-one-out from 2, else none
     (``(method, folds, why none)``)."""
     if n_obs >= MIN_FOLDS_OBS:
         return "folds", DEFAULT_FOLDS, None
-    if n_obs >= 3:
+    if n_obs >= 2:
         return "leave-one-out", n_obs, None
-    return None, None, f"{n_obs} observation(s): too few to hold any out (3 or more needed)"
+    return None, None, f"{n_obs} observation: too few to hold any out (2 or more needed)"
 
 
 def splits(n_obs: int, holdout: float | None, folds: int | None, seed: int) -> tuple[str | None, list, str | None]:

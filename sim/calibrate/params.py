@@ -36,7 +36,7 @@ CALIBRATE = ParamSet("calibrate", (
     Param("fit", "text", None, "parameters to fit, comma-separated (e.g. gemm_efficiency,base_rtt_us); null: the "
                                "fittable parameters the measurements inform", max=2000, nullable=True),
     Param("holdout", "float", None, "held-out error: the share of the observations held out at random (fit on the "
-                                    "rest, predicted); null: 5 folds from 10 observations, leave-one-out from 3",
+                                    "rest, predicted); null: 5 folds from 10 observations, leave-one-out from 2",
           min=0.01, max=0.9, nullable=True),
     Param("folds", "int", None, "held-out error by K folds (each fitted on the others and predicted); null: as "
                                 "holdout says", min=2, max=MAX_FOLDS, nullable=True),

@@ -265,7 +265,8 @@ def test_splits():
     method, sets, _ = splits(10, None, None, 0)
     assert method == "folds" and len(sets) == 5 and sorted(np.concatenate(sets).tolist()) == list(range(10))
     assert splits(4, None, None, 0)[0] == "leave-one-out" and len(splits(4, None, None, 0)[1]) == 4
-    method, sets, why = splits(2, None, None, 0)
+    assert splits(2, None, None, 0)[0] == "leave-one-out"
+    method, sets, why = splits(1, None, None, 0)
     assert method is None and "too few" in why
     assert splits(10, 0.2, None, 1)[1][0].size == 2
     assert splits(10, None, 3, 1)[0] == "folds"
