@@ -9,7 +9,7 @@
   solve; the rows are its sizes); any entry is re-run only when a parameter its kind declares changes.
 * **Fittable parameters** (:func:`fittable`): the float parameters of the entries' ParamSets with a finite min and
   max, starting from their default, or for a nullable one from the named constant its null stands for
-  (:data:`NULL_MEANS`, which takes every fitted factor of :mod:`sim.core.fitted` with the factor's own bounds);
+  (:func:`null_means`: :data:`NULL_MEANS` and every fitted factor of :mod:`sim.core.fitted`, with its bounds);
   :data:`CONDITIONS` (what a measurement was taken under, and numerical resolutions) are not fitted.
 * **Fit** (:func:`fit`): :func:`scipy.optimize.least_squares` (trust-region reflective, bounds) on
   ``log(predicted / measured)``, in a transformed coordinate (log of a parameter with a positive lower bound,
@@ -50,7 +50,9 @@ GB = 1e9                          # the measurements' GB/s are decimal (nccl-tes
 CONDITIONS = ("days", "resolution_ms", "timeline_step_s")
 # What a nullable parameter's null stands for, as one value (the start of its fit); a nullable parameter not listed
 # here has no single default (a store's or a GPU's own) and is not fittable. Every fitted factor of
-# sim.core.fitted is here (its null means the factor's value in effect), with the factor's bounds (FACTOR_BOUNDS).
+# sim.core.fitted is added (its null means the factor's value in effect, fitted or prior), with the factor's bounds
+# (factor_bounds): null_means() reads sim.core.fitted.FACTORS when asked, so a factor declared there (and as a
+# nullable parameter of a kind) is fittable with nothing written here.
 NULL_MEANS = {
     "gemm_efficiency": lambda cluster: GEMM_EFFICIENCY,
     "attention_efficiency": lambda cluster: ATTENTION_EFFICIENCY["bf16"],   # BF16's; FP8 entries start from it too
@@ -58,8 +60,18 @@ NULL_MEANS = {
     "client_cores": lambda cluster: float(FUSE_THREADS),
     "server_cores": lambda cluster: float(SERVER_CORES),
     "base_rtt_us": lambda cluster: BASE_RTT[cluster.kind] * 1e6,
-} | {f.name: (lambda cluster, _name=f.name: fitted_factors.value(_name)) for f in fitted_factors.FACTORS}
-FACTOR_BOUNDS = {f.name: (float(f.low), float(f.high)) for f in fitted_factors.FACTORS}
+}
+
+
+def null_means() -> dict:
+    """:data:`NULL_MEANS` and every fitted factor of :mod:`sim.core.fitted` (name -> ``f(cluster)``)."""
+    return NULL_MEANS | {f.name: (lambda cluster, _name=f.name: fitted_factors.value(_name))
+                         for f in fitted_factors.FACTORS}
+
+
+def factor_bounds() -> dict[str, tuple[float, float]]:
+    """The fit's bounds of each fitted factor: the factor's ``low`` and ``high``."""
+    return {f.name: (float(f.low), float(f.high)) for f in fitted_factors.FACTORS}
 
 FD_STEP = 1e-3                    # forward-difference step in the transformed coordinate (0.1 % of a log parameter)
 MAX_NFEV = 60                     # evaluations of the residuals least_squares may take (its Jacobians apart)
@@ -159,7 +171,7 @@ def _is_fittable(p) -> bool:
         return False
     if not (math.isfinite(p.min) and math.isfinite(p.max)) or p.max <= p.min:
         return False
-    return p.default is not None or p.name in NULL_MEANS
+    return p.default is not None or p.name in null_means()
 
 
 def fittable_names(kinds=KINDS) -> set[str]:
@@ -171,15 +183,16 @@ def fittable(kinds, cluster) -> dict[str, Fittable]:
     """The fittable parameters of ``kinds`` (measurement kinds) on ``cluster``: name -> :class:`Fittable` (a fitted
     factor's bounds are the factor's; others the parameter's)."""
     out: dict[str, Fittable] = {}
+    means, bounds = null_means(), factor_bounds()
     for kind in dict.fromkeys(kinds):
         for p in KINDS[kind]:
             if not _is_fittable(p):
                 continue
-            start = p.default if p.default is not None else NULL_MEANS[p.name](cluster)
+            start = p.default if p.default is not None and p.name not in bounds else means[p.name](cluster)
             if p.name in out:
                 out[p.name].kinds += (kind,)
             else:
-                low, high = FACTOR_BOUNDS.get(p.name, (float(p.min), float(p.max)))
+                low, high = bounds.get(p.name, (float(p.min), float(p.max)))
                 out[p.name] = Fittable(p.name, low, high, min(max(float(start), low), high), (kind,))
     return out
 

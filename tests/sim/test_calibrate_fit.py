@@ -296,3 +296,39 @@ def test_calibrate_applies_only_what_is_determined(demo, synthetic):
     d = cal.to_dict()
     assert d["fit"] == ["gemm_efficiency"] and d["parameters"]["restart_s"]["refused"]
     assert d["holdout"]["method"] == "folds" and d["holdout"]["count"] == 4
+
+
+# ------------------------------------------------------------------------------------ fitted factors, corpus
+def test_a_fitted_factor_is_fittable_with_its_bounds(demo, monkeypatch):
+    """A factor declared in sim.core.fitted (and as a nullable parameter of a kind) is fittable with the factor's
+    bounds, starting from its value in effect, with nothing written in sim.calibrate."""
+    from sim.core import fitted
+    name = "client_core_gbs"                       # a nullable float of CHECKPOINT, not fittable on its own
+    assert name not in fitmod.fittable(["checkpoint"], demo)
+    monkeypatch.setattr(fitted, "FACTORS", fitted.FACTORS + (
+        fitted.Factor(name, 2.5, 0.5, 8.0, ("checkpoint", "restore"), "test factor"),))
+    got = fitmod.fittable(["checkpoint", "restore"], demo)[name]
+    assert (got.low, got.high, got.start, got.kinds) == (0.5, 8.0, 2.5, ("checkpoint", "restore"))
+    assert name in fitmod.fittable_names()
+
+
+def test_corpus_fit_over_two_presets_recovers_a_parameter():
+    """Entries of two sources on two presets (RoCE and InfiniBand), no run cluster: base_rtt_us recovered from small
+    collectives the twin timed with 30 us, each on its own preset."""
+    topos = {p: load_topology(p)[1] for p in ("demo-256", "dgx-h100-superpod")}
+    texts = []
+    for k, (preset, topo) in enumerate(topos.items()):
+        rows = []
+        for size in ("8K", "64K", "512K"):
+            params = {"collective": "allreduce", "gpus": 32, "sizes": size}
+            row = run_collective(topo, COLLECTIVE.validate({**params, "base_rtt_us": 30.0, "hottest": 0}))
+            rows.append(f'[[entry]]\nkind = "collective"\nname = "ar-{size}"\ncluster = "{preset}"\nwhere = "t{k}"\n'
+                        f'hardware = "H100"\ntime_us = {row.seeded.median.result.rows[0].time * 1e6!r}\n'
+                        f'[entry.params]\ncollective = "allreduce"\ngpus = 32\nsizes = "{size}"\n')
+        texts.append(SOURCE.replace('"foo"', f'"src{k}"') + "".join(rows))
+    entries = [e for k, t in enumerate(texts)
+               for e in parse_measurements(t, require_provenance=True, origin=f"corpus/src{k}.toml").entries]
+    r = fit(entries, ["base_rtt_us"], folds=3)
+    assert r.values["base_rtt_us"] == pytest.approx(30.0, rel=1e-3)
+    assert r.holdout["method"] == "folds" and r.holdout["median_abs_error"] < 1e-3
+    assert {e.id for e in entries} >= {"src0/ar-8K", "src1/ar-8K"}
