@@ -419,7 +419,6 @@ def fit(entries: list[Entry], names: list[str] | None = None, *, cluster=None,
     chosen = choose_fit(names, table) if names is not None else None
     present = {e.kind for e in entries}
     before = pred.predict({}, say=lambda f, m: say(0.4 * f, m))
-    _check_positive(before, pred)
     candidates = chosen if chosen is not None else sorted(n for n, p in table.items() if present & set(p.kinds))
     params = []
     for n in candidates:
@@ -430,7 +429,7 @@ def fit(entries: list[Entry], names: list[str] | None = None, *, cluster=None,
                                tuple(k for k in p.kinds if k in present) or p.kinds))
     warnings: list[str] = []
     refused: list[dict] = []
-    all_obs = np.ones(pred.n_obs, bool)
+    all_obs = _positive(before, pred, warnings)
     budget = [0, len(params) + 4 * (len(params) + 1)]
 
     def evaluate(theta, what, mask):
@@ -446,7 +445,7 @@ def fit(entries: list[Entry], names: list[str] | None = None, *, cluster=None,
     for p, ok in zip(params, moves):
         if not ok and chosen is not None:
             refused.append({"name": p.name, "reason": "no measurement moves it", "would": would(p.name)})
-    live = [p for p, ok in zip(params, moves) if ok]
+    live = [p for p, ok in zip(params, moves) if ok] if all_obs.any() else []
     if chosen is None:
         params = live
     optimum: dict[str, float] = {}
@@ -484,7 +483,7 @@ def fit(entries: list[Entry], names: list[str] | None = None, *, cluster=None,
     starts = {p.name: p.start for p in params}
     after = pred.predict({**starts, **values}) if values else before
     split = holdout_error(pred, live, {**starts, **values}, starts, holdout=holdout, folds=folds, seed=seed,
-                          progress=lambda f, m: say(0.8 + 0.2 * f, m))
+                          progress=lambda f, m: say(0.8 + 0.2 * f, m), usable=all_obs)
     say(1.0, f"fitted {', '.join(values) or 'nothing'}" + (f"; refused {', '.join(r['name'] for r in refused)}"
                                                             if refused else ""))
     return FitResult(
@@ -499,12 +498,22 @@ def _entries_of(pred: Predictor, mask) -> set | None:
     return None if mask is None else set(np.unique(pred.obs_entry[mask]).tolist())
 
 
-def _check_positive(predicted: np.ndarray, pred: Predictor) -> None:
-    bad = np.flatnonzero(~(predicted > 0) | ~np.isfinite(predicted))
-    if bad.size:
-        e = pred.entries[pred.obs_entry[bad[0]]]
-        raise UsageError(f"{_label(e)} ({e.kind}, {e.name}): the twin predicts {predicted[bad[0]]:g} for it: a "
-                         f"relative error needs a prediction above 0")
+def _positive(predicted: np.ndarray, pred: Predictor, warnings: list[str]) -> np.ndarray:
+    """(observations,) the ones the fit can use: predicted above 0 and finite at the start (a log error needs it;
+    e.g. no interruption over a short period). The others are said and left out of the fit and the held-out
+    error; their error is still reported."""
+    ok = (predicted > 0) & np.isfinite(predicted)
+    for i in np.flatnonzero(~ok):
+        e = pred.entries[pred.obs_entry[i]]
+        warnings.append(f"{_label(e)} ({e.kind}, {e.name}): the twin predicts {predicted[i]:g} for "
+                        f"{_quantity(pred, i)}: left out of the fit (its log error is undefined)")
+    return ok
+
+
+def _quantity(pred: Predictor, i: int) -> str:
+    k = pred.obs_entry[i]
+    first = int(np.flatnonzero(pred.obs_entry == k)[0])
+    return pred.entries[k].observations[i - first].label
 
 
 def _log_residuals(predicted: np.ndarray, pred: Predictor, mask: np.ndarray) -> np.ndarray:
@@ -631,12 +640,15 @@ def splits(n_obs: int, holdout: float | None, folds: int | None, seed: int) -> t
 
 
 def holdout_error(pred: Predictor, params: list[Fittable], values: dict, starts: dict, *, holdout=None, folds=None,
-                  seed: int = 0, progress=None) -> dict:
+                  seed: int = 0, progress=None, usable: np.ndarray | None = None) -> dict:
     """Fit ``params`` (from their fitted ``values``) on all but each held-out set and predict it: the median
     absolute relative error of the held-out predictions (``median_abs_error``), beside the same observations at
     the start (``before_median_abs_error``) and in-sample (``in_sample_median_abs_error``)."""
     say = progress or silent
-    method, sets, why = splits(pred.n_obs, holdout, folds, seed)
+    usable = np.ones(pred.n_obs, bool) if usable is None else usable
+    index = np.flatnonzero(usable)                 # the observations the fit can use: split these
+    method, sets, why = splits(index.size, holdout, folds, seed)
+    sets = [index[h] for h in sets]
     out = {"method": method, "folds": len(sets) if method in ("folds", "leave-one-out") else None,
            "fraction": holdout if method == "holdout" else None, "seed": seed, "count": 0,
            "median_abs_error": None, "before_median_abs_error": None, "in_sample_median_abs_error": None,
@@ -650,9 +662,9 @@ def holdout_error(pred: Predictor, params: list[Fittable], values: dict, starts:
     start = pred.predict(starts)
     for i, held in enumerate(sets):
         say(i / len(sets), f"held-out fit {i + 1} of {len(sets)}")
-        train = np.ones(pred.n_obs, bool)
+        train = usable.copy()
         train[held] = False
-        if not params:
+        if not params or not train.any():
             held_pred[held] = start[held]
             continue
         fold_params = [Fittable(p.name, p.low, p.high, values[p.name], p.kinds) for p in params]

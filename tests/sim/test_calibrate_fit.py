@@ -332,3 +332,18 @@ def test_corpus_fit_over_two_presets_recovers_a_parameter():
     assert r.values["base_rtt_us"] == pytest.approx(30.0, rel=1e-3)
     assert r.holdout["method"] == "folds" and r.holdout["median_abs_error"] < 1e-3
     assert {e.id for e in entries} >= {"src0/ar-8K", "src1/ar-8K"}
+
+
+def test_an_observation_predicted_zero_is_left_out_of_the_fit(demo, synthetic):
+    """A prediction of 0 has no log error: the observation is said and left out of the fit and of the held-out
+    error, the others fitted as without it."""
+    entries = read_measurements(json.dumps(synthetic[:6]))
+
+    class ZeroFirst(Predictor):
+        def entry(self, k, theta):
+            got = super().entry(k, theta)
+            return [0.0] * len(got) if k == 0 else got
+
+    r = fit(entries, ["gemm_efficiency"], cluster=demo, predictor=ZeroFirst(demo, entries))
+    assert r.values["gemm_efficiency"] == pytest.approx(0.6, rel=1e-3)
+    assert r.holdout["count"] == 5 and any("entry[0]" in w and "left out of the fit" in w for w in r.warnings)
