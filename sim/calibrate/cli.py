@@ -55,6 +55,15 @@ def _value(x: float) -> str:
     return f"{x:.4g}" if x is not None else "-"
 
 
+def _signed(x: float | None) -> str:
+    """A signed error in percent; ``inf`` for a prediction that is not finite."""
+    return f"{100 * x:+.2f}%" if x is not None else "inf"
+
+
+def _pct(x: float | None) -> str:
+    return f"{100 * x:.2f}%" if x is not None else "-"
+
+
 def format_calibration(d: dict) -> str:
     lines = [f"# Calibration on {d['cluster']}: {len(d['entries'])} observations, fit "
              f"{', '.join(d['fit']) or 'nothing'} ({d['iterations']} iterations, {d['evaluations']} evaluations, "
@@ -64,12 +73,12 @@ def format_calibration(d: dict) -> str:
     for r in d["entries"]:
         lines.append(f"   {r['name'][:28]:<28} {r['kind']:<10} {r['label'][:16]:<16} {_value(r['measured']):>10} "
                      f"{_value(r['before']['predicted']):>10} {_value(r['after']['predicted']):>10} "
-                     f"{100 * r['before']['error']:+11.2f}% {100 * r['after']['error']:+10.2f}%")
+                     f"{_signed(r['before']['error']):>12} {_signed(r['after']['error']):>11}")
     lines += ["#", "#  |error| by kind       before: median   worst    after: median   worst"]
     for kind, b in d["before"].items():
         a = d["after"][kind]
-        lines.append(f"   {kind:<20} {100 * b['median_abs_error']:14.2f}% {100 * b['worst_abs_error']:7.2f}% "
-                     f"{100 * a['median_abs_error']:15.2f}% {100 * a['worst_abs_error']:7.2f}%")
+        lines.append(f"   {kind:<20} {_pct(b['median_abs_error']):>15} {_pct(b['worst_abs_error']):>8} "
+                     f"{_pct(a['median_abs_error']):>16} {_pct(a['worst_abs_error']):>8}")
     if d["parameters"]:
         rank = d["rank"]
         lines += ["#", f"#  {'parameter':<22} {'value':>10} {'95% low':>10} {'95% high':>10}   bounds"

@@ -728,12 +728,13 @@ class Calibration:
         res = self.result
         for e in self.entries:
             for o in e.observations:
-                b, a = float(res.before[k]), float(res.after[k])
+                b, a = _finite(res.before[k]), _finite(res.after[k])
+                ea = None if a is None else a / o.measured - 1
+                eb = None if b is None else b / o.measured - 1
                 out.append({"entry": e.index, "name": e.name, "kind": e.kind, "cluster": e.cluster,
                             "quantity": o.quantity, "label": o.label, "measured": o.measured, "predicted": a,
-                            "error": a / o.measured - 1,
-                            "before": {"predicted": b, "error": b / o.measured - 1},
-                            "after": {"predicted": a, "error": a / o.measured - 1}})
+                            "error": ea, "before": {"predicted": b, "error": eb},
+                            "after": {"predicted": a, "error": ea}})
                 k += 1
         return out
 
@@ -747,14 +748,24 @@ class Calibration:
                 "engine_runs": r.runs, "seconds": round(r.seconds, 3)}
 
 
+def _finite(x) -> float | None:
+    """A prediction as JSON keeps it: None when infinite or not a number (e.g. an MTBF with no interruption)."""
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
 def summary(rows: list[dict], when: str) -> dict:
-    """Median and worst absolute relative error by kind (and ``all``), and how many observations."""
+    """Median and worst absolute relative error by kind (and ``all``), and how many observations (``count``; the
+    errors over those with a finite prediction, ``infinite`` the others)."""
     out = {}
     kinds = ["all"] + list(dict.fromkeys(r["kind"] for r in rows))
     for kind in kinds:
-        err = np.abs([r[when]["error"] for r in rows if kind == "all" or r["kind"] == kind])
-        out[kind] = {"count": int(err.size), "median_abs_error": float(np.median(err)),
-                     "worst_abs_error": float(err.max())}
+        errs = [r[when]["error"] for r in rows if kind == "all" or r["kind"] == kind]
+        err = np.abs([x for x in errs if x is not None])
+        out[kind] = {"count": len(errs), "median_abs_error": float(np.median(err)) if err.size else None,
+                     "worst_abs_error": float(err.max()) if err.size else None}
+        if err.size < len(errs):
+            out[kind]["infinite"] = len(errs) - int(err.size)
     return out
 
 
