@@ -95,7 +95,9 @@ def test_a_collective_entry_is_checked_on_the_run_s_cluster_unless_it_names_its_
     # an entry on its own preset (4,096 GPUs, more than demo-256 has) is not checked against the run's cluster
     own = COLLECTIVE_ENTRY.format(name="there", cluster='cluster = "dgx-h100-superpod"\n', gpus=2048)
     here = COLLECTIVE_ENTRY.format(name="here", cluster="", gpus=16)
-    r = start(runner, {"measurements": here + own, "folds": 2})
+    power = ('[[entry]]\nkind = "power"\ngpu_mean_w = 600.0\n[entry.params]\nmodel = "llama3-8b"\ngpus = 64\n'
+             'pp = 1\n')
+    r = start(runner, {"measurements": here + own + power, "folds": 2})
     assert r.status_code == 201, r.json()
     # the same entry on the run's cluster is: a 400 naming it, nothing more queued
     r = start(runner, {"measurements": COLLECTIVE_ENTRY.format(name="big", cluster="", gpus=2048)})
