@@ -55,15 +55,21 @@ def _power(topo, values, e: Entry) -> list[float]:
     return [float(got[o.quantity]) for o in e.observations]
 
 
-def _collective(topo, values, e: Entry) -> list[float]:
-    row = run_collective(topo, values).seeded.median.result.rows[0]
+def _collective(row, e: Entry) -> list[float]:
     got = {"busbw_gbps": row.busbw / GB, "algbw_gbps": row.algbw / GB, "time_us": row.time * 1e6}
     return [float(got[o.quantity]) for o in e.observations]
 
 
+def _batch_key(e: Entry) -> tuple:
+    """Collective entries with the same cluster and parameters but their one size are one run (all their sizes, as
+    an nccl-tests log's rows are): the same rows as a run per size, one routing and solve."""
+    return e.cluster, tuple(sorted((n, repr(v)) for n, v in e.values.items() if n != "sizes"))
+
+
 class Predictor:
     """The entries' predictions for given parameter values, each engine run at most once per set of the values its
-    kind declares (and a job's solve once per set of its non-:data:`STEP_ONLY` values). An entry with its own
+    kind declares (and a job's solve once per set of its non-:data:`STEP_ONLY` values; collective entries that differ
+    only in their size in one run of all their sizes). An entry with its own
     ``cluster`` (a preset) runs there, each preset's topology loaded once; the others on ``cluster``.
     ``runs``: engine runs done, ``evaluations``: predictions asked for."""
 
@@ -78,6 +84,11 @@ class Predictor:
         self.measured = np.array([o.measured for e in entries for o in e.observations])
         # (observations,) the position of each observation's entry
         self.obs_entry = np.array([k for k, e in enumerate(entries) for _ in e.observations], dtype=int)
+        self._batches: dict = {}          # collective entries' batch key -> their sizes
+        self._rows: dict = {}             # (batch key, own values) -> {size: row}
+        for e in entries:
+            if e.kind == "collective":
+                self._batches.setdefault(_batch_key(e), set()).add(e.observations[0].size)
         if cluster is None and any(e.cluster is None for e in entries):
             missing = next(e for e in entries if e.cluster is None)
             raise UsageError(f"{label(missing)}: names no cluster and the fit was given none")
@@ -133,6 +144,14 @@ class Predictor:
                 self.runs += 1
                 self._solves[skey] = solve_job(topo, values)
             return _job(topo, self._solves[skey], values, e)
+        if e.kind == "collective":
+            bkey = (_batch_key(e), tuple(sorted(own.items())))
+            if bkey not in self._rows:
+                self.runs += 1
+                sizes = ",".join(str(n) for n in sorted(self._batches[bkey[0]]))
+                rows = run_collective(topo, {**values, "sizes": sizes}).seeded.median.result.rows
+                self._rows[bkey] = {r.size: r for r in rows}
+            return _collective(self._rows[bkey][e.observations[0].size], e)
         self.runs += 1
         if e.kind in ("checkpoint", "restore"):
             return _checkpoint(topo, values, e)
@@ -140,8 +159,6 @@ class Predictor:
             return _failures(topo, values, e)
         if e.kind == "power":
             return _power(topo, values, e)
-        if e.kind == "collective":
-            return _collective(topo, values, e)
         run = run_collective(topo, values, source=("hosts" if values.get("hosts") else "gpu_list"))
         if e.log.ranks and (values.get("hosts") or values.get("gpu_list")) and run.values["gpus"] != len(e.log.ranks):
             field_name = "hosts" if values.get("hosts") else "gpu_list"

@@ -347,3 +347,22 @@ def test_an_observation_predicted_zero_is_left_out_of_the_fit(demo, synthetic):
     r = fit(entries, ["gemm_efficiency"], cluster=demo, predictor=ZeroFirst(demo, entries))
     assert r.values["gemm_efficiency"] == pytest.approx(0.6, rel=1e-3)
     assert r.holdout["count"] == 5 and any("entry[0]" in w and "left out of the fit" in w for w in r.warnings)
+
+
+def test_collective_entries_of_one_configuration_are_one_run(demo):
+    """Entries that differ only in their size are one collective run of all their sizes, each the same row a run of
+    its size alone gives."""
+    base = {"collective": "allreduce", "gpus": 64}
+    sizes = ("8K", "1M", "1G")
+    entries = read_measurements(json.dumps(
+        [{"kind": "collective", "name": s, "params": {**base, "sizes": s}, "busbw_gbps": 10.0} for s in sizes]
+        + [{"kind": "collective", "name": "other", "params": {**base, "sizes": "1M", "qps": 1}, "busbw_gbps": 1.0}]))
+    pred = Predictor(demo, entries)
+    got = pred.predict({})
+    assert pred.runs == 2
+    cases = [(s, {}) for s in sizes] + [("1M", {"qps": 1})]
+    for (s, over), g in zip(cases, got):
+        row = run_collective(demo, COLLECTIVE.validate({**base, **over, "sizes": s, "hottest": 0})).seeded.median
+        assert g == pytest.approx(row.result.rows[0].busbw / 1e9)
+    pred.predict({"base_rtt_us": 40.0})
+    assert pred.runs == 4
