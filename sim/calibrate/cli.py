@@ -4,7 +4,8 @@
         [--holdout FRACTION | --folds K] [--seed N] [--json]
 
 ``--measurements FILE`` is read into the ``measurements`` parameter of :data:`sim.calibrate.params.CALIBRATE`,
-``--fit``, ``--holdout``, ``--folds`` and ``--seed`` its parameters of those names; ``--preset``/``--spec``, ``--json`` and ``--quiet`` are the command line's own. Refused
+``--fit``, ``--holdout``, ``--folds`` and ``--seed`` its parameters of those names; ``--preset``/``--spec``,
+``--json`` and ``--quiet`` are the command line's own. Refused
 input (an unknown kind, a log that does not parse, a measured value <= 0, a parameter a kind refuses, a name that is
 not fittable) is reported by :func:`sim.cli.main`: one line naming ``entry[i].field``, exit status 2.
 """

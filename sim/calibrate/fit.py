@@ -197,9 +197,10 @@ def fit(entries: list[Entry], names: list[str] | None = None, *, cluster=None,
     return FitResult(
         names=[p.name for p in params], values=values, start=starts, optimum=optimum,
         bounds={p.name: (p.low, p.high) for p in params}, kinds={p.name: list(p.kinds) for p in params}, ci=ci,
-        identifiable=[p.name for p in live], refused=refused, rank=rank, rank_of=rank_of, singular_values=sv, holdout=split,
-        before=before, after=after, measured=pred.measured, warnings=warnings, iterations=iterations,
+        identifiable=[p.name for p in live], refused=refused, rank=rank, rank_of=rank_of, singular_values=sv,
+        holdout=split, before=before, after=after, measured=pred.measured, warnings=warnings, iterations=iterations,
         evaluations=pred.evaluations, runs=pred.runs, seconds=time.perf_counter() - t0)
+
 
 def _positive(predicted: np.ndarray, pred: Predictor, warnings: list[str]) -> np.ndarray:
     """(observations,) the ones the fit can use: predicted above 0 and finite at the start (a log error needs it;
@@ -217,6 +218,7 @@ def _quantity(pred: Predictor, i: int) -> str:
     k = pred.obs_entry[i]
     first = int(np.flatnonzero(pred.obs_entry == k)[0])
     return pred.entries[k].observations[i - first].label
+
 
 def _determined(params, z, r, J, warnings):
     """At the optimum: per parameter the reason it is not determined (None if it is), its 95 % interval in its own

@@ -70,6 +70,7 @@ KIND_WOULD = {
     "power": "a power measurement (gpu_mean_w, gpu_peak_w, cluster_peak_mw, swing_mw or energy_per_token_j)",
 }
 
+
 def would(name: str, kinds=()) -> str:
     """The measurement that would determine ``name`` (declared by ``kinds``)."""
     if name in WOULD:
@@ -78,6 +79,8 @@ def would(name: str, kinds=()) -> str:
     said = list(dict.fromkeys(KIND_WOULD[k] for k in kinds if k in KIND_WOULD))
     return " or ".join(said) if said else "none of the measurement kinds (no kind declares it)"
 
+
+# ------------------------------------------------------------------------------------------ fittable parameters
 @dataclass
 class Fittable:
     """A parameter the fit may set: its bounds, its start and the kinds that declare it."""
