@@ -95,12 +95,13 @@ class FitResult:
         return self.after / self.measured - 1
 
     def parameters(self) -> dict:
-        """Per candidate: ``value`` (applied: the start when refused), ``optimum``, ``start``, ``low``/``high`` (95 %),
-        ``bounds``, ``kinds``, ``identifiable``, ``refused`` (the reason, or None), ``would``."""
+        """Per candidate: ``value`` (applied: the start when refused), ``optimum``, ``start``, ``low``/``high`` (95 %;
+        none for a refused one, whose value is not fitted), ``bounds``, ``kinds``, ``identifiable``, ``refused`` (the
+        reason, or None), ``would``."""
         refused = {r["name"]: r for r in self.refused}
         out = {}
         for n in self.names:
-            ci = self.ci.get(n)
+            ci = self.ci.get(n) if n not in refused else None      # a refused one's value is its start: no interval
             out[n] = {"value": self.values.get(n, self.start[n]), "optimum": self.optimum.get(n, self.start[n]),
                       "start": self.start[n], "low": ci[0] if ci else None, "high": ci[1] if ci else None,
                       "bounds": list(self.bounds[n]), "kinds": self.kinds[n],
