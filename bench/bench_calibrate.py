@@ -63,7 +63,8 @@ def case_jobs() -> dict:
             "seconds": round(seconds, 2), "iterations": cal.iterations, "evaluations": cal.evaluations,
             "engine_runs": cal.runs, "before": d["before"]["job"], "after": d["after"]["job"],
             "parameters": {n: {k: p[k] for k in ("value", "low", "high", "identifiable")}
-                           for n, p in d["parameters"].items()}, "true": TRUE, "warnings": d["warnings"]}
+                           for n, p in d["parameters"].items()}, "true": TRUE, "holdout": d["holdout"],
+            "refused": d["refused"], "rank": d["rank"], "warnings": d["warnings"]}
 
 
 def case_nccl() -> dict:
@@ -102,7 +103,7 @@ def case_nccl() -> dict:
             "before": d["before"]["nccl-tests"], "after": d["after"]["nccl-tests"],
             "parameters": {n: {k: p[k] for k in ("value", "low", "high", "identifiable")}
                            for n, p in d["parameters"].items()}, "true": {"base_rtt_us": 30.0},
-            "warnings": d["warnings"]}
+            "holdout": d["holdout"], "refused": d["refused"], "warnings": d["warnings"]}
 
 
 def main(argv: list[str]) -> int:

@@ -18,7 +18,8 @@ const figure = (run, when) => {
 };
 const cells = (r) => `<td><a href="/experiments/${r.id}/">#${r.id}</a></td><td>${esc(paramsText(r))}</td>
   <td>${statusBadge(r.status)}</td><td>${progressBar(r.progress ?? (r.status === "succeeded" ? 100 : 0))}</td>
-  <td class="num">${figure(r, "before")}</td><td class="num">${figure(r, "after")}</td>`;
+  <td class="num">${figure(r, "before")}</td><td class="num">${figure(r, "after")}</td>
+  <td class="num">${figure(r, "held_out")}</td>`;
 
 const show = liveRunRows($("cal-runs").querySelector("tbody"), FINISHED, cells, {
   onEnd: (run) => { if (run.id === selected) return detail(run); return undefined; },

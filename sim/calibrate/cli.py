@@ -1,9 +1,11 @@
 """Command line of the calibration (contract), registered by :mod:`sim.cli`::
 
-    python -m sim calibrate --preset meta-roce-24k --measurements FILE [--fit gemm_efficiency,...] [--json]
+    python -m sim calibrate --preset meta-roce-24k --measurements FILE [--fit gemm_efficiency,...]
+        [--holdout FRACTION | --folds K] [--seed N] [--json]
 
 ``--measurements FILE`` is read into the ``measurements`` parameter of :data:`sim.calibrate.params.CALIBRATE`,
-``--fit`` is its ``fit``; ``--preset``/``--spec``, ``--json`` and ``--quiet`` are the command line's own. Refused
+``--fit``, ``--holdout``, ``--folds`` and ``--seed`` its parameters of those names; ``--preset``/``--spec``,
+``--json`` and ``--quiet`` are the command line's own. Refused
 input (an unknown kind, a log that does not parse, a measured value <= 0, a parameter a kind refuses, a name that is
 not fittable) is reported by :func:`sim.cli.main`: one line naming ``entry[i].field``, exit status 2.
 """
@@ -31,12 +33,18 @@ def add_parsers(sub) -> None:
     c.add_argument("--measurements", "-m", required=True, metavar="FILE",
                    help="the measurements file: TOML [[entry]] tables or JSON (docs/calibration.md)")
     c.add_argument("--fit", default=None, metavar="NAME,NAME,...", help=CALIBRATE.by_name["fit"].help)
+    split = c.add_mutually_exclusive_group()
+    split.add_argument("--holdout", type=float, default=None, metavar="FRACTION",
+                       help=CALIBRATE.by_name["holdout"].help)
+    split.add_argument("--folds", type=int, default=None, metavar="K", help=CALIBRATE.by_name["folds"].help)
+    c.add_argument("--seed", type=int, default=0, help=CALIBRATE.by_name["seed"].help)
     c.add_argument("--json", action="store_true", help="print one JSON document instead of the tables")
     c.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
 
 
 def run(args, bar) -> int:
-    values = CALIBRATE.validate({"measurements": read_file(args.measurements), "fit": args.fit})
+    values = CALIBRATE.validate({"measurements": read_file(args.measurements), "fit": args.fit,
+                                 "holdout": args.holdout, "folds": args.folds, "seed": args.seed})
     _, topo = load_topology(args.preset, args.spec, lambda message: bar(0.0, message))
     result = run_calibrate(topo, values, progress=bar)
     bar.close()
@@ -48,6 +56,15 @@ def _value(x: float) -> str:
     return f"{x:.4g}" if x is not None else "-"
 
 
+def _signed(x: float | None) -> str:
+    """A signed error in percent; ``inf`` for a prediction that is not finite."""
+    return f"{100 * x:+.2f}%" if x is not None else "inf"
+
+
+def _pct(x: float | None) -> str:
+    return f"{100 * x:.2f}%" if x is not None else "-"
+
+
 def format_calibration(d: dict) -> str:
     lines = [f"# Calibration on {d['cluster']}: {len(d['entries'])} observations, fit "
              f"{', '.join(d['fit']) or 'nothing'} ({d['iterations']} iterations, {d['evaluations']} evaluations, "
@@ -57,18 +74,34 @@ def format_calibration(d: dict) -> str:
     for r in d["entries"]:
         lines.append(f"   {r['name'][:28]:<28} {r['kind']:<10} {r['label'][:16]:<16} {_value(r['measured']):>10} "
                      f"{_value(r['before']['predicted']):>10} {_value(r['after']['predicted']):>10} "
-                     f"{100 * r['before']['error']:+11.2f}% {100 * r['after']['error']:+10.2f}%")
+                     f"{_signed(r['before']['error']):>12} {_signed(r['after']['error']):>11}")
     lines += ["#", "#  |error| by kind       before: median   worst    after: median   worst"]
     for kind, b in d["before"].items():
         a = d["after"][kind]
-        lines.append(f"   {kind:<20} {100 * b['median_abs_error']:14.2f}% {100 * b['worst_abs_error']:7.2f}% "
-                     f"{100 * a['median_abs_error']:15.2f}% {100 * a['worst_abs_error']:7.2f}%")
+        lines.append(f"   {kind:<20} {_pct(b['median_abs_error']):>15} {_pct(b['worst_abs_error']):>8} "
+                     f"{_pct(a['median_abs_error']):>16} {_pct(a['worst_abs_error']):>8}")
     if d["parameters"]:
+        rank = d["rank"]
         lines += ["#", f"#  {'parameter':<22} {'value':>10} {'95% low':>10} {'95% high':>10}   bounds"
-                       f"                 identifiable"]
+                       f"                 determined (Jacobian rank {rank['rank']} of {rank['parameters']})"]
         for name, p in d["parameters"].items():
             lines.append(f"   {name:<22} {_value(p['value']):>10} {_value(p['low']):>10} {_value(p['high']):>10}   "
                          f"[{p['bounds'][0]:g}, {p['bounds'][1]:g}]".ljust(80) + ("yes" if p["identifiable"]
-                                                                                   else "NO"))
-    lines += [f"# warning: {w}" for w in d["warnings"]]
+                                                                                   else "REFUSED"))
+    for r in d["refused"]:
+        lines.append(f"# refused: {r['name']}: {r['reason']}; {r['would']} would determine it")
+    lines += ["#", f"# held-out error: {holdout_text(d['holdout'])}"]
+    lines += [f"# warning: {w}" for w in d["warnings"] if not w.startswith(tuple(f"{r['name']}: refused"
+                                                                                  for r in d["refused"]))]
     return "\n".join(lines)
+
+
+def holdout_text(h: dict) -> str:
+    """One line: the held-out scheme, the median |error| held out, beside before the fit and in-sample."""
+    if h["method"] is None or h["median_abs_error"] is None:
+        return f"none ({h['reason']})"
+    scheme = (f"{h['folds']} folds" if h["method"] == "folds" else "leave-one-out" if h["method"] == "leave-one-out"
+              else f"{100 * h['fraction']:g} % held out")
+    return (f"median |error| {100 * h['median_abs_error']:.2f} % on {h['count']} held-out observations ({scheme}, "
+            f"seed {h['seed']}); at the start {100 * h['before_median_abs_error']:.2f} %, in-sample "
+            f"{100 * h['in_sample_median_abs_error']:.2f} %" + (f"; {h['reason']}" if h["reason"] else ""))

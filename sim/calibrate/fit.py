@@ -1,19 +1,29 @@
-"""Predictions against measurements and the least-squares fit of named parameters (docs/calibration.md).
+"""The least-squares fit of named parameters to measurements (docs/calibration.md), and the calibration's result.
+The parts live beside it: :mod:`sim.calibrate.fittable` (what may be fitted), :mod:`sim.calibrate.predict` (the
+Predictor), :mod:`sim.calibrate.solve` (least_squares and the Jacobian), :mod:`sim.calibrate.holdout` (the
+held-out error); their names used elsewhere are imported here too.
 
-* **Predictions** (:class:`Predictor`): each entry's observations from its kind's engine entry point, with the
-  fitted parameters set in every entry whose kind declares them. The error of an observation is
+* **Predictions** (:class:`Predictor`): each entry's observations from its kind's engine entry point (the one a
+  user's run of that kind calls), with the fitted parameters set in every entry whose kind declares them, on the
+  entry's own cluster (a preset, loaded once) or the run's. The error of an observation is
   ``predicted / measured - 1``. Expensive parts are computed once per entry and reused: a job's placement,
   transfers and max-min solve (:func:`sim.jobs.job.solve_job`) while only :data:`sim.jobs.job.STEP_ONLY` parameters
   change (the closed-form step is re-run); a collective's run covers every row of its log at once (one routing and
   solve; the rows are its sizes); any entry is re-run only when a parameter its kind declares changes.
 * **Fittable parameters** (:func:`fittable`): the float parameters of the entries' ParamSets with a finite min and
   max, starting from their default, or for a nullable one from the named constant its null stands for
-  (:data:`NULL_MEANS`); :data:`CONDITIONS` (what a measurement was taken under) are not fitted.
-* **Fit** (:func:`calibrate`): Levenberg-Marquardt on the relative errors, projected onto the bounds, in a
-  transformed coordinate (log for a positive lower bound, ``asinh`` of the distance from a zero lower bound), with a
-  forward-difference Jacobian; 95 % intervals ``value +- t sqrt(diag(s^2 (J^T J)^-1))`` at the optimum; a parameter
-  is not identifiable when its Jacobian column is about 0, when ``J^T J`` is ill-conditioned along it, or when its
-  interval is wider than its bounds.
+  (:func:`null_means`: :data:`NULL_MEANS` and every fitted factor of :mod:`sim.core.fitted`, with its bounds);
+  :data:`CONDITIONS` (what a measurement was taken under, and numerical resolutions) are not fitted.
+* **Fit** (:func:`fit`): :func:`scipy.optimize.least_squares` (trust-region reflective, bounds) on
+  ``log(predicted / measured)``, in a transformed coordinate (log of a parameter with a positive lower bound,
+  ``asinh`` of the distance from a zero one), with a forward-difference Jacobian through the Predictor (so its
+  reuse holds). At the optimum: the rank of the Jacobian (SVD of its unit-norm columns, :data:`RANK_TOL`), 95 %
+  intervals ``value +- t sqrt(diag(s^2 (J^T J)^-1))``, and the parameters the data cannot determine (no
+  measurement moves them, they move with others along a direction the data do not see, or their interval is
+  wider than their bounds) are **refused**: kept at their start, named with the measurement that would determine
+  them, and the rest re-fitted without them.
+* **Held-out error**: K folds (or one random hold-out fraction) of the observations, each fitted on the rest and
+  predicted; the median absolute relative error of the held-out predictions.
 """
 from __future__ import annotations
 
@@ -23,34 +33,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sim.calibrate.fittable import (CONDITIONS, NULL_MEANS, Fittable, choose_fit, factor_bounds,  # noqa: F401
+                                    fittable, fittable_names, null_means, would)
+from sim.calibrate.holdout import holdout_error, splits  # noqa: F401
 from sim.calibrate.measurements import KINDS, Entry
-from sim.core.errors import ParamError, UsageError
+from sim.calibrate.predict import Predictor, label
+from sim.calibrate.solve import SENSITIVITY_TOL, entries_of, jacobian, log_residuals, solve
 from sim.core.progress import silent
-from sim.fabric.entry import run_collective
-from sim.fabric.latency import BASE_RTT
-from sim.failures.entry import run_failures
-from sim.jobs.job import STEP_ONLY, solve_job
-from sim.jobs.models import FRAGMENTATION
-from sim.jobs.step import ATTENTION_EFFICIENCY, GEMM_EFFICIENCY
-from sim.storage.entry import run_checkpoint
-from sim.storage.stores import FUSE_THREADS, SERVER_CORES
 
-CONDITIONS = ("days",)            # the period a failures measurement covers: given, never fitted
-# What a nullable parameter's null stands for, as one value (the start of its fit); a nullable parameter not listed
-# here has no single default (a store's or a GPU's own) and is not fittable.
-NULL_MEANS = {
-    "gemm_efficiency": lambda cluster: GEMM_EFFICIENCY,
-    "attention_efficiency": lambda cluster: ATTENTION_EFFICIENCY["bf16"],   # BF16's; FP8 entries start from it too
-    "fragmentation": lambda cluster: FRAGMENTATION,
-    "client_cores": lambda cluster: float(FUSE_THREADS),
-    "server_cores": lambda cluster: float(SERVER_CORES),
-    "base_rtt_us": lambda cluster: BASE_RTT[cluster.kind] * 1e6,
-}
-FD_STEP = 1e-3                    # forward-difference step in the transformed coordinate (0.1 % of a log parameter)
-MAX_ITERATIONS = 30               # Levenberg-Marquardt iterations at most
-TOLERANCE = 1e-10                 # stop when the relative decrease of the squared error is below this
-SENSITIVITY_TOL = 1e-6            # a Jacobian column (relative error per unit of transformed parameter) below this: 0
-MAX_CONDITION = 1e10              # J^T J (columns scaled to unit norm) more ill-conditioned than this: not identifiable
+RANK_TOL = 1e-3                   # singular values of J's unit-norm columns below this x the largest: not seen
+WEIGHT_TOL = 0.1                  # a parameter weighing more than this in an unseen direction is undetermined
 T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
 
@@ -64,340 +56,300 @@ def t975(dof: int) -> float:
     return z + (z ** 3 + z) / (4 * dof) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * dof ** 2)
 
 
-# ------------------------------------------------------------------------------------------ fittable parameters
-@dataclass
-class Fittable:
-    """A parameter the fit may set: its bounds, its start and the kinds that declare it."""
-
-    name: str
-    low: float
-    high: float
-    start: float
-    kinds: tuple[str, ...]
-
-    @property
-    def log(self) -> bool:
-        return self.low > 0
-
-    @property
-    def scale(self) -> float:
-        """The asinh transform's scale (zero lower bound): the start's distance from it, else a millionth of the
-        range."""
-        return max(self.start - self.low, (self.high - self.low) * 1e-6)
-
-    def to_z(self, v: float) -> float:
-        return math.log(v) if self.log else math.asinh((v - self.low) / self.scale)
-
-    def from_z(self, z: float) -> float:
-        v = math.exp(z) if self.log else self.low + self.scale * math.sinh(z)
-        return min(max(v, self.low), self.high)            # rounding at a bound stays within it
-
-    def dv_dz(self, z: float) -> float:
-        return math.exp(z) if self.log else self.scale * math.cosh(z)
-
-    @property
-    def z_bounds(self) -> tuple[float, float]:
-        return self.to_z(self.low), self.to_z(self.high)
-
-
-def _is_fittable(p) -> bool:
-    """A float parameter with finite bounds, not a condition, with a start (its default or a NULL_MEANS entry)."""
-    if p.type != "float" or p.name in CONDITIONS or p.min is None or p.max is None:
-        return False
-    if not (math.isfinite(p.min) and math.isfinite(p.max)) or p.max <= p.min:
-        return False
-    return p.default is not None or p.name in NULL_MEANS
-
-
-def fittable_names(kinds=KINDS) -> set[str]:
-    """The names :func:`fittable` gives on any cluster (what a ``fit`` list is checked against before a run)."""
-    return {p.name for kind in kinds for p in KINDS[kind] if _is_fittable(p)}
-
-
-def fittable(kinds, cluster) -> dict[str, Fittable]:
-    """The fittable parameters of ``kinds`` (measurement kinds) on ``cluster``: name -> :class:`Fittable`."""
-    out: dict[str, Fittable] = {}
-    for kind in dict.fromkeys(kinds):
-        for p in KINDS[kind]:
-            if not _is_fittable(p):
-                continue
-            start = p.default if p.default is not None else NULL_MEANS[p.name](cluster)
-            if p.name in out:
-                out[p.name].kinds += (kind,)
-            else:
-                out[p.name] = Fittable(p.name, float(p.min), float(p.max), float(start), (kind,))
-    return out
-
-
-def choose_fit(names, table) -> list[str]:
-    """The ``--fit`` names checked against ``table`` (every kind's fittable parameters, names -> :class:`Fittable` or
-    :func:`fittable_names`: one no entry's kind declares
-    is reported as not identifiable, not refused; ParamError naming ``fit`` for one that is not fittable)."""
-    out = []
-    for name in names:
-        if name not in table:
-            raise ParamError("fit", f"{str(name)[:64]!r} is not a fittable parameter (fittable: "
-                                    f"{', '.join(sorted(table))})")
-        if name not in out:
-            out.append(name)
-    return out
-
-
-# ------------------------------------------------------------------------------------------------- predictions
-class Predictor:
-    """The entries' predictions for given parameter values, each engine run at most once per set of the values its
-    kind declares (and a job's solve once per set of its non-:data:`STEP_ONLY` values). ``runs``: engine runs done,
-    ``evaluations``: predictions asked for."""
-
-    def __init__(self, cluster, entries: list[Entry], progress=None):
-        self.cluster, self.entries = cluster, entries
-        self.progress = progress or silent
-        self.runs = self.evaluations = 0
-        self._cache: dict = {}
-        self._solves: dict = {}
-        self.n_obs = sum(len(e.observations) for e in entries)
-        self.measured = np.array([o.measured for e in entries for o in e.observations])
-
-    def predict(self, theta: dict[str, float], say=None) -> np.ndarray:
-        """(observations,) every entry's predictions with ``theta`` (name -> value) set where declared."""
-        self.evaluations += 1
-        out = []
-        for k, e in enumerate(self.entries):
-            out.extend(self.entry(e, theta))
-            if say is not None:
-                say((k + 1) / len(self.entries), f"predicted {e.where} ({e.kind}, {e.name})")
-        return np.asarray(out, dtype=float)
-
-    def entry(self, e: Entry, theta: dict[str, float]) -> list[float]:
-        own = tuple(sorted((n, v) for n, v in theta.items() if n in KINDS[e.kind].by_name))
-        key = (e.index, own)
-        if key not in self._cache:
-            try:
-                self._cache[key] = self._run(e, dict(own))
-            except ParamError as err:
-                raise ParamError({f"{e.where}.{k}": v for k, v in err.errors.items()}) from None
-            except (UsageError, ValueError) as err:
-                raise UsageError(f"{e.where} ({e.kind}, {e.name}): {err}") from None
-        return self._cache[key]
-
-    def _run(self, e: Entry, own: dict) -> list[float]:
-        values = {**e.values, **own}
-        if e.kind == "job":
-            solved = {n: v for n, v in own.items() if n not in STEP_ONLY}
-            skey = (e.index, tuple(sorted(solved.items())))
-            if skey not in self._solves:
-                self.runs += 1
-                self._solves[skey] = solve_job(self.cluster, values)
-            r = self._solves[skey].result(self.cluster, values)
-            return [{"step_time_s": r.step_time, "tokens_per_s": r.tokens_per_s,
-                     "tflops_per_gpu": r.tflops_per_gpu}[o.quantity] for o in e.observations]
-        self.runs += 1
-        if e.kind in ("checkpoint", "restore"):
-            r = run_checkpoint(self.cluster, values).result
-            return [{"blocked_s": r.blocked_seconds, "durable_s": r.durable_seconds}[o.quantity]
-                    for o in e.observations]
-        if e.kind == "failures":
-            s = run_failures(self.cluster, values).doc["summary"]
-            return [{"interruptions": s["interruptions_per_day"]["mean"] * values["days"],
-                     "effective_ratio": s["effective_ratio"]["mean"]}[o.quantity] for o in e.observations]
-        run = run_collective(self.cluster, values, source=("hosts" if values.get("hosts") else "gpu_list"))
-        if e.log.ranks and (values.get("hosts") or values.get("gpu_list")) and run.values["gpus"] != len(e.log.ranks):
-            field_name = "hosts" if values.get("hosts") else "gpu_list"
-            raise ParamError(field_name, f"lists {run.values['gpus']:,} ranks but the log's Rank lines "
-                                         f"{len(e.log.ranks):,}")
-        times = {r.size: r.time for r in run.seeded.median.result.rows}
-        return [times[o.size] for o in e.observations]
-
-
 # -------------------------------------------------------------------------------------------------------- fit
 @dataclass
-class Calibration:
-    """The outcome: per observation the measured value and the predictions before and after the fit, the fitted
-    parameters, the summaries and warnings."""
+class FitResult:
+    """What :func:`fit` found. ``values``: what to apply (the fitted value of each determined parameter, fitted
+    again with the refused ones at their start; a refused one is not in it); ``start``; ``optimum`` (every
+    candidate's value at the joint fit of all those that move a prediction, refused ones included); ``ci`` (name ->
+    (low, high) 95 %, or None), ``identifiable`` (names), ``refused`` (``{name, reason, would}``), ``rank`` (of the
+    joint fit's Jacobian, of ``rank_of`` parameters), ``singular_values`` (of its unit-norm columns, largest
+    first), ``holdout`` (the held-out error, :func:`holdout_error`), ``before`` and ``after``
+    (observations,) predictions at the start and with ``values``, ``measured``."""
 
-    cluster: str
-    entries: list[Entry]
-    fit: list[str]
+    names: list[str]
+    values: dict[str, float]
+    start: dict[str, float]
+    optimum: dict[str, float]
+    bounds: dict[str, tuple[float, float]]
+    kinds: dict[str, list[str]]
+    ci: dict[str, tuple[float, float] | None]
+    identifiable: list[str]
+    refused: list[dict]
+    rank: int
+    rank_of: int
+    singular_values: list[float]
+    holdout: dict
     before: np.ndarray
     after: np.ndarray
-    parameters: dict
+    measured: np.ndarray
     warnings: list[str] = field(default_factory=list)
     iterations: int = 0
     evaluations: int = 0
     runs: int = 0
     seconds: float = 0.0
 
+    @property
+    def errors(self) -> np.ndarray:
+        """(observations,) ``after / measured - 1``."""
+        return self.after / self.measured - 1
+
+    def parameters(self) -> dict:
+        """Per candidate: ``value`` (applied: the start when refused), ``optimum``, ``start``, ``low``/``high`` (95 %;
+        none for a refused one, whose value is not fitted), ``bounds``, ``kinds``, ``identifiable``, ``refused`` (the
+        reason, or None), ``would``."""
+        refused = {r["name"]: r for r in self.refused}
+        out = {}
+        for n in self.names:
+            ci = self.ci.get(n) if n not in refused else None      # a refused one's value is its start: no interval
+            out[n] = {"value": self.values.get(n, self.start[n]), "optimum": self.optimum.get(n, self.start[n]),
+                      "start": self.start[n], "low": ci[0] if ci else None, "high": ci[1] if ci else None,
+                      "bounds": list(self.bounds[n]), "kinds": self.kinds[n],
+                      "identifiable": n in self.identifiable,
+                      "refused": refused[n]["reason"] if n in refused else None,
+                      "would": refused[n]["would"] if n in refused else None}
+        return out
+
+
+def fit(entries: list[Entry], names: list[str] | None = None, *, cluster=None,
+        bounds: dict[str, tuple[float, float]] | None = None, start: dict[str, float] | None = None,
+        holdout: float | None = None, folds: int | None = None, seed: int = 0, progress=None,
+        predictor: Predictor | None = None) -> FitResult:
+    """Fit ``names`` to ``entries`` (from one file or a corpus of many: an entry with its own ``cluster`` runs on
+    that preset; the others on ``cluster``, a Topology). ``names`` None: the fittable parameters the entries'
+    kinds declare that move a prediction at the start. ``bounds``/``start``: per name, replacing the declared ones
+    (a fitted factor's are the factor's). ``holdout`` (a fraction) or ``folds`` (K): the held-out error (default:
+    :func:`default_split`); ``seed`` draws the split. Progress: the first prediction (0..0.4), the fit (0.4..0.8),
+    the held-out fits (0.8..1)."""
+    t0 = time.perf_counter()
+    say = progress or silent
+    pred = predictor or Predictor(cluster, entries)
+    table = fittable(KINDS, pred.start_cluster())
+    chosen = choose_fit(names, table) if names is not None else None
+    present = {e.kind for e in entries}
+    before = pred.predict({}, say=lambda f, m: say(0.4 * f, m))
+    candidates = chosen if chosen is not None else sorted(n for n, p in table.items() if present & set(p.kinds))
+    params = []
+    for n in candidates:
+        p = table[n]
+        lo, hi = (bounds or {}).get(n, (p.low, p.high))
+        s0 = (start or {}).get(n, p.start)
+        params.append(Fittable(n, float(lo), float(hi), min(max(float(s0), float(lo)), float(hi)),
+                               tuple(k for k in p.kinds if k in present) or p.kinds))
+    warnings: list[str] = []
+    refused: list[dict] = []
+    all_obs = _positive(before, pred, warnings)
+    budget = [0, len(params) + 4 * (len(params) + 1)]
+
+    def evaluate(theta, what, mask):
+        budget[0] += 1
+        say(0.4 + 0.4 * min(1.0, budget[0] / max(budget[1], 1)), what)
+        return pred.predict(theta, only=entries_of(pred, mask))
+
+    # who moves at all: a forward-difference sensitivity at the start (on every observation)
+    z0 = np.array([p.to_z(p.start) for p in params])
+    r0 = log_residuals(evaluate({p.name: p.start for p in params}, "residuals at the start", None), pred, all_obs)
+    J0 = jacobian(params, z0, r0, lambda th: evaluate(th, "sensitivity", None), pred, all_obs)
+    moves = np.linalg.norm(J0, axis=0) > SENSITIVITY_TOL
+    for p, ok in zip(params, moves):
+        if not ok and chosen is not None:
+            refused.append({"name": p.name, "reason": "no measurement moves it", "would": would(p.name)})
+    live = [p for p, ok in zip(params, moves) if ok] if all_obs.any() else []
+    if chosen is None:
+        params = live
+    optimum: dict[str, float] = {}
+    ci: dict = {}
+    rank, sv, iterations, rank_of = 0, [], 0, 0
+    # fit; refuse what the data cannot determine; fit the rest again without it (at most once per parameter)
+    first = True
+    while live:
+        z, r, J, its = solve(live, {p.name: p.start for p in params}, pred, all_obs, evaluate)
+        iterations += its
+        fitted_now = {p.name: p.from_z(float(zi)) for p, zi in zip(live, z)}
+        why, ci_live, rank_now, sv_now = _determined(live, z, r, J, warnings)
+        if first:                     # the joint fit of every parameter that moves: its optimum and rank
+            optimum, rank, sv, rank_of, first = fitted_now, rank_now, sv_now, len(live), False
+        ci.update(ci_live)
+        out = [p for p in live if why[p.name]]
+        for p in out:
+            refused.append({"name": p.name, "reason": why[p.name], "would": would(p.name, p.kinds)})
+        if not out:
+            break
+        live = [p for p in live if not why[p.name]]
+    values = {p.name: fitted_now[p.name] for p in live} if live else {}
+    for p in live:
+        lo, hi = p.z_bounds
+        zi = p.to_z(values[p.name])
+        if abs(zi - lo) < 1e-9 or abs(zi - hi) < 1e-9:
+            side = "lower" if abs(zi - lo) < 1e-9 else "upper"
+            warnings.append(f"{p.name}: at its {side} bound {values[p.name]:g} (the measurements would take it "
+                            f"beyond)")
+    for r_ in refused:
+        warnings.append(f"{r_['name']}: refused ({r_['reason']}): kept at its start; {r_['would']} would "
+                        f"determine it")
+    if not params:
+        warnings.append("no parameter to fit: the measurements inform none of the chosen ones")
+    starts = {p.name: p.start for p in params}
+    after = pred.predict({**starts, **values}) if values else before
+    split = holdout_error(pred, live, {**starts, **values}, starts, holdout=holdout, folds=folds, seed=seed,
+                          progress=lambda f, m: say(0.8 + 0.2 * f, m), usable=all_obs)
+    say(1.0, f"fitted {', '.join(values) or 'nothing'}" + (f"; refused {', '.join(r['name'] for r in refused)}"
+                                                            if refused else ""))
+    return FitResult(
+        names=[p.name for p in params], values=values, start=starts, optimum=optimum,
+        bounds={p.name: (p.low, p.high) for p in params}, kinds={p.name: list(p.kinds) for p in params}, ci=ci,
+        identifiable=[p.name for p in live], refused=refused, rank=rank, rank_of=rank_of, singular_values=sv,
+        holdout=split, before=before, after=after, measured=pred.measured, warnings=warnings, iterations=iterations,
+        evaluations=pred.evaluations, runs=pred.runs, seconds=time.perf_counter() - t0)
+
+
+def _positive(predicted: np.ndarray, pred: Predictor, warnings: list[str]) -> np.ndarray:
+    """(observations,) the ones the fit can use: predicted above 0 and finite at the start (a log error needs it;
+    e.g. no interruption over a short period). The others are said and left out of the fit and the held-out
+    error; their error is still reported."""
+    ok = (predicted > 0) & np.isfinite(predicted)
+    for i in np.flatnonzero(~ok):
+        e = pred.entries[pred.obs_entry[i]]
+        warnings.append(f"{label(e)} ({e.kind}, {e.name}): the twin predicts {predicted[i]:g} for "
+                        f"{_quantity(pred, i)}: left out of the fit (its log error is undefined)")
+    return ok
+
+
+def _quantity(pred: Predictor, i: int) -> str:
+    k = pred.obs_entry[i]
+    first = int(np.flatnonzero(pred.obs_entry == k)[0])
+    return pred.entries[k].observations[i - first].label
+
+
+def _determined(params, z, r, J, warnings):
+    """At the optimum: per parameter the reason it is not determined (None if it is), its 95 % interval in its own
+    units, the Jacobian's rank and the singular values of its unit-norm columns."""
+    n, k = J.shape
+    Jv = J / np.array([p.dv_dz(float(zi)) for p, zi in zip(params, z)])
+    norms = np.linalg.norm(J, axis=0)
+    zero = norms <= SENSITIVITY_TOL
+    why: dict[str, str | None] = {p.name: ("no measurement moves it at the value reached" if zero[j] else None)
+                                  for j, p in enumerate(params)}
+    live = np.flatnonzero(~zero)
+    sv = np.zeros(0)
+    rank = 0
+    if live.size:
+        cols = J[:, live] / norms[live]
+        _, sv, vt = np.linalg.svd(cols, full_matrices=False)
+        rank = int(np.count_nonzero(sv > RANK_TOL * sv[0]))
+        for d in range(rank, live.size):                      # the directions the data do not see
+            weigh = np.flatnonzero(np.abs(vt[d]) > WEIGHT_TOL)
+            for j in weigh:
+                others = [params[live[i]].name for i in weigh if i != j]
+                name = params[live[j]].name
+                if why[name] is None:
+                    why[name] = (f"the measurements move it together with {', '.join(others)} (Jacobian rank "
+                                 f"{rank} of {k}): they cannot tell them apart" if others else
+                                 f"the measurements hardly move it (Jacobian rank {rank} of {k})")
+    dof = n - k
+    ci: dict = {p.name: None for p in params}
+    if dof > 0:
+        s2 = float(r @ r) / dof
+        cov = s2 * np.linalg.pinv(Jv.T @ Jv)
+        q = t975(dof)
+        for j, p in enumerate(params):
+            if zero[j]:
+                continue
+            v = p.from_z(float(z[j]))
+            half = q * math.sqrt(max(float(cov[j, j]), 0.0))
+            ci[p.name] = (v - half, v + half)
+            if why[p.name] is None and 2 * half > p.high - p.low:
+                why[p.name] = "its 95 % interval is wider than its bounds"
+    else:
+        warnings.append(f"{n} observations for {k} parameters: no interval (need more observations than "
+                        f"parameters)")
+    return why, ci, rank, [float(x) for x in sv]
+
+# ---------------------------------------------------------------------------------------- the calibration
+@dataclass
+class Calibration:
+    """The outcome on one cluster's measurements: per observation the measured value and the predictions before
+    and after the fit, and the fit (:class:`FitResult`)."""
+
+    cluster: str
+    entries: list[Entry]
+    result: FitResult
+
+    @property
+    def fit(self) -> list[str]:
+        """The names applied (fitted and determined)."""
+        return list(self.result.values)
+
+    @property
+    def parameters(self) -> dict:
+        return self.result.parameters()
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.result.warnings
+
+    @property
+    def runs(self) -> int:
+        return self.result.runs
+
+    @property
+    def evaluations(self) -> int:
+        return self.result.evaluations
+
+    @property
+    def iterations(self) -> int:
+        return self.result.iterations
+
     def rows(self) -> list[dict]:
         out, k = [], 0
+        res = self.result
         for e in self.entries:
             for o in e.observations:
-                b, a = float(self.before[k]), float(self.after[k])
-                out.append({"entry": e.index, "name": e.name, "kind": e.kind, "quantity": o.quantity,
-                            "label": o.label, "measured": o.measured, "predicted": a,
-                            "error": a / o.measured - 1,
-                            "before": {"predicted": b, "error": b / o.measured - 1},
-                            "after": {"predicted": a, "error": a / o.measured - 1}})
+                b, a = _finite(res.before[k]), _finite(res.after[k])
+                ea = None if a is None else a / o.measured - 1
+                eb = None if b is None else b / o.measured - 1
+                out.append({"entry": e.index, "name": e.name, "kind": e.kind, "cluster": e.cluster,
+                            "quantity": o.quantity, "label": o.label, "measured": o.measured, "predicted": a,
+                            "error": ea, "before": {"predicted": b, "error": eb},
+                            "after": {"predicted": a, "error": ea}})
                 k += 1
         return out
 
     def to_dict(self) -> dict:
-        rows = self.rows()
-        return {"cluster": self.cluster, "fit": self.fit, "entries": rows, "parameters": self.parameters,
-                "before": summary(rows, "before"), "after": summary(rows, "after"), "warnings": self.warnings,
-                "iterations": self.iterations, "evaluations": self.evaluations, "engine_runs": self.runs,
-                "seconds": round(self.seconds, 3)}
+        rows, r = self.rows(), self.result
+        return {"cluster": self.cluster, "fit": list(r.values), "entries": rows, "parameters": r.parameters(),
+                "refused": r.refused, "rank": {"rank": r.rank, "parameters": r.rank_of,
+                                               "singular_values": r.singular_values},
+                "holdout": r.holdout, "before": summary(rows, "before"), "after": summary(rows, "after"),
+                "warnings": r.warnings, "iterations": r.iterations, "evaluations": r.evaluations,
+                "engine_runs": r.runs, "seconds": round(r.seconds, 3)}
+
+
+def _finite(x) -> float | None:
+    """A prediction as JSON keeps it: None when infinite or not a number (e.g. an MTBF with no interruption)."""
+    x = float(x)
+    return x if math.isfinite(x) else None
 
 
 def summary(rows: list[dict], when: str) -> dict:
-    """Median and worst absolute relative error by kind (and ``all``), and how many observations."""
+    """Median and worst absolute relative error by kind (and ``all``), and how many observations (``count``; the
+    errors over those with a finite prediction, ``infinite`` the others)."""
     out = {}
     kinds = ["all"] + list(dict.fromkeys(r["kind"] for r in rows))
     for kind in kinds:
-        err = np.abs([r[when]["error"] for r in rows if kind == "all" or r["kind"] == kind])
-        out[kind] = {"count": int(err.size), "median_abs_error": float(np.median(err)),
-                     "worst_abs_error": float(err.max())}
+        errs = [r[when]["error"] for r in rows if kind == "all" or r["kind"] == kind]
+        err = np.abs([x for x in errs if x is not None])
+        out[kind] = {"count": len(errs), "median_abs_error": float(np.median(err)) if err.size else None,
+                     "worst_abs_error": float(err.max()) if err.size else None}
+        if err.size < len(errs):
+            out[kind]["infinite"] = len(errs) - int(err.size)
     return out
 
 
-def calibrate(cluster, entries: list[Entry], fit: list[str] | None = None, progress=None) -> Calibration:
-    """Predict every entry, fit ``fit`` (names; None: the fittable parameters the entries inform, by a
-    forward-difference sensitivity at the start) and predict again. Progress: the first prediction's entries
-    (0..0.4), then the fit's evaluations, each one entries' worth, against the most it may take (0.4..1)."""
-    t0 = time.perf_counter()
-    say = progress or silent
+def calibrate(cluster, entries: list[Entry], fit_names: list[str] | None = None, progress=None, *,
+              holdout: float | None = None, folds: int | None = None, seed: int = 0) -> Calibration:
+    """Predict every entry on ``cluster`` (an entry naming its own preset runs there), fit ``fit_names`` (None:
+    the fittable parameters the entries inform) with the held-out error, and predict again (:func:`fit`)."""
     name = cluster.layout.spec.name
-    table = fittable(KINDS, cluster)
-    chosen = choose_fit(fit, table) if fit is not None else None
-    present = {e.kind for e in entries}
-    pred = Predictor(cluster, entries)
-    before = pred.predict({}, say=lambda f, m: say(0.4 * f, m))
-    warnings: list[str] = []
-    candidates = chosen if chosen is not None else sorted(n for n, p in table.items() if present & set(p.kinds))
-    budget = len(candidates) + MAX_ITERATIONS * (len(candidates) + 2) + 1
-    done = [0]
-
-    def evaluate(theta: dict, what: str) -> np.ndarray:
-        done[0] += 1
-        say(0.4 + 0.6 * min(1.0, done[0] / budget), what)
-        return pred.predict(theta)
-
-    params = [table[n] for n in candidates]
-    z0 = np.array([p.to_z(p.start) for p in params])
-    theta0 = {p.name: p.start for p in params}
-    r0 = evaluate(theta0, "residuals at the start") / pred.measured - 1
-    J0 = _jacobian(params, z0, r0, lambda th: evaluate(th, "sensitivity"), pred.measured)
-    informed = np.linalg.norm(J0, axis=0) > SENSITIVITY_TOL
-    parameters = {}
-    for p, ok in zip(params, informed):
-        if not ok and chosen is not None:
-            warnings.append(f"{p.name}: not identifiable from these measurements (they do not change with it): "
-                            f"kept at {p.start:g}")
-        parameters[p.name] = {"value": p.start, "start": p.start, "low": None, "high": None,
-                              "bounds": [p.low, p.high], "kinds": list(p.kinds), "identifiable": False}
-    fitted = [p for p, ok in zip(params, informed) if ok]
-    if chosen is None:
-        parameters = {p.name: parameters[p.name] for p in fitted}
-    if not fitted:
-        warnings.append("no parameter to fit: the measurements inform none of the chosen ones")
-        say(1.0, "nothing to fit")
-        return Calibration(name, entries, [], before, before, parameters, warnings, 0, pred.evaluations,
-                           pred.runs, time.perf_counter() - t0)
-    z, r, J, iterations = _levenberg_marquardt(fitted, z0[informed], r0, J0[:, informed], pred, evaluate)
-    theta = {p.name: p.from_z(zi) for p, zi in zip(fitted, z)} | {p.name: p.start for p, ok in zip(params, informed)
-                                                                   if not ok}
-    after = pred.predict(theta)
-    _intervals(fitted, z, r, J, parameters, warnings)
-    say(1.0, f"fitted {', '.join(p.name for p in fitted)} in {iterations} iterations")
-    return Calibration(name, entries, [p.name for p in fitted], before, after, parameters, warnings, iterations,
-                       pred.evaluations, pred.runs, time.perf_counter() - t0)
-
-
-def _theta(params: list[Fittable], z: np.ndarray) -> dict:
-    return {p.name: p.from_z(float(zi)) for p, zi in zip(params, z)}
-
-
-def _jacobian(params: list[Fittable], z: np.ndarray, r: np.ndarray, evaluate, measured) -> np.ndarray:
-    """(observations, parameters) d(relative error)/dz by forward differences (backward at an upper bound)."""
-    J = np.zeros((r.size, len(params)))
-    for j, p in enumerate(params):
-        hi = p.z_bounds[1]
-        h = FD_STEP if z[j] + FD_STEP <= hi else -FD_STEP
-        zj = z.copy()
-        zj[j] += h
-        J[:, j] = (evaluate(_theta(params, zj)) / measured - 1 - r) / h
-    return J
-
-
-def _levenberg_marquardt(params, z, r, J, pred, evaluate):
-    """Minimize ``sum(r^2)`` over ``z`` within the bounds (steps projected onto them); Marquardt's scaling by
-    ``diag(J^T J)``. Returns the optimum, its residuals and Jacobian and the iterations taken."""
-    lo = np.array([p.z_bounds[0] for p in params])
-    hi = np.array([p.z_bounds[1] for p in params])
-    z = np.clip(z, lo, hi)
-    cost, lam, it = float(r @ r), 1e-3, 0
-    for it in range(1, MAX_ITERATIONS + 1):
-        A, g = J.T @ J, J.T @ r
-        D = np.diag(A).copy() + 1e-12
-        improved = False
-        while lam < 1e12:
-            step = np.linalg.solve(A + lam * np.diag(D), -g)
-            z_new = np.clip(z + step, lo, hi)
-            if np.allclose(z_new, z, rtol=0, atol=1e-12):
-                break
-            r_new = evaluate(_theta(params, z_new), f"fit iteration {it}") / pred.measured - 1
-            c_new = float(r_new @ r_new)
-            if c_new < cost:
-                improved = True
-                break
-            lam *= 4
-        if not improved:
-            break
-        decrease = (cost - c_new) / max(cost, 1e-300)
-        z, r, cost, lam = z_new, r_new, c_new, max(lam / 3, 1e-9)
-        J = _jacobian(params, z, r, lambda th: evaluate(th, f"fit iteration {it}: Jacobian"), pred.measured)
-        if decrease < TOLERANCE or cost < 1e-24:
-            break
-    return z, r, J, it
-
-
-def _intervals(params, z, r, J, parameters: dict, warnings: list[str]) -> None:
-    """95 % intervals in the parameters' own units from ``s^2 (J^T J)^-1`` (J by the chain rule through the
-    transform), and identifiability: a Jacobian column about 0 (the measurements do not change with it), ``J^T J``
-    ill-conditioned along it (they cannot tell it from the other fitted parameters), or an interval wider than its
-    bounds. A value at a bound is said too (the data would take it beyond)."""
-    n, k = J.shape
-    Jv = J / np.array([p.dv_dz(float(zi)) for p, zi in zip(params, z)])
-    zero = np.linalg.norm(J, axis=0) <= SENSITIVITY_TOL
-    weak = np.zeros(k, bool)
-    live = np.flatnonzero(~zero)
-    if live.size > 1:
-        cols = Jv[:, live] / np.linalg.norm(Jv[:, live], axis=0)
-        sv, vt = np.linalg.svd(cols, full_matrices=False)[1:]
-        if sv[-1] <= 0 or (sv[0] / sv[-1]) ** 2 > MAX_CONDITION:
-            weak[live] = np.abs(vt[-1]) > 0.1   # the parameters along the direction the data do not see
-    dof = n - k
-    cov = None
-    if dof > 0:
-        cov = float(r @ r) / dof * np.linalg.pinv(Jv.T @ Jv)
-    else:
-        warnings.append(f"{n} observations for {k} parameters: no interval (need more observations than "
-                        f"parameters)")
-    q = t975(dof) if dof > 0 else None
-    for j, p in enumerate(params):
-        v = p.from_z(float(z[j]))
-        out = parameters[p.name]
-        out["value"] = v
-        why = ("the measurements do not change with it at the value reached" if zero[j] else
-               "the measurements cannot tell it from the other fitted parameters" if weak[j] else None)
-        if cov is not None and not zero[j]:
-            half = q * math.sqrt(max(float(cov[j, j]), 0.0))
-            out["low"], out["high"] = v - half, v + half
-            if why is None and 2 * half > p.high - p.low:
-                why = "its interval is wider than its bounds"
-        out["identifiable"] = why is None
-        if why is not None:
-            warnings.append(f"{p.name}: not identifiable ({why})")
-        lo, hi = p.z_bounds
-        if abs(z[j] - lo) < 1e-9 or abs(z[j] - hi) < 1e-9:
-            side = "lower" if abs(z[j] - lo) < 1e-9 else "upper"
-            warnings.append(f"{p.name}: at its {side} bound {v:g} (the measurements would take it beyond)")
+    return Calibration(name, entries, fit(entries, fit_names, cluster=cluster, holdout=holdout, folds=folds,
+                                          seed=seed, progress=progress))

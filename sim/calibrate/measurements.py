@@ -4,10 +4,18 @@ imported). Each entry is a run kind, its parameters (validated by that kind's :c
 what was measured; :func:`read_measurements` turns the file into :class:`Entry` objects, each with its observations
 (one quantity and its measured value each; an nccl-tests log gives one per data row). Refused input raises
 :class:`sim.core.errors.ParamError` naming ``entry[i].field`` and the reason.
+
+The same parser reads the public validation corpus (``sim/validation/corpus/<source-id>.toml``, CONTRACTS of issue
+39): a file may carry a ``[source]`` table (where its figures were published) and each entry its own ``cluster`` (a
+preset: the entry runs there instead of the run's cluster), ``where`` (table, figure or comment of the source),
+``hardware`` (as the source states it) and ``note``. They are optional in a user's file; :func:`parse_measurements`
+with ``require_provenance`` (the corpus) requires them, and with ``origin`` (the file's name) every error names the
+file first (``corpus/foo.toml: entry[3].cluster: ...``).
 """
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,26 +23,41 @@ from pathlib import Path
 from sim.calibrate.nccltests import HALVES, LogError, NcclLog, parse_log
 from sim.core.errors import ParamError, SpecError, UsageError
 from sim.core.nesting import check_depth
+from sim.core.units import parse_sizes
 from sim.fabric.collectives import DTYPES
 from sim.fabric.params import COLLECTIVE
+from sim.fabric.spec import preset_names
 from sim.failures.params import FAILURES
 from sim.jobs.params import JOB
+from sim.power.params import POWER
 from sim.storage.params import CHECKPOINT
 
 MAX_FILE_BYTES = 4 << 20          # a measurements file: at most 4 MiB
 MAX_ENTRIES = 1000                # entries one file may hold
 MAX_NAME = 100                    # characters of an entry's name
 
-# kind -> its ParamSet, and the quantities an entry of it may give (name -> what the engine's result calls it).
-KINDS = {"nccl-tests": COLLECTIVE, "job": JOB, "checkpoint": CHECKPOINT, "restore": CHECKPOINT, "failures": FAILURES}
+# kind -> its ParamSet, and the quantities an entry of it may give (what each is on the engine's result:
+# sim.calibrate.fit.Predictor and docs/calibration.md).
+KINDS = {"nccl-tests": COLLECTIVE, "collective": COLLECTIVE, "job": JOB, "checkpoint": CHECKPOINT,
+         "restore": CHECKPOINT, "failures": FAILURES, "power": POWER}
 MEASURED = {
-    "job": ("step_time_s", "tokens_per_s", "tflops_per_gpu"),          # exactly one
-    "checkpoint": ("blocked_s", "durable_s"),                            # one or both
-    "restore": ("blocked_s", "durable_s"),
-    "failures": ("interruptions", "effective_ratio"),                    # one or both, over params.days
+    "job": ("step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "mfu"),
+    "checkpoint": ("blocked_s", "durable_s", "write_gbps"),
+    "restore": ("blocked_s", "durable_s", "read_gbps"),
+    "failures": ("interruptions", "effective_ratio", "mtbf_hours"),     # over params.days
+    "collective": ("busbw_gbps", "algbw_gbps", "time_us"),               # at params.sizes, one size
+    "power": ("gpu_mean_w", "gpu_peak_w", "cluster_peak_mw", "swing_mw", "energy_per_token_j"),
     "nccl-tests": ("time",),                                             # from the log: one per data row
 }
+ONE_OF = ("job", "collective")    # kinds whose quantities are one measurement seen differently: exactly one given
+SHARES = ("effective_ratio", "mfu")                                  # shares of a whole: at most 1
 ENTRY_KEYS = ("kind", "name", "params", "log", "hosts", "gpu_list", "column")
+PROVENANCE = ("cluster", "where", "hardware", "note")               # per entry; all but note required in the corpus
+PROVENANCE_REQUIRED = ("cluster", "where", "hardware")
+MAX_TEXT = 2000                   # characters of a provenance text (where, hardware, note, a source's fields)
+SOURCE_KEYS = ("id", "title", "url", "publisher", "date", "kind")
+SOURCE_REQUIRED = ("id", "title", "url", "date")
+SOURCE_KINDS = ("github-issue", "paper", "vendor-doc", "blog", "benchmark-table", "repo-readme")
 
 
 @dataclass
@@ -61,10 +84,28 @@ class Entry:
     observations: list[Observation] = field(default_factory=list)
     log: NcclLog | None = None
     column: str = HALVES[0]
+    cluster: str | None = None        # the preset the entry runs on (None: the run's cluster)
+    provenance: dict = field(default_factory=dict)   # where, hardware, note (as given)
+    source: dict | None = None        # the file's [source] table
+    origin: str | None = None         # the file's name, for messages
 
     @property
     def where(self) -> str:
         return f"entry[{self.index}]"
+
+    @property
+    def id(self) -> str:
+        """``<source id>/<name>`` for an entry of a file with a source, else its name."""
+        return f"{self.source['id']}/{self.name}" if self.source else self.name
+
+
+@dataclass
+class Measurements:
+    """A parsed file: its ``source`` table (None when it has none), its entries, its ``origin`` (file name)."""
+
+    entries: list[Entry]
+    source: dict | None = None
+    origin: str | None = None
 
 
 def read_file(path: str) -> str:
@@ -84,29 +125,102 @@ def read_file(path: str) -> str:
 def read_measurements(text: str) -> list[Entry]:
     """The entries of a measurements file's ``text`` (TOML or JSON), each checked; ParamError naming
     ``measurements`` (the file) or ``entry[i].field`` for the first entry refused."""
+    return parse_measurements(text).entries
+
+
+def parse_measurements(text: str, *, require_provenance: bool = False, origin: str | None = None) -> Measurements:
+    """The file's ``[source]`` and entries (:func:`read_measurements`). ``require_provenance`` (the public corpus):
+    ``[source]`` with id, title, url and date, and every entry's cluster, where and hardware, are required.
+    ``origin``: the file's name, put before every error's field (``corpus/foo.toml: entry[3].cluster``)."""
+    try:
+        return _parse(text, require_provenance, origin)
+    except ParamError as e:
+        if origin is None:
+            raise
+        raise ParamError({f"{origin}: {k}": v for k, v in e.errors.items()}) from None
+
+
+def read_measurements_file(path, *, require_provenance: bool = False, origin: str | None = None) -> Measurements:
+    """:func:`parse_measurements` of a file (its text read by :func:`read_file`), errors named by ``origin``
+    (default the path as given)."""
+    return parse_measurements(read_file(str(path)), require_provenance=require_provenance,
+                              origin=str(path) if origin is None else origin)
+
+
+def _parse(text: str, require_provenance: bool, origin: str | None) -> Measurements:
     if not isinstance(text, str) or not text.strip():
         raise ParamError("measurements", "is empty: give [[entry]] tables (TOML) or a JSON list of entries")
     if len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES:
         raise ParamError("measurements", f"must be at most {MAX_FILE_BYTES:,} bytes")
     data = _decode(text)
+    source = None
     if isinstance(data, dict):
-        unknown = sorted(set(data) - {"entry"})
+        unknown = sorted(set(data) - {"entry", "source"})
         if unknown:
             raise ParamError("measurements", f"unknown top-level field {str(unknown[0])[:40]!r}: give [[entry]] "
-                                             f"tables")
+                                             f"tables (and optionally a [source] table)")
+        if "source" in data:
+            source = _source(data["source"], require_provenance, origin)
         data = data.get("entry")
+    if source is None and require_provenance:
+        raise ParamError("source", f"is required here: a [source] table with {', '.join(SOURCE_REQUIRED)}")
     if not isinstance(data, list) or not data:
         raise ParamError("measurements", "has no entries: give [[entry]] tables (TOML) or a JSON list of entries")
     if len(data) > MAX_ENTRIES:
         raise ParamError("measurements", f"{len(data):,} entries, at most {MAX_ENTRIES:,}")
     entries, names = [], {}
     for i, item in enumerate(data):
-        e = read_entry(item, i)
+        e = read_entry(item, i, require_provenance)
         if e.name in names:
             raise ParamError(f"{e.where}.name", f"{e.name!r} is already the name of entry[{names[e.name]}]")
         names[e.name] = i
+        e.source, e.origin = source, origin
         entries.append(e)
-    return entries
+    return Measurements(entries, source, origin)
+
+
+def _text(value, where: str, *, required: bool = False) -> str | None:
+    """A provenance field: text of 1 to MAX_TEXT characters (None when absent and not required)."""
+    if value is None:
+        if required:
+            raise ParamError(where, "is required here (the corpus names where each figure comes from)")
+        return None
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_TEXT:
+        raise ParamError(where, f"must be text of 1 to {MAX_TEXT:,} characters")
+    return value.strip()
+
+
+def _source(table, require: bool, origin: str | None) -> dict:
+    """The ``[source]`` table checked: known fields, text; ``date`` YYYY, YYYY-MM or YYYY-MM-DD; ``kind`` one of
+    :data:`SOURCE_KINDS`; with ``require``, id/title/url/date present and ``id`` the file's name."""
+    if not isinstance(table, dict):
+        raise ParamError("source", f"must be a table ({', '.join(SOURCE_KEYS)})")
+    for key in table:
+        if key not in SOURCE_KEYS:
+            raise ParamError(f"source.{str(key)[:40]}", f"unknown field (fields: {', '.join(SOURCE_KEYS)})")
+    out = {}
+    for key in SOURCE_KEYS:
+        v = table.get(key)
+        if hasattr(v, "isoformat"):               # TOML reads an unquoted date as a date
+            v = v.isoformat()
+        out[key] = _text(v, f"source.{key}", required=require and key in SOURCE_REQUIRED)
+    d = out["date"]
+    if d is not None and not _is_date(d):
+        raise ParamError("source.date", f"must be YYYY, YYYY-MM or YYYY-MM-DD, got {d[:40]!r}")
+    if out["kind"] is not None and out["kind"] not in SOURCE_KINDS:
+        raise ParamError("source.kind", f"unknown kind {out['kind'][:40]!r}: choose one of {', '.join(SOURCE_KINDS)}")
+    if out["url"] is not None and not out["url"].startswith(("https://", "http://")):
+        raise ParamError("source.url", "must be an http(s) address (a paper's DOI or arXiv page, an issue...)")
+    if require and origin is not None and out["id"] != Path(origin).stem:
+        raise ParamError("source.id", f"{out['id'][:60]!r} must equal the file's name without .toml "
+                                      f"({Path(origin).stem!r})")
+    return out
+
+
+def _is_date(text: str) -> bool:
+    m = re.fullmatch(r"(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?", text)
+    return bool(m) and (m.group(2) is None or 1 <= int(m.group(2)) <= 12) and (
+        m.group(3) is None or 1 <= int(m.group(3)) <= 31)
 
 
 def _decode(text: str):
@@ -126,15 +240,15 @@ def _decode(text: str):
     return data
 
 
-def read_entry(item, i: int) -> Entry:
-    """Entry ``i`` of the file, checked (kind, name, parameters, measured values, the log)."""
+def read_entry(item, i: int, require_provenance: bool = False) -> Entry:
+    """Entry ``i`` of the file, checked (kind, name, provenance, parameters, measured values, the log)."""
     where = f"entry[{i}]"
     if not isinstance(item, dict):
         raise ParamError(where, "must be a table (object) with kind, params and what was measured")
     kind = item.get("kind")
     if kind not in KINDS:
         raise ParamError(f"{where}.kind", f"unknown kind {str(kind)[:40]!r}: choose one of {', '.join(KINDS)}")
-    allowed = set(ENTRY_KEYS) | set(MEASURED[kind]) - ({"time"} if kind == "nccl-tests" else set())
+    allowed = set(ENTRY_KEYS) | set(PROVENANCE) | set(MEASURED[kind]) - ({"time"} if kind == "nccl-tests" else set())
     if kind != "nccl-tests":
         allowed -= {"log", "hosts", "gpu_list", "column"}
     for key in item:
@@ -144,29 +258,56 @@ def read_entry(item, i: int) -> Entry:
     name = item.get("name", f"{kind}-{i}")
     if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME:
         raise ParamError(f"{where}.name", f"must be text of 1 to {MAX_NAME} characters")
+    cluster = _text(item.get("cluster"), f"{where}.cluster", required=require_provenance)
+    if cluster is not None and cluster not in preset_names():
+        raise ParamError(f"{where}.cluster", f"{cluster[:60]!r} is not a preset (presets: "
+                                             f"{', '.join(preset_names())})")
+    provenance = {k: _text(item.get(k), f"{where}.{k}", required=require_provenance and k in PROVENANCE_REQUIRED)
+                  for k in PROVENANCE if k != "cluster"}
     params = item.get("params", {})
     if not isinstance(params, dict):
         raise ParamError(f"{where}.params", f"must be a table (object) of the {kind} kind's parameters")
     if kind == "nccl-tests":
-        return _nccl_entry(item, i, name, dict(params))
+        e = _nccl_entry(item, i, name, dict(params))
+    else:
+        e = _entry(item, i, kind, name, params)
+    e.cluster, e.provenance = cluster, provenance
+    return e
+
+
+def _entry(item: dict, i: int, kind: str, name: str, params: dict) -> Entry:
+    where = f"entry[{i}]"
     if kind in ("checkpoint", "restore"):
         if "restore" in params:
             raise ParamError(f"{where}.params.restore", f"is set by the kind ({kind}): leave it out")
         params = {**params, "restore": kind == "restore"}
-    if kind == "job":
+    if kind in ("job", "collective"):
+        params = {**params}
         params.setdefault("hottest", 0)
     values = _validate(KINDS[kind], params, where)
+    size = None
+    if kind == "collective":
+        if values.get("hosts") or values.get("gpu_list"):
+            raise ParamError(f"{where}.params.{'hosts' if values.get('hosts') else 'gpu_list'}",
+                             "a collective entry is placed by params.placement on its cluster: leave the list out "
+                             "(an nccl-tests entry takes one)")
+        sizes = parse_sizes(values["sizes"])
+        if len(sizes) != 1:
+            raise ParamError(f"{where}.params.sizes", f"give exactly one size per collective entry, got "
+                                                      f"{len(sizes)}")
+        size = sizes[0]
     observations = []
     for q in MEASURED[kind]:
         if q in item:
             v = _measured(item[q], f"{where}.{q}")
-            if q == "effective_ratio" and v > 1:
-                raise ParamError(f"{where}.{q}", f"must be at most 1 (a share of the wall clock), got {v:g}")
-            observations.append(Observation(q, v, q))
+            if q in SHARES and v > 1:
+                raise ParamError(f"{where}.{q}", f"must be at most 1 (a share), got {v:g}")
+            label = q if size is None else f"{q} {_size_text(size)}"
+            observations.append(Observation(q, v, label, size))
     if not observations:
         raise ParamError(f"{where}.{MEASURED[kind][0]}", f"give what was measured: "
                                                          f"{' or '.join(MEASURED[kind])}")
-    if kind == "job" and len(observations) > 1:
+    if kind in ONE_OF and len(observations) > 1:
         raise ParamError(f"{where}.{observations[1].quantity}", f"give one of {', '.join(MEASURED[kind])} (they "
                                                                 f"are one measurement)")
     return Entry(i, kind, name, values, observations)

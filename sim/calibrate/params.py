@@ -6,6 +6,7 @@ from sim.core.errors import ParamError
 from sim.core.params import Param, ParamSet
 
 MAX_FIT = 32                      # parameters one fit may name
+MAX_FOLDS = 50                    # held-out folds at most (each is a fit)
 
 
 def fit_names(text: str | None) -> list[str] | None:
@@ -21,9 +22,12 @@ def fit_names(text: str | None) -> list[str] | None:
 
 
 def _check(v: dict) -> None:
-    """The measurements parse, every entry valid (errors name ``entry[i].field``), and the fit names are a list."""
+    """The measurements parse, every entry valid (errors name ``entry[i].field``), the fit names are a list, and
+    at most one held-out scheme is asked for."""
     read_measurements(v["measurements"])
     fit_names(v["fit"])
+    if v["holdout"] is not None and v["folds"] is not None:
+        raise ParamError("folds", "give holdout (a fraction) or folds, not both")
 
 
 CALIBRATE = ParamSet("calibrate", (
@@ -31,5 +35,11 @@ CALIBRATE = ParamSet("calibrate", (
           max=MAX_FILE_BYTES, blank_is_null=False),
     Param("fit", "text", None, "parameters to fit, comma-separated (e.g. gemm_efficiency,base_rtt_us); null: the "
                                "fittable parameters the measurements inform", max=2000, nullable=True),
+    Param("holdout", "float", None, "held-out error: the share of the observations held out at random (fit on the "
+                                    "rest, predicted); null: 5 folds from 10 observations, leave-one-out from 2",
+          min=0.01, max=0.9, nullable=True),
+    Param("folds", "int", None, "held-out error by K folds (each fitted on the others and predicted); null: as "
+                                "holdout says", min=2, max=MAX_FOLDS, nullable=True),
+    Param("seed", "int", 0, "seed of the held-out split", min=0, max=2 ** 31 - 1),
 ), check=_check, doc="Measured results against the twin's predictions, and a least-squares fit of named "
                      "parameters.")

@@ -103,6 +103,27 @@ def test_bad_profiles_are_refused_naming_the_field(alice, demo):
     assert again.status_code == 400 and "unique" in str(again.json()), again.json()
 
 
+def test_a_profile_keeps_the_held_out_error_and_the_refused_parameters(alice, demo):
+    # given the held-out error and the refusals of a fit (what python -m sim calibrate --json gives)
+    holdout = {"method": "folds", "folds": 5, "fraction": None, "seed": 0, "count": 10, "median_abs_error": 0.031,
+               "before_median_abs_error": 0.2, "in_sample_median_abs_error": 0.02, "reason": None}
+    refused = [{"name": "server_cores", "reason": "no measurement moves it",
+                "would": "a checkpoint's blocked_s, durable_s or write_gbps"}]
+    # when a profile is saved with them
+    r = alice.post(URL, _profile(demo, holdout=holdout, refused=refused), format="json")
+    # then it keeps them as given; a profile saved without them has none
+    assert r.status_code == 201, r.json()
+    got = alice.get(f"{URL}{r.json()['id']}/").json()
+    assert got["holdout"] == holdout and got["refused"] == refused
+    bare = alice.post(URL, _profile(demo, name="bare"), format="json").json()
+    assert bare["holdout"] == {} and bare["refused"] == []
+    # and malformed ones are 400s naming the field
+    for over, field in (({"holdout": {"median_abs_error": -1}}, "holdout"), ({"holdout": [1]}, "holdout"),
+                        ({"refused": [{"name": "x"}]}, "refused"), ({"refused": {"name": "x"}}, "refused")):
+        bad = alice.post(URL, _profile(demo, name="bad", **over), format="json")
+        assert bad.status_code == 400 and field in bad.json(), (over, bad.json())
+
+
 def test_only_the_owner_or_a_manage_any_holder_changes_a_profile(alice, demo):
     # given alice's profile, bob holding every model permission of runs, carol also runs.manage_any_calibration
     made = alice.post(URL, _profile(demo), format="json").json()

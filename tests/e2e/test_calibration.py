@@ -46,6 +46,11 @@ def test_a_measurements_file_uploaded_is_fitted_drawn_and_saved_as_a_profile(adm
     assert float(cells.nth(1).inner_text()) == float(f"{fitted['value']:.4g}")
     assert page.locator("#cal-entries tbody tr").count() == len(JOBS)
     assert int(page.locator("#cal-residuals svg g.bar").count()) >= 4  # all and job, before and after
+    # the held-out error (two observations: leave-one-out) is said, beside the error at the start
+    held = run["summary"]["holdout"]
+    assert held["method"] == "leave-one-out" and held["count"] == len(JOBS)
+    assert "leave-one-out" in page.locator("#cal-holdout").inner_text()
+    assert "jacobian rank 1 of 1" in " ".join(page.locator("#cal-detail").text_content().lower().split())
     screenshot(page, "calibration-finished")
     # when it is saved as a profile
     save = page.locator("form#cal-save")
@@ -59,6 +64,7 @@ def test_a_measurements_file_uploaded_is_fitted_drawn_and_saved_as_a_profile(adm
     assert profile["values"] == {"gemm_efficiency": fitted["value"]}
     assert profile["intervals"]["gemm_efficiency"] == [fitted["low"], fitted["high"]]
     assert profile["summary"]["after"] == run["summary"]["after"] and profile["summary"]["run"] == run_id
+    assert profile["holdout"] == held and profile["refused"] == run["summary"]["refused"] == []
     # and the run's own page draws the same view
     page = admin.visit(f"/experiments/{run_id}/")
     page.wait_for_selector("#results #cal-scatter svg", state="attached")

@@ -54,7 +54,8 @@ def test_a_calibrate_run_recovers_gemm_efficiency_with_the_command_line_s_summar
     # and its headline is the median |error| before and after
     figures = {h["key"]: h["value"] for h in run["headline"]}
     assert figures == {"error_before": s["before"]["all"]["median_abs_error"],
-                       "error_after": s["after"]["all"]["median_abs_error"]}
+                       "error_after": s["after"]["all"]["median_abs_error"],
+                       "error_held_out": s["holdout"]["median_abs_error"]}
     # and the live progress reached the end
     assert SimulationRun.objects.get(pk=run["id"]).progress == pytest.approx(100.0)
 
@@ -83,3 +84,25 @@ def test_a_name_that_is_not_fittable_is_a_400_naming_fit(runner, demo):
     r = start(runner, {"measurements": job_file(demo), "fit": "gemm_efficiency,model"})
     assert r.status_code == 400 and "fit" in r.json()["params"], r.json()
     assert not SimulationRun.objects.exists()
+
+
+COLLECTIVE_ENTRY = ('[[entry]]\nkind = "collective"\nname = "{name}"\nbusbw_gbps = 100.0\n{cluster}'
+                    '[entry.params]\ncollective = "allreduce"\ngpus = {gpus}\nsizes = "1G"\n')
+
+
+@pytest.mark.django_db
+def test_a_collective_entry_is_checked_on_the_run_s_cluster_unless_it_names_its_own_preset(runner, demo):
+    # an entry on its own preset (4,096 GPUs, more than demo-256 has) is not checked against the run's cluster
+    own = COLLECTIVE_ENTRY.format(name="there", cluster='cluster = "dgx-h100-superpod"\n', gpus=2048)
+    here = COLLECTIVE_ENTRY.format(name="here", cluster="", gpus=16)
+    power = ('[[entry]]\nkind = "power"\ngpu_mean_w = 600.0\n[entry.params]\nmodel = "llama3-8b"\ngpus = 64\n'
+             'pp = 1\n')
+    r = start(runner, {"measurements": here + own + power, "folds": 2})
+    assert r.status_code == 201, r.json()
+    # the same entry on the run's cluster is: a 400 naming it, nothing more queued
+    r = start(runner, {"measurements": COLLECTIVE_ENTRY.format(name="big", cluster="", gpus=2048)})
+    assert r.status_code == 400 and "entry[0].gpus" in str(r.json()["params"]["measurements"]), r.json()
+    # holdout and folds together are refused naming folds
+    r = start(runner, {"measurements": here, "holdout": 0.3, "folds": 3})
+    assert r.status_code == 400 and "folds" in r.json()["params"], r.json()
+    assert SimulationRun.objects.count() == 1

@@ -69,12 +69,16 @@ def test_default_fit_is_what_the_measurements_inform(demo, job_file):
     assert "restart_s" not in cal.parameters and "server_cores" not in cal.parameters
 
 
-def test_unidentifiable_parameter_is_reported(demo, job_file):
-    """A storage server's cores from job step times only: kept at its start, reported, no interval."""
+def test_unidentifiable_parameter_is_refused(demo, job_file):
+    """A storage server's cores from job step times only: refused (kept at its start, no interval), named with the
+    measurement that would determine it."""
     cal = calibrate(demo, read_measurements(job_file), ["gemm_efficiency", "server_cores"])
     s = cal.parameters["server_cores"]
     assert s["identifiable"] is False and s["value"] == s["start"] and s["low"] is None
-    assert any(w.startswith("server_cores: not identifiable") for w in cal.warnings)
+    assert s["refused"] == "no measurement moves it" and "checkpoint" in s["would"]
+    assert cal.fit == ["gemm_efficiency"]
+    assert [r["name"] for r in cal.to_dict()["refused"]] == ["server_cores"]
+    assert any(w.startswith("server_cores: refused (no measurement moves it)") for w in cal.warnings)
     assert cal.parameters["gemm_efficiency"]["value"] == pytest.approx(TRUE_GEMM, rel=0.01)
 
 

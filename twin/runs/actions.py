@@ -268,7 +268,7 @@ def _log_profile(action: str, profile: CalibrationProfile, user, before=None, af
 
 
 def save_calibration(*, cluster, name: str, values, intervals=None, summary=None, notes: str = "", user=None,
-                     instance: CalibrationProfile | None = None) -> CalibrationProfile:
+                     instance: CalibrationProfile | None = None, holdout=None, refused=None) -> CalibrationProfile:
     """Create (or update ``instance``) a calibration profile: ``values`` checked by each parameter's declaration
     and ``intervals`` against them (:mod:`twin.runs.calibration`; a DRF ValidationError ``{"values": {name:
     [...]}}``), then saved with its change-log entry (the inventory's change log, ``model`` calibrationprofile:
@@ -281,6 +281,10 @@ def save_calibration(*, cluster, name: str, values, intervals=None, summary=None
         intervals = calibration.checked_intervals(intervals, values)
     except ParamError as e:
         raise serializers.ValidationError({"intervals": e.errors}) from None
+    try:
+        holdout, refused = calibration.checked_holdout(holdout), calibration.checked_refused(refused)
+    except ParamError as e:
+        raise serializers.ValidationError(e.errors) from None
     summary = summary or {}
     if not isinstance(summary, dict) or len(json.dumps(summary)) > calibration.MAX_SUMMARY_CHARS:
         raise serializers.ValidationError({"summary": [f"expected an object of at most "
@@ -293,6 +297,7 @@ def save_calibration(*, cluster, name: str, values, intervals=None, summary=None
             before = _profile_fields(CalibrationProfile.objects.select_for_update().get(pk=profile.pk))
         profile.cluster, profile.name, profile.values = cluster, name, values
         profile.intervals, profile.summary, profile.notes = intervals, summary, notes
+        profile.holdout, profile.refused = holdout, refused
         profile.save()
         if before is None:
             _log_profile(ChangeAction.CREATE, profile, user, after=_profile_fields(profile))

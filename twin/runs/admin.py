@@ -37,7 +37,7 @@ class CalibrationProfileForm(forms.ModelForm):
 
     class Meta:
         model = CalibrationProfile
-        fields = ("cluster", "name", "values", "intervals", "summary", "notes", "created_by")
+        fields = ("cluster", "name", "values", "intervals", "summary", "holdout", "refused", "notes", "created_by")
 
     def clean_values(self):
         try:
@@ -69,7 +69,8 @@ class CalibrationProfileAdmin(OwnedAdmin):
     def save_model(self, request, obj, form, change):
         from twin.runs import actions     # here: see SimulationRunAdmin.cancel
         actions.save_calibration(cluster=obj.cluster, name=obj.name, values=obj.values, intervals=obj.intervals,
-                                 summary=obj.summary, notes=obj.notes, user=request.user, instance=obj)
+                                 summary=obj.summary, notes=obj.notes, user=request.user, instance=obj,
+                                 holdout=obj.holdout, refused=obj.refused)
 
     def delete_model(self, request, obj):
         from twin.runs import actions

@@ -27,6 +27,7 @@ from twin.runs.models import CalibrationProfile
 KEY = "calibration"
 NUMBER_TYPES = ("float", "int")
 MAX_SUMMARY_CHARS = 65_536         # a profile's summary (the fit's before/after errors), as JSON text
+MAX_REFUSED = 64                   # refused parameters a profile lists
 
 CALIBRATION = Param(KEY, "text", None, "a calibration profile of the run's cluster (/api/calibrations/): its values "
                                        "replace the defaults of the parameters this kind declares (a value the run "
@@ -92,6 +93,37 @@ def checked_intervals(intervals, values: dict) -> dict:
             out[name] = [float(pair[0]), float(pair[1])]
     if errors:
         raise ParamError(errors)
+    return out
+
+
+def checked_holdout(holdout) -> dict:
+    """``holdout`` (optional): the fit's held-out error as ``python -m sim calibrate --json`` gives it, an object
+    whose ``median_abs_error`` (and the other ``*_abs_error``, ``count``) is a finite number >= 0 or null."""
+    if holdout in (None, ""):
+        return {}
+    if not isinstance(holdout, dict) or len(str(holdout)) > MAX_SUMMARY_CHARS:
+        raise ParamError("holdout", "expected an object: the fit's held-out error (method, folds, count, "
+                                    "median_abs_error)")
+    for key, v in holdout.items():
+        if (key.endswith("_abs_error") or key == "count") and v is not None and not (
+                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0):
+            raise ParamError("holdout", f"{str(key)[:40]}: must be a number >= 0 or null")
+    return dict(holdout)
+
+
+def checked_refused(refused) -> list:
+    """``refused`` (optional): ``[{name, reason, would}]``, each a text, at most MAX_REFUSED."""
+    if refused in (None, ""):
+        return []
+    if not isinstance(refused, list) or len(refused) > MAX_REFUSED:
+        raise ParamError("refused", f"expected a list of at most {MAX_REFUSED} objects {{name, reason, would}}")
+    out = []
+    for i, r in enumerate(refused):
+        if not isinstance(r, dict) or set(r) - {"name", "reason", "would"} or not all(
+                isinstance(r.get(k), str) and 0 < len(r[k]) <= 1000 for k in ("name", "reason", "would")):
+            raise ParamError("refused", f"[{i}]: expected {{name, reason, would}}, each a text of 1 to 1,000 "
+                                        f"characters")
+        out.append({k: r[k] for k in ("name", "reason", "would")})
     return out
 
 

@@ -105,14 +105,20 @@ class CalibrationProfile(models.Model):
     to measurements, docs/calibration.md): a run that names it (its ``calibration`` parameter) takes these values
     for the parameters its kind declares, unless it gives them itself (:mod:`twin.runs.calibration`). ``values``
     are checked by each parameter's own declaration when saved through the API (:func:`twin.runs.calibration.
-    checked_values`); ``intervals`` (name -> [low, high], the fit's 95 % interval) and ``summary`` (the fit's
-    before/after errors) are optional."""
+    checked_values`); ``intervals`` (name -> [low, high], the fit's 95 % interval), ``summary`` (the fit's
+    before/after errors), ``holdout`` (the fit's held-out error: what the values are worth on measurements they were
+    not fitted to) and ``refused`` (the parameters the fit would not apply, the data cannot determine them, each
+    with the measurement that would) are optional."""
 
     cluster = models.ForeignKey("inventory.Cluster", on_delete=models.CASCADE, related_name="calibrations")
     name = models.SlugField(max_length=100, help_text="unique per cluster: letters, digits, - and _")
     values = models.JSONField(default=dict, blank=True, help_text="parameter name -> number")
     intervals = models.JSONField(default=dict, blank=True, help_text="parameter name -> [low, high] (optional)")
     summary = models.JSONField(default=dict, blank=True, help_text="the fit's before/after errors (optional)")
+    holdout = models.JSONField(default=dict, blank=True, help_text="the fit's held-out error: method, folds, count, "
+                                                                   "median_abs_error (optional)")
+    refused = models.JSONField(default=list, blank=True, help_text="parameters the fit refused to apply: "
+                                                                   "[{name, reason, would}] (optional)")
     notes = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,

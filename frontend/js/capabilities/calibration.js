@@ -2,7 +2,9 @@
 // (its summary is what `python -m sim calibrate --json` prints, docs/calibration.md), drawn on the run's page and on
 // the Calibration page: headline figures, predicted against measured (before and after the fit, with the 1:1
 // line; log-log when the values span decades), the median |error| by kind, the fitted parameters with their 95 %
-// intervals, every observation, and the form that saves the fit as a calibration profile (POST /api/calibrations/).
+// intervals and the Jacobian's rank, the parameters the fit refused (the data cannot determine them) with the
+// measurement that would, the held-out error, every observation, and the form that saves the fit as a calibration
+// profile (POST /api/calibrations/, with the held-out error and the refusals).
 import { api, ApiError, esc, fmt, toast } from "../twin.js";
 import { barChart, lineChart, PALETTE } from "../chart.js";
 import { registerView } from "../registry.js";
@@ -46,11 +48,31 @@ function parametersHtml(s) {
     return `<tr data-param="${esc(name)}"><td class="mono">${esc(name)}</td><td class="num">${num(p.value)}</td>
       <td class="num">${num(p.low)}</td><td class="num">${num(p.high)}</td>
       <td class="num">${num(p.bounds[0])} – ${num(p.bounds[1])}</td><td class="num">${num(p.start)}</td>
-      <td>${p.identifiable ? "yes" : '<span class="bad">no</span>'}</td><td>${esc(warn.join("; "))}</td></tr>`;
+      <td>${p.identifiable ? "yes" : '<span class="bad">refused</span>'}</td><td>${esc(warn.join("; "))}</td></tr>`;
   });
   return `<table class="data" id="cal-parameters" data-export-name="fitted parameters"><thead><tr><th>parameter</th>
     <th class="num">value</th><th class="num">95 % low</th><th class="num">95 % high</th><th class="num">bounds</th>
-    <th class="num">start</th><th>identifiable</th><th>warnings</th></tr></thead><tbody>${fmt.rows(rows)}</tbody></table>`;
+    <th class="num">start</th><th>determined</th><th>warnings</th></tr></thead><tbody>${fmt.rows(rows)}</tbody></table>`;
+}
+
+/** The parameters the fit would not apply, each with why and the measurement that would determine it. */
+function refusedHtml(s) {
+  const refused = s.refused ?? [];
+  if (!refused.length) return "";
+  return `<h3>Refused <span class="muted">the measurements cannot determine these: kept at their start</span></h3>
+    <ul class="cal-refused" id="cal-refused">${refused.map((r) => `<li data-param="${esc(r.name)}"><code>${esc(r.name)}</code>:
+    ${esc(r.reason)}; <em>${esc(r.would)}</em> would determine it</li>`).join("")}</ul>`;
+}
+
+/** One line: the held-out error beside the error at the start and in-sample. */
+export function holdoutText(h) {
+  if (!h) return "–";
+  if (h.method == null || h.median_abs_error == null) return `none (${h.reason ?? "not computed"})`;
+  const scheme = h.method === "folds" ? `${h.folds} folds` : h.method === "leave-one-out" ? "leave-one-out"
+    : `${(100 * h.fraction).toFixed(0)} % held out`;
+  const pct = (x) => `${(100 * x).toFixed(2)} %`;
+  return `${pct(h.median_abs_error)} median |error| on ${fmt.int(h.count)} held-out observations (${scheme}, seed `
+    + `${h.seed}); at the start ${pct(h.before_median_abs_error)}, in-sample ${pct(h.in_sample_median_abs_error)}`;
 }
 
 function entriesHtml(s) {
@@ -71,7 +93,8 @@ export function profileOf(s, run) {
     values[name] = p.value;
     if (p.low != null && p.high != null) intervals[name] = [p.low, p.high];
   }
-  return { values, intervals, summary: { run: run.id, fit: s.fit, before: s.before, after: s.after } };
+  return { values, intervals, summary: { run: run.id, fit: s.fit, before: s.before, after: s.after },
+           holdout: s.holdout ?? {}, refused: s.refused ?? [] };
 }
 
 function saveForm(el, s, { cluster, run }) {
@@ -109,7 +132,10 @@ export function renderCalibration(el, s, { cluster, run }) {
       <section><h3>Median |error| by kind <span class="muted">before and after the fit</span></h3>
         <div id="cal-residuals"></div></section>
     </div>
-    <h3>Fitted parameters</h3><div class="table-scroll">${parametersHtml(s)}</div>
+    <h3>Fitted parameters <span class="muted">Jacobian rank ${s.rank?.rank ?? "–"} of ${s.rank?.parameters ?? "–"}</span></h3>
+    <div class="table-scroll">${parametersHtml(s)}</div>
+    ${refusedHtml(s)}
+    <p class="cal-holdout" id="cal-holdout"><strong>Held-out error:</strong> ${esc(holdoutText(s.holdout))}</p>
     ${canSave ? `<h3>Save as a calibration profile</h3>
       <form id="cal-save" class="cal-save" novalidate>
         <label class="field" data-field="name"><span class="field-label">Name <code class="param-name">name</code></span>

@@ -13,7 +13,10 @@ run_calibrate`, what ``python -m sim calibrate`` runs). Its parameters are the e
 - **Progress**: the engine's own fractions (the first prediction's entries, then the fit's evaluations against the
   most it may take), so the bar counts predictions and fit iterations as the command line's does.
 - **Summary**: :meth:`sim.calibrate.fit.Calibration.to_dict` (what ``--json`` prints: ``entries``, ``parameters``
-  with ``value``/``low``/``high``, ``before``/``after``, ``warnings``...). No arrays.
+  with ``value``/``low``/``high``, ``refused`` (the parameters the data cannot determine, with the measurement that
+  would), ``rank``, ``holdout`` (the held-out error), ``before``/``after``, ``warnings``...). No arrays.
+- An entry naming its own ``cluster`` (a preset) runs on that preset, not on the run's cluster: it is not checked
+  against the run's cluster.
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ KIND = "calibrate"
 FIELD = "measurements"
 # The twin's kind that runs an entry of each measurement kind alone (its cost, estimate and cluster checks).
 RUN_KIND = {"job": "job", "checkpoint": "checkpoint", "restore": "checkpoint", "failures": "failures",
-            "nccl-tests": "collective"}
+            "nccl-tests": "collective", "collective": "collective", "power": "power"}
 FIELDS = {p.name for p in CALIBRATE}
 
 
@@ -51,12 +54,15 @@ def entries_of(values: dict):
     return read_measurements(values[FIELD])
 
 
-def _each_entry(values: dict, cluster, what: Callable):
+def _each_entry(values: dict, cluster, what: Callable, own_cluster: bool = True):
     """``what(kind, entry)`` for every entry with the twin's kind that runs it alone; a ParamError of it names
-    ``measurements`` and the entry (``entry[i].gpus: ...``)."""
+    ``measurements`` and the entry (``entry[i].gpus: ...``). ``own_cluster`` False: the entries that name their own
+    preset (``cluster``: they run there, not on the run's cluster) are left out."""
     kinds = registry.kinds()
     out = []
     for e in entries_of(values):
+        if e.cluster is not None and not own_cluster:
+            continue
         try:
             out.append(what(kinds[RUN_KIND[e.kind]], e))
         except ParamError as err:
@@ -77,13 +83,15 @@ def validate(values, cluster=None) -> dict:
     except ParamError as e:
         raise _in_measurements(e.errors) from None
     if cluster is not None:
-        _each_entry(out, cluster, lambda k, e: k.check(e.values, cluster) if k.check is not None else None)
+        _each_entry(out, cluster, lambda k, e: k.check(e.values, cluster) if k.check is not None else None,
+                    own_cluster=False)
         limits.check_run(registry.get(KIND), out, cluster)
     return out
 
 
 def cost(values: dict, cluster) -> dict:
-    """Every entry's cost as its own kind counts it, summed by unit (one prediction of every entry)."""
+    """Every entry's cost as its own kind counts it, summed by unit (one prediction of every entry; an entry on its
+    own preset counted as its kind counts it from its parameters, the same on any cluster)."""
     total: dict[str, int] = {}
     for c in _each_entry(values, cluster, lambda k, e: limits.cost_of(k, e.values, cluster)):
         for unit, amount in c.items():
@@ -107,10 +115,12 @@ def calibrate(layout, params: dict, progress: Callable) -> tuple[dict, dict]:
 
 
 def headline(summary: dict) -> list[dict]:
-    """The median |error| over every observation before and after the fit."""
+    """The median |error| over every observation before and after the fit, and held out."""
     return [{"key": f"error_{when}", "label": f"median |error| {when} the fit", "format": "error",
              "value": (summary.get(when) or {}).get("all", {}).get("median_abs_error")}
-            for when in ("before", "after")]
+            for when in ("before", "after")] + [
+        {"key": "error_held_out", "label": "median |error| held out", "format": "error",
+         "value": (summary.get("holdout") or {}).get("median_abs_error")}]
 
 
 def describe(params: dict) -> str:
@@ -125,4 +135,4 @@ def describe(params: dict) -> str:
 register(Kind(KIND, "Calibration (measurements against the twin's predictions, and a fit of named parameters)",
               CALIBRATE, calibrate, view="calibration", form=False, validate=validate, cost=cost, estimate=estimate,
               drives=FIELD, throughputs=(limits.FLOWS_PER_SECOND, GPU_DAYS), headline_of=headline, describe=describe,
-              main=("measurements", "fit")))
+              main=("measurements", "fit", "holdout", "folds")))

@@ -137,6 +137,21 @@ class ProfileSummaryField(serializers.JSONField):
     """A profile's summary: any object of limited size."""
 
 
+@extend_schema_field({"type": "object", "additionalProperties": True,
+                      "description": "the fit's held-out error: method (folds, leave-one-out, holdout), folds, "
+                                     "count, median_abs_error (a fraction), before_ and in_sample_median_abs_error"})
+class ProfileHoldoutField(serializers.JSONField):
+    """A profile's held-out error, checked by :func:`twin.runs.calibration.checked_holdout` when saved."""
+
+
+@extend_schema_field({"type": "array", "items": {"type": "object", "properties": {
+    "name": {"type": "string"}, "reason": {"type": "string"}, "would": {"type": "string"}}},
+    "description": "parameters the fit refused to apply (the data cannot determine them), each with the measurement "
+                   "that would determine it"})
+class ProfileRefusedField(serializers.JSONField):
+    """A profile's refused parameters, checked by :func:`twin.runs.calibration.checked_refused` when saved."""
+
+
 class CalibrationSerializer(InventorySerializer):
     """A calibration profile of a cluster, saved through :func:`twin.runs.actions.save_calibration` (values checked
     by each parameter's declaration, change log). A run names it by its name (the ``calibration`` parameter)."""
@@ -149,10 +164,13 @@ class CalibrationSerializer(InventorySerializer):
     values = ProfileValuesField()
     intervals = ProfileIntervalsField(required=False, default=dict)
     summary = ProfileSummaryField(required=False, default=dict)
+    holdout = ProfileHoldoutField(required=False, default=dict)
+    refused = ProfileRefusedField(required=False, default=list)
 
     class Meta:
         model = CalibrationProfile
-        fields = ("id", "url", "display", "cluster", "name", "values", "intervals", "summary", "notes",
+        fields = ("id", "url", "display", "cluster", "name", "values", "intervals", "summary", "holdout", "refused",
+                  "notes",
                   "created_at", "created_by", "can_change")
         read_only_fields = ("created_at",)
 

@@ -183,7 +183,8 @@ class CalibrationViewSet(viewsets.ModelViewSet):
     def perform_update(self, serializer):
         p = serializer.instance
         d = {"cluster": p.cluster, "name": p.name, "values": p.values, "intervals": p.intervals,
-             "summary": p.summary, "notes": p.notes, **serializer.validated_data}
+             "summary": p.summary, "notes": p.notes, "holdout": p.holdout, "refused": p.refused,
+             **serializer.validated_data}
         serializer.instance = actions.save_calibration(**d, user=self._user(), instance=p)
 
     def perform_destroy(self, instance):
