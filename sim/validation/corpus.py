@@ -13,7 +13,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sim.calibrate.measurements import MAX_FILE_BYTES, read_measurements
+from sim.calibrate.measurements import read_measurements_file
 from sim.core.errors import ParamError, UsageError
 
 CORPUS_DIR = Path(__file__).parent / "corpus"
@@ -22,8 +22,8 @@ EXCUSED_FILE = "excused.toml"
 
 @dataclass
 class Corpus:
-    """The sources (id -> the ``[source]`` table), the entries (each with ``.source``: its source id) and the
-    excused observations (observation id -> the missing mechanism)."""
+    """The sources (id -> the ``[source]`` table), the entries (each with its ``source`` table and ``id``,
+    ``<source id>/<name>``) and the excused observations (observation id -> the missing mechanism)."""
 
     directory: Path
     sources: dict = field(default_factory=dict)
@@ -48,10 +48,9 @@ def load_corpus(directory: Path | str | None = None, kinds: list[str] | None = N
     for path in files:
         source, entries = read_source_file(path)
         if source["id"] in corpus.sources:
-            raise ParamError(f"{path.name}: source.id", f"{source['id']!r} is also the id of another file's source")
+            raise ParamError(f"corpus/{path.name}: source.id", f"{source['id']!r} is also the id of another file's source")
         corpus.sources[source["id"]] = source
         for e in entries:
-            e.source = source["id"]
             if kinds is None or e.kind in kinds:
                 corpus.entries.append(e)
     corpus.excused = read_excused(directory / EXCUSED_FILE)
@@ -60,13 +59,10 @@ def load_corpus(directory: Path | str | None = None, kinds: list[str] | None = N
 
 def read_source_file(path: Path) -> tuple[dict, list]:
     """One corpus file: its ``[source]`` table and its entries, provenance required; errors name the file."""
-    if path.stat().st_size > MAX_FILE_BYTES:
-        raise ParamError(f"{path.name}", f"is larger than {MAX_FILE_BYTES >> 20} MiB")
-    text = path.read_text(encoding="utf-8")
-    measurements = read_measurements(text, require_provenance=True, origin=path.name)
+    measurements = read_measurements_file(path, require_provenance=True, origin=f"corpus/{path.name}")
     source = measurements.source
     if source["id"] != path.stem:
-        raise ParamError(f"{path.name}: source.id", f"{source['id']!r} must equal the file's name without .toml "
+        raise ParamError(f"corpus/{path.name}: source.id", f"{source['id']!r} must equal the file's name without .toml "
                                                     f"({path.stem!r})")
     return source, measurements.entries
 

@@ -11,7 +11,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from sim.calibrate.fit import Predictor, calibrate
+from sim.calibrate.fit import Predictor, fit
 from sim.core import fitted
 from sim.fabric.spec import load_spec
 
@@ -32,18 +32,21 @@ def predict(pred: Predictor, theta: dict[str, float], say=None) -> np.ndarray:
     return pred.predict(theta, say=say)
 
 
-def fit_factors(entries, names: list[str], progress=None) -> dict:
-    """Fit ``names`` across ``entries`` at once, from their priors: ``{name: {"value", "applied", "why", ...}}``
-    (a factor the data cannot determine keeps its prior, ``applied`` False)."""
+def fit_factors(entries, names: list[str], folds: int | None = None, progress=None) -> dict:
+    """Fit ``names`` across ``entries`` at once, from their priors, by the calibration's fit (its held-out error
+    over ``folds`` folds, default its own split): ``{"factors": {name: {"value", "applied", "low", "high",
+    "why"}}, "holdout": the fit's held-out error}``. A factor the data cannot determine keeps its prior
+    (``applied`` False, ``why`` the fit's reason)."""
     start = {n: fitted.factor(n).prior for n in names}
-    result = calibrate(None, entries, fit=names, progress=progress, start=start)
+    result = fit(entries, names, start=start, folds=folds, progress=progress)
+    refused = {r["name"]: r["reason"] for r in result.refused}
     out = {}
     for name in names:
-        p = result.parameters.get(name, {})
-        applied = bool(p.get("identifiable")) and p.get("value") is not None
-        out[name] = {"value": float(p["value"]) if applied else start[name], "applied": applied,
-                     "low": p.get("low"), "high": p.get("high"), "why": p.get("why")}
-    return out
+        applied = name in result.values and name not in refused
+        ci = result.ci.get(name) if applied else None
+        out[name] = {"value": float(result.values[name]) if applied else start[name], "applied": applied,
+                     "low": ci[0] if ci else None, "high": ci[1] if ci else None, "why": refused.get(name)}
+    return {"factors": out, "holdout": result.holdout}
 
 
 @lru_cache(maxsize=64)
@@ -63,6 +66,7 @@ def write_fitted(values: dict, summary: dict, path=None) -> None:
         lines.append(f"{key} = {v!r}" if not isinstance(v, str) else f'{key} = "{v}"')
     for name, v in values.items():
         if not v["applied"]:
+            lines += ["", f"# {name}: not applied ({v['why']}): its prior holds"]
             continue
         lines += ["", f"[factor.{name}]", f"value = {v['value']:.6g}"]
         if v.get("low") is not None and v.get("high") is not None:

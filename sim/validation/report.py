@@ -2,22 +2,19 @@
 and at their fitted values ("after"), the errors summarized per kind and overall, optionally cross-validated, and
 held against the thresholds (:mod:`sim.validation.thresholds`).
 
-Cross-validation (``folds`` = K): the entries are dealt into K folds in a fixed random order (seed 0); for each
-fold the factors are fitted on the other K-1 and the fold's observations predicted with those values, so each
-observation's held-out error comes from factors that never saw it. The report's ``cross_validated.median`` is the
-median of those held-out errors; with no factor to fit it equals the in-sample median.
+Cross-validation (``folds`` = K): the calibration's held-out fits (:func:`sim.calibrate.holdout.holdout_error`): the
+observations dealt into K folds in a fixed random order (seed 0); for each fold the factors are fitted on the other
+K-1 and the fold predicted with those values, so each held-out error comes from factors that never saw it. The
+report's ``cross_validated.median`` is the median of those held-out errors.
 """
 from __future__ import annotations
-
-import numpy as np
 
 from sim.core import fitted
 from sim.core.progress import silent
 from sim.validation import thresholds
 from sim.validation.fitting import factor_names, fit_factors, gpu_of, predict, predictor
-from sim.validation.stats import by_kind, summarize
+from sim.validation.stats import by_kind
 
-CV_SEED = 0
 # The unit each measured quantity is given in (the corpus's keys say it too).
 UNITS = {"busbw_gbps": "GB/s", "algbw_gbps": "GB/s", "time_us": "us", "time": "s", "step_time_s": "s",
          "tokens_per_s": "tokens/s", "tokens_per_s_per_gpu": "tokens/s/GPU", "tflops_per_gpu": "TFLOP/s/GPU",
@@ -30,24 +27,16 @@ def observation_rows(corpus) -> list[dict]:
     """One row per observation, in the predictor's order: its id, source, kind, GPU, quantity and measurement."""
     rows = []
     for e in corpus.entries:
-        src = corpus.sources[e.source]
+        src = e.source
         for o in e.observations:
-            oid = f"{e.source}/{e.name}" + (f"#{o.label}" if len(e.observations) > 1 else "")
-            rows.append({"id": oid, "source": e.source, "kind": e.kind, "gpu": gpu_of(e.cluster),
+            oid = e.id + (f"#{o.label}" if len(e.observations) > 1 else "")
+            rows.append({"id": oid, "source": src["id"], "kind": e.kind, "gpu": gpu_of(e.cluster),
                          "cluster": e.cluster, "label": o.label, "quantity": o.quantity,
                          "unit": UNITS.get(o.quantity, ""), "measured": float(o.measured), "url": src["url"],
                          "title": src["title"], "where": e.provenance.get("where"),
                          "hardware": e.provenance.get("hardware"), "note": e.provenance.get("note"),
                          "excused": corpus.excused.get(oid), "entry": e})
     return rows
-
-
-def folds_of(n: int, k: int, seed: int = CV_SEED) -> np.ndarray:
-    """(n,) the fold of each of ``n`` entries: a fixed random order dealt round-robin into ``k`` folds."""
-    order = np.random.default_rng(seed).permutation(n)
-    fold = np.empty(n, dtype=np.int64)
-    fold[order] = np.arange(n) % k
-    return fold
 
 
 def validate(corpus, folds: int | None = None, factors: dict[str, float] | None = None, progress=None) -> dict:
@@ -70,7 +59,7 @@ def validate(corpus, folds: int | None = None, factors: dict[str, float] | None 
     b_overall, b_kinds = by_kind([{"kind": r["kind"], "error": r["before"]["error"]} for r in rows])
     cross = None
     if folds:
-        cross = cross_validate(corpus, rows, names, folds, lambda f, m: say(2 * share + (1 - 2 * share) * f, m))
+        cross = cross_validate(corpus, names, folds, lambda f, m: say(2 * share + (1 - 2 * share) * f, m))
     report = {
         "overall": overall, "kinds": kinds, "before": {"overall": b_overall, "kinds": b_kinds},
         "cross_validated": cross,
@@ -86,27 +75,14 @@ def validate(corpus, folds: int | None = None, factors: dict[str, float] | None 
     return report
 
 
-def cross_validate(corpus, rows: list[dict], names: list[str], k: int, progress) -> dict:
-    """K-fold held-out errors (module docstring): ``{"folds", "median", "p90", "max", "count", "kinds"}``."""
-    entries = corpus.entries
-    fold = folds_of(len(entries), k)
-    index = {id(e): i for i, e in enumerate(entries)}
-    held = np.empty(len(rows))
-    for f in range(k):
-        train = [e for e in entries if fold[index[id(e)]] != f]
-        test = [e for e in entries if fold[index[id(e)]] == f]
-        if not test:
-            continue
-        values = fit_factors(train, names, progress=lambda x, m: progress((f + 0.9 * x) / k, f"fold {f + 1}: {m}"))
-        theta = {n: v["value"] for n, v in values.items()}
-        got = predict(predictor(test), theta)
-        at = [i for i, r in enumerate(rows) if fold[index[id(r["entry"])]] == f]
-        held[at] = got / np.array([rows[i]["measured"] for i in at]) - 1
-        progress((f + 1) / k, f"fold {f + 1} of {k} held out")
-    _, kinds = by_kind([{"kind": r["kind"], "error": h} for r, h in zip(rows, held)])
-    return {"folds": k, **summarize(held), "kinds": kinds}
+def cross_validate(corpus, names: list[str], k: int, progress) -> dict:
+    """K-fold held-out error of the fitted factors (the calibration's held-out fits, module docstring):
+    ``{"folds", "median", "count", "before_median"}``."""
+    h = fit_factors(corpus.entries, names, folds=k, progress=progress)["holdout"]
+    return {"folds": k, "median": h["median_abs_error"], "count": h["count"],
+            "before_median": h["before_median_abs_error"], "reason": h["reason"]}
 
 
 def fit_corpus(corpus, progress=None) -> dict:
-    """The fitted factors across the whole corpus: ``{name: {"value", "applied", "why", ...}}``."""
+    """The fitted factors across the whole corpus and the fit's held-out error (:func:`fit_factors`)."""
     return fit_factors(corpus.entries, factor_names(corpus.entries), progress=progress)

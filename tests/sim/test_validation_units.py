@@ -7,7 +7,6 @@ from sim.core.errors import ParamError
 from sim.validation import thresholds
 from sim.validation.corpus import read_excused
 from sim.validation.markdown import committed_median
-from sim.validation.report import folds_of
 from sim.validation.stats import by_kind, summarize
 
 
@@ -56,12 +55,6 @@ def test_a_rise_of_the_median_over_the_committed_one_breaks():
     r = _report([0.07] * 150)
     assert thresholds.broken(r, 0.061, whole_corpus=True) == []
     assert "rose" in thresholds.broken(r, 0.059, whole_corpus=True)[0]
-
-
-def test_folds_deal_every_entry_once_and_evenly():
-    f = folds_of(23, 5)
-    assert sorted(np.bincount(f)) == [4, 4, 5, 5, 5]
-    assert (folds_of(23, 5) == f).all()                     # fixed seed: the same folds every run
 
 
 def test_committed_median_is_read_from_the_mark(tmp_path):
