@@ -235,7 +235,9 @@ def _determined(params, z, r, J, warnings):
     rank = 0
     if live.size:
         cols = J[:, live] / norms[live]
-        _, sv, vt = np.linalg.svd(cols, full_matrices=False)
+        # full_matrices: with fewer observations than parameters the directions past the observations' count are
+        # unseen too (their singular values are 0)
+        _, sv, vt = np.linalg.svd(cols, full_matrices=True)
         rank = int(np.count_nonzero(sv > RANK_TOL * sv[0]))
         for d in range(rank, live.size):                      # the directions the data do not see
             weigh = np.flatnonzero(np.abs(vt[d]) > WEIGHT_TOL)
