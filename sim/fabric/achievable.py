@@ -65,6 +65,14 @@ class Efficiencies:
     nic: float = 1.0
     pcie: float = 0.91
     host_latency: float = 2e-6          # seconds
+    ideal: bool = False                 # line rates everywhere (the roofline's reference), no host floor
+
+    @classmethod
+    def line_rate(cls) -> "Efficiencies":
+        """The ideal reference: every link at its line rate (NVLink, NIC, no framing, no PCIe limit, an NVSwitch
+        as fast as its GPUs' links) and no host floor: what the roofline assumes (tests of the flow core's own
+        physics run on it)."""
+        return cls(nvlink=1.0, nic=1.0, pcie=1.0, host_latency=0.0, ideal=True)
 
     @classmethod
     def of(cls, values: dict | None = None) -> "Efficiencies":
@@ -105,6 +113,8 @@ def nvlink_links(topo) -> int:
 def nvlink_rate(topo, eff: Efficiencies | None = None) -> float:
     """Achievable NVLink bytes/s per GPU and direction (module docstring)."""
     eff = eff or Efficiencies.of()
+    if eff.ideal:
+        return topo.nvlink_bandwidth / 2
     share = _nccl_link_share(compute_capability(topo), int(gpu_spec(topo, "nvlink_generation") or 4))
     return topo.nvlink_bandwidth / 2 * share * eff.nvlink
 
@@ -125,7 +135,9 @@ def nvls_efficiency(topo) -> float:
 
 def nvswitch_rate(topo, gpus_per_host: int, eff: Efficiencies | None = None) -> float:
     """bytes/s of a host's NVSwitch for NVLS, each way: its GPUs x achievable NVLink x ``nvlsEfficiency``."""
-    return gpus_per_host * nvlink_rate(topo, eff) * nvls_efficiency(topo) if nvls_supported(topo) else 0.0
+    if not nvls_supported(topo):
+        return 0.0
+    return gpus_per_host * nvlink_rate(topo, eff) * (1.0 if eff is not None and eff.ideal else nvls_efficiency(topo))
 
 
 def pcie_rate(topo, eff: Efficiencies | None = None) -> float:
@@ -148,6 +160,8 @@ def fabric_capacity(topo, eff: Efficiencies | None = None) -> np.ndarray:
     """(E,) achievable bytes/s of the fabric's links: line rate x framing; a NIC's link to its leaf also x
     ``nic_efficiency`` and at most its share of the PCIe path."""
     eff = eff or Efficiencies.of()
+    if eff.ideal:
+        return np.asarray(topo.link_capacity, dtype=np.float64).copy()
     cap = np.asarray(topo.link_capacity, dtype=np.float64) * framing(topo.kind, getattr(topo, "nic_model", None))
     tier = getattr(topo, "link_tier", None)
     if tier is not None and cap.size:
@@ -160,5 +174,7 @@ def fabric_capacity(topo, eff: Efficiencies | None = None) -> np.ndarray:
 def nic_rate(topo, eff: Efficiencies | None = None) -> float:
     """Achievable bytes/s of one GPU's NIC, each way (all its ports): framing, ``nic_efficiency``, PCIe."""
     eff = eff or Efficiencies.of()
+    if eff.ideal:
+        return topo.nic_bandwidth
     line = topo.nic_bandwidth * framing(topo.kind, getattr(topo, "nic_model", None)) * eff.nic
     return min(line, pcie_rate(topo, eff)) if math.isfinite(line) else line

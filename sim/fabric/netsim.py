@@ -2,9 +2,11 @@
 
 Model
 -----
-Links. The fabric's ``E`` directed links (NIC-leaf, leaf-spine, spine-core, each direction at the cable's speed)
-plus, per GPU, two virtual NVLink links appended after them: egress ``E + g`` and ingress ``E + G + g``, each of
-``topo.nvlink_bandwidth / 2`` bytes/s (NVIDIA gives H100 NVLink as 900 GB/s per GPU, both directions together). A
+Links. The fabric's ``E`` directed links (NIC-leaf, leaf-spine, spine-core, each direction at the cable's
+achievable rate: :mod:`sim.fabric.achievable`, framing, the NIC's PCIe path) plus, per GPU, two virtual NVLink links
+appended after them: egress ``E + g`` and ingress ``E + G + g``, each of the GPU's achievable NVLink rate per
+direction (NCCL's per-link figure: 370.8 GB/s on an H100, whose line rate is 450), and per host its NVSwitch's
+NVLS in and out (``E + 2G + h``, ``E + 2G + H + h``; :mod:`sim.fabric.flows`). A
 transfer between two GPUs of one host crosses ``[E + src, E + G + dst]``; a transfer between hosts crosses the
 routed path (:func:`sim.fabric.routing.route`), which starts at the sender's NIC uplink and ends at the receiver's NIC
 downlink, so the NIC's 400 Gb/s is the first and last link. One solver handles both.
@@ -31,9 +33,10 @@ sets the time. For protocol ``p`` every network hop adds NCCL's per-hop cost of 
 NCCL's NVLink latency of ``p``; the collective adds NCCL's base latency of ``p`` once. Total time for message size
 ``S`` with protocol ``p``::
 
-    T_p(S) = latency_p + S x factor / busbw_p,   busbw_p = min(limit_busbw x f_p, cap_p)
+    T_p(S) = host + latency_p + S x factor / busbw_p,   busbw_p = min(limit_busbw x f_p, cap_p)
 
-where ``limit_busbw`` (the bandwidth term) comes from the rates, ``factor`` is nccl-tests' busbw factor and
+where ``host`` is the host-side floor of a call (``host_latency_us``, :mod:`sim.fabric.achievable`),
+``limit_busbw`` (the bandwidth term) comes from the rates, ``factor`` is nccl-tests' busbw factor and
 ``f_p``, ``cap_p`` are NCCL's protocol bandwidth factor and cap (Simple: 1, none). The protocol is NCCL's choice for
 ``S`` from NCCL's own prediction (:func:`sim.fabric.nccl_tuning.choose`), or forced (``protocol``, as ``NCCL_PROTO``).
 Rates do not depend on ``S`` or the protocol, so every message size costs nothing more once the phases are solved.

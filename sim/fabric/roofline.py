@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from sim.core.units import IDX
-from sim.fabric.collectives import SWITCH_DOWN, SWITCH_UP, CollectivePlan, plan_collective
+from sim.fabric.collectives import SWITCH_DOWN, SWITCH_UP, CollectiveError, CollectivePlan, plan_collective
 from sim.fabric.flows import NVLINK_DIRECTIONS
 
 
@@ -20,7 +20,8 @@ def roofline_busbw(collective: str, n: int, gpus_per_host: int, nic_bandwidth: f
     limit it: each GPU's NIC (``nic_bandwidth`` each way) and NVLink (``nvlink_bandwidth`` both ways together),
     the switch fabric ideal, latency zero. Computed from the same plan the simulation uses: per phase, the most
     loaded endpoint link sets the time. ``plan``: that plan when the caller already has it (a run whose placement
-    is the packed one, :func:`packed_in_order`), so it is not made twice.
+    is the packed one, :func:`packed_in_order`), so it is not made twice. PAT's hosts hold one GPU each (it runs
+    only so); an algorithm the packed job cannot run (NVLS-Tree on one host) takes the ring's roofline.
 
     >>> roofline_busbw("allgather", 64, 8, 50e9, 900e9) / 1e9        # 8 rails x 50 GB/s
     400.0
@@ -31,10 +32,16 @@ def roofline_busbw(collective: str, n: int, gpus_per_host: int, nic_bandwidth: f
     if n < 2:
         return np.inf
     gpus = np.arange(n, dtype=IDX)
+    if algorithm == "pat":
+        gpus_per_host = 1                             # PAT runs with one GPU per node only
     host = gpus // gpus_per_host
     if plan is None:
-        plan = plan_collective(collective, gpus, host, algorithm, channels=channels, max_flows=max(n * (n - 1), 1),
-                               nvls=nvls, sharp=sharp)
+        try:
+            plan = plan_collective(collective, gpus, host, algorithm, channels=channels,
+                                   max_flows=max(n * (n - 1), 1), nvls=nvls, sharp=sharp)
+        except CollectiveError:                       # packed, the job would not run it (NVLS-Tree on one host)
+            plan = plan_collective(collective, gpus, host, "ring", channels=channels,
+                                   max_flows=max(n * (n - 1), 1))
     nvl = nvlink_bandwidth / NVLINK_DIRECTIONS
     unit = 0.0
     for ph in plan.phases:
