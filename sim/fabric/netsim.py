@@ -68,7 +68,8 @@ from sim.core.flowset import FlowSet
 from sim.core.units import GB, IDX
 from sim.fabric.achievable import Efficiencies, arch, nvlink_rate, nvls_supported
 from sim.fabric.collectives import (ALGORITHM_CHOICES, DTYPES, MAX_ALLTOALL_TRANSFERS, CollectiveError,
-                                    CollectivePlan, Phase, canonical, element_count, plan_collective)
+                                    CollectivePlan, Phase, canonical, element_count)
+from sim.fabric.algorithms import plan as plan_collective
 from sim.fabric.flows import CSR_CHUNK, build_flows, concat_flows, flow_count, link_capacity
 from sim.fabric.latency import LatencyModel, critical_paths, path_latency, transfer_latency
 from sim.fabric.nccl import DEFAULT_UDP_SPORT, ring_channel_steps

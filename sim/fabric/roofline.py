@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from sim.core.units import IDX
-from sim.fabric.collectives import SWITCH_DOWN, SWITCH_UP, CollectiveError, CollectivePlan, plan_collective
+from sim.fabric.algorithms import plan as plan_collective
+from sim.fabric.collectives import SWITCH_DOWN, SWITCH_UP, CollectiveError, CollectivePlan
 from sim.fabric.flows import NVLINK_DIRECTIONS
 
 

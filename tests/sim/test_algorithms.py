@@ -13,7 +13,9 @@ import pytest
 from sim.core.errors import ParamError
 from sim.core.units import GB
 from sim.fabric.achievable import Efficiencies, nic_rate, nvlink_rate, pcie_rate
-from sim.fabric.collectives import SWITCH_DOWN, SWITCH_UP, CollectiveError, pat_steps, plan_collective
+from sim.fabric.algorithms import pat_steps
+from sim.fabric.algorithms import plan as plan_collective
+from sim.fabric.collectives import SWITCH_DOWN, SWITCH_UP, CollectiveError
 from sim.fabric.netsim import nccl_comm, run_collective
 from sim.fabric.nccl_tuning import NcclComm, algo_time, choose_algo
 from sim.fabric.params import COLLECTIVE
