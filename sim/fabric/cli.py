@@ -135,9 +135,10 @@ def format_table(result, cluster: str, placement: str) -> str:
         f"# placement {placement}, routing {result.routing} ({result.hash} hash), {result.qps} QP per connection, "
         f"UDP source port {result.udp_sport}, seed {result.seed}; {result.n_flows:,} flows",
         f"# roofline busbw {result.roofline / GB:.1f} GB/s (same algorithm, packed hosts, only NIC and NVLink "
-        f"limits)",
+        f"limits, at line rate; the run is at achievable rates)",
         f"# latency (critical path, {_hops(result)}): "
-        + ", ".join(f"{k} {v * 1e6:.1f} us" for k, v in result.latencies.items())
+        + ", ".join(f"{k} {v * 1e6:.1f} us" for k, v in result.latencies.items()
+                    if p.algorithm in ("ring", "tree", "direct") or k == "Simple")     # NVLS, PAT: Simple only
         + f"; protocol {result.protocol}{' (NCCL tuning model)' if result.protocol == 'auto' else ''}",
         "#",
         f"# {'size':>12} {'count':>12} {'type':>8} {'redop':>6} {'root':>5} {'algo':>9} {'proto':>6} {'time':>11} "
