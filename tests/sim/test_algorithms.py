@@ -235,3 +235,15 @@ def test_algo_parameter_takes_nccl_spellings_and_refuses_mismatches():
     assert got["nvlink_efficiency"] == 0.9 and COLLECTIVE.validate({})["pcie_efficiency"] is None
     eff = Efficiencies.of(got)
     assert eff.nvlink == 0.9 and math.isclose(eff.host_latency, 3e-6)
+
+
+def test_cli_takes_algo_as_nccl_algo_and_reports_each_rows_algorithm(capsys):
+    from sim.cli import main
+    code = main(["collective", "--preset", "dgx-h100-superpod", "-c", "allreduce", "-n", "8", "--sizes", "8,1G",
+                 "--algo", "NVLS", "--json", "-q"])
+    doc = __import__("json").loads(capsys.readouterr().out)
+    assert code == 0 and doc["algorithm"] == "nvls" and [r["algorithm"] for r in doc["rows"]] == ["nvls", "nvls"]
+    code = main(["collective", "--preset", "dgx-h100-superpod", "-c", "allreduce", "-n", "8", "--sizes", "8,1G",
+                 "-q"])
+    out = capsys.readouterr().out
+    assert code == 0 and "auto: ring, nvls" in out and " nvls Simple " in out.replace("  ", " ")
