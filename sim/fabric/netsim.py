@@ -371,9 +371,9 @@ def run_auto(topo, gpus, collective: str, sizes, *, t_start: float, **kw) -> Col
         if chosen[s][0] not in order:
             order.append(chosen[s][0])
     runs = {}
-    for a in order:
-        sub = dict(kw, progress=None if len(order) > 1 else kw["progress"])
-        runs[a] = run_collective(topo, gpus, name, sizes, algorithm=a, **sub)
+    shares = weighted(kw["progress"], [1] * len(order)) if kw["progress"] is not None else [None] * len(order)
+    for a, share in zip(order, shares):
+        runs[a] = run_collective(topo, gpus, name, sizes, algorithm=a, **dict(kw, progress=share))
     main = runs[order[0]]
     rows = []
     for s in sizes:

@@ -247,3 +247,10 @@ def test_cli_takes_algo_as_nccl_algo_and_reports_each_rows_algorithm(capsys):
                  "-q"])
     out = capsys.readouterr().out
     assert code == 0 and "auto: ring, nvls" in out and " nvls Simple " in out.replace("  ", " ")
+
+
+def test_auto_progress_grows_to_one_over_the_chosen_algorithms():
+    seen = []
+    run_collective(h100(), np.arange(8), "allreduce", [8, 1 << 30], algorithm="auto",
+                   progress=lambda f, m: seen.append(f))
+    assert seen == sorted(seen) and seen[-1] == pytest.approx(1.0) and len(seen) > 2
