@@ -73,8 +73,8 @@ from sim.fabric.algorithms import plan as plan_collective
 from sim.fabric.flows import CSR_CHUNK, build_flows, concat_flows, flow_count, link_capacity
 from sim.fabric.latency import LatencyModel, critical_paths, path_latency, transfer_latency
 from sim.fabric.nccl import DEFAULT_UDP_SPORT, ring_channel_steps
-from sim.fabric.nccl_tuning import (PROTOCOL_CHOICES, PROTOCOLS, SIMPLE, NcclComm, algo_time, base_latency,
-                                    choose_algo, nvls_graph, sim_hop)
+from sim.fabric.nccl_tuning import (NCCL_ALGORITHMS, PROTOCOL_CHOICES, PROTOCOLS, SIMPLE, NcclComm, algo_time,
+                                    base_latency, choose_algo, nvls_graph, sim_hop)
 from sim.fabric.results import CollectiveResult, PhaseResult, SizeResult, hottest_links
 from sim.fabric.roofline import packed_in_order, roofline_busbw
 from sim.fabric.routing import resolve_routing
@@ -299,13 +299,13 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
                           sharp=nccl["sharp"])
     factor = plan.busbw_factor
     latencies, hops = protocol_latencies(plan, phases, latency)
+    ring_roof = roof if plan.n_hosts > 1 and plan.algorithm in ("ring", "tree", "pat") else None
     result = CollectiveResult(plan=plan, kind=topo.kind, routing=routing, qps=qps, seed=seed, dtype=dtype,
                               roofline=roof, rows=[], phases=phases, link_unit_bytes=link_bytes,
                               link_capacity=capacity, n_fabric=topo.n_links, protocol=protocol,
                               latencies=latencies, critical_hops=hops, hash=hash,
                               udp_sport=udp_sport, host_latency=eff.host_latency,
-                              nccl_comm=nccl_comm(topo, gpus, plan.channels,
-                                                  roof if plan.n_hosts > 1 and plan.algorithm in ("ring", "tree", "pat") else None),
+                              nccl_comm=nccl_comm(topo, gpus, plan.channels, ring_roof),
                               algorithm_choice=plan.algorithm)
     for s in sizes:
         proto = result.protocol_for(s)
@@ -363,7 +363,10 @@ def run_auto(topo, gpus, collective: str, sizes, *, t_start: float, **kw) -> Col
     protocols = None if protocol == "auto" else (protocol,)
     sizes = [int(s) for s in np.atleast_1d(sizes)]
     try:
-        chosen = {s: choose_algo(name, s, comm, protocols=protocols) for s in set(sizes)}
+        # CollNet's phases are not built (no fabric has in-network reduction): never chosen even if a topology
+        # said it had SHARP; NCCL's rows for it stay in the tuning model.
+        simulated = tuple(a for a in NCCL_ALGORITHMS if not a.startswith("collnet"))
+        chosen = {s: choose_algo(name, s, comm, algorithms=simulated, protocols=protocols) for s in set(sizes)}
     except ValueError as e:
         raise CollectiveError(str(e)) from None
     order = []

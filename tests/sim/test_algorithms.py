@@ -17,7 +17,7 @@ from sim.fabric.algorithms import pat_steps
 from sim.fabric.algorithms import plan as plan_collective
 from sim.fabric.collectives import SWITCH_DOWN, SWITCH_UP, CollectiveError
 from sim.fabric.netsim import nccl_comm, run_collective
-from sim.fabric.nccl_tuning import NcclComm, algo_time, choose_algo
+from sim.fabric.nccl_tuning import NcclComm, algo_time, available, choose_algo
 from sim.fabric.params import COLLECTIVE
 from sim.fabric.topology import load_topology
 
@@ -254,3 +254,14 @@ def test_auto_progress_grows_to_one_over_the_chosen_algorithms():
     run_collective(h100(), np.arange(8), "allreduce", [8, 1 << 30], algorithm="auto",
                    progress=lambda f, m: seen.append(f))
     assert seen == sorted(seen) and seen[-1] == pytest.approx(1.0) and len(seen) > 2
+
+
+def test_collnet_rows_exist_only_with_in_network_reduction():
+    """NCCL's CollNet rows (tuning.cc) are transcribed: with SHARP, CollNet Direct AllReduce on 2 nodes of 8 has
+    NCCL's latency 2 (1 x 3.7 + 7 x 0.4) + 31 = 44 us; without (every fabric of the twin) it is never offered."""
+    c = NcclComm(n_ranks=16, n_nodes=2, channels=16, ring_bw=400e9)
+    assert not available("allreduce", "collnet_direct", c)
+    sharp = dataclasses.replace(c, sharp=True)
+    assert available("allreduce", "collnet_direct", sharp) and available("allreduce", "collnet_chain", sharp)
+    t = algo_time("allreduce", "collnet_direct", "Simple", 0, sharp)
+    assert t * 1e6 == pytest.approx(2 * (3.7 + 7 * 0.4) + 31)
