@@ -53,6 +53,21 @@ FACTORS: tuple[Factor, ...] = (
            "7 TB/s peak [S1, S3]; a store with no published aggregate: the server's frontend line rate) that a "
            "checkpoint or restore burst gets; prior 1: the published peak was measured under such bursts, which "
            "saturate the store [S3]; the share left to other tenants, throttling and mixed load is not public"),
+    # --- collectives (issue 39 item 3: sim/fabric/achievable.py; docs/engine.md "Achievable bandwidth") ---
+    Factor("nvlink_efficiency", 1.0, 0.5, 1.2, ("collective", "nccl-tests"),
+           "share of NCCL's own achievable NVLink rate per GPU (links x NCCL's per-link constant of the GPU's "
+           "generation, 20.6 GB/s on Hopper, 20.0 on Ampere, src/graph/topo.h) that NCCL's copy kernels reach; "
+           "prior 1: NCCL's constant is already its measured achievable rate [S6]"),
+    Factor("nic_efficiency", 1.0, 0.5, 1.1, ("collective", "nccl-tests"),
+           "share of the NIC's payload rate (line rate less IB / RoCEv2 framing at a 4 KiB MTU, [S91] [S92]) that "
+           "NCCL's network transport reaches; prior 1: framing is the documented loss, the rest is unknown"),
+    Factor("pcie_efficiency", 0.91, 0.6, 1.0, ("collective", "nccl-tests"),
+           "share of the GPU-NIC PCIe link's rate after 128b/130b encoding that DMA payload reaches; prior 0.91: "
+           "TLPs of 256 B payload carry about 24 B of header, sequence number, LCRC and framing [S90]"),
+    Factor("host_latency_us", 2.0, 0.0, 20.0, ("collective", "nccl-tests"),
+           "host-side floor of one collective call, microseconds: the kernel launch (NCCL launches one kernel per "
+           "collective) and the proxy thread's wake-up, not in NCCL's own latency model; prior 2 us, the order of "
+           "a CUDA kernel launch [S93]"),
 )
 
 

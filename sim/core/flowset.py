@@ -156,7 +156,9 @@ class FlowSet:
         E, G = self.n_fabric, self.n_gpus
         src = self.links[cut::2] - E                 # NVLink flows: [E + src, E + G + dst]
         dst = self.links[cut + 1::2] - (E + G)
-        rep_nvl, cls_nvl = pair_classes(src, dst, G)
+        # NVLS legs ([E + src, NVSwitch in] or [NVSwitch out, E + G + dst]) give ids past G: still a bijection.
+        n = max(G, int(src.max()) + 1, int(dst.max()) + 1) if src.size else G
+        rep_nvl, cls_nvl = pair_classes(src, dst, n)
         return (np.concatenate([rep_net, rep_nvl + n_net]),
                 np.concatenate([cls_net, cls_nvl + rep_net.size]))
 

@@ -130,23 +130,25 @@ def format_table(result, cluster: str, placement: str) -> str:
     redop = "sum" if p.collective in ("allreduce", "reducescatter", "reduce") else "none"
     root = p.root if p.collective in ("broadcast", "reduce") else -1
     lines = [
-        f"# Collective {p.collective} ({p.algorithm}) on {cluster} ({result.kind}): {p.n_ranks:,} GPUs on "
+        f"# Collective {p.collective} ({_algo_text(result)}) on {cluster} ({result.kind}): {p.n_ranks:,} GPUs on "
         f"{p.n_hosts:,} hosts, {p.channels} channels",
         f"# placement {placement}, routing {result.routing} ({result.hash} hash), {result.qps} QP per connection, "
         f"UDP source port {result.udp_sport}, seed {result.seed}; {result.n_flows:,} flows",
         f"# roofline busbw {result.roofline / GB:.1f} GB/s (same algorithm, packed hosts, only NIC and NVLink "
-        f"limits)",
+        f"limits, at line rate; the run is at achievable rates)",
         f"# latency (critical path, {_hops(result)}): "
-        + ", ".join(f"{k} {v * 1e6:.1f} us" for k, v in result.latencies.items())
+        + ", ".join(f"{k} {v * 1e6:.1f} us" for k, v in result.latencies.items()
+                    if p.algorithm in ("ring", "tree", "direct") or k == "Simple")     # NVLS, PAT: Simple only
         + f"; protocol {result.protocol}{' (NCCL tuning model)' if result.protocol == 'auto' else ''}",
         "#",
-        f"# {'size':>12} {'count':>12} {'type':>8} {'redop':>6} {'root':>5} {'proto':>6} {'time':>11} {'algbw':>8} "
-        f"{'busbw':>8} {'norm':>6}",
-        f"# {'(B)':>12} {'(elements)':>12} {'':>8} {'':>6} {'':>5} {'':>6} {'(us)':>11} {'(GB/s)':>8} {'(GB/s)':>8} "
-        f"{'(%)':>6}",
+        f"# {'size':>12} {'count':>12} {'type':>8} {'redop':>6} {'root':>5} {'algo':>9} {'proto':>6} {'time':>11} "
+        f"{'algbw':>8} {'busbw':>8} {'norm':>6}",
+        f"# {'(B)':>12} {'(elements)':>12} {'':>8} {'':>6} {'':>5} {'':>9} {'':>6} {'(us)':>11} {'(GB/s)':>8} "
+        f"{'(GB/s)':>8} {'(%)':>6}",
     ]
     for r in result.rows:
-        lines.append(f"  {r.size:>12} {r.count:>12} {result.dtype:>8} {redop:>6} {root:>5} {r.protocol:>6} "
+        lines.append(f"  {r.size:>12} {r.count:>12} {result.dtype:>8} {redop:>6} {root:>5} {r.algorithm:>9} "
+                     f"{r.protocol:>6} "
                      f"{r.time * 1e6:>11.1f} {r.algbw / GB:>8.2f} {r.busbw / GB:>8.2f} {100 * r.norm:>6.1f}")
     avg = sum(r.busbw for r in result.rows) / len(result.rows)
     lines += [
@@ -162,6 +164,14 @@ def format_table(result, cluster: str, placement: str) -> str:
                               f"{f['rate_GBps']:.2f} GB/s" for f in h.flows[:3])
             lines.append(f"#   {100 * h.utilization:5.1f} % {h.n_flows:>5} flows  {h.name}  [{flows}]")
     return "\n".join(lines)
+
+
+def _algo_text(result) -> str:
+    """The algorithm: the forced one, or ``auto`` with the algorithms NCCL's model chose (per row below)."""
+    if result.algorithm_choice != "auto":
+        return result.plan.algorithm
+    chosen = list(dict.fromkeys(r.algorithm for r in result.rows))
+    return f"auto: {', '.join(chosen)}; NCCL tuning model"
 
 
 def _hops(result) -> str:

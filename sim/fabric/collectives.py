@@ -66,7 +66,19 @@ from sim.fabric.nccl import ring_channels
 from sim.core.units import GB, IDX
 
 COLLECTIVES = ("allgather", "reducescatter", "allreduce", "alltoall", "broadcast", "reduce")
-ALGORITHMS = ("ring", "tree")
+ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain", "pat")   # NCCL_ALGO's
+ALGORITHM_CHOICES = ("auto",) + ALGORITHMS      # auto: NCCL's choice per size (sim.fabric.nccl_tuning.choose_algo)
+# Which collectives each algorithm runs (NCCL's ncclTopoTuneModel, src/graph/tuning.cc [S6]).
+ALGORITHM_COLLECTIVES = {
+    "ring": ("allgather", "reducescatter", "allreduce", "broadcast", "reduce"),
+    "tree": ("allreduce",),
+    "nvls": ("allgather", "reducescatter", "allreduce"),
+    "nvls_tree": ("allreduce",),
+    "collnet_direct": ("allgather", "reducescatter", "allreduce"),
+    "collnet_chain": ("allreduce",),
+    "pat": ("allgather", "reducescatter"),
+}
+SWITCH_UP, SWITCH_DOWN = 1, 2   # Phase.switch: a GPU's NVLS leg into its host's NVSwitch, or out of it
 INTRA_ORDERS = ("gpu", "rank")   # a host's GPUs in a ring: GPU index order (NCCL's search) or the ranks' order
 # Spellings users type, mapped to the canonical names (nccl-tests binary names without _perf, NCCL API names).
 ALIASES = {"all_gather": "allgather", "all-gather": "allgather", "reduce_scatter": "reducescatter",
@@ -102,6 +114,7 @@ class Phase:
     lat_span: int = 1
     lat_group: np.ndarray | None = None
     lat_stage: np.ndarray | None = None
+    switch: np.ndarray | None = None   # (P,) NVLS legs: 0 none, SWITCH_UP (GPU -> NVSwitch), SWITCH_DOWN (-> GPU)
 
 
 @dataclass
@@ -301,6 +314,7 @@ def plan_collective(collective: str, gpus, gpu_host, algorithm: str = "ring", *,
     (N, N): relative sizes of AllToAll's pair transfers (default all 1; pair ``(i, j)`` sends ``weights[i, j] S / N``
     bytes). ``max_flows``: refuse an AllToAll with more pair transfers than this. ``intra_order``: a host's GPUs
     in the rings and chains in GPU order (``"gpu"``, NCCL's topology search) or in rank order (``"rank"``).
+    Ring and tree (and AllToAll's direct); NCCL's other algorithms: :func:`sim.fabric.algorithms.plan`.
     """
     name = canonical(collective)
     if name == "alltoall" and algorithm == "direct":
@@ -309,6 +323,11 @@ def plan_collective(collective: str, gpus, gpu_host, algorithm: str = "ring", *,
         raise CollectiveError(f"unknown algorithm {algorithm!r}: choose one of {', '.join(ALGORITHMS)}")
     if algorithm == "tree" and name != "allreduce":
         raise CollectiveError(f"the tree algorithm is modelled for allreduce only, not {name}")
+    if name not in ALGORITHM_COLLECTIVES[algorithm] and name != "alltoall":
+        raise CollectiveError(f"NCCL's {algorithm} algorithm runs {', '.join(ALGORITHM_COLLECTIVES[algorithm])} "
+                              f"only, not {name}")
+    if algorithm not in ("ring", "tree") and name != "alltoall":
+        raise CollectiveError(f"{algorithm} is planned by sim.fabric.algorithms.plan (NVLS, NVLS-Tree, PAT, CollNet)")
     g = host_groups(gpus, gpu_host, intra_order)
     gpus = np.asarray(gpus, dtype=IDX)
     n, h = gpus.size, g.n_hosts

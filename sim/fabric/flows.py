@@ -1,6 +1,10 @@
 """The flows of a phase: each transfer between hosts split into its connection's QPs and routed, NVLink transfers
-over two virtual links per GPU, as one CSR FlowSet; and the links they run on (capacities, names). See
+over two virtual links per GPU, NVLS transfers to and from a host's NVSwitch over two virtual links per host, as one
+CSR FlowSet; and the links they run on (achievable capacities, :mod:`sim.fabric.achievable`; names). See
 :mod:`sim.fabric.netsim` for the model.
+
+Link ids: ``0..E-1`` the fabric's, ``E + g`` GPU ``g``'s NVLink egress, ``E + G + g`` its ingress, ``E + 2G + h``
+host ``h``'s NVSwitch in (what it reduces or multicasts), ``E + 2G + H + h`` its NVSwitch out.
 """
 from __future__ import annotations
 
@@ -8,8 +12,9 @@ import numpy as np
 
 from sim.core.flowset import FlowHeader, FlowSet
 from sim.core.units import IDX
-from sim.fabric.collectives import Phase
-from sim.fabric.names import nvlink_link_name
+from sim.fabric.achievable import Efficiencies, fabric_capacity, nvlink_rate, nvswitch_rate
+from sim.fabric.collectives import SWITCH_DOWN, SWITCH_UP, Phase
+from sim.fabric.names import host_code, nvlink_link_name
 from sim.fabric.nccl import DEFAULT_UDP_SPORT, connection_flows
 from sim.fabric.paths import path_lengths
 from sim.fabric.routing import route
@@ -18,16 +23,30 @@ NVLINK_DIRECTIONS = 2          # nvlink_bandwidth counts both directions
 CSR_CHUNK = 1 << 20            # flows (rows of the router's table) taken at a time where a temporary is bounded
 
 
-def link_capacity(topo) -> np.ndarray:
-    """(E + 2G,) bytes/s: the fabric's links, then each GPU's NVLink egress, then its NVLink ingress."""
-    nvl = np.full(topo.n_gpus, topo.nvlink_bandwidth / NVLINK_DIRECTIONS)
-    return np.concatenate([np.asarray(topo.link_capacity, dtype=np.float64), nvl, nvl])
+def n_hosts(topo) -> int:
+    host = np.asarray(topo.gpu_host)
+    return int(host.max()) + 1 if host.size else 0
+
+
+def link_capacity(topo, eff: Efficiencies | None = None) -> np.ndarray:
+    """(E + 2G + 2H,) achievable bytes/s (:mod:`sim.fabric.achievable`): the fabric's links, each GPU's NVLink
+    egress, its NVLink ingress, each host's NVSwitch in and out (0 where the GPUs have no NVLink SHARP)."""
+    eff = eff or Efficiencies.of()
+    nvl = np.full(topo.n_gpus, nvlink_rate(topo, eff))
+    per_host = np.bincount(np.asarray(topo.gpu_host), minlength=n_hosts(topo)) if topo.n_gpus else np.zeros(0)
+    sw = per_host * nvswitch_rate(topo, 1, eff)
+    return np.concatenate([fabric_capacity(topo, eff), nvl, nvl, sw, sw])
 
 
 def nvlink_link_names(topo, ids) -> list[str]:
     E, G = topo.n_links, topo.n_gpus
+    H = n_hosts(topo)
     out = []
     for i in np.atleast_1d(ids).tolist():
+        if i - E >= 2 * G:
+            h = (i - E - 2 * G) % max(H, 1)
+            out.append(f"nvswitch {'in' if i - E - 2 * G < H else 'out'} {host_code(h)}")
+            continue
         g = (i - E) % G
         way = "egress" if i - E < G else "ingress"
         slot = int(topo.layout.gpu_slot[g]) if topo.layout is not None else g
@@ -62,7 +81,10 @@ def build_flows(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
     chan = np.asarray(phase.channel, dtype=IDX)
     inter = np.asarray(topo.gpu_host)[src] != np.asarray(topo.gpu_host)[dst]
     net_t = np.flatnonzero(inter)
-    nvl_t = np.flatnonzero(~inter)
+    nvl_t = np.flatnonzero(~inter)        # NVLink transfers, then NVLS legs (to or from the host's NVSwitch)
+    leg = np.zeros(src.size, dtype=np.int8) if phase.switch is None else np.asarray(phase.switch, dtype=np.int8)
+    if phase.switch is not None:
+        nvl_t = np.concatenate([nvl_t[leg[nvl_t] == 0], nvl_t[leg[nvl_t] != 0]])
     nic = np.asarray(topo.gpu_nic)
     via = pxn_via(topo, src, dst, net_t)                  # the GPU whose NIC sends (rail-optimized fabrics: PXN)
     send = src[net_t] if via is None else via
@@ -108,6 +130,13 @@ def build_flows(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
     cut = int(ptr[n_net])
     np.add(src[nvl_t], E, out=links[cut::2])              # NVLink: [E + src, E + G + dst]
     np.add(dst[nvl_t], E + G, out=links[cut + 1::2])
+    if phase.switch is not None:                          # NVLS: [E + src, switch in] or [switch out, E + G + dst]
+        H = n_hosts(topo)
+        host = np.asarray(topo.gpu_host)
+        lg = leg[nvl_t]
+        up, down = np.flatnonzero(lg == SWITCH_UP), np.flatnonzero(lg == SWITCH_DOWN)
+        links[cut + 2 * up + 1] = E + 2 * G + host[src[nvl_t[up]]]
+        links[cut + 2 * down] = E + 2 * G + H + host[dst[nvl_t[down]]]
     np.add(2 * np.arange(1, n_nvl + 1, dtype=IDX), cut, out=ptr[n_net + 1:])
     share = np.asarray(phase.share, dtype=np.float64)
     # Kept per network flow in their own widths (24-bit QP numbers, 16-bit ports): 94 MB, not 226, at 600k.

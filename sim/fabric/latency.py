@@ -175,8 +175,10 @@ def critical_path(phase: Phase, hop: np.ndarray, network: np.ndarray) -> tuple[f
 
 
 def path_latency(topo, ptr: np.ndarray, links: np.ndarray) -> np.ndarray:
-    """(F,) seconds: the latency of the switches each flow's links enter (``topo.link_latency``; NVLink links 0)."""
-    lat = np.concatenate([np.asarray(topo.link_latency, dtype=np.float64), np.zeros(2 * topo.n_gpus)])
+    """(F,) seconds: the latency of the switches each flow's links enter (``topo.link_latency``; NVLink and
+    NVSwitch links 0)."""
+    extra = max(int(links.max()) + 1 - len(topo.link_latency), 0) if len(links) else 0   # NVLink, NVSwitch
+    lat = np.concatenate([np.asarray(topo.link_latency, dtype=np.float64), np.zeros(extra)])
     deg = np.diff(ptr)
     path = np.zeros(deg.size)
     full = np.flatnonzero(deg > 0)

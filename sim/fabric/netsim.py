@@ -2,9 +2,11 @@
 
 Model
 -----
-Links. The fabric's ``E`` directed links (NIC-leaf, leaf-spine, spine-core, each direction at the cable's speed)
-plus, per GPU, two virtual NVLink links appended after them: egress ``E + g`` and ingress ``E + G + g``, each of
-``topo.nvlink_bandwidth / 2`` bytes/s (NVIDIA gives H100 NVLink as 900 GB/s per GPU, both directions together). A
+Links. The fabric's ``E`` directed links (NIC-leaf, leaf-spine, spine-core, each direction at the cable's
+achievable rate: :mod:`sim.fabric.achievable`, framing, the NIC's PCIe path) plus, per GPU, two virtual NVLink links
+appended after them: egress ``E + g`` and ingress ``E + G + g``, each of the GPU's achievable NVLink rate per
+direction (NCCL's per-link figure: 370.8 GB/s on an H100, whose line rate is 450), and per host its NVSwitch's
+NVLS in and out (``E + 2G + h``, ``E + 2G + H + h``; :mod:`sim.fabric.flows`). A
 transfer between two GPUs of one host crosses ``[E + src, E + G + dst]``; a transfer between hosts crosses the
 routed path (:func:`sim.fabric.routing.route`), which starts at the sender's NIC uplink and ends at the receiver's NIC
 downlink, so the NIC's 400 Gb/s is the first and last link. One solver handles both.
@@ -31,9 +33,10 @@ sets the time. For protocol ``p`` every network hop adds NCCL's per-hop cost of 
 NCCL's NVLink latency of ``p``; the collective adds NCCL's base latency of ``p`` once. Total time for message size
 ``S`` with protocol ``p``::
 
-    T_p(S) = latency_p + S x factor / busbw_p,   busbw_p = min(limit_busbw x f_p, cap_p)
+    T_p(S) = host + latency_p + S x factor / busbw_p,   busbw_p = min(limit_busbw x f_p, cap_p)
 
-where ``limit_busbw`` (the bandwidth term) comes from the rates, ``factor`` is nccl-tests' busbw factor and
+where ``host`` is the host-side floor of a call (``host_latency_us``, :mod:`sim.fabric.achievable`),
+``limit_busbw`` (the bandwidth term) comes from the rates, ``factor`` is nccl-tests' busbw factor and
 ``f_p``, ``cap_p`` are NCCL's protocol bandwidth factor and cap (Simple: 1, none). The protocol is NCCL's choice for
 ``S`` from NCCL's own prediction (:func:`sim.fabric.nccl_tuning.choose`), or forced (``protocol``, as ``NCCL_PROTO``).
 Rates do not depend on ``S`` or the protocol, so every message size costs nothing more once the phases are solved.
@@ -62,13 +65,16 @@ from sim.core.flowcore import simulate_flows
 from sim.core.maxmin import link_loads, max_min_rates
 from sim.core.progress import silent, span, weighted
 from sim.core.flowset import FlowSet
-from sim.core.units import IDX
-from sim.fabric.collectives import (DTYPES, MAX_ALLTOALL_TRANSFERS, CollectiveError, CollectivePlan, Phase,
-                                    element_count, plan_collective)
+from sim.core.units import GB, IDX
+from sim.fabric.achievable import Efficiencies, arch, nvlink_rate, nvls_supported
+from sim.fabric.collectives import (ALGORITHM_CHOICES, DTYPES, MAX_ALLTOALL_TRANSFERS, CollectiveError,
+                                    CollectivePlan, Phase, canonical, element_count)
+from sim.fabric.algorithms import plan as plan_collective
 from sim.fabric.flows import CSR_CHUNK, build_flows, concat_flows, flow_count, link_capacity
 from sim.fabric.latency import LatencyModel, critical_paths, path_latency, transfer_latency
-from sim.fabric.nccl import DEFAULT_UDP_SPORT
-from sim.fabric.nccl_tuning import PROTOCOL_CHOICES, PROTOCOLS, base_latency, sim_hop
+from sim.fabric.nccl import DEFAULT_UDP_SPORT, ring_channel_steps
+from sim.fabric.nccl_tuning import (NCCL_ALGORITHMS, PROTOCOL_CHOICES, PROTOCOLS, SIMPLE, NcclComm, algo_time,
+                                    base_latency, choose_algo, nvls_graph, sim_hop)
 from sim.fabric.results import CollectiveResult, PhaseResult, SizeResult, hottest_links
 from sim.fabric.roofline import packed_in_order, roofline_busbw
 from sim.fabric.routing import resolve_routing
@@ -180,7 +186,7 @@ def protocol_latencies(plan: CollectivePlan, phases: list[PhaseResult], latency:
     for proto in PROTOCOLS:
         extra, nvl = sim_hop(plan.algorithm, proto, plan.n_ranks, plan.n_hosts)
         costs.append((extra, nvl if latency.nvlink is None else float(latency.nvlink)))
-    out = {p: base_latency(plan.algorithm, p) for p in PROTOCOLS}
+    out = {p: base_latency(plan.algorithm, p, plan.n_ranks, plan.n_hosts) for p in PROTOCOLS}
     hops = {p: (0, 0) for p in PROTOCOLS}
     for ph in phases:
         for proto, (sec, a, b) in zip(PROTOCOLS, critical_paths(ph.phase, ph.hop_latency, ph.hop_network, costs)):
@@ -196,7 +202,7 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
                    hottest: int = 10, flows_per_link: int = 5, background=None, progress=None,
                    router=None, intra_order: str = "gpu", protocol: str = "auto", hash: str = "uniform",
                    udp_sport: str = DEFAULT_UDP_SPORT, qpn_base: int | None = None, min_channels: int | None = None,
-                   max_channels: int | None = None) -> CollectiveResult:
+                   max_channels: int | None = None, efficiencies: Efficiencies | None = None) -> CollectiveResult:
     """Simulate ``collective`` over the ranks ``gpus`` (rank -> GPU) of ``topo`` for each message size in
     ``sizes`` (bytes); see the module docstring for the model and :class:`CollectiveResult` for the outputs.
 
@@ -214,8 +220,12 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
     ``background``: placements (rank -> GPU arrays) of other jobs running the same collective at the same time on
     the same fabric (disjoint GPUs); their traffic shares the links (their phase ``i`` runs beside this job's phase
     ``i``) but only this job is timed and reported. ``intra_order``: a host's GPUs in the rings in GPU order
-    (NCCL's topology search) or in rank order (:func:`sim.fabric.collectives.host_groups`). Raises CollectiveError for impossible requests and
-    :class:`sim.fabric.paths.NoPathError` when a flow has no active path.
+    (NCCL's topology search) or in rank order (:func:`sim.fabric.collectives.host_groups`). ``algorithm``: one of
+    :data:`sim.fabric.collectives.ALGORITHMS` (forced, as ``NCCL_ALGO``) or ``"auto"``: NCCL's choice of algorithm
+    and protocol per size by its own tuning model (:func:`sim.fabric.nccl_tuning.choose_algo`), each algorithm
+    chosen for some size simulated once (:func:`run_auto`). ``efficiencies``: the fitted factors in effect
+    (:class:`sim.fabric.achievable.Efficiencies`; default their fitted values). Raises CollectiveError for
+    impossible requests and :class:`sim.fabric.paths.NoPathError` when a flow has no active path.
     """
     say = progress or silent
     t_start = time.perf_counter()
@@ -234,15 +244,32 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
         raise CollectiveError("message sizes must be non-negative byte counts")
     routing = resolve_routing(routing, topo.kind)
     latency = latency or LatencyModel()
+    eff = efficiencies or Efficiencies.of()
     if protocol not in PROTOCOL_CHOICES:
         raise CollectiveError(f"unknown protocol {protocol!r}: choose one of {', '.join(PROTOCOL_CHOICES)}")
-    nccl = {"min_channels": min_channels, "max_channels": max_channels, "nic_bandwidth": topo.nic_bandwidth}
+    if algorithm not in ALGORITHM_CHOICES and algorithm != "direct":
+        raise CollectiveError(f"unknown algorithm {algorithm!r}: choose one of {', '.join(ALGORITHM_CHOICES)}")
+    kw = dict(routing=routing, qps=qps, seed=seed, dtype=dtype, latency=latency, channels=channels, root=root,
+              weights=weights, max_flows=max_flows, hottest=hottest, flows_per_link=flows_per_link,
+              background=background, progress=progress, router=router, intra_order=intra_order, protocol=protocol,
+              hash=hash, udp_sport=udp_sport, qpn_base=qpn_base, min_channels=min_channels,
+              max_channels=max_channels, efficiencies=eff)
+    if algorithm == "auto":
+        if canonical(collective) == "alltoall":
+            algorithm = "ring"                         # AllToAll has one algorithm (point-to-point)
+        else:
+            return run_auto(topo, gpus, collective, sizes, t_start=t_start, **kw)
+    if algorithm in ("nvls", "nvls_tree", "pat", "collnet_direct", "collnet_chain") \
+            and protocol not in ("auto", SIMPLE):
+        raise CollectiveError(f"NCCL runs {algorithm} with the Simple protocol only, not {protocol}")
+    nccl = {"min_channels": min_channels, "max_channels": max_channels, "nic_bandwidth": topo.nic_bandwidth,
+            "nvls": nvls_supported(topo), "sharp": fabric_sharp(topo)}
     plan = plan_collective(collective, gpus, topo.gpu_host, algorithm, channels=channels, root=root,
                            weights=weights, max_flows=max_flows or MAX_ALLTOALL_TRANSFERS, intra_order=intra_order,
                            **nccl)
     say(0.0, f"planned {plan.collective} ({plan.algorithm}) over {plan.n_ranks} ranks on {plan.n_hosts} hosts, "
         f"{plan.channels} channels, {plan.n_transfers:,} transfers")
-    capacity = link_capacity(topo)
+    capacity = link_capacity(topo, eff)
     others = []
     for bg in background or []:
         bg = np.asarray(bg, dtype=IDX)
@@ -268,22 +295,102 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
     gph = int(np.bincount(np.asarray(topo.gpu_host)).max())
     packed = weights is None and root == 0 and packed_in_order(gpus, topo.gpu_host, gph)
     roof = roofline_busbw(plan.collective, plan.n_ranks, gph, topo.nic_bandwidth, topo.nvlink_bandwidth,
-                          plan.algorithm, plan.channels, plan if packed else None)
+                          plan.algorithm, plan.channels, plan if packed else None, nvls=nccl["nvls"],
+                          sharp=nccl["sharp"])
     factor = plan.busbw_factor
     latencies, hops = protocol_latencies(plan, phases, latency)
+    ring_roof = roof if plan.n_hosts > 1 and plan.algorithm in ("ring", "tree", "pat") else None
     result = CollectiveResult(plan=plan, kind=topo.kind, routing=routing, qps=qps, seed=seed, dtype=dtype,
                               roofline=roof, rows=[], phases=phases, link_unit_bytes=link_bytes,
                               link_capacity=capacity, n_fabric=topo.n_links, protocol=protocol,
                               latencies=latencies, critical_hops=hops, hash=hash,
-                              udp_sport=udp_sport)
+                              udp_sport=udp_sport, host_latency=eff.host_latency,
+                              nccl_comm=nccl_comm(topo, gpus, plan.channels, ring_roof),
+                              algorithm_choice=plan.algorithm)
     for s in sizes:
         proto = result.protocol_for(s)
         t = result.time(s, proto)
         algbw = s / t if t > 0 else 0.0
         result.rows.append(SizeResult(size=s, count=element_count(plan.collective, s, plan.n_ranks, dtype), time=t,
                                       algbw=algbw, busbw=algbw * factor, norm=algbw * factor / roof,
-                                      protocol=proto, predicted=result.predicted(s, proto)))
+                                      protocol=proto, predicted=result.predicted(s, proto),
+                                      algorithm=plan.algorithm))
     result.hottest = hottest_links(topo, result, hottest, flows_per_link)
     result.seconds = {"total": time.perf_counter() - t_start,
                       "phases": [round(p.solve_seconds, 4) for p in phases]}
     return result
+
+
+def fabric_sharp(topo) -> bool:
+    """Whether the fabric's switches reduce in the network (InfiniBand SHARP, NCCL's CollNet). No spec or catalog
+    entry of the twin says so (there is no such key), so no fabric has it: CollNet is never available, as NCCL
+    does not offer it without the CollNet plugin and SHARP switches (docs/engine.md, "NCCL's algorithms")."""
+    return bool(getattr(topo, "sharp", False))
+
+
+def nccl_comm(topo, gpus, channels: int, ring_bw: float | None = None) -> NcclComm:
+    """What NCCL's tuning model knows of the job (:class:`sim.fabric.nccl_tuning.NcclComm`): ranks, nodes, ring
+    channels; the ring graph's bandwidth (``ring_bw``, bytes/s: across nodes the roofline (the NICs), as before;
+    inside one node NCCL's own NVLink rate, links x its per-link constant); the NVLS graph
+    (:func:`sim.fabric.nccl_tuning.nvls_graph`)."""
+    gpus = np.asarray(gpus, dtype=IDX)
+    per_host = np.unique(np.asarray(topo.gpu_host)[gpus], return_counts=True)[1]
+    n_nodes, m = int(per_host.size), int(per_host.max())
+    nvl = nvlink_rate(topo, Efficiencies(nvlink=1.0))            # NCCL's own NVLink figure, no fitted factor
+    if ring_bw is None:
+        ring_bw = nvl if n_nodes == 1 else m * min(topo.nic_bandwidth, nvl)
+    nic_speed = ring_channel_steps(m, n_nodes, nic_gbps=topo.nic_bandwidth / GB).speed
+    ch, intra, inter = nvls_graph(m, nvl / GB, nic_speed, n_nodes)
+    return NcclComm(n_ranks=int(gpus.size), n_nodes=n_nodes, channels=int(channels), ring_bw=float(ring_bw),
+                    arch=arch(topo), nvls=nvls_supported(topo), nvls_channels=ch, nvls_bw_intra=intra,
+                    nvls_bw_inter=inter, sharp=fabric_sharp(topo), equal_nodes=bool((per_host == m).all()))
+
+
+def run_auto(topo, gpus, collective: str, sizes, *, t_start: float, **kw) -> CollectiveResult:
+    """``algorithm="auto"``: NCCL's choice of algorithm and protocol for each size by its tuning model
+    (:func:`sim.fabric.nccl_tuning.choose_algo`, with the protocol forced if ``protocol`` is), each chosen
+    algorithm simulated once by :func:`run_collective`; each row is its algorithm's time with its protocol. The
+    result is the run of the algorithm chosen for the largest size (its plan, phases, hottest links) with the
+    rows of all."""
+    gpus = np.asarray(gpus, dtype=IDX)
+    name = canonical(collective)
+    protocol = kw["protocol"]
+    channels = kw.get("channels") or ring_channel_steps(
+        int(np.unique(np.asarray(topo.gpu_host)[gpus], return_counts=True)[1].max()),
+        int(np.unique(np.asarray(topo.gpu_host)[gpus]).size), nic_gbps=topo.nic_bandwidth / GB,
+        min_channels=kw.get("min_channels"), max_channels=kw.get("max_channels")).final
+    comm = nccl_comm(topo, gpus, channels)
+    protocols = None if protocol == "auto" else (protocol,)
+    sizes = [int(s) for s in np.atleast_1d(sizes)]
+    try:
+        # CollNet's phases are not built (no fabric has in-network reduction): never chosen even if a topology
+        # said it had SHARP; NCCL's rows for it stay in the tuning model.
+        simulated = tuple(a for a in NCCL_ALGORITHMS if not a.startswith("collnet"))
+        chosen = {s: choose_algo(name, s, comm, algorithms=simulated, protocols=protocols) for s in set(sizes)}
+    except ValueError as e:
+        raise CollectiveError(str(e)) from None
+    order = []
+    for s in sorted(sizes, reverse=True):            # the largest size's algorithm first: the main result
+        if chosen[s][0] not in order:
+            order.append(chosen[s][0])
+    runs = {}
+    shares = weighted(kw["progress"], [1] * len(order)) if kw["progress"] is not None else [None] * len(order)
+    for a, share in zip(order, shares):
+        runs[a] = run_collective(topo, gpus, name, sizes, algorithm=a, **dict(kw, progress=share))
+    main = runs[order[0]]
+    rows = []
+    for s in sizes:
+        a, p = chosen[s]
+        r = runs[a]
+        t = r.time(s, p)
+        algbw = s / t if t > 0 else 0.0
+        busbw = algbw * r.plan.busbw_factor
+        rows.append(SizeResult(size=s, count=element_count(name, s, r.plan.n_ranks, r.dtype), time=t, algbw=algbw,
+                               busbw=busbw, norm=busbw / r.roofline, protocol=p,
+                               predicted=algo_time(name, a, p, s, comm), algorithm=a))
+    main.rows = rows
+    main.algorithm_choice = "auto"
+    main.by_algorithm = {a: r.limit_busbw for a, r in runs.items()}
+    main.seconds = {"total": time.perf_counter() - t_start,
+                    "phases": [x for r in runs.values() for x in r.seconds.get("phases", [])]}
+    return main

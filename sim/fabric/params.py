@@ -1,7 +1,9 @@
 """The collective's and the figure's parameters (:class:`sim.core.params.ParamSet` declarations)."""
 from __future__ import annotations
 
-from sim.fabric.collectives import ALGORITHMS, COLLECTIVES, DTYPES, INTRA_ORDERS, CollectiveError, canonical
+from sim.core import fitted
+from sim.fabric.collectives import (ALGORITHM_CHOICES, ALGORITHM_COLLECTIVES, COLLECTIVES, DTYPES, INTRA_ORDERS,
+                                    CollectiveError, canonical)
 from sim.core.errors import ParamError
 from sim.fabric.figures import DEFAULT_SEEDS
 from sim.fabric.preset_figure import DEFAULT_MAX_GPUS
@@ -36,12 +38,33 @@ def _canonical_protocol(name: str) -> str:
     return {p.lower(): p for p in PROTOCOL_CHOICES}.get(name.strip().lower(), name)
 
 
+def _canonical_algorithm(name: str) -> str:
+    """NCCL_ALGO's spellings, case-insensitive (``NVLSTree`` -> ``nvls_tree``, ``CollNetDirect`` ->
+    ``collnet_direct``, ``Ring`` -> ``ring``)."""
+    key = name.strip().lower().replace("_", "").replace("-", "")
+    spelled = {a.replace("_", ""): a for a in ALGORITHM_CHOICES}
+    return spelled.get(key, name)
+
+
+def _factor_param(name: str) -> Param:
+    """A fitted factor of :mod:`sim.core.fitted` as a nullable parameter: null = its fitted value."""
+    f = fitted.factor(name)
+    return Param(name, "float", None, f"{f.doc}; null: the fitted value ({fitted.value(name):g})", min=f.low,
+                 max=f.high, nullable=True)
+
+
 def _check_collective(v: dict) -> None:
     """Rules across parameters. A host or GPU list places the job (``placement`` becomes ``given``; ``gpus`` stays
     null until the list is read against the cluster, :func:`sim.fabric.hostlist.placement_of`); without one, a null
     ``gpus`` is :data:`DEFAULT_GPUS`."""
     if v["algorithm"] == "tree" and v["collective"] != "allreduce":
         raise ParamError("algorithm", "tree is for allreduce only")
+    algo = v["algorithm"]
+    if algo != "auto" and v["collective"] != "alltoall" and v["collective"] not in ALGORITHM_COLLECTIVES[algo]:
+        raise ParamError("algorithm", f"{algo} runs {', '.join(ALGORITHM_COLLECTIVES[algo])} only (NCCL's tuning "
+                                      f"model), not {v['collective']}")
+    if algo not in ("auto", "ring", "tree") and v["protocol"] not in ("auto", "Simple"):
+        raise ParamError("protocol", f"NCCL runs {algo} with the Simple protocol only: choose auto or Simple")
     if v["channels"] is not None and (v["min_channels"] is not None or v["max_channels"] is not None):
         raise ParamError("channels", "give channels, or min_channels / max_channels (NCCL's bounds on its own "
                                      "count), not both")
@@ -98,7 +121,12 @@ COLLECTIVE = ParamSet("collective", (
     HASH,
     UDP_SPORT,
     Param("sizes", "sizes", "1M:1G", "message sizes: 1M:1G (doubling), 1K:1G:4, or 8M,64M,1G"),
-    Param("algorithm", "choice", "ring", "algorithm (tree: allreduce only)", choices=ALGORITHMS),
+    Param("algorithm", "choice", "auto", "NCCL algorithm: auto (NCCL's choice per size by its tuning model) or one "
+                                         "forced, as NCCL_ALGO: ring, tree (allreduce), nvls (NVLink SHARP in one "
+                                         "host), nvls_tree (allreduce across hosts), collnet_direct / collnet_chain "
+                                         "(in-network reduction: no fabric of the twin has it), pat (allgather, "
+                                         "reducescatter, one GPU per node)", choices=ALGORITHM_CHOICES,
+          normalize=_canonical_algorithm, short="--algo"),
     SEED,
     Param("seeds", "int", 1, "run with the seeds seed .. seed+seeds-1 and report the median run and the spread "
                              "(ECMP's outcome depends on the hash seed)", min=1, max=100),
@@ -117,6 +145,7 @@ COLLECTIVE = ParamSet("collective", (
                                         "LL128, Simple (forced, as NCCL_PROTO)", choices=PROTOCOL_CHOICES,
           normalize=_canonical_protocol),
     HOTTEST,
+    *(_factor_param(n) for n in ("nvlink_efficiency", "nic_efficiency", "pcie_efficiency", "host_latency_us")),
 ), check=_check_collective, doc="A collective over the backend fabric, as nccl-tests measures it.")
 
 FABRIC_HEALTH = ParamSet("fabric_health", (

@@ -12,7 +12,7 @@ from sim.core.units import GB, IDX
 from sim.fabric.collectives import CollectivePlan, Phase
 from sim.fabric.flows import link_names
 from sim.fabric.nccl import DEFAULT_UDP_SPORT
-from sim.fabric.nccl_tuning import SIMPLE, choose, predict, sim_busbw
+from sim.fabric.nccl_tuning import SIMPLE, NcclComm, choose, predict, sim_busbw
 
 
 @dataclass
@@ -54,6 +54,7 @@ class SizeResult:
     norm: float
     protocol: str = "Simple"
     predicted: float = float("nan")
+    algorithm: str = "ring"            # the NCCL algorithm it ran with (NCCL's choice with algorithm auto, or forced)
 
 
 @dataclass
@@ -93,6 +94,10 @@ class CollectiveResult:
     critical_hops: dict = field(default_factory=dict)  # protocol -> (network hops, NVLink hops) on it
     hash: str = "uniform"              # the switches' hash function (sim.fabric.hashing)
     udp_sport: str = DEFAULT_UDP_SPORT  # how QPs got their UDP source port (sim.fabric.nccl)
+    host_latency: float = 0.0          # seconds: the host-side floor of a call (sim.fabric.achievable)
+    nccl_comm: NcclComm | None = None  # what NCCL's tuning model knows of the job (its protocol choice)
+    algorithm_choice: str = "ring"     # "auto" (NCCL's choice per size, each row's algorithm) or the forced one
+    by_algorithm: dict = field(default_factory=dict)   # auto: each chosen algorithm's large-message busbw
 
     @property
     def latency(self) -> float:
@@ -113,22 +118,24 @@ class CollectiveResult:
         if self.protocol != "auto":
             return self.protocol
         p = self.plan
-        return choose(p.collective, p.algorithm, int(size), p.n_ranks, p.n_hosts, p.channels, self.roofline)
+        return choose(p.collective, p.algorithm, int(size), p.n_ranks, p.n_hosts, p.channels, self.roofline,
+                      comm=self.nccl_comm)
 
     def predicted(self, size: float, protocol: str) -> float:
         """NCCL's own predicted time (seconds) of ``size`` bytes with ``protocol``."""
         p = self.plan
         return predict(p.collective, p.algorithm, protocol, int(size), p.n_ranks, p.n_hosts, p.channels,
-                       self.roofline)
+                       self.roofline, comm=self.nccl_comm)
 
     def time(self, size: float, protocol: str | None = None) -> float:
         """Simulated seconds for ``size`` bytes with ``protocol`` (default :meth:`protocol_for`): the protocol's
         latency + the bytes over the simulated bandwidth times the protocol's factor and cap."""
         proto = protocol or self.protocol_for(size)
         if size == 0 or self.unit_time <= 0:
-            return self.latencies[proto]
-        bw = sim_busbw(self.plan.algorithm, proto, self.limit_busbw, self.plan.n_hosts, self.plan.channels)
-        return self.latencies[proto] + size * self.plan.busbw_factor / bw
+            return self.host_latency + self.latencies[proto]
+        arch = self.nccl_comm.arch if self.nccl_comm is not None else "hopper"
+        bw = sim_busbw(self.plan.algorithm, proto, self.limit_busbw, self.plan.n_hosts, self.plan.channels, arch)
+        return self.host_latency + self.latencies[proto] + size * self.plan.busbw_factor / bw
 
     @property
     def limit_busbw(self) -> float:
@@ -157,7 +164,10 @@ class CollectiveResult:
         rates = np.concatenate([ph.rates for ph in self.phases]) if self.phases else np.zeros(0)
         net = np.concatenate([ph.flows.network for ph in self.phases]) if self.phases else np.zeros(0, bool)
         out = {
-            "collective": p.collective, "algorithm": p.algorithm, "ranks": p.n_ranks, "hosts": p.n_hosts,
+            "collective": p.collective, "algorithm": p.algorithm, "algorithm_choice": self.algorithm_choice,
+            "host_latency_us": self.host_latency * 1e6,
+            "limit_busbw_GBps_by_algorithm": {k: v / GB for k, v in self.by_algorithm.items()} or None,
+            "ranks": p.n_ranks, "hosts": p.n_hosts,
             "channels": p.channels, "fabric": self.kind, "routing": self.routing, "hash": self.hash,
             "udp_sport": self.udp_sport, "qps": self.qps, "seed": self.seed,
             "type": self.dtype, "busbw_factor": p.busbw_factor, "roofline_GBps": self.roofline / GB,
@@ -167,7 +177,7 @@ class CollectiveResult:
             "critical_path_hops": {k: {"network": v[0], "nvlink": v[1]} for k, v in self.critical_hops.items()},
             "rows": [{"size": r.size, "count": r.count, "type": self.dtype, "time_us": r.time * 1e6,
                       "algbw_GBps": r.algbw / GB, "busbw_GBps": r.busbw / GB, "norm_busbw": r.norm,
-                      "protocol": r.protocol,
+                      "protocol": r.protocol, "algorithm": r.algorithm,
                       "nccl_predicted_us": None if np.isnan(r.predicted) else r.predicted * 1e6}
                      for r in self.rows],
             "phases": [{"name": ph.phase.name, "steps": ph.phase.steps, "mode": ph.phase.mode,

@@ -12,6 +12,7 @@ import sim.core.units
 from sim.cli import main
 from sim.core.errors import UsageError
 from sim.core.units import parse_size, parse_sizes
+from sim.fabric.achievable import framing
 from sim.fabric.paths import NoPathError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,7 +88,8 @@ def test_spec_file_and_links_array(capsys, tmp_path):
     doc = json.loads(out)
     assert code == 0 and doc["cluster"] == "tiny" and len(doc["link_utilization"]) == 1152
     network = [f for f in doc["flows"] if f["src_gpu"] // 8 != f["dst_gpu"] // 8]
-    assert len(network) == 32 and all(f["rate_GBps"] == pytest.approx(25.0) for f in network)   # 16 channels
+    # 16 channels: two per 400G NIC, each half its payload rate (RoCEv2 framing at a 4 KiB MTU)
+    assert len(network) == 32 and all(f["rate_GBps"] == pytest.approx(25.0 * framing("roce")) for f in network)
     assert all(len(f["links"]) == 2 for f in network)      # both hosts in one rack: NIC -> rtsw -> NIC
 
 

@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+from sim.fabric.achievable import framing
 from sim.jobs.job import run_job, run_jobs
 from sim.jobs.layout import DIMS, groups_of, rank_grid, resolve_job
 from sim.jobs.step import ATTENTION_EFFICIENCY, GEMM_EFFICIENCY, step_breakdown
@@ -46,13 +47,14 @@ def test_dp_only_step_is_compute_plus_the_alpha_beta_allreduce():
     compute = r.breakdown["compute"]
     assert compute == pytest.approx(sum(parts.values()), rel=1e-12) and parts["memory"] > 0 and parts["launch"] > 0
     # AllReduce of the FP32 gradients by a ring over 8 hosts: 2 (n - 1) steps of S / n, each NIC at 50 GB/s
-    # carrying 2 of NCCL's 16 channels: bandwidth term 2 (n - 1) / n x S / (8 x 50 GB/s). Latency: each step one
+    # carrying 2 of NCCL's 16 channels at its payload rate (RoCEv2 framing): bandwidth term 2 (n - 1) / n x S /
+    # (8 x 50 GB/s x framing). Latency: each step one
     # hop at most 3 switches away (host part 22/2 - 5 us, 1 us per switch) plus Simple's network cost, and
     # NCCL's Simple base latency once.
     S = 4 * (L * (2 * d * d + 2 * d * d + 3 * d * F + 2 * d) + 2 * V * d + d)
     extra, _ = sim_hop("ring", "Simple", n, 8)
     alpha = LatencyModel().host("roce", 1e-6) + 3e-6 + extra
-    allreduce = 2 * (n - 1) / n * S / 400e9 + 2 * (n - 1) * alpha + base_latency("ring", "Simple")
+    allreduce = 2 * (n - 1) / n * S / (400e9 * framing("roce")) + 2 * (n - 1) * alpha + base_latency("ring", "Simple")
     assert r.breakdown["dp"] == pytest.approx(allreduce, rel=1e-9)
     assert r.step_time == pytest.approx(compute + allreduce + r.breakdown["optimizer"], rel=1e-12)
     for k in ("tp", "cp", "pp", "bubble"):

@@ -14,9 +14,18 @@ import sim.fabric.nccl_tuning as nt
 from sim.fabric.collectives import plan_collective, ring_next
 from sim.fabric.nccl import ring_channels
 from sim.fabric.latency import BASE_RTT, RTT_SWITCHES, LatencyModel, chain_sums
-from sim.fabric.netsim import run_collective
+from sim.fabric.achievable import Efficiencies
+from sim.fabric.netsim import run_collective as _run_collective
 from sim.fabric.topology import DEFAULT_HOP_LATENCY
 from tests.sim.test_netsim import host_gpus, spec_data, topo_of
+
+
+def run_collective(*args, **kw):
+    """The engine at line rates: these tests check the flow core's own physics against line-rate arithmetic
+    (achievable rates and the host floor: tests/sim/test_algorithms.py)."""
+    kw.setdefault("efficiencies", Efficiencies.line_rate())
+    return _run_collective(*args, **kw)
+
 
 GIB = 1 << 30
 HOP = DEFAULT_HOP_LATENCY

@@ -19,12 +19,21 @@ from sim.fabric.nccl_tuning import base_latency, sim_hop
 from sim.core.flowcore import simulate_flows
 from sim.fabric.flows import link_capacity
 from sim.fabric.latency import LatencyModel
-from sim.fabric.netsim import run_collective
+from sim.fabric.achievable import Efficiencies
+from sim.fabric.netsim import run_collective as _run_collective
 from sim.fabric.roofline import roofline_busbw
 from sim.fabric.placement import place
 from sim.fabric.paths import NoPathError
 from sim.fabric.spec import parse_spec
 from sim.fabric.topology import topology_from_layout
+
+
+def run_collective(*args, **kw):
+    """The engine at line rates: these tests check the flow core's own physics against line-rate arithmetic
+    (achievable rates and the host floor: tests/sim/test_algorithms.py)."""
+    kw.setdefault("efficiencies", Efficiencies.line_rate())
+    return _run_collective(*args, **kw)
+
 
 LINK = 50e9          # bytes/s of a 400G link, one direction
 GIB = 1 << 30
@@ -169,7 +178,7 @@ def test_no_link_over_capacity_and_qps_conserve_bytes(collective, algorithm):
                              spine={"uplinks": 4}, cores=2))
     gpus = place(topo, 64, "random", seed=3)
     r = run_collective(topo, gpus, collective, [GIB], algorithm=algorithm, routing="eecmp", qps=4, seed=1)
-    cap = link_capacity(topo)
+    cap = link_capacity(topo, Efficiencies.line_rate())
     for ph in r.phases:
         fl = ph.flows
         assert (link_loads(fl.ptr, fl.links, ph.rates, cap.size) <= cap * (1 + 1e-9)).all()
@@ -327,7 +336,7 @@ def test_merged_alltoall_matches_the_exact_event_simulation():
     _, topo = load_topology("demo-256")
     plan = plan_collective("alltoall", place(topo, 64, "random", seed=1), topo.gpu_host)
     fl = build_flows(topo, plan.phases[0], 1, "ecmp", 0)
-    cap = link_capacity(topo)
+    cap = link_capacity(topo, Efficiencies.line_rate())
     exact = simulate_flows(fl.ptr, fl.links, cap, fl.share)
     merged = simulate_flows(fl.ptr, fl.links, cap, fl.share, merge=0.01 * exact.makespan)
     assert merged.events < exact.events / 4
@@ -348,7 +357,7 @@ def test_a_phase_solved_by_classes_of_identical_flows_has_the_rates_of_every_flo
     flows = build_flows(topo, phase, qps=8, routing="eecmp")
     rep, _ = identical_flows(flows.ptr, flows.links)
     assert rep.size < flows.n_flows                          # some flows do share a path
-    capacity = link_capacity(topo)
+    capacity = link_capacity(topo, Efficiencies.line_rate())
     plain = max_min_rates(flows.ptr, flows.links, capacity)
     assert np.allclose(merged_rates(flows, capacity, None), plain, rtol=1e-12, atol=0)
 

@@ -13,9 +13,18 @@ import pytest
 
 from sim.fabric.nccl_tuning import base_latency, sim_hop
 from sim.fabric.latency import LatencyModel
-from sim.fabric.netsim import run_collective
+from sim.fabric.achievable import Efficiencies
+from sim.fabric.netsim import run_collective as _run_collective
 from sim.fabric.placement import place
 from sim.fabric.topology import load_topology
+
+
+def run_collective(*args, **kw):
+    """The engine at line rates: these tests check the flow core's own physics against line-rate arithmetic
+    (achievable rates and the host floor: tests/sim/test_algorithms.py)."""
+    kw.setdefault("efficiencies", Efficiencies.line_rate())
+    return _run_collective(*args, **kw)
+
 
 SPECS = Path(__file__).resolve().parents[2] / "bench" / "specs"
 N = 4096

@@ -8,6 +8,7 @@ import tomllib
 import numpy as np
 import pytest
 
+from sim.fabric.achievable import Efficiencies
 from sim.core.errors import SpecError
 from sim.core.maxmin import max_min_rates
 from sim.failures.prepare import NET_SWITCH, prepare
@@ -282,7 +283,8 @@ def test_the_collective_runs_on_both_presets_with_every_routing():
         topo = build(copy.deepcopy(data))
         gpus = place(topo, 256, "topology", seed=0)
         for routing in ROUTINGS:
-            res = run_collective(topo, gpus, "allgather", [1 << 30], routing=routing, qps=16)
+            res = run_collective(topo, gpus, "allgather", [1 << 30], routing=routing, qps=16,
+                                 efficiencies=Efficiencies.line_rate())
             assert res.to_dict()["limit_norm_busbw"] == pytest.approx(1.0), routing   # one segment / rail group
 
 

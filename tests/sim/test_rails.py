@@ -12,12 +12,21 @@ from sim.fabric.collectives import plan_collective
 from sim.fabric.flows import build_flows
 from sim.fabric.layout import (FABRIC_BACKEND, LINK_LEAF_SPINE, STATUS_FAILED, TIER_LEAF, TIER_SPINE,
                                backend_leaf_nics, expand)
-from sim.fabric.netsim import run_collective
+from sim.fabric.achievable import Efficiencies
+from sim.fabric.netsim import run_collective as _run_collective
 from sim.fabric.paths import NoPathError
 from sim.fabric.placement import place
 from sim.fabric.routing import ROUTINGS, route
 from sim.fabric.spec import PRESETS_DIR, load_spec, parse_spec
 from sim.fabric.topology import topology_from_layout
+
+
+def run_collective(*args, **kw):
+    """The engine at line rates: these tests check the flow core's own physics against line-rate arithmetic
+    (achievable rates and the host floor: tests/sim/test_algorithms.py)."""
+    kw.setdefault("efficiencies", Efficiencies.line_rate())
+    return _run_collective(*args, **kw)
+
 
 PRESET = "dgx-h100-superpod"
 

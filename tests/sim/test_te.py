@@ -10,6 +10,8 @@ import json
 import numpy as np
 import pytest
 
+from sim.fabric.achievable import Efficiencies, framing
+from sim.fabric.flows import link_capacity
 from sim.cli import main
 from sim.fabric.collectives import Phase
 from sim.fabric.layout import STATUS_FAILED, expand
@@ -200,7 +202,7 @@ def test_background_flows_are_balanced_together_with_the_job(demo):
     apart = sum(np.bincount(f.links[f.links < demo.n_links], minlength=demo.n_links) for f in alone)
     assert apart.max() == 2                           # routed apart: they collide
     # when the phase is solved with the background job
-    res = solve_phase(demo, job, 1, "te", background=[bg])
+    res = solve_phase(demo, job, 1, "te", background=[bg], capacity=link_capacity(demo, Efficiencies.line_rate()))
     # then the controller saw both: the uplinks of leaf 0 carry one flow each and the job runs at NIC speed
     assert res.rates.min() == pytest.approx(demo.nic_bandwidth)
     assert res.unit_time == pytest.approx(1.0 / demo.nic_bandwidth)
@@ -219,4 +221,4 @@ def test_command_line_runs_te(capsys):
                  "--qps", "4", "--sizes", "1G", "--json", "--quiet"])
     doc = json.loads(capsys.readouterr().out)
     assert code == 0 and doc["routing"] == "te" and doc["qps"] == 4
-    assert doc["limit_norm_busbw"] == pytest.approx(1.0)
+    assert doc["limit_norm_busbw"] == pytest.approx(framing("roce"))     # the roofline is at line rate

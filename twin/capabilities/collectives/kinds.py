@@ -61,7 +61,8 @@ def seeded_summary(res: SeededResult) -> dict:
     doc = m.result.to_dict()
     which = "median run" if len(res.runs) > 1 else "the run"
     return {
-        "collective": doc["collective"], "algorithm": doc["algorithm"], "ranks": doc["ranks"], "hosts": doc["hosts"],
+        "collective": doc["collective"], "algorithm": doc["algorithm"], "algorithm_choice": doc["algorithm_choice"],
+        "ranks": doc["ranks"], "hosts": doc["hosts"],
         "fabric": doc["fabric"], "routing": doc["routing"], "qps": doc["qps"], "roofline_GBps": doc["roofline_GBps"],
         "seeds": len(res.runs), **res.stats(),
         "protocol": doc["protocol"], "latency_us_by_protocol": doc["latency_us_by_protocol"],
