@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from sim.calibrate.measurements import KINDS, Entry
+from sim.core import fitted
 from sim.core.errors import ParamError, UsageError
 from sim.core.progress import silent
 from sim.fabric.entry import run_collective
@@ -131,7 +132,7 @@ class Predictor:
 
     def entry(self, k: int, theta: dict[str, float]) -> list[float]:
         e = self.entries[k]
-        own = tuple(sorted((n, v) for n, v in theta.items() if n in KINDS[e.kind].by_name))
+        own = tuple(sorted((n, v) for n, v in theta.items() if reads(e.kind, n)))
         key = (k, own)
         if key not in self._cache:
             try:
@@ -174,6 +175,17 @@ class Predictor:
                                          f"{len(e.log.ranks):,}")
         times = {r.size: r.time for r in run.seeded.median.result.rows}
         return [times[o.size] for o in e.observations]
+
+
+def reads(kind: str, name: str) -> bool:
+    """Whether entries of ``kind`` take ``name`` from a fit: a parameter its ParamSet declares, and for a fitted
+    factor a kind its declaration lists (:data:`sim.core.fitted.FACTORS`: a failures timeline takes the job's
+    parameters but its counts do not inform the step's factors, so a fit does not re-run it for them; it runs
+    with their fitted values)."""
+    if name not in KINDS[kind].by_name:
+        return False
+    f = next((f for f in fitted.FACTORS if f.name == name), None)
+    return f is None or kind in f.kinds
 
 
 def label(e: Entry) -> str:
