@@ -1,5 +1,5 @@
 """A storage server with several frontend NICs serves through all of them (sim/storage/flows.py ``turns``), and the
-MLPerf Storage presets hold the storage systems their sources describe (docs/sources.md [S125, S126, S127]). Expected
+MLPerf Storage presets hold the storage systems their sources describe (docs/sources.md [S125-S128]). Expected
 figures come from the spec's NIC counts and the catalog's rates, never typed in."""
 import numpy as np
 import pytest
@@ -13,6 +13,7 @@ from sim.storage.params import CHECKPOINT
 DDN = "mlperf-storage-ddn-ai400x2t"
 HAMMERSPACE = "mlperf-storage-hammerspace-aws"
 AISTORE = "mlperf-storage-aistore-oci"
+UBIX = "mlperf-storage-ubix-ubipower"
 FAST_META = {"metadata_kops": 1e6, "metadata_latency_us": 0.0, "data_loading_gbps": 0.0}
 
 
@@ -31,12 +32,13 @@ def test_an_even_number_of_flows_per_host_still_uses_both_nics_of_every_server()
         assert set(nic[s == server].tolist()) == {0, 1}
 
 
-@pytest.mark.parametrize("name", [DDN, HAMMERSPACE, AISTORE])
+@pytest.mark.parametrize("name", [DDN, HAMMERSPACE, AISTORE, UBIX])
 def test_the_mlperf_storage_presets_hold_their_sources_storage(name):
     spec = load_spec(name)
     (store,) = spec.storage
     # servers, NICs each, SSDs each, SSDs
-    want = {DDN: (4, 2, 6, 24), HAMMERSPACE: (22, 1, 12, 264), AISTORE: (12, 1, 12, 144)}[name]
+    want = {DDN: (4, 2, 6, 24), HAMMERSPACE: (22, 1, 12, 264), AISTORE: (12, 1, 12, 144),
+            UBIX: (3, 4, 16, 48)}[name]
     assert (store.servers, store.nics_per_server, store.ssds_per_server,
             store.servers * store.ssds_per_server) == want
     assert store.kind == "hammerspace"
