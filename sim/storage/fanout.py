@@ -32,7 +32,7 @@ from sim.core.flowcore import simulate_flows
 from sim.core.maxmin import link_loads
 from sim.core.progress import silent, span
 from sim.fabric.routing import route
-from sim.storage.flows import store_of, usable_servers, wrap_links
+from sim.storage.flows import store_of, turns, usable_servers, wrap_links
 from sim.storage.stores import costs
 from sim.storage.topology import build_storage, resource_usage
 from sim.core.units import IDX
@@ -177,12 +177,13 @@ def _one(st, k, hosts_ok, holding, per_server, clients, cph, files, ops, latency
 
 
 def _fanout_endpoints(st, hosts, holding, w, s):
-    """(server endpoint, host endpoint) of each data flow: a host's flows take its usable NICs in turn."""
+    """(server endpoint, host endpoint) of each data flow: a host's flows take its usable NICs in turn, as do a
+    server's (:func:`sim.storage.flows.turns`)."""
     j = np.arange(w.size)
     hep = st.host_ep[hosts[w]]
     h_ep = hep[j, j % np.maximum((hep >= 0).sum(1), 1)]
     sep = st.server_ep[holding[s]]
-    s_ep = sep[j, j % np.maximum((sep >= 0).sum(1), 1)]
+    s_ep = sep[j, turns(s) % np.maximum((sep >= 0).sum(1), 1)]
     return s_ep, h_ep
 
 

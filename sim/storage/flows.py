@@ -87,15 +87,30 @@ def usable_servers(layout, st, k: int, store: str, servers: int | None) -> np.nd
     return srv
 
 
+def turns(owner: np.ndarray) -> np.ndarray:
+    """Each flow's ordinal among the flows of the same owner (0, 1, 2 ... in flow order), so an owner's flows take
+    its NICs in turn. Counting flows globally instead aliases: when every host has an even number of flows, flow
+    ``j`` of host ``w`` to server ``s`` has ``j`` of the parity of ``s``, and a server with two NICs sends all its
+    flows through one of them."""
+    owner = np.asarray(owner)
+    order = np.argsort(owner, kind="stable")
+    ranked = owner[order]
+    start = np.r_[0, np.flatnonzero(ranked[1:] != ranked[:-1]) + 1] if owner.size else np.zeros(0, IDX)
+    first = np.repeat(start, np.diff(np.r_[start, owner.size]))
+    out = np.empty(owner.size, IDX)
+    out[order] = np.arange(owner.size) - first
+    return out
+
+
 def route_data(st, hosts, srv, w, s, read: bool, seed: int):
     """Routed CSR of the flows host ``hosts[w]`` <-> server ``srv[s]`` (read: server -> host). A host's flows take
-    its usable frontend NICs in turn, as do a server's."""
+    its usable frontend NICs in turn, as do a server's (:func:`turns`)."""
     j = np.arange(w.size)
     hep = st.host_ep[hosts[w]]
     hn = np.maximum((hep >= 0).sum(1), 1)
     h_ep = hep[j, j % hn]
     sep = st.server_ep[srv[s]]
     sn = np.maximum((sep >= 0).sum(1), 1)
-    s_ep = sep[j, j % sn]
+    s_ep = sep[j, turns(s) % sn]
     src, dst = (s_ep, h_ep) if read else (h_ep, s_ep)
     return route(st.topo, src, dst, None, "ecmp", seed)
