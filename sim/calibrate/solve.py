@@ -12,7 +12,7 @@ from sim.calibrate.predict import Predictor
 
 FD_STEP = 1e-3                    # forward-difference step in the transformed coordinate (0.1 % of a log parameter)
 MAX_NFEV = 60                     # evaluations of the residuals least_squares may take (its Jacobians apart)
-TOLERANCE = 1e-10                 # least_squares' ftol, xtol and gtol
+TOLERANCE = 1e-6                  # least_squares' ftol, xtol and gtol: a millionth, far inside any interval
 SENSITIVITY_TOL = 1e-6            # a Jacobian column (log error per unit of transformed parameter) below this: 0
 
 

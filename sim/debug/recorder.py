@@ -29,7 +29,7 @@ from sim.debug.faults import Fault, fault_op_error, parse_fault, resolve_fault
 from sim.debug.programs import DIM_NAMES, stage_program
 from sim.debug.timing import group_units, place_ranks, simulate
 from sim.debug.writer import write_dumps
-from sim.jobs.layout import DIMS, check_job, model_of, parse_order, rank_grid, resolve_job
+from sim.jobs.layout import DIMS, check_job, model_of, on_gpu, parse_order, rank_grid, resolve_job
 from sim.jobs.step import compute_times
 
 EPOCH_NS = 1_700_000_000 * 10**9      # the simulated job's clock starts here (2023-11-14), ns since the Unix epoch
@@ -115,7 +115,7 @@ def rehearse(cluster_or_spec, values: dict, progress=None) -> Rehearsal:
     t0 = time.perf_counter()
     say = progress or silent
     topo, cluster = load_cluster(cluster_or_spec)
-    p = resolve_job(values)
+    p = resolve_job(on_gpu(topo, values))
     model = model_of(p)
     gpus = place_ranks(topo, p)
     fault = resolve_fault(parse_fault(p["inject"]), topo, gpus)

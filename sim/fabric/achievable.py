@@ -149,11 +149,11 @@ def pcie_rate(topo, eff: Efficiencies | None = None) -> float:
     return lanes * PCIE_GTPS.get(gen, 32.0) * 1e9 * PCIE_ENCODING / 8 * eff.pcie
 
 
-def framing(kind: str, nic_model: dict | None = None) -> float:
-    """Payload share of a fabric link's line rate: the transport's framing at a 4 KiB MTU."""
-    transport = (nic_model or {}).get("transport") or ("infiniband" if kind == "infiniband" else "roce")
-    over = FRAMING_BYTES["infiniband" if transport in ("ib", "infiniband") else "roce"]
-    return MTU / (MTU + over)
+def framing(kind: str) -> float:
+    """Payload share of a fabric link's line rate: the fabric's framing at a 4 KiB MTU. The fabric's kind says
+    which (``topo.kind``): a NIC's catalog ``transport`` may be ``vpi`` (either), so it does not decide; every
+    Ethernet fabric (RoCE, and EFA's SRD over Ethernet) pays Ethernet's and RoCEv2's headers."""
+    return MTU / (MTU + FRAMING_BYTES["infiniband" if kind == "infiniband" else "roce"])
 
 
 def fabric_capacity(topo, eff: Efficiencies | None = None) -> np.ndarray:
@@ -162,7 +162,7 @@ def fabric_capacity(topo, eff: Efficiencies | None = None) -> np.ndarray:
     eff = eff or Efficiencies.of()
     if eff.ideal:
         return np.asarray(topo.link_capacity, dtype=np.float64).copy()
-    cap = np.asarray(topo.link_capacity, dtype=np.float64) * framing(topo.kind, getattr(topo, "nic_model", None))
+    cap = np.asarray(topo.link_capacity, dtype=np.float64) * framing(topo.kind)
     tier = getattr(topo, "link_tier", None)
     if tier is not None and cap.size:
         nic = np.asarray(tier) == LINK_NIC_LEAF
@@ -176,5 +176,5 @@ def nic_rate(topo, eff: Efficiencies | None = None) -> float:
     eff = eff or Efficiencies.of()
     if eff.ideal:
         return topo.nic_bandwidth
-    line = topo.nic_bandwidth * framing(topo.kind, getattr(topo, "nic_model", None)) * eff.nic
+    line = topo.nic_bandwidth * framing(topo.kind) * eff.nic
     return min(line, pcie_rate(topo, eff)) if math.isfinite(line) else line

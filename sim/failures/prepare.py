@@ -25,7 +25,7 @@ from sim.failures.detection import detection_seconds
 from sim.failures.inject import Injection, parse_injections
 from sim.failures.params import FAILURES
 from sim.jobs.job import run_job
-from sim.jobs.layout import model_of, resolve_job
+from sim.jobs.layout import model_of, on_gpu, resolve_job
 from sim.jobs.traffic import job_traffic
 
 NET_CABLE, NET_SWITCH = 0, 1
@@ -148,7 +148,7 @@ def _solve_step(ctx: Prepared, failed: frozenset) -> float | None:
         (link_status if kind == NET_CABLE else switch_status)[i] = STATUS_FAILED
     topo = topology_from_layout(replace(lay, link_status=link_status, switch_status=switch_status))
     if ctx.traffic is None:
-        ctx.traffic = job_traffic(ctx.topo, ctx.gpus, resolve_job(ctx.params))
+        ctx.traffic = job_traffic(ctx.topo, ctx.gpus, resolve_job(on_gpu(ctx.topo, ctx.params)))
     try:
         return float(run_job(topo, ctx.params, gpus=ctx.gpus, traffic=ctx.traffic).step_time)
     except (UsageError, ValueError):          # a GPU cut off, or a transfer with no path left (NoPathError)
@@ -188,7 +188,7 @@ def prepare(cluster_or_spec, values: dict, progress=None) -> Prepared:
     healthy = run_job(topo, job_p, gpus=gpus, progress=span(progress, 0.0, 0.4))
     hosts = np.unique(np.asarray(topo.gpu_host)[gpus])
     wall = p["days"] * 86400.0
-    ckpt = checkpoint_costs(layout, topo, p, resolve_job(job_p), model_of(job_p), span(progress, 0.4, 0.9),
+    ckpt = checkpoint_costs(layout, topo, p, resolve_job(on_gpu(topo, job_p)), model_of(job_p), span(progress, 0.4, 0.9),
                             step_s=float(healthy.step_time), hosts=int(hosts.size))
     ckpt["interval_s"] = parse_duration(p["checkpoint_interval"])
     net = _network_items(topo, gpus)

@@ -44,7 +44,7 @@ from sim.fabric.flows import link_capacity, link_names
 from sim.fabric.netsim import solve_phase
 from sim.fabric.placement import place
 from sim.fabric.routing import resolve_routing
-from sim.jobs.layout import DIMS, model_of, resolve_job
+from sim.jobs.layout import DIMS, model_of, on_gpu, resolve_job
 from sim.jobs.models import ModelShape
 from sim.jobs.published import published_beside
 from sim.jobs.gpu import gpu_of
@@ -309,7 +309,7 @@ class JobSolve:
     def result(self, topo, params: dict, hottest: bool = False) -> JobResult:
         """The step of ``params`` (validated by :data:`sim.jobs.params.JOB`) on this solve: the job's parameters
         may differ from the solved ones only in :data:`STEP_ONLY`. ``hottest``: list the hottest links too."""
-        p = resolve_job(params)
+        p = resolve_job(on_gpu(topo, params))
         p["gpu"] = topo.gpu_model                     # the cluster's GPU, as the step reads it (sim.jobs.gpu)
         hot = _hottest(topo, self.res, self.job, self.tag, p["hottest"], lambda x: DIMS[x % len(DIMS)]) \
             if hottest else []
@@ -321,7 +321,7 @@ def solve_job(topo, params: dict, progress=None, gpus=None, traffic: JobTraffic 
     """Place the job ``params`` (validated by :data:`sim.jobs.params.JOB`; ``gpus``: a given placement), build its
     transfers (``traffic`` when already built) and solve them together (:func:`solve_traffic`)."""
     say = progress or silent
-    p = resolve_job(params)
+    p = resolve_job(on_gpu(topo, params))
     gpus = place_job(topo, p, gpus=gpus)
     check_usable(topo, gpus, p["gpus"])
     say(0.02, f"placed {gpus.size:,} GPUs ({p['placement']}); building every group's transfers")
@@ -355,7 +355,7 @@ def run_jobs(topo, jobs: list[dict], progress=None, placements=None) -> JobsResu
         raise UsageError("run_jobs needs at least one job")
     taken = np.zeros(topo.n_gpus, bool)
     placed, traffics, models = [], [], []
-    jobs = [{**resolve_job(p), "gpu": topo.gpu_model} for p in jobs]
+    jobs = [{**resolve_job(on_gpu(topo, p)), "gpu": topo.gpu_model} for p in jobs]
     for i, p in enumerate(jobs):
         g = place_job(topo, p, taken, None if placements is None else placements[i])
         check_usable(topo, g, p["gpus"])

@@ -8,6 +8,7 @@ import numpy as np
 
 from sim.core.errors import ParamError
 from sim.core.units import IDX
+from sim.fabric.catalog import load_catalog
 from sim.jobs.models import (CUDA_CONTEXT_BYTES, CUSTOM, FRAGMENTATION, MODELS, ModelShape, chunk_layers,
                              fewest_recomputed, nccl_buffer_bytes, stage_memory)
 from sim.jobs.pipeline import build, check_schedule, peak_in_flight
@@ -15,6 +16,13 @@ from sim.jobs.pipeline import build, check_schedule, peak_in_flight
 DIMS = ("tp", "cp", "pp", "dp")
 MAX_DIM = 1 << 17                                 # any parallel dimension: at most 131,072 ways
 HBM_GB = 80.0                                     # H100 SXM 80 GB (docs/sources.md [S4])
+
+
+def unplaced_hbm_gb() -> float:
+    """The memory a job is checked against before it has a cluster (``hbm_gb`` null, as its parameters are
+    validated): the largest GPU of the catalog, so no job is refused that some GPU holds; the run checks it again
+    against its cluster's GPU (:func:`sim.jobs.job.solve_job`)."""
+    return float(max(m["memory_gb"] for m in load_catalog().models["gpu"].values()))
 
 
 # ------------------------------------------------------------------------------------------------ validation
@@ -59,6 +67,14 @@ def resolve_job(params: dict) -> dict:
     return p
 
 
+def on_gpu(topo, params: dict) -> dict:
+    """The job's parameters with ``hbm_gb`` its cluster's GPU memory when null (the catalog's ``memory_gb``), so
+    the memory check and the recomputation choice are the GPU's own."""
+    if params.get("hbm_gb") is None and topo.gpu_model.get("memory_gb"):
+        return {**params, "hbm_gb": float(topo.gpu_model["memory_gb"])}
+    return params
+
+
 def derive_job(v: dict) -> dict:
     """Checks ``v`` (filling ``dp``/``gpus``, ``order``) and returns the derived values (:func:`resolve_job`)."""
     model = model_of(v)
@@ -93,7 +109,7 @@ def derive_job(v: dict) -> dict:
                                          f"dp = {v['dp']:,} replicas")
     m = v["batch_tokens"] // per_mb
     group = check_schedule(v["schedule"], pp, m, vs, v.get("micro_batches_per_round"))
-    hbm = (v.get("hbm_gb") or HBM_GB) * 1e9
+    hbm = (v.get("hbm_gb") or unplaced_hbm_gb()) * 1e9
     fit = fit_memory(model, v, pp, m, hbm)
     if fit is None or not fit["fits"]:
         _refuse_memory(v, model, fit, hbm, m)

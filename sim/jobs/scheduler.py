@@ -29,7 +29,7 @@ from sim.core.errors import UsageError
 from sim.core.progress import silent
 from sim.fabric.placement import place
 from sim.jobs.job import run_job
-from sim.jobs.layout import DIMS, model_of, resolve_job
+from sim.jobs.layout import DIMS, model_of, on_gpu, resolve_job
 from sim.jobs.params import JOB
 from sim.jobs.queue import HOUR, MAX_QUEUED, QueuedJob, read_jobs
 from sim.jobs.step import compute_times, message_sizes
@@ -146,7 +146,7 @@ def host_ok(topo) -> np.ndarray:
 def zone_cut_bytes(topo, gpus: np.ndarray, p: dict) -> float:
     """Bytes per step a job's transfers send between zones (the "cut" the topology policy minimizes)."""
     zone = np.asarray(topo.switch_zone)[np.asarray(topo.gpu_leaf)]
-    p = resolve_job(p)
+    p = resolve_job(on_gpu(topo, p))
     t = job_traffic(topo, gpus, p)
     sizes = message_sizes(model_of(p), p)
     per_dim = {d: sum(s * c for _, s, c, _ in sizes[d]) for d in DIMS}

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim.core.progress import span
-from sim.jobs.layout import model_of, resolve_job
+from sim.jobs.layout import model_of, on_gpu, resolve_job
 from sim.jobs.pipeline import simulate
 from sim.jobs.scheduler import host_ok, parse_jobs, run_schedule, synthetic_jobs
 from sim.jobs.step import compute_times, job_chunk_layers, optimizer_step
@@ -88,7 +88,7 @@ def power_schedule(topo, values: dict, progress=None) -> SchedulePower:
     for q, s in zip(queue, sched.jobs):
         if s.gpus is None or not np.isfinite(s.start):
             continue
-        mean = job_mean_gpu_w({**q.params, "order": s.order}, s.step_time, gpu)
+        mean = job_mean_gpu_w(on_gpu(topo, {**q.params, "order": s.order}), s.step_time, gpu)
         hosts = np.unique(pl.layout.gpu_host[s.gpus])
         load = mean / gpu.at_cap
         host_w = float((pl.host_busy_w[hosts] + (load - 1.0) * pl.host_follow_w[hosts] - pl.host_idle_w[hosts]).sum())

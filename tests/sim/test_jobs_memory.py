@@ -84,12 +84,27 @@ def test_auto_recomputes_nothing_when_the_job_fits_and_full_recomputes_every_lay
 
 def test_a_job_that_does_not_fit_is_refused_on_the_field_that_fixes_it():
     with pytest.raises(ParamError) as e:
-        JOB.validate({**L405, "pp": 4, "dp": 512, "recompute": "none"})
+        JOB.validate({**L405, "pp": 4, "dp": 512, "recompute": "none", "hbm_gb": 80.0})
     assert "pp" in e.value.errors and "framework and NCCL" in str(e.value.errors["pp"])
     with pytest.raises(ParamError) as e:
         JOB.validate({"model": "llama3-405b", "gpus": 8, "tp": 8, "pp": 1, "dp": 1, "seq": 8192, "batch_tokens": 8192,
                       "hbm_gb": 1.0})
     assert "model" in e.value.errors or "pp" in e.value.errors
+
+
+def test_without_a_cluster_the_largest_gpu_holds_and_the_run_checks_its_own():
+    """Validated alone, a job is checked against the catalog's largest GPU memory; run on an H100 cluster, against
+    the H100's 80 GB (the GPU's catalog memory_gb), refused on the field that fixes it."""
+    from sim.fabric.topology import load_topology
+    from sim.jobs.job import solve_job
+    from sim.jobs.layout import unplaced_hbm_gb
+    assert unplaced_hbm_gb() > 80.0
+    big = {"model": "llama3-70b", "gpus": 64, "tp": 8, "pp": 1, "dp": 8, "seq": 16384, "batch_tokens": 16384 * 8,
+           "recompute": "none"}
+    need = JOB.validate(big)                                   # fits the largest GPU
+    with pytest.raises(ParamError) as e:
+        solve_job(load_topology("demo-256")[1], need)
+    assert "more than the GPU's 80 GB" in str(e.value)
 
 
 def test_pipelined_overlap_exposes_one_piece_or_the_excess():

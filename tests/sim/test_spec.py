@@ -22,7 +22,7 @@ def refused(mutate) -> SpecError:
 
 
 PRESETS = ["alibaba-hpn", "aws-p4d-pod", "aws-p5-pod", "demo-256", "dgx-a100-superpod", "dgx-h100-eos",
-           "dgx-h100-superpod", "hgx-h200-pod", "hgx-h800-pod", "meta-ib-24k", "meta-roce-24k",
+           "dgx-h100-superpod", "grand-teton-96gb", "hgx-h200-pod", "hgx-h800-pod", "meta-ib-24k", "meta-roce-24k",
            "mlperf-storage-aistore-oci", "mlperf-storage-ddn-ai400x2t", "mlperf-storage-hammerspace-aws",
            "mlperf-storage-ubix-ubipower", "multiplane-4", "roadmap-131k", "roadmap-350k", "roadmap-600k"]
 
