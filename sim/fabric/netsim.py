@@ -322,9 +322,10 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
 
 
 def fabric_sharp(topo) -> bool:
-    """Whether the fabric's switches reduce in the network (InfiniBand SHARP, NCCL's CollNet). No spec or catalog
-    entry of the twin says so (there is no such key), so no fabric has it: CollNet is never available, as NCCL
-    does not offer it without the CollNet plugin and SHARP switches (docs/engine.md, "NCCL's algorithms")."""
+    """Whether the fabric's switches reduce in the network (InfiniBand SHARP, NCCL's CollNet): the topology's
+    ``sharp`` (:func:`sim.fabric.topology.fabric_sharp`: an InfiniBand backend whose every switch tier's catalog
+    model has ``sharp = true``). NCCL offers CollNet only with it and the CollNet plugin (the collective's
+    ``collnet`` parameter, NCCL_COLLNET_ENABLE; docs/engine.md, "NCCL's algorithms")."""
     return bool(getattr(topo, "sharp", False))
 
 
