@@ -130,3 +130,14 @@ def test_collnet_parameter_and_nccl_algo_spelling():
     assert v["algorithm"] == "collnet_chain" and v["collnet"] is False and v["sharp_efficiency"] is None
     with pytest.raises(ParamError):
         COLLECTIVE.validate({"collective": "allreduce", "sharp_efficiency": 2.0})
+
+
+def test_nccl_tuning_offers_collnet_only_with_sharp_and_two_nodes():
+    """NCCL's rows: CollNet needs the plugin with SHARP (comm.sharp) and NCCL_COLLNET_NODE_THRESHOLD's 2 nodes; CollNet
+    Chain's latency is 2 (m - 1) x 2.8 + 30 us (tuning.cc)."""
+    from sim.fabric.nccl_tuning import NcclComm, algo_time, available
+    two = NcclComm(n_ranks=16, n_nodes=2, channels=16, ring_bw=400e9, sharp=True)
+    one = dataclasses.replace(two, n_ranks=8, n_nodes=1)
+    assert available("allreduce", "collnet_chain", two) and not available("allreduce", "collnet_chain", one)
+    assert not available("allreduce", "collnet_chain", dataclasses.replace(two, sharp=False))
+    assert algo_time("allreduce", "collnet_chain", "Simple", 0, two) * 1e6 == pytest.approx(2 * 7 * 2.8 + 30)
