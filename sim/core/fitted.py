@@ -68,6 +68,12 @@ FACTORS: tuple[Factor, ...] = (
            "host-side floor of one collective call, microseconds: the kernel launch (NCCL launches one kernel per "
            "collective) and the proxy thread's wake-up, not in NCCL's own latency model; prior 2 us, the order of "
            "a CUDA kernel launch [S93]"),
+    # --- CollNet (in-network reduction through InfiniBand SHARP; sim/fabric/algorithms.py, docs/engine.md "CollNet") ---
+    Factor("sharp_efficiency", 1.0, 0.3, 1.0, ("collective", "nccl-tests"),
+           "rate at which the switches' SHARP streaming aggregation takes a CollNet head's stream and returns the "
+           "result, as a share of the NIC link's achievable rate; prior 1: the aggregation runs in the switch's "
+           "port pipeline, one streaming tree per port on Quantum-2 and one per switch on Quantum [S140], one flow "
+           "per NIC rail [S142], and no lower rate is published"),
 )
 
 

@@ -29,6 +29,11 @@ The NIC
     packet [S91]; RoCEv2 adds Ethernet (preamble and gap 20, header 14, FCS 4), IPv4 20 and UDP 8 to BTH and ICRC
     [S92]. Every link of the fabric carries the same packets, so the framing applies to every fabric link; the NIC's
     links also take ``nic_efficiency``.
+SHARP (CollNet)
+    A CollNet head's NIC sends its share up the switches' SHARP aggregation tree and receives the reduced result
+    back (:mod:`sim.fabric.algorithms`). Each head's NIC gets two virtual links of the flow core (into the tree and
+    out of it), each at the NIC's achievable rate x ``sharp_efficiency``: the rate at which the switches' streaming
+    aggregation takes and returns a stream, which NVIDIA does not publish (docs/engine.md "CollNet").
 Host floor
     ``host_latency_us`` per collective call (one kernel launch and the proxy's wake-up, not in NCCL's own model).
 """
@@ -54,7 +59,7 @@ FRAMING_BYTES = {"infiniband": 8 + 12 + 4 + 2,                   # LRH, BTH, ICR
                  "roce": 20 + 14 + 4 + 20 + 8 + 12 + 4}          # preamble+IFG, Ethernet, FCS, IPv4, UDP, BTH, ICRC
 DEFAULT_GPU = {"compute_capability": 90, "nvlink_generation": 4, "pcie_gen": 5, "pcie_lanes": 16}
 DEFAULT_NIC = {"pcie_gen": 5, "pcie_lanes": 16}
-FACTORS = ("nvlink_efficiency", "nic_efficiency", "pcie_efficiency", "host_latency_us")
+FACTORS = ("nvlink_efficiency", "nic_efficiency", "pcie_efficiency", "host_latency_us", "sharp_efficiency")
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,7 @@ class Efficiencies:
     nic: float = 1.0
     pcie: float = 0.91
     host_latency: float = 2e-6          # seconds
+    sharp: float = 1.0                  # SHARP's streaming aggregation rate over the NIC's (CollNet only)
     ideal: bool = False                 # line rates everywhere (the roofline's reference), no host floor
 
     @classmethod
@@ -81,7 +87,7 @@ class Efficiencies:
         values = values or {}
         got = {k: (fitted.value(k) if values.get(k) is None else float(values[k])) for k in FACTORS}
         return cls(nvlink=got["nvlink_efficiency"], nic=got["nic_efficiency"], pcie=got["pcie_efficiency"],
-                   host_latency=got["host_latency_us"] * US)
+                   host_latency=got["host_latency_us"] * US, sharp=got["sharp_efficiency"])
 
 
 def gpu_spec(topo, key: str):
@@ -169,6 +175,16 @@ def fabric_capacity(topo, eff: Efficiencies | None = None) -> np.ndarray:
         ports = max(int(getattr(topo, "ports_per_nic", 1) or 1), 1)
         cap[nic] = np.minimum(cap[nic] * eff.nic, pcie_rate(topo, eff) / ports)
     return cap
+
+
+def sharp_rate(topo, eff: Efficiencies | None = None) -> np.ndarray:
+    """(G,) bytes/s of each GPU's leg into (and, as much, out of) the SHARP aggregation tree, each way: its NIC
+    link's achievable rate x ``sharp_efficiency`` (0 where the NIC's cable is down)."""
+    eff = eff or Efficiencies.of()
+    up = np.asarray(topo.gpu_uplink)
+    cap = fabric_capacity(topo, eff)
+    rate = np.where(up >= 0, cap[np.maximum(up, 0)] if cap.size else 0.0, 0.0)
+    return rate * (1.0 if eff.ideal else eff.sharp)
 
 
 def nic_rate(topo, eff: Efficiencies | None = None) -> float:

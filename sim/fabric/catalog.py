@@ -38,7 +38,8 @@ SPECS = {
             "compute_capability": ("int", 1)},
     "nic": {"ports": ("int", 1), "pcie_gen": ("int", 1), "pcie_lanes": ("int", 1),
             "transport": ("str", ("ib", "roce", "efa", "ethernet", "vpi"))},
-    "switch": {"capacity_tbps": ("number", 0), "buffer_mb": ("int", 0), "modular": ("bool", None)},
+    "switch": {"capacity_tbps": ("number", 0), "buffer_mb": ("int", 0), "modular": ("bool", None),
+               "sharp": ("bool", None)},   # in-network reduction (InfiniBand SHARP streaming aggregation) [S140]
     "platform": {"memory_gb": ("int", 1)},
 }
 MAX_CATALOG_BYTES = 1024 * 1024         # a user's catalog file (the built-in one is about 5 KB)

@@ -79,6 +79,7 @@ ALGORITHM_COLLECTIVES = {
     "pat": ("allgather", "reducescatter"),
 }
 SWITCH_UP, SWITCH_DOWN = 1, 2   # Phase.switch: a GPU's NVLS leg into its host's NVSwitch, or out of it
+SHARP_UP, SHARP_DOWN = 3, 4     # Phase.switch: a CollNet head's leg up its NIC into the SHARP tree, or back down
 INTRA_ORDERS = ("gpu", "rank")   # a host's GPUs in a ring: GPU index order (NCCL's search) or the ranks' order
 # Spellings users type, mapped to the canonical names (nccl-tests binary names without _perf, NCCL API names).
 ALIASES = {"all_gather": "allgather", "all-gather": "allgather", "reduce_scatter": "reducescatter",
@@ -114,7 +115,8 @@ class Phase:
     lat_span: int = 1
     lat_group: np.ndarray | None = None
     lat_stage: np.ndarray | None = None
-    switch: np.ndarray | None = None   # (P,) NVLS legs: 0 none, SWITCH_UP (GPU -> NVSwitch), SWITCH_DOWN (-> GPU)
+    switch: np.ndarray | None = None   # (P,) legs: 0 none, SWITCH_UP (GPU -> NVSwitch), SWITCH_DOWN (-> GPU),
+    #                                    SHARP_UP (GPU -> its NIC -> the SHARP tree), SHARP_DOWN (tree -> NIC -> GPU)
 
 
 @dataclass

@@ -4,7 +4,10 @@ CSR FlowSet; and the links they run on (achievable capacities, :mod:`sim.fabric.
 :mod:`sim.fabric.netsim` for the model.
 
 Link ids: ``0..E-1`` the fabric's, ``E + g`` GPU ``g``'s NVLink egress, ``E + G + g`` its ingress, ``E + 2G + h``
-host ``h``'s NVSwitch in (what it reduces or multicasts), ``E + 2G + H + h`` its NVSwitch out.
+host ``h``'s NVSwitch in (what it reduces or multicasts), ``E + 2G + H + h`` its NVSwitch out; with SHARP (CollNet
+runs only, ``link_capacity(..., sharp=True)``) also ``E + 2G + 2H + g`` GPU ``g``'s NIC's leg into the switches'
+aggregation tree and ``E + 3G + 2H + g`` its leg out of it. A SHARP leg crosses the NIC's own link too: up
+``[NIC uplink, tree in]``, down ``[tree out, NIC downlink]``.
 """
 from __future__ import annotations
 
@@ -12,9 +15,9 @@ import numpy as np
 
 from sim.core.flowset import FlowHeader, FlowSet
 from sim.core.units import IDX
-from sim.fabric.achievable import Efficiencies, fabric_capacity, nvlink_rate, nvswitch_rate
-from sim.fabric.collectives import SWITCH_DOWN, SWITCH_UP, Phase
-from sim.fabric.names import host_code, nvlink_link_name
+from sim.fabric.achievable import Efficiencies, fabric_capacity, nvlink_rate, nvswitch_rate, sharp_rate
+from sim.fabric.collectives import SHARP_DOWN, SHARP_UP, SWITCH_DOWN, SWITCH_UP, Phase
+from sim.fabric.names import host_code, nic_node_name, nvlink_link_name
 from sim.fabric.nccl import DEFAULT_UDP_SPORT, connection_flows
 from sim.fabric.paths import path_lengths
 from sim.fabric.routing import route
@@ -28,14 +31,20 @@ def n_hosts(topo) -> int:
     return int(host.max()) + 1 if host.size else 0
 
 
-def link_capacity(topo, eff: Efficiencies | None = None) -> np.ndarray:
+def link_capacity(topo, eff: Efficiencies | None = None, sharp: bool = False) -> np.ndarray:
     """(E + 2G + 2H,) achievable bytes/s (:mod:`sim.fabric.achievable`): the fabric's links, each GPU's NVLink
-    egress, its NVLink ingress, each host's NVSwitch in and out (0 where the GPUs have no NVLink SHARP)."""
+    egress, its NVLink ingress, each host's NVSwitch in and out (0 where the GPUs have no NVLink SHARP); with
+    ``sharp`` (a CollNet run) 2G more: each GPU's NIC's legs into and out of the SHARP tree
+    (:func:`sim.fabric.achievable.sharp_rate`)."""
     eff = eff or Efficiencies.of()
     nvl = np.full(topo.n_gpus, nvlink_rate(topo, eff))
     per_host = np.bincount(np.asarray(topo.gpu_host), minlength=n_hosts(topo)) if topo.n_gpus else np.zeros(0)
     sw = per_host * nvswitch_rate(topo, 1, eff)
-    return np.concatenate([fabric_capacity(topo, eff), nvl, nvl, sw, sw])
+    parts = [fabric_capacity(topo, eff), nvl, nvl, sw, sw]
+    if sharp:
+        tree = sharp_rate(topo, eff)
+        parts += [tree, tree]
+    return np.concatenate(parts)
 
 
 def nvlink_link_names(topo, ids) -> list[str]:
@@ -43,6 +52,12 @@ def nvlink_link_names(topo, ids) -> list[str]:
     H = n_hosts(topo)
     out = []
     for i in np.atleast_1d(ids).tolist():
+        if i - E >= 2 * G + 2 * H:
+            g = (i - E - 2 * G - 2 * H) % G
+            slot = int(topo.layout.gpu_slot[g]) if topo.layout is not None else g
+            way = "in" if i - E - 2 * G - 2 * H < G else "out"
+            out.append(f"sharp {way} {nic_node_name(int(topo.gpu_host[g]), slot)}")
+            continue
         if i - E >= 2 * G:
             h = (i - E - 2 * G) % max(H, 1)
             out.append(f"nvswitch {'in' if i - E - 2 * G < H else 'out'} {host_code(h)}")
@@ -137,6 +152,17 @@ def build_flows(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
         up, down = np.flatnonzero(lg == SWITCH_UP), np.flatnonzero(lg == SWITCH_DOWN)
         links[cut + 2 * up + 1] = E + 2 * G + host[src[nvl_t[up]]]
         links[cut + 2 * down] = E + 2 * G + H + host[dst[nvl_t[down]]]
+        # SHARP: [NIC uplink, tree in] or [tree out, NIC downlink] (module docstring)
+        up, down = np.flatnonzero(lg == SHARP_UP), np.flatnonzero(lg == SHARP_DOWN)
+        if up.size or down.size:
+            g_up, g_dn = src[nvl_t[up]], dst[nvl_t[down]]
+            nic_up, nic_dn = np.asarray(topo.gpu_uplink)[g_up], np.asarray(topo.gpu_downlink)[g_dn]
+            if (nic_up < 0).any() or (nic_dn < 0).any():
+                raise ValueError("a CollNet head's NIC has no active link to its leaf")
+            links[cut + 2 * up] = nic_up
+            links[cut + 2 * up + 1] = E + 2 * G + 2 * H + g_up
+            links[cut + 2 * down] = E + 3 * G + 2 * H + g_dn
+            links[cut + 2 * down + 1] = nic_dn
     np.add(2 * np.arange(1, n_nvl + 1, dtype=IDX), cut, out=ptr[n_net + 1:])
     share = np.asarray(phase.share, dtype=np.float64)
     # Kept per network flow in their own widths (24-bit QP numbers, 16-bit ports): 94 MB, not 226, at 600k.

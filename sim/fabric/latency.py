@@ -11,7 +11,7 @@ import numpy as np
 
 from sim.core.flowset import FlowSet
 from sim.core.units import IDX
-from sim.fabric.collectives import Phase, ring_next
+from sim.fabric.collectives import SHARP_UP, Phase, ring_next
 
 BASE_RTT = {"roce": 22e-6, "infiniband": 5e-6}   # seconds (RoCE: docs/sources.md [S2]; InfiniBand: assumption)
 RTT_SWITCHES = {"roce": 5, "infiniband": 1}      # switches one way on the path the base RTT is for (assumption:
@@ -208,4 +208,24 @@ def transfer_latency(topo, phase: Phase, flows: FlowSet, latency: LatencyModel |
         np.maximum.at(hop, tr, path[net_f])
         network[tr] = True
         hop[network] += latency.host(topo.kind, float(topo.hop_latency))
+    if phase.switch is not None and (np.asarray(phase.switch) == SHARP_UP).any():
+        up = np.flatnonzero(np.asarray(phase.switch) == SHARP_UP)
+        hop[up] = sharp_round_trip(topo, np.asarray(phase.src)[up], latency)
+        network[up] = True
     return hop, network
+
+
+def sharp_round_trip(topo, heads: np.ndarray, latency: LatencyModel) -> float:
+    """One-way seconds of a CollNet head's round trip through the SHARP tree, charged as one network hop (NCCL's
+    CollNet latency has one network term, tuning.cc): the host/NIC part of a hop (sender and receiver: the head
+    itself) plus the switches up to the tree's root and back down, the root at the lowest tier that spans the
+    heads: their leaf if they share one, a spine of their zone if they share a zone, else a core (2, 4 or 6
+    switch traversals, each ``topo.hop_latency``)."""
+    leaf = np.asarray(topo.gpu_leaf)[heads]
+    if np.unique(leaf).size <= 1:
+        depth = 1
+    elif np.unique(np.asarray(topo.switch_zone)[leaf]).size <= 1:
+        depth = 2
+    else:
+        depth = 3
+    return latency.host(topo.kind, float(topo.hop_latency)) + 2 * depth * float(topo.hop_latency)

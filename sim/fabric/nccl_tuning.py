@@ -229,8 +229,8 @@ def _entry(coll: str, a: str, proto: str, c: NcclComm) -> tuple[float, float] | 
         return None
     if a == "nvls_tree" and nodes == 1:
         return None
-    if a.startswith("collnet") and not c.sharp:
-        return None
+    if a.startswith("collnet") and (not c.sharp or nodes < 2):
+        return None                                  # NCCL_COLLNET_NODE_THRESHOLD 2 (init.cc)
     if a == "pat" and n != nodes:
         return None
     i2 = _index2(nodes)

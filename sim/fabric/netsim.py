@@ -202,7 +202,8 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
                    hottest: int = 10, flows_per_link: int = 5, background=None, progress=None,
                    router=None, intra_order: str = "gpu", protocol: str = "auto", hash: str = "uniform",
                    udp_sport: str = DEFAULT_UDP_SPORT, qpn_base: int | None = None, min_channels: int | None = None,
-                   max_channels: int | None = None, efficiencies: Efficiencies | None = None) -> CollectiveResult:
+                   max_channels: int | None = None, efficiencies: Efficiencies | None = None,
+                   collnet: bool = False) -> CollectiveResult:
     """Simulate ``collective`` over the ranks ``gpus`` (rank -> GPU) of ``topo`` for each message size in
     ``sizes`` (bytes); see the module docstring for the model and :class:`CollectiveResult` for the outputs.
 
@@ -224,7 +225,9 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
     :data:`sim.fabric.collectives.ALGORITHMS` (forced, as ``NCCL_ALGO``) or ``"auto"``: NCCL's choice of algorithm
     and protocol per size by its own tuning model (:func:`sim.fabric.nccl_tuning.choose_algo`), each algorithm
     chosen for some size simulated once (:func:`run_auto`). ``efficiencies``: the fitted factors in effect
-    (:class:`sim.fabric.achievable.Efficiencies`; default their fitted values). Raises CollectiveError for
+    (:class:`sim.fabric.achievable.Efficiencies`; default their fitted values). ``collnet``: NCCL's CollNet
+    plugin is loaded (``NCCL_COLLNET_ENABLE=1``): ``auto`` may then choose CollNet where the fabric has SHARP
+    (:func:`fabric_sharp`); forcing ``collnet_direct`` / ``collnet_chain`` enables it. Raises CollectiveError for
     impossible requests and :class:`sim.fabric.paths.NoPathError` when a flow has no active path.
     """
     say = progress or silent
@@ -253,7 +256,7 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
               weights=weights, max_flows=max_flows, hottest=hottest, flows_per_link=flows_per_link,
               background=background, progress=progress, router=router, intra_order=intra_order, protocol=protocol,
               hash=hash, udp_sport=udp_sport, qpn_base=qpn_base, min_channels=min_channels,
-              max_channels=max_channels, efficiencies=eff)
+              max_channels=max_channels, efficiencies=eff, collnet=collnet)
     if algorithm == "auto":
         if canonical(collective) == "alltoall":
             algorithm = "ring"                         # AllToAll has one algorithm (point-to-point)
@@ -269,7 +272,8 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
                            **nccl)
     say(0.0, f"planned {plan.collective} ({plan.algorithm}) over {plan.n_ranks} ranks on {plan.n_hosts} hosts, "
         f"{plan.channels} channels, {plan.n_transfers:,} transfers")
-    capacity = link_capacity(topo, eff)
+    uses_sharp = plan.algorithm.startswith("collnet")
+    capacity = link_capacity(topo, eff, sharp=uses_sharp)
     others = []
     for bg in background or []:
         bg = np.asarray(bg, dtype=IDX)
@@ -305,7 +309,8 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
                               link_capacity=capacity, n_fabric=topo.n_links, protocol=protocol,
                               latencies=latencies, critical_hops=hops, hash=hash,
                               udp_sport=udp_sport, host_latency=eff.host_latency,
-                              nccl_comm=nccl_comm(topo, gpus, plan.channels, ring_roof),
+                              nccl_comm=nccl_comm(topo, gpus, plan.channels, ring_roof,
+                                                  collnet=collnet or uses_sharp),
                               algorithm_choice=plan.algorithm)
     for s in sizes:
         proto = result.protocol_for(s)
@@ -322,17 +327,19 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
 
 
 def fabric_sharp(topo) -> bool:
-    """Whether the fabric's switches reduce in the network (InfiniBand SHARP, NCCL's CollNet). No spec or catalog
-    entry of the twin says so (there is no such key), so no fabric has it: CollNet is never available, as NCCL
-    does not offer it without the CollNet plugin and SHARP switches (docs/engine.md, "NCCL's algorithms")."""
+    """Whether the fabric's switches reduce in the network (InfiniBand SHARP, NCCL's CollNet): the topology's
+    ``sharp`` (:func:`sim.fabric.topology.fabric_sharp`: an InfiniBand backend whose every switch tier's catalog
+    model has ``sharp = true``). NCCL offers CollNet only with it and the CollNet plugin (the collective's
+    ``collnet`` parameter, NCCL_COLLNET_ENABLE; docs/engine.md, "NCCL's algorithms")."""
     return bool(getattr(topo, "sharp", False))
 
 
-def nccl_comm(topo, gpus, channels: int, ring_bw: float | None = None) -> NcclComm:
+def nccl_comm(topo, gpus, channels: int, ring_bw: float | None = None, collnet: bool = False) -> NcclComm:
     """What NCCL's tuning model knows of the job (:class:`sim.fabric.nccl_tuning.NcclComm`): ranks, nodes, ring
     channels; the ring graph's bandwidth (``ring_bw``, bytes/s: across nodes the roofline (the NICs), as before;
     inside one node NCCL's own NVLink rate, links x its per-link constant); the NVLS graph
-    (:func:`sim.fabric.nccl_tuning.nvls_graph`)."""
+    (:func:`sim.fabric.nccl_tuning.nvls_graph`); CollNet (``sharp``) where the fabric has SHARP and the CollNet
+    plugin is loaded (``collnet``, NCCL_COLLNET_ENABLE: NCCL disables CollNet without it, tuning.cc)."""
     gpus = np.asarray(gpus, dtype=IDX)
     per_host = np.unique(np.asarray(topo.gpu_host)[gpus], return_counts=True)[1]
     n_nodes, m = int(per_host.size), int(per_host.max())
@@ -343,7 +350,8 @@ def nccl_comm(topo, gpus, channels: int, ring_bw: float | None = None) -> NcclCo
     ch, intra, inter = nvls_graph(m, nvl / GB, nic_speed, n_nodes)
     return NcclComm(n_ranks=int(gpus.size), n_nodes=n_nodes, channels=int(channels), ring_bw=float(ring_bw),
                     arch=arch(topo), nvls=nvls_supported(topo), nvls_channels=ch, nvls_bw_intra=intra,
-                    nvls_bw_inter=inter, sharp=fabric_sharp(topo), equal_nodes=bool((per_host == m).all()))
+                    nvls_bw_inter=inter, sharp=bool(collnet) and fabric_sharp(topo),
+                    equal_nodes=bool((per_host == m).all()))
 
 
 def run_auto(topo, gpus, collective: str, sizes, *, t_start: float, **kw) -> CollectiveResult:
@@ -359,13 +367,13 @@ def run_auto(topo, gpus, collective: str, sizes, *, t_start: float, **kw) -> Col
         int(np.unique(np.asarray(topo.gpu_host)[gpus], return_counts=True)[1].max()),
         int(np.unique(np.asarray(topo.gpu_host)[gpus]).size), nic_gbps=topo.nic_bandwidth / GB,
         min_channels=kw.get("min_channels"), max_channels=kw.get("max_channels")).final
-    comm = nccl_comm(topo, gpus, channels)
+    comm = nccl_comm(topo, gpus, channels, collnet=kw.get("collnet", False))
     protocols = None if protocol == "auto" else (protocol,)
     sizes = [int(s) for s in np.atleast_1d(sizes)]
     try:
-        # CollNet's phases are not built (no fabric has in-network reduction): never chosen even if a topology
-        # said it had SHARP; NCCL's rows for it stay in the tuning model.
-        simulated = tuple(a for a in NCCL_ALGORITHMS if not a.startswith("collnet"))
+        # CollNet is among NCCL's choices only with SHARP and the plugin (comm.sharp); NVLS across nodes (NVLS with
+        # CollNet) has no phases here, so it is never chosen.
+        simulated = tuple(a for a in NCCL_ALGORITHMS if not (a == "nvls" and comm.n_nodes > 1))
         chosen = {s: choose_algo(name, s, comm, algorithms=simulated, protocols=protocols) for s in set(sizes)}
     except ValueError as e:
         raise CollectiveError(str(e)) from None

@@ -124,9 +124,12 @@ COLLECTIVE = ParamSet("collective", (
     Param("algorithm", "choice", "auto", "NCCL algorithm: auto (NCCL's choice per size by its tuning model) or one "
                                          "forced, as NCCL_ALGO: ring, tree (allreduce), nvls (NVLink SHARP in one "
                                          "host), nvls_tree (allreduce across hosts), collnet_direct / collnet_chain "
-                                         "(in-network reduction: no fabric of the twin has it), pat (allgather, "
-                                         "reducescatter, one GPU per node)", choices=ALGORITHM_CHOICES,
-          normalize=_canonical_algorithm, short="--algo"),
+                                         "(allreduce reduced in the network by InfiniBand SHARP switches; forcing "
+                                         "one enables CollNet), pat (allgather, reducescatter, one GPU per node)",
+          choices=ALGORITHM_CHOICES, normalize=_canonical_algorithm, short="--algo"),
+    Param("collnet", "bool", False, "NCCL_COLLNET_ENABLE: NCCL's CollNet plugin is loaded (the NCCL-SHARP plugin "
+                                    "of HPC-X), so algorithm auto may choose collnet_direct / collnet_chain where the "
+                                    "fabric's switches have SHARP; off: NCCL's default, CollNet never chosen"),
     SEED,
     Param("seeds", "int", 1, "run with the seeds seed .. seed+seeds-1 and report the median run and the spread "
                              "(ECMP's outcome depends on the hash seed)", min=1, max=100),
@@ -145,7 +148,8 @@ COLLECTIVE = ParamSet("collective", (
                                         "LL128, Simple (forced, as NCCL_PROTO)", choices=PROTOCOL_CHOICES,
           normalize=_canonical_protocol),
     HOTTEST,
-    *(_factor_param(n) for n in ("nvlink_efficiency", "nic_efficiency", "pcie_efficiency", "host_latency_us")),
+    *(_factor_param(n) for n in ("nvlink_efficiency", "nic_efficiency", "pcie_efficiency", "host_latency_us",
+                                 "sharp_efficiency")),
 ), check=_check_collective, doc="A collective over the backend fabric, as nccl-tests measures it.")
 
 FABRIC_HEALTH = ParamSet("fabric_health", (

@@ -10,7 +10,7 @@ import numpy as np
 
 from sim.core.units import IDX
 from sim.fabric.algorithms import plan as plan_collective
-from sim.fabric.collectives import SWITCH_DOWN, SWITCH_UP, CollectiveError, CollectivePlan
+from sim.fabric.collectives import SHARP_DOWN, SHARP_UP, SWITCH_DOWN, SWITCH_UP, CollectiveError, CollectivePlan
 from sim.fabric.flows import NVLINK_DIRECTIONS
 
 
@@ -50,12 +50,17 @@ def roofline_busbw(collective: str, n: int, gpus_per_host: int, nic_bandwidth: f
         # Each endpoint's bytes over the network and over NVLink: the other kind's transfers weigh 0 (adding 0.0
         # leaves a sum as it is, and saves picking 9.4M transfers out by mask at 600k).
         net, nvlink = np.where(inter, ph.share, 0.0), np.where(inter, 0.0, ph.share)
-        out_nvl, in_nvl = nvlink, nvlink
+        out_nvl, in_nvl, out_net, in_net = nvlink, nvlink, net, net
         if ph.switch is not None:                     # NVLS legs load one side only: egress up, ingress down
             out_nvl = np.where(ph.switch == SWITCH_DOWN, 0.0, nvlink)
             in_nvl = np.where(ph.switch == SWITCH_UP, 0.0, nvlink)
-        loads = [np.bincount(ph.src, net, minlength=n) / nic_bandwidth,
-                 np.bincount(ph.dst, net, minlength=n) / nic_bandwidth,
+            sharp_leg = (ph.switch == SHARP_UP) | (ph.switch == SHARP_DOWN)
+            if sharp_leg.any():                       # SHARP legs: the head's NIC out (up) or in (down) only
+                out_nvl, in_nvl = np.where(sharp_leg, 0.0, out_nvl), np.where(sharp_leg, 0.0, in_nvl)
+                out_net = net + np.where(ph.switch == SHARP_UP, ph.share, 0.0)
+                in_net = net + np.where(ph.switch == SHARP_DOWN, ph.share, 0.0)
+        loads = [np.bincount(ph.src, out_net, minlength=n) / nic_bandwidth,
+                 np.bincount(ph.dst, in_net, minlength=n) / nic_bandwidth,
                  np.bincount(ph.src, out_nvl, minlength=n) / nvl,
                  np.bincount(ph.dst, in_nvl, minlength=n) / nvl]
         unit += ph.steps * max(float(x.max()) for x in loads)

@@ -98,7 +98,8 @@ def run_collective_seeds(topo, params: dict, progress: Progress | None = None, h
                                 hash=params["hash"], udp_sport=params["udp_sport"],
                                 min_channels=params["min_channels"], max_channels=params["max_channels"],
                                 hottest=params["hottest"] if hottest is None else hottest, progress=shares[i],
-                                protocol=params.get("protocol", "auto"), efficiencies=Efficiencies.of(params))
+                                protocol=params.get("protocol", "auto"), efficiencies=Efficiencies.of(params),
+                                collnet=bool(params.get("collnet", False)))
         runs.append(SeededRun(seed, gpus, result))
         shares[i](1.0, f"seed {seed}: normalized busbw {100 * result.rows[-1].norm:.1f} %")
         if on_seed is not None:

@@ -107,6 +107,7 @@ class Topology:
     port_views: tuple = ()                 # (P,) one Topology per plane when Q > 1 (module docstring)
     gpu_model: dict = field(default_factory=dict)   # the GPU's catalog specs (sim/presets/catalog.toml), plus "slug"
     nic_model: dict = field(default_factory=dict)   # the backend NIC's catalog specs, plus "slug"
+    sharp: bool = False                # the backend's switches reduce in the network (InfiniBand SHARP): fabric_sharp
 
     @property
     def n_nodes(self) -> int:
@@ -235,6 +236,7 @@ def topology_from_layout(layout: ClusterLayout, hop_latency: float = DEFAULT_HOP
         ports_per_nic=Q, planes=backend.planes, gpu_port_uplink=port_up, gpu_port_leaf=port_leaf,
         gpu_port_alive=port_alive, gpu_model=_specs(gpu_model),
         nic_model=_specs((lay.spec.catalog or load_catalog()).get("nic", backend.nic, "backend.nic")),
+        sharp=fabric_sharp(backend, lay.spec.catalog or load_catalog()),
     )
     if Q > 1:
         topo.port_views = tuple(_plane_view(topo, lay, sw, cab, p, port_leaf_port) for p in range(backend.planes))
@@ -266,6 +268,20 @@ def _plane_view(topo: Topology, lay: ClusterLayout, sw: dict, cab: dict, p: int,
         gpu_downlink=np.where(up >= 0, up + topo.n_cables, -1), switch_group=sw_p["group"].astype(IDX),
         **tables, leaf_downlinks=int(leaf_port.max()) + 1 if leaf_port.size else 0, cache={}, ports_per_nic=1,
         planes=1, gpu_port_uplink=None, gpu_port_leaf=None, gpu_port_alive=None, port_views=())
+
+
+def fabric_sharp(backend, catalog) -> bool:
+    """Whether the backend fabric reduces in the network, as NCCL's CollNet needs (InfiniBand SHARP): an
+    InfiniBand fabric whose NIC is not an Ethernet / EFA one and every switch tier's model has the catalog key
+    ``sharp`` (NVIDIA Quantum and Quantum-2 [S140]; the NCCL-SHARP plugin needs ConnectX-6 or later and Quantum or
+    later [S141]). RoCE / Ethernet / EFA fabrics never do (SHARP is an InfiniBand protocol)."""
+    if backend.kind != "infiniband":
+        return False
+    nic = catalog.get("nic", backend.nic, "backend.nic")
+    if nic.specs.get("transport") in ("roce", "efa", "ethernet"):
+        return False
+    return all(bool(catalog.get("switch", t.model, "backend.model").specs.get("sharp", False))
+               for t in backend.tiers)
 
 
 def _specs(model) -> dict:

@@ -1,4 +1,4 @@
-"""NCCL's algorithms beyond Ring and Tree (NVLS, NVLS-Tree, PAT, CollNet's absence), NCCL's choice of algorithm and
+"""NCCL's algorithms beyond Ring and Tree (NVLS, NVLS-Tree, PAT, CollNet's refusal without SHARP), NCCL's choice of algorithm and
 protocol, the achievable bandwidth of NVLink, the NVSwitch, PCIe and the NIC, and the host floor: analytic cases
 (issue 39 item 3; docs/engine.md "NCCL's algorithms", "Achievable bandwidth")."""
 from __future__ import annotations
@@ -101,8 +101,10 @@ def test_nvls_tree_two_hosts_sends_half_a_tree_per_nic():
 
 
 def test_collnet_unavailable_without_sharp():
+    """A fabric whose switches have no SHARP (here the pod with its switches' key taken away) refuses CollNet."""
     with pytest.raises(CollectiveError, match="SHARP"):
-        run_collective(h100(), np.arange(16), "allreduce", [1 << 20], algorithm="collnet_direct")
+        run_collective(dataclasses.replace(h100(), sharp=False), np.arange(16), "allreduce", [1 << 20],
+                       algorithm="collnet_direct")
 
 
 # --------------------------------------------------------------------------------------------- PAT

@@ -40,13 +40,16 @@ class NICModel(HardwareModelBase):
 
 
 class SwitchModel(HardwareModelBase):
-    """A switch product: port count and speed, switching capacity, packet buffer; modular (chassis) or not."""
+    """A switch product: port count and speed, switching capacity, packet buffer; modular (chassis) or not; whether
+    it reduces in the network (InfiniBand SHARP, what NCCL's CollNet needs; null where unknown)."""
 
     ports = models.PositiveIntegerField()
     speed_gbps = models.PositiveIntegerField()
     capacity_tbps = models.FloatField()
     buffer_mb = models.PositiveIntegerField()
     modular = models.BooleanField()
+    sharp = models.BooleanField(null=True, blank=True,
+                                help_text="InfiniBand SHARP streaming aggregation (in-network reduction, CollNet)")
 
 
 class HostPlatform(HardwareModelBase):
