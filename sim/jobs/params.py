@@ -9,7 +9,7 @@ from sim.jobs.layout import MAX_DIM, check_job
 from sim.jobs.models import CUSTOM, MODELS
 from sim.jobs.pipeline import SCHEDULES
 from sim.jobs.queue import MAX_QUEUED, MAX_SHARED_JOBS, read_jobs
-from sim.jobs.step import GPU_SMS, TP_OVERLAP_AG_SMS, TP_OVERLAP_RS_SMS
+from sim.jobs.step import DP_COMM_SMS, GPU_SMS, TP_OVERLAP_AG_SMS, TP_OVERLAP_RS_SMS
 
 
 # ------------------------------------------------------------------------------------------- training jobs
@@ -56,6 +56,13 @@ JOB_PARAMS = (
                                          "selective)", choices=RECOMPUTE),
     Param("fsdp", "bool", True, "data parallelism as FSDP (all-gather weights, reduce-scatter gradients, sharded "
                                 "optimizer); off: DDP (all-reduce of gradients, replicated optimizer)"),
+    Param("reshard_after_forward", "bool", False, "FSDP frees each layer's gathered weights after its forward "
+                                                  "(ZeRO-3; FSDP2's default, FSDP1's FULL_SHARD): gathered again "
+                                                  "in backward and gradients reduce-scattered every micro-batch; "
+                                                  "off: kept to the backward (SHARD_GRAD_OP, as Llama 3)"),
+    Param("dp_comm_sms", "int", DP_COMM_SMS, "SMs (of the H100's 132) a data-parallel collective's NCCL kernel "
+                                             "holds while it overlaps compute (one per channel: 16 on an 8-NIC "
+                                             "host)", min=0, max=GPU_SMS - 1),
     Param("overlap", "bool", True, "overlap data-parallel communication with compute (off: all of it exposed)"),
     Param("tp_comm_overlap", "bool", True, "overlap TP all-gathers and reduce-scatters with the GEMMs they feed "
                                            "(Megatron --tp-comm-overlap with Transformer Engine's userbuffers, "
