@@ -21,6 +21,9 @@ launches, the output head and loss, and the optimizer step, on one GPU for one m
   Megatron's and Transformer Engine's fused kernels run them; eager: PyTorch's separate ops, each a kernel with
   its own FP32 intermediates. Backward: twice the forward's bytes (reads the saved input and the output gradient,
   writes the input gradient). Llama 3 has no dropout.
+* **The FP8 recipe's own kernels** (:func:`fp8_cast_bytes`, FP8 jobs): every GEMM operand quantized from BF16 to
+  FP8, row-wise and transposed, by a memory-bound kernel per GEMM and pass (``fp8_recipe``: delayed scaling reads
+  it once, current scaling twice) [S135, S136].
 * **Launches**: ``launch_overhead_us`` (fitted) per kernel the GPU runs: the gap between back-to-back kernels.
 * **Optimizer** (:func:`optimizer_seconds`): AdamW over the GPU's shard of its stage's parameters, memory-bound:
   :data:`OPTIMIZER_BYTES_PER_PARAM` bytes per parameter.
@@ -62,6 +65,15 @@ OPTIMIZER_BYTES_PER_PARAM = 4 * FP32 + 3 * FP32 + BF16
 
 GEMMS_PER_LAYER = 4               # QKV, attention output, FC1 (gate and up), FC2: Megatron/TE's fused GEMMs
 
+# FP8 scaling recipes and the HBM bytes per element their quantization kernels move (docs/jobs.md "The FP8 recipe's
+# own kernels"): every FP8 GEMM operand is quantized from BF16 by a memory-bound kernel that reads it (2 bytes) and
+# writes it in FP8 twice, row-wise and transposed (1 + 1: Hopper's FP8 tensor cores take only the "TN" layout, so
+# the weight-gradient and input-gradient GEMMs need the transposed copy; Transformer Engine's fused cast-transpose)
+# [S135, S136]. Delayed scaling takes the scale from the amax history: one read; current (dynamic, per-tensor)
+# scaling computes the amax first: a second read [S135].
+FP8_RECIPES = ("delayed", "current")
+FP8_CAST_BYTES = {"delayed": BF16 + 2 * 1, "current": 2 * BF16 + 2 * 1}
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -79,6 +91,7 @@ class Settings:
     launch_s: float
     compiled: bool
     clock: float
+    fp8_recipe: str = "delayed"
 
 
 def _factor(p: dict, name: str) -> float:
@@ -100,7 +113,8 @@ def settings(p: dict, gpu: GPU) -> Settings:
                     scale=_factor(p, "gemm_efficiency_scale"), flat_attention=p.get("attention_efficiency"),
                     attention_kernel=p.get("attention_kernel") or "auto",
                     hbm_efficiency=_factor(p, "hbm_efficiency"), launch_s=_factor(p, "launch_overhead_us") * 1e-6,
-                    compiled=bool(p.get("compiled", True)), clock=clock)
+                    compiled=bool(p.get("compiled", True)), clock=clock,
+                    fp8_recipe=p.get("fp8_recipe") or "delayed")
 
 
 # ------------------------------------------------------------------------------------------------ GEMMs
@@ -204,6 +218,23 @@ def head_memory(model: ModelShape, compiled: bool) -> tuple[float, float, int, i
     return 36 * d + 14 * V, 2 * 36 * d + 14 * V, 6 + 3, 12 + 3
 
 
+def fp8_cast_bytes(shapes: dict, tp: int, micro_batches: int, recipe: str) -> tuple[float, float]:
+    """HBM bytes of the FP8 recipe's quantization kernels for one layer and one micro-batch on one GPU: (forward,
+    backward). Each GEMM ``{name: (M, N, K)}`` (:func:`layer_gemms`) quantizes its input (``M x K``) in forward and
+    its output gradient (``M x N``) in backward, :data:`FP8_CAST_BYTES` per element; a full-width tensor of the
+    sequence-parallel shard (the QKV and FC1 inputs, the attention-output and FC2 output gradients) is quantized
+    before its TP all-gather, on the GPU's ``1/tp`` of the tokens. The weights (``K x N``) once per step (the first
+    micro-batch's cast kept for the others, Transformer Engine's ``is_first_microbatch``), spread over the step's
+    ``micro_batches``."""
+    q = FP8_CAST_BYTES[recipe]
+    full_in, full_grad = ("qkv", "fc1"), ("out", "fc2")
+    fwd = bwd = 0.0
+    for name, (M, N, K) in shapes.items():
+        fwd += M * K / (tp if name in full_in else 1) * q + K * N * q / micro_batches
+        bwd += M * N / (tp if name in full_grad else 1) * q
+    return fwd, bwd
+
+
 def optimizer_seconds(params: float, gpu: GPU, s: Settings) -> float:
     """Seconds of AdamW over ``params`` parameters on one GPU (its shard), bound by HBM."""
     return params * OPTIMIZER_BYTES_PER_PARAM / (gpu.hbm * s.hbm_efficiency)
@@ -250,13 +281,18 @@ def layer_times(model: ModelShape, p: dict, gpu: GPU | None = None) -> LayerTime
     attn_b = (2.0 if s.flat_attention is not None else ATTENTION_BACKWARD_FLOPS) * attn_f
     rate = gpu.hbm * s.hbm_efficiency
     mem, kernels = layer_memory(model, s.compiled)
+    cast_f = cast_b = 0.0
+    casts = 0
+    if s.precision == "fp8":
+        cast_f, cast_b = fp8_cast_bytes(shapes, tp, int(p.get("micro_batches") or 1), s.fp8_recipe)
+        casts = GEMMS_PER_LAYER
     hf, hd, hw = (float(x) for x in t[-1])
     hbf, hbb, hkf, hkb = head_memory(model, s.compiled)
     head = {"gemm_f": hf, "gemm_d": hd, "gemm_w": hw, "mem_f": local * hbf / rate, "mem_b": local * hbb / rate,
             "launch_f": (1 + hkf) * s.launch_s, "launch_d": (1 + hkb) * s.launch_s, "launch_w": s.launch_s}
     return LayerTimes(gemm_f=gf, gemm_d=gd, gemm_w=gw, attn_f=attn_f, attn_b=attn_b,
-                      mem_f=local * mem / rate, mem_b=2 * local * mem / rate,
-                      launch_f=(GEMMS_PER_LAYER + 1 + kernels) * s.launch_s,
-                      launch_d=(GEMMS_PER_LAYER + 1 + 2 * kernels) * s.launch_s,
+                      mem_f=(local * mem + cast_f) / rate, mem_b=(2 * local * mem + cast_b) / rate,
+                      launch_f=(GEMMS_PER_LAYER + 1 + kernels + casts) * s.launch_s,
+                      launch_d=(GEMMS_PER_LAYER + 1 + 2 * kernels + casts) * s.launch_s,
                       launch_w=GEMMS_PER_LAYER * s.launch_s,
                       gemms={k: (g[0], g[1] + g[2]) for k, g in gemms.items()}, head=head)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from sim.core.params import MAX_GPUS, Param, ParamSet
 from sim.fabric.params import HASH, HOTTEST, QPS, ROUTING, SEED, UDP_SPORT
 from sim.fabric.placement import PLACEMENTS
-from sim.jobs.kernels import ATTENTION_KERNELS
+from sim.jobs.kernels import ATTENTION_KERNELS, FP8_RECIPES
 from sim.jobs.layout import MAX_DIM, check_job
 from sim.jobs.models import CUSTOM, MODELS
 from sim.jobs.pipeline import SCHEDULES
@@ -51,6 +51,10 @@ JOB_PARAMS = (
                                           "output head (as Llama 3)"),
     Param("precision", "choice", "bf16", "GEMM precision: bf16, or fp8 (weights, gradients and collectives stay "
                                          "BF16/FP32)", choices=PRECISIONS),
+    Param("fp8_recipe", "choice", "delayed", "FP8 scaling: delayed (Transformer Engine's default: the scale from the "
+                                             "amax history, one read per quantization) or current (per-tensor "
+                                             "dynamic scaling, torchao's float8: the amax read first, two reads); "
+                                             "FP8 jobs only", choices=FP8_RECIPES),
     Param("recompute", "choice", "auto", "activation recomputation: none, selective (the fewest layers per stage "
                                          "recomputed whole that make it fit HBM), full (every layer), auto (= "
                                          "selective)", choices=RECOMPUTE),

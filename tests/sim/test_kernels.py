@@ -158,5 +158,31 @@ def test_attention_efficiency_rises_with_the_sequence_toward_the_kernels_ceiling
 
 def test_every_new_step_parameter_is_step_only():
     for name in ("gemm_efficiency_scale", "hbm_efficiency", "launch_overhead_us", "compiled", "power_cap_w",
-                 "attention_kernel"):
+                 "attention_kernel", "reshard_after_forward", "dp_comm_sms", "fp8_recipe"):
         assert name in STEP_ONLY and name in JOB.by_name
+
+
+def test_fp8_quantizes_every_gemm_operand_at_its_bytes_over_hbm():
+    # Given Llama 3 8B on one GPU (TP 1), one micro-batch of 8,192 tokens: each GEMM quantizes its input (M x K) in
+    # forward, its output gradient (M x N) in backward, its weights (K x N) once per step; 4 bytes per element with
+    # delayed scaling (read BF16, write FP8 row-wise and transposed), 6 with current scaling (the amax read first)
+    m = MODELS["llama3-8b"]
+    d, kv, F, T = m.dim, m.kv_dim, m.ffn_dim, 8192
+    ins = T * (d + d + d + F)
+    grads = T * ((d + 2 * kv) + d + 2 * F + d)
+    weights = d * (d + 2 * kv) + d * d + d * 2 * F + F * d
+    rate = 26800e9 / 8 * 0.84
+    bf16 = kernels.layer_times(m, job(hbm_efficiency=0.84))
+    for recipe, q in (("delayed", 4), ("current", 6)):
+        lt = kernels.layer_times(m, job(precision="fp8", fp8_recipe=recipe, hbm_efficiency=0.84))
+        # Then the memory-bound time grows by those bytes over the achievable HBM bandwidth, and nothing else does
+        assert lt.mem_f - bf16.mem_f == pytest.approx(q * (ins + weights) / rate, rel=1e-9)
+        assert lt.mem_b - bf16.mem_b == pytest.approx(q * grads / rate, rel=1e-9)
+        assert lt.launch_f - bf16.launch_f == pytest.approx(4 * 4e-6, rel=1e-9)       # one cast kernel per GEMM
+    # the weights' cast spreads over the step's micro-batches; TP quantizes full-width tensors on the GPU's shard
+    two = kernels.fp8_cast_bytes(kernels.layer_gemms(m, T, 1), 1, 2, "delayed")
+    one = kernels.fp8_cast_bytes(kernels.layer_gemms(m, T, 1), 1, 1, "delayed")
+    assert one[0] - two[0] == pytest.approx(4 * weights / 2, rel=1e-12) and one[1] == two[1]
+    tp2 = kernels.fp8_cast_bytes(kernels.layer_gemms(m, T, 2), 2, 1, "delayed")
+    assert tp2[0] == pytest.approx(4 * (ins + weights) / 2, rel=1e-12)
+    assert tp2[1] == pytest.approx(4 * grads / 2, rel=1e-12)
