@@ -24,6 +24,8 @@ launches, the output head and loss, and the optimizer step, on one GPU for one m
 * **The FP8 recipe's own kernels** (:func:`fp8_cast_bytes`, FP8 jobs): every GEMM operand quantized from BF16 to
   FP8, row-wise and transposed, by a memory-bound kernel per GEMM and pass (``fp8_recipe``: delayed scaling reads
   it once, current scaling twice) [S135, S136].
+* **The loss** (:func:`head_memory`): unfused by default, on the logits upcast to FP32 as Megatron's and
+  torchtitan's losses run it [S137, S138]; ``fused_loss``: one kernel on the BF16 logits.
 * **Launches**: ``launch_overhead_us`` (fitted) per kernel the GPU runs: the gap between back-to-back kernels.
 * **Optimizer** (:func:`optimizer_seconds`): AdamW over the GPU's shard of its stage's parameters, memory-bound:
   :data:`OPTIMIZER_BYTES_PER_PARAM` bytes per parameter.
@@ -92,6 +94,7 @@ class Settings:
     compiled: bool
     clock: float
     fp8_recipe: str = "delayed"
+    fused_loss: bool = False
 
 
 def _factor(p: dict, name: str) -> float:
@@ -114,7 +117,7 @@ def settings(p: dict, gpu: GPU) -> Settings:
                     attention_kernel=p.get("attention_kernel") or "auto",
                     hbm_efficiency=_factor(p, "hbm_efficiency"), launch_s=_factor(p, "launch_overhead_us") * 1e-6,
                     compiled=bool(p.get("compiled", True)), clock=clock,
-                    fp8_recipe=p.get("fp8_recipe") or "delayed")
+                    fp8_recipe=p.get("fp8_recipe") or "delayed", fused_loss=bool(p.get("fused_loss", False)))
 
 
 # ------------------------------------------------------------------------------------------------ GEMMs
@@ -207,15 +210,20 @@ def layer_memory(model: ModelShape, compiled: bool) -> tuple[float, int]:
     return 2 * 36 * d + 2 * 3 * BF16 * d + 20 * (d + kv) + 10 * F, 2 * 6 + 2 + 6 + 2
 
 
-def head_memory(model: ModelShape, compiled: bool) -> tuple[float, float, int, int]:
+def head_memory(model: ModelShape, compiled: bool, fused_loss: bool | None = None) -> tuple[float, float, int, int]:
     """The last stage's final RMSNorm and cross-entropy over the vocabulary, per token: (forward bytes, backward
-    bytes, forward kernels, backward kernels). Compiled: the loss reads the BF16 logits (``2 V``), its backward reads
-    them again and writes their gradient (``4 V``); eager: the logits upcast to FP32, log-softmax materialised and
-    its gradient downcast (14 V bytes each way, 3 kernels each)."""
+    bytes, forward kernels, backward kernels). The norm: compiled one kernel (``2 d`` BF16 elements forward, twice
+    that backward), eager PyTorch's six (36 d bytes). The loss: fused (``fused_loss``; Megatron's
+    ``--cross-entropy-loss-fusion``, a compiled loss) reads the BF16 logits (``2 V``), its backward reads them again
+    and writes their gradient (``4 V``), one kernel each; unfused, as Megatron's vocab-parallel cross-entropy and
+    torchtitan's loss run by default [S137, S138], on the logits upcast to FP32: upcast, log-softmax, and its
+    gradient downcast (14 V bytes each way, 3 kernels each). ``fused_loss`` None: fused when ``compiled`` (the
+    model before the unfused FP32 loss was named)."""
     d, V = model.dim, model.vocab
-    if compiled:
-        return BF16 * 2 * d + BF16 * V, 2 * BF16 * 2 * d + 2 * BF16 * V, 2, 3
-    return 36 * d + 14 * V, 2 * 36 * d + 14 * V, 6 + 3, 12 + 3
+    fused = compiled if fused_loss is None else fused_loss
+    nf, nb, kf, kb = (BF16 * 2 * d, 2 * BF16 * 2 * d, 1, 2) if compiled else (36 * d, 2 * 36 * d, 6, 12)
+    lf, lb, jf, jb = (BF16 * V, 2 * BF16 * V, 1, 1) if fused else (14 * V, 14 * V, 3, 3)
+    return nf + lf, nb + lb, kf + jf, kb + jb
 
 
 def fp8_cast_bytes(shapes: dict, tp: int, micro_batches: int, recipe: str) -> tuple[float, float]:
@@ -287,7 +295,7 @@ def layer_times(model: ModelShape, p: dict, gpu: GPU | None = None) -> LayerTime
         cast_f, cast_b = fp8_cast_bytes(shapes, tp, int(p.get("micro_batches") or 1), s.fp8_recipe)
         casts = GEMMS_PER_LAYER
     hf, hd, hw = (float(x) for x in t[-1])
-    hbf, hbb, hkf, hkb = head_memory(model, s.compiled)
+    hbf, hbb, hkf, hkb = head_memory(model, s.compiled, s.fused_loss)
     head = {"gemm_f": hf, "gemm_d": hd, "gemm_w": hw, "mem_f": local * hbf / rate, "mem_b": local * hbb / rate,
             "launch_f": (1 + hkf) * s.launch_s, "launch_d": (1 + hkb) * s.launch_s, "launch_w": s.launch_s}
     return LayerTimes(gemm_f=gf, gemm_d=gd, gemm_w=gw, attn_f=attn_f, attn_b=attn_b,

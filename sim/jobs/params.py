@@ -98,6 +98,9 @@ JOB_PARAMS = (
                                                "fitted value", min=0.0, max=10_000.0, nullable=True),
     Param("compiled", "bool", True, "element-wise kernels fused (torch.compile, Megatron/Transformer Engine's fused "
                                     "kernels); off: eager PyTorch, one kernel per op"),
+    Param("fused_loss", "bool", False, "cross-entropy fused into one kernel on the BF16 logits (Megatron "
+                                        "--cross-entropy-loss-fusion, a compiled loss); off: the frameworks' default, "
+                                        "the logits upcast to FP32, log-softmax and its gradient as separate kernels"),
     Param("power_cap_w", "float", None, "GPU power limit in W (nvidia-smi -pl): compute-bound kernels slow with the "
                                         "clock (docs/power.md); null: none (the TDP)", min=50.0, max=5_000.0,
           nullable=True),

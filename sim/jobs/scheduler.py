@@ -262,7 +262,7 @@ def _shape_key(p: dict, gpus, host, leaf, zone) -> tuple:
                                "schedule", "virtual_stages", "micro_batches_per_round", "balance_stages",
                                "precision", "order", "fsdp", "recompute", "tp_comm_overlap", "tp_overlap_rs_sms",
                                "tp_overlap_ag_sms", "reshard_after_forward", "dp_comm_sms",
-                               "fp8_recipe"))
+                               "fp8_recipe", "fused_loss"))
     racks = np.unique(leaf[gpus]).size
     zones = np.unique(zone[gpus]).size
     hosts = np.unique(host[gpus]).size

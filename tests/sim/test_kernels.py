@@ -107,8 +107,8 @@ def test_a_power_cap_slows_the_compute_bound_kernels_by_the_clock_relation_only(
 def test_eager_is_slower_than_compiled_by_its_extra_launches_and_bytes():
     m = MODELS["llama3-8b"]
     L = m.layers
-    comp, eager = compute_times(m, job(launch_overhead_us=5.0)), compute_times(m, job(launch_overhead_us=5.0,
-                                                                                       compiled=False))
+    comp = compute_times(m, job(launch_overhead_us=5.0, fused_loss=True))        # compiled, the loss fused too
+    eager = compute_times(m, job(launch_overhead_us=5.0, compiled=False))
     # launches per layer: compiled 4 GEMMs + attention + 4 fused kernels forward, 4 + 1 + 8 backward, 4 weight
     # gradients = 26; eager 22 element-wise kernels a forward: 27 + 49 + 4 = 80. Head: 8 against 27.
     extra = (L * (80 - 26) + (27 - 8)) * 5e-6
@@ -158,7 +158,7 @@ def test_attention_efficiency_rises_with_the_sequence_toward_the_kernels_ceiling
 
 def test_every_new_step_parameter_is_step_only():
     for name in ("gemm_efficiency_scale", "hbm_efficiency", "launch_overhead_us", "compiled", "power_cap_w",
-                 "attention_kernel", "reshard_after_forward", "dp_comm_sms", "fp8_recipe"):
+                 "attention_kernel", "reshard_after_forward", "dp_comm_sms", "fp8_recipe", "fused_loss"):
         assert name in STEP_ONLY and name in JOB.by_name
 
 
@@ -186,3 +186,17 @@ def test_fp8_quantizes_every_gemm_operand_at_its_bytes_over_hbm():
     tp2 = kernels.fp8_cast_bytes(kernels.layer_gemms(m, T, 2), 2, 1, "delayed")
     assert tp2[0] == pytest.approx(4 * (ins + weights) / 2, rel=1e-12)
     assert tp2[1] == pytest.approx(4 * grads / 2, rel=1e-12)
+
+
+def test_the_unfused_loss_moves_14_bytes_a_vocabulary_entry_each_way_against_the_fused_2_and_4():
+    m = MODELS["llama3-8b"]
+    V, T = m.vocab, 8192
+    rate = 26800e9 / 8 * 0.84
+    fused = kernels.layer_times(m, job(hbm_efficiency=0.84, fused_loss=True)).head
+    fp32 = kernels.layer_times(m, job(hbm_efficiency=0.84)).head                 # the default: unfused, FP32
+    assert fp32["mem_f"] - fused["mem_f"] == pytest.approx(T * (14 - 2) * V / rate, rel=1e-12)
+    assert fp32["mem_b"] - fused["mem_b"] == pytest.approx(T * (14 - 4) * V / rate, rel=1e-12)
+    assert fp32["launch_f"] - fused["launch_f"] == pytest.approx(2 * 4e-6, rel=1e-9)
+    # eager with the unfused loss is the eager head as before: its norm's bytes and the loss's
+    eager = kernels.layer_times(m, job(hbm_efficiency=0.84, compiled=False)).head
+    assert eager["mem_f"] == pytest.approx(T * (36 * m.dim + 14 * V) / rate, rel=1e-12)
