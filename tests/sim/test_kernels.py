@@ -146,6 +146,12 @@ def test_the_gpu_comes_from_the_catalog_entry_a100_against_h100():
         step_breakdown(MODELS["llama3-70b"], tp, {d: 1e-11 for d in ("tp", "cp", "pp", "dp")},
                        {d: 1e-6 for d in ("tp", "cp", "pp", "dp")}, {"tp": 8, "cp": 1, "pp": 1, "dp": 2})
     assert "tp_overlap_rs_sms" in e.value.errors
+    # nor can a DP collective's kernel
+    dp = job(gpu=A100, gpus=16, dp=16, dp_comm_sms=110, batch_tokens=16 * 8192)
+    with pytest.raises(ParamError) as e:
+        step_breakdown(MODELS["llama3-8b"], dp, {d: 1e-11 for d in ("tp", "cp", "pp", "dp")},
+                       {d: 1e-6 for d in ("tp", "cp", "pp", "dp")}, {"tp": 1, "cp": 1, "pp": 1, "dp": 16})
+    assert "dp_comm_sms" in e.value.errors
     # an entry missing keys (an older catalog) takes H100's for them
     assert gpu_of({"gpu": {"slug": "x", "bf16_tflops": 500}}).sms == H100["sms"]
 
