@@ -52,11 +52,15 @@ GEMM_CEILING = {("hopper", "bf16"): 794.5 / 989, ("hopper", "fp8"): 1402.6 / 197
 # the model takes the one that quantizes the output best.
 TILES = ((128, 256), (256, 128), (128, 128))
 
-ATTENTION_KERNELS = ("auto", "fa2", "fa3")
+ATTENTION_KERNELS = ("auto", "fa1", "fa2", "fa3")
 # A kernel's efficiency ceiling by (kernel, architecture), share of the dense BF16 peak:
 # FlashAttention-3, head dim 128, forward on H100: 630 TFLOPs/s at long sequences (S102's 430 at 512 tokens ... 621
 # at 16k follow ceiling x s / (s + 240)); FlashAttention-2 on H100: 35 % [S24]; on A100 up to 73 % [S101].
-ATTENTION_CEILING = {("fa3", "hopper"): 630.0 / 989, ("fa2", "hopper"): 0.35, ("fa2", "ampere"): 0.73}
+# FlashAttention (v1), what frameworks ran before FlashAttention-2 (July 2023): 25-40 % of A100's peak [S101], its
+# upper end as the long-sequence ceiling; on H100 no figure is published: assumed to keep the share of A100's that
+# FlashAttention-2 keeps (0.35 / 0.73), neither using Hopper's asynchronous tensor-core instructions [S24].
+ATTENTION_CEILING = {("fa3", "hopper"): 630.0 / 989, ("fa2", "hopper"): 0.35, ("fa2", "ampere"): 0.73,
+                     ("fa1", "ampere"): 0.40, ("fa1", "hopper"): 0.40 * 0.35 / 0.73}
 ATTENTION_S0 = 240.0              # keys: the per-query-block fixed cost, from S102's curve (docstring)
 ATTENTION_BLOCK = 128             # the kernels' key/query block: the causal mask's diagonal blocks run whole
 ATTENTION_BACKWARD_FLOPS = 2.5    # backward / forward FLOPs of FlashAttention (five matmuls against two) [S101]

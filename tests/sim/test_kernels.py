@@ -209,3 +209,13 @@ def test_the_unfused_loss_moves_14_bytes_a_vocabulary_entry_each_way_against_the
     # eager with the unfused loss is the eager head as before: its norm's bytes and the loss's
     eager = kernels.layer_times(m, job(hbm_efficiency=0.84, compiled=False)).head
     assert eager["mem_f"] == pytest.approx(T * (36 * m.dim + 14 * V) / rate, rel=1e-12)
+
+
+def test_flashattention_v1_is_40_percent_of_a100_at_long_sequences_and_fa2s_share_of_it_on_h100():
+    a, h = gpu_of(job(gpu=A100)), gpu_of(job())
+    long = 1 << 20                                          # the sequence factors all but 1
+    assert kernels.attention_efficiency(long, a, "fa1") == pytest.approx(0.40, rel=1e-3)
+    assert kernels.attention_efficiency(long, h, "fa1") == pytest.approx(0.40 * 0.35 / 0.73, rel=1e-3)
+    for s in (2048, 65536):
+        assert (kernels.attention_efficiency(s, a, "fa1") / kernels.attention_efficiency(s, a, "fa2")
+                == pytest.approx(0.40 / 0.73, rel=1e-12))
