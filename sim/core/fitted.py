@@ -36,10 +36,11 @@ class Factor:
 # Every fitted factor of the engine, in one table (docs/validation.md lists them with their fitted values).
 FACTORS: tuple[Factor, ...] = (
     # --- the training step per kernel (sim/jobs/kernels.py; docs/jobs.md "Compute, per kernel") ---
-    Factor("gemm_efficiency_scale", 1.0, 0.6, 1.25, ("job",),
+    Factor("gemm_efficiency_scale", 0.849, 0.6, 1.25, ("job",),
            "scales the GEMM efficiency curve's ceiling (the best-shape Maximum Achievable Matmul FLOPS measured per "
-           "GPU [S100]): sustained training GEMMs run hotter and longer than a benchmark's, under the power limit "
-           "[S76]; prior 1: the benchmark as measured"),
+           "GPU [S100], a boost-clock burst): training GEMMs run sustained, at the clock the power limit holds "
+           "[S76]; prior 0.849: the same benchmark's sustained figure over its burst figure on H200 BF16 (702.9 of "
+           "828.0 TFLOPS alone, 698.6 of 823.9 with all 8 GPUs busy [S139]; the H100's die, tensor cores and 700 W)"),
     Factor("hbm_efficiency", 0.84, 0.6, 1.0, ("job",),
            "achievable share of HBM's peak bandwidth for streaming (memory-bound) kernels: norms, activations, "
            "rotary, the loss, the optimizer step; prior 0.84: 2.8 of 3.35 TB/s measured on H100 for coalesced "

@@ -111,7 +111,9 @@ def format_job(r, cluster: str) -> str:
         + (f" (v {lay['virtual_stages']}, rounds of {lay['micro_batches_per_round']})"
            if lay["schedule"] == "interleaved" else "")
         + f"{', balanced end stages' if lay['balance_stages'] else ''}, {lay['precision']}, "
-        f"{'FSDP' if lay['fsdp'] else 'DDP'}, recompute {lay['recompute']}"
+        f"{'FSDP' if lay['fsdp'] else 'DDP'}"
+        + (" (reshard after forward)" if lay["fsdp"] and lay.get("reshard_after_forward") else "")
+        + f", recompute {lay['recompute']}"
         + (f" ({sum(lay['recompute_layers'])} layers)" if lay["recompute"] == "selective" else "")
         + (f", TP overlap on (SMs held: reduce-scatters {lay['tp_overlap_rs_sms']}, all-gathers "
            f"{lay['tp_overlap_ag_sms']})" if lay["tp_comm_overlap"] else ", TP overlap off"),

@@ -132,7 +132,9 @@ class JobResult:
                                                  "balance_stages": p["balance_stages"],
                                                  "tp_comm_overlap": p["tp_comm_overlap"],
                                                  "tp_overlap_rs_sms": p["tp_overlap_rs_sms"],
-                                                 "tp_overlap_ag_sms": p["tp_overlap_ag_sms"]},
+                                                 "tp_overlap_ag_sms": p["tp_overlap_ag_sms"],
+                                                 "reshard_after_forward": p["reshard_after_forward"],
+                                                 "dp_comm_sms": p["dp_comm_sms"]},
             "schedule": self.schedule_summary(),
             "placement": p["placement"], "routing": self.routing, "qps": p["qps"], "seed": p["seed"],
             "step_time": float(self.step_time), "tokens_per_s": float(self.tokens_per_s),
@@ -289,7 +291,8 @@ def _result(topo, p, model, gpus, unit, alpha, traffic, **extra) -> JobResult:
 # the step (:meth:`JobSolve.result`).
 STEP_ONLY = ("gemm_efficiency", "attention_efficiency", "hbm_gb", "framework_gb", "fragmentation",
              "tp_overlap_rs_sms", "tp_overlap_ag_sms", "gemm_efficiency_scale", "hbm_efficiency",
-             "launch_overhead_us", "compiled", "power_cap_w", "attention_kernel")
+             "launch_overhead_us", "compiled", "power_cap_w", "attention_kernel", "reshard_after_forward",
+             "dp_comm_sms", "fp8_recipe", "fused_loss")
 
 
 @dataclass

@@ -21,6 +21,11 @@ launches, the output head and loss, and the optimizer step, on one GPU for one m
   Megatron's and Transformer Engine's fused kernels run them; eager: PyTorch's separate ops, each a kernel with
   its own FP32 intermediates. Backward: twice the forward's bytes (reads the saved input and the output gradient,
   writes the input gradient). Llama 3 has no dropout.
+* **The FP8 recipe's own kernels** (:func:`fp8_cast_bytes`, FP8 jobs): every GEMM operand quantized from BF16 to
+  FP8, row-wise and transposed, by a memory-bound kernel per GEMM and pass (``fp8_recipe``: delayed scaling reads
+  it once, current scaling twice) [S135, S136].
+* **The loss** (:func:`head_memory`): unfused by default, on the logits upcast to FP32 as Megatron's and
+  torchtitan's losses run it [S137, S138]; ``fused_loss``: one kernel on the BF16 logits.
 * **Launches**: ``launch_overhead_us`` (fitted) per kernel the GPU runs: the gap between back-to-back kernels.
 * **Optimizer** (:func:`optimizer_seconds`): AdamW over the GPU's shard of its stage's parameters, memory-bound:
   :data:`OPTIMIZER_BYTES_PER_PARAM` bytes per parameter.
@@ -47,11 +52,15 @@ GEMM_CEILING = {("hopper", "bf16"): 794.5 / 989, ("hopper", "fp8"): 1402.6 / 197
 # the model takes the one that quantizes the output best.
 TILES = ((128, 256), (256, 128), (128, 128))
 
-ATTENTION_KERNELS = ("auto", "fa2", "fa3")
+ATTENTION_KERNELS = ("auto", "fa1", "fa2", "fa3")
 # A kernel's efficiency ceiling by (kernel, architecture), share of the dense BF16 peak:
 # FlashAttention-3, head dim 128, forward on H100: 630 TFLOPs/s at long sequences (S102's 430 at 512 tokens ... 621
 # at 16k follow ceiling x s / (s + 240)); FlashAttention-2 on H100: 35 % [S24]; on A100 up to 73 % [S101].
-ATTENTION_CEILING = {("fa3", "hopper"): 630.0 / 989, ("fa2", "hopper"): 0.35, ("fa2", "ampere"): 0.73}
+# FlashAttention (v1), what frameworks ran before FlashAttention-2 (July 2023): 25-40 % of A100's peak [S101], its
+# upper end as the long-sequence ceiling; on H100 no figure is published: assumed to keep the share of A100's that
+# FlashAttention-2 keeps (0.35 / 0.73), neither using Hopper's asynchronous tensor-core instructions [S24].
+ATTENTION_CEILING = {("fa3", "hopper"): 630.0 / 989, ("fa2", "hopper"): 0.35, ("fa2", "ampere"): 0.73,
+                     ("fa1", "ampere"): 0.40, ("fa1", "hopper"): 0.40 * 0.35 / 0.73}
 ATTENTION_S0 = 240.0              # keys: the per-query-block fixed cost, from S102's curve (docstring)
 ATTENTION_BLOCK = 128             # the kernels' key/query block: the causal mask's diagonal blocks run whole
 ATTENTION_BACKWARD_FLOPS = 2.5    # backward / forward FLOPs of FlashAttention (five matmuls against two) [S101]
@@ -61,6 +70,15 @@ ATTENTION_BACKWARD_FLOPS = 2.5    # backward / forward FLOPs of FlashAttention (
 OPTIMIZER_BYTES_PER_PARAM = 4 * FP32 + 3 * FP32 + BF16
 
 GEMMS_PER_LAYER = 4               # QKV, attention output, FC1 (gate and up), FC2: Megatron/TE's fused GEMMs
+
+# FP8 scaling recipes and the HBM bytes per element their quantization kernels move (docs/jobs.md "The FP8 recipe's
+# own kernels"): every FP8 GEMM operand is quantized from BF16 by a memory-bound kernel that reads it (2 bytes) and
+# writes it in FP8 twice, row-wise and transposed (1 + 1: Hopper's FP8 tensor cores take only the "TN" layout, so
+# the weight-gradient and input-gradient GEMMs need the transposed copy; Transformer Engine's fused cast-transpose)
+# [S135, S136]. Delayed scaling takes the scale from the amax history: one read; current (dynamic, per-tensor)
+# scaling computes the amax first: a second read [S135].
+FP8_RECIPES = ("delayed", "current")
+FP8_CAST_BYTES = {"delayed": BF16 + 2 * 1, "current": 2 * BF16 + 2 * 1}
 
 
 @dataclass(frozen=True)
@@ -79,6 +97,8 @@ class Settings:
     launch_s: float
     compiled: bool
     clock: float
+    fp8_recipe: str = "delayed"
+    fused_loss: bool = False
 
 
 def _factor(p: dict, name: str) -> float:
@@ -100,7 +120,8 @@ def settings(p: dict, gpu: GPU) -> Settings:
                     scale=_factor(p, "gemm_efficiency_scale"), flat_attention=p.get("attention_efficiency"),
                     attention_kernel=p.get("attention_kernel") or "auto",
                     hbm_efficiency=_factor(p, "hbm_efficiency"), launch_s=_factor(p, "launch_overhead_us") * 1e-6,
-                    compiled=bool(p.get("compiled", True)), clock=clock)
+                    compiled=bool(p.get("compiled", True)), clock=clock,
+                    fp8_recipe=p.get("fp8_recipe") or "delayed", fused_loss=bool(p.get("fused_loss", False)))
 
 
 # ------------------------------------------------------------------------------------------------ GEMMs
@@ -193,15 +214,37 @@ def layer_memory(model: ModelShape, compiled: bool) -> tuple[float, int]:
     return 2 * 36 * d + 2 * 3 * BF16 * d + 20 * (d + kv) + 10 * F, 2 * 6 + 2 + 6 + 2
 
 
-def head_memory(model: ModelShape, compiled: bool) -> tuple[float, float, int, int]:
+def head_memory(model: ModelShape, compiled: bool, fused_loss: bool | None = None) -> tuple[float, float, int, int]:
     """The last stage's final RMSNorm and cross-entropy over the vocabulary, per token: (forward bytes, backward
-    bytes, forward kernels, backward kernels). Compiled: the loss reads the BF16 logits (``2 V``), its backward reads
-    them again and writes their gradient (``4 V``); eager: the logits upcast to FP32, log-softmax materialised and
-    its gradient downcast (14 V bytes each way, 3 kernels each)."""
+    bytes, forward kernels, backward kernels). The norm: compiled one kernel (``2 d`` BF16 elements forward, twice
+    that backward), eager PyTorch's six (36 d bytes). The loss: fused (``fused_loss``; Megatron's
+    ``--cross-entropy-loss-fusion``, a compiled loss) reads the BF16 logits (``2 V``), its backward reads them again
+    and writes their gradient (``4 V``), one kernel each; unfused, as Megatron's vocab-parallel cross-entropy and
+    torchtitan's loss run by default [S137, S138], on the logits upcast to FP32: upcast, log-softmax, and its
+    gradient downcast (14 V bytes each way, 3 kernels each). ``fused_loss`` None: fused when ``compiled`` (the
+    model before the unfused FP32 loss was named)."""
     d, V = model.dim, model.vocab
-    if compiled:
-        return BF16 * 2 * d + BF16 * V, 2 * BF16 * 2 * d + 2 * BF16 * V, 2, 3
-    return 36 * d + 14 * V, 2 * 36 * d + 14 * V, 6 + 3, 12 + 3
+    fused = compiled if fused_loss is None else fused_loss
+    nf, nb, kf, kb = (BF16 * 2 * d, 2 * BF16 * 2 * d, 1, 2) if compiled else (36 * d, 2 * 36 * d, 6, 12)
+    lf, lb, jf, jb = (BF16 * V, 2 * BF16 * V, 1, 1) if fused else (14 * V, 14 * V, 3, 3)
+    return nf + lf, nb + lb, kf + jf, kb + jb
+
+
+def fp8_cast_bytes(shapes: dict, tp: int, micro_batches: int, recipe: str) -> tuple[float, float]:
+    """HBM bytes of the FP8 recipe's quantization kernels for one layer and one micro-batch on one GPU: (forward,
+    backward). Each GEMM ``{name: (M, N, K)}`` (:func:`layer_gemms`) quantizes its input (``M x K``) in forward and
+    its output gradient (``M x N``) in backward, :data:`FP8_CAST_BYTES` per element; a full-width tensor of the
+    sequence-parallel shard (the QKV and FC1 inputs, the attention-output and FC2 output gradients) is quantized
+    before its TP all-gather, on the GPU's ``1/tp`` of the tokens. The weights (``K x N``) once per step (the first
+    micro-batch's cast kept for the others, Transformer Engine's ``is_first_microbatch``), spread over the step's
+    ``micro_batches``."""
+    q = FP8_CAST_BYTES[recipe]
+    full_in, full_grad = ("qkv", "fc1"), ("out", "fc2")
+    fwd = bwd = 0.0
+    for name, (M, N, K) in shapes.items():
+        fwd += M * K / (tp if name in full_in else 1) * q + K * N * q / micro_batches
+        bwd += M * N / (tp if name in full_grad else 1) * q
+    return fwd, bwd
 
 
 def optimizer_seconds(params: float, gpu: GPU, s: Settings) -> float:
@@ -250,13 +293,18 @@ def layer_times(model: ModelShape, p: dict, gpu: GPU | None = None) -> LayerTime
     attn_b = (2.0 if s.flat_attention is not None else ATTENTION_BACKWARD_FLOPS) * attn_f
     rate = gpu.hbm * s.hbm_efficiency
     mem, kernels = layer_memory(model, s.compiled)
+    cast_f = cast_b = 0.0
+    casts = 0
+    if s.precision == "fp8":
+        cast_f, cast_b = fp8_cast_bytes(shapes, tp, int(p.get("micro_batches") or 1), s.fp8_recipe)
+        casts = GEMMS_PER_LAYER
     hf, hd, hw = (float(x) for x in t[-1])
-    hbf, hbb, hkf, hkb = head_memory(model, s.compiled)
+    hbf, hbb, hkf, hkb = head_memory(model, s.compiled, s.fused_loss)
     head = {"gemm_f": hf, "gemm_d": hd, "gemm_w": hw, "mem_f": local * hbf / rate, "mem_b": local * hbb / rate,
             "launch_f": (1 + hkf) * s.launch_s, "launch_d": (1 + hkb) * s.launch_s, "launch_w": s.launch_s}
     return LayerTimes(gemm_f=gf, gemm_d=gd, gemm_w=gw, attn_f=attn_f, attn_b=attn_b,
-                      mem_f=local * mem / rate, mem_b=2 * local * mem / rate,
-                      launch_f=(GEMMS_PER_LAYER + 1 + kernels) * s.launch_s,
-                      launch_d=(GEMMS_PER_LAYER + 1 + 2 * kernels) * s.launch_s,
+                      mem_f=(local * mem + cast_f) / rate, mem_b=(2 * local * mem + cast_b) / rate,
+                      launch_f=(GEMMS_PER_LAYER + 1 + kernels + casts) * s.launch_s,
+                      launch_d=(GEMMS_PER_LAYER + 1 + 2 * kernels + casts) * s.launch_s,
                       launch_w=GEMMS_PER_LAYER * s.launch_s,
                       gemms={k: (g[0], g[1] + g[2]) for k, g in gemms.items()}, head=head)

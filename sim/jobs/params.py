@@ -4,12 +4,12 @@ from __future__ import annotations
 from sim.core.params import MAX_GPUS, Param, ParamSet
 from sim.fabric.params import HASH, HOTTEST, QPS, ROUTING, SEED, UDP_SPORT
 from sim.fabric.placement import PLACEMENTS
-from sim.jobs.kernels import ATTENTION_KERNELS
+from sim.jobs.kernels import ATTENTION_KERNELS, FP8_RECIPES
 from sim.jobs.layout import MAX_DIM, check_job
 from sim.jobs.models import CUSTOM, MODELS
 from sim.jobs.pipeline import SCHEDULES
 from sim.jobs.queue import MAX_QUEUED, MAX_SHARED_JOBS, read_jobs
-from sim.jobs.step import GPU_SMS, TP_OVERLAP_AG_SMS, TP_OVERLAP_RS_SMS
+from sim.jobs.step import DP_COMM_SMS, GPU_SMS, TP_OVERLAP_AG_SMS, TP_OVERLAP_RS_SMS
 
 
 # ------------------------------------------------------------------------------------------- training jobs
@@ -51,11 +51,22 @@ JOB_PARAMS = (
                                           "output head (as Llama 3)"),
     Param("precision", "choice", "bf16", "GEMM precision: bf16, or fp8 (weights, gradients and collectives stay "
                                          "BF16/FP32)", choices=PRECISIONS),
+    Param("fp8_recipe", "choice", "delayed", "FP8 scaling: delayed (Transformer Engine's default: the scale from the "
+                                             "amax history, one read per quantization) or current (per-tensor "
+                                             "dynamic scaling, torchao's float8: the amax read first, two reads); "
+                                             "FP8 jobs only", choices=FP8_RECIPES),
     Param("recompute", "choice", "auto", "activation recomputation: none, selective (the fewest layers per stage "
                                          "recomputed whole that make it fit HBM), full (every layer), auto (= "
                                          "selective)", choices=RECOMPUTE),
     Param("fsdp", "bool", True, "data parallelism as FSDP (all-gather weights, reduce-scatter gradients, sharded "
                                 "optimizer); off: DDP (all-reduce of gradients, replicated optimizer)"),
+    Param("reshard_after_forward", "bool", False, "FSDP frees each layer's gathered weights after its forward "
+                                                  "(ZeRO-3; FSDP2's default, FSDP1's FULL_SHARD): gathered again "
+                                                  "in backward and gradients reduce-scattered every micro-batch; "
+                                                  "off: kept to the backward (SHARD_GRAD_OP, as Llama 3)"),
+    Param("dp_comm_sms", "int", DP_COMM_SMS, "SMs (of the H100's 132) a data-parallel collective's NCCL kernel "
+                                             "holds while it overlaps compute (one per channel: 16 on an 8-NIC "
+                                             "host)", min=0, max=GPU_SMS - 1),
     Param("overlap", "bool", True, "overlap data-parallel communication with compute (off: all of it exposed)"),
     Param("tp_comm_overlap", "bool", True, "overlap TP all-gathers and reduce-scatters with the GEMMs they feed "
                                            "(Megatron --tp-comm-overlap with Transformer Engine's userbuffers, "
@@ -80,13 +91,17 @@ JOB_PARAMS = (
                                                  "the attention kernel's by sequence length", min=0.01, max=1.0,
           nullable=True),
     Param("attention_kernel", "choice", "auto", "attention kernel: auto (FlashAttention-3 on Hopper, "
-                                                "FlashAttention-2 on Ampere), fa2, fa3", choices=ATTENTION_KERNELS),
+                                                "FlashAttention-2 on Ampere), fa1 (FlashAttention v1, before "
+                                                "mid-2023), fa2, fa3", choices=ATTENTION_KERNELS),
     Param("hbm_efficiency", "float", None, "fitted factor: achievable share of HBM's peak bandwidth in memory-bound "
                                            "kernels; null: its fitted value", min=0.05, max=1.0, nullable=True),
     Param("launch_overhead_us", "float", None, "fitted factor: microseconds lost per kernel launched; null: its "
                                                "fitted value", min=0.0, max=10_000.0, nullable=True),
     Param("compiled", "bool", True, "element-wise kernels fused (torch.compile, Megatron/Transformer Engine's fused "
                                     "kernels); off: eager PyTorch, one kernel per op"),
+    Param("fused_loss", "bool", False, "cross-entropy fused into one kernel on the BF16 logits (Megatron "
+                                        "--cross-entropy-loss-fusion, a compiled loss); off: the frameworks' default, "
+                                        "the logits upcast to FP32, log-softmax and its gradient as separate kernels"),
     Param("power_cap_w", "float", None, "GPU power limit in W (nvidia-smi -pl): compute-bound kernels slow with the "
                                         "clock (docs/power.md); null: none (the TDP)", min=50.0, max=5_000.0,
           nullable=True),

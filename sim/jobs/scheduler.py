@@ -261,7 +261,8 @@ def _shape_key(p: dict, gpus, host, leaf, zone) -> tuple:
     job = tuple(p[k] for k in ("model", "gpus", "tp", "cp", "pp", "dp", "seq", "batch_tokens", "micro_batch",
                                "schedule", "virtual_stages", "micro_batches_per_round", "balance_stages",
                                "precision", "order", "fsdp", "recompute", "tp_comm_overlap", "tp_overlap_rs_sms",
-                               "tp_overlap_ag_sms"))
+                               "tp_overlap_ag_sms", "reshard_after_forward", "dp_comm_sms",
+                               "fp8_recipe", "fused_loss"))
     racks = np.unique(leaf[gpus]).size
     zones = np.unique(zone[gpus]).size
     hosts = np.unique(host[gpus]).size

@@ -26,6 +26,10 @@ GPU_SMS = 132                                     # H100 SXM streaming multiproc
 # default; its all-gathers (`ring_exchange`, `use_ce`) move the data with the copy engines, holding no SM.
 TP_OVERLAP_RS_SMS = 16
 TP_OVERLAP_AG_SMS = 0
+# SMs a data-parallel collective's NCCL kernel holds while it overlaps compute: NCCL runs one CTA (on one SM) per
+# channel [S132], and opens 16 channels on an 8-NIC H100 host (docs/engine.md "Hosts and channels"); the compute it
+# overlaps runs on the rest (docs/jobs.md "FSDP's own costs").
+DP_COMM_SMS = 16
 PARTS = ("gemm", "attention", "memory", "launch")  # the compute's parts by kernel kind (docs/jobs.md)
 
 
@@ -86,6 +90,32 @@ def split_w(p: dict) -> bool:
     return p["schedule"] == "zb-h1"
 
 
+def reshard(p: dict) -> bool:
+    """FSDP that frees each layer's gathered weights after its forward (ZeRO-3, FSDP2's default): it gathers them
+    again for the backward, and reduce-scatters every micro-batch's gradients [S130, S131]."""
+    return bool(p["fsdp"] and p.get("reshard_after_forward"))
+
+
+def dp_comm_held(p: dict) -> float:
+    """The share of the GPU's SMs a DP collective's kernel holds while it overlaps compute (``dp_comm_sms`` of
+    the GPU's SMs)."""
+    n = p.get("dp_comm_sms")
+    n = DP_COMM_SMS if n is None else int(n)
+    sms = gpu_of(p).sms
+    if not 0 <= n < sms:
+        raise ParamError("dp_comm_sms", f"{n} SMs held: the {gpu_of(p).name} has {sms}, compute would have none")
+    return n / sms
+
+
+def overlapped(comm, work, held: float):
+    """Seconds a collective of ``comm`` seconds adds to ``work`` seconds of compute it overlaps, when its kernel
+    holds the share ``held`` of the SMs: the compute runs on the rest (``1 / (1 - held)`` times longer) while the
+    collective runs, so the pair takes ``max(comm, work + held x comm)`` and adds ``max(comm - work, held x
+    comm)``: never less than the SMs' share of the collective, even when it is shorter than the compute."""
+    comm = np.asarray(comm, float)
+    return np.maximum(comm - np.asarray(work, float), held * comm)
+
+
 def message_sizes(model: ModelShape, p: dict) -> dict:
     """Bytes of each dimension's operations and how many per step, per GPU: ``{dim: [(name, bytes, count,
     kind)]}`` with ``kind`` the collective (``allgather``, ``reducescatter``, ``allreduce``, ``send``) and the
@@ -110,8 +140,9 @@ def message_sizes(model: ModelShape, p: dict) -> dict:
     if p["dp"] > 1:
         params = max(stage_params(model, layers)) / tp
         if p["fsdp"]:
-            out["dp"] = [("weights (BF16)", params * BF16, 1, "allgather"),
-                         ("gradients (FP32)", params * FP32, 1, "reducescatter")]
+            m = p["micro_batches"] if reshard(p) else 1
+            out["dp"] = [("weights (BF16)", params * BF16, 2 * m if reshard(p) else 1, "allgather"),
+                         ("gradients (FP32)", params * FP32, m, "reducescatter")]
         else:
             out["dp"] = [("gradients (FP32)", params * FP32, 1, "allreduce")]
     return out
@@ -268,21 +299,33 @@ def _exposed_dp(model, p, ct, cl, run, unit, alpha, ranks) -> tuple[float, float
     if p["dp"] < 2:
         return 0.0, 0.0, 0.0, last
     params = np.asarray(stage_params(model, cl.sum(axis=1).astype(int))) / p["tp"]
+    m = p["micro_batches"]
+    again = reshard(p)
     if p["fsdp"]:
         gather = np.array([collective_time("allgather", x * BF16, ranks, unit, alpha) for x in params])
         reduce = np.array([collective_time("reducescatter", x * FP32, ranks, unit, alpha) for x in params])
     else:
         gather = np.zeros(params.size)
         reduce = np.array([collective_time("allreduce", x * FP32, ranks, unit, alpha) for x in params])
-    total = gather + reduce
+    total = (2 * m * gather + m * reduce) if again else gather + reduce
     if not p["overlap"]:
         return float(total.max()), float(total.max()), 0.0, np.full(pp, run.makespan + float(total.max()))
+    held = dp_comm_held(p)
     n = cl.sum(axis=1)
     g_l, r_l = gather / n, reduce / n
     f_l = ct["f"][:, 0] / cl[:, 0]                                       # one layer's forward, first chunk
     b_l = (ct["b"][:, 0] + ct["w"][:, 0]) / cl[:, 0]
     first = np.array([st[0] for st in run.start])
-    front = np.maximum(0.0, g_l - first) + (cl[:, 0] - 1) * np.maximum(0.0, g_l - f_l)
-    end = last + r_l + (cl[:, 0] - 1) * np.maximum(0.0, r_l - b_l)
+    L = cl[:, 0]
+    front = np.maximum(0.0, g_l - first) + (L - 1) * overlapped(g_l, f_l, held)
+    if again:
+        # every later micro-batch's forward gathers again, its first layer's gather exposed (nothing before it to
+        # overlap [S131]); every backward gathers each layer but the last (kept from its forward) while the
+        # previous layer's gradients are reduce-scattered: both on the layer's backward
+        mid = ((m - 1) * (g_l + (L - 1) * overlapped(g_l, f_l, held))
+               + m * (L - 1) * overlapped(g_l + r_l, b_l, held) + (m - 1) * overlapped(r_l, f_l, held))
+        end = last + mid + r_l
+    else:
+        end = last + r_l + (L - 1) * overlapped(r_l, b_l, held)
     tail = end - run.makespan
     return float(front.max() + max(0.0, tail.max())), float(total.max()), float(front.max()), end

@@ -168,7 +168,8 @@ def test_mfu_counts_model_flops_only():
 
 def test_step_breakdown_exposes_dp_beyond_what_one_layer_ahead_hides():
     m = MODELS["llama3-8b"]
-    p = resolve_job(JOB.validate({"model": "llama3-8b", "gpus": 64, "tp": 8, "dp": 8, "batch_tokens": 8192 * 8}))
+    p = resolve_job(JOB.validate({"model": "llama3-8b", "gpus": 64, "tp": 8, "dp": 8, "batch_tokens": 8192 * 8,
+                                  "dp_comm_sms": 0}))          # NCCL's kernels taking no SM from the compute
     ranks = {"tp": 8, "cp": 1, "pp": 1, "dp": 8}
     alpha = {d: 0.0 for d in DIMS}
     fast = step_breakdown(m, p, {d: 0.0 for d in DIMS}, alpha, ranks)
@@ -179,6 +180,55 @@ def test_step_breakdown_exposes_dp_beyond_what_one_layer_ahead_hides():
     hidden = slow["comm_total"]["dp"] - slow["dp"]
     assert p["micro_batches"] == 1
     assert slow["dp"] > 0 and hidden == pytest.approx(slow["compute"] * 31 / 32, rel=1e-9)
+
+
+def test_overlapped_dp_collective_costs_at_least_the_sms_it_holds():
+    from sim.jobs.step import overlapped
+    # a collective shorter than the compute it overlaps still slows it by the SMs' share of its own length
+    assert overlapped(1.0, 10.0, 16 / 132) == pytest.approx(16 / 132, rel=1e-12)
+    assert overlapped(10.0, 1.0, 16 / 132) == pytest.approx(9.0, rel=1e-12)        # longer: exposed beyond it
+    assert overlapped(2.0, 5.0, 0.0) == 0.0
+
+
+def _dp_step(**kw):
+    m = MODELS["llama3-8b"]
+    p = resolve_job(JOB.validate({"model": "llama3-8b", "gpus": 64, "tp": 8, "dp": 8, "batch_tokens": 8192 * 8 * 4,
+                                  **kw}))
+    ranks = {"tp": 8, "cp": 1, "pp": 1, "dp": 8}
+    zero = {d: 0.0 for d in DIMS}
+    return p, step_breakdown(m, p, {**zero, "dp": 1e-12}, zero, ranks)
+
+
+def _g_r(p):
+    """One step's DP all-gather (BF16 weights) and reduce-scatter (FP32 gradients) seconds of the _dp_step job."""
+    from sim.jobs.models import stage_params
+    from sim.jobs.step import collective_time
+    x = stage_params(MODELS["llama3-8b"], [32])[0] / p["tp"]
+    return (collective_time("allgather", 2 * x, 8, 1e-12, 0.0), collective_time("reducescatter", 4 * x, 8, 1e-12, 0.0))
+
+
+def test_dp_sms_held_expose_their_share_of_every_overlapped_layer():
+    p, free = _dp_step(dp_comm_sms=0)
+    _, held = _dp_step(dp_comm_sms=33)
+    L = 32
+    # tiny DP traffic hides behind every layer; held SMs add a quarter of each overlapped layer's collective
+    # (31 gathers in forward, 31 reduce-scatters in backward), and nothing to the first gather or last reduction
+    g, r = _g_r(p)
+    assert held["dp"] - free["dp"] == pytest.approx(0.25 * (L - 1) * (g + r) / L, rel=1e-9)
+
+
+def test_reshard_after_forward_gathers_twice_and_reduces_every_micro_batch():
+    p, keep = _dp_step(dp_comm_sms=0)
+    q, again = _dp_step(dp_comm_sms=0, reshard_after_forward=True)
+    m = q["micro_batches"]
+    assert m == 4
+    g, r = _g_r(p)
+    assert again["comm_total"]["dp"] == pytest.approx(2 * m * g + m * r, rel=1e-12)
+    # traffic this small hides behind the layers but for each micro-batch's first gather (nothing before it to
+    # overlap) and the last layer's reduce-scatter
+    L = 32
+    assert keep["dp"] == pytest.approx(g / L + r / L, rel=1e-9)
+    assert again["dp"] == pytest.approx(m * g / L + r / L, rel=1e-9)
 
 
 # ------------------------------------------------------------------ TP overlap and the SMs it takes from the GEMMs

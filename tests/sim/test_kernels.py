@@ -59,9 +59,12 @@ def test_gemm_efficiency_rises_with_size_stays_below_one_and_a_large_gemm_is_nea
     # K alone: thin GEMMs are bound by HBM, long ones by the tensor cores
     k = 2 ** np.arange(4, 15)
     assert np.all(np.diff(kernels.gemm_efficiency(8192, 8192, k, g, s)) >= 0)
-    # a large GEMM: the measured ceiling (794.5 of 989 [S100]) less its wave quantization, near the flat 0.75
-    big = float(kernels.gemm_efficiency(8192, 8192, 8192, g, s))
+    # a large GEMM at the burst ceiling (scale 1): the measured MAMF (794.5 of 989 [S100]) less its wave
+    # quantization, near the flat 0.75; at the prior, that times the sustained-over-burst 0.849 [S139]
+    burst = kernels.settings(job(gemm_efficiency_scale=1.0), g)
+    big = float(kernels.gemm_efficiency(8192, 8192, 8192, g, burst))
     assert big == pytest.approx(794.5 / 989, rel=0.05) and abs(big - 0.75) < 0.06
+    assert float(kernels.gemm_efficiency(8192, 8192, 8192, g, s)) == pytest.approx(0.849 * big, rel=1e-9)
     # a scale that would push the ceiling past the peak is held at it
     over = kernels.settings(job(gemm_efficiency_scale=2.0), g)
     assert float(kernels.gemm_efficiency(8192, 8192, 8192, g, over)) <= 1.0
@@ -107,8 +110,8 @@ def test_a_power_cap_slows_the_compute_bound_kernels_by_the_clock_relation_only(
 def test_eager_is_slower_than_compiled_by_its_extra_launches_and_bytes():
     m = MODELS["llama3-8b"]
     L = m.layers
-    comp, eager = compute_times(m, job(launch_overhead_us=5.0)), compute_times(m, job(launch_overhead_us=5.0,
-                                                                                       compiled=False))
+    comp = compute_times(m, job(launch_overhead_us=5.0, fused_loss=True))        # compiled, the loss fused too
+    eager = compute_times(m, job(launch_overhead_us=5.0, compiled=False))
     # launches per layer: compiled 4 GEMMs + attention + 4 fused kernels forward, 4 + 1 + 8 backward, 4 weight
     # gradients = 26; eager 22 element-wise kernels a forward: 27 + 49 + 4 = 80. Head: 8 against 27.
     extra = (L * (80 - 26) + (27 - 8)) * 5e-6
@@ -143,6 +146,12 @@ def test_the_gpu_comes_from_the_catalog_entry_a100_against_h100():
         step_breakdown(MODELS["llama3-70b"], tp, {d: 1e-11 for d in ("tp", "cp", "pp", "dp")},
                        {d: 1e-6 for d in ("tp", "cp", "pp", "dp")}, {"tp": 8, "cp": 1, "pp": 1, "dp": 2})
     assert "tp_overlap_rs_sms" in e.value.errors
+    # nor can a DP collective's kernel
+    dp = job(gpu=A100, gpus=16, dp=16, dp_comm_sms=110, batch_tokens=16 * 8192)
+    with pytest.raises(ParamError) as e:
+        step_breakdown(MODELS["llama3-8b"], dp, {d: 1e-11 for d in ("tp", "cp", "pp", "dp")},
+                       {d: 1e-6 for d in ("tp", "cp", "pp", "dp")}, {"tp": 1, "cp": 1, "pp": 1, "dp": 16})
+    assert "dp_comm_sms" in e.value.errors
     # an entry missing keys (an older catalog) takes H100's for them
     assert gpu_of({"gpu": {"slug": "x", "bf16_tflops": 500}}).sms == H100["sms"]
 
@@ -158,5 +167,55 @@ def test_attention_efficiency_rises_with_the_sequence_toward_the_kernels_ceiling
 
 def test_every_new_step_parameter_is_step_only():
     for name in ("gemm_efficiency_scale", "hbm_efficiency", "launch_overhead_us", "compiled", "power_cap_w",
-                 "attention_kernel"):
+                 "attention_kernel", "reshard_after_forward", "dp_comm_sms", "fp8_recipe", "fused_loss"):
         assert name in STEP_ONLY and name in JOB.by_name
+
+
+def test_fp8_quantizes_every_gemm_operand_at_its_bytes_over_hbm():
+    # Given Llama 3 8B on one GPU (TP 1), one micro-batch of 8,192 tokens: each GEMM quantizes its input (M x K) in
+    # forward, its output gradient (M x N) in backward, its weights (K x N) once per step; 4 bytes per element with
+    # delayed scaling (read BF16, write FP8 row-wise and transposed), 6 with current scaling (the amax read first)
+    m = MODELS["llama3-8b"]
+    d, kv, F, T = m.dim, m.kv_dim, m.ffn_dim, 8192
+    ins = T * (d + d + d + F)
+    grads = T * ((d + 2 * kv) + d + 2 * F + d)
+    weights = d * (d + 2 * kv) + d * d + d * 2 * F + F * d
+    rate = 26800e9 / 8 * 0.84
+    bf16 = kernels.layer_times(m, job(hbm_efficiency=0.84))
+    for recipe, q in (("delayed", 4), ("current", 6)):
+        lt = kernels.layer_times(m, job(precision="fp8", fp8_recipe=recipe, hbm_efficiency=0.84))
+        # Then the memory-bound time grows by those bytes over the achievable HBM bandwidth, and nothing else does
+        assert lt.mem_f - bf16.mem_f == pytest.approx(q * (ins + weights) / rate, rel=1e-9)
+        assert lt.mem_b - bf16.mem_b == pytest.approx(q * grads / rate, rel=1e-9)
+        assert lt.launch_f - bf16.launch_f == pytest.approx(4 * 4e-6, rel=1e-9)       # one cast kernel per GEMM
+    # the weights' cast spreads over the step's micro-batches; TP quantizes full-width tensors on the GPU's shard
+    two = kernels.fp8_cast_bytes(kernels.layer_gemms(m, T, 1), 1, 2, "delayed")
+    one = kernels.fp8_cast_bytes(kernels.layer_gemms(m, T, 1), 1, 1, "delayed")
+    assert one[0] - two[0] == pytest.approx(4 * weights / 2, rel=1e-12) and one[1] == two[1]
+    tp2 = kernels.fp8_cast_bytes(kernels.layer_gemms(m, T, 2), 2, 1, "delayed")
+    assert tp2[0] == pytest.approx(4 * (ins + weights) / 2, rel=1e-12)
+    assert tp2[1] == pytest.approx(4 * grads / 2, rel=1e-12)
+
+
+def test_the_unfused_loss_moves_14_bytes_a_vocabulary_entry_each_way_against_the_fused_2_and_4():
+    m = MODELS["llama3-8b"]
+    V, T = m.vocab, 8192
+    rate = 26800e9 / 8 * 0.84
+    fused = kernels.layer_times(m, job(hbm_efficiency=0.84, fused_loss=True)).head
+    fp32 = kernels.layer_times(m, job(hbm_efficiency=0.84)).head                 # the default: unfused, FP32
+    assert fp32["mem_f"] - fused["mem_f"] == pytest.approx(T * (14 - 2) * V / rate, rel=1e-12)
+    assert fp32["mem_b"] - fused["mem_b"] == pytest.approx(T * (14 - 4) * V / rate, rel=1e-12)
+    assert fp32["launch_f"] - fused["launch_f"] == pytest.approx(2 * 4e-6, rel=1e-9)
+    # eager with the unfused loss is the eager head as before: its norm's bytes and the loss's
+    eager = kernels.layer_times(m, job(hbm_efficiency=0.84, compiled=False)).head
+    assert eager["mem_f"] == pytest.approx(T * (36 * m.dim + 14 * V) / rate, rel=1e-12)
+
+
+def test_flashattention_v1_is_40_percent_of_a100_at_long_sequences_and_fa2s_share_of_it_on_h100():
+    a, h = gpu_of(job(gpu=A100)), gpu_of(job())
+    long = 1 << 20                                          # the sequence factors all but 1
+    assert kernels.attention_efficiency(long, a, "fa1") == pytest.approx(0.40, rel=1e-3)
+    assert kernels.attention_efficiency(long, h, "fa1") == pytest.approx(0.40 * 0.35 / 0.73, rel=1e-3)
+    for s in (2048, 65536):
+        assert (kernels.attention_efficiency(s, a, "fa1") / kernels.attention_efficiency(s, a, "fa2")
+                == pytest.approx(0.40 / 0.73, rel=1e-12))
