@@ -73,6 +73,7 @@ from sim.fabric.algorithms import plan as plan_collective
 from sim.fabric.flows import CSR_CHUNK, build_flows, concat_flows, flow_count, link_capacity
 from sim.fabric.latency import LatencyModel, critical_paths, path_latency, transfer_latency
 from sim.fabric.nccl import DEFAULT_UDP_SPORT, ring_channel_steps
+from sim.fabric.netplugin import net_plugin
 from sim.fabric.nccl_tuning import (NCCL_ALGORITHMS, PROTOCOL_CHOICES, PROTOCOLS, SIMPLE, NcclComm, algo_time,
                                     base_latency, choose_algo, nvls_graph, sim_hop)
 from sim.fabric.results import CollectiveResult, PhaseResult, SizeResult, hottest_links
@@ -341,9 +342,13 @@ def nccl_comm(topo, gpus, channels: int, ring_bw: float | None = None) -> NcclCo
         ring_bw = nvl if n_nodes == 1 else m * min(topo.nic_bandwidth, nvl)
     nic_speed = ring_channel_steps(m, n_nodes, nic_gbps=topo.nic_bandwidth / GB).speed
     ch, intra, inter = nvls_graph(m, nvl / GB, nic_speed, n_nodes)
+    plugin = net_plugin(topo)
+    across = n_nodes > 1                                         # the plugin only acts on network connections
     return NcclComm(n_ranks=int(gpus.size), n_nodes=n_nodes, channels=int(channels), ring_bw=float(ring_bw),
                     arch=arch(topo), nvls=nvls_supported(topo), nvls_channels=ch, nvls_bw_intra=intra,
-                    nvls_bw_inter=inter, sharp=fabric_sharp(topo), equal_nodes=bool((per_host == m).all()))
+                    nvls_bw_inter=inter, sharp=fabric_sharp(topo), equal_nodes=bool((per_host == m).all()),
+                    latency_inter=plugin.latency_us if across else 0.0,
+                    protocols=plugin.protocols if across else PROTOCOLS)
 
 
 def run_auto(topo, gpus, collective: str, sizes, *, t_start: float, **kw) -> CollectiveResult:

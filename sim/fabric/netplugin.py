@@ -1,0 +1,61 @@
+"""What NCCL's network plugin changes in NCCL's behaviour, by the NIC's transport (catalog key ``transport``).
+
+NCCL talks to the network through a plugin (its own IB plugin for InfiniBand and RoCE; on AWS EFA the
+aws-ofi-nccl plugin over libfabric). Two things the plugin decides change which algorithm and protocol NCCL runs
+(docs/engine.md "The network plugin"; docs/sources.md [S145] [S146]):
+
+Protocols (``NCCL_PROTO``)
+    NCCL's LL and LL128 protocols put flags in the data and rely on the network delivering each 8-byte (LL) or
+    128-byte (LL128) line in order. aws-ofi-nccl asks the EFA endpoint for in-order delivery of aligned 128-byte
+    writes (``FI_OPT_EFA_*_IN_ORDER_ALIGNED_128_BYTES``) and, where the device does not give it, sets
+    ``NCCL_PROTO=simple`` for the process ("byte delivery ordering", ``src/platform-aws.cpp``). The twin takes the
+    EFA of p4d and p5 as not giving it (assumption: the plugin special-cases only p5en, whose EFA does not report it
+    either), so multi-host collectives over EFA run Simple only, and NCCL chooses among its algorithms with Simple.
+    A user's ``protocol`` forced to LL or LL128 still runs (``NCCL_PROTO`` set by the user wins over the plugin).
+Network latency (``latencyInter``)
+    A plugin reports a latency per device (``ncclNetProperties_t.latency``, us); NCCL's topology search keeps it as
+    the graph's ``latencyInter`` and its tuning model adds it to every inter-node hop of its latency estimate, and
+    once more for Simple (the GPUDirect flush, ``src/graph/tuning.cc``). NCCL's IB plugin reports 0. aws-ofi-nccl
+    reports 75 us on p4d, p4de, p5 and p5e (35 on p5en and later) (``platform_data_map``). This moves NCCL's *choice*
+    (towards fewer network hops on the critical path: trees and NVLS-Tree over rings at mid sizes); the simulated
+    time keeps the fabric's own hop latency (the twin's latency model), as the figure is the plugin's steer of the
+    tuning model, not a measured one-way latency.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sim.fabric.nccl_tuning import PROTOCOLS, SIMPLE
+
+# aws-ofi-nccl's platform latency (us) for the EFA generations of p4d / p4de / p5 / p5e (platform-aws.cpp).
+EFA_PLUGIN_LATENCY_US = 75.0
+
+
+@dataclass(frozen=True)
+class NetPlugin:
+    """The plugin's effect on NCCL: ``name``, the protocols NCCL may use across hosts, the latency (us) it reports
+    to NCCL's tuning model per inter-node hop."""
+
+    name: str
+    protocols: tuple[str, ...] = PROTOCOLS
+    latency_us: float = 0.0
+
+
+NCCL_IB = NetPlugin("nccl-ib")
+AWS_OFI_EFA = NetPlugin("aws-ofi-nccl", protocols=(SIMPLE,), latency_us=EFA_PLUGIN_LATENCY_US)
+
+
+def transport(topo) -> str:
+    """The backend NIC's transport (``ib``, ``roce``, ``efa``, ...; ``vpi`` or missing: the fabric's kind)."""
+    t = str(((getattr(topo, "nic_model", None) or {}).get("transport")) or "")
+    return t if t and t != "vpi" else ("ib" if getattr(topo, "kind", "") == "infiniband" else "roce")
+
+
+def net_plugin(topo) -> NetPlugin:
+    """The network plugin NCCL loads for the topology's backend NIC: aws-ofi-nccl on EFA, NCCL's IB plugin else.
+    A NIC entry may state its plugin latency (catalog key ``net_latency_us``) where it differs from the default."""
+    nic = getattr(topo, "nic_model", None) or {}
+    if transport(topo) != "efa":
+        return NCCL_IB
+    lat = nic.get("net_latency_us")
+    return AWS_OFI_EFA if lat is None else NetPlugin(AWS_OFI_EFA.name, AWS_OFI_EFA.protocols, float(lat))
