@@ -189,6 +189,7 @@ class NcclComm:
     sharp: bool = False
     equal_nodes: bool = True
     latency_inter: float = 0.0                   # the net plugin's latency, us (graph->latencyInter)
+    tree_bw: float = 0.0                         # the tree graph's nChannels x bw, bytes/s (0: ring_bw)
     protocols: tuple[str, ...] = PROTOCOLS       # the protocols NCCL may use (NCCL_PROTO; the net plugin's)
 
     @property
@@ -242,6 +243,8 @@ def _entry(coll: str, a: str, proto: str, c: NcclComm) -> tuple[float, float] | 
     ring_ch_bw = c.ring_bw / GB / max(c.channels, 1)             # GB/s per channel of the ring graph
     channels = c.channels
     bw = ring_ch_bw
+    if a == "tree" and c.tree_bw > 0:
+        bw = c.tree_bw / GB / max(c.channels, 1)                  # the tree graph's own search (balanced tree)
     if a in ("nvls", "nvls_tree"):
         channels = c.nvls_channels
         intra = c.nvls_bw_intra * NVLS_EFFICIENCY[ar] * (channels - 1) / channels

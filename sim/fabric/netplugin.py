@@ -20,29 +20,42 @@ Network latency (``latencyInter``)
     (towards fewer network hops on the critical path: trees and NVLS-Tree over rings at mid sizes); the simulated
     time keeps the fabric's own hop latency (the twin's latency model), as the figure is the plugin's steer of the
     tuning model, not a measured one-way latency.
+Buffers and chunks
+    aws-ofi-nccl sets, where the user has not, ``NCCL_BUFFSIZE=8388608`` (Simple's buffer per connection: 1 MiB
+    steps instead of 512 KiB) on p4d / p4de / p5 / p5e, and ``NCCL_NVLS_CHUNKSIZE`` and
+    ``NCCL_NVLSTREE_MAX_CHUNKSIZE`` of 524288 on p5 / p5e (``platform_data_map``'s ``env``): the chunks of
+    :mod:`sim.fabric.chunking`, so the pipeline's fill.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from sim.fabric.chunking import DEFAULT_BUFFSIZE, NVLS_CHUNKSIZE, ChunkConfig, nvls_channels
 from sim.fabric.nccl_tuning import PROTOCOLS, SIMPLE
 
 # aws-ofi-nccl's platform latency (us) for the EFA generations of p4d / p4de / p5 / p5e (platform-aws.cpp).
 EFA_PLUGIN_LATENCY_US = 75.0
+EFA_BUFFSIZE = 8388608                  # NCCL_BUFFSIZE the plugin sets on p4d / p4de / p5 / p5e
+EFA_NVLS_CHUNKSIZE = 524288             # NCCL_NVLS_CHUNKSIZE and NCCL_NVLSTREE_MAX_CHUNKSIZE it sets on p5 / p5e
 
 
 @dataclass(frozen=True)
 class NetPlugin:
     """The plugin's effect on NCCL: ``name``, the protocols NCCL may use across hosts, the latency (us) it reports
-    to NCCL's tuning model per inter-node hop."""
+    to NCCL's tuning model per inter-node hop, the ``NCCL_BUFFSIZE``, ``NCCL_NVLS_CHUNKSIZE`` and
+    ``NCCL_NVLSTREE_MAX_CHUNKSIZE`` it sets (``None``: NCCL's default)."""
 
     name: str
     protocols: tuple[str, ...] = PROTOCOLS
     latency_us: float = 0.0
+    buffsize: int = DEFAULT_BUFFSIZE
+    nvls_chunk: int = NVLS_CHUNKSIZE
+    nvls_tree_max_chunk: int | None = None
 
 
 NCCL_IB = NetPlugin("nccl-ib")
-AWS_OFI_EFA = NetPlugin("aws-ofi-nccl", protocols=(SIMPLE,), latency_us=EFA_PLUGIN_LATENCY_US)
+AWS_OFI_EFA = NetPlugin("aws-ofi-nccl", protocols=(SIMPLE,), latency_us=EFA_PLUGIN_LATENCY_US,
+                        buffsize=EFA_BUFFSIZE, nvls_chunk=EFA_NVLS_CHUNKSIZE, nvls_tree_max_chunk=EFA_NVLS_CHUNKSIZE)
 
 
 def transport(topo) -> str:
@@ -58,4 +71,16 @@ def net_plugin(topo) -> NetPlugin:
     if transport(topo) != "efa":
         return NCCL_IB
     lat = nic.get("net_latency_us")
-    return AWS_OFI_EFA if lat is None else NetPlugin(AWS_OFI_EFA.name, AWS_OFI_EFA.protocols, float(lat))
+    return AWS_OFI_EFA if lat is None else replace(AWS_OFI_EFA, latency_us=float(lat))
+
+
+def chunk_config(topo, n_nodes: int, plugin: NetPlugin | None = None) -> ChunkConfig:
+    """NCCL's chunking on this topology (:class:`sim.fabric.chunking.ChunkConfig`): the plugin's buffer and NVLS
+    chunk sizes where it runs (across nodes), NCCL's NVLS channels for the GPU's generation."""
+    plugin = plugin or net_plugin(topo)
+    cc = int(((getattr(topo, "gpu_model", None) or {}).get("compute_capability")) or 90)
+    if n_nodes <= 1:
+        plugin = NCCL_IB
+    return ChunkConfig(buffsize=plugin.buffsize, nvls_chunk=plugin.nvls_chunk,
+                       nvls_tree_max_chunk=plugin.nvls_tree_max_chunk, nvls_channels=nvls_channels(cc),
+                       n_nodes=int(n_nodes))
