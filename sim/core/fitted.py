@@ -68,6 +68,11 @@ FACTORS: tuple[Factor, ...] = (
            "host-side floor of one collective call, microseconds: the kernel launch (NCCL launches one kernel per "
            "collective) and the proxy thread's wake-up, not in NCCL's own latency model; prior 2 us, the order of "
            "a CUDA kernel launch [S93]"),
+    # --- EFA (issue 39, branch nccl2: sim/fabric/netplugin.py; docs/engine.md "The network plugin") ---
+    Factor("efa_efficiency", 1.0, 0.5, 1.1, ("collective", "nccl-tests"),
+           "share of an EFA NIC's payload rate (line rate less framing) that NCCL reaches through aws-ofi-nccl over "
+           "SRD, on top of nic_efficiency, for NICs of transport efa only; prior 1: AWS publishes the line rate "
+           "(3,200 Gb/s per p5, 400 per p4d [S88]) and no achievable share"),
 )
 
 

@@ -145,7 +145,8 @@ COLLECTIVE = ParamSet("collective", (
                                         "LL128, Simple (forced, as NCCL_PROTO)", choices=PROTOCOL_CHOICES,
           normalize=_canonical_protocol),
     HOTTEST,
-    *(_factor_param(n) for n in ("nvlink_efficiency", "nic_efficiency", "pcie_efficiency", "host_latency_us")),
+    *(_factor_param(n) for n in ("nvlink_efficiency", "nic_efficiency", "pcie_efficiency", "host_latency_us",
+                                      "efa_efficiency")),
 ), check=_check_collective, doc="A collective over the backend fabric, as nccl-tests measures it.")
 
 FABRIC_HEALTH = ParamSet("fabric_health", (
