@@ -324,7 +324,7 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
     ops = chunking.nvls_channels / 2 if plan.algorithm == "nvls_tree" else 1.0   # a head's channels, both trees
     per_channel = nvlink_rate(topo, eff) / max(plan.channels, 1)
     for res in phases:
-        res.fill = pipeline_fill(res, ops, per_channel)
+        res.fill, res.chunk_ops = pipeline_fill(res, ops, per_channel), ops
     gph = int(np.bincount(np.asarray(topo.gpu_host)).max())
     packed = weights is None and root == 0 and packed_in_order(gpus, topo.gpu_host, gph)
     roof = roofline_busbw(plan.collective, plan.n_ranks, gph, topo.nic_bandwidth, topo.nvlink_bandwidth,

@@ -40,6 +40,7 @@ class PhaseResult:
     link_unit_bytes: np.ndarray | None = None    # (E + 2G,) the phase's bytes per byte of message size (all steps)
     link_flows: np.ndarray | None = None         # (E + 2G,) how many of its flows cross each link
     fill: float = 0.0                            # s per chunk byte a Simple chunk spends filling the pipeline
+    chunk_ops: float = 1.0                       # NCCL's chunk streams each transfer carries side by side
 
 
 @dataclass
@@ -142,7 +143,8 @@ class CollectiveResult:
 
     def fill(self, size: float, protocol: str) -> float:
         """Seconds the pipeline's fill adds for ``size`` bytes (:mod:`sim.fabric.chunking`): with Simple, NCCL's
-        chunk for the size (at most what one transfer carries) times each phase's fill per chunk byte."""
+        chunk for the size (at most what one of a transfer's chunk streams carries) times each phase's fill per
+        chunk byte."""
         if protocol != SIMPLE or self.chunking is None:
             return 0.0
         p = self.plan
@@ -153,7 +155,7 @@ class CollectiveResult:
         total = 0.0
         for ph in self.phases:
             if ph.fill > 0:
-                total += ph.fill * min(chunk, size * float(np.max(ph.phase.share)))
+                total += ph.fill * min(chunk, size * float(np.max(ph.phase.share)) / ph.chunk_ops)
         return total
 
     @property
