@@ -8,9 +8,11 @@ Protocols (``NCCL_PROTO``)
     NCCL's LL and LL128 protocols put flags in the data and rely on the network delivering each 8-byte (LL) or
     128-byte (LL128) line in order. aws-ofi-nccl asks the EFA endpoint for in-order delivery of aligned 128-byte
     writes (``FI_OPT_EFA_*_IN_ORDER_ALIGNED_128_BYTES``) and, where the device does not give it, sets
-    ``NCCL_PROTO=simple`` for the process ("byte delivery ordering", ``src/platform-aws.cpp``). The twin takes the
-    EFA of p4d and p5 as not giving it (assumption: the plugin special-cases only p5en, whose EFA does not report it
-    either), so multi-host collectives over EFA run Simple only, and NCCL chooses among its algorithms with Simple.
+    ``NCCL_PROTO=simple`` for the process ("byte delivery ordering", ``src/platform-aws.cpp``). A NIC entry says
+    it does deliver them in order with ``ordered_128b = true``: p5's EFA (the plugin's RDMA-write protocol there,
+    and its tuner's regions for p5 pick Tree and Ring LL128 below about 30 MB, ``src/tuner/nccl_ofi_regions.cpp``);
+    without the key (p4d's first EFA generation, the send/recv protocol: an assumption) multi-host collectives over
+    EFA run Simple only, and NCCL chooses among its algorithms with Simple.
     A user's ``protocol`` forced to LL or LL128 still runs (``NCCL_PROTO`` set by the user wins over the plugin).
 Network latency (``latencyInter``)
     A plugin reports a latency per device (``ncclNetProperties_t.latency``, us); NCCL's topology search keeps it as
@@ -70,8 +72,9 @@ def net_plugin(topo) -> NetPlugin:
     nic = getattr(topo, "nic_model", None) or {}
     if transport(topo) != "efa":
         return NCCL_IB
+    plugin = AWS_OFI_EFA if not nic.get("ordered_128b") else replace(AWS_OFI_EFA, protocols=PROTOCOLS)
     lat = nic.get("net_latency_us")
-    return AWS_OFI_EFA if lat is None else replace(AWS_OFI_EFA, latency_us=float(lat))
+    return plugin if lat is None else replace(plugin, latency_us=float(lat))
 
 
 def chunk_config(topo, n_nodes: int, plugin: NetPlugin | None = None) -> ChunkConfig:
