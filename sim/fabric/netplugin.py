@@ -8,11 +8,12 @@ Protocols (``NCCL_PROTO``)
     NCCL's LL and LL128 protocols put flags in the data and rely on the network delivering each 8-byte (LL) or
     128-byte (LL128) line in order. aws-ofi-nccl asks the EFA endpoint for in-order delivery of aligned 128-byte
     writes (``FI_OPT_EFA_*_IN_ORDER_ALIGNED_128_BYTES``) and, where the device does not give it, sets
-    ``NCCL_PROTO=simple`` for the process ("byte delivery ordering", ``src/platform-aws.cpp``). A NIC entry says
-    it does deliver them in order with ``ordered_128b = true``: p5's EFA (the plugin's RDMA-write protocol there,
-    and its tuner's regions for p5 pick Tree and Ring LL128 below about 30 MB, ``src/tuner/nccl_ofi_regions.cpp``);
-    without the key (p4d's first EFA generation, the send/recv protocol: an assumption) multi-host collectives over
-    EFA run Simple only, and NCCL chooses among its algorithms with Simple.
+    ``NCCL_PROTO=simple`` for the process ("byte delivery ordering", ``src/platform-aws.cpp``). A NIC model that
+    does deliver them in order says so with ``ordered_128b = true`` (it keeps LL and LL128). p5's EFA likely does
+    (the plugin's RDMA-write protocol there, and its tuner's regions for p5 pick Tree and Ring LL128 below about
+    30 MB, ``src/tuner/nccl_ofi_regions.cpp``), but the built-in catalog does not say so yet: the Django inventory's
+    NIC model has no such field. Without the key (p4d's first EFA generation, the send/recv protocol: an
+    assumption; p5 for now) multi-host collectives over EFA run Simple only, and NCCL chooses with Simple.
     A user's ``protocol`` forced to LL or LL128 still runs (``NCCL_PROTO`` set by the user wins over the plugin).
 Network latency (``latencyInter``)
     A plugin reports a latency per device (``ncclNetProperties_t.latency``, us); NCCL's topology search keeps it as
