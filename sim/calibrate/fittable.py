@@ -51,6 +51,7 @@ WOULD = {
     "nic_efficiency": "an nccl-tests run across 2 or more hosts at sizes >= 256 MiB (the NIC's rate bound)",
     "pcie_efficiency": "an nccl-tests run across 2 or more hosts at sizes >= 256 MiB on hosts whose GPU-NIC path "
                        "is PCIe-bound",
+    "efa_efficiency": "an nccl-tests run across 2 or more hosts of an EFA cluster at sizes >= 1 GiB",
     "host_latency_us": "an nccl-tests run at small sizes (8 B to 64 KiB), inside one host",
     "base_rtt_us": "an nccl-tests run across hosts at small sizes (8 B to 64 KiB)",
     "gemm_efficiency": "a job's step time, tokens/s or MFU",

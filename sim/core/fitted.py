@@ -75,6 +75,11 @@ FACTORS: tuple[Factor, ...] = (
            "result, as a share of the NIC link's achievable rate; prior 1: the aggregation runs in the switch's "
            "port pipeline, one streaming tree per port on Quantum-2 and one per switch on Quantum [S140], one flow "
            "per NIC rail [S142], and no lower rate is published"),
+    # --- EFA (issue 39, branch nccl2: sim/fabric/netplugin.py; docs/engine.md "The network plugin") ---
+    Factor("efa_efficiency", 1.0, 0.5, 1.1, ("collective", "nccl-tests"),
+           "share of an EFA NIC's payload rate (line rate less framing) that NCCL reaches through aws-ofi-nccl over "
+           "SRD, on top of nic_efficiency, for NICs of transport efa only; prior 1: AWS publishes the line rate "
+           "(3,200 Gb/s per p5, 400 per p4d [S88]) and no achievable share"),
 )
 
 

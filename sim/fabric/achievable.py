@@ -25,6 +25,7 @@ The GPU-NIC PCIe path
     own link to its leaf, so the resource is that link: its capacity is the lesser of the two (per port when a NIC
     has several, balanced over them).
 The NIC
+    (On EFA also ``efa_efficiency``: the share NCCL reaches through aws-ofi-nccl over SRD, not published.)
     Line rate less the transport's framing at a 4 KiB MTU: InfiniBand LRH 8 + BTH 12 + ICRC 4 + VCRC 2 bytes per
     packet [S91]; RoCEv2 adds Ethernet (preamble and gap 20, header 14, FCS 4), IPv4 20 and UDP 8 to BTH and ICRC
     [S92]. Every link of the fabric carries the same packets, so the framing applies to every fabric link; the NIC's
@@ -59,7 +60,8 @@ FRAMING_BYTES = {"infiniband": 8 + 12 + 4 + 2,                   # LRH, BTH, ICR
                  "roce": 20 + 14 + 4 + 20 + 8 + 12 + 4}          # preamble+IFG, Ethernet, FCS, IPv4, UDP, BTH, ICRC
 DEFAULT_GPU = {"compute_capability": 90, "nvlink_generation": 4, "pcie_gen": 5, "pcie_lanes": 16}
 DEFAULT_NIC = {"pcie_gen": 5, "pcie_lanes": 16}
-FACTORS = ("nvlink_efficiency", "nic_efficiency", "pcie_efficiency", "host_latency_us", "sharp_efficiency")
+FACTORS = ("nvlink_efficiency", "nic_efficiency", "pcie_efficiency", "host_latency_us", "sharp_efficiency",
+           "efa_efficiency")
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,7 @@ class Efficiencies:
     pcie: float = 0.91
     host_latency: float = 2e-6          # seconds
     sharp: float = 1.0                  # SHARP's streaming aggregation rate over the NIC's (CollNet only)
+    efa: float = 1.0                    # EFA NICs' achievable share through aws-ofi-nccl (efa_efficiency)
     ideal: bool = False                 # line rates everywhere (the roofline's reference), no host floor
 
     @classmethod
@@ -87,7 +90,8 @@ class Efficiencies:
         values = values or {}
         got = {k: (fitted.value(k) if values.get(k) is None else float(values[k])) for k in FACTORS}
         return cls(nvlink=got["nvlink_efficiency"], nic=got["nic_efficiency"], pcie=got["pcie_efficiency"],
-                   host_latency=got["host_latency_us"] * US, sharp=got["sharp_efficiency"])
+                   host_latency=got["host_latency_us"] * US, sharp=got["sharp_efficiency"],
+                   efa=got["efa_efficiency"])
 
 
 def gpu_spec(topo, key: str):
@@ -173,7 +177,7 @@ def fabric_capacity(topo, eff: Efficiencies | None = None) -> np.ndarray:
     if tier is not None and cap.size:
         nic = np.asarray(tier) == LINK_NIC_LEAF
         ports = max(int(getattr(topo, "ports_per_nic", 1) or 1), 1)
-        cap[nic] = np.minimum(cap[nic] * eff.nic, pcie_rate(topo, eff) / ports)
+        cap[nic] = np.minimum(cap[nic] * eff.nic * nic_transport_share(topo, eff), pcie_rate(topo, eff) / ports)
     return cap
 
 
@@ -187,10 +191,17 @@ def sharp_rate(topo, eff: Efficiencies | None = None) -> np.ndarray:
     return rate * (1.0 if eff.ideal else eff.sharp)
 
 
+def nic_transport_share(topo, eff: Efficiencies) -> float:
+    """The transport's own achievable share of the NIC's payload rate: ``efa_efficiency`` on EFA (NCCL through
+    aws-ofi-nccl over SRD, :mod:`sim.fabric.netplugin`), 1 for InfiniBand and RoCE (NCCL's own IB plugin)."""
+    nic = getattr(topo, "nic_model", None) or {}
+    return eff.efa if nic.get("transport") == "efa" else 1.0
+
+
 def nic_rate(topo, eff: Efficiencies | None = None) -> float:
     """Achievable bytes/s of one GPU's NIC, each way (all its ports): framing, ``nic_efficiency``, PCIe."""
     eff = eff or Efficiencies.of()
     if eff.ideal:
         return topo.nic_bandwidth
-    line = topo.nic_bandwidth * framing(topo.kind) * eff.nic
+    line = topo.nic_bandwidth * framing(topo.kind) * eff.nic * nic_transport_share(topo, eff)
     return min(line, pcie_rate(topo, eff)) if math.isfinite(line) else line

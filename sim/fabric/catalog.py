@@ -42,6 +42,9 @@ SPECS = {
                "sharp": ("bool", None)},   # in-network reduction (InfiniBand SHARP streaming aggregation) [S140]
     "platform": {"memory_gb": ("int", 1)},
 }
+# A NIC's network-plugin keys (sim/fabric/netplugin.py): whether its transport delivers aligned 128-byte writes in
+# order (LL / LL128 allowed over it), the latency the plugin reports to NCCL (us).
+SPECS["nic"].update({"ordered_128b": ("bool", None), "net_latency_us": ("number", 0)})
 MAX_CATALOG_BYTES = 1024 * 1024         # a user's catalog file (the built-in one is about 5 KB)
 
 

@@ -188,6 +188,9 @@ class NcclComm:
     nvls_bw_inter: float = 0.0
     sharp: bool = False
     equal_nodes: bool = True
+    latency_inter: float = 0.0                   # the net plugin's latency, us (graph->latencyInter)
+    tree_bw: float = 0.0                         # the tree graph's nChannels x bw, bytes/s (0: ring_bw)
+    protocols: tuple[str, ...] = PROTOCOLS       # the protocols NCCL may use (NCCL_PROTO; the net plugin's)
 
     @property
     def ppn(self) -> float:
@@ -222,6 +225,8 @@ def _entry(coll: str, a: str, proto: str, c: NcclComm) -> tuple[float, float] | 
         return None
     if a in ("nvls", "nvls_tree", "pat", "collnet_direct", "collnet_chain") and proto != SIMPLE:
         return None
+    if proto not in c.protocols:
+        return None
     # Enable rules (tuning.cc, enqueue.cc updateCollCostTable, search.cc).
     if a in ("nvls", "nvls_tree") and (not c.nvls or not c.equal_nodes or c.nvls_channels < 2):
         return None
@@ -238,6 +243,8 @@ def _entry(coll: str, a: str, proto: str, c: NcclComm) -> tuple[float, float] | 
     ring_ch_bw = c.ring_bw / GB / max(c.channels, 1)             # GB/s per channel of the ring graph
     channels = c.channels
     bw = ring_ch_bw
+    if a == "tree" and c.tree_bw > 0:
+        bw = c.tree_bw / GB / max(c.channels, 1)                  # the tree graph's own search (balanced tree)
     if a in ("nvls", "nvls_tree"):
         channels = c.nvls_channels
         intra = c.nvls_bw_intra * NVLS_EFFICIENCY[ar] * (channels - 1) / channels
@@ -275,6 +282,7 @@ def _entry(coll: str, a: str, proto: str, c: NcclComm) -> tuple[float, float] | 
     lat = BASE_LATENCY[a][p]
     intra = HW_LATENCY["nvlink"][a][p]
     inter = HW_LATENCY["net"]["tree" if ppn == 1 else a][p]
+    inter += c.latency_inter * (2 if proto == SIMPLE else 1)   # the plugin's latency; Simple's flush once more
     if a == "ring":
         if coll in ("broadcast", "reduce"):
             # sameChannels = 0: the twin's channels enter each host at a different GPU.
@@ -368,7 +376,8 @@ def choose(collective: str, algorithm: str, size: int, n_ranks: int, n_nodes: in
     (``topoGetAlgoInfo``; LL128 is on by default on Hopper with NICs near their GPUs). AllToAll goes through NCCL's
     point-to-point path: LL for at most :data:`P2P_LL_THRESHOLD` bytes per peer, Simple above."""
     if algorithm not in NCCL_ALGORITHMS:
-        return LL if size / max(n_ranks, 1) <= P2P_LL_THRESHOLD else SIMPLE
+        allowed = comm.protocols if comm is not None else PROTOCOLS
+        return LL if size / max(n_ranks, 1) <= P2P_LL_THRESHOLD and LL in allowed else SIMPLE
     c = comm or _comm(n_ranks, n_nodes, channels, topo_busbw, arch)
     times = [algo_time(collective, algorithm, p, size, c) for p in PROTOCOLS]
     return PROTOCOLS[min(range(len(PROTOCOLS)), key=times.__getitem__)]

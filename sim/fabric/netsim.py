@@ -66,13 +66,14 @@ from sim.core.maxmin import link_loads, max_min_rates
 from sim.core.progress import silent, span, weighted
 from sim.core.flowset import FlowSet
 from sim.core.units import GB, IDX
-from sim.fabric.achievable import Efficiencies, arch, nvlink_rate, nvls_supported
+from sim.fabric.achievable import Efficiencies, arch, compute_capability, nvlink_rate, nvls_supported
 from sim.fabric.collectives import (ALGORITHM_CHOICES, DTYPES, MAX_ALLTOALL_TRANSFERS, CollectiveError,
                                     CollectivePlan, Phase, canonical, element_count)
 from sim.fabric.algorithms import plan as plan_collective
 from sim.fabric.flows import CSR_CHUNK, build_flows, concat_flows, flow_count, link_capacity
 from sim.fabric.latency import LatencyModel, critical_paths, path_latency, transfer_latency
 from sim.fabric.nccl import DEFAULT_UDP_SPORT, ring_channel_steps
+from sim.fabric.netplugin import chunk_config, net_plugin
 from sim.fabric.nccl_tuning import (NCCL_ALGORITHMS, PROTOCOL_CHOICES, PROTOCOLS, SIMPLE, NcclComm, algo_time,
                                     base_latency, choose_algo, nvls_graph, sim_hop)
 from sim.fabric.results import CollectiveResult, PhaseResult, SizeResult, hottest_links
@@ -174,6 +175,33 @@ def _solve_classes(flows: FlowSet, capacity: np.ndarray, progress):
     links = flows.links[np.arange(ptr[-1], dtype=IDX) + np.repeat(starts - ptr[:-1], deg)]
     weight = np.bincount(cls, minlength=rep.size)
     return max_min_rates(ptr, links, capacity, progress=progress, weight=weight)[cls], cls, ptr, links, weight
+
+
+def pipeline_fill(res: PhaseResult, ops: float = 1.0, nvlink_channel_rate: float = np.inf) -> float:
+    """Seconds per chunk byte that a Simple chunk spends filling ``res``'s pipeline (:mod:`sim.fabric.chunking`):
+    along the phase's critical path (its latency pipelines: chains and trees walked to their end), the sum over its
+    transfers of the time a byte of a chunk takes on each, less the slowest transfer's (the steady state the rates
+    already give). A network transfer's time per byte is its slowest flow's at the solved rates, the NIC being
+    shared by every channel's first chunks at once; ``ops``: the chunk streams one transfer carries side by side
+    (NCCL's concurrent operations), each at its share of the transfer's rate. An NVLink hop, idle but for the
+    chunk while the pipeline fills, moves it at one channel's rate (``nvlink_channel_rate``: NCCL's per-channel
+    share of the GPU's NVLink), or faster where the solved rate is. 0 for phases that are not pipelines to the
+    end (rings, AllToAll, PAT, single-host NVLS)."""
+    ph = res.phase
+    if ph.mode != "sync" or ph.lat_next is None or ph.lat_span != 0 or res.rates.size == 0:
+        return 0.0
+    P = len(ph.src)
+    per = np.zeros(P)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        flow_time = np.where(res.rates > 0, res.flows.share / res.rates, np.inf)
+    np.maximum.at(per, res.flows.transfer, flow_time)
+    per = per / np.asarray(ph.share, dtype=np.float64) * float(ops)
+    nvl = ~np.asarray(res.hop_network, dtype=bool)
+    per[nvl] = np.minimum(per[nvl], 1.0 / nvlink_channel_rate)
+    if not np.isfinite(per).all():
+        return 0.0
+    (sec, _, _), = critical_paths(ph, per, np.zeros(P, dtype=bool), [(0.0, 0.0)])
+    return max(sec - float(per.max()), 0.0)
 
 
 def protocol_latencies(plan: CollectivePlan, phases: list[PhaseResult], latency: LatencyModel | None = None):
@@ -296,6 +324,11 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
     for res in phases:
         link_bytes += res.link_unit_bytes if res.link_unit_bytes is not None else \
             link_loads(res.flows.ptr, res.flows.links, res.flows.share * res.phase.steps, capacity.size)
+    chunking = chunk_config(topo, plan.n_hosts)
+    ops = chunking.nvls_channels / 2 if plan.algorithm == "nvls_tree" else 1.0   # a head's channels, both trees
+    per_channel = nvlink_rate(topo, eff) / max(plan.channels, 1)
+    for res in phases:
+        res.fill, res.chunk_ops = pipeline_fill(res, ops, per_channel), ops
     gph = int(np.bincount(np.asarray(topo.gpu_host)).max())
     packed = weights is None and root == 0 and packed_in_order(gpus, topo.gpu_host, gph)
     roof = roofline_busbw(plan.collective, plan.n_ranks, gph, topo.nic_bandwidth, topo.nvlink_bandwidth,
@@ -311,7 +344,7 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
                               udp_sport=udp_sport, host_latency=eff.host_latency,
                               nccl_comm=nccl_comm(topo, gpus, plan.channels, ring_roof,
                                                   collnet=collnet or uses_sharp),
-                              algorithm_choice=plan.algorithm)
+                              algorithm_choice=plan.algorithm, chunking=chunking)
     for s in sizes:
         proto = result.protocol_for(s)
         t = result.time(s, proto)
@@ -348,10 +381,18 @@ def nccl_comm(topo, gpus, channels: int, ring_bw: float | None = None, collnet: 
         ring_bw = nvl if n_nodes == 1 else m * min(topo.nic_bandwidth, nvl)
     nic_speed = ring_channel_steps(m, n_nodes, nic_gbps=topo.nic_bandwidth / GB).speed
     ch, intra, inter = nvls_graph(m, nvl / GB, nic_speed, n_nodes)
+    plugin = net_plugin(topo)
+    across = n_nodes > 1                                         # the plugin only acts on network connections
+    # Before Hopper NCCL searches its tree as a balanced tree, which counts half a channel's bandwidth on the NIC
+    # of each of the node's first two GPUs (search.cc): a NIC-bound tree graph carries twice the ring's, up to
+    # the GPUs' NVLink (Hopper searches a plain tree: the ring's).
+    tree_bw = min(2.0 * ring_bw, m * nvl) if across and compute_capability(topo) < 90 else 0.0
     return NcclComm(n_ranks=int(gpus.size), n_nodes=n_nodes, channels=int(channels), ring_bw=float(ring_bw),
                     arch=arch(topo), nvls=nvls_supported(topo), nvls_channels=ch, nvls_bw_intra=intra,
                     nvls_bw_inter=inter, sharp=bool(collnet) and fabric_sharp(topo),
-                    equal_nodes=bool((per_host == m).all()))
+                    equal_nodes=bool((per_host == m).all()),
+                    latency_inter=plugin.latency_us if across else 0.0, tree_bw=float(tree_bw),
+                    protocols=plugin.protocols if across else PROTOCOLS)
 
 
 def run_auto(topo, gpus, collective: str, sizes, *, t_start: float, **kw) -> CollectiveResult:

@@ -9,6 +9,7 @@ import numpy as np
 
 from sim.core.flowset import FlowSet
 from sim.core.units import GB, IDX
+from sim.fabric.chunking import ChunkConfig, chunk_size
 from sim.fabric.collectives import CollectivePlan, Phase
 from sim.fabric.flows import link_names
 from sim.fabric.nccl import DEFAULT_UDP_SPORT
@@ -38,6 +39,8 @@ class PhaseResult:
     critical_hops: dict = field(default_factory=dict)
     link_unit_bytes: np.ndarray | None = None    # (E + 2G,) the phase's bytes per byte of message size (all steps)
     link_flows: np.ndarray | None = None         # (E + 2G,) how many of its flows cross each link
+    fill: float = 0.0                            # s per chunk byte a Simple chunk spends filling the pipeline
+    chunk_ops: float = 1.0                       # NCCL's chunk streams each transfer carries side by side
 
 
 @dataclass
@@ -98,6 +101,7 @@ class CollectiveResult:
     nccl_comm: NcclComm | None = None  # what NCCL's tuning model knows of the job (its protocol choice)
     algorithm_choice: str = "ring"     # "auto" (NCCL's choice per size, each row's algorithm) or the forced one
     by_algorithm: dict = field(default_factory=dict)   # auto: each chosen algorithm's large-message busbw
+    chunking: ChunkConfig | None = None  # NCCL's chunk sizes (sim.fabric.chunking); None: no pipeline fill
 
     @property
     def latency(self) -> float:
@@ -135,7 +139,24 @@ class CollectiveResult:
             return self.host_latency + self.latencies[proto]
         arch = self.nccl_comm.arch if self.nccl_comm is not None else "hopper"
         bw = sim_busbw(self.plan.algorithm, proto, self.limit_busbw, self.plan.n_hosts, self.plan.channels, arch)
-        return self.host_latency + self.latencies[proto] + size * self.plan.busbw_factor / bw
+        return self.host_latency + self.latencies[proto] + size * self.plan.busbw_factor / bw + self.fill(size, proto)
+
+    def fill(self, size: float, protocol: str) -> float:
+        """Seconds the pipeline's fill adds for ``size`` bytes (:mod:`sim.fabric.chunking`): with Simple, NCCL's
+        chunk for the size (at most what one of a transfer's chunk streams carries) times each phase's fill per
+        chunk byte."""
+        if protocol != SIMPLE or self.chunking is None:
+            return 0.0
+        p = self.plan
+        algo = "chain" if p.collective in ("broadcast", "reduce") and p.algorithm == "ring" else p.algorithm
+        chunk = chunk_size(algo, int(size), max(p.n_ranks // max(p.n_hosts, 1), 1), self.chunking)
+        if chunk <= 0:
+            return 0.0
+        total = 0.0
+        for ph in self.phases:
+            if ph.fill > 0:
+                total += ph.fill * min(chunk, size * float(np.max(ph.phase.share)) / ph.chunk_ops)
+        return total
 
     @property
     def limit_busbw(self) -> float:
