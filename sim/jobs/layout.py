@@ -19,9 +19,9 @@ HBM_GB = 80.0                                     # H100 SXM 80 GB (docs/sources
 
 
 def unplaced_hbm_gb() -> float:
-    """The memory a job is checked against before it has a cluster (``hbm_gb`` null, as its parameters are
-    validated): the largest GPU of the catalog, so no job is refused that some GPU holds; the run checks it again
-    against its cluster's GPU (:func:`sim.jobs.job.solve_job`)."""
+    """The memory a job's recomputation is chosen for before it has a cluster (``hbm_gb`` null, as its parameters
+    are validated): the largest GPU of the catalog. Its memory is not refused then: the run checks it against its
+    cluster's GPU (:func:`on_gpu`: :func:`sim.jobs.job.solve_job`, the twin's job kinds), with that GPU's numbers."""
     return float(max(m["memory_gb"] for m in load_catalog().models["gpu"].values()))
 
 
@@ -111,7 +111,7 @@ def derive_job(v: dict) -> dict:
     group = check_schedule(v["schedule"], pp, m, vs, v.get("micro_batches_per_round"))
     hbm = (v.get("hbm_gb") or unplaced_hbm_gb()) * 1e9
     fit = fit_memory(model, v, pp, m, hbm)
-    if fit is None or not fit["fits"]:
+    if fit is None or (not fit["fits"] and v.get("hbm_gb") is not None):
         _refuse_memory(v, model, fit, hbm, m)
     return {"micro_batches": m, "micro_batches_per_round": group if v["schedule"] == "interleaved" else None,
             "pipeline": fit["schedule"], "recompute_on": bool(fit["recompute"].any()),

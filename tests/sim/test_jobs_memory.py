@@ -93,15 +93,15 @@ def test_a_job_that_does_not_fit_is_refused_on_the_field_that_fixes_it():
 
 
 def test_without_a_cluster_the_largest_gpu_holds_and_the_run_checks_its_own():
-    """Validated alone, a job is checked against the catalog's largest GPU memory; run on an H100 cluster, against
-    the H100's 80 GB (the GPU's catalog memory_gb), refused on the field that fixes it."""
+    """Validated alone (no GPU known) a job's memory is not refused; run on an H100 cluster it is checked against the
+    H100's 80 GB (the GPU's catalog memory_gb), refused on the field that fixes it with that GPU's numbers."""
     from sim.fabric.topology import load_topology
     from sim.jobs.job import solve_job
     from sim.jobs.layout import unplaced_hbm_gb
     assert unplaced_hbm_gb() > 80.0
     big = {"model": "llama3-70b", "gpus": 64, "tp": 8, "pp": 1, "dp": 8, "seq": 16384, "batch_tokens": 16384 * 8,
            "recompute": "none"}
-    need = JOB.validate(big)                                   # fits the largest GPU
+    need = JOB.validate(big)
     with pytest.raises(ParamError) as e:
         solve_job(load_topology("demo-256")[1], need)
     assert "more than the GPU's 80 GB" in str(e.value)

@@ -20,6 +20,8 @@ from typing import Callable
 import numpy as np
 
 from sim.core.errors import ParamError
+from sim.fabric.catalog import load_catalog
+from sim.jobs.layout import resolve_job
 from sim.jobs.params import JOB_PARAMS
 from sim.fabric.topology import topology_from_layout
 from twin.inventory import gpu_grid
@@ -157,12 +159,17 @@ def schedule(layout, params: dict, progress: Callable, *, run) -> tuple[dict, di
 
 # ------------------------------------------------------------------------------------- checks and cost
 def check_job(values: dict, cluster) -> None:
-    """The job's GPUs (tp x cp x pp x dp when ``gpus`` is left out) against the cluster's usable GPUs."""
+    """The job's GPUs (tp x cp x pp x dp when ``gpus`` is left out) against the cluster's usable GPUs, and its
+    memory against the cluster's GPU (``hbm_gb`` null: the GPU's catalog memory; the parameters alone were checked
+    against the catalog's largest GPU, :func:`sim.jobs.layout.unplaced_hbm_gb`)."""
     n = values.get("gpus")
     if n is None and all(values.get(k) for k in ("tp", "cp", "pp", "dp")):
         n = values["tp"] * values["cp"] * values["pp"] * values["dp"]
     if n is not None and n > (usable := gpu_grid.usable_gpus(cluster)):
         raise ParamError("gpus", f"{n:,} GPUs asked, {cluster.name} has {usable:,} usable")
+    gpu = (cluster.spec or {}).get("layout", {}).get("gpu")
+    if values.get("hbm_gb") is None and gpu in load_catalog().models.get("gpu", {}):
+        resolve_job({**values, "hbm_gb": float(load_catalog().models["gpu"][gpu]["memory_gb"])})
 
 
 def job_gpus(values: dict) -> int:
