@@ -50,11 +50,14 @@ def run(args, bar) -> int:
     if args.fit:
         corpus = load_corpus(args.corpus, kinds=[values["kind"]] if values["kind"] else None)
         fit = fit_corpus(corpus, progress=lambda f, m: bar(0.5 * f, m))
-        check = validate(corpus, factors={n: v["value"] for n, v in fit.items()})
-        write_fitted(fit, {"observations": check["overall"]["count"], "sources": len(corpus.sources),
-                           "median_before": round(check["before"]["overall"]["median"], 6),
-                           "median_after": round(check["overall"]["median"], 6)})
-        bar(0.5, "fitted: " + ", ".join(f"{n} = {v['value']:.4g}" for n, v in fit.items() if v["applied"]))
+        factors = fit["factors"]
+        check = validate(corpus, factors={n: v["value"] for n, v in factors.items()})
+        write_fitted(factors, {"observations": check["overall"]["count"], "sources": len(corpus.sources),
+                               "median_before": round(check["before"]["overall"]["median"], 6),
+                               "median_after": round(check["overall"]["median"], 6),
+                               "median_held_out": round(fit["holdout"]["median_abs_error"] or 0.0, 6),
+                               "held_out_folds": int(fit["holdout"]["folds"] or 0)})
+        bar(0.5, "fitted: " + ", ".join(f"{n} = {v['value']:.4g}" for n, v in factors.items() if v["applied"]))
     report = run_validate(values, progress=bar, corpus_dir=args.corpus).to_dict()
     bar.close()
     if args.markdown:
