@@ -6,7 +6,7 @@ import pytest
 from sim.core.errors import ParamError
 from sim.validation import thresholds
 from sim.validation.corpus import read_excused
-from sim.validation.markdown import committed_median
+from sim.validation.markdown import committed_median, committed_medians
 from sim.validation.stats import by_kind, summarize
 
 
@@ -59,7 +59,7 @@ def test_a_rise_of_the_median_over_the_committed_one_breaks():
 
 def test_committed_median_is_read_from_the_mark(tmp_path):
     doc = tmp_path / "validation.md"
-    doc.write_text("# x\n\n<!-- overall median: 0.0712 -->\n")
+    doc.write_text("# x\n\n<!-- median all: 0.0712 -->\n")
     assert committed_median(doc) == pytest.approx(0.0712)
     assert committed_median(tmp_path / "missing.md") is None
 
@@ -71,3 +71,13 @@ def test_excused_rows_need_an_id_and_a_mechanism(tmp_path):
     p.write_text('[[excused]]\nid = "a/b"\n')
     with pytest.raises(ParamError, match=r"excused\[0\]\.mechanism"):
         read_excused(p)
+
+
+def test_regressions_are_medians_risen_above_the_committed_ones(tmp_path):
+    r = _report([0.05] * 140 + [0.2] * 10, kinds=["collective"] * 140 + ["job"] * 10)
+    doc = tmp_path / "validation.md"
+    doc.write_text("<!-- median all: 0.0450 -->\n<!-- median collective: 0.0300 -->\n<!-- median job: 0.2500 -->\n")
+    committed = committed_medians(doc)
+    assert committed == {"all": 0.045, "collective": 0.03, "job": 0.25}
+    got = thresholds.regressions(r, committed)
+    assert len(got) == 1 and got[0].startswith("collective median 5.00% rose")   # all: +0.5 point, job: fell
