@@ -171,14 +171,17 @@ $("val-runs").addEventListener("click", async (ev) => {
 /** The live indicator: a validate run on the header's cluster, its progress and, once done, its figures from the
  *  cluster stream's validation_stats row (twin/capabilities/validation/live.py). */
 const figure0 = (x) => (x == null || Number.isNaN(x) ? "–" : err(x));
+let lastRow = null;                 // the followed run's latest validation_stats row
 function onFrame(frame) {
   const data = frame.sections?.validation_stats;
   if (!frame.runId || (!data && !known.has(frame.runId))) return;
   known.add(frame.runId);
-  const el = $("val-live"), row = data ? sectionRow("validation_stats", data) : null;
+  const el = $("val-live");
   const same = el.dataset.run === String(frame.runId);
+  // a frame of progress alone (the run's last one among them) keeps the figures its validation_stats row gave
+  const row = data ? (lastRow = sectionRow("validation_stats", data)) : same ? lastRow : null;
   el.dataset.run = String(frame.runId);
-  el.dataset.phase = row ? row.phase : same ? el.dataset.phase ?? "" : "";    // "": a frame of progress only
+  el.dataset.phase = row ? row.phase : "";                                 // "": a frame of progress only
   const figures = row?.phase === "done"
     ? ` · ${fmt.int(row.count)} observations, median |error| <b data-median="${row.median}">${figure0(row.median)}</b>`
       + ` (before the fitted factors ${figure0(row.median_before)}${row.cv_median == null || Number.isNaN(row.cv_median)

@@ -4,7 +4,7 @@ A mechanism is built from documented facts (docs/sources.md). Where a fact is no
 kernels come to NVLink's line rate on a given GPU, say) the model names the gap as a *fitted factor*: declared once
 here with its prior (the value the model would assume without the corpus, with its argument in ``doc``) and its
 bounds, fitted by ``python -m sim validate --fit`` across every observation of the corpus at once (never to one
-published figure), and kept with the corpus error before and after in ``sim/presets/fitted.toml``.
+published figure), and kept with the corpus error before and after in ``sim/core/fitted.toml``.
 
 Each factor is also a nullable parameter of the same name of the run kinds that use it (``kinds``): null means the
 fitted value (:func:`value`), a number overrides it, and calibration fits it to a user's own measurements the same
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-FITTED_PATH = Path(__file__).parent.parent / "presets" / "fitted.toml"
+FITTED_PATH = Path(__file__).parent / "fitted.toml"
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ def factor(name: str) -> Factor:
 
 @lru_cache(maxsize=1)
 def fitted_file() -> dict:
-    """``sim/presets/fitted.toml`` as data (``{}`` when absent): ``[factor.NAME] value = ...`` and the fit's
+    """``sim/core/fitted.toml`` as data (``{}`` when absent): ``[factor.NAME] value = ...`` and the fit's
     summary (``[fit]``: date, observations, corpus error before and after)."""
     try:
         with open(FITTED_PATH, "rb") as f:

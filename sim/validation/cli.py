@@ -8,7 +8,7 @@
 repository's corpus, when docs/validation.md is not what ``--markdown`` prints; ``--regression`` (what CI holds
 while the thresholds are not all met) exits 1 when a median (overall, or a kind's) rose more than one point above
 the one docs/validation.md commits, or that file is not what ``--markdown`` prints; ``--markdown`` prints
-docs/validation.md; ``--fit`` fits the fitted factors across the corpus and writes ``sim/presets/fitted.toml``
+docs/validation.md; ``--fit`` fits the fitted factors across the corpus and writes ``sim/core/fitted.toml``
 first. Refused input (a malformed corpus file, naming the file and field) exits 2 (:func:`sim.cli.main`).
 """
 from __future__ import annotations
@@ -42,7 +42,7 @@ def add_parsers(sub) -> None:
                                                              "docs/validation.md's, or that file is stale")
     c.add_argument("--markdown", action="store_true", help="print docs/validation.md")
     c.add_argument("--fit", action="store_true", help="fit the fitted factors across the corpus and write "
-                                                      "sim/presets/fitted.toml first")
+                                                      "sim/core/fitted.toml first")
     c.add_argument("--json", action="store_true", help="print one JSON document instead of the tables")
     c.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
 

@@ -56,7 +56,7 @@ def gpu_of(preset: str) -> str:
 
 
 def write_fitted(values: dict, summary: dict, path=None) -> None:
-    """``sim/presets/fitted.toml``: each applied factor's fitted value (and its interval), the fit's summary
+    """``sim/core/fitted.toml``: each applied factor's fitted value (and its interval), the fit's summary
     (observations, sources, corpus median before and after). Written by ``python -m sim validate --fit``; read by
     :mod:`sim.core.fitted`. Plain ``key = value`` lines: nothing of the file is executed when read."""
     path = path or fitted.FITTED_PATH

@@ -27,7 +27,7 @@ def _profile(client, cluster, values, name="fitted"):
 @pytest.mark.django_db(transaction=True)
 def test_a_job_run_naming_a_profile_runs_with_its_values(workers, runner, demo):
     # given a profile of demo-256 with a gemm_efficiency away from the engine's default, and a name no job declares
-    gemm = 0.6
+    gemm = 0.4
     assert JOB.by_name["gemm_efficiency"].default is None           # the engine's own default applies without it
     profile = _profile(runner, demo, {"gemm_efficiency": gemm, "base_rtt_us": 2.0})
     # when a job run names it, and the same job runs without it
@@ -50,7 +50,7 @@ def test_a_job_run_naming_a_profile_runs_with_its_values(workers, runner, demo):
                                                                                        default["error"])
     assert calibrated["summary"]["calibration"] == record and "calibration" not in default["summary"]
     assert calibrated["summary"]["mfu"] != default["summary"]["mfu"]
-    assert calibrated["summary"]["step_time"] > default["summary"]["step_time"]     # 0.6 of the peak is below 0.75
+    assert calibrated["summary"]["step_time"] > default["summary"]["step_time"]     # 0.4 of the peak: below the curve
 
 
 def test_a_value_given_wins_and_stored_parameters_take_the_profile_as_it_is_now(runner, demo):

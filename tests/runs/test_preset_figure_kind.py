@@ -32,9 +32,10 @@ def test_a_preset_figures_run_on_demo_goes_through_a_worker_and_is_kept(workers,
         t = x["traffic"]
         assert t["leaf_local"] + t["cross_spine"] == pytest.approx(t["network"])
         if x["gpus"] == 16 and x["config"] != "fragmented":                   # under one rack switch
-            # no fabric limit: the NICs' achievable rate, under the line-rate roofline by their framing alone
+            # no fabric limit: at most the NICs' achievable rate (NVLink's may hold it lower), under the line-rate
+            # roofline by their framing at least
             nic = nic_rate(demo_topology) / demo_topology.nic_bandwidth
-            assert t["cross_spine"] == 0.0 and x["limit_norm"] == pytest.approx(nic, rel=1e-3)
+            assert t["cross_spine"] == 0.0 and 0.5 < x["limit_norm"] <= nic * (1 + 1e-9)
     # and its headline figures are the engine's, at the top of the summary
     assert 0 < s["allreduce_norm"] <= 1 and s["allreduce_busbw_GBps"] == pytest.approx(
         s["allreduce_norm"] * s["hardware"]["gpus_per_host"] * s["hardware"]["nic_GBps"])
