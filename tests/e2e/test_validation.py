@@ -23,8 +23,9 @@ def stored(twin, django_db_blocker):
         run = stored_run(demo)
         cal = SimulationRun.objects.create(kind="calibrate", cluster=demo, status="succeeded",
                                            summary=calibrate_summary(), params={"measurements": "", "fit": None})
-        profile = CalibrationProfile.objects.create(cluster=demo, name="e2e-fitted", values={"gemm_efficiency": 0.6},
-                                                    summary={"run": cal.id})
+        # (update_or_create: the module's fixture may run again on the same served database)
+        profile, _ = CalibrationProfile.objects.update_or_create(
+            cluster=demo, name="e2e-fitted", defaults={"values": {"gemm_efficiency": 0.6}, "summary": {"run": cal.id}})
         return {"run": run.id, "calibrate": cal.id, "profile": profile.id}
 
 
