@@ -184,8 +184,10 @@ def reads(kind: str, name: str) -> bool:
     with their fitted values)."""
     if name not in KINDS[kind].by_name:
         return False
-    f = next((f for f in fitted.FACTORS if f.name == name), None)
-    return f is None or kind in f.kinds
+    try:
+        return kind in fitted.factor(name).kinds
+    except KeyError:                                 # not a fitted factor: every kind declaring it takes it
+        return True
 
 
 def label(e: Entry) -> str:

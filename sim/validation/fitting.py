@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import numpy as np
 
-from sim.calibrate.fit import Predictor, fit
+from sim.calibrate.fit import fit
 from sim.core import fitted
 from sim.fabric.spec import load_spec
 
@@ -20,16 +19,6 @@ def factor_names(entries) -> list[str]:
     """The fitted factors some entry's kind reads."""
     kinds = {e.kind for e in entries}
     return [f.name for f in fitted.FACTORS if kinds & set(f.kinds)]
-
-
-def predictor(entries, progress=None) -> Predictor:
-    """A predictor of ``entries``, each on its own ``cluster`` preset (topologies built once)."""
-    return Predictor(None, entries, progress=progress)
-
-
-def predict(pred: Predictor, theta: dict[str, float], say=None) -> np.ndarray:
-    """(observations,) the predictions with the factors ``theta`` set wherever declared."""
-    return pred.predict(theta, say=say)
 
 
 def fit_factors(entries, names: list[str], folds: int | None = None, progress=None) -> dict:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from sim.validation import thresholds
 from sim.validation.peers import PEERS
+from sim.validation.stats import summarize
 
 DOC_PATH = Path(__file__).parents[2] / "docs" / "validation.md"
 MEDIAN_MARK = re.compile(r"<!-- median (\w[\w-]*): ([0-9.]+) -->")
@@ -88,10 +89,9 @@ def render(report: dict) -> str:
             "|---|---|---|---:|---:|"]
     errs = {}
     for r in report["observations"]:
-        errs.setdefault(r["source"], []).append(abs(r["error"]))
+        errs.setdefault(r["source"], []).append(r["error"])
     for s in report["sources"]:
-        e = sorted(errs.get(s["id"], []))
-        med = (e[len(e) // 2] if len(e) % 2 else (e[len(e) // 2 - 1] + e[len(e) // 2]) / 2) if e else None
+        med = summarize(errs[s["id"]])["median"] if errs.get(s["id"]) else None
         out.append(f"| [{s['title']}]({s['url']}) (`{s['id']}`) | {s['date']} | {s.get('kind') or '-'} | "
                    f"{s['count']} | {_pct(med)} |")
     excused = [r for r in report["observations"] if r["excused"]]

@@ -12,7 +12,8 @@ from __future__ import annotations
 from sim.core import fitted
 from sim.core.progress import silent
 from sim.validation import thresholds
-from sim.validation.fitting import factor_names, fit_factors, gpu_of, predict, predictor
+from sim.calibrate.fit import Predictor
+from sim.validation.fitting import factor_names, fit_factors, gpu_of
 from sim.validation.stats import by_kind
 
 # The unit each measured quantity is given in (the corpus's keys say it too).
@@ -49,9 +50,9 @@ def validate(corpus, folds: int | None = None, factors: dict[str, float] | None 
     before_theta = {n: fitted.factor(n).prior for n in names}
     rows = observation_rows(corpus)
     share = 0.3 if folds else 0.5
-    pred = predictor(corpus.entries)
-    after = predict(pred, after_theta, say=lambda f, m: say(share * f, m))
-    before = predict(pred, before_theta, say=lambda f, m: say(share * (1 + f), m))
+    pred = Predictor(None, corpus.entries)                      # each entry on its own preset
+    after = pred.predict(after_theta, say=lambda f, m: say(share * f, m))
+    before = pred.predict(before_theta, say=lambda f, m: say(share * (1 + f), m))
     for r, a, b in zip(rows, after, before):
         r["predicted"], r["error"] = float(a), float(a) / r["measured"] - 1
         r["before"] = {"predicted": float(b), "error": float(b) / r["measured"] - 1}
