@@ -86,3 +86,18 @@ def test_a_malformed_corpus_file_is_refused_naming_file_and_field(corpus_dir, tm
     (bad / "synthetic-a.toml").write_text(text)
     assert main(["validate", "--corpus", str(bad), "-q"]) == 2
     assert "corpus/synthetic-a.toml: entry[0].cluster" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, field", [(["--cross-validate", "1"], "cross_validate: must be at least 2"),
+                                         (["--kind", "weather"], "kind: unknown value 'weather'")])
+def test_bad_options_exit_2_naming_the_field(argv, field, capsys):
+    assert main(["validate", "-q", *argv]) == 2
+    assert field in capsys.readouterr().err
+
+
+def test_one_kind_of_the_repository_corpus_as_the_readme_runs_it(capsys):
+    """README: ``python -m sim validate --kind collective`` (without the cross-validation: its fits are CI's)."""
+    assert main(["validate", "--kind", "collective", "-q", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert set(report["kinds"]) == {"collective"} and report["overall"]["count"] >= 100
+    assert all(r["predicted"] > 0 for r in report["observations"])
