@@ -10,10 +10,12 @@ launches, the output head and loss, and the optimizer step, on one GPU for one m
   the BF16 output written once, at ``hbm_efficiency`` of the peak bandwidth. A given ``gemm_efficiency`` replaces
   all of it by the flat FLOPs / (peak x that share), as the model did before.
 * **Attention** (:func:`attention_efficiency`): FlashAttention-3 on Hopper, FlashAttention-2 on Ampere (the
-  ``attention_kernel`` parameter may name either), at the kernel's measured ceiling x ``k / (k + S0)`` for the
-  ``k`` keys a query visits on average (``seq / 2``, causal: the per-block prologue and epilogue, [S102]) x
-  ``seq / (seq + 128)`` (the causal mask's diagonal blocks computed whole). Backward: 2.5 x the forward's FLOPs
-  (it recomputes the scores: five matmuls against two [S101]) at the same efficiency. Attention runs in BF16
+  ``attention_kernel`` parameter may name another: FlashAttention v1, or FlashAttention in Triton), at the kernel's
+  measured ceiling x ``k / (k + S0)`` for the ``k`` keys a query visits on average (``seq / 2``, causal: the
+  per-block prologue and epilogue, [S102]) x ``seq / (seq + 128)`` (the causal mask's diagonal blocks computed
+  whole). Backward: 2.5 x the forward's FLOPs (it recomputes the scores: five matmuls against two [S101]) at the
+  forward's efficiency, except where the source measures the kernel's backward apart (Triton's: relatively slower,
+  [S170]). Attention runs in BF16
   even in an FP8 job (Transformer Engine's FP8 recipe leaves dot-product attention in BF16 by default [S106]).
 * **Memory-bound kernels** (:func:`layer_memory`): RMSNorm, residual adds, rotary embedding, SwiGLU, and on the last
   stage the final norm and the cross-entropy over the vocabulary: the bytes they read and write per token, at
@@ -52,15 +54,30 @@ GEMM_CEILING = {("hopper", "bf16"): 794.5 / 989, ("hopper", "fp8"): 1402.6 / 197
 # the model takes the one that quantizes the output best.
 TILES = ((128, 256), (256, 128), (128, 128))
 
-ATTENTION_KERNELS = ("auto", "fa1", "fa2", "fa3")
+ATTENTION_KERNELS = ("auto", "fa1", "fa2", "fa3", "triton")
 # A kernel's efficiency ceiling by (kernel, architecture), share of the dense BF16 peak:
 # FlashAttention-3, head dim 128, forward on H100: 630 TFLOPs/s at long sequences (S102's 430 at 512 tokens ... 621
 # at 16k follow ceiling x s / (s + 240)); FlashAttention-2 on H100: 35 % [S24]; on A100 up to 73 % [S101].
 # FlashAttention (v1), what frameworks ran before FlashAttention-2 (July 2023): 25-40 % of A100's peak [S101], its
 # upper end as the long-sequence ceiling; on H100 no figure is published: assumed to keep the share of A100's that
 # FlashAttention-2 keeps (0.35 / 0.73), neither using Hopper's asynchronous tensor-core instructions [S24].
+# FlashAttention in Triton (``triton``: flash-attention's experimental ``flash_attn_triton.py``, which llm-foundry's
+# ``attn_impl: triton`` copies, and Triton's fused-attention kernel it grew from): FlashAttention-2 is "around
+# 1.3-1.5x faster than FlashAttention in Triton in the forward pass and around 2x faster in the backward pass" (A100,
+# [S170], the same benchmark as S101): its forward ceiling is FA-2's / 1.4 (the range's middle), its backward's FA-2's
+# / 2 (:data:`ATTENTION_BACKWARD_SHARE`); the kernel's own docstring agrees (its forward faster than FlashAttention
+# v1's, its backward slower [S171]). On H100 no figure is published: the kernel was written and tested on A100
+# [S171] and llm-foundry compiles it with a pre-MLIR Triton [S172], so it is assumed, as FA-1 is, to keep its A100
+# ratios to FA-2 (which uses no Hopper-only instructions either [S24]).
+TRITON_FORWARD_SLOWDOWN = 1.4     # FA-2 over Triton, forward: 1.3-1.5x [S170]
+TRITON_BACKWARD_SLOWDOWN = 2.0    # FA-2 over Triton, backward: about 2x [S170]
 ATTENTION_CEILING = {("fa3", "hopper"): 630.0 / 989, ("fa2", "hopper"): 0.35, ("fa2", "ampere"): 0.73,
-                     ("fa1", "ampere"): 0.40, ("fa1", "hopper"): 0.40 * 0.35 / 0.73}
+                     ("fa1", "ampere"): 0.40, ("fa1", "hopper"): 0.40 * 0.35 / 0.73,
+                     ("triton", "ampere"): 0.73 / TRITON_FORWARD_SLOWDOWN,
+                     ("triton", "hopper"): 0.35 / TRITON_FORWARD_SLOWDOWN}
+# The backward pass's efficiency over the forward's, by kernel (1 where no source separates them): Triton's backward
+# is relatively slower (FA-2 gains 2x there against 1.4x forward [S170]).
+ATTENTION_BACKWARD_SHARE = {"triton": TRITON_FORWARD_SLOWDOWN / TRITON_BACKWARD_SLOWDOWN}
 ATTENTION_S0 = 240.0              # keys: the per-query-block fixed cost, from S102's curve (docstring)
 ATTENTION_BLOCK = 128             # the kernels' key/query block: the causal mask's diagonal blocks run whole
 ATTENTION_BACKWARD_FLOPS = 2.5    # backward / forward FLOPs of FlashAttention (five matmuls against two) [S101]
@@ -188,10 +205,13 @@ def attention_kernel(gpu: GPU, kernel: str) -> str:
     return kernel
 
 
-def attention_efficiency(seq: int, gpu: GPU, kernel: str = "auto") -> float:
-    """Share of the dense BF16 peak causal attention over ``seq`` tokens reaches (module docstring)."""
+def attention_efficiency(seq: int, gpu: GPU, kernel: str = "auto", backward: bool = False) -> float:
+    """Share of the dense BF16 peak causal attention over ``seq`` tokens reaches in its forward pass, or with
+    ``backward`` in its backward pass (the forward's x :data:`ATTENTION_BACKWARD_SHARE`) (module docstring)."""
     k = attention_kernel(gpu, kernel)
     ceiling = ATTENTION_CEILING.get((k, gpu.arch), ATTENTION_CEILING[(k, "hopper")])
+    if backward:
+        ceiling *= ATTENTION_BACKWARD_SHARE.get(k, 1.0)
     keys = seq / 2.0
     return ceiling * keys / (keys + ATTENTION_S0) * seq / (seq + ATTENTION_BLOCK)
 
@@ -287,10 +307,14 @@ def layer_times(model: ModelShape, p: dict, gpu: GPU | None = None) -> LayerTime
     gemms = {k: tuple(float(x) for x in row) for k, row in zip(shapes, t[:-1])}
     gf, gd, gw = (float(x) for x in t[:-1].sum(axis=0))
     attn_flops = local * model.attention_flops_per_token(p["seq"])
-    eff = s.flat_attention if s.flat_attention is not None else attention_efficiency(p["seq"], gpu,
-                                                                                       s.attention_kernel)
-    attn_f = attn_flops / (gpu.peak_flops("bf16") * eff * s.clock)
-    attn_b = (2.0 if s.flat_attention is not None else ATTENTION_BACKWARD_FLOPS) * attn_f
+    peak = gpu.peak_flops("bf16") * s.clock
+    if s.flat_attention is not None:
+        attn_f = attn_flops / (peak * s.flat_attention)
+        attn_b = 2.0 * attn_f
+    else:
+        attn_f = attn_flops / (peak * attention_efficiency(p["seq"], gpu, s.attention_kernel))
+        attn_b = ATTENTION_BACKWARD_FLOPS * attn_flops / (peak * attention_efficiency(p["seq"], gpu,
+                                                                                      s.attention_kernel, True))
     rate = gpu.hbm * s.hbm_efficiency
     mem, kernels = layer_memory(model, s.compiled)
     cast_f = cast_b = 0.0

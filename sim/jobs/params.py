@@ -92,7 +92,8 @@ JOB_PARAMS = (
           nullable=True),
     Param("attention_kernel", "choice", "auto", "attention kernel: auto (FlashAttention-3 on Hopper, "
                                                 "FlashAttention-2 on Ampere), fa1 (FlashAttention v1, before "
-                                                "mid-2023), fa2, fa3", choices=ATTENTION_KERNELS),
+                                                "mid-2023), fa2, fa3, triton (FlashAttention in Triton, as "
+                                                "llm-foundry's attn_impl triton)", choices=ATTENTION_KERNELS),
     Param("hbm_efficiency", "float", None, "fitted factor: achievable share of HBM's peak bandwidth in memory-bound "
                                            "kernels; null: its fitted value", min=0.05, max=1.0, nullable=True),
     Param("launch_overhead_us", "float", None, "fitted factor: microseconds lost per kernel launched; null: its "
