@@ -272,6 +272,18 @@ def optimizer_seconds(params: float, gpu: GPU, s: Settings) -> float:
     return params * OPTIMIZER_BYTES_PER_PARAM / (gpu.hbm * s.hbm_efficiency)
 
 
+# ------------------------------------------------------------------------------------------------ per-op SAC
+def op_recompute_gemms(model: ModelShape, tokens: float, tp: int) -> dict:
+    """The GEMMs torchtitan's selective per-op activation checkpointing (``recompute`` op) runs again in backward,
+    ``{name: (M, N, K)}`` on one TP shard. Its policy saves the output of every matmul of a layer's forward but the
+    second, fourth, ... in call order [S173]; torchtitan's Llama layer calls ``wq, wk, wv, wo`` then ``w1, w3, w2``
+    (``w2(silu(w1(x)) * w3(x))``) [S173], so ``wk``, ``wo`` and ``w3`` are not saved. ``wo``'s output only feeds
+    the TP reduce-scatter, whose output is saved, so the backward never needs it; ``wk``'s (the keys, for the
+    attention's backward) and ``w3``'s (for the product's and ``w2``'s gradients) are recomputed."""
+    d, kv, F = model.dim, model.kv_dim, model.ffn_dim
+    return {"wk": (tokens, kv / tp, d), "w3": (tokens, F / tp, d)}
+
+
 # ------------------------------------------------------------------------------------------------ one layer
 @dataclass(frozen=True)
 class LayerTimes:
@@ -279,7 +291,9 @@ class LayerTimes:
     GEMMs ``gemm_f``, ``gemm_d`` (input gradients), ``gemm_w`` (weight gradients); attention ``attn_f``,
     ``attn_b``; memory-bound ``mem_f``, ``mem_b``; launches ``launch_f``, ``launch_d``, ``launch_w`` (seconds of
     the kernels' launch gaps of each pass); per GEMM ``gemms`` ({name: (forward, backward)} for TP overlap); the
-    head's (``head``: the same keys)."""
+    head's (``head``: the same keys); with ``recompute`` op, what its backward runs again (:func:`op_recompute`):
+    ``op`` ({gemm, memory, launch}: seconds by kernel kind; None without it) and ``op_gemms`` (the key and
+    up-projection GEMMs' seconds, for TP overlap)."""
 
     gemm_f: float
     gemm_d: float
@@ -293,6 +307,8 @@ class LayerTimes:
     launch_w: float
     gemms: dict
     head: dict
+    op: dict = None
+    op_gemms: tuple = (0.0, 0.0)
 
 
 def layer_times(model: ModelShape, p: dict, gpu: GPU | None = None) -> LayerTimes:
@@ -322,6 +338,18 @@ def layer_times(model: ModelShape, p: dict, gpu: GPU | None = None) -> LayerTime
     if s.precision == "fp8":
         cast_f, cast_b = fp8_cast_bytes(shapes, tp, int(p.get("micro_batches") or 1), s.fp8_recipe)
         casts = GEMMS_PER_LAYER
+    op, op_g = None, (0.0, 0.0)
+    if p.get("recompute") == "op":
+        # per-op SAC [S173]: the backward runs again wk and w3 (op_recompute_gemms), every memory-bound kernel of
+        # the forward (norms, residual add, rotary, SwiGLU: none is on the save list) and, in an FP8 job, the
+        # quantization of the two gathered inputs (of the QKV and the MLP's first GEMMs); attention's output and
+        # the other matmuls' are saved
+        rg = op_recompute_gemms(model, tokens, tp)
+        op_g = tuple(float(x) for x in gemm_seconds(*np.asarray(list(rg.values()), float).T, gpu, s))
+        recast = 0.0
+        if s.precision == "fp8":
+            recast = FP8_CAST_BYTES[s.fp8_recipe] * sum(shapes[k][0] * shapes[k][2] / tp for k in ("qkv", "fc1"))
+        op = {"gemm": sum(op_g), "memory": (local * mem + recast) / rate, "launch": (len(rg) + kernels) * s.launch_s}
     hf, hd, hw = (float(x) for x in t[-1])
     hbf, hbb, hkf, hkb = head_memory(model, s.compiled, s.fused_loss)
     head = {"gemm_f": hf, "gemm_d": hd, "gemm_w": hw, "mem_f": local * hbf / rate, "mem_b": local * hbb / rate,
@@ -331,4 +359,4 @@ def layer_times(model: ModelShape, p: dict, gpu: GPU | None = None) -> LayerTime
                       launch_f=(GEMMS_PER_LAYER + 1 + kernels + casts) * s.launch_s,
                       launch_d=(GEMMS_PER_LAYER + 1 + 2 * kernels + casts) * s.launch_s,
                       launch_w=GEMMS_PER_LAYER * s.launch_s,
-                      gemms={k: (g[0], g[1] + g[2]) for k, g in gemms.items()}, head=head)
+                      gemms={k: (g[0], g[1] + g[2]) for k, g in gemms.items()}, head=head, op=op, op_gemms=op_g)

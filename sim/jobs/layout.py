@@ -141,7 +141,7 @@ def fit_memory(model: ModelShape, v: dict, pp: int, m: int, hbm: float) -> dict 
     frag = v["fragmentation"] if v.get("fragmentation") is not None else FRAGMENTATION
     common = dict(tp=v["tp"], cp=v["cp"], seq=v["seq"], micro_batch=v["micro_batch"])
     kind = v["recompute"]
-    if kind == "none":
+    if kind in ("none", "op"):              # op: no layer recomputed whole, each saves less (stage_memory)
         r = np.zeros(pp, dtype=np.int64)
     elif kind == "full":
         r = layers.copy()
@@ -152,9 +152,9 @@ def fit_memory(model: ModelShape, v: dict, pp: int, m: int, hbm: float) -> dict 
                   for b in base]                                         # what the held activations may take
         r = np.minimum(fewest_recomputed(model, **common, layers=layers, held=held, budget=budget), layers)
     stages = stage_memory(model, **common, dp=v["dp"], fsdp=v["fsdp"], layers=layers, held=held, recompute=r,
-                          overhead=overhead, fragmentation=frag)
+                          overhead=overhead, fragmentation=frag, per_op=kind == "op")
     worst = max(stages, key=lambda x: x["total"])
-    mode = "none" if not r.any() else "full" if (r >= layers).all() else "selective"
+    mode = "op" if kind == "op" else "none" if not r.any() else "full" if (r >= layers).all() else "selective"
     return {"schedule": sched, "recompute": r, "mode": mode, "stages": stages, "memory": worst,
             "fits": all(x["total"] <= hbm for x in stages)}
 
@@ -173,7 +173,7 @@ def _refuse_memory(v: dict, model: ModelShape, fit: dict | None, hbm: float, m: 
             f"{mm['weights'] / 1e9:.1f}, gradients {mm['gradients'] / 1e9:.1f}, optimizer {mm['optimizer'] / 1e9:.1f}, "
             f"activations {mm['activations'] / 1e9:.1f}, allocator {mm['allocator'] / 1e9:.1f}, framework and NCCL "
             f"{mm['framework'] / 1e9:.1f}), more than the GPU's {hbm / 1e9:g} GB")
-    other = "recompute, " if v["recompute"] == "none" else ""
+    other = "recompute, " if v["recompute"] in ("none", "op") else ""
     bigger = pp * 2
     while model.layers >= bigger * vs:
         f = fit_memory(model, v, bigger, m, hbm)

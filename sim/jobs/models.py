@@ -82,6 +82,15 @@ class ModelShape:
         """BF16 bytes one layer saves per token for its backward pass (no recomputation, FlashAttention)."""
         return BF16 * (4 * self.dim + 2 * self.kv_dim + 3 * self.ffn_dim)
 
+    def op_activation_bytes_per_token(self, tp: int) -> int:
+        """BF16 bytes one layer saves per token under torchtitan's selective per-op checkpointing (``recompute``
+        op, [S173]): of the tensors its backward needs, the outputs of the saved ops only: the layer's input, the
+        query and value projections' outputs (the keys' matmul is recomputed), the attention's output, the first
+        MLP matmul's output (``w1``; ``w3``'s is recomputed) and, with TP, the attention block's reduce-scatter
+        output (the MLP norm's input is recomputed from it); ``4 dim + kv_dim + ffn_dim (+ dim)``, sharded over TP
+        as the others."""
+        return BF16 * (4 * self.dim + self.kv_dim + self.ffn_dim + (self.dim if tp > 1 else 0))
+
     def to_dict(self) -> dict:
         return {**asdict(self), "params": self.params}
 
@@ -155,16 +164,18 @@ def stage_params(model: ModelShape, layers) -> list[float]:
 
 
 def stage_memory(model: ModelShape, *, tp: int, cp: int, dp: int, seq: int, micro_batch: int, fsdp: bool,
-                 layers, held, recompute, overhead: float, fragmentation: float) -> list[dict]:
+                 layers, held, recompute, overhead: float, fragmentation: float, per_op: bool = False) -> list[dict]:
     """Bytes on a GPU of each pipeline stage, by part. ``layers``: each stage's layers; ``held``: each stage's peak
     held layer-micro-batches (the schedule's peak in-flight chunks weighted by their layers,
     :func:`sim.jobs.pipeline.peak_in_flight`); ``recompute``: layers fully recomputed per stage (they keep only
     their input, plus one layer's full set while recomputing); ``overhead``: bytes outside the allocator (CUDA
-    context, NCCL buffers); ``fragmentation``: the allocator's reserve as a share of its tensors."""
+    context, NCCL buffers); ``fragmentation``: the allocator's reserve as a share of its tensors; ``per_op``:
+    every layer saves what torchtitan's per-op checkpointing keeps
+    (:meth:`ModelShape.op_activation_bytes_per_token`)."""
     out = []
     pp = len(layers)
     tokens = seq * micro_batch / (tp * cp)                       # tokens of a micro-batch a GPU saves, sharded
-    full = tokens * model.activation_bytes_per_token()           # one layer, one micro-batch
+    full = tokens * (model.op_activation_bytes_per_token(tp) if per_op else model.activation_bytes_per_token())
     kept = tokens * BF16 * model.dim                             # a recomputed layer keeps its input only
     for s, (n, h, r) in enumerate(zip(layers, held, recompute)):
         p_gpu = stage_params(model, layers)[s] / tp

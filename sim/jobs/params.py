@@ -14,7 +14,7 @@ from sim.jobs.step import DP_COMM_SMS, GPU_SMS, TP_OVERLAP_AG_SMS, TP_OVERLAP_RS
 
 # ------------------------------------------------------------------------------------------- training jobs
 PRECISIONS = ("bf16", "fp8")
-RECOMPUTE = ("none", "selective", "full", "auto")
+RECOMPUTE = ("none", "selective", "full", "auto", "op")
 MAX_JOBS_TEXT = 4 << 20           # a schedule's jobs file: at most 4 MiB
 
 
@@ -57,7 +57,9 @@ JOB_PARAMS = (
                                              "FP8 jobs only", choices=FP8_RECIPES),
     Param("recompute", "choice", "auto", "activation recomputation: none, selective (the fewest layers per stage "
                                          "recomputed whole that make it fit HBM), full (every layer), auto (= "
-                                         "selective)", choices=RECOMPUTE),
+                                         "selective), op (torchtitan's selective per-op checkpointing: every "
+                                         "second matmul of a layer, its norms, element-wise ops and TP "
+                                         "all-gathers recomputed in backward)", choices=RECOMPUTE),
     Param("fsdp", "bool", True, "data parallelism as FSDP (all-gather weights, reduce-scatter gradients, sharded "
                                 "optimizer); off: DDP (all-reduce of gradients, replicated optimizer)"),
     Param("reshard_after_forward", "bool", False, "FSDP frees each layer's gathered weights after its forward "

@@ -54,11 +54,12 @@ def compute_times(model: ModelShape, p: dict) -> dict:
              "memory": cl * (lt.mem_f + lt.mem_b) + last * (h["mem_f"] + h["mem_b"]),
              "launch": cl * (lt.launch_f + lt.launch_d + lt.launch_w)
              + last * (h["launch_f"] + h["launch_d"] + h["launch_w"])}
+    op = lt.op or {}                                                    # recompute op: what backward runs again
     for k in PARTS:
-        parts[k] = parts[k] + share * cl * fwd[k]                       # the recomputed layers' forward again
+        parts[k] = parts[k] + share * cl * fwd[k] + cl * op.get(k, 0.0)  # the recomputed layers' forward again
     layer_f = sum(fwd.values())
     f = cl * layer_f + last * (h["gemm_f"] + h["mem_f"] + h["launch_f"])
-    recompute = share * cl * layer_f
+    recompute = share * cl * layer_f + cl * sum(op.values())
     b_input = (cl * (lt.gemm_d + lt.attn_b + lt.mem_b + lt.launch_d) + last * (h["gemm_d"] + h["mem_b"] + h["launch_d"])
                + recompute)
     w_pass = cl * (lt.gemm_w + lt.launch_w) + last * (h["gemm_w"] + h["launch_w"])
@@ -129,7 +130,8 @@ def message_sizes(model: ModelShape, p: dict) -> dict:
     act = tokens / cp * model.dim * BF16                                  # a micro-batch's activations on a CP rank
     out = {"tp": [], "cp": [], "pp": [], "dp": []}
     if tp > 1:   # Megatron SP: 2 all-gathers + 2 reduce-scatters per layer in forward, as many in backward
-        out["tp"] = [("activations", act, 4 * L + 2 * R, "allgather"),
+        op = 2 * L if p.get("recompute") == "op" else 0                  # per-op SAC gathers again in backward
+        out["tp"] = [("activations", act, 4 * L + 2 * R + op, "allgather"),
                      ("activations", act, 4 * L + 2 * R, "reducescatter")]
     if cp > 1:   # all-gather of K and V in forward (and recompute), reduce-scatter of their gradients in backward
         kv = tokens * 2 * model.kv_dim / tp * BF16
@@ -188,12 +190,17 @@ def tp_per_layer(model: ModelShape, p: dict, c_ag: float, c_rs: float, lt=None) 
     all of them are exposed; with it each is
     pipelined with its GEMM (:func:`pipelined`), the GEMM slowed by the SMs the collective's kernel holds:
     ``tp_overlap_ag_sms`` for the all-gathers, ``tp_overlap_rs_sms`` for the reduce-scatters (Transformer Engine's
-    userbuffers: ring exchange by copy engines, reduce-scatter kernels on ``num_sm`` SMs [S63])."""
+    userbuffers: ring exchange by copy engines, reduce-scatter kernels on ``num_sm`` SMs [S63]). With ``recompute``
+    op (torchtitan's per-op SAC [S173]) the backward also gathers the two norms' outputs again (an all-gather's
+    output is not on its save list): exposed, or pipelined with the recomputed GEMM each feeds (``wk``, ``w3``:
+    PyTorch's async TP fuses an all-gather with the matmul that consumes it [S174])."""
     if p["tp"] < 2:
         return 0.0, 0.0
+    op = p.get("recompute") == "op"
     if not p.get("tp_comm_overlap"):
-        return 2 * c_ag + 2 * c_rs, 2 * c_ag + 2 * c_rs
-    g = (lt or layer_times(model, p)).gemms                            # {name: (forward, backward)} seconds
+        return 2 * c_ag + 2 * c_rs, 2 * c_ag + 2 * c_rs + (2 * c_ag if op else 0.0)
+    lt = lt or layer_times(model, p)
+    g = lt.gemms                                                       # {name: (forward, backward)} seconds
     (qkv, qkv_b), (out, out_b), (fc1, fc1_b), (fc2, fc2_b) = (g[k] for k in ("qkv", "out", "fc1", "fc2"))
     gpu = gpu_of(p)
     held = {k: p.get(k, d) for k, d in (("tp_overlap_ag_sms", TP_OVERLAP_AG_SMS),
@@ -208,6 +215,8 @@ def tp_per_layer(model: ModelShape, p: dict, c_ag: float, c_rs: float, lt=None) 
            + pipelined(c_rs, fc2, n, s_rs))
     bwd = (pipelined(c_rs, qkv_b, n, s_rs) + pipelined(c_ag, out_b, n, s_ag) + pipelined(c_rs, fc1_b, n, s_rs)
            + pipelined(c_ag, fc2_b, n, s_ag))
+    if op:
+        bwd += sum(pipelined(c_ag, x, n, s_ag) for x in lt.op_gemms)
     return fwd, bwd
 
 

@@ -318,3 +318,53 @@ def test_step_tp_is_each_collective_pipelined_with_its_gemm_slowed_by_its_kernel
     _, _, hog, _, _ = _tp_step(tp_overlap_rs_sms=131, tp_overlap_ag_sms=131)
     assert free["tp"] < br["tp"] < off["tp"] < hog["tp"]
     assert sm_slowdown(0) == ag
+
+
+def test_per_op_checkpointing_recomputes_wk_w3_the_memory_bound_kernels_and_two_all_gathers():
+    # torchtitan's per-op SAC [S173]: the 2nd, 4th, 6th matmuls of wq, wk, wv, wo, w1, w3, w2 are not saved; wo's
+    # output feeds only the saved reduce-scatter, so the backward runs wk and w3 again, the forward's memory-bound
+    # kernels and, with TP, the two all-gathers of the norms' outputs
+    from sim.jobs.kernels import gemm_seconds, layer_times, settings
+    from sim.jobs.step import collective_time, compute_times
+    from sim.jobs.gpu import gpu_of
+    m, none, br0, unit, alpha = _tp_step(tp_comm_overlap=False)
+    _, op, br1, _, _ = _tp_step(tp_comm_overlap=False, recompute="op")
+    assert op["recompute_mode"] == "op" and not any(op["recompute_layers"])
+    t = 8192                                                    # a micro-batch's tokens, gathered over TP
+    lt0, lt1 = layer_times(m, none), layer_times(m, op)
+    assert lt0.op is None
+    g, s = gpu_of(op), settings(op, gpu_of(op))
+    wk, w3 = (float(gemm_seconds(t, n / 8, m.dim, g, s)) for n in (m.kv_dim, m.ffn_dim))
+    assert lt1.op["gemm"] == pytest.approx(wk + w3, rel=1e-12)
+    assert lt1.op["memory"] == pytest.approx(lt0.mem_f, rel=1e-12)           # BF16: no casts
+    # the backward of every layer grows by those seconds, the forward not at all; the parts still sum up
+    c0, c1 = compute_times(m, none), compute_times(m, op)
+    cl = np.array([[40.0], [40.0]])
+    assert np.allclose(c1["f"], c0["f"]) and np.allclose(c1["b"] - c0["b"], cl * sum(lt1.op.values()))
+    assert sum(br1["compute_parts"].values()) == pytest.approx(br1["compute"], rel=1e-12)
+    # vanilla TP: two all-gathers more per layer and micro-batch, exposed
+    c = collective_time("allgather", 8192 * m.dim * 2, 8, unit["tp"], alpha["tp"])
+    assert br1["tp"] - br0["tp"] == pytest.approx(op["micro_batches"] * 40 * 2 * c, rel=1e-9)
+    # async TP: each pipelined with the recomputed GEMM it feeds
+    from sim.jobs.step import pipelined
+    _, _, ov0, _, _ = _tp_step()
+    _, opo, ov1, _, _ = _tp_step(recompute="op")
+    wk, w3 = layer_times(m, opo).op_gemms
+    assert ov1["tp"] - ov0["tp"] == pytest.approx(
+        opo["micro_batches"] * 40 * (pipelined(c, wk, 8) + pipelined(c, w3, 8)), rel=1e-9)
+
+
+def test_per_op_checkpointing_saves_the_layer_input_q_v_attention_w1_and_the_reduce_scatter():
+    m = MODELS["llama3-8b"]
+    d, kv, F = m.dim, m.kv_dim, m.ffn_dim
+    assert m.op_activation_bytes_per_token(1) == 2 * (4 * d + kv + F)
+    assert m.op_activation_bytes_per_token(8) == 2 * (5 * d + kv + F)
+    assert m.op_activation_bytes_per_token(1) < m.activation_bytes_per_token()
+    base = {"model": "llama3-8b", "gpus": 8, "tp": 1, "dp": 8, "seq": 8192, "batch_tokens": 8 * 8192 * 2,
+            "micro_batch": 2, "hbm_gb": 1000.0}
+    none = resolve_job(JOB.validate({**base, "recompute": "none"}))
+    op = resolve_job(JOB.validate({**base, "recompute": "op"}))
+    tokens = 8192 * 2
+    assert (none["memory"]["activations"] - op["memory"]["activations"]
+            == pytest.approx(32 * tokens * (m.activation_bytes_per_token() - m.op_activation_bytes_per_token(1)),
+                             rel=1e-9))
