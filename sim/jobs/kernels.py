@@ -181,10 +181,10 @@ def gemm_efficiency(M, N, K, gpu: GPU, s: Settings) -> np.ndarray:
 
 def layer_gemms(model: ModelShape, tokens: float, tp: int) -> dict:
     """Each forward GEMM of a layer on one TP shard for ``tokens`` (a micro-batch's tokens on the CP rank, gathered
-    over TP by sequence parallelism): ``{name: (M, N, K)}``."""
+    over TP by sequence parallelism): ``{name: (M, N, K)}``; FC1 is SwiGLU's gate and up (``2 F``) or GELU's up."""
     d, kv, F = model.dim, model.kv_dim, model.ffn_dim
     return {"qkv": (tokens, (d + 2 * kv) / tp, d), "out": (tokens, d, d / tp),
-            "fc1": (tokens, 2 * F / tp, d), "fc2": (tokens, d, F / tp)}
+            "fc1": (tokens, (model.mlp_matrices - 1) * F / tp, d), "fc2": (tokens, d, F / tp)}
 
 
 def pass_seconds(shapes: list, gpu: GPU, s: Settings) -> np.ndarray:
@@ -227,8 +227,17 @@ def layer_memory(model: ModelShape, compiled: bool) -> tuple[float, int]:
     and up, write their product: ``3 F``); BF16. Eager (PyTorch's separate ops): RMSNorm as upcast, square, mean,
     scale, downcast, weight (36 d bytes, 6 kernels, FP32 intermediates), two residual adds (3 d elements each),
     rotary as upcast, complex multiply, downcast for Q and for K (20 bytes per element, 6 kernels), SwiGLU as SiLU
-    then multiply (10 F bytes, 2 kernels)."""
+    then multiply (10 F bytes, 2 kernels).
+
+    A gpt layer (``model.layer``) has no rotary and a GELU (read ``F``, write ``F``) for the SwiGLU. Compiled: the
+    two residual-add + LayerNorm kernels as above and the GELU, 3 kernels. Eager: each LayerNorm one kernel on BF16
+    (read and write ``d``: MPT's low-precision LayerNorm, ``F.layer_norm`` with autocast off [S172]), two residual
+    adds, the GELU: 5 kernels."""
     d, kv, F = model.dim, model.kv_dim, model.ffn_dim
+    if model.layer == "gpt":
+        if compiled:
+            return BF16 * (2 * 4 * d + 2 * F), 3
+        return BF16 * (2 * 2 * d + 2 * 3 * d + 2 * F), 5
     if compiled:
         return BF16 * (2 * 4 * d + 2 * (d + kv) + 3 * F), 4
     return 2 * 36 * d + 2 * 3 * BF16 * d + 20 * (d + kv) + 10 * F, 2 * 6 + 2 + 6 + 2
@@ -242,10 +251,12 @@ def head_memory(model: ModelShape, compiled: bool, fused_loss: bool | None = Non
     and writes their gradient (``4 V``), one kernel each; unfused, as Megatron's vocab-parallel cross-entropy and
     torchtitan's loss run by default [S137, S138], on the logits upcast to FP32: upcast, log-softmax, and its
     gradient downcast (14 V bytes each way, 3 kernels each). ``fused_loss`` None: fused when ``compiled`` (the
-    model before the unfused FP32 loss was named)."""
+    model before the unfused FP32 loss was named). A gpt layer's final LayerNorm eager: one BF16 kernel, as
+    compiled (:func:`layer_memory`)."""
     d, V = model.dim, model.vocab
     fused = compiled if fused_loss is None else fused_loss
-    nf, nb, kf, kb = (BF16 * 2 * d, 2 * BF16 * 2 * d, 1, 2) if compiled else (36 * d, 2 * 36 * d, 6, 12)
+    one = compiled or model.layer == "gpt"
+    nf, nb, kf, kb = (BF16 * 2 * d, 2 * BF16 * 2 * d, 1, 2) if one else (36 * d, 2 * 36 * d, 6, 12)
     lf, lb, jf, jb = (BF16 * V, 2 * BF16 * V, 1, 1) if fused else (14 * V, 14 * V, 3, 3)
     return nf + lf, nb + lb, kf + jf, kb + jb
 
@@ -279,8 +290,11 @@ def op_recompute_gemms(model: ModelShape, tokens: float, tp: int) -> dict:
     second, fourth, ... in call order [S173]; torchtitan's Llama layer calls ``wq, wk, wv, wo`` then ``w1, w3, w2``
     (``w2(silu(w1(x)) * w3(x))``) [S173], so ``wk``, ``wo`` and ``w3`` are not saved. ``wo``'s output only feeds
     the TP reduce-scatter, whose output is saved, so the backward never needs it; ``wk``'s (the keys, for the
-    attention's backward) and ``w3``'s (for the product's and ``w2``'s gradients) are recomputed."""
+    attention's backward) and ``w3``'s (for the product's and ``w2``'s gradients) are recomputed. A gpt layer's
+    MLP calls ``w1, w2``: ``w2``'s output is not needed either, so ``wk`` alone."""
     d, kv, F = model.dim, model.kv_dim, model.ffn_dim
+    if model.layer == "gpt":
+        return {"wk": (tokens, kv / tp, d)}
     return {"wk": (tokens, kv / tp, d), "w3": (tokens, F / tp, d)}
 
 

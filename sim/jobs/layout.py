@@ -43,7 +43,7 @@ def model_of(v: dict) -> ModelShape:
     if shape["heads"] % shape["kv_heads"]:
         raise ParamError("kv_heads", f"heads ({shape['heads']:,}) must be divisible by kv_heads "
                                      f"({shape['kv_heads']:,})")
-    return ModelShape(v["model"], **shape)
+    return ModelShape(v["model"], **shape, layer=v.get("layer") or "llama")
 
 
 def parse_order(text: str) -> tuple[str, ...]:

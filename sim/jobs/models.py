@@ -30,6 +30,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 VOCAB = 128_256                   # Llama 3's tokenizer (docs/sources.md [S3])
+# A layer's kind (docs/jobs.md "Model"): llama = RMSNorm, rotary embedding, SwiGLU MLP (three dim x ffn_dim
+# matrices); gpt = LayerNorm, positions outside the layer (learned, or ALiBi in the attention), GELU MLP (two).
+LAYERS = ("llama", "gpt")
 BF16 = 2                          # bytes
 FP32 = 4
 ADAM_STATE_BYTES = 16             # FP32 master weight, Adam m and v, FP32 gradient accumulator [S22]
@@ -38,7 +41,7 @@ ADAM_STATE_BYTES = 16             # FP32 master weight, Adam m and v, FP32 gradi
 @dataclass(frozen=True)
 class ModelShape:
     """A decoder-only transformer: ``layers``, model ``dim``, ``ffn_dim``, attention ``heads`` and ``kv_heads``,
-    ``vocab``."""
+    ``vocab``, ``layer`` (:data:`LAYERS`)."""
 
     name: str
     layers: int
@@ -47,15 +50,21 @@ class ModelShape:
     heads: int
     kv_heads: int
     vocab: int = VOCAB
+    layer: str = "llama"
 
     @property
     def kv_dim(self) -> int:
         return self.dim * self.kv_heads // self.heads
 
     @property
+    def mlp_matrices(self) -> int:
+        """``dim x ffn_dim`` matrices of the MLP: SwiGLU's gate, up and down; GELU's up and down."""
+        return 3 if self.layer == "llama" else 2
+
+    @property
     def layer_params(self) -> int:
         d = self.dim
-        return 2 * d * d + 2 * d * self.kv_dim + 3 * d * self.ffn_dim + 2 * d
+        return 2 * d * d + 2 * d * self.kv_dim + self.mlp_matrices * d * self.ffn_dim + 2 * d
 
     @property
     def params(self) -> int:
@@ -79,8 +88,9 @@ class ModelShape:
         return 3.0 * (fwd + self.head_flops_per_token())
 
     def activation_bytes_per_token(self) -> int:
-        """BF16 bytes one layer saves per token for its backward pass (no recomputation, FlashAttention)."""
-        return BF16 * (4 * self.dim + 2 * self.kv_dim + 3 * self.ffn_dim)
+        """BF16 bytes one layer saves per token for its backward pass (no recomputation, FlashAttention); a GELU
+        MLP saves its up projection's and the GELU's outputs (``2 ffn_dim``) where SwiGLU saves three."""
+        return BF16 * (4 * self.dim + 2 * self.kv_dim + self.mlp_matrices * self.ffn_dim)
 
     def op_activation_bytes_per_token(self, tp: int) -> int:
         """BF16 bytes one layer saves per token under torchtitan's selective per-op checkpointing (``recompute``

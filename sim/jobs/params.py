@@ -6,7 +6,7 @@ from sim.fabric.params import HASH, HOTTEST, QPS, ROUTING, SEED, UDP_SPORT
 from sim.fabric.placement import PLACEMENTS
 from sim.jobs.kernels import ATTENTION_KERNELS, FP8_RECIPES
 from sim.jobs.layout import MAX_DIM, check_job
-from sim.jobs.models import CUSTOM, MODELS
+from sim.jobs.models import CUSTOM, LAYERS, MODELS
 from sim.jobs.pipeline import SCHEDULES
 from sim.jobs.queue import MAX_QUEUED, MAX_SHARED_JOBS, read_jobs
 from sim.jobs.step import DP_COMM_SMS, GPU_SMS, TP_OVERLAP_AG_SMS, TP_OVERLAP_RS_SMS
@@ -23,10 +23,12 @@ JOB_PARAMS = (
                                             "heads, kv_heads)", choices=tuple(MODELS) + (CUSTOM,)),
     Param("layers", "int", None, "transformer layers; null: the preset's", min=1, max=10_000, nullable=True),
     Param("dim", "int", None, "model dimension; null: the preset's", min=1, max=1 << 20, nullable=True),
-    Param("ffn_dim", "int", None, "FFN (SwiGLU) dimension; null: the preset's", min=1, max=1 << 22, nullable=True),
+    Param("ffn_dim", "int", None, "FFN (MLP hidden) dimension; null: the preset's", min=1, max=1 << 22, nullable=True),
     Param("heads", "int", None, "attention heads; null: the preset's", min=1, max=65_536, nullable=True),
     Param("kv_heads", "int", None, "key/value heads (GQA); null: the preset's", min=1, max=65_536, nullable=True),
     Param("vocab", "int", None, "vocabulary; null: the preset's (128,256)", min=1, max=1 << 24, nullable=True),
+    Param("layer", "choice", "llama", "the layer's kind: llama (RMSNorm, rotary, SwiGLU MLP of three matrices), gpt "
+                                      "(LayerNorm, no rotary, GELU MLP of two: GPT, MPT)", choices=LAYERS),
     Param("gpus", "int", None, "GPUs of the job; null: tp x cp x pp x dp", min=1, max=MAX_GPUS, nullable=True,
           short="-n"),
     Param("tp", "int", 8, "tensor-parallel ways (Megatron TP with sequence parallelism)", min=1, max=MAX_DIM),

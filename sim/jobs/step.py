@@ -216,7 +216,7 @@ def tp_per_layer(model: ModelShape, p: dict, c_ag: float, c_rs: float, lt=None) 
     bwd = (pipelined(c_rs, qkv_b, n, s_rs) + pipelined(c_ag, out_b, n, s_ag) + pipelined(c_rs, fc1_b, n, s_rs)
            + pipelined(c_ag, fc2_b, n, s_ag))
     if op:
-        bwd += sum(pipelined(c_ag, x, n, s_ag) for x in lt.op_gemms)
+        bwd += sum(pipelined(c_ag, x, n, s_ag) for x in lt.op_gemms) + (2 - len(lt.op_gemms)) * c_ag
     return fwd, bwd
 
 

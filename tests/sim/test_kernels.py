@@ -240,3 +240,26 @@ def test_triton_flashattention_is_fa2_over_1_4_forward_and_over_2_backward():
     assert tri.attn_b == pytest.approx(2.0 * fa2.attn_b, rel=1e-12)
     assert tri.attn_b / tri.attn_f == pytest.approx(2.5 * 2.0 / 1.4, rel=1e-12)
     assert tri.gemm_f == fa2.gemm_f and tri.mem_f == fa2.mem_f
+
+
+def test_a_gpt_layer_has_two_mlp_matrices_layernorm_and_gelu_and_no_rotary():
+    from sim.jobs.models import ModelShape
+    llama = ModelShape("x", 24, 2048, 8192, 16, 16)
+    gpt = ModelShape("x", 24, 2048, 8192, 16, 16, layer="gpt")
+    d, F = 2048, 8192
+    # GELU MLP: up and down (2 d F parameters), FC1 of width F; SwiGLU: gate, up and down, FC1 of width 2 F
+    assert llama.layer_params - gpt.layer_params == d * F
+    assert kernels.layer_gemms(gpt, 1000, 2)["fc1"] == (1000, F / 2, d)
+    assert kernels.layer_gemms(llama, 1000, 2)["fc1"] == (1000, F, d)
+    assert gpt.activation_bytes_per_token() == 2 * (4 * d + 2 * d + 2 * F)
+    # eager (MPT's low-precision LayerNorm, one BF16 kernel each): 2 LayerNorms (2 d), 2 residual adds (3 d),
+    # GELU (2 F), BF16, 5 kernels; compiled: 2 residual-add + LayerNorm (4 d), GELU, 3 kernels
+    assert kernels.layer_memory(gpt, False) == (2 * (2 * 2 * d + 2 * 3 * d + 2 * F), 5)
+    assert kernels.layer_memory(gpt, True) == (2 * (2 * 4 * d + 2 * F), 3)
+    assert kernels.layer_memory(gpt, False)[0] < kernels.layer_memory(llama, False)[0] / 3
+    # the head's final LayerNorm: one kernel eager too
+    assert kernels.head_memory(gpt, False, False)[0] == 2 * 2 * d + 14 * gpt.vocab
+    # the job parameter reaches the model
+    p = job(model="custom", layers=24, dim=2048, ffn_dim=8192, heads=16, kv_heads=16, layer="gpt")
+    from sim.jobs.layout import model_of
+    assert model_of(p).layer == "gpt" and model_of(job()).layer == "llama"
