@@ -292,7 +292,7 @@ def _result(topo, p, model, gpus, unit, alpha, traffic, **extra) -> JobResult:
 STEP_ONLY = ("gemm_efficiency", "attention_efficiency", "hbm_gb", "framework_gb", "fragmentation",
              "tp_overlap_rs_sms", "tp_overlap_ag_sms", "gemm_efficiency_scale", "hbm_efficiency",
              "launch_overhead_us", "compiled", "power_cap_w", "attention_kernel", "reshard_after_forward",
-             "dp_comm_sms", "fp8_recipe", "fused_loss")
+             "dp_comm_sms", "fp8_recipe", "fused_loss", "tp_overlap_backend")
 
 
 @dataclass

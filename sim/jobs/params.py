@@ -15,6 +15,7 @@ from sim.jobs.step import DP_COMM_SMS, GPU_SMS, TP_OVERLAP_AG_SMS, TP_OVERLAP_RS
 # ------------------------------------------------------------------------------------------- training jobs
 PRECISIONS = ("bf16", "fp8")
 RECOMPUTE = ("none", "selective", "full", "auto", "op")
+TP_OVERLAP_BACKENDS = ("te", "torch")
 MAX_JOBS_TEXT = 4 << 20           # a schedule's jobs file: at most 4 MiB
 
 
@@ -77,6 +78,12 @@ JOB_PARAMS = (
                                            "PyTorch async TP), each GEMM slowed by the SMs its collective's "
                                            "kernel holds; on by default, as NVIDIA's Llama 3 70B and 405B H100 "
                                            "performance recipes run it (docs/jobs.md); off: all exposed"),
+    Param("tp_overlap_backend", "choice", "te", "how TP overlap is built: te (Transformer Engine's userbuffers: "
+                                                "every collective with its GEMM) or torch (PyTorch's async TP, "
+                                                "torch.compile's micro-pipeline pass: a reduce-scatter only with "
+                                                "the one matmul producing its input, so the backward "
+                                                "reduce-scatters of a layer with separate q/k/v and w1/w3 "
+                                                "linears stay exposed; docs/jobs.md)", choices=TP_OVERLAP_BACKENDS),
     Param("tp_overlap_rs_sms", "int", TP_OVERLAP_RS_SMS, "SMs (of the H100's 132) a TP reduce-scatter's kernel "
                                                          "holds while it overlaps its GEMM (Transformer Engine "
                                                          "userbuffers' default num_sm: 16)", min=0,

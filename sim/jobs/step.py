@@ -193,7 +193,11 @@ def tp_per_layer(model: ModelShape, p: dict, c_ag: float, c_rs: float, lt=None) 
     userbuffers: ring exchange by copy engines, reduce-scatter kernels on ``num_sm`` SMs [S63]). With ``recompute``
     op (torchtitan's per-op SAC [S173]) the backward also gathers the two norms' outputs again (an all-gather's
     output is not on its save list): exposed, or pipelined with the recomputed GEMM each feeds (``wk``, ``w3``:
-    PyTorch's async TP fuses an all-gather with the matmul that consumes it [S174])."""
+    PyTorch's async TP fuses an all-gather with the matmul that consumes it [S174]). ``tp_overlap_backend`` torch
+    (PyTorch's async TP, torch.compile's micro-pipeline pass [S175]): it fuses a reduce-scatter only with the one
+    matmul that produces its input; in torchtitan's Llama layer the backward's reduce-scatters take the sum of the
+    input gradients of the separate ``wq``, ``wk``, ``wv`` (and ``w1``, ``w3``) linears [S173], no matmul's
+    output, so those two stay exposed; the forward's four and the backward's all-gathers are overlapped."""
     if p["tp"] < 2:
         return 0.0, 0.0
     op = p.get("recompute") == "op"
@@ -213,8 +217,11 @@ def tp_per_layer(model: ModelShape, p: dict, c_ag: float, c_rs: float, lt=None) 
     n = p["tp"]
     fwd = (pipelined(c_ag, qkv, n, s_ag) + pipelined(c_rs, out, n, s_rs) + pipelined(c_ag, fc1, n, s_ag)
            + pipelined(c_rs, fc2, n, s_rs))
-    bwd = (pipelined(c_rs, qkv_b, n, s_rs) + pipelined(c_ag, out_b, n, s_ag) + pipelined(c_rs, fc1_b, n, s_rs)
-           + pipelined(c_ag, fc2_b, n, s_ag))
+    if p.get("tp_overlap_backend") == "torch":
+        rs_qkv, rs_fc1 = c_rs, c_rs                                     # a sum of matmuls: not fused [S175]
+    else:
+        rs_qkv, rs_fc1 = pipelined(c_rs, qkv_b, n, s_rs), pipelined(c_rs, fc1_b, n, s_rs)
+    bwd = rs_qkv + pipelined(c_ag, out_b, n, s_ag) + rs_fc1 + pipelined(c_ag, fc2_b, n, s_ag)
     if op:
         bwd += sum(pipelined(c_ag, x, n, s_ag) for x in lt.op_gemms) + (2 - len(lt.op_gemms)) * c_ag
     return fwd, bwd

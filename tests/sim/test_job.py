@@ -368,3 +368,22 @@ def test_per_op_checkpointing_saves_the_layer_input_q_v_attention_w1_and_the_red
     assert (none["memory"]["activations"] - op["memory"]["activations"]
             == pytest.approx(32 * tokens * (m.activation_bytes_per_token() - m.op_activation_bytes_per_token(1)),
                              rel=1e-9))
+
+
+def test_pytorch_async_tp_leaves_the_backward_reduce_scatters_of_summed_gradients_exposed():
+    # PyTorch's micro-pipeline pass fuses a reduce-scatter only with the matmul producing its input [S175]; the
+    # backward's two reduce-scatters take the sum of the separate q/k/v (w1/w3) linears' input gradients: exposed
+    from sim.jobs.step import collective_time, pipelined, sm_slowdown
+    from sim.jobs.kernels import layer_times
+    m, p, te, unit, alpha = _tp_step()
+    _, pt, torch_, _, _ = _tp_step(tp_overlap_backend="torch")
+    c = collective_time("reducescatter", 8192 * m.dim * 2, 8, unit["tp"], alpha["tp"])
+    g = layer_times(m, p).gemms
+    rs = sm_slowdown(16)
+    hidden = pipelined(c, g["qkv"][1], 8, rs) + pipelined(c, g["fc1"][1], 8, rs)
+    layers = te["stages"][te["busiest_stage"]]["layers"]
+    assert torch_["tp"] - te["tp"] == pytest.approx(p["micro_batches"] * layers * (2 * c - hidden), rel=1e-9)
+    # without overlap the backend changes nothing
+    _, _, off_te, _, _ = _tp_step(tp_comm_overlap=False)
+    _, _, off_torch, _, _ = _tp_step(tp_comm_overlap=False, tp_overlap_backend="torch")
+    assert off_te["tp"] == off_torch["tp"]

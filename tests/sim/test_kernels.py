@@ -167,7 +167,8 @@ def test_attention_efficiency_rises_with_the_sequence_toward_the_kernels_ceiling
 
 def test_every_new_step_parameter_is_step_only():
     for name in ("gemm_efficiency_scale", "hbm_efficiency", "launch_overhead_us", "compiled", "power_cap_w",
-                 "attention_kernel", "reshard_after_forward", "dp_comm_sms", "fp8_recipe", "fused_loss"):
+                 "attention_kernel", "reshard_after_forward", "dp_comm_sms", "fp8_recipe", "fused_loss",
+                 "tp_overlap_backend"):
         assert name in STEP_ONLY and name in JOB.by_name
 
 
