@@ -169,6 +169,7 @@ class ClusterSpec:
     storage: tuple[StorageSpec, ...]
     source: dict
     catalog: Catalog | None = field(default=None, compare=False, repr=False)   # the catalog it was checked against
+    node_failure_rate: float | None = None    # [reliability]: the fleet's node failures per 1,000 node-days, or None
 
     @property
     def fabrics(self) -> tuple[FabricSpec, FabricSpec]:
@@ -261,6 +262,21 @@ def _parse_storage(t: Table, catalog: Catalog) -> StorageSpec:
     return spec
 
 
+def _parse_reliability(t: Table | None) -> float | None:
+    """The optional ``[reliability]`` table: ``node_failures_per_1000_node_days``, the hardware failure rate a
+    fleet of this cluster's hosts published (a positive number), and ``source``, where (docs/reliability.md "Fleet
+    failure rate"). None without the table: the failures model keeps Meta's Llama 3 table as it is."""
+    if t is None:
+        return None
+    rate = t.get("node_failures_per_1000_node_days", None)
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not (0.0 < rate < 1e6):
+        raise SpecError(t.field("node_failures_per_1000_node_days"), rate,
+                        "must be a positive number (failures per 1,000 node-days)")
+    t.str("source")
+    t.done()
+    return float(rate)
+
+
 def parse_spec(data: dict, catalog: Catalog | None = None) -> ClusterSpec:
     """Validate a spec given as a dict (parsed TOML or JSON) and return it as a ClusterSpec."""
     catalog = catalog or load_catalog()
@@ -298,7 +314,8 @@ def parse_spec(data: dict, catalog: Catalog | None = None) -> ClusterSpec:
                              storage_zone_racks)
     spec = ClusterSpec(name=name, title=top.str("title", default=name),
                        description=top.str("description", default=name), layout=layout, backend=backend,
-                       frontend=frontend, storage=storage, source=data, catalog=catalog)
+                       frontend=frontend, storage=storage, source=data, catalog=catalog,
+                       node_failure_rate=_parse_reliability(top.table("reliability", required=False)))
     top.done()
     return spec
 
