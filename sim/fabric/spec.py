@@ -146,6 +146,7 @@ class StorageSpec:
     ssd: str
     ssds_per_server: int
     cable: str
+    redundancy: str | None = None  # its data protection (a sim.storage.stores.REDUNDANCY key); None: the kind's default
 
     @property
     def racks(self) -> int:
@@ -244,8 +245,10 @@ def _parse_storage(t: Table, catalog: Catalog) -> StorageSpec:
         servers_per_rack=t.int("servers_per_rack"), racks_per_zone=t.int("racks_per_zone"),
         nic=nic, nics_per_server=t.int("nics_per_server", default=server_model["nics"]),
         nic_speed_gbps=nic_model["speed_gbps"], ssd=ssd, ssds_per_server=t.int("ssds_per_server"),
-        cable=t.str("cable"),
+        cable=t.str("cable"), redundancy=t.get("redundancy", None),
     )
+    if spec.redundancy is not None and (not isinstance(spec.redundancy, str) or not spec.redundancy):
+        raise SpecError(t.field("redundancy"), spec.redundancy, "must be a non-empty string (rs-9-6, rs-3-2, ...)")
     if spec.servers % spec.servers_per_rack:
         raise SpecError(t.field("servers_per_rack"), spec.servers_per_rack,
                         f"does not divide the {spec.servers} servers")

@@ -184,3 +184,13 @@ def test_reliability_table_is_checked(table, field):
     def mutate(d):
         d["reliability"] = table
     assert refused(mutate).field == field
+
+
+def test_a_storage_cluster_states_its_own_redundancy():
+    assert load_spec("mlperf-storage-ubix-ubipower").storage[0].redundancy == "rs-3-2"   # 2/3 usable [S128]
+    assert all(s.redundancy is None for s in load_spec("meta-roce-24k").storage)         # the kind's default
+
+    def mutate(d):
+        d["storage"] = [{**d["storage"][0], "redundancy": 3}]
+    if demo_dict().get("storage"):
+        assert refused(mutate).field == "storage[0].redundancy"
