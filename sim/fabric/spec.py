@@ -146,6 +146,7 @@ class StorageSpec:
     ssd: str
     ssds_per_server: int
     cable: str
+    redundancy: str | None = None  # its data protection (a sim.storage.stores.REDUNDANCY key); None: the kind's default
 
     @property
     def racks(self) -> int:
@@ -169,6 +170,7 @@ class ClusterSpec:
     storage: tuple[StorageSpec, ...]
     source: dict
     catalog: Catalog | None = field(default=None, compare=False, repr=False)   # the catalog it was checked against
+    node_failure_rate: float | None = None    # [reliability]: the fleet's node failures per 1,000 node-days, or None
 
     @property
     def fabrics(self) -> tuple[FabricSpec, FabricSpec]:
@@ -243,8 +245,10 @@ def _parse_storage(t: Table, catalog: Catalog) -> StorageSpec:
         servers_per_rack=t.int("servers_per_rack"), racks_per_zone=t.int("racks_per_zone"),
         nic=nic, nics_per_server=t.int("nics_per_server", default=server_model["nics"]),
         nic_speed_gbps=nic_model["speed_gbps"], ssd=ssd, ssds_per_server=t.int("ssds_per_server"),
-        cable=t.str("cable"),
+        cable=t.str("cable"), redundancy=t.get("redundancy", None),
     )
+    if spec.redundancy is not None and (not isinstance(spec.redundancy, str) or not spec.redundancy):
+        raise SpecError(t.field("redundancy"), spec.redundancy, "must be a non-empty string (rs-9-6, rs-3-2, ...)")
     if spec.servers % spec.servers_per_rack:
         raise SpecError(t.field("servers_per_rack"), spec.servers_per_rack,
                         f"does not divide the {spec.servers} servers")
@@ -259,6 +263,21 @@ def _parse_storage(t: Table, catalog: Catalog) -> StorageSpec:
     check_cable(catalog, spec.cable, t.field("cable"), spec.nic_speed_gbps)
     t.done()
     return spec
+
+
+def _parse_reliability(t: Table | None) -> float | None:
+    """The optional ``[reliability]`` table: ``node_failures_per_1000_node_days``, the hardware failure rate a
+    fleet of this cluster's hosts published (a positive number), and ``source``, where (docs/reliability.md "Fleet
+    failure rate"). None without the table: the failures model keeps Meta's Llama 3 table as it is."""
+    if t is None:
+        return None
+    rate = t.get("node_failures_per_1000_node_days", None)
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not (0.0 < rate < 1e6):
+        raise SpecError(t.field("node_failures_per_1000_node_days"), rate,
+                        "must be a positive number (failures per 1,000 node-days)")
+    t.str("source")
+    t.done()
+    return float(rate)
 
 
 def parse_spec(data: dict, catalog: Catalog | None = None) -> ClusterSpec:
@@ -298,7 +317,8 @@ def parse_spec(data: dict, catalog: Catalog | None = None) -> ClusterSpec:
                              storage_zone_racks)
     spec = ClusterSpec(name=name, title=top.str("title", default=name),
                        description=top.str("description", default=name), layout=layout, backend=backend,
-                       frontend=frontend, storage=storage, source=data, catalog=catalog)
+                       frontend=frontend, storage=storage, source=data, catalog=catalog,
+                       node_failure_rate=_parse_reliability(top.table("reliability", required=False)))
     top.done()
     return spec
 

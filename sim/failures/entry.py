@@ -27,7 +27,7 @@ def run_failures(cluster, values: dict, progress=None) -> Document:
     results = simulate_seeds(ctx, values, values["seeds"], progress=seeds_bar)
     summary = summarize(results)
     doc = {"cluster": ctx.cluster, "params": values, "result": results[0], "summary": summary,
-           "published": published(ctx.params, results[0], summary)}
+           "published": published(ctx.params, results[0], summary, ctx.layout.spec.node_failure_rate)}
     if has_sweep:
         doc["sweep"] = sweep(ctx, values, values["sweep_interval"], values["seeds"], progress=sweep_bar)
     return Document(doc)

@@ -84,7 +84,8 @@ FAILURES = ParamSet("failures", tuple(_failure_job_param(p) for p in JOB_PARAMS 
                                                  "spine, core; a few solves shared by every seed)",
           choices=("by_class", "exact")),
     Param("rates", "text", None, "failure rates per unit-hour replacing the table's, e.g. gpu=2e-6,hbm=1e-6 "
-                                 "(categories: docs/reliability.md; 0 switches one off); null: Meta's table",
+                                 "(categories: docs/reliability.md; 0 switches one off); null: Meta's table, its node "
+                                 "categories scaled to the cluster's fleet rate where its preset gives one",
           max=4096, nullable=True),
     Param("rate_scale", "float", 1.0, "factor on every unexpected failure rate (planned maintenance stays)",
           min=0.0, max=1e4),

@@ -200,7 +200,8 @@ def prepare(cluster_or_spec, values: dict, progress=None) -> Prepared:
                    step_s=float(healthy.step_time), compute_s=float(healthy.breakdown["compute"]), checkpoint=ckpt,
                    net_kind=net[0], net_id=net[1], net_crash=net[2], net_hosts=net[3],
                    net_class=np.where(net[2], -1, tier).astype(np.int64), spares=spares,
-                   rates=fr.rates(fr.parse_overrides(p["rates"], "rates"), p["rate_scale"]),
+                   rates=fr.rates(fr.parse_overrides(p["rates"], "rates"), p["rate_scale"],
+                                  fr.fleet_scale(layout.spec.node_failure_rate)),
                    repair_s={k: 3600.0 * v for k, v in fr.repair_hours(fr.parse_overrides(p["repair_h"],
                                                                                             "repair_h")).items()},
                    injections=[])

@@ -29,7 +29,7 @@ EFFECTIVE = Reference(
 REFERENCES = (INTERRUPTIONS, UNEXPECTED, EFFECTIVE)
 
 
-def _differs(params: dict, gpus: int) -> str:
+def _differs(params: dict, gpus: int, fleet_rate: float | None = None) -> str:
     out = []
     if params["model"] != "llama3-405b":
         out.append(f"model {params['model']}, not Llama 3 405B")
@@ -37,6 +37,9 @@ def _differs(params: dict, gpus: int) -> str:
         out.append(f"{gpus:,} GPUs, not {fr.TABLE_GPUS:,}")
     if params["rates"] or params["rate_scale"] != 1.0:
         out.append("failure rates other than the table's")
+    if fleet_rate is not None:
+        out.append(f"the cluster's fleet: {fleet_rate:g} node failures per 1,000 node-days, not the table's "
+                   f"{fr.table_node_rate():.2f}")
     if params["inject"]:
         out.append("chosen failures injected")
     if params["days"] != fr.TABLE_DAYS:
@@ -44,11 +47,12 @@ def _differs(params: dict, gpus: int) -> str:
     return "; ".join(out)
 
 
-def published(params: dict, result: dict, summary: dict) -> list[dict]:
+def published(params: dict, result: dict, summary: dict, fleet_rate: float | None = None) -> list[dict]:
     """The references beside the simulated figures: interruptions (all and unexpected, the mean over the seeds
     per day x 54 days) and the effective training time (the mean over the seeds). ``params``: the run's
-    (:data:`sim.failures.params.FAILURES`), ``result``: the first seed's timeline, ``summary``: over the seeds."""
-    differs = _differs(params, int(result["gpus"]))
+    (:data:`sim.failures.params.FAILURES`), ``result``: the first seed's timeline, ``summary``: over the seeds,
+    ``fleet_rate``: the cluster's own node failure rate when its preset gives one (then not the table's case)."""
+    differs = _differs(params, int(result["gpus"]), fleet_rate)
     same = not differs
     per_day = summary["interruptions_per_day"]["mean"]
     planned_per_day = summary["planned_per_day"]["mean"]

@@ -10,6 +10,13 @@ hours)``, never typed: :func:`rate_per_unit_hour`.
 Rates and repair times can be overridden per category (``gpu=2e-6,hbm=1e-6`` and ``gpu=48,network=2``:
 :func:`parse_overrides`), and every unexpected rate scaled at once (``rate_scale``).
 
+A fleet's own hardware failure rate: Meta's table is one fleet (H100 Grand Teton hosts); another fleet's hosts fail
+at their own rate (Kokolis et al. [S9] measured 6.50 and 2.34 node failures per 1,000 node-days on two A100 clusters
+of the same generation). A cluster preset that gives its fleet's published rate (``[reliability]``,
+:attr:`sim.fabric.spec.ClusterSpec.node_failure_rate`) scales the table's node categories (:data:`NODE_CATEGORIES`:
+a host's or a GPU's hardware) so that their sum per node-day is that rate: :func:`fleet_scale`. The table keeps the
+mix of causes; the job-level causes and the fabric's are not a node's and stay as counted.
+
 >>> round(rate_per_unit_hour(CATEGORIES["gpu"]) * 1e6, 3)        # 148 / (16,384 GPUs x 1,296 h), per million
 6.97
 """
@@ -83,6 +90,12 @@ NAMES = tuple(CATEGORIES)
 assert sum(c.count for c in CATEGORIES.values() if c.consequence != "planned") == TABLE_UNEXPECTED
 
 
+# A node's hardware: the categories counted per GPU or per host whose item is in the host (the fabric's cables and
+# switches, "network", are not). What a fleet's "node failures per node-day" counts [S9].
+NODE_CATEGORIES = tuple(n for n, c in CATEGORIES.items() if c.unit in ("gpu", "host") and n != "network")
+TABLE_NODE_FAILURES = sum(CATEGORIES[n].count for n in NODE_CATEGORIES)      # 321 of the 419
+
+
 def reference_units(unit: str) -> int:
     """Units of the table's job: 16,384 GPUs, 2,048 hosts, one job."""
     return {"gpu": TABLE_GPUS, "host": TABLE_GPUS // GPUS_PER_HOST, "job": 1}[unit]
@@ -91,6 +104,19 @@ def reference_units(unit: str) -> int:
 def rate_per_unit_hour(c: Category) -> float:
     """The table's count over the reference job's units and the table's hours: ``count / (units x hours)``."""
     return c.count / (reference_units(c.unit) * TABLE_HOURS)
+
+
+def table_node_rate() -> float:
+    """Node failures per 1,000 node-days in Meta's table: its node categories over 2,048 hosts x 54 days (2.90)."""
+    return 1000.0 * TABLE_NODE_FAILURES / (reference_units("host") * TABLE_DAYS)
+
+
+def fleet_scale(node_failures_per_1000_node_days: float | None) -> float:
+    """Factor on the node categories' rates for a fleet whose nodes fail at the given rate (None: the table's
+    fleet, 1)."""
+    if node_failures_per_1000_node_days is None:
+        return 1.0
+    return node_failures_per_1000_node_days / table_node_rate()
 
 
 def parse_overrides(text: str | None, field: str, minimum: float = 0.0) -> dict[str, float]:
@@ -120,12 +146,14 @@ def parse_overrides(text: str | None, field: str, minimum: float = 0.0) -> dict[
     return out
 
 
-def rates(overrides: dict[str, float] | None = None, scale: float = 1.0) -> dict[str, float]:
-    """Rate per unit-hour of every category: the table's, an override where given, unexpected ones times
-    ``scale`` (planned maintenance is a schedule, not scaled)."""
+def rates(overrides: dict[str, float] | None = None, scale: float = 1.0,
+          node_scale: float = 1.0) -> dict[str, float]:
+    """Rate per unit-hour of every category: the table's (its node categories times ``node_scale``, the fleet's
+    :func:`fleet_scale`), an override where given, unexpected ones times ``scale`` (planned maintenance is a
+    schedule, not scaled)."""
     overrides = overrides or {}
-    return {n: overrides.get(n, rate_per_unit_hour(c)) * (1.0 if c.consequence == "planned" else scale)
-            for n, c in CATEGORIES.items()}
+    return {n: overrides.get(n, rate_per_unit_hour(c) * (node_scale if n in NODE_CATEGORIES else 1.0))
+            * (1.0 if c.consequence == "planned" else scale) for n, c in CATEGORIES.items()}
 
 
 def repair_hours(overrides: dict[str, float] | None = None) -> dict[str, float]:

@@ -181,7 +181,8 @@ def run_checkpoint(layout, values: dict, *, rank_bytes=None, backend=None, stora
     t0 = time.perf_counter()
     say = progress or silent
     model = store_of(layout, store)
-    redundancy = redundancy or model.redundancy
+    redundancy = redundancy or next((s.redundancy for s in layout.spec.storage if s.kind == store and s.redundancy),
+                                    model.redundancy)    # the run's, the storage cluster's own, the kind's default
     if redundancy not in REDUNDANCY:
         raise ParamError("redundancy", f"unknown value {redundancy!r}: choose one of {', '.join(REDUNDANCY)}")
     amp = 1.0 if restore else amplification(redundancy)

@@ -51,7 +51,9 @@ CHECKPOINT = ParamSet("checkpoint", (
           "beside the checkpoint (0: none); default: the store's published sustained 2 TB/s over the 6,144 GPU "
           "hosts it serves (docs/storage.md)", min=0.0, max=10_000.0),
     Param("redundancy", "choice", None, "write amplification: rs-9-6 (Reed-Solomon, 9 chunks per 6 of data), "
-                                        "replicate-3, replicate-2, none; null: the store's default",
+                                        "rs-3-2 (3 per 2), replicate-3, replicate-2, none; null: the storage "
+                                        "cluster's own (its preset's [[storage]] redundancy), else the store's "
+                                        "default",
           choices=tuple(REDUNDANCY), nullable=True),
     Param("block_size", "size", None, "bytes per block (one metadata entry per block); null: the store's default",
           min=1, max=MAX_CHECKPOINT_BYTES, nullable=True),

@@ -52,7 +52,9 @@ from sim.core.units import IDX
 
 
 # Redundancy schemes: (chunks stored, chunks of data) per block. Amplification of a write = stored / data.
-REDUNDANCY = {"rs-9-6": (9, 6), "replicate-3": (3, 1), "replicate-2": (2, 1), "none": (1, 1)}
+# (chunks stored, chunks of data) per stripe. rs-3-2: one parity chunk per two of data, a stripe over 3 servers (a
+# 3-server cluster that survives the loss of one: 2/3 of the raw capacity usable, as UBIX's submission states [S128]).
+REDUNDANCY = {"rs-9-6": (9, 6), "rs-3-2": (3, 2), "replicate-3": (3, 1), "replicate-2": (2, 1), "none": (1, 1)}
 
 
 CORE_COPY = 10e9        # bytes/s one core copies (memcpy of large buffers, DDR5 server core; assumption)

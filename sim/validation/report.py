@@ -21,7 +21,8 @@ UNITS = {"busbw_gbps": "GB/s", "algbw_gbps": "GB/s", "time_us": "us", "time": "s
          "tokens_per_s": "tokens/s", "tokens_per_s_per_gpu": "tokens/s/GPU", "tflops_per_gpu": "TFLOP/s/GPU",
          "mfu": "share of peak", "blocked_s": "s", "durable_s": "s", "write_gbps": "GB/s", "read_gbps": "GB/s",
          "interruptions": "count", "effective_ratio": "share", "mtbf_hours": "h", "gpu_mean_w": "W",
-         "gpu_peak_w": "W", "cluster_peak_mw": "MW", "swing_mw": "MW", "energy_per_token_j": "J"}
+         "gpu_peak_w": "W", "cluster_peak_mw": "MW", "swing_mw": "MW", "energy_per_token_j": "J",
+         "gpu_energy_per_token_j": "J"}
 
 
 def observation_rows(corpus) -> list[dict]:

@@ -261,3 +261,13 @@ def test_published_figures_ride_with_the_result_and_only_for_tectonic(lay):
     assert keys["tectonic-peak"]["why"] and not keys["tectonic-peak"]["same_case"]
     ham = run_checkpoint(lay, CHECKPOINT.validate({"gpus": 16, "store": "hammerspace"}))
     assert ham.published == []
+
+
+def test_a_storage_cluster_s_own_redundancy_amplifies_its_writes_unless_the_run_names_one():
+    lay = expand(load_spec("mlperf-storage-ubix-ubipower"))     # 2/3 of its raw capacity usable: rs-3-2 [S128]
+    base = {"gpus": 16, "bytes_per_gpu": 1 << 30, "store": "hammerspace", "mode": "sync", **FAST_META}
+    r = run_checkpoint(lay, CHECKPOINT.validate(base))
+    assert (r.redundancy, r.amplification) == ("rs-3-2", 1.5)
+    assert r.stored_bytes == pytest.approx(1.5 * r.bytes)
+    r = run_checkpoint(lay, CHECKPOINT.validate({**base, "redundancy": "none"}))
+    assert (r.redundancy, r.stored_bytes) == ("none", r.bytes)

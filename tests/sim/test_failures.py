@@ -463,3 +463,23 @@ def test_zero_metadata_cost_and_no_contention_give_the_storage_model_s_figures(t
     assert zero["durable_s"] == pytest.approx(w.durable_seconds)
     assert zero["cost_s"] == pytest.approx(zero["blocked_s"] + zero["data_loading_s"])
     assert zero["host_cpu_s"] == 0.0
+
+
+def test_a_fleet_s_node_failure_rate_scales_the_node_categories_only():
+    # Meta's table: 321 node failures (GPU- and host-counted causes but the fabric's) over 2,048 hosts x 54 days
+    assert fr.table_node_rate() == pytest.approx(1000 * 321 / (2048 * 54))
+    assert fr.fleet_scale(None) == 1.0
+    base, fleet = fr.rates(), fr.rates(node_scale=fr.fleet_scale(6.5))
+    per_node_day = sum(fleet[n] * fr.reference_units(fr.CATEGORIES[n].unit) for n in fr.NODE_CATEGORIES) \
+        * 24 / fr.reference_units("host")
+    assert per_node_day * 1000 == pytest.approx(6.5)                  # the fleet's rate, Meta's mix of causes
+    assert fleet["gpu"] / base["gpu"] == pytest.approx(6.5 / fr.table_node_rate())
+    for n in ("network", "software", "nccl_watchdog", "dependency", "planned"):
+        assert fleet[n] == base[n]                                    # not a node's: as counted
+    assert fr.rates({"gpu": 1e-6}, node_scale=3.0)["gpu"] == 1e-6     # an override stays what it says
+
+
+def test_a_preset_s_fleet_rate_reaches_the_timeline_and_the_published_comparison():
+    ctx = prepare("dgx-a100-superpod", {"gpus": 64, "model": "llama3-8b", "pp": 1, "days": 1.0})
+    assert ctx.rates["hbm"] == pytest.approx(fr.rates()["hbm"] * 6.5 / fr.table_node_rate())
+    assert ctx.rates["software"] == fr.rates()["software"]

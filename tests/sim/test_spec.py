@@ -164,3 +164,33 @@ def test_a_deeply_nested_spec_dict_is_refused_naming_the_field():
     assert error.field == "backend" and "nested more than 16" in error.reason
     error = refused(lambda d: d.update(extra={"a": list(range(100_000)), "b": _nested(12)}))
     assert error.field == "extra" and "not a known field" in str(error) and len(str(error)) < 200   # value cut short
+
+
+def test_reliability_table_gives_the_fleet_s_node_failure_rate():
+    assert parse_spec(demo_dict()).node_failure_rate is None          # no table: Meta's Llama 3 table as it is
+    d = demo_dict()
+    d["reliability"] = {"node_failures_per_1000_node_days": 6.5, "source": "Kokolis et al. 2024"}
+    assert parse_spec(d).node_failure_rate == 6.5
+    assert load_spec("dgx-a100-superpod").node_failure_rate == 6.5   # RSC-1, a DGX A100 fleet [S9, S190]
+
+
+@pytest.mark.parametrize("table, field", [
+    ({"node_failures_per_1000_node_days": 0, "source": "x"}, "reliability.node_failures_per_1000_node_days"),
+    ({"node_failures_per_1000_node_days": "6.5", "source": "x"}, "reliability.node_failures_per_1000_node_days"),
+    ({"node_failures_per_1000_node_days": 6.5}, "reliability.source"),
+    ({"node_failures_per_1000_node_days": 6.5, "source": "x", "mttf": 3}, "reliability.mttf"),
+])
+def test_reliability_table_is_checked(table, field):
+    def mutate(d):
+        d["reliability"] = table
+    assert refused(mutate).field == field
+
+
+def test_a_storage_cluster_states_its_own_redundancy():
+    assert load_spec("mlperf-storage-ubix-ubipower").storage[0].redundancy == "rs-3-2"   # 2/3 usable [S128]
+    assert all(s.redundancy is None for s in load_spec("meta-roce-24k").storage)         # the kind's default
+
+    def mutate(d):
+        d["storage"] = [{**d["storage"][0], "redundancy": 3}]
+    if demo_dict().get("storage"):
+        assert refused(mutate).field == "storage[0].redundancy"
