@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from sim.core.units import US
 from sim.fabric.chunking import DEFAULT_BUFFSIZE, NVLS_CHUNKSIZE, ChunkConfig, nvls_channels
 from sim.fabric.nccl_tuning import PROTOCOLS, SIMPLE
 
@@ -54,6 +55,7 @@ class NetPlugin:
     buffsize: int = DEFAULT_BUFFSIZE
     nvls_chunk: int = NVLS_CHUNKSIZE
     nvls_tree_max_chunk: int | None = None
+    tuner: str | None = None            # the plugin's tuner's platform regions (sim.fabric.ofi_tuner); None: NCCL's
 
 
 NCCL_IB = NetPlugin("nccl-ib")
@@ -69,13 +71,15 @@ def transport(topo) -> str:
 
 def net_plugin(topo) -> NetPlugin:
     """The network plugin NCCL loads for the topology's backend NIC: aws-ofi-nccl on EFA, NCCL's IB plugin else.
-    A NIC entry may state its plugin latency (catalog key ``net_latency_us``) where it differs from the default."""
+    A NIC entry may state its plugin latency (catalog key ``net_latency_us``) where it differs from the default,
+    and its platform's tuner regions (``ofi_tuner``, :mod:`sim.fabric.ofi_tuner`)."""
     nic = getattr(topo, "nic_model", None) or {}
     if transport(topo) != "efa":
         return NCCL_IB
     plugin = AWS_OFI_EFA if not nic.get("ordered_128b") else replace(AWS_OFI_EFA, protocols=PROTOCOLS)
     lat = nic.get("net_latency_us")
-    return plugin if lat is None else replace(plugin, latency_us=float(lat))
+    plugin = plugin if lat is None else replace(plugin, latency_us=float(lat))
+    return replace(plugin, tuner=nic.get("ofi_tuner") or None)
 
 
 def chunk_config(topo, n_nodes: int, plugin: NetPlugin | None = None) -> ChunkConfig:
@@ -88,3 +92,11 @@ def chunk_config(topo, n_nodes: int, plugin: NetPlugin | None = None) -> ChunkCo
     return ChunkConfig(buffsize=plugin.buffsize, nvls_chunk=plugin.nvls_chunk,
                        nvls_tree_max_chunk=plugin.nvls_tree_max_chunk, nvls_channels=nvls_channels(cc),
                        n_nodes=int(n_nodes))
+
+
+def plugin_hop(plugin: NetPlugin, proto: str, scale: float = 1.0) -> float:
+    """Seconds the plugin adds to each network hop of a collective's critical path with ``proto``: ``scale`` (the
+    fitted ``efa_latency_scale``) x its reported latency, twice for Simple, as NCCL's tuning model charges it (it
+    adds ``latencyInter`` to each inter-node step and once more for Simple, "the flush extra latency",
+    ``src/graph/tuning.cc``); 0 for NCCL's IB plugin (it reports 0)."""
+    return scale * plugin.latency_us * (2 if proto == SIMPLE else 1) * US
