@@ -74,8 +74,9 @@ from sim.fabric.algorithms import plan as plan_collective
 from sim.fabric.flows import CSR_CHUNK, build_flows, concat_flows, flow_count, link_capacity
 from sim.fabric.latency import LatencyModel, critical_paths, path_latency, transfer_latency
 from sim.fabric.nccl import DEFAULT_UDP_SPORT, ring_channel_steps
-from sim.fabric.netplugin import NCCL_IB, NetPlugin, chunk_config, net_plugin, plugin_hop
+from sim.fabric.netplugin import NCCL_IB, NetPlugin, chunk_config, net_plugin, plugin_hop, transport
 from sim.fabric.ofi_tuner import tuner_choice
+from sim.fabric.p2p_batches import alltoall_batches
 from sim.fabric.nccl_tuning import (NCCL_ALGORITHMS, PROTOCOL_CHOICES, PROTOCOLS, SIMPLE, NcclComm, algo_time,
                                     base_latency, choose_algo, nvls_graph, sim_hop)
 from sim.fabric.results import CollectiveResult, PhaseResult, SizeResult, hottest_links
@@ -207,11 +208,13 @@ def pipeline_fill(res: PhaseResult, ops: float = 1.0, nvlink_channel_rate: float
 
 
 def protocol_latencies(plan: CollectivePlan, phases: list[PhaseResult], latency: LatencyModel | None = None,
-                       plugin: NetPlugin = NCCL_IB, scale: float = 1.0):
+                       plugin: NetPlugin = NCCL_IB, scale: float = 1.0, rounds: int = 1):
     """Per protocol: the collective's latency (seconds) = NCCL's base latency + the sum over phases of the critical
-    path, each network hop at its one-way latency + the protocol's per-hop cost, each NVLink hop at the protocol's
-    NVLink latency (:func:`sim.fabric.nccl_tuning.sim_hop`; ``latency.nvlink`` overrides it); and the (network, NVLink)
-    hops on it. Fills each phase's ``latency`` and ``critical_hops``."""
+    path, each network hop at its one-way latency + the protocol's per-hop cost (+ the network plugin's,
+    :func:`sim.fabric.netplugin.plugin_hop`, times ``scale``), each NVLink hop at the protocol's NVLink latency
+    (:func:`sim.fabric.nccl_tuning.sim_hop`; ``latency.nvlink`` overrides it), taken ``rounds`` times in sequence
+    (an AllToAll's point-to-point batches, :func:`p2p_rounds`); and the (network, NVLink) hops on it. Fills each
+    phase's ``latency`` and ``critical_hops``."""
     latency = latency or LatencyModel()
     costs = []
     for proto in PROTOCOLS:
@@ -222,10 +225,25 @@ def protocol_latencies(plan: CollectivePlan, phases: list[PhaseResult], latency:
     hops = {p: (0, 0) for p in PROTOCOLS}
     for ph in phases:
         for proto, (sec, a, b) in zip(PROTOCOLS, critical_paths(ph.phase, ph.hop_latency, ph.hop_network, costs)):
+            sec, a, b = sec * rounds, a * rounds, b * rounds
             ph.latency[proto], ph.critical_hops[proto] = sec, (a, b)
             out[proto] += sec
             hops[proto] = (hops[proto][0] + a, hops[proto][1] + b)
     return out, hops
+
+
+def p2p_rounds(topo, plan: CollectivePlan) -> int:
+    """Latency hops an AllToAll's critical path takes in sequence: the point-to-point work batches one of NCCL's
+    channels runs one after the other (:func:`sim.fabric.p2p_batches.alltoall_batches`, with NCCL's channel count
+    and, on EFA, the per-GPU NIC's ports as the network cards NCCL counts); 1 for the other collectives."""
+    if plan.collective != "alltoall" or plan.n_hosts <= 1:
+        return 1
+    per_host = int(np.bincount(np.asarray(topo.gpu_host)).max())
+    m = min(per_host, -(-plan.n_ranks // plan.n_hosts))
+    channels = ring_channel_steps(m, plan.n_hosts, nic_gbps=topo.nic_bandwidth / GB).final
+    nic = getattr(topo, "nic_model", None) or {}
+    cards = int(nic.get("ports") or 1) if transport(topo) == "efa" else 1
+    return alltoall_batches(plan.n_ranks, plan.n_hosts, channels, cards)
 
 
 def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring", routing: str | None = None,
@@ -339,7 +357,8 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
                           plan.algorithm, plan.channels, plan if packed else None, nvls=nccl["nvls"],
                           sharp=nccl["sharp"])
     factor = plan.busbw_factor
-    latencies, hops = protocol_latencies(plan, phases, latency, net_plugin(topo), eff.efa_latency)
+    latencies, hops = protocol_latencies(plan, phases, latency, net_plugin(topo), eff.efa_latency,
+                                         p2p_rounds(topo, plan))
     ring_roof = roof if plan.n_hosts > 1 and plan.algorithm in ("ring", "tree", "pat") else None
     result = CollectiveResult(plan=plan, kind=topo.kind, routing=routing, qps=qps, seed=seed, dtype=dtype,
                               roofline=roof, rows=[], phases=phases, link_unit_bytes=link_bytes,

@@ -113,3 +113,27 @@ def test_efa_latency_on_each_network_hop_of_the_critical_path():
         net_hops = on.critical_hops[p][0]
         assert net_hops > 0
         assert on.latencies[p] - off.latencies[p] == pytest.approx(net_hops * plugin_hop(AWS_OFI_EFA, p), rel=1e-6)
+
+
+# ------------------------------------------------------------------------------------------------ AllToAll batches
+def test_alltoall_batches_follow_nccls_channel_mapping():
+    """NCCL 2.27 (paths.cc, channel.h, enqueue.cc): p2pnChannels = pow2Up(channels); 2 channels per network peer,
+    halved while 2 x nRanks > 4 x p2pnChannels, at least the GPU's NIC count; one batch of 8 rounds per node
+    distance on each of its channels: a channel runs ceil(nodes x perPeer / p2pnChannels) batches."""
+    from sim.fabric.p2p_batches import alltoall_batches, p2p_channels, per_peer_channels
+    assert p2p_channels(12) == 16 and p2p_channels(100) == 64
+    assert per_peer_channels(16, 16) == 2 and per_peer_channels(64, 16) == 1
+    assert per_peer_channels(256, 16, nics_per_gpu=4) == 4            # p5: 4 EFA cards per GPU
+    assert alltoall_batches(16, 2, 8, 4) == 1
+    assert alltoall_batches(256, 32, 16, 4) == 8                       # 32 node distances x 4 channels over 16
+    assert alltoall_batches(256, 32, 16, 1) == 2                       # one NIC: 1 channel per peer
+    assert alltoall_batches(8, 1, 16, 4) == 1
+
+
+def test_alltoall_latency_takes_each_batch_in_turn():
+    """On 32 p5 nodes the AllToAll's latency is 8 batches' hops, on 2 nodes one; an AllReduce is unchanged."""
+    topo = preset("aws-p5-pod")
+    r2 = run_collective(topo, np.arange(16), "alltoall", [1 * MIB], algorithm="ring")
+    r32 = run_collective(topo, np.arange(256), "alltoall", [1 * MIB], algorithm="ring")
+    assert r2.critical_hops[SIMPLE][0] == 1 and r32.critical_hops[SIMPLE][0] == 8
+    assert r32.latencies[SIMPLE] > 7 * plugin_hop(AWS_OFI_EFA, SIMPLE)
