@@ -52,6 +52,7 @@ WOULD = {
     "pcie_efficiency": "an nccl-tests run across 2 or more hosts at sizes >= 256 MiB on hosts whose GPU-NIC path "
                        "is PCIe-bound",
     "efa_efficiency": "an nccl-tests run across 2 or more hosts of an EFA cluster at sizes >= 1 GiB",
+    "efa_latency_scale": "an nccl-tests run across 3 or more hosts of an EFA cluster at sizes of 1 to 256 MiB",
     "host_latency_us": "an nccl-tests run at small sizes (8 B to 64 KiB), inside one host",
     "base_rtt_us": "an nccl-tests run across hosts at small sizes (8 B to 64 KiB)",
     "gemm_efficiency": "a job's step time, tokens/s or MFU",

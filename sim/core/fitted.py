@@ -80,6 +80,11 @@ FACTORS: tuple[Factor, ...] = (
            "share of an EFA NIC's payload rate (line rate less framing) that NCCL reaches through aws-ofi-nccl over "
            "SRD, on top of nic_efficiency, for NICs of transport efa only; prior 1: AWS publishes the line rate "
            "(3,200 Gb/s per p5, 400 per p4d [S88]) and no achievable share"),
+    Factor("efa_latency_scale", 1.0, 0.0, 2.0, ("collective", "nccl-tests"),
+           "share of the latency aws-ofi-nccl reports to NCCL (75 us on p4d and p5, platform-aws.cpp [S145]) that "
+           "each network hop of a collective's critical path over EFA pays in time, once per hop and once more "
+           "for Simple as NCCL's tuning model charges it (src/graph/tuning.cc [S146]); prior 1: AWS sets the "
+           "figure per platform from measurements (its p5en and p6 values 'based on empirical results' [S150])"),
 )
 
 

@@ -61,7 +61,7 @@ FRAMING_BYTES = {"infiniband": 8 + 12 + 4 + 2,                   # LRH, BTH, ICR
 DEFAULT_GPU = {"compute_capability": 90, "nvlink_generation": 4, "pcie_gen": 5, "pcie_lanes": 16}
 DEFAULT_NIC = {"pcie_gen": 5, "pcie_lanes": 16}
 FACTORS = ("nvlink_efficiency", "nic_efficiency", "pcie_efficiency", "host_latency_us", "sharp_efficiency",
-           "efa_efficiency")
+           "efa_efficiency", "efa_latency_scale")
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,7 @@ class Efficiencies:
     host_latency: float = 2e-6          # seconds
     sharp: float = 1.0                  # SHARP's streaming aggregation rate over the NIC's (CollNet only)
     efa: float = 1.0                    # EFA NICs' achievable share through aws-ofi-nccl (efa_efficiency)
+    efa_latency: float = 1.0            # share of aws-ofi-nccl's reported latency a network hop pays (efa_latency_scale)
     ideal: bool = False                 # line rates everywhere (the roofline's reference), no host floor
 
     @classmethod
@@ -91,7 +92,7 @@ class Efficiencies:
         got = {k: (fitted.value(k) if values.get(k) is None else float(values[k])) for k in FACTORS}
         return cls(nvlink=got["nvlink_efficiency"], nic=got["nic_efficiency"], pcie=got["pcie_efficiency"],
                    host_latency=got["host_latency_us"] * US, sharp=got["sharp_efficiency"],
-                   efa=got["efa_efficiency"])
+                   efa=got["efa_efficiency"], efa_latency=got["efa_latency_scale"])
 
 
 def gpu_spec(topo, key: str):

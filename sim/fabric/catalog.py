@@ -20,6 +20,7 @@ from pathlib import Path
 
 from sim.core.errors import SpecError
 from sim.core.nesting import check_depth
+from sim.fabric.ofi_tuner import TUNER_PLATFORMS
 
 CATALOG_PATH = Path(__file__).parent.parent / "presets" / "catalog.toml"
 KINDS = ("gpu", "nic", "switch", "platform", "storage_server", "ssd", "cable")
@@ -43,8 +44,10 @@ SPECS = {
     "platform": {"memory_gb": ("int", 1)},
 }
 # A NIC's network-plugin keys (sim/fabric/netplugin.py): whether its transport delivers aligned 128-byte writes in
-# order (LL / LL128 allowed over it), the latency the plugin reports to NCCL (us).
-SPECS["nic"].update({"ordered_128b": ("bool", None), "net_latency_us": ("number", 0)})
+# order (LL / LL128 allowed over it), the latency the plugin reports to NCCL (us), the platform whose aws-ofi-nccl
+# tuner regions pick NCCL's algorithm and protocol (sim/fabric/ofi_tuner.py).
+SPECS["nic"].update({"ordered_128b": ("bool", None), "net_latency_us": ("number", 0),
+                     "ofi_tuner": ("str", TUNER_PLATFORMS)})
 MAX_CATALOG_BYTES = 1024 * 1024         # a user's catalog file (the built-in one is about 5 KB)
 
 

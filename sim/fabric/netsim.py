@@ -57,6 +57,7 @@ al., SIGCOMM 2024, in docs/sources.md [S2]), taken as measured over the fabric's
 """
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -73,7 +74,9 @@ from sim.fabric.algorithms import plan as plan_collective
 from sim.fabric.flows import CSR_CHUNK, build_flows, concat_flows, flow_count, link_capacity
 from sim.fabric.latency import LatencyModel, critical_paths, path_latency, transfer_latency
 from sim.fabric.nccl import DEFAULT_UDP_SPORT, ring_channel_steps
-from sim.fabric.netplugin import chunk_config, net_plugin
+from sim.fabric.netplugin import NCCL_IB, NetPlugin, chunk_config, net_plugin, plugin_hop, transport
+from sim.fabric.ofi_tuner import tuner_choice
+from sim.fabric.p2p_batches import alltoall_batches
 from sim.fabric.nccl_tuning import (NCCL_ALGORITHMS, PROTOCOL_CHOICES, PROTOCOLS, SIMPLE, NcclComm, algo_time,
                                     base_latency, choose_algo, nvls_graph, sim_hop)
 from sim.fabric.results import CollectiveResult, PhaseResult, SizeResult, hottest_links
@@ -204,24 +207,43 @@ def pipeline_fill(res: PhaseResult, ops: float = 1.0, nvlink_channel_rate: float
     return max(sec - float(per.max()), 0.0)
 
 
-def protocol_latencies(plan: CollectivePlan, phases: list[PhaseResult], latency: LatencyModel | None = None):
+def protocol_latencies(plan: CollectivePlan, phases: list[PhaseResult], latency: LatencyModel | None = None,
+                       plugin: NetPlugin = NCCL_IB, scale: float = 1.0, rounds: int = 1):
     """Per protocol: the collective's latency (seconds) = NCCL's base latency + the sum over phases of the critical
-    path, each network hop at its one-way latency + the protocol's per-hop cost, each NVLink hop at the protocol's
-    NVLink latency (:func:`sim.fabric.nccl_tuning.sim_hop`; ``latency.nvlink`` overrides it); and the (network, NVLink)
-    hops on it. Fills each phase's ``latency`` and ``critical_hops``."""
+    path, each network hop at its one-way latency + the protocol's per-hop cost (+ the network plugin's,
+    :func:`sim.fabric.netplugin.plugin_hop`, times ``scale``), each NVLink hop at the protocol's NVLink latency
+    (:func:`sim.fabric.nccl_tuning.sim_hop`; ``latency.nvlink`` overrides it), taken ``rounds`` times in sequence
+    (an AllToAll's point-to-point batches, :func:`p2p_rounds`); and the (network, NVLink) hops on it. Fills each
+    phase's ``latency`` and ``critical_hops``."""
     latency = latency or LatencyModel()
     costs = []
     for proto in PROTOCOLS:
         extra, nvl = sim_hop(plan.algorithm, proto, plan.n_ranks, plan.n_hosts)
+        extra += plugin_hop(plugin, proto, scale)
         costs.append((extra, nvl if latency.nvlink is None else float(latency.nvlink)))
     out = {p: base_latency(plan.algorithm, p, plan.n_ranks, plan.n_hosts) for p in PROTOCOLS}
     hops = {p: (0, 0) for p in PROTOCOLS}
     for ph in phases:
         for proto, (sec, a, b) in zip(PROTOCOLS, critical_paths(ph.phase, ph.hop_latency, ph.hop_network, costs)):
+            sec, a, b = sec * rounds, a * rounds, b * rounds
             ph.latency[proto], ph.critical_hops[proto] = sec, (a, b)
             out[proto] += sec
             hops[proto] = (hops[proto][0] + a, hops[proto][1] + b)
     return out, hops
+
+
+def p2p_rounds(topo, plan: CollectivePlan) -> int:
+    """Latency hops an AllToAll's critical path takes in sequence: the point-to-point work batches one of NCCL's
+    channels runs one after the other (:func:`sim.fabric.p2p_batches.alltoall_batches`, with NCCL's channel count
+    and, on EFA, the per-GPU NIC's ports as the network cards NCCL counts); 1 for the other collectives."""
+    if plan.collective != "alltoall" or plan.n_hosts <= 1:
+        return 1
+    per_host = int(np.bincount(np.asarray(topo.gpu_host)).max())
+    m = min(per_host, -(-plan.n_ranks // plan.n_hosts))
+    channels = ring_channel_steps(m, plan.n_hosts, nic_gbps=topo.nic_bandwidth / GB).final
+    nic = getattr(topo, "nic_model", None) or {}
+    cards = int(nic.get("ports") or 1) if transport(topo) == "efa" else 1
+    return alltoall_batches(plan.n_ranks, plan.n_hosts, channels, cards)
 
 
 def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring", routing: str | None = None,
@@ -335,7 +357,8 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
                           plan.algorithm, plan.channels, plan if packed else None, nvls=nccl["nvls"],
                           sharp=nccl["sharp"])
     factor = plan.busbw_factor
-    latencies, hops = protocol_latencies(plan, phases, latency)
+    latencies, hops = protocol_latencies(plan, phases, latency, net_plugin(topo), eff.efa_latency,
+                                         p2p_rounds(topo, plan))
     ring_roof = roof if plan.n_hosts > 1 and plan.algorithm in ("ring", "tree", "pat") else None
     result = CollectiveResult(plan=plan, kind=topo.kind, routing=routing, qps=qps, seed=seed, dtype=dtype,
                               roofline=roof, rows=[], phases=phases, link_unit_bytes=link_bytes,
@@ -395,9 +418,22 @@ def nccl_comm(topo, gpus, channels: int, ring_bw: float | None = None, collnet: 
                     protocols=plugin.protocols if across else PROTOCOLS)
 
 
+def _tuned(topo, name: str, size: int, comm: NcclComm, algorithms, protocols) -> tuple[str, str] | None:
+    """The network plugin's tuner's (algorithm, protocol) for ``size`` bytes (:mod:`sim.fabric.ofi_tuner`), or
+    None where NCCL's own model decides. A pair NCCL does not run here (its cost table says IGNORE: protocol
+    disabled by the plugin or ``NCCL_PROTO``, NVLS unsupported, algorithm not simulated) is skipped, as the tuner
+    skips it."""
+    def allowed(a: str, p: str) -> bool:
+        return (a in algorithms and (protocols is None or p in protocols)
+                and math.isfinite(algo_time(name, a, p, size, comm)))
+    tuner = net_plugin(topo).tuner if comm.n_nodes > 1 else None
+    return tuner_choice(tuner, name, size, comm.n_ranks, comm.n_nodes, allowed)
+
+
 def run_auto(topo, gpus, collective: str, sizes, *, t_start: float, **kw) -> CollectiveResult:
     """``algorithm="auto"``: NCCL's choice of algorithm and protocol for each size by its tuning model
-    (:func:`sim.fabric.nccl_tuning.choose_algo`, with the protocol forced if ``protocol`` is), each chosen
+    (:func:`sim.fabric.nccl_tuning.choose_algo`, with the protocol forced if ``protocol`` is; the network
+    plugin's tuner's where it has one and a region holds the size, :func:`_tuned`), each chosen
     algorithm simulated once by :func:`run_collective`; each row is its algorithm's time with its protocol. The
     result is the run of the algorithm chosen for the largest size (its plan, phases, hottest links) with the
     rows of all."""
@@ -415,7 +451,8 @@ def run_auto(topo, gpus, collective: str, sizes, *, t_start: float, **kw) -> Col
         # CollNet is among NCCL's choices only with SHARP and the plugin (comm.sharp); NVLS across nodes (NVLS with
         # CollNet) has no phases here, so it is never chosen.
         simulated = tuple(a for a in NCCL_ALGORITHMS if not (a == "nvls" and comm.n_nodes > 1))
-        chosen = {s: choose_algo(name, s, comm, algorithms=simulated, protocols=protocols) for s in set(sizes)}
+        chosen = {s: _tuned(topo, name, s, comm, simulated, protocols)
+                  or choose_algo(name, s, comm, algorithms=simulated, protocols=protocols) for s in set(sizes)}
     except ValueError as e:
         raise CollectiveError(str(e)) from None
     order = []

@@ -149,7 +149,7 @@ COLLECTIVE = ParamSet("collective", (
           normalize=_canonical_protocol),
     HOTTEST,
     *(_factor_param(n) for n in ("nvlink_efficiency", "nic_efficiency", "pcie_efficiency", "host_latency_us",
-                                 "sharp_efficiency", "efa_efficiency")),
+                                 "sharp_efficiency", "efa_efficiency", "efa_latency_scale")),
 ), check=_check_collective, doc="A collective over the backend fabric, as nccl-tests measures it.")
 
 FABRIC_HEALTH = ParamSet("fabric_health", (

@@ -30,13 +30,23 @@ class GPUModel(HardwareModelBase):
 
 class NICModel(HardwareModelBase):
     """A network adapter product: its port count and speed (the whole NIC's, split over its ports), its PCIe link
-    and its transport (null / blank where unknown: a model added by hand)."""
+    and its transport (null / blank where unknown: a model added by hand); on EFA, what its network plugin does
+    (``sim.fabric.netplugin``, ``sim.fabric.ofi_tuner``)."""
 
     ports = models.PositiveSmallIntegerField()
     speed_gbps = models.PositiveIntegerField()
     pcie_gen = models.PositiveSmallIntegerField(null=True, blank=True)
     pcie_lanes = models.PositiveSmallIntegerField(null=True, blank=True)
     transport = models.CharField(max_length=16, blank=True, default="", help_text="ib, roce, efa, ethernet or vpi")
+    ordered_128b = models.BooleanField(null=True, blank=True,
+                                       help_text="EFA: delivers aligned 128-byte writes in order (NCCL's LL and LL128 "
+                                                 "allowed over aws-ofi-nccl)")
+    net_latency_us = models.FloatField(null=True, blank=True,
+                                       help_text="the latency the network plugin reports to NCCL, us (null: its "
+                                                 "default)")
+    ofi_tuner = models.CharField(max_length=16, blank=True, default="",
+                                 help_text="EFA: the platform whose aws-ofi-nccl tuner regions choose NCCL's algorithm "
+                                           "and protocol (p5; blank: NCCL's own choice)")
 
 
 class SwitchModel(HardwareModelBase):
