@@ -318,3 +318,33 @@ def test_step_tp_is_each_collective_pipelined_with_its_gemm_slowed_by_its_kernel
     _, _, hog, _, _ = _tp_step(tp_overlap_rs_sms=131, tp_overlap_ag_sms=131)
     assert free["tp"] < br["tp"] < off["tp"] < hog["tp"]
     assert sm_slowdown(0) == ag
+
+
+# ------------------------------------------------------------------ PP sends on NCCL's channels per network peer
+def test_a_pp_send_between_hosts_runs_on_nccls_two_channels_per_net_peer_one_inside_a_host():
+    from sim.jobs.models import NCCL_P2P_CHANNELS
+    from sim.jobs.traffic import pp_transfers
+    assert NCCL_P2P_CHANNELS == 2                      # NCCL_NCHANNELS_PER_NET_PEER's default [S6, S180]
+    host = np.array([0, 0, 1, 1])
+    # one pipeline over GPUs 0, 1 (host 0) and 2 (host 1): 0<->1 inside the host, 1<->2 between hosts
+    src, dst, share, chan, grp = pp_transfers(np.array([[0, 1, 2]]), False, host)
+    pairs = sorted(zip(src.tolist(), dst.tolist(), chan.tolist(), share.tolist()))
+    assert pairs == [(0, 1, 0, 1.0), (1, 0, 0, 1.0), (1, 2, 0, 0.5), (1, 2, 1, 0.5), (2, 1, 0, 0.5), (2, 1, 1, 0.5)]
+    assert (grp == 0).all()
+    # without hosts (the channels unknown): one channel per send, as before
+    src, dst, share, chan, _ = pp_transfers(np.array([[0, 1, 2]]), False)
+    assert src.size == 4 and (share == 1).all() and (chan == 0).all()
+
+
+def test_two_channels_per_pp_send_take_a_larger_share_of_a_nic_shared_with_a_dp_ring(monkeypatch):
+    # TP 8 (a host) x PP 2 x DP 4: each GPU's NIC carries its PP sends and its DP ring; max-min shares a link per
+    # flow, so the send's second connection (NCCL_NCHANNELS_PER_NET_PEER 2) raises its share of the NIC
+    import sim.jobs.traffic as tr
+    topo = nonblocking()
+    p = JOB.validate({**SMALL, "gpus": 64, "tp": 8, "pp": 2, "dp": 4, "batch_tokens": 2048 * 4 * 2,
+                      "routing": "pinned"})
+    two = run_job(topo, p).comm["pp"]["seconds_per_gib"]
+    plain = tr.pp_transfers
+    monkeypatch.setattr(tr, "pp_transfers", lambda g, inter, host=None: plain(g, inter, host, channels=1))
+    one = run_job(topo, p).comm["pp"]["seconds_per_gib"]
+    assert two < one
