@@ -311,7 +311,7 @@ def _exposed_dp(model, p, ct, cl, run, unit, alpha, ranks) -> tuple[float, float
     if not p["overlap"]:
         return float(total.max()), float(total.max()), 0.0, np.full(pp, run.makespan + float(total.max()))
     held = dp_comm_held(p)
-    n = cl.sum(axis=1)
+    n = np.maximum(cl.sum(axis=1), 1.0)          # a stage of the embedding or the head alone counts as one layer
     g_l, r_l = gather / n, reduce / n
     # one layer's forward and backward from the first chunk; a first chunk holding only the embedding (balanced end
     # stages of one-layer chunks, Llama 3 [S3]) takes the stage's mean layer, and its gathers and reduce-scatters

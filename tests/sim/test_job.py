@@ -348,3 +348,17 @@ def test_two_channels_per_pp_send_take_a_larger_share_of_a_nic_shared_with_a_dp_
     monkeypatch.setattr(tr, "pp_transfers", lambda g, inter, host=None: plain(g, inter, host, channels=1))
     one = run_job(topo, p).comm["pp"]["seconds_per_gib"]
     assert two < one
+
+
+def test_end_stages_of_the_embedding_and_the_head_alone_give_a_finite_step():
+    # 6 layers + embedding + head on 8 stages of one chunk: the first and last stages hold no transformer layer
+    # (balance_stages), their DP collectives counted as one layer's; without balance_stages it is refused on pp
+    topo = nonblocking()
+    base = {**SMALL, "layers": 6, "gpus": 64, "tp": 4, "pp": 8, "dp": 2, "batch_tokens": 2048 * 8 * 2}
+    r = run_job(topo, JOB.validate(base))
+    assert [s["layers"] for s in r.breakdown["stages"]] == [0, 1, 1, 1, 1, 1, 1, 0]
+    assert all(np.isfinite(r.breakdown[k]) for k in ("dp", "bubble", "pp", "step")) and r.breakdown["dp"] > 0
+    from sim.core.errors import ParamError
+    with pytest.raises(ParamError) as e:
+        resolve_job(JOB.validate({**base, "balance_stages": False}))
+    assert "pp" in e.value.errors
