@@ -45,7 +45,7 @@ def group_units(topo, gpus, p, fault: Fault, progress):
         g = groups_of(grid, d)
         ranks[d] = g.shape[1]
         if d == "pp":
-            src, dst, share, chan, grp = pp_transfers(gpus[g], False)
+            src, dst, share, chan, grp = pp_transfers(gpus[g], False, np.asarray(topo.gpu_host))
             steps[d] = 1
         else:
             src, dst, share, chan, grp, steps[d] = ring_transfers(gpus[g], np.asarray(topo.gpu_host),

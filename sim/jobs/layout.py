@@ -10,7 +10,7 @@ from sim.core.errors import ParamError
 from sim.core.units import IDX
 from sim.fabric.catalog import load_catalog
 from sim.jobs.models import (CUDA_CONTEXT_BYTES, CUSTOM, FRAGMENTATION, MODELS, ModelShape, chunk_layers,
-                             fewest_recomputed, nccl_buffer_bytes, stage_memory)
+                             chunks_hold_layers, fewest_recomputed, nccl_buffer_bytes, stage_memory)
 from sim.jobs.pipeline import build, check_schedule, peak_in_flight
 
 DIMS = ("tp", "cp", "pp", "dp")
@@ -99,9 +99,10 @@ def derive_job(v: dict) -> dict:
         raise ParamError("cp", f"seq ({v['seq']:,}) must be divisible by 2 x cp ({2 * cp}): each CP rank takes "
                                f"two chunks for load balance")
     vs = v["virtual_stages"]
-    if model.layers < pp * vs:
+    ends = 2 if v.get("balance_stages") and pp * vs > 1 else 0      # chunks that may hold the embedding or head only
+    if model.layers + ends < pp * vs:
         raise ParamError("pp", f"pp x virtual_stages = {pp * vs:,} chunks but the model has only {model.layers} "
-                               f"layers")
+                               f"layers" + (" (and the embedding and head, with balance_stages)" if ends else ""))
     per_mb = v["seq"] * v["micro_batch"] * v["dp"]
     if v["batch_tokens"] % per_mb:
         raise ParamError("batch_tokens", f"{v['batch_tokens']:,} tokens do not split into micro-batches of "
@@ -131,7 +132,7 @@ def fit_memory(model: ModelShape, v: dict, pp: int, m: int, hbm: float) -> dict 
     except ParamError:
         return None
     cl = chunk_layers(model.layers, pp, vs, v.get("balance_stages", False))
-    if (cl < 1).any():
+    if not chunks_hold_layers(cl, v.get("balance_stages", False)):
         return None
     layers = cl.sum(axis=1)
     held = peak_in_flight(sched, cl)

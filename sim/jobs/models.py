@@ -118,8 +118,11 @@ def chunk_layers(layers: int, pp: int, v: int, balance: bool = False) -> np.ndar
     cut into ``pp x v`` chunks. Chunks get ``ceil(layers / (pp v))`` layers; a shortfall is taken one layer at a
     time from the last and first chunks alternately, inwards, as Llama 3 took one layer from each end stage [S3].
     ``balance``: the first chunk also holds the embedding and the last the output head and loss, each counted as
-    one layer in the cut (Llama 3 [S3]: one transformer layer fewer on the first and the last stage); an end chunk
-    keeps at least one layer."""
+    one layer in the cut (Llama 3 [S3]: one transformer layer fewer on the first and the last stage); the shortfall
+    leaves an end chunk at least one layer, but chunks of one slot each leave the end chunks none: Llama 3's
+    "first model chunk on the first stage has only the embedding, and the last model chunk on the last stage has
+    only output projection and loss calculation" [S3] (126 layers on 16 stages of 8 chunks;
+    :func:`chunks_hold_layers`)."""
     chunks = pp * v
     extra = np.zeros(chunks, dtype=np.int64)
     if balance and chunks > 1:
@@ -138,6 +141,16 @@ def chunk_layers(layers: int, pp: int, v: int, balance: bool = False) -> np.ndar
         if not took:
             raise ValueError(f"{layers} layers do not fill {chunks} chunks")
     return (size - extra).reshape(v, pp).T.copy()
+
+
+def chunks_hold_layers(cl: np.ndarray, balance: bool = False) -> bool:
+    """Whether the cut ``cl`` ((pp, v) layers per chunk, :func:`chunk_layers`) gives every chunk a transformer
+    layer; with ``balance`` the first chunk of the first stage and the last chunk of the last stage may hold none,
+    as they hold the embedding and the output head with the loss (Llama 3 [S3])."""
+    need = np.ones(cl.shape, bool)
+    if balance and cl.size > 1:
+        need[0, 0] = need[-1, -1] = False
+    return bool((cl[need] >= 1).all())
 
 
 def stage_layers(layers: int, pp: int, v: int, balance: bool = False) -> list[int]:

@@ -327,12 +327,17 @@ def _exposed_dp(model, p, ct, cl, run, unit, alpha, ranks) -> tuple[float, float
     if not p["overlap"]:
         return float(total.max()), float(total.max()), 0.0, np.full(pp, run.makespan + float(total.max()))
     held = dp_comm_held(p)
-    n = cl.sum(axis=1)
+    n = np.maximum(cl.sum(axis=1), 1.0)          # a stage of the embedding or the head alone counts as one layer
     g_l, r_l = gather / n, reduce / n
-    f_l = ct["f"][:, 0] / cl[:, 0]                                       # one layer's forward, first chunk
-    b_l = (ct["b"][:, 0] + ct["w"][:, 0]) / cl[:, 0]
-    first = np.array([st[0] for st in run.start])
+    # one layer's forward and backward from the first chunk; a first chunk holding only the embedding (balanced end
+    # stages of one-layer chunks, Llama 3 [S3]) takes the stage's mean layer, and its gathers and reduce-scatters
+    # count as one layer's (the embedding's weights, of the order of a layer's)
     L = cl[:, 0]
+    safe = np.maximum(L, 1.0)
+    f_l = np.where(L > 0, ct["f"][:, 0] / safe, ct["f"].sum(axis=1) / n)
+    b_l = np.where(L > 0, (ct["b"][:, 0] + ct["w"][:, 0]) / safe, (ct["b"] + ct["w"]).sum(axis=1) / n)
+    L = safe
+    first = np.array([st[0] for st in run.start])
     front = np.maximum(0.0, g_l - first) + (L - 1) * overlapped(g_l, f_l, held)
     if again:
         # every later micro-batch's forward gathers again, its first layer's gather exposed (nothing before it to

@@ -10,6 +10,7 @@ import numpy as np
 from sim.core.units import IDX
 from sim.fabric.collectives import plan_collective
 from sim.jobs.layout import DIMS, groups_of, parse_order, rank_grid
+from sim.jobs.models import NCCL_P2P_CHANNELS
 
 
 def ring_transfers(gpus_of_groups: np.ndarray, gpu_host: np.ndarray, nic_bandwidth: float):
@@ -36,9 +37,12 @@ def ring_transfers(gpus_of_groups: np.ndarray, gpu_host: np.ndarray, nic_bandwid
     return (*cat, n - 1)
 
 
-def pp_transfers(gpus_of_groups: np.ndarray, interleaved: bool):
+def pp_transfers(gpus_of_groups: np.ndarray, interleaved: bool, gpu_host: np.ndarray | None = None,
+                 channels: int = NCCL_P2P_CHANNELS):
     """Sends between neighbouring stages of every pipeline, both directions (forward activations, backward
-    gradients); with virtual stages the last stage also sends to the first."""
+    gradients); with virtual stages the last stage also sends to the first. A send between hosts runs on
+    ``channels`` channels (NCCL's ``NCCL_NCHANNELS_PER_NET_PEER``, default 2 [S6]: one connection each, each
+    carrying its share of the bytes); one inside a host (``gpu_host`` None: every send on one channel)."""
     k, n = gpus_of_groups.shape
     if n < 2:
         e = np.zeros(0, IDX)
@@ -50,7 +54,11 @@ def pp_transfers(gpus_of_groups: np.ndarray, interleaved: bool):
     grp = np.broadcast_to(np.arange(k, dtype=IDX)[:, None], a.shape)
     src = np.concatenate([a.ravel(), b.ravel()])
     dst = np.concatenate([b.ravel(), a.ravel()])
-    return src, dst, np.ones(src.size), np.zeros(src.size, IDX), np.concatenate([grp.ravel(), grp.ravel()])
+    grp = np.concatenate([grp.ravel(), grp.ravel()])
+    nch = np.ones(src.size, IDX) if gpu_host is None else np.where(gpu_host[src] != gpu_host[dst], channels, 1)
+    rep = np.repeat(np.arange(src.size), nch)
+    chan = np.arange(rep.size, dtype=IDX) - np.repeat(np.cumsum(nch) - nch, nch)
+    return src[rep], dst[rep], 1.0 / nch[rep], chan, grp[rep]
 
 
 @dataclass
@@ -75,7 +83,8 @@ def job_traffic(topo, gpus: np.ndarray, p: dict) -> JobTraffic:
         g = groups_of(grid, d)
         ranks[d] = g.shape[1]
         if d == "pp":
-            src, dst, share, chan, _ = pp_transfers(gpus[g], p["schedule"] == "interleaved")
+            src, dst, share, chan, _ = pp_transfers(gpus[g], p["schedule"] == "interleaved",
+                                                    np.asarray(topo.gpu_host))
             steps[d] = 1
         else:
             src, dst, share, chan, _, steps[d] = ring_transfers(gpus[g], np.asarray(topo.gpu_host),

@@ -387,3 +387,47 @@ def test_pytorch_async_tp_leaves_the_backward_reduce_scatters_of_summed_gradient
     _, _, off_te, _, _ = _tp_step(tp_comm_overlap=False)
     _, _, off_torch, _, _ = _tp_step(tp_comm_overlap=False, tp_overlap_backend="torch")
     assert off_te["tp"] == off_torch["tp"]
+
+
+# ------------------------------------------------------------------ PP sends on NCCL's channels per network peer
+def test_a_pp_send_between_hosts_runs_on_nccls_two_channels_per_net_peer_one_inside_a_host():
+    from sim.jobs.models import NCCL_P2P_CHANNELS
+    from sim.jobs.traffic import pp_transfers
+    assert NCCL_P2P_CHANNELS == 2                      # NCCL_NCHANNELS_PER_NET_PEER's default [S6, S180]
+    host = np.array([0, 0, 1, 1])
+    # one pipeline over GPUs 0, 1 (host 0) and 2 (host 1): 0<->1 inside the host, 1<->2 between hosts
+    src, dst, share, chan, grp = pp_transfers(np.array([[0, 1, 2]]), False, host)
+    pairs = sorted(zip(src.tolist(), dst.tolist(), chan.tolist(), share.tolist()))
+    assert pairs == [(0, 1, 0, 1.0), (1, 0, 0, 1.0), (1, 2, 0, 0.5), (1, 2, 1, 0.5), (2, 1, 0, 0.5), (2, 1, 1, 0.5)]
+    assert (grp == 0).all()
+    # without hosts (the channels unknown): one channel per send, as before
+    src, dst, share, chan, _ = pp_transfers(np.array([[0, 1, 2]]), False)
+    assert src.size == 4 and (share == 1).all() and (chan == 0).all()
+
+
+def test_two_channels_per_pp_send_take_a_larger_share_of_a_nic_shared_with_a_dp_ring(monkeypatch):
+    # TP 8 (a host) x PP 2 x DP 4: each GPU's NIC carries its PP sends and its DP ring; max-min shares a link per
+    # flow, so the send's second connection (NCCL_NCHANNELS_PER_NET_PEER 2) raises its share of the NIC
+    import sim.jobs.traffic as tr
+    topo = nonblocking()
+    p = JOB.validate({**SMALL, "gpus": 64, "tp": 8, "pp": 2, "dp": 4, "batch_tokens": 2048 * 4 * 2,
+                      "routing": "pinned"})
+    two = run_job(topo, p).comm["pp"]["seconds_per_gib"]
+    plain = tr.pp_transfers
+    monkeypatch.setattr(tr, "pp_transfers", lambda g, inter, host=None: plain(g, inter, host, channels=1))
+    one = run_job(topo, p).comm["pp"]["seconds_per_gib"]
+    assert two < one
+
+
+def test_end_stages_of_the_embedding_and_the_head_alone_give_a_finite_step():
+    # 6 layers + embedding + head on 8 stages of one chunk: the first and last stages hold no transformer layer
+    # (balance_stages), their DP collectives counted as one layer's; without balance_stages it is refused on pp
+    topo = nonblocking()
+    base = {**SMALL, "layers": 6, "gpus": 64, "tp": 4, "pp": 8, "dp": 2, "batch_tokens": 2048 * 8 * 2}
+    r = run_job(topo, JOB.validate(base))
+    assert [s["layers"] for s in r.breakdown["stages"]] == [0, 1, 1, 1, 1, 1, 1, 0]
+    assert all(np.isfinite(r.breakdown[k]) for k in ("dp", "bubble", "pp", "step")) and r.breakdown["dp"] > 0
+    from sim.core.errors import ParamError
+    with pytest.raises(ParamError) as e:
+        resolve_job(JOB.validate({**base, "balance_stages": False}))
+    assert "pp" in e.value.errors

@@ -134,3 +134,47 @@ def test_tp_overlap_hides_behind_the_gemms_and_cp_stays_exposed_as_llama3_says()
     # CP: the K/V all-gather and its gradients' reduce-scatter exposed whole, with or without TP overlap
     assert on["cp"] == off["cp"] == pytest.approx(on["comm_total"]["cp"] * layers / max(
         st["layers"] for st in on["stages"]), rel=1e-12)
+
+
+# ------------------------------------------------------------------ one-layer chunks: Llama 3's balanced end chunks
+def test_balanced_one_layer_chunks_leave_the_end_chunks_the_embedding_and_the_head_only():
+    from sim.jobs.models import chunks_hold_layers
+    # Llama 3 [S3]: one transformer layer fewer on the first and last stages, so that "the first model chunk on the
+    # first stage has only the embedding, and the last model chunk on the last stage has only output projection and
+    # loss": 126 layers + embedding + head = 128 one-slot chunks = 16 stages x 8 chunks
+    cl = chunk_layers(126, 16, 8, True)
+    assert cl[0, 0] == 0 and cl[-1, -1] == 0 and cl.sum() == 126
+    assert (np.delete(cl.T.ravel(), [0, cl.size - 1]) == 1).all()
+    assert chunks_hold_layers(cl, True) and not chunks_hold_layers(cl, False)
+    # any other chunk without a layer is refused
+    bad = cl.copy()
+    bad[1, 0] = 0
+    assert not chunks_hold_layers(bad, True)
+
+
+def test_llama3_405b_runs_on_16_stages_of_8_one_layer_chunks_only_with_balanced_ends():
+    base = {**L405, "schedule": "interleaved", "virtual_stages": 8, "recompute": "none"}
+    p = resolve_job(JOB.validate(base))
+    assert p["micro_batches"] == 16 and p["memory"]["total"] < 80e9
+    with pytest.raises(ParamError) as e:
+        resolve_job(JOB.validate({**base, "balance_stages": False}))
+    assert "pp" in e.value.errors
+    with pytest.raises(ParamError) as e:                 # 136 chunks: more than 126 layers and the two ends
+        resolve_job(JOB.validate({**base, "pp": 17, "gpus": 8 * 17 * 128}))
+    assert "pp" in e.value.errors
+
+
+def test_an_embedding_only_first_chunk_keeps_the_step_finite_and_its_interleaving_bubble():
+    # the step of the 405B layout on 8 one-layer chunks per stage: the first stage's first chunk has no layer; its
+    # DP overlap takes the stage's mean layer, and the bubble is the schedule's, near (pp - 1)/(v m) of the work
+    m = MODELS["llama3-405b"]
+    p = resolve_job(JOB.validate({**L405, "schedule": "interleaved", "virtual_stages": 8, "recompute": "none"}))
+    ranks = {"tp": 8, "cp": 1, "pp": 16, "dp": 128}
+    zero = {d: 0.0 for d in DIMS}
+    b = step_breakdown(m, p, {**zero, "dp": 1e-12}, zero, ranks)
+    assert all(np.isfinite(b[k]) and b[k] >= 0 for k in ("compute", "tp", "pp", "dp", "bubble", "step"))
+    work = b["compute"] + b["tp"]
+    assert b["bubble"] / work == pytest.approx(15 / (8 * 16), rel=0.15)
+    one = step_breakdown(m, resolve_job(JOB.validate({**L405, "recompute": "none"})), {**zero, "dp": 1e-12}, zero,
+                         ranks)
+    assert one["bubble"] > 6 * b["bubble"]
