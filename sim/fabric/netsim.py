@@ -72,6 +72,7 @@ from sim.fabric.collectives import (ALGORITHM_CHOICES, DTYPES, MAX_ALLTOALL_TRAN
 from sim.fabric.algorithms import plan as plan_collective
 from sim.fabric.flows import CSR_CHUNK, build_flows, concat_flows, flow_count, link_capacity
 from sim.fabric.latency import LatencyModel, critical_paths, path_latency, transfer_latency
+from sim.fabric.chunking import nvls_one_node_fill
 from sim.fabric.nccl import DEFAULT_UDP_SPORT, ring_channel_steps
 from sim.fabric.netplugin import chunk_config, net_plugin
 from sim.fabric.nccl_tuning import (NCCL_ALGORITHMS, PROTOCOL_CHOICES, PROTOCOLS, SIMPLE, NcclComm, algo_time,
@@ -329,6 +330,10 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
     per_channel = nvlink_rate(topo, eff) / max(plan.channels, 1)
     for res in phases:
         res.fill, res.chunk_ops = pipeline_fill(res, ops, per_channel), ops
+    if plan.algorithm == "nvls" and plan.n_hosts == 1 and phases:      # the kernel's warp-group stages
+        res = phases[0]
+        res.fill, res.chunk_ops = nvls_one_node_fill(plan.collective, plan.n_ranks, res.unit_time,
+                                                     float(np.max(res.phase.share)), chunking)
     gph = int(np.bincount(np.asarray(topo.gpu_host)).max())
     packed = weights is None and root == 0 and packed_in_order(gpus, topo.gpu_host, gph)
     roof = roofline_busbw(plan.collective, plan.n_ranks, gph, topo.nic_bandwidth, topo.nvlink_bandwidth,
