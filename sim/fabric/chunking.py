@@ -31,6 +31,8 @@ NVLS inside one node (:func:`nvls_one_node_fill`)
     chunk`` of the channel's data (``loopCount``), or all of it when the channel holds less (``lastChunkSize``). The
     stages run at the steady rate the flow core solves, so the first step leaves the last stage ``stages - 1`` step
     times late: the fill is ``(stages - 1) x min(nHeads x chunk, S / nvlsChannels)`` over one channel's rate.
+    With user buffers registered (``regUsed``; nccl-tests does not register them unless asked, ``-R``) the scatter
+    and gather groups move no data: not modelled (the twin takes nccl-tests' default).
 
 A net plugin may set ``NCCL_BUFFSIZE`` and the NVLS chunk sizes (aws-ofi-nccl: 8 MiB and 512 KiB on p4d / p5,
 :mod:`sim.fabric.netplugin`).
