@@ -302,7 +302,6 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
     say(0.0, f"planned {plan.collective} ({plan.algorithm}) over {plan.n_ranks} ranks on {plan.n_hosts} hosts, "
         f"{plan.channels} channels, {plan.n_transfers:,} transfers")
     uses_sharp = plan.algorithm.startswith("collnet")
-    capacity = link_capacity(topo, eff, sharp=uses_sharp)
     others = []
     for bg in background or []:
         bg = np.asarray(bg, dtype=IDX)
@@ -314,6 +313,9 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
         if np.unique(taken).size != taken.size:
             raise CollectiveError("background jobs must not share GPUs with the job or with each other")
         say(0.0, f"background: {len(others)} other jobs, {sum(len(b) for b in background):,} GPUs")
+    # The NVSwitch serves NVLS per GPU port: its rate counts the GPUs that run the collective (flows.link_capacity).
+    in_use = np.concatenate([gpus] + [np.asarray(b, dtype=IDX) for b in background or []])
+    capacity = link_capacity(topo, eff, sharp=uses_sharp, nvls_gpus=in_use)
     phases = []
     with_bg = [[ph] + [o[i] for o in others if i < len(o)] for i, ph in enumerate(plan.phases)]
     shares = weighted(progress, [sum(flow_count(topo, p, qps) for p in group) for group in with_bg]) \
