@@ -97,6 +97,19 @@ def test_nvls_unavailable_on_a100():
     assert auto.rows[-1].busbw == pytest.approx(240e9, rel=0.02)
 
 
+@pytest.mark.parametrize("hosts, per_channel", [(2, 57.7e9), (4, 45.5e9)])
+def test_nvls_tree_busbw_is_capped_per_channel(hosts, per_channel):
+    """NVLS-Tree across hosts of 8 H100s: NCCL caps its bandwidth at perChMaxNVLSTreeBw per NVLS channel (one per GPU
+    of a node; tuning.cc: 57.7 GB/s on 2 nodes, 45.5 on more), below the NVSwitch's 2 (N-1)/N / ((m+1)/m) x 315
+    GB/s: the bandwidth term of the time is the bytes over 8 x the cap."""
+    n = 8 * hosts
+    r = run_collective(h100(), np.arange(n), "allreduce", [1 << 30], algorithm="nvls_tree", efficiencies=LINE)
+    cap = 8 * per_channel
+    assert r.limit_busbw > cap
+    band = r.rows[0].time - r.latencies["Simple"] - r.fill(1 << 30, "Simple")
+    assert band == pytest.approx((1 << 30) * 2 * (n - 1) / n / cap, rel=1e-9)
+
+
 def test_nvls_across_hosts_needs_collnet():
     with pytest.raises(CollectiveError, match="CollNet"):
         plan_collective("allreduce", np.arange(16), np.arange(16) // 8, "nvls", nvls=True)
