@@ -37,7 +37,8 @@ NCCL's NVLink latency of ``p``; the collective adds NCCL's base latency of ``p``
 
 where ``host`` is the host-side floor of a call (``host_latency_us``, :mod:`sim.fabric.achievable`),
 ``limit_busbw`` (the bandwidth term) comes from the rates, ``factor`` is nccl-tests' busbw factor and
-``f_p``, ``cap_p`` are NCCL's protocol bandwidth factor and cap (Simple: 1, none). The protocol is NCCL's choice for
+``f_p``, ``cap_p`` are NCCL's protocol bandwidth factor and cap (Simple: 1, none but NVLS-Tree's per-channel cap,
+:func:`sim.fabric.nccl_tuning.sim_busbw`). The protocol is NCCL's choice for
 ``S`` from NCCL's own prediction (:func:`sim.fabric.nccl_tuning.choose`), or forced (``protocol``, as ``NCCL_PROTO``).
 Rates do not depend on ``S`` or the protocol, so every message size costs nothing more once the phases are solved.
 
