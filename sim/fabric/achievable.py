@@ -15,7 +15,8 @@ The NVSwitch (NVLink SHARP)
     NVLS runs its reductions and multicasts in the NVSwitch. NCCL scales NVLS's bandwidth by ``nvlsEfficiency``
     (``src/graph/tuning.cc``: 0.85 on Hopper, 0.74 on Blackwell, 0 before Hopper [S6]). The twin makes each host's
     NVSwitch a resource of the flow core: one virtual link into it (the GPUs' reads it reduces, their stores it
-    multicasts) and one out of it, each of the host's GPUs x the achievable NVLink rate x ``nvlsEfficiency``.
+    multicasts) and one out of it, each of the host's GPUs that run NVLS x the achievable NVLink rate x
+    ``nvlsEfficiency`` (a rate per GPU port: :func:`sim.fabric.flows.link_capacity`).
 The GPU-NIC PCIe path
     A NIC reads what it sends from GPU memory (GPUDirect RDMA), through a PCIe switch on hosts that have one, so
     the path's rate is the slower of the GPU's and the NIC's PCIe links (catalog keys ``pcie_gen``,

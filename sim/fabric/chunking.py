@@ -21,6 +21,19 @@ by default, ``NCCL_STEPS = 8``, ``src/include/device.h``, ``src/init.cc``):
   below 4 x, 32 KiB below 1 x ``concurrentOps x chunk``.
 * ``nvlsChannels``: 16 on Hopper (``NVLS_NCHANNELS_SM90``), 32 on Blackwell.
 
+NVLS inside one node (:func:`nvls_one_node_fill`)
+    NCCL's one-node NVLS kernels without registered buffers (``RunWorkColl<..., NCCL_ALGO_NVLS, ...>`` with
+    ``work->oneNode`` in ``src/device/all_reduce.h``, ``all_gather.h``, ``reduce_scatter.h``, docs/sources.md
+    [S160]) split each channel's CTA into warp groups that hand the data on through the NVLS buffers, step by step:
+    AllReduce *scatter* (the user's buffer into each head's unicast buffer), *reduce* (``multimem.ld_reduce`` of its
+    head's chunk, ``multimem.st`` of the sum) and *gather* (the heads' buffers into the user's buffer): 3 stages;
+    ReduceScatter scatter and reduce, AllGather multicast and gather: 2. A step is one chunk per head, ``nHeads x
+    chunk`` of the channel's data (``loopCount``), or all of it when the channel holds less (``lastChunkSize``). The
+    stages run at the steady rate the flow core solves, so the first step leaves the last stage ``stages - 1`` step
+    times late: the fill is ``(stages - 1) x min(nHeads x chunk, S / nvlsChannels)`` over one channel's rate.
+    With user buffers registered (``regUsed``; nccl-tests does not register them unless asked, ``-R``) the scatter
+    and gather groups move no data: not modelled (the twin takes nccl-tests' default).
+
 A net plugin may set ``NCCL_BUFFSIZE`` and the NVLS chunk sizes (aws-ofi-nccl: 8 MiB and 512 KiB on p4d / p5,
 :mod:`sim.fabric.netplugin`).
 """
@@ -34,6 +47,9 @@ NVLS_CHUNKSIZE = 128 * 1024             # src/transport/nvls.cc NCCL_NVLS_CHUNKS
 NVLS_TREE_MAX_CHUNK_MANY_NODES = 65536  # nvls.cc: the NVLS-Tree chunk cap from 4 nodes on
 NVLS_CHANNELS = {90: 16, 100: 32}       # NVLS_NCHANNELS_SM90 / _SM100
 PIPELINED = ("tree", "nvls", "nvls_tree", "chain")   # algorithms whose Simple pipeline fills chunk by chunk
+# Warp-group stages of NCCL's one-node NVLS kernels (all_reduce.h: scatter, reduce, gather; reduce_scatter.h:
+# scatter, reduce; all_gather.h: multicast, gather), [S160].
+NVLS_ONE_NODE_STAGES = {"allreduce": 3, "reducescatter": 2, "allgather": 2}
 
 
 @dataclass(frozen=True)
@@ -87,3 +103,22 @@ def chunk_size(algorithm: str, nbytes: int, heads: int, cfg: ChunkConfig = Chunk
                 chunk = size
         return chunk
     return 0
+
+
+def nvls_one_node_fill(collective: str, heads: int, unit_time: float, max_share: float,
+                       cfg: ChunkConfig = ChunkConfig()) -> tuple[float, float]:
+    """The fill of one-node NVLS (module docstring) as :meth:`sim.fabric.results.CollectiveResult.fill` takes it:
+    ``(seconds per chunk byte, chunk streams)``. ``unit_time``: the phase's solved seconds per byte of message;
+    ``max_share``: its largest transfer's bytes per byte of message (the streams are counted in those bytes, so
+    ``size x max_share / streams`` is one head's share of one channel, ``S / (nvlsChannels x heads)``).
+
+    A channel moves ``1 / (nvlsChannels x unit_time)`` message bytes a second; a step of ``heads`` chunks waits
+    ``stages - 1`` step times before its last stage starts.
+
+    >>> fill, streams = nvls_one_node_fill("allreduce", 8, 1e-12, 1.0)
+    >>> round(fill * 1e12), streams                  # 2 stages x 8 heads x 16 channels, 16 x 8 streams
+    (256, 128.0)
+    """
+    stages = NVLS_ONE_NODE_STAGES.get(collective, 1)
+    heads = max(int(heads), 1)
+    return (stages - 1) * heads * cfg.nvls_channels * float(unit_time), cfg.nvls_channels * heads * float(max_share)

@@ -31,14 +31,21 @@ def n_hosts(topo) -> int:
     return int(host.max()) + 1 if host.size else 0
 
 
-def link_capacity(topo, eff: Efficiencies | None = None, sharp: bool = False) -> np.ndarray:
+def link_capacity(topo, eff: Efficiencies | None = None, sharp: bool = False, nvls_gpus=None) -> np.ndarray:
     """(E + 2G + 2H,) achievable bytes/s (:mod:`sim.fabric.achievable`): the fabric's links, each GPU's NVLink
     egress, its NVLink ingress, each host's NVSwitch in and out (0 where the GPUs have no NVLink SHARP); with
     ``sharp`` (a CollNet run) 2G more: each GPU's NIC's legs into and out of the SHARP tree
-    (:func:`sim.fabric.achievable.sharp_rate`)."""
+    (:func:`sim.fabric.achievable.sharp_rate`).
+
+    The NVSwitch's NVLS rate is per GPU port (NCCL's ``nvlsEfficiency`` scales each NVLS channel's per-GPU
+    bandwidth, ``tuning.cc``), so a host's switch carries ``nvlsEfficiency x`` NVLink for each GPU that runs NVLS on
+    it: ``nvls_gpus``, the GPUs of the collective (and of its background jobs); ``None``: every GPU of the host."""
     eff = eff or Efficiencies.of()
     nvl = np.full(topo.n_gpus, nvlink_rate(topo, eff))
-    per_host = np.bincount(np.asarray(topo.gpu_host), minlength=n_hosts(topo)) if topo.n_gpus else np.zeros(0)
+    host = np.asarray(topo.gpu_host)
+    if nvls_gpus is not None:
+        host = host[np.unique(np.asarray(nvls_gpus, dtype=IDX))]
+    per_host = np.bincount(host, minlength=n_hosts(topo)) if topo.n_gpus else np.zeros(0)
     sw = per_host * nvswitch_rate(topo, 1, eff)
     parts = [fabric_capacity(topo, eff), nvl, nvl, sw, sw]
     if sharp:

@@ -156,6 +156,8 @@ def _caps(algorithm: str, proto: str, n_nodes: int, channels: int, arch: str = "
             return 1 / 3.8, ll_max
         if proto == LL128:
             return (7 / 9 if n_nodes == 1 else 120 / 128), channels * PER_CH_MAX_TREE_LL128_BWS[ar][i2] * GB
+    elif algorithm == "nvls_tree" and n_nodes > 1:   # perChMaxNVLSTreeBw, per NVLS channel (one per GPU of a node)
+        return 1.0, channels * PER_CH_MAX_NVLS_TREE_BWS[ar][i2] * GB
     elif proto == LL:                                # point-to-point LL: half of each 16-byte line is flags
         return 0.5, math.inf
     return 1.0, math.inf
@@ -164,7 +166,9 @@ def _caps(algorithm: str, proto: str, n_nodes: int, channels: int, arch: str = "
 def sim_busbw(algorithm: str, proto: str, busbw: float, n_nodes: int, channels: int, arch: str = "hopper") -> float:
     """The busbw (bytes/s) a protocol reaches when Simple reaches ``busbw``: NCCL's protocol factor and cap of
     ``ncclTopoTuneModel`` (ring LL x 0.5 up to ``llMaxBw``; ring LL128 x 0.92 up to ``channels x
-    perChMaxRingLL128Bw``; tree LL / 3.8, tree LL128 x 120/128, likewise capped). Simple: ``busbw`` itself."""
+    perChMaxRingLL128Bw``; tree LL / 3.8, tree LL128 x 120/128, likewise capped). Simple: ``busbw`` itself, but
+    NVLS-Tree (Simple only) at most ``channels x perChMaxNVLSTreeBw`` (Hopper: 57.7 GB/s a channel on 2 nodes, 45.5
+    on more; ``channels`` its NVLS channels, one per GPU of a node), the cap NCCL's model puts on it as on LL128."""
     factor, cap = _caps(algorithm, proto, n_nodes, channels, arch)
     return min(busbw * factor, cap)
 

@@ -37,7 +37,8 @@ NCCL's NVLink latency of ``p``; the collective adds NCCL's base latency of ``p``
 
 where ``host`` is the host-side floor of a call (``host_latency_us``, :mod:`sim.fabric.achievable`),
 ``limit_busbw`` (the bandwidth term) comes from the rates, ``factor`` is nccl-tests' busbw factor and
-``f_p``, ``cap_p`` are NCCL's protocol bandwidth factor and cap (Simple: 1, none). The protocol is NCCL's choice for
+``f_p``, ``cap_p`` are NCCL's protocol bandwidth factor and cap (Simple: 1, none but NVLS-Tree's per-channel cap,
+:func:`sim.fabric.nccl_tuning.sim_busbw`). The protocol is NCCL's choice for
 ``S`` from NCCL's own prediction (:func:`sim.fabric.nccl_tuning.choose`), or forced (``protocol``, as ``NCCL_PROTO``).
 Rates do not depend on ``S`` or the protocol, so every message size costs nothing more once the phases are solved.
 
@@ -73,6 +74,7 @@ from sim.fabric.collectives import (ALGORITHM_CHOICES, DTYPES, MAX_ALLTOALL_TRAN
 from sim.fabric.algorithms import plan as plan_collective
 from sim.fabric.flows import CSR_CHUNK, build_flows, concat_flows, flow_count, link_capacity
 from sim.fabric.latency import LatencyModel, critical_paths, path_latency, transfer_latency
+from sim.fabric.chunking import nvls_one_node_fill
 from sim.fabric.nccl import DEFAULT_UDP_SPORT, ring_channel_steps
 from sim.fabric.netplugin import NCCL_IB, NetPlugin, chunk_config, net_plugin, plugin_hop, transport
 from sim.fabric.ofi_tuner import tuner_choice
@@ -323,7 +325,6 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
     say(0.0, f"planned {plan.collective} ({plan.algorithm}) over {plan.n_ranks} ranks on {plan.n_hosts} hosts, "
         f"{plan.channels} channels, {plan.n_transfers:,} transfers")
     uses_sharp = plan.algorithm.startswith("collnet")
-    capacity = link_capacity(topo, eff, sharp=uses_sharp)
     others = []
     for bg in background or []:
         bg = np.asarray(bg, dtype=IDX)
@@ -335,6 +336,9 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
         if np.unique(taken).size != taken.size:
             raise CollectiveError("background jobs must not share GPUs with the job or with each other")
         say(0.0, f"background: {len(others)} other jobs, {sum(len(b) for b in background):,} GPUs")
+    # The NVSwitch serves NVLS per GPU port: its rate counts the GPUs that run the collective (flows.link_capacity).
+    in_use = np.concatenate([gpus] + [np.asarray(b, dtype=IDX) for b in background or []])
+    capacity = link_capacity(topo, eff, sharp=uses_sharp, nvls_gpus=in_use)
     phases = []
     with_bg = [[ph] + [o[i] for o in others if i < len(o)] for i, ph in enumerate(plan.phases)]
     shares = weighted(progress, [sum(flow_count(topo, p, qps) for p in group) for group in with_bg]) \
@@ -351,6 +355,10 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
     per_channel = nvlink_rate(topo, eff) / max(plan.channels, 1)
     for res in phases:
         res.fill, res.chunk_ops = pipeline_fill(res, ops, per_channel), ops
+    if plan.algorithm == "nvls" and plan.n_hosts == 1 and phases:      # the kernel's warp-group stages
+        res = phases[0]
+        res.fill, res.chunk_ops = nvls_one_node_fill(plan.collective, plan.n_ranks, res.unit_time,
+                                                     float(np.max(res.phase.share)), chunking)
     gph = int(np.bincount(np.asarray(topo.gpu_host)).max())
     packed = weights is None and root == 0 and packed_in_order(gpus, topo.gpu_host, gph)
     roof = roofline_busbw(plan.collective, plan.n_ranks, gph, topo.nic_bandwidth, topo.nvlink_bandwidth,

@@ -72,6 +72,21 @@ def test_nvls_busbw_is_the_switch_rate():
     assert nvls.rows[0].algorithm == "nvls" and nvls.rows[0].protocol == "Simple"
 
 
+@pytest.mark.parametrize("m", [5, 6, 7])
+def test_nvls_rate_is_per_gpu_port(m):
+    """NVLS on m GPUs of an 8-GPU host: the switch serves 0.85 x NVLink per GPU that runs it (nvlsEfficiency is per
+    channel of each GPU), not the host's 8 GPUs' worth shared by m: busbw = 2 (m-1)/(m+1) x 0.85 x 370.8 GB/s (420
+    GB/s on 5 GPUs, where a switch of 8 ports would let each GPU reach its own NVLink, 494). A background job's GPUs
+    on the host add their ports."""
+    topo = h100()
+    nvls = run_collective(topo, np.arange(m), "allreduce", [1 << 30], algorithm="nvls", efficiencies=LINE)
+    assert nvls.limit_busbw == pytest.approx(2 * (m - 1) / (m + 1) * 0.85 * 370.8e9, rel=1e-9)
+    if m <= 6:
+        both = run_collective(topo, np.arange(m), "allreduce", [1 << 30], algorithm="nvls", efficiencies=LINE,
+                              background=[np.arange(m, 8)])
+        assert both.limit_busbw == pytest.approx(nvls.limit_busbw, rel=1e-9)
+
+
 def test_nvls_unavailable_on_a100():
     topo = a100()
     assert nvlink_rate(topo, LINE) == pytest.approx(12 * 20.0e9)            # NVLink 3: 12 links x NCCL's 20 GB/s
@@ -80,6 +95,19 @@ def test_nvls_unavailable_on_a100():
     auto = run_collective(topo, np.arange(8), "allreduce", [1 << 20, 1 << 30], algorithm="auto", efficiencies=LINE)
     assert {r.algorithm for r in auto.rows} <= {"ring", "tree"}
     assert auto.rows[-1].busbw == pytest.approx(240e9, rel=0.02)
+
+
+@pytest.mark.parametrize("hosts, per_channel", [(2, 57.7e9), (4, 45.5e9)])
+def test_nvls_tree_busbw_is_capped_per_channel(hosts, per_channel):
+    """NVLS-Tree across hosts of 8 H100s: NCCL caps its bandwidth at perChMaxNVLSTreeBw per NVLS channel (one per GPU
+    of a node; tuning.cc: 57.7 GB/s on 2 nodes, 45.5 on more), below the NVSwitch's 2 (N-1)/N / ((m+1)/m) x 315
+    GB/s: the bandwidth term of the time is the bytes over 8 x the cap."""
+    n = 8 * hosts
+    r = run_collective(h100(), np.arange(n), "allreduce", [1 << 30], algorithm="nvls_tree", efficiencies=LINE)
+    cap = 8 * per_channel
+    assert r.limit_busbw > cap
+    band = r.rows[0].time - r.latencies["Simple"] - r.fill(1 << 30, "Simple")
+    assert band == pytest.approx((1 << 30) * 2 * (n - 1) / n / cap, rel=1e-9)
 
 
 def test_nvls_across_hosts_needs_collnet():

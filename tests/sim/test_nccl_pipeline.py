@@ -89,6 +89,21 @@ def test_tree_fill_grows_with_the_chunk():
     assert fills[3] / r.time(1 << 32, SIMPLE) < fills[1] / r.time(1 << 24, SIMPLE)
 
 
+def test_nvls_one_node_fill_is_the_kernels_stages():
+    """One-node NVLS (all_reduce.h, oneNode): scatter, reduce and gather warp groups hand each channel's data on a
+    step of 8 heads x chunk at a time, at the solved rate (a channel: 1 / 16 of it). At 1 MiB each of the 16
+    channels holds 64 KiB, less than a step (8 x 16 KiB): the three stages run one after the other, 3 x the
+    bandwidth term. At 1 GiB (128 KiB chunks) two steps of 8 x 128 KiB at one channel's rate, 2 x 16 MiB of message
+    at the full rate. ReduceScatter and AllGather have two stages."""
+    r = run_collective(h100(), np.arange(8), "allreduce", [1 << 20, 1 << 30], algorithm="nvls", efficiencies=LINE)
+    lat, unit = r.latencies[SIMPLE], r.unit_time
+    assert r.rows[0].time == pytest.approx(lat + 3 * (1 << 20) * unit, rel=1e-9)
+    assert r.rows[1].time == pytest.approx(lat + (1 << 30) * unit + 2 * 16 * 8 * 128 * KIB * unit, rel=1e-9)
+    rs = run_collective(h100(), np.arange(8), "reducescatter", [1 << 20], algorithm="nvls", efficiencies=LINE)
+    assert rs.rows[0].time == pytest.approx(rs.latencies[SIMPLE] + 2 * (1 << 20) * rs.unit_time, rel=1e-9)
+    assert r.fill(1 << 30, LL) == 0.0
+
+
 # ------------------------------------------------------------------------------------------------ the net plugin
 def test_efa_runs_aws_ofi_nccl_with_simple_only():
     """EFA loads aws-ofi-nccl: NCCL_PROTO=simple (no 128-byte in-order delivery), 75 us reported to NCCL's
