@@ -15,7 +15,8 @@ old engine's own entry points, as a user would have run it then:
   ``effective_ratio``, ``mtbf_hours`` = 24 / interruptions per day;
 - ``power``: ``sim.power.entry.run_power``: ``gpu_mean_w`` (the job's GPUs' mean over the step), ``gpu_peak_w``,
   ``cluster_peak_mw``, ``swing_mw`` (the cluster's swing within the step), ``energy_per_token_j`` (the job's GPUs and
-  hosts), ``gpu_energy_per_token_j`` (its GPUs alone).
+  hosts), ``gpu_energy_per_token_j`` (its GPUs alone), ``node_mean_kw`` / ``node_peak_kw`` (the job's hosts with their
+  GPUs: ``hosts`` of the old engine's ``to_dict()``).
 
 These are the same readings the calibration's predictor makes (sim/calibrate/fit.py), so before and after compare
 like with like.
@@ -59,14 +60,15 @@ QUANTITIES = {
     "checkpoint": ("blocked_s", "durable_s", "write_gbps"),
     "restore": ("blocked_s", "durable_s", "read_gbps"),
     "failures": ("interruptions", "effective_ratio", "mtbf_hours"),
-    "power": ("gpu_mean_w", "gpu_peak_w", "cluster_peak_mw", "swing_mw", "energy_per_token_j", "gpu_energy_per_token_j"),
+    "power": ("gpu_mean_w", "gpu_peak_w", "cluster_peak_mw", "swing_mw", "energy_per_token_j", "gpu_energy_per_token_j",
+              "node_mean_kw", "node_peak_kw"),
 }
 UNITS = {"busbw_gbps": "GB/s", "algbw_gbps": "GB/s", "time_us": "us", "step_time_s": "s", "tokens_per_s": "tokens/s",
          "tokens_per_s_per_gpu": "tokens/s/GPU", "tflops_per_gpu": "TFLOP/s/GPU", "mfu": "share of peak",
          "blocked_s": "s", "durable_s": "s", "write_gbps": "GB/s", "read_gbps": "GB/s", "interruptions": "count",
          "effective_ratio": "share", "mtbf_hours": "h", "gpu_mean_w": "W", "gpu_peak_w": "W",
          "cluster_peak_mw": "MW", "swing_mw": "MW", "energy_per_token_j": "J",
-         "gpu_energy_per_token_j": "J"}
+         "gpu_energy_per_token_j": "J", "node_mean_kw": "kW", "node_peak_kw": "kW"}
 # The old engine's stand-in presets by backend kind, first that holds the entry's GPUs (its only GPU: H100 SXM).
 STAND_INS = {"infiniband": ("dgx-h100-superpod", "meta-ib-24k"), "roce": ("meta-roce-24k",)}
 NOT_EXPRESSIBLE = "hardware not expressible before"
@@ -234,11 +236,14 @@ class OldEngine:
             sp, draw = case.draw.sp, case.draw
             figures = case.figures(int(case.job.params["batch_tokens"]))
             n = float(draw.stage_n.sum())
+            hosts = r.to_dict().get("hosts", {})
             return {"gpu_mean_w": float(draw.stage_n @ sp.energy) / (n * sp.step_s),
                     "gpu_peak_w": float(sp.watts[draw.stage_n > 0].max()),
                     "cluster_peak_mw": figures["cluster_peak_mw"], "swing_mw": figures["cluster_swing_mw"],
                     "energy_per_token_j": figures["energy_per_token_j"],
-                    "gpu_energy_per_token_j": figures.get("gpu_energy_per_token_j", math.nan)}, dropped
+                    "gpu_energy_per_token_j": figures.get("gpu_energy_per_token_j", math.nan),
+                    "node_mean_kw": hosts.get("mean_kw", math.nan),
+                    "node_peak_kw": hosts.get("peak_kw", math.nan)}, dropped
         raise Refused(f"kind {kind!r} has no entry point in the old engine")
 
     def _nccl(self, item: dict, params: dict, topo) -> tuple[dict, list[str]]:

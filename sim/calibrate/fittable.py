@@ -69,7 +69,8 @@ KIND_WOULD = {
     "nccl-tests": "an nccl-tests log", "checkpoint": "a checkpoint's blocked_s, durable_s or write_gbps",
     "restore": "a restore's durable_s or read_gbps",
     "failures": "a failure count (interruptions, effective_ratio or mtbf_hours over days)",
-    "power": "a power measurement (gpu_mean_w, gpu_peak_w, cluster_peak_mw, swing_mw, energy_per_token_j or gpu_energy_per_token_j)",
+    "power": "a power measurement (gpu_mean_w, gpu_peak_w, cluster_peak_mw, swing_mw, energy_per_token_j, "
+             "gpu_energy_per_token_j, node_mean_kw or node_peak_kw)",
 }
 
 

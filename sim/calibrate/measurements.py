@@ -47,7 +47,7 @@ MEASURED = {
     "failures": ("interruptions", "effective_ratio", "mtbf_hours"),     # over params.days
     "collective": ("busbw_gbps", "algbw_gbps", "time_us"),               # at params.sizes, one size
     "power": ("gpu_mean_w", "gpu_peak_w", "cluster_peak_mw", "swing_mw", "energy_per_token_j",
-              "gpu_energy_per_token_j"),
+              "gpu_energy_per_token_j", "node_mean_kw", "node_peak_kw"),           # node: a job's host, GPUs in
     "nccl-tests": ("time",),                                             # from the log: one per data row
 }
 ONE_OF = ("job", "collective")    # kinds whose quantities are one measurement seen differently: exactly one given

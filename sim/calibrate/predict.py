@@ -49,11 +49,13 @@ def _power(run, values, e: Entry) -> list[float]:
     sp, draw = case.draw.sp, case.draw
     figures = case.figures(int(case.job.params["batch_tokens"]))
     n = float(draw.stage_n.sum())
+    hosts = r.hosts()
     got = {"gpu_mean_w": float(draw.stage_n @ sp.energy) / (n * sp.step_s),
            "gpu_peak_w": float(sp.watts[draw.stage_n > 0].max()),
            "cluster_peak_mw": figures["cluster_peak_mw"], "swing_mw": figures["cluster_swing_mw"],
            "energy_per_token_j": figures["energy_per_token_j"],
-           "gpu_energy_per_token_j": figures["gpu_energy_per_token_j"]}
+           "gpu_energy_per_token_j": figures["gpu_energy_per_token_j"],
+           "node_mean_kw": hosts["mean_kw"], "node_peak_kw": hosts["peak_kw"]}
     return [float(got[o.quantity]) for o in e.observations]
 
 

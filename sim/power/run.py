@@ -72,6 +72,17 @@ class PowerResult:
         """(GPUs of the cluster,) the headroom of each GPU's rack: its budget minus its peak over the step (kW)."""
         return ((self.budgets.rack_w - self.case.draw.rack_peak) / 1e3)[self.places.gpu_rack]
 
+    def hosts(self) -> dict:
+        """The job's hosts over the step, GPUs included: ``with_job`` (hosts running the job), ``peak_kw`` (the
+        highest host's peak at the grid's resolution), ``mean_kw`` (their mean draw), ``idle_kw`` (an idle host).
+        What a node-level meter reads (a validation ``power`` entry's ``node_peak_kw`` and ``node_mean_kw``)."""
+        d, pl = self.case.draw, self.places
+        busy = self.jplaces.host_n.sum(axis=1) > 0
+        return {"with_job": int(busy.sum()),
+                "peak_kw": float(d.host_peak[busy].max() / 1e3) if busy.any() else 0.0,
+                "mean_kw": float(d.host_mean[busy].mean() / 1e3) if busy.any() else 0.0,
+                "idle_kw": float((pl.host_idle_w.mean() + pl.layout.spec.layout.gpus_per_host * pl.gpu.idle) / 1e3)}
+
     def to_dict(self, series: bool = False, gpus: bool = False) -> dict:
         p, c, pl, b = self.params, self.case, self.places, self.budgets
         tokens = int(c.job.params["batch_tokens"])
@@ -94,12 +105,7 @@ class PowerResult:
                           "compute_s": float(sp.phase_s[s, 0]), "comm_s": float(sp.phase_s[s, 1]),
                           "wait_s": float(sp.phase_s[s, 2])} for s in range(sp.watts.shape[0])]
         out["racks"] = self._racks()
-        busy_hosts = self.jplaces.host_n.sum(axis=1) > 0
-        out["hosts"] = {"with_job": int(busy_hosts.sum()),
-                        "peak_kw": float(d.host_peak[busy_hosts].max() / 1e3) if busy_hosts.any() else 0.0,
-                        "mean_kw": float(d.host_mean[busy_hosts].mean() / 1e3) if busy_hosts.any() else 0.0,
-                        "idle_kw": float((pl.host_idle_w.mean() + pl.layout.spec.layout.gpus_per_host * pl.gpu.idle)
-                                         / 1e3)}
+        out["hosts"] = self.hosts()
         if self.uncapped is not None:
             un = self.uncapped.draw
             out["racks"]["over_budget_uncapped"] = int(np.count_nonzero(un.rack_peak > b.rack_w))

@@ -22,7 +22,7 @@ UNITS = {"busbw_gbps": "GB/s", "algbw_gbps": "GB/s", "time_us": "us", "time": "s
          "mfu": "share of peak", "blocked_s": "s", "durable_s": "s", "write_gbps": "GB/s", "read_gbps": "GB/s",
          "interruptions": "count", "effective_ratio": "share", "mtbf_hours": "h", "gpu_mean_w": "W",
          "gpu_peak_w": "W", "cluster_peak_mw": "MW", "swing_mw": "MW", "energy_per_token_j": "J",
-         "gpu_energy_per_token_j": "J"}
+         "gpu_energy_per_token_j": "J", "node_mean_kw": "kW", "node_peak_kw": "kW"}
 
 
 def observation_rows(corpus) -> list[dict]:

@@ -106,7 +106,8 @@ def test_new_kinds_predicted_by_their_engines(demo):
         {"kind": "restore", "name": "r", "params": ckpt, "read_gbps": 50.0},
         {"kind": "failures", "name": "f", "params": {"gpus": 128, "days": 5.0}, "mtbf_hours": 10.0},
         {"kind": "power", "name": "p", "params": power, "gpu_mean_w": 600.0, "gpu_peak_w": 700.0,
-         "cluster_peak_mw": 0.3, "swing_mw": 0.1, "energy_per_token_j": 3.0, "gpu_energy_per_token_j": 1.5},
+         "cluster_peak_mw": 0.3, "swing_mw": 0.1, "energy_per_token_j": 3.0, "gpu_energy_per_token_j": 1.5,
+         "node_mean_kw": 7.0, "node_peak_kw": 8.0},
     ]
     got = Predictor(demo, read_measurements(json.dumps(entries))).predict({})
     r = run_job(demo, JOB.validate({**job, "hottest": 0})).result
@@ -128,6 +129,8 @@ def test_new_kinds_predicted_by_their_engines(demo):
     assert got[12] == pytest.approx(d["energy_per_token_j"])
     assert got[13] == pytest.approx(d["gpu_energy_per_token_j"]) and 0 < got[13] < got[12]   # the GPUs alone
     assert got[9] <= 700.0 * (1 + 1e-9) and 0 < got[8] <= got[9]                 # H100 SXM's limit: 700 W
+    assert got[14] == pytest.approx(d["hosts"]["mean_kw"]) and got[15] == pytest.approx(d["hosts"]["peak_kw"])
+    assert 8 * got[8] / 1e3 < got[14] < got[15]                    # a node: its 8 GPUs' mean and its host's parts
 
 
 def test_entries_run_on_their_own_preset(demo):

@@ -234,6 +234,22 @@ def test_hosts_and_racks_add_up_to_the_cluster(demo):
     assert r.to_dict()["hosts"]["with_job"] == 8
 
 
+def test_a_nodes_peak_and_mean_are_its_gpus_stage_plus_its_host_and_the_peak_follows_the_grid(demo):
+    # Given a data-parallel job (one stage: every GPU of a host in phase), a node meter's figures (hosts(): what the
+    # validation's node_mean_kw and node_peak_kw read): the host's non-GPU draw is constant over the step, so a
+    # node's peak exceeds its mean by its GPUs' peak over their mean, exactly
+    r = run(demo)
+    h, st = r.hosts(), r.to_dict()["stages"][0]
+    per_host = r.places.layout.spec.layout.gpus_per_host
+    assert h["with_job"] == 64 // per_host and h == r.to_dict()["hosts"]
+    assert (h["peak_kw"] - h["mean_kw"]) * 1e3 == pytest.approx(per_host * (st["peak_w"] - st["mean_w"]), rel=1e-9)
+    assert h["mean_kw"] * 1e3 > per_host * st["mean_w"]                        # plus the CPUs, memory, NICs, fans
+    # a meter reporting means over 10 s sees less of the peak; the mean is the same at any grid
+    coarse = run(demo, resolution_ms=10_000.0).hosts()
+    assert coarse["mean_kw"] == pytest.approx(h["mean_kw"], rel=1e-9)
+    assert h["mean_kw"] <= coarse["peak_kw"] < h["peak_kw"]
+
+
 def test_a_schedules_draw_is_the_idle_cluster_plus_each_running_jobs(demo):
     from sim.power.params import POWER_SCHEDULE
     from sim.power.schedule import job_mean_gpu_w, power_schedule
