@@ -42,8 +42,8 @@ def test_placement_gives_every_server_the_same_bytes_and_keeps_each_writers_byte
 
 
 def test_redundancy_and_metadata_counts():
-    assert {k: amplification(k) for k in REDUNDANCY} == {"rs-9-6": 1.5, "replicate-3": 3.0, "replicate-2": 2.0,
-                                                          "none": 1.0}
+    assert {k: amplification(k) for k in REDUNDANCY} == {"rs-9-6": 1.5, "rs-3-2": 1.5, "replicate-3": 3.0,
+                                                          "replicate-2": 2.0, "none": 1.0}
     t = STORES["tectonic"]
     files, blocks = metadata_ops(t, np.array([0, 1, t.block_size, t.block_size + 1]), read=False)
     assert files.tolist() == [0, t.write_ops_per_file] + [t.write_ops_per_file] * 2
