@@ -63,6 +63,8 @@ WOULD = {
     "fragmentation": "a job near its GPU memory limit (one whose layout must recompute)",
     "storage_efficiency": "a checkpoint's durable_s or write_gbps (or a restore's read_gbps) at the storage's "
                           "full rate",
+    "host_power_scale": "a measured node's power in training (node_mean_kw or node_peak_kw: the host's non-GPU "
+                        "draw beside its GPUs')",
 }
 KIND_WOULD = {
     "job": "a job's step_time_s, tokens_per_s or mfu", "collective": "a collective's busbw_gbps or time_us",

@@ -54,6 +54,14 @@ FACTORS: tuple[Factor, ...] = (
            "7 TB/s peak [S1, S3]; a store with no published aggregate: the server's frontend line rate) that a "
            "checkpoint or restore burst gets; prior 1: the published peak was measured under such bursts, which "
            "saturate the store [S3]; the share left to other tenants, throttling and mixed load is not public"),
+    # --- power (sim/power/devices.py HostPower; docs/power.md "Hosts") ---
+    Factor("host_power_scale", 1.0, 0.3, 1.2, ("power",),
+           "scales a GPU host's whole non-GPU draw (CPUs, memory, NICs and `other`: fans, NVSwitches, retimers, the "
+           "BMC, conversion losses), busy and idle alike, as the model derives it from DGX H100's (DGX A100's) "
+           "rated maximum system power [S77, S85], a power-supply sizing figure, not a measured draw; prior 1: the "
+           "rated-maximum anchor as it stands; what a host's non-GPU parts draw in training is not published per "
+           "part. Idle scales too: the idle draw is the same parts at the same assumed shares of the same anchored "
+           "watts, so an anchor too high is too high for both"),
     # --- collectives (issue 39 item 3: sim/fabric/achievable.py; docs/engine.md "Achievable bandwidth") ---
     Factor("nvlink_efficiency", 1.0, 0.5, 1.2, ("collective", "nccl-tests"),
            "share of NCCL's own achievable NVLink rate per GPU (links x NCCL's per-link constant of the GPU's "

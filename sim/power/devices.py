@@ -8,7 +8,8 @@ module what only the power engine reads, so the inventory's tables are unchanged
   range, so a GEMM held at a cap ``C`` runs at clock share ``((C - static) / (at_cap - static)) ** (1/3)`` of its
   clock at the default cap.
 * **Host** (:class:`HostPower`): the non-GPU parts of a GPU host (CPUs, memory, NICs, fans and the rest), busy
-  (its GPUs run a job) or idle, anchored on DGX H100's published maximum system power.
+  (its GPUs run a job) or idle, anchored on DGX H100's published maximum system power, times the fitted factor
+  ``host_power_scale`` (that maximum is a rating, not a measured draw).
 * **Switches**, **storage servers** and **SSDs**: constant watts (their draw varies little with traffic against a
   GPU's; docs/power.md).
 * **Racks** (:data:`POWER_SHELF_W`): Open Rack V3 power shelves and the heat a rack's cooling removes.
@@ -66,7 +67,9 @@ class HostPower:
     ``memory``, ``nic`` per NIC (backend and frontend), and ``other`` (fans, NVSwitches, retimers, BMC, power
     conversion losses) at full load, ``other_idle`` of it when the GPUs idle; between the two it follows the
     GPUs' load (their mean draw over the step as a share of their TDP): fans follow temperatures over seconds,
-    not a step's milliseconds, and conversion losses follow the load."""
+    not a step's milliseconds, and conversion losses follow the load. ``scale``: the fitted factor
+    ``host_power_scale`` (:mod:`sim.core.fitted`) on all of it, busy and idle: the parts' watts are anchored on a
+    rated maximum, not a measured draw (docs/power.md "Hosts"); set per run (:func:`sim.power.places.places`)."""
 
     cpu_tdp: float
     cpu_busy: float
@@ -75,15 +78,16 @@ class HostPower:
     nic: float
     other: float
     other_idle: float
+    scale: float = 1.0
 
     def watts(self, cpus: int, nics: int, busy: bool, load: float = 1.0) -> float:
         """The host's non-GPU draw: its GPUs running a job (``busy``) at ``load`` of their TDP, or idle."""
         cpu = cpus * self.cpu_tdp * (self.cpu_busy if busy else self.cpu_idle)
-        return cpu + self.memory + nics * self.nic + self.following(load if busy else 0.0)
+        return self.scale * (cpu + self.memory + nics * self.nic) + self.following(load if busy else 0.0)
 
     def following(self, load: float) -> float:
-        """``other`` at the GPUs' ``load`` (0 idle .. 1 at their TDP)."""
-        return self.other * (self.other_idle + (1.0 - self.other_idle) * load)
+        """``other`` at the GPUs' ``load`` (0 idle .. 1 at their TDP), times ``scale``."""
+        return self.scale * self.other * (self.other_idle + (1.0 - self.other_idle) * load)
 
 
 DGX_H100_MAX_W = 10_200.0        # DGX H100's maximum system power, 8 x H100 SXM included [S77]

@@ -93,6 +93,9 @@ POWER_PARAMS = tuple(_job_param(p) for p in JOB_PARAMS if p.name in JOB_NAMES) +
           max=100_000.0, nullable=True),
     Param("building_budget_mw", "float", None, "power a building may draw in MW; null: no building budget",
           min=0.001, max=100_000.0, nullable=True),
+    Param("host_power_scale", "float", None, "scale on each GPU host's non-GPU draw (CPUs, memory, NICs, fans "
+          "and the rest, busy and idle), anchored on DGX H100's rated maximum system power (docs/power.md "
+          "\"Hosts\"); null: the fitted factor (sim/core/fitted.py)", min=0.01, max=2.0, nullable=True),
     Param("resolution_ms", "float", 1.0, "time step of the step's waveform in milliseconds", min=0.01,
           max=10_000.0),
     Param("cap_sweep", "int_list", None, "GPU caps in W to sweep (the trade-off curve), e.g. 400,500,600,700; "

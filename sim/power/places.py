@@ -8,10 +8,11 @@ to no building of the spec: they count in the cluster's total and not in a build
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
+from sim.core import fitted
 from sim.fabric.layout import TIER_CORE, TIER_LEAF, TIER_SPINE, ZONE_COMPUTE
 from sim.fabric.names import rack_name, zone_labels
 from sim.power import devices
@@ -68,12 +69,14 @@ class Places:
                 "power_shelf_w": devices.POWER_SHELF_W, "shelves_per_rack": devices.SHELVES_PER_RACK}
 
 
-def places(layout) -> Places:
-    """The places of ``layout`` (:class:`sim.fabric.layout.ClusterLayout`) with every device's power model."""
+def places(layout, host_scale: float | None = None) -> Places:
+    """The places of ``layout`` (:class:`sim.fabric.layout.ClusterLayout`) with every device's power model, the
+    hosts' non-GPU draw times ``host_scale`` (None: the fitted factor ``host_power_scale``'s value in effect)."""
     spec = layout.spec
     R, Z = len(layout.rack_zone), len(layout.zone_kind)
     gpu = devices.gpu_power(spec.layout.gpu)
-    host = devices.host_power(spec.layout.host_platform)
+    scale = fitted.value("host_power_scale") if host_scale is None else float(host_scale)
+    host = replace(devices.host_power(spec.layout.host_platform), scale=scale)
     n_hosts = len(layout.host_rack)
     nics = np.bincount(layout.nic_host[layout.nic_host >= 0], minlength=n_hosts)
     cpus = spec.layout.cpus_per_host

@@ -169,7 +169,7 @@ def run_power(topo, values: dict, progress=None) -> PowerResult:
     has_sweep, has_days = bool(values["cap_sweep"]), values["days"] is not None
     solve_bar, step_bar, sweep_bar, days_bar = weighted(progress, (4, 1, 1 if has_sweep else 0,
                                                                    4 if has_days else 0))
-    pl = places(topo.layout)
+    pl = places(topo.layout, values["host_power_scale"])
     check_gpu_limits(values, pl.gpu)
     job_values = {k: values[k] for k in JOB_NAMES} | {"hottest": 0}
     solve = solve_job(topo, job_values, progress=solve_bar)

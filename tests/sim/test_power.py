@@ -29,7 +29,7 @@ def run(topo, **kw):
 def test_an_idle_cluster_draws_the_sum_of_its_idle_powers(demo):
     # Given the demo cluster with no job: every GPU and host idle, every switch, storage server and SSD on
     lay = demo.layout
-    pl = places(lay)
+    pl = places(lay, 1.0)           # the host's device-table draw (host_power_scale at its prior, whatever is fitted)
     jp = job_places(pl, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 1)
     gpu = devices.gpu_power(lay.spec.layout.gpu)
     host = devices.host_power(lay.spec.layout.host_platform)
