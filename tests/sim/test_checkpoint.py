@@ -284,6 +284,7 @@ def test_a_storage_cluster_s_unknown_redundancy_is_refused_naming_where_it_comes
     base = {"gpus": 16, "bytes_per_gpu": 1 << 30, "store": "hammerspace", "mode": "sync", **FAST_META}
     with pytest.raises(ParamError) as e:
         run_checkpoint(lay, CHECKPOINT.validate(base))
-    assert list(e.value.errors) == ["redundancy"] and "storage[0].redundancy" in str(e.value) and "rs-4-2" in str(e.value)
+    assert list(e.value.errors) == ["redundancy"]
+    assert "storage[0].redundancy" in str(e.value) and "rs-4-2" in str(e.value)
     r = run_checkpoint(lay, CHECKPOINT.validate({**base, "redundancy": "none"}))
     assert r.redundancy == "none"
