@@ -305,7 +305,7 @@ class LayerTimes:
     GEMMs ``gemm_f``, ``gemm_d`` (input gradients), ``gemm_w`` (weight gradients); attention ``attn_f``,
     ``attn_b``; memory-bound ``mem_f``, ``mem_b``; launches ``launch_f``, ``launch_d``, ``launch_w`` (seconds of
     the kernels' launch gaps of each pass); per GEMM ``gemms`` ({name: (forward, backward)} for TP overlap); the
-    head's (``head``: the same keys); with ``recompute`` op, what its backward runs again (:func:`op_recompute`):
+    head's (``head``: the same keys); with ``recompute`` op, what its backward runs again (:func:`op_recompute_gemms`):
     ``op`` ({gemm, memory, launch}: seconds by kernel kind; None without it) and ``op_gemms`` (the key and
     up-projection GEMMs' seconds, for TP overlap)."""
 
@@ -321,7 +321,7 @@ class LayerTimes:
     launch_w: float
     gemms: dict
     head: dict
-    op: dict = None
+    op: dict | None = None
     op_gemms: tuple = (0.0, 0.0)
 
 
