@@ -111,6 +111,9 @@ def parse_catalog(data: dict) -> Catalog:
             for key, rule in SPECS.get(kind, {}).items():
                 if key in entry:
                     _check_spec(f"{field}.{key}", entry[key], *rule)
+            if kind == "nic" and "ofi_tuner" in entry and entry.get("transport") != "efa":
+                raise SpecError(f"{field}.ofi_tuner", entry["ofi_tuner"],
+                                'is aws-ofi-nccl\'s tuner: for a NIC of transport "efa" only')
             specs = {k: v for k, v in entry.items() if k not in ("vendor", "name")}
             models.setdefault(kind, {})[slug] = HardwareModel(kind, slug, entry["vendor"], entry["name"], specs)
     return Catalog(models)

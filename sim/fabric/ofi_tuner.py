@@ -12,7 +12,8 @@ communicator has 2 nodes or fewer ("the regions are not well defined", v1.15.0):
 
 Regions exist for p5 / p5e (here), p5en and p6 (not modelled: no preset of the twin has them); p4d / p4de have
 none, so NCCL's own model decides there. A NIC model names its platform's regions with the catalog key
-``ofi_tuner`` (``"p5"``); the NIC's transport must be EFA (:mod:`sim.fabric.netplugin`).
+``ofi_tuner`` (``"p5"``); the NIC's transport must be EFA (:mod:`sim.fabric.netplugin`; the catalog refuses the key
+on another NIC).
 """
 from __future__ import annotations
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 MAX_P2P_PER_BATCH = 8          # NCCL_MAX_DEV_WORK_P2P_PER_BATCH (src/include/device.h)
 MAX_P2P_CHANNELS = 64          # NCCL_MAX_P2P_NCHANNELS' default, MAXCHANNELS
+NCHANNELS_PER_NET_PEER = 2     # NCCL_NCHANNELS_PER_NET_PEER's default: channels per network peer [S153, S180]
 
 
 def pow2_up(n: int) -> int:
@@ -34,7 +35,7 @@ def p2p_channels(channels: int) -> int:
 def per_peer_channels(n_ranks: int, p2p_nchannels: int, nics_per_gpu: int = 1) -> int:
     """``p2pnChannelsPerPeer`` for a communicator with network peers: 2, halved while ``2 x nRanks`` exceeds
     ``4 x p2pnChannels``, at least ``nics_per_gpu``; a power of 2, at most ``p2pnChannels``."""
-    n = 2
+    n = NCHANNELS_PER_NET_PEER
     while n * n_ranks > p2p_nchannels * 4 and n > 1:
         n //= 2
     return min(pow2_up(max(nics_per_gpu, n)), p2p_nchannels)

@@ -71,10 +71,11 @@ ATTENTION_KERNELS = ("auto", "fa1", "fa2", "fa3", "triton")
 # ratios to FA-2 (which uses no Hopper-only instructions either [S24]).
 TRITON_FORWARD_SLOWDOWN = 1.4     # FA-2 over Triton, forward: 1.3-1.5x [S170]
 TRITON_BACKWARD_SLOWDOWN = 2.0    # FA-2 over Triton, backward: about 2x [S170]
-ATTENTION_CEILING = {("fa3", "hopper"): 630.0 / 989, ("fa2", "hopper"): 0.35, ("fa2", "ampere"): 0.73,
-                     ("fa1", "ampere"): 0.40, ("fa1", "hopper"): 0.40 * 0.35 / 0.73,
-                     ("triton", "ampere"): 0.73 / TRITON_FORWARD_SLOWDOWN,
-                     ("triton", "hopper"): 0.35 / TRITON_FORWARD_SLOWDOWN}
+FA2_CEILING = {"hopper": 0.35, "ampere": 0.73}     # FlashAttention-2's share by architecture [S24, S101]
+ATTENTION_CEILING = {("fa3", "hopper"): 630.0 / 989,
+                     **{("fa2", a): c for a, c in FA2_CEILING.items()},
+                     ("fa1", "ampere"): 0.40, ("fa1", "hopper"): 0.40 * FA2_CEILING["hopper"] / FA2_CEILING["ampere"],
+                     **{("triton", a): c / TRITON_FORWARD_SLOWDOWN for a, c in FA2_CEILING.items()}}
 # The backward pass's efficiency over the forward's, by kernel (1 where no source separates them): Triton's backward
 # is relatively slower (FA-2 gains 2x there against 1.4x forward [S170]).
 ATTENTION_BACKWARD_SHARE = {"triton": TRITON_FORWARD_SLOWDOWN / TRITON_BACKWARD_SLOWDOWN}
@@ -305,7 +306,7 @@ class LayerTimes:
     GEMMs ``gemm_f``, ``gemm_d`` (input gradients), ``gemm_w`` (weight gradients); attention ``attn_f``,
     ``attn_b``; memory-bound ``mem_f``, ``mem_b``; launches ``launch_f``, ``launch_d``, ``launch_w`` (seconds of
     the kernels' launch gaps of each pass); per GEMM ``gemms`` ({name: (forward, backward)} for TP overlap); the
-    head's (``head``: the same keys); with ``recompute`` op, what its backward runs again (:func:`op_recompute`):
+    head's (``head``: the same keys); with ``recompute`` op, what its backward runs again (:func:`op_recompute_gemms`):
     ``op`` ({gemm, memory, launch}: seconds by kernel kind; None without it) and ``op_gemms`` (the key and
     up-projection GEMMs' seconds, for TP overlap)."""
 
@@ -321,7 +322,7 @@ class LayerTimes:
     launch_w: float
     gemms: dict
     head: dict
-    op: dict = None
+    op: dict | None = None
     op_gemms: tuple = (0.0, 0.0)
 
 

@@ -29,6 +29,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from sim.fabric.p2p_batches import NCHANNELS_PER_NET_PEER
+
 VOCAB = 128_256                   # Llama 3's tokenizer (docs/sources.md [S3])
 # A layer's kind (docs/jobs.md "Model"): llama = RMSNorm, rotary embedding, SwiGLU MLP (three dim x ffn_dim
 # matrices); gpt = LayerNorm, positions outside the layer (learned, or ALiBi in the attention), GELU MLP (two).
@@ -164,7 +166,7 @@ NCCL_SIMPLE_BYTES = 4 << 20       # NCCL_BUFFSIZE default: the Simple protocol's
 NCCL_LL128_BYTES = 120 * 640 * 8 * 8   # LL128: elements per thread x threads x NCCL_STEPS x 8 bytes [S6]
 NCCL_LL_BYTES = 8 * 512 * 8 * 16       # LL: lines per thread x threads x NCCL_STEPS x 16-byte lines [S6]
 NCCL_RING_CHANNELS = 32           # MAXCHANNELS: a ring communicator's channels at most on H100 [S6, S11]
-NCCL_P2P_CHANNELS = 2             # NCCL_NCHANNELS_PER_NET_PEER default: channels per point-to-point peer [S6]
+NCCL_P2P_CHANNELS = NCHANNELS_PER_NET_PEER   # channels per point-to-point network peer (sim.fabric.p2p_batches) [S6]
 FRAGMENTATION = 0.05              # assumption (docs/jobs.md "Memory"): the caching allocator's reserve over its tensors
 
 

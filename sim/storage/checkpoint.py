@@ -181,10 +181,14 @@ def run_checkpoint(layout, values: dict, *, rank_bytes=None, backend=None, stora
     t0 = time.perf_counter()
     say = progress or silent
     model = store_of(layout, store)
-    redundancy = redundancy or next((s.redundancy for s in layout.spec.storage if s.kind == store and s.redundancy),
-                                    model.redundancy)    # the run's, the storage cluster's own, the kind's default
+    own = next(((i, s.redundancy) for i, s in enumerate(layout.spec.storage) if s.kind == store and s.redundancy),
+               None)                                     # the storage cluster's own ([[storage]] redundancy)
+    given = redundancy
+    redundancy = given or (own[1] if own else model.redundancy)   # the run's, the cluster's own, the kind's default
     if redundancy not in REDUNDANCY:
-        raise ParamError("redundancy", f"unknown value {redundancy!r}: choose one of {', '.join(REDUNDANCY)}")
+        where = (f" (the cluster's storage[{own[0]}].redundancy; a run's redundancy replaces it)"
+                 if not given and own else "")
+        raise ParamError("redundancy", f"unknown value {redundancy!r}{where}: choose one of {', '.join(REDUNDANCY)}")
     amp = 1.0 if restore else amplification(redundancy)
     gbs = lambda v: None if v is None else v * 1e9   # noqa: E731  (GB/s per core -> bytes/s)
     cost = costs(model, redundancy, block_size, client_core=gbs(client_core_gbs), encode_core=gbs(encode_core_gbs),

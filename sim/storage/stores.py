@@ -51,9 +51,9 @@ import numpy as np
 from sim.core.units import IDX
 
 
-# Redundancy schemes: (chunks stored, chunks of data) per block. Amplification of a write = stored / data.
-# (chunks stored, chunks of data) per stripe. rs-3-2: one parity chunk per two of data, a stripe over 3 servers (a
-# 3-server cluster that survives the loss of one: 2/3 of the raw capacity usable, as UBIX's submission states [S128]).
+# Redundancy schemes: (chunks stored, chunks of data) per block (an erasure code's stripe). Amplification of a write =
+# stored / data. rs-3-2: one parity chunk per two of data, a stripe over 3 servers (a 3-server cluster that survives
+# the loss of one: 2/3 of the raw capacity usable, as UBIX's submission states [S128]).
 REDUNDANCY = {"rs-9-6": (9, 6), "rs-3-2": (3, 2), "replicate-3": (3, 1), "replicate-2": (2, 1), "none": (1, 1)}
 
 

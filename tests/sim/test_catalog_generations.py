@@ -129,6 +129,21 @@ def test_a_malformed_nic_or_switch_spec_is_refused_naming_its_field():
     assert info.value.field == "catalog.switch.s.modular" and "true or false" in str(info.value)
 
 
+@pytest.mark.parametrize("specs, field, reason", [
+    ({"ordered_128b": "yes"}, "catalog.nic.n.ordered_128b", "must be true or false"),
+    ({"net_latency_us": -1}, "catalog.nic.n.net_latency_us", "a number of at least 0"),
+    ({"ofi_tuner": "p4d"}, "catalog.nic.n.ofi_tuner", "must be one of p5"),
+    ({"ofi_tuner": "p5", "transport": "roce"}, "catalog.nic.n.ofi_tuner", 'transport "efa" only'),
+    ({"ofi_tuner": "p5", "transport": None}, "catalog.nic.n.ofi_tuner", 'transport "efa" only'),
+])
+def test_a_malformed_network_plugin_key_is_refused_naming_its_field(specs, field, reason):
+    nic = {"vendor": "v", "name": "n", "speed_gbps": 400, "transport": "efa", **specs}
+    nic = {k: v for k, v in nic.items() if v is not None}
+    with pytest.raises(SpecError) as info:
+        parse_catalog({"nic": {"n": nic}})
+    assert info.value.field == field and reason in str(info.value)
+
+
 def test_the_generation_specs_are_optional_in_a_users_catalog_and_kept_when_given():
     assert parse_catalog(minimal()).models["gpu"]["g"].specs == {"nvlink_gbps": 1}
     specs = parse_catalog(minimal(nvls=False, fp8_tflops=0, tf32_tflops=156)).models["gpu"]["g"].specs

@@ -1,6 +1,8 @@
 """Checkpoints and restores (sim/storage/checkpoint.py) on demo-256's frontend fabric and storage: analytic cases,
 conservation, write amplification, async vs sync, failed servers and SSDs. Expected times are computed from the
 resources' capacities (sim/storage/topology.py), never typed in."""
+import copy
+
 import numpy as np
 import pytest
 
@@ -9,7 +11,7 @@ from sim.storage.checkpoint import run_checkpoint
 from sim.core.errors import ParamError
 from sim.fabric.layout import STATUS_FAILED, expand
 from sim.storage.params import CHECKPOINT
-from sim.fabric.spec import load_spec
+from sim.fabric.spec import load_spec, parse_spec
 from sim.storage.topology import build_storage
 
 # Metadata and the default training-data reads out of the way for analytic cases.
@@ -271,3 +273,18 @@ def test_a_storage_cluster_s_own_redundancy_amplifies_its_writes_unless_the_run_
     assert r.stored_bytes == pytest.approx(1.5 * r.bytes)
     r = run_checkpoint(lay, CHECKPOINT.validate({**base, "redundancy": "none"}))
     assert (r.redundancy, r.stored_bytes) == ("none", r.bytes)
+
+
+def test_a_storage_cluster_s_unknown_redundancy_is_refused_naming_where_it_comes_from():
+    # the spec checks only that [[storage]] redundancy is a string (the schemes are the storage engine's): the
+    # checkpoint refuses an unknown one, saying it is the cluster's and that a run's value replaces it
+    data = copy.deepcopy(load_spec("mlperf-storage-ubix-ubipower").source)
+    data["storage"][0]["redundancy"] = "rs-4-2"
+    lay = expand(parse_spec(data))
+    base = {"gpus": 16, "bytes_per_gpu": 1 << 30, "store": "hammerspace", "mode": "sync", **FAST_META}
+    with pytest.raises(ParamError) as e:
+        run_checkpoint(lay, CHECKPOINT.validate(base))
+    assert list(e.value.errors) == ["redundancy"]
+    assert "storage[0].redundancy" in str(e.value) and "rs-4-2" in str(e.value)
+    r = run_checkpoint(lay, CHECKPOINT.validate({**base, "redundancy": "none"}))
+    assert r.redundancy == "none"

@@ -431,3 +431,14 @@ def test_end_stages_of_the_embedding_and_the_head_alone_give_a_finite_step():
     with pytest.raises(ParamError) as e:
         resolve_job(JOB.validate({**base, "balance_stages": False}))
     assert "pp" in e.value.errors
+
+
+@pytest.mark.parametrize("field, good, bad", [
+    ("layer", "gpt", "mamba"), ("tp_overlap_backend", "torch", "nccl"), ("recompute", "op", "ops"),
+    ("attention_kernel", "triton", "fa4")])
+def test_issue_39_job_choices_are_taken_and_a_wrong_one_refused_naming_its_field(field, good, bad):
+    from sim.core.errors import ParamError
+    assert JOB.validate({field: good})[field] == good
+    with pytest.raises(ParamError) as e:
+        JOB.validate({field: bad})
+    assert list(e.value.errors) == [field]

@@ -137,3 +137,16 @@ def test_alltoall_latency_takes_each_batch_in_turn():
     r32 = run_collective(topo, np.arange(256), "alltoall", [1 * MIB], algorithm="ring")
     assert r2.critical_hops[SIMPLE][0] == 1 and r32.critical_hops[SIMPLE][0] == 8
     assert r32.latencies[SIMPLE] > 7 * plugin_hop(AWS_OFI_EFA, SIMPLE)
+
+
+def test_efa_latency_scale_is_a_nullable_collective_parameter_within_the_factors_bounds():
+    from sim.core import fitted
+    from sim.core.errors import ParamError
+    from sim.fabric.params import COLLECTIVE
+    f = fitted.factor("efa_latency_scale")
+    assert COLLECTIVE.validate({})["efa_latency_scale"] is None              # null: the fitted value
+    assert COLLECTIVE.validate({"efa_latency_scale": f.high})["efa_latency_scale"] == f.high
+    for bad in (f.low - 0.1, f.high + 0.1, "slow"):
+        with pytest.raises(ParamError) as e:
+            COLLECTIVE.validate({"efa_latency_scale": bad})
+        assert list(e.value.errors) == ["efa_latency_scale"]

@@ -8,24 +8,13 @@ from sim.calibrate.fittable import factor_bounds, fittable_names, would
 from sim.cli import main
 from sim.core import fitted
 from sim.core.errors import ParamError
-from sim.fabric.topology import load_topology
 from sim.power import devices
 from sim.power.params import POWER
 from sim.power.places import places
-from sim.power.run import run_power
+from tests.sim.test_power import JOB, demo, run  # noqa: F401  (demo: the fixture, demo-256's topology)
 
-JOB = {"model": "llama3-8b", "gpus": 64, "tp": 1, "pp": 1, "dp": 64}
 FIGURES = ("cluster_peak_mw", "cluster_mean_mw", "cluster_swing_mw", "job_peak_mw", "job_mean_mw",
            "energy_per_token_j", "gpu_energy_per_token_j", "step_s")
-
-
-@pytest.fixture(scope="module")
-def demo():
-    return load_topology("demo-256")[1]
-
-
-def run(topo, **kw):
-    return run_power(topo, POWER.validate({**JOB, **kw}))
 
 
 def test_the_factor_is_declared_for_power_with_its_prior_one_and_fittable_there():
