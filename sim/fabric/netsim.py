@@ -234,15 +234,20 @@ def protocol_latencies(plan: CollectivePlan, phases: list[PhaseResult], latency:
     return out, hops
 
 
-def p2p_rounds(topo, plan: CollectivePlan) -> int:
+def p2p_rounds(topo, plan: CollectivePlan, channels: int | None = None, min_channels: int | None = None,
+               max_channels: int | None = None) -> int:
     """Latency hops an AllToAll's critical path takes in sequence: the point-to-point work batches one of NCCL's
     channels runs one after the other (:func:`sim.fabric.p2p_batches.alltoall_batches`, with NCCL's channel count
-    and, on EFA, the per-GPU NIC's ports as the network cards NCCL counts); 1 for the other collectives."""
+    and, on EFA, the per-GPU NIC's ports as the network cards NCCL counts); 1 for the other collectives.
+    NCCL's channel count is the run's: ``channels`` where forced, else NCCL's under ``min_channels`` /
+    ``max_channels`` (NCCL_MIN/MAX_NCHANNELS set ``comm->nChannels``, from which ``p2pnChannels`` follows)."""
     if plan.collective != "alltoall" or plan.n_hosts <= 1:
         return 1
     per_host = int(np.bincount(np.asarray(topo.gpu_host)).max())
     m = min(per_host, -(-plan.n_ranks // plan.n_hosts))
-    channels = ring_channel_steps(m, plan.n_hosts, nic_gbps=topo.nic_bandwidth / GB).final
+    if channels is None:
+        channels = ring_channel_steps(m, plan.n_hosts, nic_gbps=topo.nic_bandwidth / GB,
+                                      min_channels=min_channels, max_channels=max_channels).final
     nic = getattr(topo, "nic_model", None) or {}
     cards = int(nic.get("ports") or 1) if transport(topo) == "efa" else 1
     return alltoall_batches(plan.n_ranks, plan.n_hosts, channels, cards)
@@ -366,7 +371,7 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
                           sharp=nccl["sharp"])
     factor = plan.busbw_factor
     latencies, hops = protocol_latencies(plan, phases, latency, net_plugin(topo), eff.efa_latency,
-                                         p2p_rounds(topo, plan))
+                                         p2p_rounds(topo, plan, channels, min_channels, max_channels))
     ring_roof = roof if plan.n_hosts > 1 and plan.algorithm in ("ring", "tree", "pat") else None
     result = CollectiveResult(plan=plan, kind=topo.kind, routing=routing, qps=qps, seed=seed, dtype=dtype,
                               roofline=roof, rows=[], phases=phases, link_unit_bytes=link_bytes,

@@ -285,18 +285,28 @@ def optimizer_seconds(params: float, gpu: GPU, s: Settings) -> float:
 
 
 # ------------------------------------------------------------------------------------------------ per-op SAC
-def op_recompute_gemms(model: ModelShape, tokens: float, tp: int) -> dict:
+def op_recompute_gemms(model: ModelShape, tokens: float, tp: int, compiled: bool = False) -> dict:
     """The GEMMs torchtitan's selective per-op activation checkpointing (``recompute`` op) runs again in backward,
     ``{name: (M, N, K)}`` on one TP shard. Its policy saves the output of every matmul of a layer's forward but the
     second, fourth, ... in call order [S173]; torchtitan's Llama layer calls ``wq, wk, wv, wo`` then ``w1, w3, w2``
-    (``w2(silu(w1(x)) * w3(x))``) [S173], so ``wk``, ``wo`` and ``w3`` are not saved. ``wo``'s output only feeds
-    the TP reduce-scatter, whose output is saved, so the backward never needs it; ``wk``'s (the keys, for the
-    attention's backward) and ``w3``'s (for the product's and ``w2``'s gradients) are recomputed. A gpt layer's
-    MLP calls ``w1, w2``: ``w2``'s output is not needed either, so ``wk`` alone."""
+    (``w2(silu(w1(x)) * w3(x))``) [S173], so ``wk``, ``wo`` and ``w3`` are not saved. ``wk``'s output (the keys,
+    for the attention's backward) and ``w3``'s (for the product's and ``w2``'s gradients) are needed, so run again.
+    ``wo`` runs again too unless nothing needs it: without TP its output is the residual add's, whose sum the MLP's
+    norm (recomputed, for ``w1``'s and ``w3``'s weight gradients) reads; with TP it only feeds the reduce-scatter,
+    whose output is saved, but eager PyTorch replays the layer's forward in call order, running every op not on
+    the save list until the last needed output (``w3``'s, after ``wo``) is made, so only a compiled layer (the
+    partitioner keeps just what the backward reads) leaves it out. A gpt layer's MLP calls ``w1, w2``: ``w2``'s
+    output is not needed (the replay stops at the GELU after ``w1``), so ``wk`` and ``wo``."""
     d, kv, F = model.dim, model.kv_dim, model.ffn_dim
-    if model.layer == "gpt":
-        return {"wk": (tokens, kv / tp, d)}
-    return {"wk": (tokens, kv / tp, d), "w3": (tokens, F / tp, d)}
+    out = {"wk": (tokens, kv / tp, d)}
+    if tp == 1 or not compiled:
+        out["wo"] = (tokens, d, d / tp)
+    if model.layer != "gpt":
+        out["w3"] = (tokens, F / tp, d)
+    return out
+
+
+OP_GATHERED = ("wk", "w3")        # the recomputed GEMMs whose input TP all-gathers again (the norms' outputs)
 
 
 # ------------------------------------------------------------------------------------------------ one layer
@@ -355,16 +365,17 @@ def layer_times(model: ModelShape, p: dict, gpu: GPU | None = None) -> LayerTime
         casts = GEMMS_PER_LAYER
     op, op_g = None, (0.0, 0.0)
     if p.get("recompute") == "op":
-        # per-op SAC [S173]: the backward runs again wk and w3 (op_recompute_gemms), every memory-bound kernel of
+        # per-op SAC [S173]: the backward runs again wk, w3 and (eager or without TP) wo (op_recompute_gemms), every memory-bound kernel of
         # the forward (norms, residual add, rotary, SwiGLU: none is on the save list) and, in an FP8 job, the
         # quantization of the two gathered inputs (of the QKV and the MLP's first GEMMs); attention's output and
         # the other matmuls' are saved
-        rg = op_recompute_gemms(model, tokens, tp)
-        op_g = tuple(float(x) for x in gemm_seconds(*np.asarray(list(rg.values()), float).T, gpu, s))
+        rg = op_recompute_gemms(model, tokens, tp, s.compiled)
+        secs = dict(zip(rg, (float(x) for x in gemm_seconds(*np.asarray(list(rg.values()), float).T, gpu, s))))
+        op_g = tuple(secs[k] for k in OP_GATHERED if k in secs)
         recast = 0.0
         if s.precision == "fp8":
             recast = FP8_CAST_BYTES[s.fp8_recipe] * sum(shapes[k][0] * shapes[k][2] / tp for k in ("qkv", "fc1"))
-        op = {"gemm": sum(op_g), "memory": (local * mem + recast) / rate, "launch": (len(rg) + kernels) * s.launch_s}
+        op = {"gemm": sum(secs.values()), "memory": (local * mem + recast) / rate, "launch": (len(rg) + kernels) * s.launch_s}
     hf, hd, hw = (float(x) for x in t[-1])
     hbf, hbb, hkf, hkb = head_memory(model, s.compiled, s.fused_loss)
     head = {"gemm_f": hf, "gemm_d": hd, "gemm_w": hw, "mem_f": local * hbf / rate, "mem_b": local * hbb / rate,

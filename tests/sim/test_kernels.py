@@ -264,3 +264,14 @@ def test_a_gpt_layer_has_two_mlp_matrices_layernorm_and_gelu_and_no_rotary():
     p = job(model="custom", layers=24, dim=2048, ffn_dim=8192, heads=16, kv_heads=16, layer="gpt")
     from sim.jobs.layout import model_of
     assert model_of(p).layer == "gpt" and model_of(job()).layer == "llama"
+
+
+def test_per_op_checkpointing_runs_wo_again_unless_a_compiled_layer_with_tp_leaves_it_out():
+    # wo's output is the residual sum the MLP norm reads without TP; eager PyTorch replays the forward in call order
+    # up to w3 (after wo) [S173]; only a compiled layer with TP (wo feeds the saved reduce-scatter alone) skips it
+    op_recompute_gemms = kernels.op_recompute_gemms
+    m = MODELS["llama3-8b"]
+    assert set(op_recompute_gemms(m, 8192, 8, compiled=True)) == {"wk", "w3"}
+    assert set(op_recompute_gemms(m, 8192, 8, compiled=False)) == {"wk", "wo", "w3"}
+    assert set(op_recompute_gemms(m, 8192, 1, compiled=True)) == {"wk", "wo", "w3"}
+    assert op_recompute_gemms(m, 8192, 8)["wo"] == (8192, m.dim, m.dim / 8)

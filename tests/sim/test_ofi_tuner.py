@@ -139,6 +139,15 @@ def test_alltoall_latency_takes_each_batch_in_turn():
     assert r32.latencies[SIMPLE] > 7 * plugin_hop(AWS_OFI_EFA, SIMPLE)
 
 
+def test_alltoall_batches_follow_the_runs_forced_channels():
+    """NCCL_MIN/MAX_NCHANNELS set comm->nChannels, from which p2pnChannels follows: on 32 p5 nodes 64 forced
+    channels spread the 32 node distances x 4 channels per peer over 64 (2 batches), 4 channels over 4 (32)."""
+    topo = preset("aws-p5-pod")
+    many = run_collective(topo, np.arange(256), "alltoall", [1 * MIB], algorithm="ring", min_channels=64)
+    few = run_collective(topo, np.arange(256), "alltoall", [1 * MIB], algorithm="ring", max_channels=4)
+    assert many.critical_hops[SIMPLE][0] == 2 and few.critical_hops[SIMPLE][0] == 32
+
+
 def test_efa_latency_scale_is_a_nullable_collective_parameter_within_the_factors_bounds():
     from sim.core import fitted
     from sim.core.errors import ParamError
