@@ -170,6 +170,34 @@ def test_frames_are_sent_after_commit_and_never_for_a_rollback(demo, make_run):
     assert frames.decode(store.load_last(stream)[1]).progress == 10
 
 
+def test_the_final_frame_carries_every_sections_latest_array_even_after_a_progress_frame_on_its_tick(demo, make_run):
+    # the last progress call goes out at once (force, as on a tick): the final frame as sent to the run's group
+    # (not only the stored snapshot) still holds the whole last state
+    from channels.layers import get_channel_layer
+    run = make_run(status="running")
+    last = np.linspace(0, 1, 576, dtype=np.float32)
+
+    def publish():
+        pub = RunPublisher(run)
+        pub.progress(50, link_util=np.zeros(576), gpu_state=np.full(256, 2, np.uint8), force=True)
+        pub.progress(99, link_util=last, force=True)
+        run.status, run.progress = "succeeded", 100.0
+        pub.finished()
+
+    async def scenario():
+        layer = get_channel_layer()
+        channel = await layer.new_channel()
+        await layer.group_add(store.group_name(store.run_stream(run.id)), channel)
+        await in_worker(publish)
+        return [frames.decode((await layer.receive(channel))["frame"]) for _ in range(3)]
+
+    sent = async_to_sync(scenario)()
+    final = sent[-1]
+    assert [f.seq for f in sent] == [1, 2, 3] and final.final and final.progress == 100.0
+    assert np.abs(final.value("link_util") - last).max() <= 0.5 / 255 + 1e-6
+    assert (final.value("gpu_state") == 2).all()
+
+
 def test_anonymous_reading_follows_the_api_setting_and_tokens_work(demo, settings, token):
     async def scenario():
         # anonymous reading allowed (the default)

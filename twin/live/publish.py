@@ -99,10 +99,13 @@ class RunPublisher:
             self._emit(final=False)
 
     def finished(self) -> None:
-        """The final frame (flag ``final``, the run's current status), always sent, with any pending arrays."""
-        if self._pending is None:
-            self._pending = {"sections": {}}
-        self._pending["percent"] = self._run_progress()
+        """The final frame (flag ``final``, the run's current status), always sent, with every section's latest
+        array: the last progress call may have gone out on its tick just before, and a client that gets only the
+        final frame must still hold the run's whole last state."""
+        pending = self._pending or {"sections": {}}
+        pending["sections"] = {**self._sections, **pending["sections"]}
+        pending["percent"] = self._run_progress()
+        self._pending = pending
         self._emit(final=True)
 
     # -- internals --------------------------------------------------------------------------------------------
