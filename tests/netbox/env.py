@@ -293,6 +293,8 @@ def main(argv=None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("prepare", help="install, configure and migrate once (cached)")
+    sub.add_parser("seed", help="prepare, then make the tests' seeded template once (cached): CI runs it before "
+                                "the tests, outside their timeout")
     s = sub.add_parser("serve", help="clone the template and run NetBox until interrupted")
     s.add_argument("--db", default="netbox_dev")
     args = p.parse_args(argv)
@@ -300,6 +302,10 @@ def main(argv=None) -> int:
         if args.cmd == "prepare":
             state = prepare()
             print(json.dumps({k: v for k, v in state.items() if k != "authorization"}))
+            return 0
+        if args.cmd == "seed":
+            from tests.netbox import seeds
+            print(json.dumps({"template": seeded("tests", seeds.SPECS, seeds.export_all)}))
             return 0
         server = serve(args.db)
     except Unavailable as e:
