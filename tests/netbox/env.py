@@ -2,12 +2,13 @@
 
     scripts/netbox-test-env prepare        # venv + configuration + migrated template database + token (once)
     scripts/netbox-test-env serve [--db D] # a database cloned from the template and NetBox's web server on a free port
+    scripts/netbox-test-env seed           # prepare, then the tests' seeded template (once per seed key)
 
 Everything lives in the cache directory TWIN_NETBOX_CACHE (default ~/.cache/twin-netbox, outside the clone so CI keeps
 it between runs): venv/ (NetBox TWIN_NETBOX_VERSION from PyPI under Python 3.12, TWIN_NETBOX_PYTHON or pyenv's
 3.12.x), root/conf/configuration.py (generated SECRET_KEY and API_TOKEN_PEPPERS: nothing secret is in the repo) and
 state.json (the plaintext test token). NetBox's migrate takes about 12 minutes of CPU, so it runs once, into the
-database `netbox_template`; each test session clones it with CREATE DATABASE x TEMPLATE netbox_template (seconds).
+database `netbox_template_<tag>` (the cache's tag); each test session clones it with CREATE DATABASE x TEMPLATE (seconds).
 PostgreSQL: TWIN_NETBOX_PG (default postgresql://postgres@127.0.0.1:5432/postgres, trust auth). Redis: REDIS_URL's
 host, port and db (NetBox's tasks and caching; its keys are NetBox's own).
 """
@@ -36,8 +37,11 @@ from pathlib import Path
 from twin.redis_server import free_port
 
 NETBOX_VERSION = os.environ.get("TWIN_NETBOX_VERSION", "4.7.3")
-TEMPLATE_DB = "netbox_template"
 CACHE = Path(os.environ.get("TWIN_NETBOX_CACHE", str(Path.home() / ".cache" / "twin-netbox")))
+# The databases of one cache carry its tag: each cache has its own secret and token pepper, so a template or seed
+# made with another cache (a second clone's, an empty one as a new machine has) would refuse this one's token.
+CACHE_TAG = hashlib.sha256(str(CACHE.resolve()).encode()).hexdigest()[:8]
+TEMPLATE_DB = f"netbox_template_{CACHE_TAG}"
 PG_URL = os.environ.get("TWIN_NETBOX_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 SUPERUSER = "twin"
 
@@ -263,7 +267,7 @@ def seeded(name: str, specs: list[Path], make) -> str:
     starts from re-exports (reads) instead of first exports (minutes of NetBox's per-object writes). Returns the
     template's name; older seeds of ``name`` are dropped."""
     prepare()
-    seed = f"netbox_seed_{name}_{seed_key(specs)}"
+    seed = f"netbox_seed_{name}_{CACHE_TAG}_{seed_key(specs)}"
     with open(CACHE / "seed.lock", "w") as lock:        # not prepare()'s lock, which serve() takes
         fcntl.flock(lock, fcntl.LOCK_EX)
         with _pg() as conn, conn.cursor() as cur:
@@ -281,7 +285,7 @@ def seeded(name: str, specs: list[Path], make) -> str:
         server.stop(drop=False)
         with _pg() as conn, conn.cursor() as cur:
             cur.execute("SELECT datname FROM pg_database WHERE starts_with(datname, %s) AND datname <> %s",
-                        (f"netbox_seed_{name}_", work))
+                        (f"netbox_seed_{name}_{CACHE_TAG}_", work))
             for (old,) in cur.fetchall():
                 _drop_db(cur, old)
             cur.execute(f'ALTER DATABASE "{work}" RENAME TO "{seed}"')
