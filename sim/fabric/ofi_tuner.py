@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 TUNER_MAX_RANKS = 1024.0 * 1024          # nccl_ofi_tuner_region.h
 TUNER_MAX_SIZE = 100.0 * 1024 ** 3
@@ -95,6 +96,7 @@ def extend_region(a: Point, b: Point, z: Point) -> Point:
 MAX = (TUNER_MAX_SIZE, TUNER_MAX_RANKS)
 
 
+@lru_cache(maxsize=None)
 def _p5_allreduce_8() -> tuple[Region, ...]:
     """p5 / p5e AllReduce, 8 ranks per node (``region_init_internal_p5_p5e``, v1.16.3)."""
     tree_ll128 = extend_region((402653184, 2048), (402653184, 4096), MAX)
@@ -119,6 +121,7 @@ def _p5_allreduce_8() -> tuple[Region, ...]:
     )
 
 
+@lru_cache(maxsize=None)
 def _p5_allreduce_1() -> tuple[Region, ...]:
     """p5 / p5e AllReduce, one rank per node."""
     tree_ll128 = extend_region((9999360, 64), (119477248, 128), MAX)
