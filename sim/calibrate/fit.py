@@ -139,6 +139,7 @@ def fit(entries: list[Entry], names: list[str] | None = None, *, cluster=None,
     warnings: list[str] = []
     refused: list[dict] = []
     all_obs = _positive(before, pred, warnings)
+    kind_of = np.array([pred.entries[k].kind for k in pred.obs_entry])      # (observations,) each one's kind
     budget = [0, len(params) + 4 * (len(params) + 1)]
 
     def evaluate(theta, what, mask):
@@ -166,7 +167,7 @@ def fit(entries: list[Entry], names: list[str] | None = None, *, cluster=None,
         z, r, J, its = solve(live, {p.name: p.start for p in params}, pred, all_obs, evaluate)
         iterations += its
         fitted_now = {p.name: p.from_z(float(zi)) for p, zi in zip(live, z)}
-        why, ci_live, rank_now, sv_now = _determined(live, z, r, J, warnings)
+        why, ci_live, rank_now, sv_now = _determined(live, z, r, J, warnings, kind_of[all_obs])
         if first:                     # the joint fit of every parameter that moves: its optimum and rank
             optimum, rank, sv, rank_of, first = fitted_now, rank_now, sv_now, len(live), False
         ci.update(ci_live)
@@ -221,9 +222,10 @@ def _quantity(pred: Predictor, i: int) -> str:
     return pred.entries[k].observations[i - first].label
 
 
-def _determined(params, z, r, J, warnings):
+def _determined(params, z, r, J, warnings, kinds=None):
     """At the optimum: per parameter the reason it is not determined (None if it is), its 95 % interval in its own
-    units, the Jacobian's rank and the singular values of its unit-norm columns."""
+    units, the Jacobian's rank and the singular values of its unit-norm columns. ``kinds`` (per residual): the
+    measurement kind of each; the residuals' variance is taken per kind (:func:`covariance`)."""
     n, k = J.shape
     Jv = J / np.array([p.dv_dz(float(zi)) for p, zi in zip(params, z)])
     norms = np.linalg.norm(J, axis=0)
@@ -251,8 +253,7 @@ def _determined(params, z, r, J, warnings):
     dof = n - k
     ci: dict = {p.name: None for p in params}
     if dof > 0:
-        s2 = float(r @ r) / dof
-        cov = s2 * np.linalg.pinv(Jv.T @ Jv)
+        cov = covariance(Jv, r, dof, kinds)
         q = t975(dof)
         for j, p in enumerate(params):
             if zero[j]:
@@ -266,6 +267,26 @@ def _determined(params, z, r, J, warnings):
         warnings.append(f"{n} observations for {k} parameters: no interval (need more observations than "
                         f"parameters)")
     return why, ci, rank, [float(x) for x in sv]
+
+def covariance(Jv: np.ndarray, r: np.ndarray, dof: int, kinds=None) -> np.ndarray:
+    """The parameters' covariance at the optimum of the unweighted log-space fit, with the residuals' variance
+    estimated per measurement kind: ``A Jv' S Jv A``, ``A = (Jv' Jv)^-1``, ``S`` the diagonal of each residual's
+    kind's mean square (scaled by ``n / dof`` for the parameters fitted). Why per kind: a corpus mixes kinds whose
+    scatter differs by an order (nccl-tests rows against a node's power meter), and a factor read by one kind
+    alone (``host_power_scale``) is informed by that kind's residuals only; a pooled variance would let the
+    scatter of kinds it does not touch widen its interval. With one kind (a user's calibration, as a rule) this is
+    the classical ``s^2 (Jv' Jv)^-1``, ``s^2 = r'r / dof`` (the sandwich estimator of White, 1980, grouped)."""
+    n = r.size
+    A = np.linalg.pinv(Jv.T @ Jv)
+    if kinds is None or len(set(kinds.tolist())) <= 1:
+        return float(r @ r) / dof * A
+    s2 = np.empty(n)
+    for k in set(kinds.tolist()):
+        at = kinds == k
+        s2[at] = float(r[at] @ r[at]) / int(at.sum())
+    s2 *= n / dof
+    return A @ (Jv.T * s2) @ Jv @ A
+
 
 # ---------------------------------------------------------------------------------------- the calibration
 @dataclass

@@ -49,7 +49,7 @@ def parse_injections(text: str | None, wall: float) -> list[Injection]:
             raise ParamError("inject", f"unknown kind {head!r}: choose gpu, link, switch, host or a category "
                                        f"({', '.join(fr.NAMES)})")
         name = name.strip()
-        if category == "network" and kind == "gpu":
+        if category == "network" and kind not in ("link", "switch"):
             raise ParamError("inject", f"{part[:80]!r}: a network failure names a link (link:...) or a switch "
                                        f"(switch:...)")
         if kind != "job" and not name:
@@ -65,4 +65,5 @@ def parse_injections(text: str | None, wall: float) -> list[Injection]:
 
 
 def _item_kind(c: fr.Category) -> str:
-    return {"gpu": "gpu", "host": "host", "job": "job"}[c.unit]
+    """The kind of item a category's failure names: its unit (a network item is named as a link or a switch)."""
+    return c.unit

@@ -76,6 +76,9 @@ FAILURES = ParamSet("failures", tuple(_failure_job_param(p) for p in JOB_PARAMS 
                                             "restart (assumption)", min=0.0, max=1e7),
     Param("thermal_speed", "float", 0.7, "share of its compute speed a thermally throttled GPU keeps (assumption); "
                                          "the slowest rank paces the synchronous job", min=0.01, max=1.0),
+    Param("straggler_detect_s", "float", 3600.0, "seconds from a GPU's thermal throttling until the job's straggler "
+                                                 "is found and the job is stopped to swap its host for a spare "
+                                                 "(assumption: docs/reliability.md)", min=0.0, max=1e7),
     Param("reroute", "bool", True, "a failed fabric cable or switch with other paths is routed around (the job "
                                    "slows for the repair time); off: every network failure crashes the job"),
     Param("fabric_states", "choice", "by_class", "the step under failed fabric items: exact (re-solved for each "

@@ -68,10 +68,11 @@ class Prepared:
         return self.params["days"] * 86400.0
 
     def units(self, unit: str) -> int:
-        return {"gpu": int(self.gpus.size), "host": int(self.hosts.size), "job": 1}[unit]
+        return {"gpu": int(self.gpus.size), "host": int(self.hosts.size), "job": 1,
+                "network_item": int(self.net_id.size)}[unit]
 
     def n_items(self, category: str) -> int:
-        return int(self.net_id.size) if category == "network" else self.units(fr.CATEGORIES[category].unit)
+        return self.units(fr.CATEGORIES[category].unit)
 
     def names(self) -> dict:
         if self._names is None:
@@ -117,10 +118,11 @@ class Prepared:
         return self.steps[failed]
 
     def mtbf_s(self) -> float:
-        """Mean time between failures that lose work (crashes) from the rates: the ``M`` of Young/Daly."""
+        """Mean time between failures that lose work (crashes, and thermal throttling, whose host is swapped out by
+        a stop once the straggler is found) from the rates: the ``M`` of Young/Daly."""
         total = 0.0
         for name, c in fr.CATEGORIES.items():
-            if c.consequence != "crash":
+            if c.consequence != "crash" and name != "thermal":
                 continue
             lam = self.rates[name] * self.units(c.unit) / 3600.0
             if name == "network" and self.params["reroute"] and self.net_id.size:

@@ -14,9 +14,9 @@ CASE = "Llama 3 405B pre-training on 16,384 H100 of Meta's RoCE cluster, a 54-da
 INTERRUPTIONS = Reference(
     "llama3-interruptions", "job interruptions in 54 days", fr.TABLE_PLANNED + fr.TABLE_UNEXPECTED,
     fr.TABLE_PLANNED + fr.TABLE_UNEXPECTED, "count", "S3", CASE,
-    why="the twin routes around a failed fabric cable or switch above the racks (a slowdown, not a stop), throttles "
-        "a thermally faulty GPU instead of stopping, and does not count a failure that arrives while the job is "
-        "already down; the table counts each as an interruption")
+    why="the twin does not count a failure that arrives while the job is already down (the table's causes are "
+        "root-caused interruptions), and the counts are random (Poisson arrivals) around the table's rates, which "
+        "come from this very table (docs/reliability.md)")
 UNEXPECTED = Reference(
     "llama3-unexpected", "unexpected interruptions in 54 days", fr.TABLE_UNEXPECTED, fr.TABLE_UNEXPECTED, "count",
     "S3", CASE, why=INTERRUPTIONS.why)

@@ -30,10 +30,11 @@ TABLE_DAYS = 54                   # the span of Meta's table [S3]
 TABLE_HOURS = TABLE_DAYS * 24
 TABLE_GPUS = 16_384               # the Llama 3 405B job the table counts [S3]
 GPUS_PER_HOST = 8                 # Grand Teton: 8 GPUs per host [S1, S3]
+GPUS_PER_RACK = 16                # two hosts per rack under one rack switch (RTSW) [S1, S2]
 TABLE_PLANNED = 47                # planned interruptions in the 54 days [S3]
 TABLE_UNEXPECTED = 419            # unexpected interruptions in the 54 days [S3]
 
-UNITS = ("gpu", "host", "job")    # what a category's rate is counted per
+UNITS = ("gpu", "host", "job", "network_item")    # what a category's rate is counted per
 CONSEQUENCES = ("crash", "degrade", "planned")
 
 # Repair times (hours) are assumptions: no public source gives them for these clusters (docs/reliability.md).
@@ -62,13 +63,17 @@ class Category:
         return {**asdict(self), "rate_per_unit_hour": rate_per_unit_hour(self)}
 
 
-# Meta's table [S3], in its order. "network" is the table's "network switch or cable": counted per GPU (a job's
-# network grows with its GPUs), its item drawn among the job's backend cables and switches (sim.failures.timeline).
+# Meta's table [S3], in its order. "network" is the table's "network switch or cable", counted per network item (a
+# cable or a switch of the job's backend network: sim.failures.prepare lists them). The table counts interruptions:
+# a fabric failure routed around did not stop the job and is not in it, so its 35 are the failures of the items with
+# no other path, each GPU's NIC cable and its rack switch (:data:`TABLE_NETWORK_ITEMS`); every network item, those
+# above the racks too, fails at that per-item rate (assumption: a cable or switch above the racks fails as often as
+# one below them; docs/reliability.md).
 CATEGORIES: dict[str, Category] = {c.name: c for c in (
     Category("gpu", "faulty GPU", 148, "gpu", "crash", REPAIR_GPU_H),
     Category("hbm", "GPU HBM3 memory", 72, "gpu", "crash", REPAIR_GPU_H),
     Category("software", "software bug", 54, "job", "crash", REPAIR_NONE_H, replaces_host=False),
-    Category("network", "network switch or cable", 35, "gpu", "crash", REPAIR_NETWORK_H),
+    Category("network", "network switch or cable", 35, "network_item", "crash", REPAIR_NETWORK_H),
     Category("host_maintenance", "host maintenance (unplanned)", 32, "host", "crash", REPAIR_HOST_H),
     Category("gpu_sram", "GPU SRAM memory", 19, "gpu", "crash", REPAIR_GPU_H),
     Category("gpu_system_processor", "GPU system processor", 17, "gpu", "crash", REPAIR_GPU_H),
@@ -96,9 +101,15 @@ NODE_CATEGORIES = tuple(n for n, c in CATEGORIES.items() if c.unit in ("gpu", "h
 TABLE_NODE_FAILURES = sum(CATEGORIES[n].count for n in NODE_CATEGORIES)      # 321 of the 419
 
 
+# The table's job's network items whose failure stops it: its 16,384 NIC cables (one NIC per GPU, one port each) and
+# its 1,024 rack switches [S1, S2].
+TABLE_NETWORK_ITEMS = TABLE_GPUS + TABLE_GPUS // GPUS_PER_RACK
+
+
 def reference_units(unit: str) -> int:
-    """Units of the table's job: 16,384 GPUs, 2,048 hosts, one job."""
-    return {"gpu": TABLE_GPUS, "host": TABLE_GPUS // GPUS_PER_HOST, "job": 1}[unit]
+    """Units of the table's job: 16,384 GPUs, 2,048 hosts, one job, 17,408 network items with no other path."""
+    return {"gpu": TABLE_GPUS, "host": TABLE_GPUS // GPUS_PER_HOST, "job": 1,
+            "network_item": TABLE_NETWORK_ITEMS}[unit]
 
 
 def rate_per_unit_hour(c: Category) -> float:

@@ -15,8 +15,9 @@ discrete-event simulation (docs/reliability.md has the model, its parameters and
   repair time: the step is re-solved by :func:`sim.jobs.job.run_job` on the fabric with every failed item removed (cached
   by the set of failed items, or by how many items of each class failed: ``fabric_states``); a thermally throttled
   GPU keeps ``thermal_speed`` of its compute speed, and the slowest rank paces the synchronous job (the step's
-  compute part divided by it) until the job's next restart leaves its host for a spare. A NIC cable or the job's
-  rack switch has no other path: its failure crashes the job.
+  compute part divided by it) until the straggler is found (``straggler_detect_s``) and the job is stopped to leave
+  its host for a spare (Meta's table counts it as an interruption), or an earlier restart leaves it behind. A NIC
+  cable or the job's rack switch has no other path: its failure crashes the job.
 * **Planned maintenance** stops the job cleanly: a last durable checkpoint, ``planned_down_s``, restart, restore.
 * **Checkpoints** due every ``checkpoint_interval`` of training progress, each started once the previous one is
   durable and the store has absorbed its bytes at its sustained rate (``store_gap_s``; ``overlapping``: training
@@ -295,6 +296,8 @@ class Timeline:
                 self._heal(t, data)
             elif what == "resume":
                 self._resume(t, data)
+            elif what == "swap":
+                seq = self._swap(t, data, heap, seq)
         if self.up:
             self._advance(self.wall_s)
         elif self.stalled is not None:
@@ -317,6 +320,9 @@ class Timeline:
             table[item] = max(table.get(item, 0.0), t + repair)
             heapq.heappush(heap, (t + repair, seq, "heal", (name, item)))
             seq += 1
+            if name == "thermal":                  # the straggler is found, then its host is swapped out: a stop
+                heapq.heappush(heap, (t + ctx.params["straggler_detect_s"], seq, "swap", item))
+                seq += 1
             if self._set_rate():
                 self.degradations += 1
                 event.update(consequence="degrade", slowdown=1.0 / self.rate, until=t + repair)
@@ -327,10 +333,35 @@ class Timeline:
             event["consequence"] = WHILE_DOWN
             self._event(event)
             return seq
+        if c.consequence == "planned":
+            return self._stop(t, name, item, event, heap, seq)
+        return self._stop(t, name, item, event, heap, seq, detect=ctx.detection_s[name],
+                          until_repair=degrade)
+
+    def _swap(self, t: float, item: int, heap, seq: int) -> int:
+        """A thermally throttled GPU found as the job's straggler (``straggler_detect_s`` after its failure): the job
+        is stopped to leave its host for a spare, an interruption as Meta's table counts it [S3]. Nothing to do when
+        a restart has already left the host behind, or the GPU was repaired meanwhile; while the job is down its
+        restart does it."""
+        if item not in self.throttled or not self.up:
+            return seq
+        self._advance(t)                          # at the throttled pace until the stop
+        failed_at = self.throttled.pop(item) - self.ctx.repair_s["thermal"]   # its host leaves: no longer throttled
+        event = {"time": t, "category": "thermal", "item": self.ctx.item_name("thermal", item) if self.record else "",
+                 "injected": False, "consequence": "crash", "lost_work": 0.0, "restored_from": None}
+        return self._stop(t, "thermal", item, event, heap, seq, detect=0.0, failed_at=failed_at)
+
+    def _stop(self, t: float, name: str, item: int, event: dict, heap, seq: int, detect: float | None = None,
+              until_repair: bool = False, failed_at: float | None = None) -> int:
+        """The job stops at ``t``: a planned stop (``detect`` None: a last durable checkpoint first, nothing lost),
+        or a crash detected ``detect`` seconds later (the work since the last durable snapshot is lost; the job
+        waits for a healthy host where the cause needs one, or for the repair when ``until_repair``: the fabric
+        left it no path; ``failed_at``: when the item failed, ``t`` unless given). Then restart and restore."""
+        c, ctx = fr.CATEGORIES[name], self.ctx
         self._advance(t)
         self.up = False
         self.interruptions += 1
-        if event["consequence"] == "planned":
+        if detect is None:
             self.planned += 1
             # a last checkpoint, taken once the previous one is durable (and absorbed), and durable before the stop
             save = max(0.0, self.last_start + self.gate_s - t) + self.durable_s
@@ -343,11 +374,11 @@ class Timeline:
             lost = self.trained - snap
             self._lose("recompute", min(lost, self.wall_s), [name])
             event.update(lost_work=lost, restored_from=start)
-            detect = ctx.detection_s[name]
             self.detected[name] = self.detected.get(name, 0.0) + min(detect, self.wall_s - t)
-            wait = self._wait(t + detect, t, name, item) if c.replaces_host else 0.0
-            if degrade:                            # the fabric has no path left: wait for the item's repair
-                wait = max(wait, t + repair - (t + detect))
+            wait = self._wait(t + detect, t if failed_at is None else failed_at, name, item) \
+                if c.replaces_host else 0.0
+            if until_repair:                       # the fabric has no path left: wait for the item's repair
+                wait = max(wait, t + ctx.repair_s[name] - (t + detect))
             spans = [("detection", detect), ("wait", wait), ("restart", ctx.params["restart_s"]),
                      ("restore", ctx.checkpoint["restore_s"])]
         self._swap_throttled(t + spans[0][1] + spans[1][1] if len(spans) == 4 else t)

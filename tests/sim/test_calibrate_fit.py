@@ -228,6 +228,27 @@ def test_interval_is_the_linearised_one():
     assert lo == pytest.approx(g - half, rel=1e-4) and hi == pytest.approx(g + half, rel=1e-4)
 
 
+def test_interval_takes_each_kinds_own_scatter():
+    """The residual variance is per measurement kind: a parameter read by one tight kind alone keeps the narrow
+    interval of that kind's scatter however loose another kind is; with one kind it is the classical
+    s^2 (J'J)^-1 (the grouped sandwich reduces to it); and on a linear case the grouped form is checked against
+    its closed form."""
+    rng = np.random.default_rng(3)
+    n = 40
+    J = np.zeros((n, 2))
+    J[:20, 0], J[20:, 1] = 1.0, 1.0                       # parameter 0 read by kind a, parameter 1 by kind b
+    r = np.concatenate([0.01 * rng.standard_normal(20), 0.5 * rng.standard_normal(20)])
+    kinds = np.array(["a"] * 20 + ["b"] * 20)
+    pooled = fitmod.covariance(J, r, n - 2)
+    grouped = fitmod.covariance(J, r, n - 2, kinds)
+    assert np.allclose(pooled, fitmod.covariance(J, r, n - 2, np.array(["a"] * n)))
+    assert np.allclose(pooled, float(r @ r) / (n - 2) * np.linalg.pinv(J.T @ J))
+    s2a = float(r[:20] @ r[:20]) / 20 * n / (n - 2)
+    assert grouped[0, 0] == pytest.approx(s2a / 20)        # kind a's own scatter over its 20 rows
+    assert grouped[0, 0] < pooled[0, 0] / 100              # not widened by kind b's
+    assert grouped[1, 1] == pytest.approx(float(r[20:] @ r[20:]) / 20 * n / (n - 2) / 20)
+
+
 # ---------------------------------------------------------------------------------------------- held-out error
 @pytest.fixture(scope="module")
 def synthetic(demo):

@@ -161,6 +161,47 @@ def test_a_failed_fabric_switch_slows_the_job_and_does_not_kill_it(topo):
     assert [e["consequence"] for e in r["events"]] == ["crash"]
 
 
+def test_a_thermally_throttled_gpu_slows_the_job_until_its_straggler_is_found_then_its_host_is_swapped(topo):
+    # Given one GPU throttled at 2 h, its straggler found 30 min later, no checkpoint before them
+    values = {**JOB, **QUIET, "days": 0.5, "checkpoint_interval": "11h", "checkpoint_blocked_s": 10,
+              "checkpoint_durable_s": 20, "restore_s": 45, "restart_s": 240, "straggler_detect_s": 1800,
+              "thermal_speed": 0.5}
+    ctx = prepare(topo, values)
+    gpu = ctx.names()["gpu"][int(ctx.gpus[3])]
+    r = simulate(topo, {**values, "inject": f"thermal:{gpu}@2h"})
+    throttle, swap = r["events"]
+    # the throttle: a degradation, the step's compute part at half speed
+    assert (throttle["category"], throttle["consequence"]) == ("thermal", "degrade")
+    assert throttle["slowdown"] == pytest.approx((ctx.step_s + ctx.compute_s) / ctx.step_s)
+    # the swap: a stop 30 min later, counted as an interruption, detected at once, a spare host at once
+    assert (swap["category"], swap["consequence"], swap["time"]) == ("thermal", "crash", 2 * 3600 + 1800)
+    assert (swap["detection"], swap["wait"], swap["restart"], swap["restore"]) == (0.0, 0.0, 240, 45)
+    assert r["interruptions"] == 1 and r["failures_by_category"]["thermal"] == 1
+    assert swap["restored_from"] == 0.0                  # no durable checkpoint yet: from the start
+    # the job ran throttled for those 30 min only (its step's compute part twice as long), then healthy again
+    slow = 1800 * (1 - ctx.step_s / (ctx.step_s + ctx.compute_s))
+    assert r["lost"]["by_phase"]["degradation"] == pytest.approx(slow, rel=1e-6)
+    _check_accounting(r)
+    # a restart for another cause before the straggler is found leaves the host behind: no stop of its own
+    other = ctx.names()["gpu"][int(ctx.gpus[40])]
+    r = simulate(topo, {**values, "inject": f"thermal:{gpu}@2h,gpu:{other}@2.2h"})
+    assert [e["consequence"] for e in r["events"]] == ["degrade", "crash"] and r["interruptions"] == 1
+
+
+def test_network_failures_are_counted_per_item_as_the_table_counts_interruptions():
+    # The table's 35 are interruptions: the failures of the items with no other path (NIC cables, rack switches)
+    assert fr.reference_units("network_item") == 16384 + 16384 // 16
+    assert fr.rate_per_unit_hour(fr.CATEGORIES["network"]) == 35 / (17408 * 54 * 24)
+    # Given the table's job on its cluster: its items with no other path are the 17,408, so its expected network
+    # crashes over the table's span are the table's 35, and the items above the racks (routed around) come on top
+    ctx = prepare("meta-roce-24k", {"model": "llama3-8b", "gpus": 16384, "tp": 8, "pp": 1, "days": 54,
+                                    "store": "off"})
+    assert int(ctx.net_crash.sum()) == fr.TABLE_NETWORK_ITEMS
+    lam = ctx.rates["network"] * ctx.units("network_item")
+    assert lam * float(ctx.net_crash.mean()) * fr.TABLE_HOURS == pytest.approx(35)
+    assert ctx.units("network_item") > fr.TABLE_NETWORK_ITEMS
+
+
 def test_summary_over_seeds(topo):
     ctx = prepare(topo, {**JOB, "days": 5, "rate_scale": 20.0})
     results = [Timeline(ctx, s, ctx.checkpoint["interval_s"]).run().to_dict() for s in range(8)]
