@@ -105,6 +105,40 @@ def chunk_size(algorithm: str, nbytes: int, heads: int, cfg: ChunkConfig = Chunk
     return 0
 
 
+# LL and LL128 buffers per connection (src/include/device.h, src/init.cc DEFAULT_LL_BUFFSIZE /
+# DEFAULT_LL128_BUFFSIZE, NCCL 2.27.7 [S210]): NCCL_STEPS steps of 8 lines x 512 threads x 16 bytes (LL) and of
+# 120 eight-byte words x 640 threads (LL128); LL carries 8 data bytes a 16-byte line, LL128 15 of 16 words.
+LL_STEP = 8 * 512 * 16                  # NCCL_LL_LINES_PER_THREAD x NCCL_LL_MAX_NTHREADS x sizeof(ncclLLFifoLine)
+LL128_STEP = 120 * 640 * 8              # NCCL_LL128_ELEMS_PER_THREAD x NCCL_LL128_MAX_NTHREADS x sizeof(uint64_t)
+LL128_LINE_ELEMS, LL128_DATA_ELEMS = 16, 15
+
+
+def ll_chunk_size(algorithm: str, protocol: str, nbytes: int, nchannels: int, n_nodes: int, ppn: int) -> int:
+    """NCCL's LL / LL128 chunk (data bytes of one step) for ``nbytes`` (``calcCollChunking``, src/enqueue.cc
+    [S210]): LL half its step, LL128 15/16 of it; tree LL128 halves it while the message is small beside the tree's
+    steps (``nstepsLL128 = 1 + log2(nodes) + 0.1 ppn``: under ``nsteps x 64 / ppn`` chunks per channel down to
+    128 KiB, under ``nsteps x 16 / ppn`` down to 32 KiB). ``nchannels``: NCCL's channels (a twin tree channel runs
+    two of them). 0 for Simple (:func:`chunk_size`).
+
+    >>> ll_chunk_size("tree", "LL128", 1 << 28, 32, 16, 8), ll_chunk_size("tree", "LL", 1 << 28, 32, 16, 8)
+    (144000, 32768)
+    """
+    if protocol == "LL":
+        return LL_STEP // 2
+    if protocol != "LL128":
+        return 0
+    chunk = LL128_STEP // LL128_LINE_ELEMS * LL128_DATA_ELEMS
+    if algorithm == "tree":
+        nodes, ppn = max(int(n_nodes), 1), max(int(ppn), 1)
+        nsteps = 1 + (nodes.bit_length() - 1) + 0.1 * ppn
+        nc = max(int(nchannels), 1)
+        while nbytes // (nc * chunk) < nsteps * 64 / ppn and chunk > 131072:
+            chunk //= 2
+        while nbytes // (nc * chunk) < nsteps * 16 / ppn and chunk > 32768:
+            chunk //= 2
+    return chunk
+
+
 def nvls_one_node_fill(collective: str, heads: int, unit_time: float, max_share: float,
                        cfg: ChunkConfig = ChunkConfig()) -> tuple[float, float]:
     """The fill of one-node NVLS (module docstring) as :meth:`sim.fabric.results.CollectiveResult.fill` takes it:

@@ -182,7 +182,8 @@ def _solve_classes(flows: FlowSet, capacity: np.ndarray, progress):
     return max_min_rates(ptr, links, capacity, progress=progress, weight=weight)[cls], cls, ptr, links, weight
 
 
-def pipeline_fill(res: PhaseResult, ops: float = 1.0, nvlink_channel_rate: float = np.inf) -> float:
+def pipeline_fill(res: PhaseResult, ops: float = 1.0, nvlink_channel_rate: float = np.inf,
+                  network_only: bool = False) -> float:
     """Seconds per chunk byte that a Simple chunk spends filling ``res``'s pipeline (:mod:`sim.fabric.chunking`):
     along the phase's critical path (its latency pipelines: chains and trees walked to their end), the sum over its
     transfers of the time a byte of a chunk takes on each, less the slowest transfer's (the steady state the rates
@@ -191,7 +192,12 @@ def pipeline_fill(res: PhaseResult, ops: float = 1.0, nvlink_channel_rate: float
     (NCCL's concurrent operations), each at its share of the transfer's rate. An NVLink hop, idle but for the
     chunk while the pipeline fills, moves it at one channel's rate (``nvlink_channel_rate``: NCCL's per-channel
     share of the GPU's NVLink), or faster where the solved rate is. 0 for phases that are not pipelines to the
-    end (rings, AllToAll, PAT, single-host NVLS)."""
+    end (rings, AllToAll, PAT, single-host NVLS).
+
+    ``network_only``: the fill of LL and LL128, which stream line by line over NVLink but are stored and forwarded
+    a step at a time at each network hop (NCCL's send proxy posts a step only once the GPU has written all of it,
+    ``sendProxyProgress`` in ``src/transport/net.cc`` [S210]): the sum over the critical path's network transfers
+    only, less the slowest transfer's where that is one of them."""
     ph = res.phase
     if ph.mode != "sync" or ph.lat_next is None or ph.lat_span != 0 or res.rates.size == 0:
         return 0.0
@@ -205,8 +211,12 @@ def pipeline_fill(res: PhaseResult, ops: float = 1.0, nvlink_channel_rate: float
     per[nvl] = np.minimum(per[nvl], 1.0 / nvlink_channel_rate)
     if not np.isfinite(per).all():
         return 0.0
+    top = float(per.max())
+    if network_only:
+        per = np.where(nvl, 0.0, per)
+        top = top if float(per.max()) >= top else 0.0
     (sec, _, _), = critical_paths(ph, per, np.zeros(P, dtype=bool), [(0.0, 0.0)])
-    return max(sec - float(per.max()), 0.0)
+    return max(sec - top, 0.0)
 
 
 def protocol_latencies(plan: CollectivePlan, phases: list[PhaseResult], latency: LatencyModel | None = None,
@@ -360,6 +370,7 @@ def run_collective(topo, gpus, collective: str, sizes, *, algorithm: str = "ring
     per_channel = nvlink_rate(topo, eff) / max(plan.channels, 1)
     for res in phases:
         res.fill, res.chunk_ops = pipeline_fill(res, ops, per_channel), ops
+        res.fill_net = pipeline_fill(res, ops, per_channel, network_only=True)
     if plan.algorithm == "nvls" and plan.n_hosts == 1 and phases:      # the kernel's warp-group stages
         res = phases[0]
         res.fill, res.chunk_ops = nvls_one_node_fill(plan.collective, plan.n_ranks, res.unit_time,

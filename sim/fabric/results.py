@@ -9,7 +9,7 @@ import numpy as np
 
 from sim.core.flowset import FlowSet
 from sim.core.units import GB, IDX
-from sim.fabric.chunking import ChunkConfig, chunk_size
+from sim.fabric.chunking import ChunkConfig, chunk_size, ll_chunk_size
 from sim.fabric.collectives import CollectivePlan, Phase
 from sim.fabric.flows import link_names
 from sim.fabric.nccl import DEFAULT_UDP_SPORT
@@ -41,6 +41,7 @@ class PhaseResult:
     link_flows: np.ndarray | None = None         # (E + 2G,) how many of its flows cross each link
     fill: float = 0.0                            # s per chunk byte a Simple chunk spends filling the pipeline
     chunk_ops: float = 1.0                       # NCCL's chunk streams each transfer carries side by side
+    fill_net: float = 0.0                        # s per chunk byte an LL / LL128 step spends at the network hops
 
 
 @dataclass
@@ -144,18 +145,25 @@ class CollectiveResult:
     def fill(self, size: float, protocol: str) -> float:
         """Seconds the pipeline's fill adds for ``size`` bytes (:mod:`sim.fabric.chunking`): with Simple, NCCL's
         chunk for the size (at most what one of a transfer's chunk streams carries) times each phase's fill per
-        chunk byte."""
-        if protocol != SIMPLE or self.chunking is None:
+        chunk byte; with LL and LL128, NCCL's step for the size times each phase's fill over its network hops only
+        (the send proxy forwards a step once it is whole; over NVLink they stream)."""
+        if self.chunking is None:
             return 0.0
         p = self.plan
         algo = "chain" if p.collective in ("broadcast", "reduce") and p.algorithm == "ring" else p.algorithm
-        chunk = chunk_size(algo, int(size), max(p.n_ranks // max(p.n_hosts, 1), 1), self.chunking)
+        ppn = max(p.n_ranks // max(p.n_hosts, 1), 1)
+        if protocol == SIMPLE:
+            chunk = chunk_size(algo, int(size), ppn, self.chunking)
+        else:                                     # LL / LL128: a step at each network hop (chunking.ll_chunk_size)
+            nccl_channels = 2 * p.channels if algo == "tree" else p.channels   # a tree channel is NCCL's pair
+            chunk = ll_chunk_size(algo, protocol, int(size), nccl_channels, p.n_hosts, ppn)
         if chunk <= 0:
             return 0.0
         total = 0.0
         for ph in self.phases:
-            if ph.fill > 0:
-                total += ph.fill * min(chunk, size * float(np.max(ph.phase.share)) / ph.chunk_ops)
+            per = ph.fill if protocol == SIMPLE else ph.fill_net
+            if per > 0:
+                total += per * min(chunk, size * float(np.max(ph.phase.share)) / ph.chunk_ops)
         return total
 
     @property

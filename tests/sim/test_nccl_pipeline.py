@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from sim.fabric.achievable import nvlink_rate
-from sim.fabric.chunking import ChunkConfig, chunk_size
+from sim.fabric.chunking import ChunkConfig, chunk_size, ll_chunk_size
 from sim.fabric.netplugin import AWS_OFI_EFA, NCCL_IB, chunk_config, net_plugin
 from sim.fabric.netsim import nccl_comm, run_collective
-from sim.fabric.nccl_tuning import LL, SIMPLE, NcclComm, algo_time, choose, choose_algo
+from sim.fabric.nccl_tuning import LL, LL128, SIMPLE, NcclComm, algo_time, choose, choose_algo
 from sim.fabric.topology import load_topology
 from tests.sim.test_algorithms import LINE, h100
 
@@ -55,6 +55,43 @@ def test_tree_and_chain_chunk_is_one_step():
     assert chunk_size("tree", 1 << 30, 8) == (4 << 20) // 8
     assert chunk_size("chain", 1 << 30, 8, ChunkConfig(buffsize=8 << 20)) == 1 << 20
     assert chunk_size("ring", 1 << 30, 8) == 0 and chunk_size("pat", 1 << 30, 1) == 0
+
+
+def test_ll_and_ll128_chunks():
+    """LL: half its 64 KiB step; LL128: 15/16 of its 600 KiB step (576,000 bytes), which a tree halves while
+    nBytes / (nChannels x chunk) is under nstepsLL128 x 64 / ppn (down to 128 KiB), then under nstepsLL128 x 16 / ppn
+    (down to 32 KiB); nstepsLL128 = 1 + log2(nodes) + 0.1 ppn (enqueue.cc calcCollChunking)."""
+    assert ll_chunk_size("tree", LL, 1 << 28, 32, 16, 8) == 32768
+    assert ll_chunk_size("ring", LL128, 1 << 20, 32, 16, 8) == 576000        # no halving outside the tree
+    assert ll_chunk_size("tree", SIMPLE, 1 << 28, 32, 16, 8) == 0
+    # 16 nodes: nsteps 5.8, threshold 46.4 chunks; 256 MiB / (32 x 576,000) = 14 -> 288,000: 29 -> 144,000: 58.
+    assert ll_chunk_size("tree", LL128, 1 << 28, 32, 16, 8) == 144000
+    # 2 nodes, 1 MiB: the first loop stops at 72,000 (not above 128 KiB), the second (5.6 chunks) at 18,000.
+    assert ll_chunk_size("tree", LL128, 1 << 20, 32, 2, 8) == 18000
+
+
+def test_ll128_fill_is_the_network_hops_only():
+    """LL / LL128 stream over NVLink but are stored and forwarded a step at a time at a network hop (net.cc's send
+    proxy). Inside one host a tree's LL128 has no fill (Simple's chain has); over 2 hosts the critical path crosses
+    the network twice (up and down), so the fill is one network hop of the chunk (two, less the slowest's), with
+    NCCL's LL128 chunk for the size (NCCL's channels twice the twin's tree channels)."""
+    one = run_collective(h100(), np.arange(8), "allreduce", [1 << 26], algorithm="tree", efficiencies=LINE)
+    assert one.fill(1 << 26, LL128) == 0.0 < one.fill(1 << 26, SIMPLE)
+    size = 1 << 28
+    r = run_collective(h100(), np.arange(16), "allreduce", [size], algorithm="tree", efficiencies=LINE)
+    ph = r.phases[0]
+    assert r.critical_hops[LL128][0] == 2
+    net = np.asarray(ph.hop_network, dtype=bool)
+    per = np.zeros(len(ph.phase.src))
+    np.maximum.at(per, ph.flows.transfer, ph.flows.share / ph.rates)
+    per = per / ph.phase.share
+    nvl = np.minimum(per[~net], r.plan.channels / nvlink_rate(h100(), LINE))   # an NVLink hop at a channel's rate
+    # Two network hops of the chunk, less the slowest hop's where that is a network one (the steady state's).
+    expected = 2 * per[net].max() - (per[net].max() if per[net].max() >= nvl.max() else 0.0)
+    assert ph.fill_net == pytest.approx(expected, rel=1e-9)
+    chunk = ll_chunk_size("tree", LL128, size, 2 * r.plan.channels, 2, 8)
+    assert r.fill(size, LL128) == pytest.approx(ph.fill_net * min(chunk, size / (2 * r.plan.channels)), rel=1e-9)
+    assert 0 < r.fill(size, LL128) < r.fill(size, SIMPLE)
 
 
 # ------------------------------------------------------------------------------------------------ pipeline fill
