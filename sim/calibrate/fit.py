@@ -178,13 +178,6 @@ def fit(entries: list[Entry], names: list[str] | None = None, *, cluster=None,
             break
         live = [p for p in live if not why[p.name]]
     values = {p.name: fitted_now[p.name] for p in live} if live else {}
-    for p in live:
-        lo, hi = p.z_bounds
-        zi = p.to_z(values[p.name])
-        if abs(zi - lo) < 1e-9 or abs(zi - hi) < 1e-9:
-            side = "lower" if abs(zi - lo) < 1e-9 else "upper"
-            warnings.append(f"{p.name}: at its {side} bound {values[p.name]:g} (the measurements would take it "
-                            f"beyond)")
     for r_ in refused:
         warnings.append(f"{r_['name']}: refused ({r_['reason']}): kept at its start; {r_['would']} would "
                         f"determine it")
@@ -266,7 +259,19 @@ def _determined(params, z, r, J, warnings, kinds=None):
     else:
         warnings.append(f"{n} observations for {k} parameters: no interval (need more observations than "
                         f"parameters)")
+    for j, p in enumerate(params):
+        side = at_bound(p, float(z[j]))
+        if why[p.name] is None and side:
+            why[p.name] = (f"its optimum is at its {side} bound {p.from_z(float(z[j])):g}: the bound sets it, not "
+                           f"the measurements (they would take it beyond)")
     return why, ci, rank, [float(x) for x in sv]
+
+def at_bound(p, z: float) -> str | None:
+    """``"lower"``/``"upper"`` when ``z`` (the transformed coordinate) sits on that bound of ``p``, else None."""
+    lo, hi = p.z_bounds
+    tol = 1e-6 * (hi - lo)
+    return "lower" if z - lo < tol else "upper" if hi - z < tol else None
+
 
 def covariance(Jv: np.ndarray, r: np.ndarray, dof: int, kinds=None) -> np.ndarray:
     """The parameters' covariance at the optimum of the unweighted log-space fit, with the residuals' variance

@@ -228,6 +228,26 @@ def test_interval_is_the_linearised_one():
     assert lo == pytest.approx(g - half, rel=1e-4) and hi == pytest.approx(g + half, rel=1e-4)
 
 
+def test_a_parameter_whose_optimum_is_at_a_bound_is_refused():
+    """Measurements that want a parameter beyond its bounds leave it at the bound: the bound sets that value, not
+    the data, so it is refused (kept at its start) and the refusal says which bound."""
+    entries = _job_entries(6)
+    noise = np.array([0.02, -0.01, 0.015, -0.03, 0.01, 0.0])
+    for e, z in zip(entries, noise):
+        e.observations[0].measured = 1.0 / 0.3 * math.exp(z)          # wants gemm_efficiency about 0.3
+
+    class One(Predictor):
+        def entry(self, k, theta):
+            return [1.0 / theta.get("gemm_efficiency", 0.75)]
+
+    demo = load_topology("demo-256")[1]
+    r = fit(entries, ["gemm_efficiency"], cluster=demo, predictor=One(demo, entries), folds=3,
+            bounds={"gemm_efficiency": (0.5, 5.0)})
+    (refusal,) = r.refused
+    assert refusal["name"] == "gemm_efficiency" and "at its lower bound 0.5" in refusal["reason"]
+    assert "gemm_efficiency" not in r.values
+
+
 def test_interval_takes_each_kinds_own_scatter():
     """The residual variance is per measurement kind: a parameter read by one tight kind alone keeps the narrow
     interval of that kind's scatter however loose another kind is; with one kind it is the classical
