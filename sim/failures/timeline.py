@@ -47,6 +47,7 @@ from sim.core.progress import silent, span
 from sim.failures import rates as fr
 from sim.failures.detection import detection_table
 from sim.failures.prepare import Prepared, prepare
+from sim.failures.spares import SparePool
 
 STATES = ("training", "checkpointing", "down", "restarting", "degraded")
 TRAINING, CHECKPOINTING, DOWN, RESTARTING, DEGRADED = range(len(STATES))
@@ -85,8 +86,7 @@ class Timeline:
         self.stalled: float | None = None     # down since then: the fabric left the job no path
         self.failed_net: dict[int, float] = {}           # network item -> repair time (degrading)
         self.throttled: dict[int, float] = {}            # GPU index -> repair time
-        self.spare_free = ctx.spares
-        self.spare_back: list[float] = []
+        self.spares = SparePool(ctx.spares)
         self.phase = dict.fromkeys(PHASES, 0.0)
         self.cause: dict[str, float] = {}
         self.counts: dict[str, int] = {}
@@ -375,8 +375,9 @@ class Timeline:
             self._lose("recompute", min(lost, self.wall_s), [name])
             event.update(lost_work=lost, restored_from=start)
             self.detected[name] = self.detected.get(name, 0.0) + min(detect, self.wall_s - t)
-            wait = self._wait(t + detect, t if failed_at is None else failed_at, name, item) \
-                if c.replaces_host else 0.0
+            need = int(ctx.net_hosts[item]) if name == "network" else 1
+            repaired = (t if failed_at is None else failed_at) + ctx.repair_s[name]
+            wait = self.spares.wait(t + detect, need, repaired) if c.replaces_host else 0.0
             if until_repair:                       # the fabric has no path left: wait for the item's repair
                 wait = max(wait, t + ctx.repair_s[name] - (t + detect))
             spans = [("detection", detect), ("wait", wait), ("restart", ctx.params["restart_s"]),
@@ -396,43 +397,13 @@ class Timeline:
         self._event(event)
         return seq + 1
 
-    def _release_spares(self, at: float) -> None:
-        while self.spare_back and self.spare_back[0] <= at:
-            heapq.heappop(self.spare_back)
-            self.spare_free += 1
-
     def _swap_throttled(self, at: float) -> None:
         """A restart leaves throttled GPUs behind: each host with one moves to a free spare (back when repaired)."""
-        self._release_spares(at)
+        self.spares.release(at)
         for item, repaired in list(self.throttled.items()):
-            if self.spare_free <= 0:
+            if not self.spares.lend(repaired):
                 break
-            self.spare_free -= 1
-            heapq.heappush(self.spare_back, repaired)
             del self.throttled[item]
-
-    def _wait(self, at: float, failed_at: float, name: str, item: int) -> float:
-        """Seconds from ``at`` until the job has healthy hosts for the failed ones: free spares at once (a used one
-        comes back when the failed host is repaired), else the first spare back or the repair, whichever first."""
-        need = int(self.ctx.net_hosts[item]) if name == "network" else 1
-        repaired = failed_at + self.ctx.repair_s[name]
-        self._release_spares(at)
-        if self.spare_free >= need:
-            self.spare_free -= need
-            for _ in range(need):
-                heapq.heappush(self.spare_back, repaired)
-            return 0.0
-        short = need - self.spare_free
-        back = sorted(self.spare_back)
-        via_spares = back[short - 1] if len(back) >= short else math.inf
-        if via_spares < repaired:
-            for _ in range(short):
-                heapq.heappop(self.spare_back)
-            self.spare_free = 0
-            for _ in range(need):
-                heapq.heappush(self.spare_back, repaired)
-            return via_spares - at
-        return max(0.0, repaired - at)
 
     def _heal(self, t: float, data) -> None:
         name, item = data

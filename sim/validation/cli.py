@@ -5,8 +5,8 @@
 
 ``--kind`` and ``--cross-validate`` are :data:`sim.validation.params.VALIDATE`'s (the run kind's parameters);
 ``--check`` cross-validates (5 folds unless ``--cross-validate`` says) and exits 1 when a threshold breaks or, on the
-repository's corpus, when docs/validation.md is not what ``--markdown`` prints; ``--regression`` (what CI holds
-while the thresholds are not all met) exits 1 when a median (overall, or a kind's) rose more than one point above
+repository's corpus, when docs/validation.md is not what ``--markdown`` prints (CI runs it); ``--regression``
+exits 1 when a median (overall, or a kind's) rose more than one point above
 the one docs/validation.md commits, or that file is not what ``--markdown`` prints; ``--markdown`` prints
 docs/validation.md; ``--fit`` fits the fitted factors across the corpus and writes ``sim/core/fitted.toml``
 first. Refused input (a malformed corpus file, naming the file and field) exits 2 (:func:`sim.cli.main`).
