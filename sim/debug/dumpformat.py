@@ -25,6 +25,9 @@ from sim.core.params import MAX_GPUS
 
 DUMP_PREFIX = "nccl_trace_rank_"      # PyTorch's TORCH_NCCL_DEBUG_INFO_TEMP_FILE default, /tmp/nccl_trace_rank_ [S32]
 PLACEMENT_FILE = "twin_placement.json"      # rank -> GPU id, written beside our dumps
+# ... or beside their folder, named after it (``<folder>.placement.json``): where a download puts it, so that the
+# folder holds nothing PyTorch does not write (sim.debug.archive)
+PLACEMENT_SIDECAR = ".placement.json"
 FR_VERSION = "2.10"                   # FlightRecorder's version_val in PyTorch 2.13 [S33]
 NCCL_VERSION = "2.27.5"               # comm_lib_version written in the dumps (the NCCL PyTorch 2.13 ships)
 THREAD_NAME = "pt_nccl_watchdg"

@@ -22,7 +22,7 @@ import numpy as np
 from sim.core.progress import silent
 from sim.debug.dumpformat import (DUMP_PREFIX, ENTRIES_MARK, ENTRY_KEYS, FIXED_HEAD, FIXED_STRINGS, FR_VERSION,
                                   LONG8, NCCL_VERSION, NONE10, NONE_FILL, PLACEMENT_FILE, POP, TAIL, THREAD_NAME, TOP,
-                                  memo_get, memo_put, pickle_int, pickle_str, record_dtype)
+                                  DumpError, memo_get, memo_put, pickle_int, pickle_str, record_dtype)
 from sim.debug.programs import DIM_NAMES, OPS
 
 OP_COLUMNS = ("dim", "op", "peer", "elem", "numel_in", "numel_out")     # the Op fields a dump shows
@@ -373,3 +373,22 @@ def rank_dumps(ds: DumpSet, by_stage: bool = False):
     pg_config = {}                                                 # (dim, group) -> its pg_config bytes
     for rank, lay, sd, j, raw in rank_records(ds, by_stage):
         yield rank, (lay.header(ds, rank, int(sd.n_present[j]), int(sd.n_done[j]), pg_config), raw, TAIL)
+
+
+def rank_dump(ds: DumpSet, rank: int) -> tuple:
+    """The file's parts (header bytes, records as uint8, tail bytes) of ``rank``'s dump alone, its stage the only
+    one looked at (the rank's position in its pipeline, ``group_ranks['pp']``); DumpError when the job has no such
+    rank or the rank left no dump (its process is gone: ``dead``)."""
+    R = ds.gpus.size
+    if not 0 <= rank < R:
+        raise DumpError(f"rank {rank}: not a rank of the job (0..{R - 1:,})")
+    chain = ds.group_ranks["pp"][int(ds.rank_group["pp"][rank])]
+    k = int(np.flatnonzero(chain == rank)[0])
+    if not (k < len(ds.stages) and ds.stages[k].stage == k and rank in ds.stages[k].ranks):
+        k = next(i for i in range(len(ds.stages)) if rank in ds.stages[i].ranks)
+    sd = ds.stages[k]
+    j = int(np.flatnonzero(sd.ranks == rank)[0])
+    if ds.dead[rank] or not sd.live[j]:
+        raise DumpError(f"rank {rank}: left no dump (its process was gone when the others dumped)")
+    lay = StageLayout(ds, sd)
+    return lay.header(ds, rank, int(sd.n_present[j]), int(sd.n_done[j]), {}), lay.records(ds, sd, j), TAIL
