@@ -272,9 +272,9 @@ class RunViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
 
     @extend_schema(responses={(200, "application/gzip"): OpenApiTypes.BINARY, (200, "application/zip"):
                               OpenApiTypes.BINARY, 400: OpenApiTypes.OBJECT, 404: OpenApiTypes.OBJECT},
-                   filters=False, parameters=[DUMPS_ARCHIVE_PARAM,
-                                              OpenApiParameter("rank", int, OpenApiParameter.PATH,
-                                                               description="the rank whose dump to download")])
+                   filters=False, operation_id="runs_dumps_rank_retrieve",
+                   parameters=[DUMPS_ARCHIVE_PARAM, OpenApiParameter("rank", int, OpenApiParameter.PATH,
+                                                                     description="the rank whose dump to download")])
     @action(detail=True, url_path=r"dumps/(?P<rank>[0-9]{1,9})", filter_backends=[], pagination_class=None)
     def rank_dumps(self, request, pk=None, rank=None):
         """One rank's dump of a run that keeps dumps, as an archive (``archive``: tar.gz or zip) holding the
@@ -313,7 +313,7 @@ class RunViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         try:
             pieces = archive.stream(dumps, top, path.stat().st_mtime, fmt, rank=rank)
         except DumpError as e:                         # a rank the job lacks, or one that left no dump
-            return Response({"detail": f"run {run.pk} has no dump of {scrub(str(e))}"},
+            return Response({"detail": f"run {run.pk} has no such dump: {scrub(str(e))}"},
                             status=status.HTTP_404_NOT_FOUND)
         out = StreamingHttpResponse(pieces, content_type=archive.FORMATS[fmt])
         out["Content-Disposition"] = f'attachment; filename="{top}.{fmt}"'
