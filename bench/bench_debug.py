@@ -50,7 +50,7 @@ def main():
     t, c = time.perf_counter(), time.process_time()
     packed = os.path.join(tempfile.gettempdir(), f"bench_debug_{os.getpid()}.tar.gz")
     with open(packed, "wb") as f:
-        archive.pack(out, f)
+        archive.pack(out, f, "bench-dumps")
     t_pack, c_pack, packed_bytes = time.perf_counter() - t, time.process_time() - c, os.path.getsize(packed)
     os.unlink(packed)
     load.append(os.getloadavg()[0])

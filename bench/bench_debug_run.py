@@ -98,7 +98,7 @@ def main() -> None:
         kept = files.stored_dumps(run.pk)
         s = run.summary
         t, c = time.perf_counter(), time.process_time()
-        tar_bytes = sum(len(piece) for piece in archive.stream(dumpstate.load(kept, keep=1), kept.stat().st_mtime))
+        tar_bytes = sum(len(piece) for piece in archive.stream(dumpstate.load(kept, keep=1), files.dumps_folder(run.pk), kept.stat().st_mtime))
         t_download, c_download = time.perf_counter() - t, time.process_time() - c
         load.append(os.getloadavg()[0])
 

@@ -87,8 +87,11 @@ function renderCulprit(el, doc) {
       ${links.length ? ` · <a id="fabric-link" href="${clusterPath("fabric/")}#links=${links.map((l) => l.id)
         .join(",")}&from=${from}">links on the fabric page</a>` : ""}
       · ${doc.dumps_refusal ? `<span id="dumps-link">dumps: ${esc(doc.dumps_refusal)}</span>`
-        : `<a id="dumps-link" href="/api/runs/${doc.id}/dumps/" download title="the archive is built as it downloads (tens of seconds at 16,384 ranks)">dumps
-          (${fmt.bytes(s.dumps_written_bytes ?? s.dumps_bytes)} of files, tar.gz)</a>`}
+        : `<a id="dumps-link" href="/api/runs/${doc.id}/dumps/" download title="a folder of every rank's flight recorder dump, as PyTorch's fr_trace reads it once unpacked; built as it downloads (tens of seconds at 16,384 ranks)">dumps
+          (${fmt.bytes(s.dumps_written_bytes ?? s.dumps_bytes)} of files, tar.gz)</a>
+          <a id="dumps-zip-link" href="/api/runs/${doc.id}/dumps/?archive=zip" download>zip</a>${
+          c && (c.ranks ?? []).length ? ` · <a id="rank-dump-link" href="/api/runs/${doc.id}/dumps/${c.ranks[0]}/" download
+            title="this rank's dump alone, in a folder of its own (tar.gz)">rank ${c.ranks[0]}'s dump</a>` : ""}`}
       · <a href="/experiments/${doc.id}/">run #${doc.id}</a></p>`;
 }
 

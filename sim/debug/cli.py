@@ -3,7 +3,7 @@
     python -m sim debug --preset meta-roce-24k --gpus 16384 --tp 8 --pp 16 --dp 128 --inject hang:rank=12345 \\
         --dump DIR [--json]
     python -m sim debug analyze DIR [--preset meta-roce-24k | --spec FILE] [--json]
-    python -m sim debug unpack ARCHIVE DIR
+    python -m sim debug unpack ARCHIVE DIR        (a legacy archive; a download of today: tar xzf / unzip)
     python -m sim startup --gpus 1024:32768 [--json]
 
 Options come from :data:`sim.debug.params.DEBUG` and :data:`sim.debug.params.STARTUP`; ``--preset``/``--spec``, ``--dump``,
@@ -69,12 +69,14 @@ def add_parsers(sub) -> None:
     _where(a, default=False)
     a.add_argument("--json", action="store_true", help="print the result (schema in docs/debugging.md)")
     a.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
-    u = sub.add_parser("debug-unpack", help="(python -m sim debug unpack ARCHIVE DIR) a debug run's dumps archive "
-                                            "back into its folder",
-                       description="Unpack the dumps archive of a twin's debug run (GET /api/runs/<id>/dumps/: a "
-                                   "tar.gz of the dumps in byte columns, docs/debugging.md) into DIR, the files as "
-                                   "the rehearsal wrote them (debug analyze DIR and PyTorch's fr_trace read them).")
-    u.add_argument("archive", metavar="ARCHIVE", help="the run's dumps archive (run-<id>-dumps.tar.gz)")
+    u = sub.add_parser("debug-unpack", help="(python -m sim debug unpack ARCHIVE DIR) a legacy debug run's dumps "
+                                            "archive (byte columns) back into its folder",
+                       description="Unpack a dumps archive the twin made before its downloads held the dumps as they "
+                                   "are (a tar.gz of the dumps in byte columns, nccl_trace_rank_<rank>.cols145, "
+                                   "docs/debugging.md) into DIR, the files as the rehearsal wrote them (debug analyze "
+                                   "DIR and PyTorch's fr_trace read them). A download of today unpacks with tar xzf "
+                                   "or unzip.")
+    u.add_argument("archive", metavar="ARCHIVE", help="the run's legacy dumps archive (run-<id>-dumps.tar.gz)")
     u.add_argument("folder", metavar="DIR", help="folder for the dumps (created if missing)")
     u.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     s = sub.add_parser("startup", help="process-group start-up time over job size",

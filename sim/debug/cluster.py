@@ -12,7 +12,7 @@ import os
 
 import numpy as np
 
-from sim.debug.dumpformat import MAX_DUMP_BYTES, PLACEMENT_FILE, DumpError
+from sim.debug.dumpformat import MAX_DUMP_BYTES, PLACEMENT_FILE, PLACEMENT_SIDECAR, DumpError
 from sim.fabric.names import host_names
 from sim.fabric.placement import place
 from sim.fabric.topology import load_topology
@@ -32,7 +32,7 @@ def load_cluster(cluster_or_spec):
 
 def rank_placement(cluster, folder, world, placement=None) -> dict | None:
     """Rank -> GPU, host names and the topology, when the cluster is known: the placement file written beside our
-    dumps (or ``placement``, (rank -> GPU, cluster name, its GPUs), for dumps made in memory with no folder), else
+    dumps (:func:`placement_path`; or ``placement``, (rank -> GPU, cluster name, its GPUs), for dumps made in memory with no folder), else
     ranks on the cluster's GPUs in the topology placement (seed 0). None without a cluster. DumpError naming both
     when the dumps do not match the cluster: written on another one (the placement file names it), a rank on a GPU
     the cluster lacks, or more ranks than its GPUs."""
@@ -40,7 +40,7 @@ def rank_placement(cluster, folder, world, placement=None) -> dict | None:
         return None
     topo, name = load_cluster(cluster)
     n = int(world.max()) + 1 if world.size else 0
-    path = os.path.join(folder, PLACEMENT_FILE) if folder is not None else "the placement"
+    path = placement_path(folder) if folder is not None else "the placement"
     gpus = None
     if placement is not None or os.path.isfile(path):
         gpus, wrote_on, wrote_gpus = _placement(path) if placement is None else placement
@@ -61,6 +61,15 @@ def rank_placement(cluster, folder, world, placement=None) -> dict | None:
     rank_host = np.asarray(topo.gpu_host)[gpus]
     return {"topo": topo, "gpus": gpus, "hosts": hosts, "rank_host": rank_host,
             "host_names": [hosts[h] for h in rank_host.tolist()]}
+
+
+def placement_path(folder) -> str:
+    """Where a folder of our dumps has its placement file: inside it (``twin_placement.json``, as the command line
+    writes it) or, failing that, beside it, named after it (``<folder>.placement.json``, as a download unpacks:
+    :mod:`sim.debug.archive`). The one inside when neither exists."""
+    inside = os.path.join(folder, PLACEMENT_FILE)
+    beside = os.path.normpath(os.path.abspath(folder)) + PLACEMENT_SIDECAR
+    return beside if not os.path.isfile(inside) and os.path.isfile(beside) else inside
 
 
 def _placement(path) -> tuple[np.ndarray, str | None, int | None]:

@@ -10,7 +10,10 @@ The dict is the one ``torch._C._distributed_c10d._dump_nccl_trace`` pickles (Fli
 ``entries`` (record_id, pg_id, process_group (name, desc), collective_seq_id, p2p_seq_id, op_id, profiling_name,
 time_created_ns, input/output sizes and dtypes, state, time_discovered_started/completed_ns, retired, timeout_ms,
 is_p2p, frames) [S32, S33]. File names: ``nccl_trace_rank_<rank>`` (TORCH_NCCL_DEBUG_INFO_TEMP_FILE's default
-prefix). An extra key ``twin_memo`` holds the strings the entries refer to (memo positions, one byte each).
+prefix). Nothing else: the unpickled dict holds PyTorch's keys only. The strings the entries refer to (memo
+positions, one byte each) are put in the pickle's memo before the top dict, each pushed, memoized (BINPUT) and popped
+(POP), so they leave no object behind; the first of them (:data:`FIXED_STRINGS`, ending with :data:`LAYOUT_TAG`) are
+what tells the reader a file is in this layout (:data:`FIXED_HEAD`).
 """
 from __future__ import annotations
 
@@ -22,6 +25,9 @@ from sim.core.params import MAX_GPUS
 
 DUMP_PREFIX = "nccl_trace_rank_"      # PyTorch's TORCH_NCCL_DEBUG_INFO_TEMP_FILE default, /tmp/nccl_trace_rank_ [S32]
 PLACEMENT_FILE = "twin_placement.json"      # rank -> GPU id, written beside our dumps
+# ... or beside their folder, named after it (``<folder>.placement.json``): where a download puts it, so that the
+# folder holds nothing PyTorch does not write (sim.debug.archive)
+PLACEMENT_SIDECAR = ".placement.json"
 FR_VERSION = "2.10"                   # FlightRecorder's version_val in PyTorch 2.13 [S33]
 NCCL_VERSION = "2.27.5"               # comm_lib_version written in the dumps (the NCCL PyTorch 2.13 ships)
 THREAD_NAME = "pt_nccl_watchdg"
@@ -72,11 +78,13 @@ NONE10 = b"N" + b"J\x00\x00\x00\x00" + b"0" + b"K\x00" + b"0"
 NONE_FILL = int(np.frombuffer(NONE10[2:], "<i8")[0])                   # those 8 bytes read as the timestamp field
 FIXED_STRINGS = list(ENTRY_KEYS) + list(STATES) + list(DTYPES.values()) + [THREAD_NAME, "1", FR_VERSION,
                                                                          NCCL_VERSION, LAYOUT_TAG]
-# How a fixed-layout dump starts (PROTO 2, the top dict, the twin_memo key) and what precedes its entries' records.
-HEAD = b"\x80\x02}(" + pickle_str("twin_memo")
+POP = b"0"                                                             # drops what a memo definition pushed
 ENTRIES_MARK = pickle_str("entries") + b"]("
-# Every dump's header starts with twin_memo's fixed strings (the reader parses them once: sim.debug.safeload).
-FIXED_HEAD = HEAD + b"](" + b"".join(pickle_str(s) + memo_put(i) for i, s in enumerate(FIXED_STRINGS))
+# How every fixed-layout dump starts: PROTO 2 and the fixed strings put in the memo, each popped (no object, no key:
+# the reader parses them once, sim.debug.safeload, and knows the layout by them); the top dict (TOP) follows the
+# rank's own memo strings.
+FIXED_HEAD = b"\x80\x02" + b"".join(pickle_str(s) + memo_put(i) + POP for i, s in enumerate(FIXED_STRINGS))
+TOP = b"}("                                                            # EMPTY_DICT, MARK: the dump_dict's items
 TAIL = b"eu."                                                          # APPENDS, SETITEMS, STOP
 
 

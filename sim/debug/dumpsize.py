@@ -15,7 +15,7 @@ from sim.debug.dumpformat import ENTRY_KEYS, record_dtype
 
 # Bytes of one entry in our fixed layout: the writer's numpy record (145 bytes), so the estimate follows the writer.
 ENTRY_BYTES = record_dtype({k: i for i, k in enumerate(ENTRY_KEYS)})[0].itemsize
-# A dump's header: twin_memo, pg_config, pg_status. Measured 2.4 kB at 16,384 ranks (TP 8 x PP 16 x DP 128,
+# A dump's header: the memo's strings, pg_config, pg_status. Measured 2.4 kB at 16,384 ranks (TP 8 x PP 16 x DP 128,
 # bench/bench_debug.py: 4.79 GB for 16,384 x 2,000 entries); bounded by 4 kB plus 8 bytes per member of the rank's
 # groups (their ranks as text).
 HEADER_BYTES = 4096

@@ -15,8 +15,8 @@ import re
 
 import numpy as np
 
-from sim.debug.dumpformat import (ENTRIES_MARK, ENTRY_KEYS, FIXED_HEAD, FR_VERSION, HEAD, LONG8, MAX_DUMP_BYTES,
-                                  MAX_RANK, NONE_FILL, TAIL, DumpError, record_dtype)
+from sim.debug.dumpformat import (ENTRIES_MARK, ENTRY_KEYS, FIXED_HEAD, FR_VERSION, LONG8, MAX_DUMP_BYTES, MAX_RANK,
+                                  NONE_FILL, TAIL, DumpError, record_dtype)
 from sim.debug.safeload import HeaderError, RefusedPickle, load_dump_pickle, parse_header
 
 _NAME = re.compile(r"^(.*?)(\d+)$")
@@ -135,15 +135,14 @@ def _fast(data, bufs: Buffers):
     (constant bytes in place, timestamps LONG1 or None, booleans, memo references in range). None if the file is not
     that layout (it is then read as PyTorch's)."""
     head = bytes(data[:1 << 16])
-    if not head.startswith(HEAD) or bytes(data[-3:]) != TAIL:
+    if not head.startswith(FIXED_HEAD) or bytes(data[-3:]) != TAIL:
         return None
     start = head.find(ENTRIES_MARK)
     if start < 0:
         return None
     start += len(ENTRIES_MARK)
     try:
-        top = parse_header(head[:start] + TAIL, FIXED_HEAD)  # our opcodes only: never pickle (safeload)
-        memo = top["twin_memo"]
+        top, memo = parse_header(head[:start] + TAIL, FIXED_HEAD)  # our opcodes only: never pickle (safeload)
         kidx = tuple(memo.index(k) for k in ENTRY_KEYS)
     except (HeaderError, KeyError, TypeError, ValueError):
         return None
@@ -169,7 +168,7 @@ def read_dump(path: str, rank: int, tab: Tables, bufs: Buffers | None = None,
             size = os.fstat(f.fileno()).st_size
             if size > max_bytes:
                 raise DumpError(f"{path}: {size:,} bytes, over the {max_bytes:,} a dump may have (MAX_DUMP_BYTES)")
-            if f.read(len(HEAD)) == HEAD:                       # ours: read whole (bounded), viewed as records
+            if f.read(len(FIXED_HEAD)) == FIXED_HEAD:           # ours: read whole (bounded), viewed as records
                 f.seek(0)
                 buf = bufs.get("file", size + 1, np.uint8)
                 n = f.readinto(buf)
@@ -235,6 +234,7 @@ def _fast_columns(path, top, memo, rec, tab: Tables) -> dict | None:
     the wrong kind of object (then pickle reads it). ``seq`` is the collective sequence id (p2p entries are not
     matched); ``pgs`` the groups the memo names."""
     _header(path, top, tab)
+    tab.backend = tab.backend or "nccl"                          # our dumps are NCCL's
     return _record_columns(memo, rec, tab)
 
 
@@ -296,8 +296,6 @@ def _header(path, top, tab: Tables):
     for name, info in cfg.items():
         if isinstance(info, dict) and info.get("name", name) != "":
             tab.pg(str(info.get("name", name)), str(info.get("desc", "")), members_of(path, info.get("ranks")))
-    if not tab.backend:
-        tab.backend = "nccl" if "twin_memo" in top else ""
 
 
 def members_of(path, ranks) -> np.ndarray | None:

@@ -73,10 +73,11 @@ _U4 = struct.Struct("<I")
 _KNOWN: dict = {}                    # a prefix every dump shares -> the parser's state after it (stack, marks, memo)
 
 
-def parse_header(data: bytes, known: bytes = b""):
+def parse_header(data: bytes, known: bytes = b"") -> tuple[object, list]:
     """The object of a pickle made of the opcodes our writer emits in a dump's header (PROTO 2, EMPTY_DICT,
-    EMPTY_LIST, MARK, BINUNICODE, BININT, BINPUT, BINGET, TUPLE2, APPENDS, SETITEMS, STOP); HeaderError for any
-    other opcode or a malformed one. Nothing is called, nothing imported. ``known``: a prefix many headers share
+    EMPTY_LIST, MARK, BINUNICODE, BININT, BINPUT, BINGET, POP, TUPLE2, APPENDS, SETITEMS, STOP), and its memo as a
+    list by position (positions 0, 1, ... with none left out, as our writer puts them); HeaderError for any other
+    opcode or a malformed one. Nothing is called, nothing imported. ``known``: a prefix many headers share
     (:data:`sim.debug.dumpformat.FIXED_HEAD`), parsed once and its state reused when ``data`` starts with it."""
     if known and data[:len(known)] == known:
         got = _KNOWN.get(known)
@@ -86,14 +87,22 @@ def parse_header(data: bytes, known: bytes = b""):
             got = _KNOWN[known] = _run(known, 2, [], [], {}, stop=False)
         stack, marks, memo = got
         stack = [x.copy() if isinstance(x, (list, dict)) else x for x in stack]
-        return _run(data, len(known), stack, list(marks), dict(memo))
+        return _with_memo(*_run(data, len(known), stack, list(marks), dict(memo)))
     if data[:2] != b"\x80\x02":
         raise HeaderError("not protocol 2")
-    return _run(data, 2, [], [], {})
+    return _with_memo(*_run(data, 2, [], [], {}))
+
+
+def _with_memo(top, memo: dict) -> tuple[object, list]:
+    try:
+        return top, [memo[i] for i in range(len(memo))]
+    except KeyError:
+        raise HeaderError("the memo's positions are not 0, 1, ... in order") from None
 
 
 def _run(data: bytes, i: int, stack: list, marks: list, memo: dict, stop: bool = True):
-    """The opcodes of ``data`` from ``i`` on: the object at STOP, or (``stop`` False) the state at the end."""
+    """The opcodes of ``data`` from ``i`` on: the object at STOP and the memo, or (``stop`` False) the state at
+    the end."""
     n = len(data)
     try:
         while i < n:
@@ -115,6 +124,10 @@ def _run(data: bytes, i: int, stack: list, marks: list, memo: dict, stop: bool =
             elif op == 0x4A:                                       # J BININT
                 stack.append(_I4.unpack_from(data, i)[0])
                 i += 4
+            elif op == 0x30:                                       # 0 POP (an object, never a mark: pickle's
+                if not stack or (marks and marks[-1] == len(stack)):  # POP of a bare mark drops the mark)
+                    raise HeaderError("POP with nothing to pop")
+                stack.pop()
             elif op == 0x28:                                       # ( MARK
                 marks.append(len(stack))
             elif op == 0x7D:                                       # } EMPTY_DICT
@@ -143,7 +156,7 @@ def _run(data: bytes, i: int, stack: list, marks: list, memo: dict, stop: bool =
             elif op == 0x2E:                                       # . STOP
                 if len(stack) != 1 or marks:
                     raise HeaderError("STOP with a stack left over")
-                return stack[0]
+                return stack[0], memo
             else:
                 raise HeaderError(f"opcode {op:#04x} at byte {i - 1} is not one our writer emits")
     except (IndexError, KeyError, TypeError, struct.error, UnicodeDecodeError) as e:

@@ -21,8 +21,8 @@ import numpy as np
 
 from sim.core.progress import silent
 from sim.debug.dumpformat import (DUMP_PREFIX, ENTRIES_MARK, ENTRY_KEYS, FIXED_HEAD, FIXED_STRINGS, FR_VERSION,
-                                  LONG8, NCCL_VERSION, NONE10, NONE_FILL, PLACEMENT_FILE, TAIL, THREAD_NAME, memo_get,
-                                  memo_put, pickle_int, pickle_str, record_dtype)
+                                  LONG8, NCCL_VERSION, NONE10, NONE_FILL, PLACEMENT_FILE, POP, TAIL, THREAD_NAME, TOP,
+                                  DumpError, memo_get, memo_put, pickle_int, pickle_str, record_dtype)
 from sim.debug.programs import DIM_NAMES, OPS
 
 OP_COLUMNS = ("dim", "op", "peer", "elem", "numel_in", "numel_out")     # the Op fields a dump shows
@@ -217,10 +217,10 @@ class StageLayout:
             raise RuntimeError("too many strings for one-byte memo references")
         pos = {s_: i for i, s_ in enumerate(FIXED_STRINGS)}
         self.pos = pos
-        self.memo_names = b"".join(pickle_str(s_) + memo_put(self.name_pos[j]) for j, s_ in names.items())
+        self.memo_names = b"".join(pickle_str(s_) + memo_put(self.name_pos[j]) + POP for j, s_ in names.items())
         self.memo_tuples = b"".join(memo_get(self.group_pos[sl]) + memo_get(self.group_pos[sl] + 1) + b"\x86"
-                                    + memo_put(self.tuple_base + k) for k, sl in enumerate(self.slots)) \
-            + b"]" + memo_put(self.frames_pos) + b"e"
+                                    + memo_put(self.tuple_base + k) + POP for k, sl in enumerate(self.slots)) \
+            + b"]" + memo_put(self.frames_pos) + POP
         # per slot: the group's last collective / p2p sequence id up to each op (pg_status of a rank that recorded
         # a prefix of its program)
         self.last_seq = {}
@@ -264,7 +264,7 @@ class StageLayout:
         self.template = t
         self.template_bytes = t.view(np.uint8)
         self.head = FIXED_HEAD
-        self.middle = (self.memo_names + self.memo_tuples + pickle_str("version") + memo_get(pos[FR_VERSION])
+        self.middle = (self.memo_names + self.memo_tuples + TOP + pickle_str("version") + memo_get(pos[FR_VERSION])
                        + pickle_str("comm_lib_version") + memo_get(pos[NCCL_VERSION]) + pickle_str("pg_config") + b"}(")
         self.status_head = b"u" + pickle_str("pg_status") + b"}("
         self.status_keys = [(pickle_str(str(k + 1)) + b"}(" + pickle_str("last_enqueued_collective"), pickle_str("last_started_collective"),
@@ -272,9 +272,9 @@ class StageLayout:
         self.tail = b"u" + ENTRIES_MARK
 
     def header(self, ds: DumpSet, rank: int, n_present: int, n_done: int, pg_config: dict) -> bytes:
-        """The pickle up to the entries list: PROTO 2, the top dict, twin_memo (defines the memo), version,
-        comm_lib_version, pg_config, pg_status. ``pg_config``: the bytes of each group's memo strings and config,
-        built once per group."""
+        """The pickle up to the entries list: PROTO 2, the memo's strings (each put and popped: no key of ours,
+        :mod:`sim.debug.dumpformat`), then the top dict: version, comm_lib_version, pg_config, pg_status.
+        ``pg_config``: the bytes of each group's memo strings and config, built once per group."""
         groups = []
         for sl in self.slots:
             name, desc, members = self.group(ds, sl, rank)
@@ -282,7 +282,7 @@ class StageLayout:
             if got is None:
                 at = self.group_pos[sl]
                 got = pg_config[(sl, name)] = (
-                    pickle_str(name) + memo_put(at) + pickle_str(desc) + memo_put(at + 1),
+                    pickle_str(name) + memo_put(at) + POP + pickle_str(desc) + memo_put(at + 1) + POP,
                     memo_get(at) + b"}(" + pickle_str("name") + memo_get(at) + pickle_str("desc") + memo_get(at + 1) + pickle_str("ranks")
                     + pickle_str(str(members.tolist())) + b"u")
             groups.append((sl, got))
@@ -311,8 +311,8 @@ class StageLayout:
         return [self.group(ds, sl, rank) for sl in self.slots]
 
     def memo(self, groups: list) -> list:
-        """The rank's ``twin_memo`` as its header defines it (the fixed strings, its groups' names and descs, the
-        op names, the (name, desc) tuples, the empty frames list)."""
+        """The rank's memo as its header defines it, by position (the fixed strings, its groups' names and descs,
+        the op names, the (name, desc) tuples, the empty frames list)."""
         out = list(FIXED_STRINGS)
         for name, desc, _ in groups:
             out += [name, desc]
@@ -373,3 +373,22 @@ def rank_dumps(ds: DumpSet, by_stage: bool = False):
     pg_config = {}                                                 # (dim, group) -> its pg_config bytes
     for rank, lay, sd, j, raw in rank_records(ds, by_stage):
         yield rank, (lay.header(ds, rank, int(sd.n_present[j]), int(sd.n_done[j]), pg_config), raw, TAIL)
+
+
+def rank_dump(ds: DumpSet, rank: int) -> tuple:
+    """The file's parts (header bytes, records as uint8, tail bytes) of ``rank``'s dump alone, its stage the only
+    one looked at (the rank's position in its pipeline, ``group_ranks['pp']``); DumpError when the job has no such
+    rank or the rank left no dump (its process is gone: ``dead``)."""
+    R = ds.gpus.size
+    if not 0 <= rank < R:
+        raise DumpError(f"rank {rank}: not a rank of the job (0..{R - 1:,})")
+    chain = ds.group_ranks["pp"][int(ds.rank_group["pp"][rank])]
+    k = int(np.flatnonzero(chain == rank)[0])
+    if not (k < len(ds.stages) and ds.stages[k].stage == k and rank in ds.stages[k].ranks):
+        k = next(i for i in range(len(ds.stages)) if rank in ds.stages[i].ranks)
+    sd = ds.stages[k]
+    j = int(np.flatnonzero(sd.ranks == rank)[0])
+    if ds.dead[rank] or not sd.live[j]:
+        raise DumpError(f"rank {rank}: left no dump (its process was gone when the others dumped)")
+    lay = StageLayout(ds, sd)
+    return lay.header(ds, rank, int(sd.n_present[j]), int(sd.n_done[j]), {}), lay.records(ds, sd, j), TAIL

@@ -24,7 +24,7 @@ JOB = {"model": "llama3-8b", "gpus": 64, "tp": 8, "pp": 2, "batch_tokens": "1M"}
 
 def _archive(body: bytes) -> dict[str, bytes]:
     with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as tar:
-        return {m.name: tar.extractfile(m).read() for m in tar.getmembers()}
+        return {m.name: tar.extractfile(m).read() if m.isfile() else None for m in tar.getmembers()}
 
 
 # ------------------------------------------------------------------------------------- run files, no engine
@@ -49,6 +49,78 @@ def test_a_runs_dumps_archive_is_private_streamed_and_deleted_with_the_run(runne
     with django_capture_on_commit_callbacks(execute=True):
         assert runner.delete(f"/api/runs/{run.pk}/").status_code == 204
     assert not files.run_dir(run.pk).exists()
+
+
+@pytest.fixture
+def kept_run(demo):
+    """A finished debug run of 32 ranks on demo-256 (the host of rank 5 died: ranks 0-7 left no dump) keeping its
+    dumps as the worker does (sim.debug.dumpstate), and the folder the command line writes of the same rehearsal."""
+    from sim.debug import dumpstate
+    from sim.debug.params import DEBUG
+    from sim.debug.recorder import rehearse
+    from sim.debug.writer import DumpSet
+    reh = rehearse("demo-256", DEBUG.validate(dict(gpus=32, tp=8, pp=2, dp=2, model="llama3-8b",
+                                                   batch_tokens=8192 * 2 * 4, inject="host:rank=5", entries=200)))
+    run = SimulationRun.objects.create(kind="debug", cluster=demo, status="succeeded", params={})
+    shutil.rmtree(files.run_dir(run.pk), ignore_errors=True)
+    files.write_archive(run.pk, lambda raw: dumpstate.save(DumpSet.of(reh), raw), name=files.DUMPS_STATE)
+    folder = files.root() / f"cli-{run.pk}"
+    reh.write_dumps(folder)
+    yield run, folder
+    files.delete(run.pk)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _unzip(body: bytes) -> dict[str, bytes]:
+    import zipfile
+    with zipfile.ZipFile(io.BytesIO(body)) as z:
+        return {i.filename: None if i.is_dir() else z.read(i) for i in z.infolist()}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("query, content_type, ext, read", [("", "application/gzip", "tar.gz", _archive),
+                                                            ("?archive=tar.gz", "application/gzip", "tar.gz", _archive),
+                                                            ("?archive=zip", "application/zip", "zip", _unzip)])
+def test_a_runs_dumps_download_is_the_folder_of_the_dumps_as_written(runner, kept_run, query, content_type, ext,
+                                                                    read):
+    run, cli = kept_run
+    # when the dumps are downloaded (as a tar.gz by default, or a zip)
+    r = runner.get(f"/api/runs/{run.pk}/dumps/{query}")
+    # then they come streamed, as an attachment named after the folder they unpack to
+    assert r.status_code == 200 and r.streaming and r["Content-Type"] == content_type
+    assert f'filename="run-{run.pk}-dumps.{ext}"' in r["Content-Disposition"]
+    got = read(b"".join(r.streaming_content))
+    # holding the folder of every rank's dump, the bytes the command line writes, and the placement beside it
+    top = f"run-{run.pk}-dumps"
+    dumps = sorted(p.name for p in cli.iterdir() if p.name.startswith("nccl_trace_rank_"))
+    files_in = sorted(k for k, v in got.items() if v is not None and k.startswith(top + "/"))
+    assert files_in == sorted(f"{top}/{n}" for n in dumps) and len(dumps) == 24
+    assert all(got[f"{top}/{n}"] == (cli / n).read_bytes() for n in dumps)
+    assert got[f"{top}.placement.json"] == (cli / "twin_placement.json").read_bytes()
+    assert set(got) - set(files_in) - {f"{top}.placement.json"} <= {top, top + "/"}     # the folder's own entry
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("query, ext, read", [("", "tar.gz", _archive), ("?archive=zip", "zip", _unzip)])
+def test_one_ranks_dump_downloads_alone_in_a_folder_of_its_own(runner, kept_run, query, ext, read):
+    run, cli = kept_run
+    r = runner.get(f"/api/runs/{run.pk}/dumps/17/{query}")
+    assert r.status_code == 200 and r.streaming
+    assert f'filename="run-{run.pk}-rank-17.{ext}"' in r["Content-Disposition"]
+    got = {k: v for k, v in read(b"".join(r.streaming_content)).items() if v is not None}
+    assert got == {f"run-{run.pk}-rank-17/nccl_trace_rank_17": (cli / "nccl_trace_rank_17").read_bytes()}
+
+
+@pytest.mark.django_db
+def test_a_bad_archive_format_is_a_400_and_a_rank_without_a_dump_a_404_saying_why(runner, kept_run):
+    run, _ = kept_run
+    r = runner.get(f"/api/runs/{run.pk}/dumps/?archive=rar")
+    assert r.status_code == 400 and "one of tar.gz, zip" in " ".join(r.json()["archive"])
+    r = runner.get(f"/api/runs/{run.pk}/dumps/5/")
+    assert r.status_code == 404 and "rank 5: left no dump" in r.json()["detail"]
+    r = runner.get(f"/api/runs/{run.pk}/dumps/32/")
+    assert r.status_code == 404 and "not a rank of the job" in r.json()["detail"]
+    assert runner.get(f"/api/runs/{run.pk}/dumps/x/").status_code == 404
 
 
 @pytest.mark.django_db
@@ -149,11 +221,13 @@ def test_a_hang_on_a_named_gpu_is_rehearsed_found_stored_and_shown(workers, runn
     assert c["links"] and {link["id"] for link in c["links"]} == nic_links
     assert all(link["name"] == Link.objects.get(id=link["id"]).name and len(link["directions"]) == 2
                for link in c["links"])
-    # and the dumps are stored with the run: one file per rank (in byte columns, sim.debug.archive), downloadable,
-    # with the placement the job kind makes
+    # and the dumps are stored with the run: one file per rank in one folder (sim.debug.archive), downloadable,
+    # with the placement the job kind makes beside it
     got = _archive(b"".join(runner.get(f"/api/runs/{run['id']}/dumps/").streaming_content))
-    assert sorted(got) == sorted([f"nccl_trace_rank_{k}.cols145" for k in range(64)] + ["twin_placement.json"])
-    assert json.loads(got["twin_placement.json"])["gpus"] == gpus.tolist() and s["dumps_bytes"] > 0
+    top = f"run-{run['id']}-dumps"
+    assert sorted(got) == sorted([top] + [f"{top}/nccl_trace_rank_{k}" for k in range(64)]
+                                 + [f"{top}.placement.json"])
+    assert json.loads(got[f"{top}.placement.json"])["gpus"] == gpus.tolist() and s["dumps_bytes"] > 0
     rank_gpu = runner.get(f"/api/runs/{run['id']}/results/", {"names": "rank_gpu"}).json()["arrays"]["rank_gpu"]
     assert rank_gpu["data"] == gpus.tolist()
     # and the GPU page's colouring marks the culprit's GPU, and no GPU outside the job

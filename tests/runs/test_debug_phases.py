@@ -1,7 +1,7 @@
 """Issue 25, item 3: a debug rehearsal as a run goes through every phase (simulating, dumping, analyzing, packing:
 the live progress moves in each, none frozen at 100 % of the one before), keeps its dumps in a file much smaller
-than they are, from which the archive a download streams is built, and ``python -m sim debug unpack`` turns that
-archive back into them, and its heatmap's rows say where each rank stopped
+than they are, from which the archive a download streams is built, which ``tar xzf`` turns back into them, and its
+heatmap's rows say where each rank stopped
 (no "absent" cells for ranks that left a dump, the culprit's row marked and standing out). The kind runs in this
 process on demo-256 (a real database, the real engine, real files) with a progress callback that records what the
 worker would publish. Given / when / then."""
@@ -68,18 +68,17 @@ def the_archive_is_small_and_unpacks_to_the_dumps(run, summary, tmp_path):
     # then what the run keeps of its dumps is many times smaller than they are
     assert path.name == files.DUMPS_STATE and summary["dumps_bytes"] == path.stat().st_size
     assert summary["dumps_written_bytes"] > 10 * summary["dumps_bytes"], summary
-    # and the archive built from it (as a download streams it) is a tar.gz that ``python -m sim debug unpack``
-    # turns back into every rank's dump, which the analyzer reads to the same culprit
-    tar_gz = tmp_path / "run-dumps.tar.gz"
-    tar_gz.write_bytes(b"".join(archive.stream(dumpstate.load(path, keep=1), path.stat().st_mtime)))
-    out = tmp_path / "unpacked"
-    done = subprocess.run([sys.executable, "-m", "sim", "debug", "unpack", str(tar_gz), str(out)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    # and the archive built from it (as a download streams it) is a tar.gz that ``tar xzf`` turns into the folder
+    # of every rank's dump (as the summary says to read it), which the analyzer reads to the same culprit
+    top = files.dumps_folder(run.pk)
+    tar_gz = tmp_path / f"{top}.tar.gz"
+    tar_gz.write_bytes(b"".join(archive.stream(dumpstate.load(path, keep=1), top, path.stat().st_mtime)))
+    assert summary["dumps_read"].startswith(f"tar xzf {tar_gz.name} && ")
+    done = subprocess.run(["tar", "xzf", str(tar_gz)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert sorted(p.name for p in out.iterdir() if p.name.startswith(DUMP_PREFIX)) == \
-        sorted(f"{DUMP_PREFIX}{r}" for r in range(64))
-    assert sum(p.stat().st_size for p in out.iterdir() if p.name.startswith(DUMP_PREFIX)) == \
-        summary["dumps_written_bytes"]
+    out = tmp_path / top
+    assert sorted(p.name for p in out.iterdir()) == sorted(f"{DUMP_PREFIX}{r}" for r in range(64))
+    assert sum(p.stat().st_size for p in out.iterdir()) == summary["dumps_written_bytes"]
     from sim.debug.analyze import analyze
     assert analyze(out)["culprit"]["ranks"] == [37]
 

@@ -170,10 +170,15 @@ def test_dumps_follow_twin_dumps_access(owned, tmp_path, settings, access, anony
     _dumps(owned["run"], tmp_path)
     settings.TWIN_DUMPS_ACCESS = access
     path = f"/api/runs/{owned['run']}/dumps/"
+    bob, carol = _user("bob-other")[1], _user("carol-admin", manage=True)[1]
     assert APIClient().get(path).status_code == anonymous
-    assert _user("bob-other")[1].get(path).status_code == other
+    assert bob.get(path).status_code == other
     assert owned["a"].get(path).status_code == owner
-    assert _user("carol-admin", manage=True)[1].get(path).status_code == 200
+    assert carol.get(path).status_code == 200
+    # and one rank's dump follows the same rule (then 404: this run, made before, keeps only its stored archive)
+    one = f"/api/runs/{owned['run']}/dumps/0/"
+    for client, code in ((APIClient(), anonymous), (bob, other), (owned["a"], owner), (carol, 200)):
+        assert client.get(one).status_code == (404 if code == 200 else code)
 
 
 def test_dumps_are_refused_to_anonymous_readers_by_default(owned, tmp_path):

@@ -1,17 +1,18 @@
 """The twin's way with a rehearsal's dumps (issue 25, item 3): analyzed as the writer makes them, in memory, and kept
 as a compact ``.npz`` from which the archive is built when downloaded. Both must be what the files are: the
-analysis the same as of the folder ``python -m sim debug`` writes, the archive unpacking to the very bytes of those
-files. Given / when / then, on demo-256 with faults of each kind that changes the records (hang, desync of size and
+analysis the same as of the folder ``python -m sim debug`` writes, the archive unpacking (tar) to the very bytes of
+those files. Given / when / then, on demo-256 with faults of each kind that changes the records (hang, desync of size and
 of op, a dead host, a slow rank)."""
 import filecmp
 import io
 import os
+import tarfile
 
 import pytest
 
 from sim.debug import archive, dumpstate
 from sim.debug.analyze import analyze, analyze_dumpset
-from sim.debug.dumpformat import DumpError
+from sim.debug.dumpformat import PLACEMENT_FILE, DumpError
 from sim.debug.params import DEBUG
 from sim.debug.recorder import rehearse
 from sim.debug.writer import DumpSet
@@ -48,15 +49,17 @@ def test_the_kept_dumps_are_the_files_and_analyze_the_same(topo, tmp_path, job, 
     kept = io.BytesIO()
     dumpstate.save(dumps, kept)
     (tmp_path / "kept.npz").write_bytes(kept.getvalue())
-    tar_gz = tmp_path / "dumps.tar.gz"
-    tar_gz.write_bytes(b"".join(archive.stream(dumpstate.load(tmp_path / "kept.npz", keep=1), 0,
-                                               chunk_bytes=1 << 16)))
-    out = tmp_path / "unpacked"
-    archive.unpack(tar_gz, out)
-    # then it unpacks to the very files the command line wrote, and what is kept is far smaller than they are
+    body = b"".join(archive.stream(dumpstate.load(tmp_path / "kept.npz", keep=1), "run-dumps", 0,
+                                   chunk_bytes=1 << 16))
+    with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as tar:
+        tar.extractall(tmp_path / "unpacked", filter="data")
+    out = tmp_path / "unpacked" / "run-dumps"
+    # then it unpacks to the very files the command line wrote (the placement beside the folder), and what is
+    # kept is far smaller than they are
     names = sorted(os.listdir(folder))
-    assert sorted(os.listdir(out)) == names
-    assert all(filecmp.cmp(folder / n, out / n, shallow=False) for n in names)
+    assert sorted(os.listdir(out)) + [PLACEMENT_FILE] == names
+    assert all(filecmp.cmp(folder / n, out / n, shallow=False) for n in names if n != PLACEMENT_FILE)
+    assert filecmp.cmp(folder / PLACEMENT_FILE, tmp_path / "unpacked" / "run-dumps.placement.json", shallow=False)
     written = sum((folder / n).stat().st_size for n in names if n.startswith("nccl_trace_rank_"))
     assert dumps.nbytes() == written and len(kept.getvalue()) * 5 < written
     # and what is kept, read back, analyzes as the dumps do

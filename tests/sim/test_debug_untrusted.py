@@ -66,11 +66,12 @@ def test_a_payload_in_a_plain_pickle_is_refused_and_not_run(tmp_path):
 
 
 def test_a_payload_in_our_header_is_refused_and_not_run(ours, tmp_path):
-    # our layout's header (twin_memo's list) with a GLOBAL os.system + REDUCE slipped in after its first string
+    # our layout's header (the memo's strings, put and popped) with a GLOBAL os.system + REDUCE slipped in after
+    # its first string
     sentinel = tmp_path / "ran"
     p = ours / "nccl_trace_rank_3"
     data = p.read_bytes()
-    at = data.index(b"](") + 2
+    at = data.index(b"q\x000") + 3
     cmd = f"touch {sentinel}".encode()
     evil = b"cos\nsystem\n(X" + len(cmd).to_bytes(4, "little") + cmd + b"tR0"
     p.write_bytes(data[:at] + evil + data[at:])

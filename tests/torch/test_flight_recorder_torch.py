@@ -1,4 +1,5 @@
-"""Our dumps against PyTorch's own flight recorder analyzer (fr_trace), and a real gloo dump against ours.
+"""Our dumps against PyTorch's own flight recorder analyzer (fr_trace): as the command line writes them and as the twin's
+download unpacks; and a real gloo dump against ours.
 Optional: skipped when torch is absent (pip install -r requirements-torch.txt)."""
 import os
 import subprocess
@@ -226,3 +227,59 @@ def test_real_gloo_run_records_no_p2p_entry(tmp_path):
     ours = pickle.loads((tmp_path / "ours" / "nccl_trace_rank_2").read_bytes())
     p2p = [e for e in ours["entries"] if e["is_p2p"]]
     assert p2p and set(p2p[0]) == set(theirs[0]["entries"][0])         # the same keys as PyTorch's entries
+
+
+@pytest.mark.parametrize("fmt", ["tar.gz", "zip"])
+def test_pytorch_fr_trace_reads_the_twins_download_as_unpacked(tmp_path, fmt):
+    """The download of a debug run (sim.debug.archive.stream, what GET /api/runs/<id>/dumps/ sends), unpacked with
+    the standard library as tar / unzip would: PyTorch's fr_trace reads the folder as it is, with no option (its
+    prefix inferred from the file names), and its entries are the command line's; one rank's download is that
+    rank's file alone, which PyTorch's reader loads as the command line's."""
+    import io
+    import pickle
+    import tarfile
+    import zipfile
+    from sim.debug import archive
+    from sim.debug.writer import DumpSet
+    from torch.distributed.flight_recorder.components.loader import read_dump
+    r = rehearse("demo-256", DEBUG.validate(dict(gpus=32, tp=8, pp=2, dp=2, model="llama3-8b",
+                                                 batch_tokens=8192 * 2 * 4, inject="hang:rank=5,op=3", entries=100)))
+    cli = tmp_path / "cli"
+    r.write_dumps(cli)
+    ds = DumpSet.of(r)
+
+    def unpack(body, out):
+        if fmt == "zip":
+            zipfile.ZipFile(io.BytesIO(body)).extractall(out)
+        else:
+            tarfile.open(fileobj=io.BytesIO(body), mode="r:gz").extractall(out, filter="data")
+
+    unpack(b"".join(archive.stream(ds, "run-7-dumps", 0, fmt)), tmp_path / "got")
+    folder = tmp_path / "got" / "run-7-dumps"
+    # PyTorch's own command line on the folder, no option: it names the rank that never joined
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.flight_recorder.fr_trace", str(folder)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "missing ranks: {5}" in done.stdout + done.stderr                 # its log lines
+    # and its analyzer, as in the tests above, on the folder with no --prefix
+    from torch.distributed.flight_recorder.components.builder import build_db
+    from torch.distributed.flight_recorder.components.config_manager import JobConfig
+    from torch.distributed.flight_recorder.components.loader import read_dir
+    args = JobConfig().parse_args([str(folder)])
+    details, version = read_dir(args)
+    db = build_db(details, args, version)
+    assert version == "2.10" and len(details) == 32
+    assert any(c.missing_ranks == {5} for c in db.collectives)
+    for rank in (0, 31):                                     # the same entries as the command line's dumps
+        name = f"nccl_trace_rank_{rank}"
+        assert read_dump("nccl_trace_rank_", str(folder / name)) == read_dump("nccl_trace_rank_", str(cli / name))
+    # one rank's download: its file alone, which PyTorch's reader loads as the command line's
+    unpack(b"".join(archive.stream(ds, "run-7-rank-12", 0, fmt, rank=12)), tmp_path / "one")
+    one = tmp_path / "one" / "run-7-rank-12"
+    assert os.listdir(one) == ["nccl_trace_rank_12"]
+    got = read_dump("nccl_trace_rank_", str(one / "nccl_trace_rank_12"))
+    assert got == read_dump("nccl_trace_rank_", str(cli / "nccl_trace_rank_12")) and got["rank"] == 12
+    assert set(pickle.loads((one / "nccl_trace_rank_12").read_bytes())) == {
+        "version", "comm_lib_version", "pg_config", "pg_status", "entries"}
+    details, _ = read_dir(JobConfig().parse_args([str(one)]))
+    assert list(details) == ["nccl_trace_rank_12"]

@@ -19,8 +19,14 @@ from pathlib import Path
 from twin.env import private_dir
 from twin.runs.constants import setting
 
-DUMPS_ARCHIVE = "dumps.tar.gz"      # a debug run's per-rank dumps (sim.debug.archive: byte columns, tar.gz)
+DUMPS_ARCHIVE = "dumps.tar.gz"      # a legacy run's per-rank dumps (sim.debug.archive.unpack: byte columns, tar.gz)
 DUMPS_STATE = "dumps-state.npz"     # what they are made of (sim.debug.dumpstate), the archive built when downloaded
+
+
+def dumps_folder(run_id: int, rank: int | None = None) -> str:
+    """The folder a run's dumps download unpacks to (and the download's name, with the format's extension):
+    ``run-<id>-dumps``, or ``run-<id>-rank-<rank>`` for one rank's (sim.debug.archive.stream)."""
+    return f"run-{int(run_id)}-dumps" if rank is None else f"run-{int(run_id)}-rank-{int(rank)}"
 
 
 def root() -> Path:

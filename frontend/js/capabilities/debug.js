@@ -26,7 +26,8 @@ export function renderDebug(el, s, { cluster, run }) {
         + "ranking" : "a clean job"))}</p>${culprit}
       <p class="hint">inject <span class="mono">${esc(s.inject ?? "none")}</span> · ${pages}
         ${run.dumps_refusal ? `dumps: ${esc(run.dumps_refusal)}`
-          : `<a href="${esc(s.dumps_url ?? "")}" download>dumps (tar.gz)</a>`}</p></section>
+          : `<a href="${esc(s.dumps_url ?? "")}" download>dumps (tar.gz)</a>
+            <a href="${esc(s.dumps_url ?? "")}?archive=zip" download>zip</a>`}</p></section>
     <section class="panel"><h3>Summary</h3><pre class="mono">${esc(JSON.stringify(s, null, 1))}</pre></section>`;
 }
 

@@ -18,8 +18,9 @@ handed as numpy records straight to the engine's analyzer (:class:`sim.debug.wri
 :func:`sim.debug.analyze.analyze_dumpset`: no file written or read back, nothing parsed: the bytes are the twin's
 own); what they are made of is kept with the run as one compressed ``.npz`` (:mod:`sim.debug.dumpstate`, about
 300 times smaller than the dumps; :mod:`twin.runs.files`), from which ``GET /api/runs/<id>/dumps/`` streams the
-archive of the dumps when it is downloaded (:func:`sim.debug.archive.stream`: a tar.gz of the dumps in byte
-columns, the bytes the writer writes, ``python -m sim debug unpack`` gives them back). The summary is the
+archive of the dumps when it is downloaded (:func:`sim.debug.archive.stream`: a tar.gz or zip of the folder of
+every rank's dump, the bytes the writer writes, which PyTorch's fr_trace reads once unpacked; one rank's alone from
+``.../dumps/<rank>/``). The summary is the
 analyzer's result (docs/debugging.md) with the culprit's items completed from the inventory (GPUs, host and link ids) and the heatmap's cells moved to
 arrays:
 
@@ -294,7 +295,8 @@ def debug(layout, params: dict, progress: Callable, *, run) -> tuple[dict, dict]
                "inject": params.get("inject"), "engine_inject": values["inject"],
                "dumps_bytes": kept.stat().st_size, "dumps_written_bytes": written,
                "dumps_url": f"/api/runs/{run.pk}/dumps/",
-               "dumps_unpack": f"python -m sim debug unpack run-{run.pk}-{files.DUMPS_ARCHIVE} DIR"}
+               "dumps_read": f"tar xzf {files.dumps_folder(run.pk)}.tar.gz && python -m "
+                             f"torch.distributed.flight_recorder.fr_trace {files.dumps_folder(run.pk)}"}
     arrays = {"rank_gpu": gpus, "heatmap_state": state, "heatmap_started": started, "heatmap_completed": completed,
               "gpu_stop": stop}
     return summary, arrays

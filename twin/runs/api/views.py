@@ -17,6 +17,8 @@ from rest_framework.exceptions import NotAuthenticated, PermissionDenied
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 
+from sim.debug import archive, dumpstate
+from sim.debug.dumpformat import DumpError
 from twin.api.permissions import InventoryPermission
 
 from twin.inventory.filtersets import IntegerFilter, NumberInFilter
@@ -191,6 +193,11 @@ class CalibrationViewSet(viewsets.ModelViewSet):
         actions.delete_calibration(instance, user=self._user())
 
 
+DUMPS_ARCHIVE_PARAM = OpenApiParameter("archive", str, enum=list(archive.FORMATS), default=archive.DEFAULT_FORMAT,
+                                       description="the archive's format: a folder of per-rank dumps as PyTorch's "
+                                                   "fr_trace reads it, as a tar.gz or a zip")
+
+
 class RunViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
                  mixins.DestroyModelMixin, viewsets.GenericViewSet):
     """Simulation runs: create (from a scenario or inline), list, inspect, cancel, fetch results."""
@@ -250,36 +257,66 @@ class RunViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         return Response({"id": run.pk, "kind": run.kind, "status": run.status, "error": scrub(run.error),
                          "summary": scrub(run.summary), "inventory_state": run.inventory_state, "arrays": arrays})
 
-    @extend_schema(responses={(200, "application/gzip"): OpenApiTypes.BINARY, 404: OpenApiTypes.OBJECT},
-                   filters=False)
+    @extend_schema(responses={(200, "application/gzip"): OpenApiTypes.BINARY, (200, "application/zip"):
+                              OpenApiTypes.BINARY, 400: OpenApiTypes.OBJECT, 404: OpenApiTypes.OBJECT},
+                   filters=False, parameters=[DUMPS_ARCHIVE_PARAM])
     @action(detail=True, filter_backends=[], pagination_class=None)
     def dumps(self, request, pk=None):
         """The dumps a run keeps (a kind whose ``files`` name them: a debug rehearsal's per-rank flight-recorder
-        files in one tar.gz, docs/debugging.md): built while it is sent from what the run keeps of them
-        (:func:`sim.debug.archive.stream` of :mod:`sim.debug.dumpstate`'s file), or, for a run made before that,
-        the tar.gz as stored (404 while the run has none: not finished, or a kind that keeps none)."""
+        files, docs/debugging.md), as one archive (``archive``: tar.gz or zip) holding the folder
+        ``run-<id>-dumps/`` of every rank's ``nccl_trace_rank_<rank>`` as PyTorch's fr_trace reads it, and the
+        placement beside it (:func:`sim.debug.archive.stream`), built while it is sent from what the run keeps;
+        for a run made before that, the tar.gz as stored (404 while the run has none: not finished, or a kind that
+        keeps none)."""
+        return self._dumps(request, None)
+
+    @extend_schema(responses={(200, "application/gzip"): OpenApiTypes.BINARY, (200, "application/zip"):
+                              OpenApiTypes.BINARY, 400: OpenApiTypes.OBJECT, 404: OpenApiTypes.OBJECT},
+                   filters=False, operation_id="runs_dumps_rank_retrieve",
+                   parameters=[DUMPS_ARCHIVE_PARAM, OpenApiParameter("rank", int, OpenApiParameter.PATH,
+                                                                     description="the rank whose dump to download")])
+    @action(detail=True, url_path=r"dumps/(?P<rank>[0-9]{1,9})", filter_backends=[], pagination_class=None)
+    def rank_dumps(self, request, pk=None, rank=None):
+        """One rank's dump of a run that keeps dumps, as an archive (``archive``: tar.gz or zip) holding the
+        folder ``run-<id>-rank-<rank>/`` with its ``nccl_trace_rank_<rank>`` alone (404 when the rank left none)."""
+        return self._dumps(request, int(rank))
+
+    def _dumps(self, request, rank):
         run = self.get_object()
         why = ownership.dumps_refusal(request.user, run)
         if why is not None:
             raise PermissionDenied(why) if request.user.is_authenticated else NotAuthenticated(why)
+        fmt = request.query_params.get("archive", archive.DEFAULT_FORMAT)
+        if fmt not in archive.FORMATS:
+            return Response({"archive": [f"{str(fmt)[:40]!r} is not an archive format: one of "
+                                         f"{', '.join(archive.FORMATS)}"]}, status=status.HTTP_400_BAD_REQUEST)
         path = files.stored_dumps(run.pk)
         if path is None:
             kept = "dumps" in getattr(registry.kinds().get(run.kind), "files", ())
             why = "it is not finished" if not run.finished else "none were stored" if kept \
                 else f"a {run.kind} run keeps none"
             return Response({"detail": f"run {run.pk} has no dumps: {why}"}, status=status.HTTP_404_NOT_FOUND)
-        name = f"run-{run.pk}-{files.DUMPS_ARCHIVE}"
-        if path.name == files.DUMPS_ARCHIVE:
-            return FileResponse(path.open("rb"), as_attachment=True, filename=name, content_type="application/gzip")
-        from sim.debug import archive, dumpstate
-        from sim.debug.dumpformat import DumpError
+        if path.name == files.DUMPS_ARCHIVE:                 # a run made before DUMPS_STATE: its archive as stored
+            if rank is not None or fmt != archive.DEFAULT_FORMAT:
+                return Response({"detail": f"run {run.pk} keeps its dumps only as the archive it stored (made "
+                                           f"before downloads held the dumps as they are): GET /api/runs/{run.pk}/"
+                                           f"dumps/, then python -m sim debug unpack"},
+                                status=status.HTTP_404_NOT_FOUND)
+            return FileResponse(path.open("rb"), as_attachment=True, filename=f"run-{run.pk}-{files.DUMPS_ARCHIVE}",
+                                content_type="application/gzip")
+        top = files.dumps_folder(run.pk, rank)
         try:
             dumps = dumpstate.load(path, keep=1)       # one stage's times in memory at a time
         except DumpError as e:
             return Response({"detail": f"run {run.pk}'s dumps cannot be read back: {scrub(str(e))}"},
                             status=status.HTTP_500_INTERNAL_SERVER_ERROR)
-        out = StreamingHttpResponse(archive.stream(dumps, path.stat().st_mtime), content_type="application/gzip")
-        out["Content-Disposition"] = f'attachment; filename="{name}"'
+        try:
+            pieces = archive.stream(dumps, top, path.stat().st_mtime, fmt, rank=rank)
+        except DumpError as e:                         # a rank the job lacks, or one that left no dump
+            return Response({"detail": f"run {run.pk} has no such dump: {scrub(str(e))}"},
+                            status=status.HTTP_404_NOT_FOUND)
+        out = StreamingHttpResponse(pieces, content_type=archive.FORMATS[fmt])
+        out["Content-Disposition"] = f'attachment; filename="{top}.{fmt}"'
         return out
 
 
