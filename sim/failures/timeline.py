@@ -374,7 +374,8 @@ class Timeline:
             lost = self.trained - snap
             self._lose("recompute", min(lost, self.wall_s), [name])
             event.update(lost_work=lost, restored_from=start)
-            self.detected[name] = self.detected.get(name, 0.0) + min(detect, self.wall_s - t)
+            if name in ctx.detection_s:            # a crash's detection (the straggler's search is not one)
+                self.detected[name] = self.detected.get(name, 0.0) + min(detect, self.wall_s - t)
             need = int(ctx.net_hosts[item]) if name == "network" else 1
             repaired = (t if failed_at is None else failed_at) + ctx.repair_s[name]
             wait = self.spares.wait(t + detect, need, repaired) if c.replaces_host else 0.0

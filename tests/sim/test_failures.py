@@ -178,6 +178,7 @@ def test_a_thermally_throttled_gpu_slows_the_job_until_its_straggler_is_found_th
     assert (swap["detection"], swap["wait"], swap["restart"], swap["restore"]) == (0.0, 0.0, 240, 45)
     assert r["interruptions"] == 1 and r["failures_by_category"]["thermal"] == 1
     assert swap["restored_from"] == 0.0                  # no durable checkpoint yet: from the start
+    assert "thermal" not in r["detection"]["by_class"]   # the straggler's search is not a crash's detection
     # the job ran throttled for those 30 min only (its step's compute part twice as long), then healthy again
     slow = 1800 * (1 - ctx.step_s / (ctx.step_s + ctx.compute_s))
     assert r["lost"]["by_phase"]["degradation"] == pytest.approx(slow, rel=1e-6)
