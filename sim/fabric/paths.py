@@ -106,7 +106,8 @@ def pick(full: np.ndarray, sel: np.ndarray, width: int, valid, fallback: np.ndar
     (n, width) validity and the flow takes the ``sel mod n_valid``-th valid column, or, when ``fallback`` is given
     (pinning), its preferred column ``sel mod width`` if valid and else the ``fallback mod n_valid``-th valid one.
     """
-    col = (sel % np.uint64(width)).astype(IDX)
+    # one choice: every selector takes column 0 (no modulo over the flows)
+    col = np.zeros(sel.size, dtype=IDX) if width == 1 else (sel % np.uint64(width)).astype(IDX)
     slow = np.flatnonzero(~full)
     dead = np.zeros(0, dtype=IDX)
     if slow.size:
@@ -193,7 +194,8 @@ class Hops:
         self.hashed = routing in ("ecmp", "eecmp", "pinned")
         if self.hashed:
             self.hash = SwitchHash(hash, seed, nic_ips(topo, self.s), nic_ips(topo, self.d), sport[self.fl],
-                                   dqpn[self.fl] if routing == "eecmp" else None, repeat=self.repeat)
+                                   dqpn[self.fl] if routing == "eecmp" else None, repeat=self.repeat,
+                                   n_nodes=topo.n_nodes)
         if routing in ("dmodk", "pinned"):
             W1, D = t.leaf_up.shape[1], max(topo.leaf_downlinks, 1)
             port = np.repeat(topo.gpu_leaf_port[self.d], self.repeat)
