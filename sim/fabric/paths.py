@@ -80,7 +80,7 @@ def routing_tables(topo: Topology) -> RoutingTables:
         core_reach = np.zeros((P, max(M, 1), nL), dtype=bool)
         spine_reach = np.zeros((nS, nL), dtype=bool)
     # Within its own zone a spine reaches the leaves its plane's cables go down to.
-    for z in np.unique(spine_zone):
+    for z in np.flatnonzero(np.bincount(spine_zone)):    # the zones with spines (np.unique imports numpy.ma)
         rows, cols = np.flatnonzero(spine_zone == z), np.flatnonzero(leaf_zone == z)
         spine_reach[np.ix_(rows, cols)] = leaf_plane_ok[np.ix_(cols, spine_plane[rows])].T
     Z = spine_at.shape[0]
