@@ -70,7 +70,7 @@ def _splitmix64_into(z: np.ndarray) -> np.ndarray:
 
 def combine(h: np.ndarray, v) -> np.ndarray:
     """Fold one more field ``v`` into the running splitmix64 key ``h``."""
-    z = np.bitwise_xor(h, np.asarray(v).astype(np.uint64), dtype=np.uint64)     # a fresh array: mixed in place
+    z = np.bitwise_xor(h, np.asarray(v).astype(np.uint64, copy=False), dtype=np.uint64)   # fresh: mixed in place
     return _splitmix64_into(z) if isinstance(z, np.ndarray) and z.ndim else splitmix64(z)
 
 

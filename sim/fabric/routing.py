@@ -189,7 +189,9 @@ def _up_to_spine(h: Hops, paths):
     topo, t = h.topo, h.t
     a, b, za = h.a, h.b, h.za
     W1 = t.leaf_up.shape[1]
-    full = t.leaf_full[a] & t.leaf_dst_full[za, b]
+    k = h.repeat                          # a, b, za are per flow, equal over each connection's k QPs
+    full = t.leaf_full[a[::k]] & t.leaf_dst_full[za[::k], b[::k]]
+    full = np.repeat(full, k) if k > 1 else full
 
     def leaf_valid(rows):
         ids = t.leaf_up[a[rows]]
@@ -197,11 +199,11 @@ def _up_to_spine(h: Hops, paths):
         sp = topo.spine_at[za[rows][:, None], planes[None, :]]
         return (ids >= 0) & (sp >= 0) & t.spine_reach[np.maximum(sp, 0), b[rows][:, None]]
 
-    u, dead = h.choose(full, np.arange(h.fl.size), lambda: topo.leaves[a], h.dig1, W1, leaf_valid)
+    u, dead = h.choose(full, np.arange(h.fl.size), lambda: h.per_flow(topo.leaves, a), h.dig1, W1, leaf_valid)
     if dead.size:
         h.no_path(dead, "no uplink of the source leaf reaches the destination leaf")
     paths[h.fl, 1] = t.leaf_up[a, u]
-    plane = u // t.m
+    plane = u if t.m == 1 else u // t.m
     return plane, topo.spine_at[za, plane], u
 
 
@@ -212,13 +214,19 @@ def _down_in_zone(h: Hops, paths, plane, spine) -> None:
     sz = np.flatnonzero(h.za == h.zb)
     if not sz.size:
         return sz, sz
-    b = h.b
-    cand = topo.leaf_up[b[sz], plane[sz]]                                   # (k, m)
-    j, dead = h.choose(t.leaf_plane_full[b[sz], plane[sz]], sz, lambda: topo.spines[spine[sz]], h.dig1, t.m,
-                       lambda r: cand[r] >= 0)
-    assert dead.size == 0, "spine_reach promised a downlink"
-    paths[h.fl[sz], 2] = cand[np.arange(sz.size), j] + topo.n_cables
-    paths[h.fl[sz], 3] = h.down0[sz]
+    b, rows = h.b[sz], h.fl[sz]
+    if t.m == 1:                          # one cable from the spine down to the leaf: nothing to choose
+        link = topo.leaf_up[b, plane[sz], 0]
+        assert (link >= 0).all(), "spine_reach promised a downlink"
+        j = np.zeros(sz.size, dtype=IDX)
+    else:
+        cand = topo.leaf_up[b, plane[sz]]                                   # (k, m)
+        j, dead = h.choose(t.leaf_plane_full[b, plane[sz]], sz, lambda: topo.spines[spine[sz]], h.dig1, t.m,
+                           lambda r: cand[r] >= 0)
+        assert dead.size == 0, "spine_reach promised a downlink"
+        link = cand[np.arange(sz.size), j]
+    paths[rows, 2] = link + topo.n_cables
+    paths[rows, 3] = h.down0[sz]
     return sz, j
 
 
