@@ -208,8 +208,8 @@ def solve_traffic(topo, traffics: list[JobTraffic], p0: dict, progress):
     with np.errstate(divide="ignore", invalid="ignore"):
         per = np.where(res.rates > 0, fl.share / res.rates, np.inf)
     K = len(traffics) * len(DIMS)
-    worst = _max_by_key(job[fl.transfer] * len(DIMS) + tag[fl.transfer], per, K)
     tkey = job * len(DIMS) + tag
+    worst = _max_by_key(tkey[fl.transfer], per, K)
     hop = _max_by_key(tkey, np.where(res.hop_network, res.hop_latency, 0.0), K)
     net = _max_by_key(tkey, res.hop_network.astype(np.float64), K) > 0
     units, alphas = [], []
