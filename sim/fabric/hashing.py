@@ -183,8 +183,15 @@ class SwitchHash:
         if kind == "uniform":
             key = combine(splitmix64(np.array([self.seed], dtype=np.uint64)), src_ip)     # the seed's once
             key = combine(key, dst_ip)
-            key = combine(np.repeat(key, repeat) if repeat > 1 else key, sport)
-            self.key = combine(key, dqpn) if dqpn is not None else key
+            key = np.repeat(key, repeat) if repeat > 1 else key   # a fresh array: the per-flow fields fold in place
+            if key.ndim:
+                for v in (sport,) if dqpn is None else (sport, dqpn):
+                    key ^= np.asarray(v).astype(np.uint64, copy=False)
+                    _splitmix64_into(key)
+            else:
+                key = combine(key, sport)
+                key = combine(key, dqpn) if dqpn is not None else key
+            self.key = key
         else:
             if repeat > 1:
                 src_ip, dst_ip = np.repeat(src_ip, repeat), np.repeat(dst_ip, repeat)
@@ -207,7 +214,7 @@ class SwitchHash:
         if self.kind == "uniform":
             nodes = np.asarray(nodes)
             mix = splitmix64(nodes.astype(np.uint64)) if self._node_mix is None else self._node_mix[nodes]
-            z = self.key.take(rows)                # a copy: mixed in place
+            z = self.key[rows].copy() if isinstance(rows, slice) else self.key.take(rows)   # mixed in place
             z ^= mix
             return _splitmix64_into(z)
         h = self._seed_terms(np.asarray(nodes)) ^ self.flow_term[rows] ^ self.zero

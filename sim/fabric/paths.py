@@ -220,10 +220,11 @@ class Hops:
     def choose(self, full, rows, nodes, digit, width, valid):
         """One hop's pick among ``width`` equal-cost choices: the switch's hash (ECMP, E-ECMP), or the
         destination digit (static routing; pinning falls back to the hash where its pinned choice is dead).
-        ``nodes()`` gives the switches' node ids. With one choice (a single cable) nothing is hashed: any selector
+        ``nodes()`` gives the switches' node ids; ``rows``: the flows (rows of this object, or ``slice(None)``
+        for all, ``full`` one entry per row). With one choice (a single cable) nothing is hashed: any selector
         picks it, or finds it dead."""
         if width == 1:
-            return pick(full, np.zeros(len(rows), dtype=np.uint64), 1, valid)
+            return pick(full, np.zeros(full.size, dtype=np.uint64), 1, valid)
         h = self.hash.at(rows, nodes()) if self.hashed else None
         if self.routing in ("ecmp", "eecmp"):
             return pick(full, h, width, valid)

@@ -199,7 +199,7 @@ def _up_to_spine(h: Hops, paths):
         sp = topo.spine_at[za[rows][:, None], planes[None, :]]
         return (ids >= 0) & (sp >= 0) & t.spine_reach[np.maximum(sp, 0), b[rows][:, None]]
 
-    u, dead = h.choose(full, np.arange(h.fl.size), lambda: h.per_flow(topo.leaves, a), h.dig1, W1, leaf_valid)
+    u, dead = h.choose(full, slice(None), lambda: h.per_flow(topo.leaves, a), h.dig1, W1, leaf_valid)   # every flow
     if dead.size:
         h.no_path(dead, "no uplink of the source leaf reaches the destination leaf")
     paths[h.fl, 1] = t.leaf_up[a, u]
