@@ -212,8 +212,9 @@ def keyed_classes(pair: np.ndarray, repeat: int, code: np.ndarray, n_pairs: int,
     ``0..n_pairs-1``) and ``code[f]`` (in ``0..total-1``). The router's choice codes (:func:`sim.fabric.routing.route`
     with ``choices=True``) with the connection's first and last link as the pair make equal keys exactly equal paths,
     so these are the classes of identical flows, found without sorting the rows: flows whose code is below
-    ``dense`` (within a zone: a few choices) by a dense table of each key's lowest flow (``ufunc.at``, no sort), the
-    others (across zones: many codes per pair) by one sort of their exact keys (no hash, nothing to confirm).
+    ``dense`` (within a zone: a few choices) by a dense table of each key's lowest flow (``ufunc.at``, no sort; a
+    sort of the exact keys where the table would be sparse), the others (across zones: many codes per pair) by
+    one sort of their exact keys (no hash, nothing to confirm).
 
     >>> rep, cls = keyed_classes(np.array([0, 1]), 2, np.array([3, 3, 0, 3]), 2, 4, 4)
     >>> rep.tolist(), cls.tolist()
@@ -223,22 +224,19 @@ def keyed_classes(pair: np.ndarray, repeat: int, code: np.ndarray, n_pairs: int,
     if F == 0:
         return np.zeros(0, dtype=IDX), np.zeros(0, dtype=IDX)
     flows = np.arange(F, dtype=IDX)
-    lowest = np.empty(F, dtype=IDX)
-    low = code < dense
-    near = None if low.all() else np.flatnonzero(low)
-    if near is None or near.size:
-        p = np.repeat(pair.astype(IDX), repeat) if near is None else pair[near // repeat].astype(IDX)
-        key = p * dense + (code if near is None else code[near])
-        members = flows if near is None else near
-        slots = n_pairs * dense
-        if slots <= DENSE_KEYS_PER_FLOW * members.size:
-            first = np.full(slots, F, dtype=IDX)
-            np.minimum.at(first, key, members)
-            lowest[members] = first[key]
-        else:
-            lowest[members] = _lowest_sorted(key, members, slots)
-    if near is not None:
-        far = np.flatnonzero(~low)
+    far = np.flatnonzero(code >= dense)
+    # Codes from ``dense`` on share one slot per pair here (their lowest is then found by the sort below).
+    width = dense + 1 if far.size else dense
+    key = np.repeat(pair.astype(IDX) * width, repeat)
+    key += np.minimum(code, dense) if far.size else code
+    slots = n_pairs * width
+    if slots <= DENSE_KEYS_PER_FLOW * F:
+        first = np.full(slots, F, dtype=IDX)
+        np.minimum.at(first, key, flows)
+        lowest = first[key]
+    else:
+        lowest = _lowest_sorted(key, flows, slots)
+    if far.size:
         key = pair[far // repeat].astype(IDX) * (total - dense) + (code[far] - dense)
         lowest[far] = _lowest_sorted(key, far, n_pairs * (total - dense))
     new = lowest == flows

@@ -137,7 +137,11 @@ def build_flows(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
             path_key = (pair, code, n_pairs, dense, total)
             del ends, last
         used = paths >= 0
-        np.cumsum(path_lengths(used), out=ptr[1:n_net + 1], dtype=IDX)
+        lengths = path_lengths(used)
+        if not lengths.all():
+            raise ValueError("the router gave an empty path to a transfer between hosts")
+        np.cumsum(lengths, out=ptr[1:n_net + 1], dtype=IDX)
+        del lengths
         links = np.empty(int(ptr[n_net]) + 2 * n_nvl, dtype=IDX)
         for lo in range(0, n_net, CSR_CHUNK):             # in slices: no full-size temporary
             hi = min(lo + CSR_CHUNK, n_net)
@@ -154,7 +158,7 @@ def build_flows(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
         links[:ptr[n_net]] = links_net
     else:
         links = np.empty(2 * n_nvl, dtype=IDX)
-    if n_net and (ptr[1:n_net + 1] == ptr[:n_net]).any():
+    if n_net and paths is None and (ptr[1:n_net + 1] == ptr[:n_net]).any():     # (checked above for a table)
         raise ValueError("the router gave an empty path to a transfer between hosts")
     cut = int(ptr[n_net])
     np.add(src[nvl_t], E, out=links[cut::2])              # NVLink: [E + src, E + G + dst]
