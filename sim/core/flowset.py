@@ -234,13 +234,17 @@ def keyed_classes(pair: np.ndarray, repeat: int, code: np.ndarray, n_pairs: int,
         first = np.full(slots, F, dtype=IDX)
         np.minimum.at(first, key, flows)
         lowest = first[key]
+        del first
     else:
         lowest = _lowest_sorted(key, flows, slots)
+    del key
     if far.size:
         key = pair[far // repeat].astype(IDX) * (total - dense) + (code[far] - dense)
         lowest[far] = _lowest_sorted(key, far, n_pairs * (total - dense))
     new = lowest == flows
-    number = np.cumsum(new) - 1
+    del flows
+    number = np.cumsum(new)
+    number -= 1
     return np.flatnonzero(new), number[lowest]
 
 

@@ -111,8 +111,11 @@ def build_flows(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
     via = pxn_via(topo, src, dst, net_t)                  # the GPU whose NIC sends (rail-optimized fabrics: PXN)
     send = src[net_t] if via is None else via
     conn = connection_flows(nic[send], nic[dst[net_t]], chan[net_t], qps, udp_sport, seed, qpn_base)
-    qp, sqpn, dqpn, sport = conn.qp, conn.sqpn, conn.dqpn, conn.sport
-    del conn                                              # its per-flow transfer is not kept
+    # Kept per network flow in their own widths (24-bit QP numbers, 16-bit ports): 94 MB, not 226, at 600k; narrowed
+    # before routing, which hashes them (widened) only for the flows that leave their leaf.
+    qp, sqpn, dqpn, sport = conn.qp, conn.sqpn.astype(np.uint32), conn.dqpn.astype(np.uint32), \
+        conn.sport.astype(np.uint16)
+    del conn
     n_net, n_nvl = net_t.size * qps, nvl_t.size
     # Each flow's transfer, network flows first (net_t[conn.transfer]: transfer-major, QP-minor), written in place
     # in the narrowest integer that holds the phase's transfer ids (int32 below 2^31: 71 MB, not 142, at 600k).
@@ -183,9 +186,7 @@ def build_flows(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
             links[cut + 2 * down + 1] = nic_dn
     np.add(2 * np.arange(1, n_nvl + 1, dtype=IDX), cut, out=ptr[n_net + 1:])
     share = np.asarray(phase.share, dtype=np.float64)
-    # Kept per network flow in their own widths (24-bit QP numbers, 16-bit ports): 94 MB, not 226, at 600k.
-    header = FlowHeader(src=src, dst=dst, channel=chan, n_network=n_net, qps=qps, sqpn=sqpn.astype(np.uint32),
-                        dqpn=dqpn.astype(np.uint32), sport=sport.astype(np.uint16),
+    header = FlowHeader(src=src, dst=dst, channel=chan, n_network=n_net, qps=qps, sqpn=sqpn, dqpn=dqpn, sport=sport,
                         paths=paths if path_key is None else None, path_key=path_key)
     del sqpn, dqpn, sport
     return FlowSet(transfer=transfer, share=np.concatenate([share[t_net] / qps, share[nvl_t]]),

@@ -144,9 +144,8 @@ def route(topo: Topology, src_gpu, dst_gpu, qp=None, routing: str = "ecmp", seed
     if repeat > 1:
         qp = np.zeros(F, dtype=IDX) if per_flow_qp is None else \
             np.broadcast_to(np.asarray(per_flow_qp, dtype=IDX), (F,)).ravel()
-    sport = np.full(F, FIXED_UDP_SPORT, np.uint64) if sport is None else np.broadcast_to(
-        np.asarray(sport, dtype=np.uint64), (F,))
-    dqpn = qp.astype(np.uint64) if dqpn is None else np.broadcast_to(np.asarray(dqpn, dtype=np.uint64), (F,))
+    sport = np.full(F, FIXED_UDP_SPORT, np.uint64) if sport is None else np.broadcast_to(_unsigned(sport), (F,))
+    dqpn = qp.astype(np.uint64) if dqpn is None else np.broadcast_to(_unsigned(dqpn), (F,))
     if topo.port_views:                      # multi-port NICs, planes: each flow routed in its port's plane
         if repeat > 1:
             src, dst = np.repeat(src, repeat), np.repeat(dst, repeat)
@@ -184,6 +183,12 @@ def route(topo: Topology, src_gpu, dst_gpu, qp=None, routing: str = "ecmp", seed
     return paths if padded else csr(paths)
 
 
+def _unsigned(x) -> np.ndarray:
+    """A header field as unsigned integers: an unsigned array as it is (16-bit ports and 24-bit QP numbers kept
+    narrow: the hash widens only the flows it hashes), anything else as uint64."""
+    return x if isinstance(x, np.ndarray) and x.dtype.kind == "u" else np.asarray(x, dtype=np.uint64)
+
+
 def _up_to_spine(h: Hops, paths):
     """Hop 1, leaf -> spine: the uplink each flow takes; returns each flow's plane and the spine (rank) it reaches."""
     topo, t = h.topo, h.t
@@ -214,18 +219,22 @@ def _down_in_zone(h: Hops, paths, plane, spine) -> None:
     sz = np.flatnonzero(h.za == h.zb)
     if not sz.size:
         return sz, sz
-    b, rows = h.b[sz], h.fl[sz]
     if t.m == 1:                          # one cable from the spine down to the leaf: nothing to choose
-        link = topo.leaf_up[b, plane[sz], 0]
+        link = topo.leaf_up[h.b[sz], plane[sz], 0]
         assert (link >= 0).all(), "spine_reach promised a downlink"
         j = np.zeros(sz.size, dtype=IDX)
     else:
+        b = h.b[sz]
         cand = topo.leaf_up[b, plane[sz]]                                   # (k, m)
         j, dead = h.choose(t.leaf_plane_full[b, plane[sz]], sz, lambda: topo.spines[spine[sz]], h.dig1, t.m,
                            lambda r: cand[r] >= 0)
         assert dead.size == 0, "spine_reach promised a downlink"
         link = cand[np.arange(sz.size), j]
-    paths[rows, 2] = link + topo.n_cables
+        del b, cand
+    link += topo.n_cables                 # (in place: the temporaries of this hop are the route's peak memory)
+    rows = h.fl[sz]
+    paths[rows, 2] = link
+    del link
     paths[rows, 3] = h.down0[sz]
     return sz, j
 
