@@ -12,8 +12,10 @@ Identical flows (:meth:`FlowSet.classes`): flows on the same link sequence get t
 takes one weighted flow per class (:func:`sim.core.maxmin.identical_flows`). When the layout of :func:`build_flows` is
 known (network flows first, then one flow per NVLink transfer over ``[E + src, E + G + dst]``), the NVLink flows are
 grouped by their exact (source, destination) key in one pass without a sort (a GPU's NVLink peers are near it in GPU
-numbering: hosts hold consecutive GPU ids), and only the network flows go through the hash sort, on the router's
-own padded path table (:func:`sim.core.maxmin.identical_rows`: whole rows compared, no per-column gathers of the CSR).
+numbering: hosts hold consecutive GPU ids), and the network flows by the router's choice codes and their
+connection's end links (:func:`keyed_classes`: exact keys, a dense table, no sort of the rows), or where the router
+gave no codes by the hash sort of its own padded path table (:func:`sim.core.maxmin.identical_rows`: whole rows
+compared, no per-column gathers of the CSR).
 Classes are numbered by their lowest flow either way, so the solve sees the same problem in the same order and the
 rates are the same to the bit.
 """
