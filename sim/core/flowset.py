@@ -148,6 +148,23 @@ class FlowSet:
         per = getattr(h, name)
         return np.where(net, per[np.minimum(flows, max(h.n_network - 1, 0))].astype(IDX) if per.size else 0, -1)
 
+    def transfer_max(self, values: np.ndarray, n_transfers: int) -> np.ndarray:
+        """(n_transfers,) the largest of ``values`` (one per flow) over each transfer's flows, ``-inf`` for a
+        transfer without flows. In :func:`sim.fabric.flows.build_flows`' layout a connection's ``qps`` flows are
+        consecutive and each NVLink transfer is one flow: a ``reduceat`` over the connections, no ``ufunc.at`` over
+        every flow (a maximum is exact in any order)."""
+        out = np.full(n_transfers, -np.inf)
+        h = self.header
+        n = 0 if h is None else h.n_network
+        if h is None or (n and n % max(h.qps, 1)):
+            np.maximum.at(out, self.transfer, values)
+            return out
+        q = max(h.qps, 1)
+        if n:
+            out[self.transfer[:n:q]] = np.maximum.reduceat(values[:n], np.arange(0, n, q))
+        out[self.transfer[n:]] = values[n:]
+        return out
+
     def classes(self) -> tuple[np.ndarray, np.ndarray]:
         """``(rep, cls)`` of :func:`sim.core.maxmin.identical_flows` over these flows (see the module docstring)."""
         n_net = self.n_network_first

@@ -224,32 +224,38 @@ def solve_max_min(flow_ptr, flow_links, capacity, rate_cap=None, *, rtol: float 
         pool, pool_bound, head = pool[~again], pool_bound[~again], take
 
         flow_deg = deg[flows]
-        starts = np.cumsum(flow_deg) - flow_deg
-        entry_link = links[_segments(ptr, flows)]
+        ends = np.cumsum(flow_deg)
+        starts = ends - flow_deg
+        segments = np.arange(ends[-1] if ends.size else 0, dtype=IDX) + np.repeat(ptr[flows] - starts, flow_deg)
+        entry_link = links[segments]
         entry_share = share[entry_link]
-        flow_min = np.minimum(np.minimum.reduceat(entry_share, starts), caps[flows])     # m_f
+        flow_min = np.minimum.reduceat(entry_share, starts)
+        if rate_cap is not None:
+            np.minimum(flow_min, caps[flows], out=flow_min)                 # m_f
         entry_min = np.repeat(flow_min, flow_deg)
         blocked = entry_link[entry_min * grow < entry_share]     # a flow on these links sees a smaller share
         link_mark[blocked] = True
         minimal = (entry_share <= level) & ~link_mark[entry_link]
         link_mark[blocked] = False
-        freeze = np.logical_or.reduceat(minimal, starts) | (caps[flows] <= flow_min * grow)
+        # at its cap (no cap: an infinite one, reached only by an infinite share)
+        at_cap = (caps[flows] <= flow_min * grow) if rate_cap is not None else (flow_min * grow == np.inf)
+        freeze = np.logical_or.reduceat(minimal, starts) | at_cap
         if not freeze.any() and not (flow_min > level).any():   # impossible unless the input holds NaN-like data
             raise RuntimeError("max-min solver made no progress")
 
         rates[flows[freeze]] = flow_min[freeze]
         entry_freeze = np.repeat(freeze, flow_deg)
         touched = entry_link[entry_freeze]
-        load = entry_min[entry_freeze]
+        frozen_deg = flow_deg[freeze]
+        load = np.repeat(flow_min[freeze], frozen_deg)          # entry_min of the frozen flows' entries
         load[np.isinf(load)] = 0.0             # a link of infinite capacity stays infinite
         if weight is None and use is None:
             np.subtract.at(remaining, touched, load)
             np.subtract.at(count, touched, 1)
         else:
-            entry_weight = np.ones(touched.size) if weight is None else \
-                np.repeat(weight[flows], flow_deg)[entry_freeze]
+            entry_weight = np.ones(touched.size) if weight is None else np.repeat(weight[flows[freeze]], frozen_deg)
             if use is not None:
-                entry_weight = entry_weight * use[_segments(ptr, flows)][entry_freeze]
+                entry_weight = entry_weight * use[segments][entry_freeze]
             np.subtract.at(remaining, touched, load * entry_weight)
             np.subtract.at(count, touched, entry_weight)
             np.subtract.at(left, touched, 1)

@@ -209,7 +209,7 @@ def solve_traffic(topo, traffics: list[JobTraffic], p0: dict, progress):
         per = np.where(res.rates > 0, fl.share / res.rates, np.inf)
     K = len(traffics) * len(DIMS)
     tkey = job * len(DIMS) + tag
-    worst = _max_by_key(tkey[fl.transfer], per, K)
+    worst = _max_by_key(tkey, fl.transfer_max(per, tkey.size), K)     # every transfer has a flow
     hop = _max_by_key(tkey, np.where(res.hop_network, res.hop_latency, 0.0), K)
     net = _max_by_key(tkey, res.hop_network.astype(np.float64), K) > 0
     units, alphas = [], []
