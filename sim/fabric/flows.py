@@ -136,7 +136,7 @@ def build_flows(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
         elif code is not None:
             ends = paths[::qps]                               # a connection's QPs share its first and last link
             last = path_lengths(ends >= 0).astype(IDX) - 1
-            pair, n_pairs = _link_pairs(ends[:, 0], ends[np.arange(ends.shape[0]), last])
+            pair, n_pairs = link_pairs(ends[:, 0], ends[np.arange(ends.shape[0]), last])
             path_key = (pair, code, n_pairs, dense, total)
             del ends, last
         used = paths >= 0
@@ -193,7 +193,7 @@ def build_flows(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
                    ptr=ptr, links=links, n_fabric=E, n_gpus=G, header=header)
 
 
-def _link_pairs(first: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, int]:
+def link_pairs(first: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, int]:
     """``(pair, n)``: an id in ``0..n-1`` per connection for its (first link, last link): its NICs' cables, which
     with the router's choice codes fix its QPs' paths (:func:`sim.core.flowset.keyed_classes`)."""
     if first.size == 0:

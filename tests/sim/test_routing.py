@@ -414,7 +414,7 @@ def test_choice_codes_group_flows_exactly_as_their_paths(demo, routing, failed):
     4 QPs per connection, with failed cables (choices among the valid next hops) or none."""
     from sim.core.flowset import keyed_classes
     from sim.core.maxmin import identical_rows
-    from sim.fabric.flows import _link_pairs
+    from sim.fabric.flows import link_pairs
     from sim.fabric.paths import path_lengths
     topo = demo
     if failed:
@@ -433,7 +433,7 @@ def test_choice_codes_group_flows_exactly_as_their_paths(demo, routing, failed):
     assert code.shape == (src.size * qps,) and (code >= 0).all() and (code < total).all()
     ends = paths[::qps]
     last = path_lengths(ends >= 0).astype(np.int64) - 1
-    pair, n_pairs = _link_pairs(ends[:, 0], ends[np.arange(ends.shape[0]), last])
+    pair, n_pairs = link_pairs(ends[:, 0], ends[np.arange(ends.shape[0]), last])
     rep, cls = keyed_classes(pair, qps, code, n_pairs, dense, total)
     rep0, cls0 = identical_rows(paths)
     assert np.array_equal(rep, rep0) and np.array_equal(cls, cls0)
