@@ -12,8 +12,10 @@ Identical flows (:meth:`FlowSet.classes`): flows on the same link sequence get t
 takes one weighted flow per class (:func:`sim.core.maxmin.identical_flows`). When the layout of :func:`build_flows` is
 known (network flows first, then one flow per NVLink transfer over ``[E + src, E + G + dst]``), the NVLink flows are
 grouped by their exact (source, destination) key in one pass without a sort (a GPU's NVLink peers are near it in GPU
-numbering: hosts hold consecutive GPU ids), and only the network flows go through the hash sort, on the router's
-own padded path table (:func:`sim.core.maxmin.identical_rows`: whole rows compared, no per-column gathers of the CSR).
+numbering: hosts hold consecutive GPU ids), and the network flows by the router's choice codes and their
+connection's end links (:func:`keyed_classes`: exact keys, a dense table, no sort of the rows), or where the router
+gave no codes by the hash sort of its own padded path table (:func:`sim.core.maxmin.identical_rows`: whole rows
+compared, no per-column gathers of the CSR).
 Classes are numbered by their lowest flow either way, so the solve sees the same problem in the same order and the
 rates are the same to the bit.
 """
@@ -46,6 +48,10 @@ class FlowHeader:
     dqpn: np.ndarray
     sport: np.ndarray            # (n_network,): UDP ports are 16 bits, kept as uint16
     paths: np.ndarray | None = None  # the router's padded path table of the network flows (until grouped)
+    # or, where the router gave them (sim.fabric.routing.route(..., choices=True)), what groups them exactly:
+    # (pair (n_network // qps,) the id of each connection's first and last link, code (n_network,) the choices,
+    #  n_pairs, dense, total); see keyed_classes
+    path_key: tuple | None = None
 
 
 class FlowSet:
@@ -142,6 +148,23 @@ class FlowSet:
         per = getattr(h, name)
         return np.where(net, per[np.minimum(flows, max(h.n_network - 1, 0))].astype(IDX) if per.size else 0, -1)
 
+    def transfer_max(self, values: np.ndarray, n_transfers: int) -> np.ndarray:
+        """(n_transfers,) the largest of ``values`` (one per flow) over each transfer's flows, ``-inf`` for a
+        transfer without flows. In :func:`sim.fabric.flows.build_flows`' layout a connection's ``qps`` flows are
+        consecutive and each NVLink transfer is one flow: a ``reduceat`` over the connections, no ``ufunc.at`` over
+        every flow (a maximum is exact in any order)."""
+        out = np.full(n_transfers, -np.inf)
+        h = self.header
+        n = 0 if h is None else h.n_network
+        if h is None or (n and n % max(h.qps, 1)):
+            np.maximum.at(out, self.transfer, values)
+            return out
+        q = max(h.qps, 1)
+        if n:
+            out[self.transfer[:n:q]] = np.maximum.reduceat(values[:n], np.arange(0, n, q))
+        out[self.transfer[n:]] = values[n:]
+        return out
+
     def classes(self) -> tuple[np.ndarray, np.ndarray]:
         """``(rep, cls)`` of :func:`sim.core.maxmin.identical_flows` over these flows (see the module docstring)."""
         n_net = self.n_network_first
@@ -149,8 +172,14 @@ class FlowSet:
             return identical_flows(self.ptr, self.links)
         cut = int(self.ptr[n_net])
         paths, self.header.paths = self.header.paths, None     # used once: the solve needs the classes once
-        rep_net, cls_net = identical_flows(self.ptr[:n_net + 1], self.links[:cut]) if paths is None \
-            else identical_rows(paths)
+        key, self.header.path_key = self.header.path_key, None
+        if key is not None:
+            pair, code, n_pairs, dense, total = key
+            rep_net, cls_net = keyed_classes(pair, max(self.header.qps, 1), code, n_pairs, dense, total)
+        elif paths is not None:
+            rep_net, cls_net = identical_rows(paths)
+        else:
+            rep_net, cls_net = identical_flows(self.ptr[:n_net + 1], self.links[:cut])
         if n_net == self.n_flows:
             return rep_net, cls_net
         E, G = self.n_fabric, self.n_gpus
@@ -193,3 +222,68 @@ def pair_classes(src: np.ndarray, dst: np.ndarray, n: int) -> tuple[np.ndarray, 
     new = lowest == np.arange(m)
     number = np.cumsum(new) - 1
     return np.flatnonzero(new), number[lowest]
+
+
+def keyed_classes(pair: np.ndarray, repeat: int, code: np.ndarray, n_pairs: int, dense: int,
+                  total: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(rep, cls)`` of the classes of equal ``(pair, code)`` over flows numbered by their lowest member, as
+    :func:`sim.core.maxmin.identical_rows` numbers them: flow ``f`` has ``pair[f // repeat]`` (ids in
+    ``0..n_pairs-1``) and ``code[f]`` (in ``0..total-1``). The router's choice codes (:func:`sim.fabric.routing.route`
+    with ``choices=True``) with the connection's first and last link as the pair make equal keys exactly equal paths,
+    so these are the classes of identical flows, found without sorting the rows: flows whose code is below
+    ``dense`` (within a zone: a few choices) by a dense table of each key's lowest flow (``ufunc.at``, no sort; a
+    sort of the exact keys where the table would be sparse), the others (across zones: many codes per pair) by
+    one sort of their exact keys (no hash, nothing to confirm).
+
+    >>> rep, cls = keyed_classes(np.array([0, 1]), 2, np.array([3, 3, 0, 3]), 2, 4, 4)
+    >>> rep.tolist(), cls.tolist()
+    ([0, 2, 3], [0, 0, 1, 2])
+    """
+    F = code.size
+    if F == 0:
+        return np.zeros(0, dtype=IDX), np.zeros(0, dtype=IDX)
+    flows = np.arange(F, dtype=IDX)
+    far = np.flatnonzero(code >= dense)
+    # Codes from ``dense`` on share one slot per pair here (their lowest is then found by the sort below).
+    width = dense + 1 if far.size else dense
+    key = np.repeat(pair.astype(IDX) * width, repeat)
+    key += np.minimum(code, dense) if far.size else code
+    slots = n_pairs * width
+    if slots <= DENSE_KEYS_PER_FLOW * F:
+        first = np.full(slots, F, dtype=IDX)
+        np.minimum.at(first, key, flows)
+        lowest = first[key]
+        del first
+    else:
+        lowest = _lowest_sorted(key, flows, slots)
+    del key
+    if far.size:
+        key = pair[far // repeat].astype(IDX) * (total - dense) + (code[far] - dense)
+        lowest[far] = _lowest_sorted(key, far, n_pairs * (total - dense))
+    new = lowest == flows
+    del flows
+    number = np.cumsum(new)
+    number -= 1
+    return np.flatnonzero(new), number[lowest]
+
+
+def _lowest_sorted(key: np.ndarray, members: np.ndarray, bound: int) -> np.ndarray:
+    """For each of ``members`` (ascending flow ids) the lowest member with its ``key`` (in ``0..bound-1``): one sort
+    of the keys packed above the members' positions, or a stable argsort where they do not fit in 63 bits."""
+    m = members.size
+    if m == 0:
+        return members
+    bits = max(1, (m - 1).bit_length())
+    if max(1, int(bound) - 1).bit_length() + bits <= 63:
+        packed = (key.astype(np.int64) << bits) | np.arange(m, dtype=np.int64)
+        packed.sort()
+        order = packed & ((1 << bits) - 1)
+        k = packed >> bits
+    else:
+        order = np.argsort(key, kind="stable")
+        k = key[order]
+    start = np.r_[True, k[1:] != k[:-1]]
+    head = order[np.maximum.accumulate(np.where(start, np.arange(m), 0))]
+    out = np.empty(m, dtype=IDX)
+    out[order] = members[head]
+    return out

@@ -65,9 +65,9 @@ def link_loads(flow_ptr, flow_links, rates, n_links: int, usage=None) -> np.ndar
     >>> link_loads([0, 2, 3], [0, 1, 1], [1.0, 2.0], 3, usage=[1.0, 0.5, 2.0]).tolist()
     [1.0, 4.5, 0.0]
     """
-    ptr, links = _csr(flow_ptr, flow_links)
+    ptr, links, deg = _csr(flow_ptr, flow_links, with_deg=True)
     rates = np.asarray(rates, dtype=np.float64)
-    entry = np.repeat(rates, np.diff(ptr))
+    entry = np.repeat(rates, deg)
     if usage is not None:
         entry = entry * _usage(usage, flow_ptr, links.size)
     return np.bincount(links, weights=entry, minlength=n_links)
@@ -177,7 +177,7 @@ def solve_max_min(flow_ptr, flow_links, capacity, rate_cap=None, *, rtol: float 
     >>> sol.rates.tolist(), sol.rounds
     ([0.5, 0.5, 1.5, 2.5], 2)
     """
-    ptr, links = _csr(flow_ptr, flow_links)
+    ptr, links, deg = _csr(flow_ptr, flow_links, with_deg=True)
     capacity = _nonnegative(capacity, "capacity")
     n_flows, n_links = len(ptr) - 1, len(capacity)
     if links.size and (links.min() < 0 or links.max() >= n_links):
@@ -189,7 +189,6 @@ def solve_max_min(flow_ptr, flow_links, capacity, rate_cap=None, *, rtol: float 
     if band < 1:
         raise ValueError(f"band: {band} must be >= 1")
     grow = 1.0 + rtol
-    deg = np.diff(ptr)
 
     if weight is not None:
         weight = np.asarray(weight, dtype=np.float64)
@@ -225,32 +224,38 @@ def solve_max_min(flow_ptr, flow_links, capacity, rate_cap=None, *, rtol: float 
         pool, pool_bound, head = pool[~again], pool_bound[~again], take
 
         flow_deg = deg[flows]
-        starts = np.cumsum(flow_deg) - flow_deg
-        entry_link = links[_segments(ptr, flows)]
+        ends = np.cumsum(flow_deg)
+        starts = ends - flow_deg
+        segments = np.arange(ends[-1] if ends.size else 0, dtype=IDX) + np.repeat(ptr[flows] - starts, flow_deg)
+        entry_link = links[segments]
         entry_share = share[entry_link]
-        flow_min = np.minimum(np.minimum.reduceat(entry_share, starts), caps[flows])     # m_f
+        flow_min = np.minimum.reduceat(entry_share, starts)
+        if rate_cap is not None:
+            np.minimum(flow_min, caps[flows], out=flow_min)                 # m_f
         entry_min = np.repeat(flow_min, flow_deg)
         blocked = entry_link[entry_min * grow < entry_share]     # a flow on these links sees a smaller share
         link_mark[blocked] = True
         minimal = (entry_share <= level) & ~link_mark[entry_link]
         link_mark[blocked] = False
-        freeze = np.logical_or.reduceat(minimal, starts) | (caps[flows] <= flow_min * grow)
+        # at its cap (no cap: an infinite one, reached only by an infinite share)
+        at_cap = (caps[flows] <= flow_min * grow) if rate_cap is not None else (flow_min * grow == np.inf)
+        freeze = np.logical_or.reduceat(minimal, starts) | at_cap
         if not freeze.any() and not (flow_min > level).any():   # impossible unless the input holds NaN-like data
             raise RuntimeError("max-min solver made no progress")
 
         rates[flows[freeze]] = flow_min[freeze]
         entry_freeze = np.repeat(freeze, flow_deg)
         touched = entry_link[entry_freeze]
-        load = entry_min[entry_freeze]
+        frozen_deg = flow_deg[freeze]
+        load = np.repeat(flow_min[freeze], frozen_deg)          # entry_min of the frozen flows' entries
         load[np.isinf(load)] = 0.0             # a link of infinite capacity stays infinite
         if weight is None and use is None:
             np.subtract.at(remaining, touched, load)
             np.subtract.at(count, touched, 1)
         else:
-            entry_weight = np.ones(touched.size) if weight is None else \
-                np.repeat(weight[flows], flow_deg)[entry_freeze]
+            entry_weight = np.ones(touched.size) if weight is None else np.repeat(weight[flows[freeze]], frozen_deg)
             if use is not None:
-                entry_weight = entry_weight * use[_segments(ptr, flows)][entry_freeze]
+                entry_weight = entry_weight * use[segments][entry_freeze]
             np.subtract.at(remaining, touched, load * entry_weight)
             np.subtract.at(count, touched, entry_weight)
             np.subtract.at(left, touched, 1)
@@ -412,15 +417,19 @@ def reference_max_min(flow_ptr, flow_links, capacity, rate_cap=None) -> np.ndarr
     return np.array(rate, dtype=np.float64)
 
 
-def _csr(flow_ptr, flow_links) -> tuple[np.ndarray, np.ndarray]:
-    """Validated CSR arrays as intp: ``flow_ptr`` rebased to 0 and the links it actually covers."""
+def _csr(flow_ptr, flow_links, with_deg: bool = False):
+    """Validated CSR arrays as intp: ``flow_ptr`` rebased to 0 (the array itself, not a copy, when it starts at 0:
+    callers only read it) and the links it actually covers; ``with_deg``: and each flow's link count (the
+    validation's ``diff``, not taken twice)."""
     ptr = np.asarray(flow_ptr, dtype=IDX)
     links = np.asarray(flow_links, dtype=IDX)
     if ptr.ndim != 1 or ptr.size == 0:
         raise ValueError("flow_ptr: must be a 1-D array of F+1 offsets")
-    if np.any(np.diff(ptr) < 0) or ptr[0] < 0 or ptr[-1] > links.size:
+    deg = np.diff(ptr)
+    if (deg < 0).any() or ptr[0] < 0 or ptr[-1] > links.size:
         raise ValueError(f"flow_ptr: offsets must be non-decreasing within 0..{links.size}")
-    return ptr - ptr[0], links[ptr[0]:ptr[-1]]
+    out = (ptr - ptr[0] if ptr[0] else ptr), links[ptr[0]:ptr[-1]]
+    return (*out, deg) if with_deg else out
 
 
 def _usage(usage, flow_ptr, n_entries: int) -> np.ndarray:

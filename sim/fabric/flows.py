@@ -111,8 +111,11 @@ def build_flows(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
     via = pxn_via(topo, src, dst, net_t)                  # the GPU whose NIC sends (rail-optimized fabrics: PXN)
     send = src[net_t] if via is None else via
     conn = connection_flows(nic[send], nic[dst[net_t]], chan[net_t], qps, udp_sport, seed, qpn_base)
-    qp, sqpn, dqpn, sport = conn.qp, conn.sqpn, conn.dqpn, conn.sport
-    del conn                                              # its per-flow transfer is not kept
+    # Kept per network flow in their own widths (24-bit QP numbers, 16-bit ports): 94 MB, not 226, at 600k; narrowed
+    # before routing, which hashes them (widened) only for the flows that leave their leaf.
+    qp, sqpn, dqpn, sport = conn.qp, conn.sqpn.astype(np.uint32), conn.dqpn.astype(np.uint32), \
+        conn.sport.astype(np.uint16)
+    del conn
     n_net, n_nvl = net_t.size * qps, nvl_t.size
     # Each flow's transfer, network flows first (net_t[conn.transfer]: transfer-major, QP-minor), written in place
     # in the narrowest integer that holds the phase's transfer ids (int32 below 2^31: 71 MB, not 142, at 600k).
@@ -123,14 +126,25 @@ def build_flows(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
     ptr = np.empty(n_net + n_nvl + 1, dtype=IDX)          # the CSR is written in place: network flows, then NVLink
     ptr[0] = 0
     paths = None                             # the router's padded path table, kept for grouping identical flows
+    path_key = None                          # or the exact key that groups them (route's choice codes)
     if n_net and router is None and routing != "te":
-        paths = route(topo, send, dst[net_t], qp, routing, seed, hash=hash, sport=sport, dqpn=dqpn,
-                      padded=True, between_hosts=True, repeat=qps)      # GPUs per connection, the rest per QP
-        del qp
+        paths, code, dense, total = route(topo, send, dst[net_t], qp, routing, seed, hash=hash, sport=sport,
+                                          dqpn=dqpn, padded=True, between_hosts=True, repeat=qps, choices=True)
+        del qp                                                # GPUs per connection, the rest per QP
         if via is not None:
             paths = _pxn_columns(paths, src[net_t], via, qps, E, G)
+        elif code is not None:
+            ends = paths[::qps]                               # a connection's QPs share its first and last link
+            last = path_lengths(ends >= 0).astype(IDX) - 1
+            pair, n_pairs = link_pairs(ends[:, 0], ends[np.arange(ends.shape[0]), last])
+            path_key = (pair, code, n_pairs, dense, total)
+            del ends, last
         used = paths >= 0
-        np.cumsum(path_lengths(used), out=ptr[1:n_net + 1], dtype=IDX)
+        lengths = path_lengths(used)
+        if not lengths.all():
+            raise ValueError("the router gave an empty path to a transfer between hosts")
+        np.cumsum(lengths, out=ptr[1:n_net + 1], dtype=IDX)
+        del lengths
         links = np.empty(int(ptr[n_net]) + 2 * n_nvl, dtype=IDX)
         for lo in range(0, n_net, CSR_CHUNK):             # in slices: no full-size temporary
             hi = min(lo + CSR_CHUNK, n_net)
@@ -147,7 +161,7 @@ def build_flows(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
         links[:ptr[n_net]] = links_net
     else:
         links = np.empty(2 * n_nvl, dtype=IDX)
-    if n_net and (ptr[1:n_net + 1] == ptr[:n_net]).any():
+    if n_net and paths is None and (ptr[1:n_net + 1] == ptr[:n_net]).any():     # (checked above for a table)
         raise ValueError("the router gave an empty path to a transfer between hosts")
     cut = int(ptr[n_net])
     np.add(src[nvl_t], E, out=links[cut::2])              # NVLink: [E + src, E + G + dst]
@@ -172,12 +186,25 @@ def build_flows(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
             links[cut + 2 * down + 1] = nic_dn
     np.add(2 * np.arange(1, n_nvl + 1, dtype=IDX), cut, out=ptr[n_net + 1:])
     share = np.asarray(phase.share, dtype=np.float64)
-    # Kept per network flow in their own widths (24-bit QP numbers, 16-bit ports): 94 MB, not 226, at 600k.
-    header = FlowHeader(src=src, dst=dst, channel=chan, n_network=n_net, qps=qps, sqpn=sqpn.astype(np.uint32),
-                        dqpn=dqpn.astype(np.uint32), sport=sport.astype(np.uint16), paths=paths)
+    header = FlowHeader(src=src, dst=dst, channel=chan, n_network=n_net, qps=qps, sqpn=sqpn, dqpn=dqpn, sport=sport,
+                        paths=paths if path_key is None else None, path_key=path_key)
     del sqpn, dqpn, sport
     return FlowSet(transfer=transfer, share=np.concatenate([share[t_net] / qps, share[nvl_t]]),
                    ptr=ptr, links=links, n_fabric=E, n_gpus=G, header=header)
+
+
+def link_pairs(first: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, int]:
+    """``(pair, n)``: an id in ``0..n-1`` per connection for its (first link, last link): its NICs' cables, which
+    with the router's choice codes fix its QPs' paths (:func:`sim.core.flowset.keyed_classes`)."""
+    if first.size == 0:
+        return np.zeros(0, dtype=IDX), 0
+    key = first.astype(np.int64) * (int(last.max()) + 1) + last
+    order = np.argsort(key, kind="stable")
+    k = key[order]
+    start = np.r_[True, k[1:] != k[:-1]]
+    pair = np.empty(key.size, dtype=IDX)
+    pair[order] = np.cumsum(start) - 1
+    return pair, int(start.sum())
 
 
 def pxn_via(topo, src: np.ndarray, dst: np.ndarray, net_t: np.ndarray) -> np.ndarray | None:

@@ -53,7 +53,12 @@ def splitmix64(x) -> np.ndarray:
     >>> int(splitmix64(np.array([0], dtype=np.uint64))[0]) == 0xE220A8397B1DCDAF
     True
     """
-    z = np.array(x, dtype=np.uint64)               # a copy, mixed in place with one scratch array
+    return _splitmix64_into(np.array(x, dtype=np.uint64))     # a copy, mixed in place
+
+
+def _splitmix64_into(z: np.ndarray) -> np.ndarray:
+    """:func:`splitmix64` of the uint64 array ``z``, written over it (one scratch array): for a caller whose ``z``
+    is already a fresh temporary, one copy of the flow array fewer."""
     z += _GOLDEN
     t = np.empty_like(z)
     for shift, mult in ((_S30, _MIX1), (_S27, _MIX2)):
@@ -65,7 +70,8 @@ def splitmix64(x) -> np.ndarray:
 
 def combine(h: np.ndarray, v) -> np.ndarray:
     """Fold one more field ``v`` into the running splitmix64 key ``h``."""
-    return splitmix64(h ^ np.asarray(v).astype(np.uint64))
+    z = np.bitwise_xor(h, np.asarray(v).astype(np.uint64, copy=False), dtype=np.uint64)   # fresh: mixed in place
+    return _splitmix64_into(z) if isinstance(z, np.ndarray) and z.ndim else splitmix64(z)
 
 
 # --------------------------------------------------------------------------------------------------- CRC tables
@@ -165,15 +171,27 @@ class SwitchHash:
     consecutive flows (a connection's QPs), so the uniform hash folds them in once per connection.
     """
 
-    def __init__(self, kind: str, seed: int, src_ip, dst_ip, sport, dqpn=None, repeat: int = 1):
+    def __init__(self, kind: str, seed: int, src_ip, dst_ip, sport, dqpn=None, repeat: int = 1,
+                 n_nodes: int | None = None):
         if kind not in HASHES:
             raise ValueError(f"hash {kind!r} is not one of {', '.join(HASHES)}")
         self.kind, self.seed, self.with_qp = kind, int(seed), dqpn is not None
+        # ``n_nodes``: node ids lie below it, so the uniform hash's per-switch term (splitmix64 of the node id) is
+        # one table of ``n_nodes`` entries looked up per flow, not a splitmix64 over every flow at every hop.
+        self._node_mix = None if n_nodes is None or kind != "uniform" else \
+            splitmix64(np.arange(int(n_nodes), dtype=np.uint64))
         if kind == "uniform":
             key = combine(splitmix64(np.array([self.seed], dtype=np.uint64)), src_ip)     # the seed's once
             key = combine(key, dst_ip)
-            key = combine(np.repeat(key, repeat) if repeat > 1 else key, sport)
-            self.key = combine(key, dqpn) if dqpn is not None else key
+            key = np.repeat(key, repeat) if repeat > 1 else key   # a fresh array: the per-flow fields fold in place
+            if key.ndim:
+                for v in (sport,) if dqpn is None else (sport, dqpn):
+                    key ^= np.asarray(v).astype(np.uint64, copy=False)
+                    _splitmix64_into(key)
+            else:
+                key = combine(key, sport)
+                key = combine(key, dqpn) if dqpn is not None else key
+            self.key = key
         else:
             if repeat > 1:
                 src_ip, dst_ip = np.repeat(src_ip, repeat), np.repeat(dst_ip, repeat)
@@ -194,6 +212,10 @@ class SwitchHash:
     def at(self, rows: np.ndarray, nodes: np.ndarray) -> np.ndarray:
         """uint64 selector of flows ``rows`` at switches ``nodes`` (same length)."""
         if self.kind == "uniform":
-            return splitmix64(self.key[rows] ^ splitmix64(np.asarray(nodes, dtype=np.uint64)))
+            nodes = np.asarray(nodes)
+            mix = splitmix64(nodes.astype(np.uint64)) if self._node_mix is None else self._node_mix[nodes]
+            z = self.key[rows].copy() if isinstance(rows, slice) else self.key.take(rows)   # mixed in place
+            z ^= mix
+            return _splitmix64_into(z)
         h = self._seed_terms(np.asarray(nodes)) ^ self.flow_term[rows] ^ self.zero
         return (h & np.uint32((1 << SELECTOR_BITS) - 1)).astype(np.uint64)

@@ -204,9 +204,15 @@ def transfer_latency(topo, phase: Phase, flows: FlowSet, latency: LatencyModel |
         n, net_f = first, slice(0, first)
     if n and (first is not None or net_f.any()):
         path = path_latency(topo, flows.ptr[:n + 1], flows.links) if path is None else path[:n]
-        tr = flows.transfer[:n][net_f]
-        np.maximum.at(hop, tr, path[net_f])
-        network[tr] = True
+        if first is None:
+            tr = flows.transfer[:n][net_f]
+            np.maximum.at(hop, tr, path[net_f])
+            network[tr] = True
+        else:                                 # the slowest QP of each connection (the transfers between hosts)
+            q = max(flows.header.qps, 1)
+            tr = flows.transfer[:n:q]
+            hop[tr] = np.maximum(np.maximum.reduceat(path, np.arange(0, n, q)), 0.0)
+            network[tr] = True
         hop[network] += latency.host(topo.kind, float(topo.hop_latency))
     if phase.switch is not None and (np.asarray(phase.switch) == SHARP_UP).any():
         up = np.flatnonzero(np.asarray(phase.switch) == SHARP_UP)

@@ -141,20 +141,38 @@ def udp_sport_of_qp(lqpn, rqpn) -> np.ndarray:
     >>> int(udp_sport_of_qp(0x1234, 0x5678)[()]) >= 0xC000
     True
     """
-    return flow_label_to_udp_sport(calc_flow_label(lqpn, rqpn))
+    lqpn, rqpn = np.asarray(lqpn, dtype=np.uint64), np.asarray(rqpn, dtype=np.uint64)
+    if lqpn.ndim == 0 and rqpn.ndim == 0:
+        return flow_label_to_udp_sport(calc_flow_label(lqpn, rqpn))
+    # the two steps above fused in place over one scratch array (a connection's QPs: millions of flows)
+    v = np.multiply(lqpn, rqpn, dtype=np.uint64)
+    t = np.empty_like(v)
+    v ^= np.right_shift(v, np.uint64(20), out=t)
+    v ^= np.right_shift(v, np.uint64(40), out=t)
+    v &= np.uint64(0xFFFFF)                                   # the flow label
+    np.right_shift(v, np.uint64(14), out=t)                   # its high 6 bits (it has 20)
+    v &= np.uint64(0x3FFF)
+    v ^= t
+    v |= np.uint64(FIXED_UDP_SPORT)
+    return v
 
 
 # --------------------------------------------------------------------------------------------------- QPs
 @dataclass
 class ConnectionFlows:
     """The QP flows of a set of connections (transfers): per flow its transfer, QP index in the connection, the
-    sender's and receiver's QP numbers and the UDP source port. Ordered transfer-major, QP-minor."""
+    sender's and receiver's QP numbers and the UDP source port. Ordered transfer-major, QP-minor; the transfer
+    of each flow is derived on access (the flow builder does not keep it)."""
 
-    transfer: np.ndarray
     qp: np.ndarray
     sqpn: np.ndarray
     dqpn: np.ndarray
     sport: np.ndarray
+    qps: int = 1
+
+    @property
+    def transfer(self) -> np.ndarray:
+        return np.repeat(np.arange(self.qp.size // max(self.qps, 1), dtype=np.int64), self.qps)
 
 
 def qpn_bases(nics, seed: int, qpn_base: int | None = None) -> np.ndarray:
@@ -200,9 +218,8 @@ def connection_flows(src_nic, dst_nic, channel, qps: int, udp_sport: str = DEFAU
         sport = np.repeat(udp_sport_of_qp(sqpn[:, 0], dqpn[:, 0])[:, None], qps, axis=1)
     else:
         sport = udp_sport_of_qp(sqpn, dqpn)
-    return ConnectionFlows(transfer=np.repeat(np.arange(T, dtype=np.int64), qps),
-                           qp=np.tile(np.arange(qps, dtype=np.int64), T),
-                           sqpn=sqpn.ravel(), dqpn=dqpn.ravel(), sport=sport.ravel())
+    return ConnectionFlows(qp=np.tile(np.arange(qps, dtype=np.int64), T), sqpn=sqpn.ravel(), dqpn=dqpn.ravel(),
+                           sport=sport.ravel(), qps=qps)
 
 
 def endpoint_order(nic: np.ndarray, channel: np.ndarray, T: int) -> np.ndarray:

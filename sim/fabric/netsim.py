@@ -105,7 +105,7 @@ def solve_phase(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
     latency = latency or LatencyModel()
     say = progress or silent
     t0 = time.perf_counter()
-    link_unit = link_flows = path = None
+    links_of = path = None
     header = {"hash": hash, "udp_sport": udp_sport, "qpn_base": qpn_base}
     if routing == "te" and router is None:
         # The TE controller sees the whole traffic matrix: this phase's and the background jobs' flows are routed
@@ -136,19 +136,28 @@ def solve_phase(topo, phase: Phase, qps: int = 1, routing: str = "ecmp", seed: i
         unit = phase.steps * _slowest(flows.share, rates) if rates.size else 0.0
         # This phase's bytes and flows on each link and each flow's path latency, per class of identical flows
         # (a class's flows cross the same links).
-        K = cptr.size - 1
-        link_unit = link_loads(cptr, clinks, np.bincount(cls, flows.share, minlength=K) * phase.steps, capacity.size)
-        if mine < everything.n_flows:                 # background flows share the classes: count this phase's
-            size = np.bincount(cls, minlength=K)
-        link_flows = np.rint(link_loads(cptr, clinks, size, capacity.size)).astype(IDX)
+        links_of = _link_totals(cptr, clinks, cls, flows.share, phase.steps, None if mine < everything.n_flows
+                                else size, capacity.size)
         first = flows.n_network_first                 # only network flows have a path latency to keep
         path = path_latency(topo, cptr, clinks)[cls if first is None else cls[:first]]
     hop, network = transfer_latency(topo, phase, flows, latency, path)
     say(1.0, f"phase {phase.name}: {everything.n_flows:,} flows routed ({routing}, {qps} QP) and solved in "
         f"{time.perf_counter() - t0:.2f} s")
     return PhaseResult(phase=phase, flows=flows, rates=rates, unit_time=unit, hop_latency=hop, hop_network=network,
-                       finish_unit=finish_unit, solve_seconds=time.perf_counter() - t0, link_unit_bytes=link_unit,
-                       link_flows=link_flows)
+                       finish_unit=finish_unit, solve_seconds=time.perf_counter() - t0, link_source=links_of)
+
+
+def _link_totals(cptr, clinks, cls, share, steps, size, n_links):
+    """The phase's bytes per byte of message size and flows on each link (``PhaseResult.link_unit_bytes`` and
+    ``link_flows``), from its classes of identical flows (a class's flows cross the same links), as a function
+    called when they are first read; ``size``: flows per class (None: count this phase's flows, background flows
+    sharing the classes)."""
+    def totals():
+        K = cptr.size - 1
+        unit = link_loads(cptr, clinks, np.bincount(cls, share, minlength=K) * steps, n_links)
+        count = np.bincount(cls, minlength=K) if size is None else size
+        return unit, np.rint(link_loads(cptr, clinks, count, n_links)).astype(IDX)
+    return totals
 
 
 def _slowest(share: np.ndarray, rates: np.ndarray) -> float:

@@ -80,7 +80,7 @@ def routing_tables(topo: Topology) -> RoutingTables:
         core_reach = np.zeros((P, max(M, 1), nL), dtype=bool)
         spine_reach = np.zeros((nS, nL), dtype=bool)
     # Within its own zone a spine reaches the leaves its plane's cables go down to.
-    for z in np.unique(spine_zone):
+    for z in np.flatnonzero(np.bincount(spine_zone)):    # the zones with spines (np.unique imports numpy.ma)
         rows, cols = np.flatnonzero(spine_zone == z), np.flatnonzero(leaf_zone == z)
         spine_reach[np.ix_(rows, cols)] = leaf_plane_ok[np.ix_(cols, spine_plane[rows])].T
     Z = spine_at.shape[0]
@@ -106,7 +106,8 @@ def pick(full: np.ndarray, sel: np.ndarray, width: int, valid, fallback: np.ndar
     (n, width) validity and the flow takes the ``sel mod n_valid``-th valid column, or, when ``fallback`` is given
     (pinning), its preferred column ``sel mod width`` if valid and else the ``fallback mod n_valid``-th valid one.
     """
-    col = (sel % np.uint64(width)).astype(IDX)
+    # one choice: every selector takes column 0 (no modulo over the flows)
+    col = np.zeros(sel.size, dtype=IDX) if width == 1 else (sel % np.uint64(width)).astype(IDX)
     slow = np.flatnonzero(~full)
     dead = np.zeros(0, dtype=IDX)
     if slow.size:
@@ -189,11 +190,12 @@ class Hops:
               dqpn: np.ndarray) -> None:
         topo = self.topo
         self.t, self.routing = t, routing
-        self.za, self.zb = t.leaf_zone[self.a], t.leaf_zone[self.b]
+        self.za, self.zb = self.per_flow(t.leaf_zone, self.a), self.per_flow(t.leaf_zone, self.b)
         self.hashed = routing in ("ecmp", "eecmp", "pinned")
         if self.hashed:
-            self.hash = SwitchHash(hash, seed, nic_ips(topo, self.s), nic_ips(topo, self.d), sport[self.fl],
-                                   dqpn[self.fl] if routing == "eecmp" else None, repeat=self.repeat)
+            self.hash = SwitchHash(hash, seed, nic_ips(topo, self.s), nic_ips(topo, self.d), self.rows_of(sport),
+                                   self.rows_of(dqpn) if routing == "eecmp" else None, repeat=self.repeat,
+                                   n_nodes=topo.n_nodes)
         if routing in ("dmodk", "pinned"):
             W1, D = t.leaf_up.shape[1], max(topo.leaf_downlinks, 1)
             port = np.repeat(topo.gpu_leaf_port[self.d], self.repeat)
@@ -201,13 +203,28 @@ class Hops:
             self.dig1 = dglob if routing == "dmodk" else port.astype(np.uint64)
             self.dig2 = dglob // np.uint64(W1)
 
+    def per_flow(self, table: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """``table[x]`` for ``x`` given per flow but equal over each group of ``repeat`` flows (a connection's
+        QPs): looked up once per group and repeated (a gather 16x smaller at 16 QPs)."""
+        k = self.repeat
+        return table[x] if k == 1 else np.repeat(table[x[::k]], k)
+
+    def rows_of(self, values: np.ndarray) -> np.ndarray:
+        """``values[self.fl]`` of a per-flow array (all flows of the route): whole groups of ``repeat`` flows are
+        copied as rows of a (groups, repeat) view, not gathered flow by flow."""
+        k = self.repeat
+        if k == 1:
+            return values[self.fl]
+        return values.reshape(-1, k)[self.fl[::k] // k].reshape(-1)
+
     def choose(self, full, rows, nodes, digit, width, valid):
         """One hop's pick among ``width`` equal-cost choices: the switch's hash (ECMP, E-ECMP), or the
         destination digit (static routing; pinning falls back to the hash where its pinned choice is dead).
-        ``nodes()`` gives the switches' node ids. With one choice (a single cable) nothing is hashed: any selector
+        ``nodes()`` gives the switches' node ids; ``rows``: the flows (rows of this object, or ``slice(None)``
+        for all, ``full`` one entry per row). With one choice (a single cable) nothing is hashed: any selector
         picks it, or finds it dead."""
         if width == 1:
-            return pick(full, np.zeros(len(rows), dtype=np.uint64), 1, valid)
+            return pick(full, np.zeros(full.size, dtype=np.uint64), 1, valid)
         h = self.hash.at(rows, nodes()) if self.hashed else None
         if self.routing in ("ecmp", "eecmp"):
             return pick(full, h, width, valid)

@@ -4,6 +4,7 @@ summary the CLI and the twin print. See :mod:`sim.fabric.netsim` for how the num
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -37,11 +38,27 @@ class PhaseResult:
     solve_seconds: float = 0.0
     latency: dict = field(default_factory=dict)
     critical_hops: dict = field(default_factory=dict)
-    link_unit_bytes: np.ndarray | None = None    # (E + 2G,) the phase's bytes per byte of message size (all steps)
-    link_flows: np.ndarray | None = None         # (E + 2G,) how many of its flows cross each link
     fill: float = 0.0                            # s per chunk byte a Simple chunk spends filling the pipeline
     chunk_ops: float = 1.0                       # NCCL's chunk streams each transfer carries side by side
     fill_net: float = 0.0                        # s per chunk byte an LL / LL128 step spends at the network hops
+    # () -> (link_unit_bytes, link_flows), called on first access: a training step (sim.jobs.job) reads neither,
+    # and they cost two passes over the classes' links
+    link_source: object = field(default=None, repr=False)
+
+    @cached_property
+    def _links(self) -> tuple:
+        source, self.link_source = self.link_source, None       # what it holds is not kept past its use
+        return source() if source is not None else (None, None)
+
+    @property
+    def link_unit_bytes(self) -> np.ndarray | None:
+        """(E + 2G,) the phase's bytes per byte of message size (all steps); None for an event-driven phase."""
+        return self._links[0]
+
+    @property
+    def link_flows(self) -> np.ndarray | None:
+        """(E + 2G,) how many of its flows cross each link; None for an event-driven phase."""
+        return self._links[1]
 
 
 @dataclass

@@ -98,7 +98,7 @@ def static_routing(kind: str) -> str:
 
 def route(topo: Topology, src_gpu, dst_gpu, qp=None, routing: str = "ecmp", seed: int = 0, *,
           hash: str = "uniform", sport=None, dqpn=None, padded: bool = False, between_hosts: bool = False,
-          repeat: int = 1):
+          repeat: int = 1, choices: bool = False):
     """Route flows; return CSR ``(flow_ptr (F+1,), flow_links)`` of the directed link ids each flow crosses.
 
     Links are in path order: the source NIC's uplink first, the destination NIC's downlink last. Flows between two
@@ -116,6 +116,16 @@ def route(topo: Topology, src_gpu, dst_gpu, qp=None, routing: str = "ecmp", seed
     ``repeat=k``: ``src_gpu`` and ``dst_gpu`` are given once per ``k`` consecutive flows (a connection's QPs; flow
     ``i`` joins ``src_gpu[i // k]`` and ``dst_gpu[i // k]``, ``qp``, ``sport``, ``dqpn`` are per flow): the first
     and last hops are looked up once per connection, not once per QP.
+
+    ``choices=True`` (with ``padded``): return ``(paths, code, dense, total)``, where ``code`` (F,) packs the
+    equal-cost choices the switches made for each flow: 0 within one leaf; ``u + W1 j`` within a zone (``u`` the
+    source leaf's uplink column of ``W1``, ``j`` the spine's parallel cable down of ``m``); ``W1 m + u + W1 (v + W2
+    (j2 + m2 j1))`` across zones (``v`` the spine's uplink column of ``W2``, ``j2``, ``j1`` the parallel cables down
+    from the core and the spine). Each choice is a distinct cable given the switches before it, and the first and last
+    links fix the leaves and zones, so two flows with the same first and last link cross the same links exactly when
+    their codes are equal (:func:`sim.core.flowset.keyed_classes` groups identical flows by it, no sort of the rows).
+    Codes lie in ``0..total-1``, those below ``dense = W1 m`` being the flows that stay in their zone. On a fabric of
+    multi-port NICs (planes) ``code`` is None.
     """
     if routing == "te":                      # centralized traffic engineering: sim/fabric/te.py (all flows at once)
         if padded or repeat != 1:
@@ -134,9 +144,8 @@ def route(topo: Topology, src_gpu, dst_gpu, qp=None, routing: str = "ecmp", seed
     if repeat > 1:
         qp = np.zeros(F, dtype=IDX) if per_flow_qp is None else \
             np.broadcast_to(np.asarray(per_flow_qp, dtype=IDX), (F,)).ravel()
-    sport = np.full(F, FIXED_UDP_SPORT, np.uint64) if sport is None else np.broadcast_to(
-        np.asarray(sport, dtype=np.uint64), (F,))
-    dqpn = qp.astype(np.uint64) if dqpn is None else np.broadcast_to(np.asarray(dqpn, dtype=np.uint64), (F,))
+    sport = np.full(F, FIXED_UDP_SPORT, np.uint64) if sport is None else np.broadcast_to(_unsigned(sport), (F,))
+    dqpn = qp.astype(np.uint64) if dqpn is None else np.broadcast_to(_unsigned(dqpn), (F,))
     if topo.port_views:                      # multi-port NICs, planes: each flow routed in its port's plane
         if repeat > 1:
             src, dst = np.repeat(src, repeat), np.repeat(dst, repeat)
@@ -144,17 +153,40 @@ def route(topo: Topology, src_gpu, dst_gpu, qp=None, routing: str = "ecmp", seed
         def in_plane(view, rows, s, d):
             return route(view, s, d, qp[rows], routing, seed, hash=hash, sport=sport[rows], dqpn=dqpn[rows],
                          padded=padded, between_hosts=True)
-        return route_planes(topo, src, dst, qp, routing, seed, in_plane, padded=padded,
-                            width=max_path_links(topo))
+        out = route_planes(topo, src, dst, qp, routing, seed, in_plane, padded=padded,
+                           width=max_path_links(topo))
+        return (out, None, 0, 0) if choices and padded else out
     narrow = np.int32 if topo.n_links < np.iinfo(np.int32).max else IDX     # half the memory of the path table
     paths = np.full((F, max_path_links(topo)), -1, dtype=narrow)
     hops = nic_links(topo, src, dst, paths, between_hosts, repeat)
+    code, dense, total = None, 1, 1
     if hops is not None:
-        hops.start(routing_tables(topo), routing, seed, hash, sport, dqpn)
-        plane, spine = _up_to_spine(hops, paths)
-        _down_in_zone(hops, paths, plane, spine)
-        _over_the_core(hops, paths, plane, spine)
+        t = routing_tables(topo)
+        W1, W2 = t.leaf_up.shape[1], t.spine_up.shape[1]
+        dense, total = W1 * t.m, W1 * t.m + W1 * W2 * t.m2 * t.m
+        hops.start(t, routing, seed, hash, sport, dqpn)
+        plane, spine, u = _up_to_spine(hops, paths)
+        j = _down_in_zone(hops, paths, plane, spine)
+        cross = _over_the_core(hops, paths, plane, spine)
+        if choices and padded:
+            small = np.int32 if total < np.iinfo(np.int32).max else IDX
+            code = np.zeros(F, dtype=small)
+            sz, xz = j[0], cross[0]
+            code[hops.fl] = u
+            if t.m > 1 and sz.size:
+                code[hops.fl[sz]] += W1 * j[1]
+            if xz.size:
+                v, j2, j1 = cross[1:]
+                code[hops.fl[xz]] += dense + W1 * (v + W2 * (j2 + t.m2 * j1))
+    if choices and padded:
+        return paths, (np.zeros(F, dtype=np.int32) if code is None else code), dense, total
     return paths if padded else csr(paths)
+
+
+def _unsigned(x) -> np.ndarray:
+    """A header field as unsigned integers: an unsigned array as it is (16-bit ports and 24-bit QP numbers kept
+    narrow: the hash widens only the flows it hashes), anything else as uint64."""
+    return x if isinstance(x, np.ndarray) and x.dtype.kind == "u" else np.asarray(x, dtype=np.uint64)
 
 
 def _up_to_spine(h: Hops, paths):
@@ -162,7 +194,9 @@ def _up_to_spine(h: Hops, paths):
     topo, t = h.topo, h.t
     a, b, za = h.a, h.b, h.za
     W1 = t.leaf_up.shape[1]
-    full = t.leaf_full[a] & t.leaf_dst_full[za, b]
+    k = h.repeat                          # a, b, za are per flow, equal over each connection's k QPs
+    full = t.leaf_full[a[::k]] & t.leaf_dst_full[za[::k], b[::k]]
+    full = np.repeat(full, k) if k > 1 else full
 
     def leaf_valid(rows):
         ids = t.leaf_up[a[rows]]
@@ -170,36 +204,50 @@ def _up_to_spine(h: Hops, paths):
         sp = topo.spine_at[za[rows][:, None], planes[None, :]]
         return (ids >= 0) & (sp >= 0) & t.spine_reach[np.maximum(sp, 0), b[rows][:, None]]
 
-    u, dead = h.choose(full, np.arange(h.fl.size), lambda: topo.leaves[a], h.dig1, W1, leaf_valid)
+    u, dead = h.choose(full, slice(None), lambda: h.per_flow(topo.leaves, a), h.dig1, W1, leaf_valid)   # every flow
     if dead.size:
         h.no_path(dead, "no uplink of the source leaf reaches the destination leaf")
     paths[h.fl, 1] = t.leaf_up[a, u]
-    plane = u // t.m
-    return plane, topo.spine_at[za, plane]
+    plane = u if t.m == 1 else u // t.m
+    return plane, topo.spine_at[za, plane], u
 
 
 def _down_in_zone(h: Hops, paths, plane, spine) -> None:
-    """Flows within one zone turn at the spine: spine -> destination leaf over the parallel cables of its plane."""
+    """Flows within one zone turn at the spine: spine -> destination leaf over the parallel cables of its plane.
+    Returns those flows (rows of ``h``) and the parallel cable each takes."""
     topo, t = h.topo, h.t
     sz = np.flatnonzero(h.za == h.zb)
     if not sz.size:
-        return
-    b = h.b
-    cand = topo.leaf_up[b[sz], plane[sz]]                                   # (k, m)
-    j, dead = h.choose(t.leaf_plane_full[b[sz], plane[sz]], sz, lambda: topo.spines[spine[sz]], h.dig1, t.m,
-                       lambda r: cand[r] >= 0)
-    assert dead.size == 0, "spine_reach promised a downlink"
-    paths[h.fl[sz], 2] = cand[np.arange(sz.size), j] + topo.n_cables
-    paths[h.fl[sz], 3] = h.down0[sz]
+        return sz, sz
+    if t.m == 1:                          # one cable from the spine down to the leaf: nothing to choose
+        link = topo.leaf_up[h.b[sz], plane[sz], 0]
+        assert (link >= 0).all(), "spine_reach promised a downlink"
+        j = np.zeros(sz.size, dtype=IDX)
+    else:
+        b = h.b[sz]
+        cand = topo.leaf_up[b, plane[sz]]                                   # (k, m)
+        j, dead = h.choose(t.leaf_plane_full[b, plane[sz]], sz, lambda: topo.spines[spine[sz]], h.dig1, t.m,
+                           lambda r: cand[r] >= 0)
+        assert dead.size == 0, "spine_reach promised a downlink"
+        link = cand[np.arange(sz.size), j]
+        del b, cand
+    link += topo.n_cables                 # (in place: the temporaries of this hop are the route's peak memory)
+    rows = h.fl[sz]
+    paths[rows, 2] = link
+    del link
+    paths[rows, 3] = h.down0[sz]
+    return sz, j
 
 
 def _over_the_core(h: Hops, paths, plane, spine) -> None:
-    """Flows to another zone: spine -> core of its plane -> spine of that plane in the destination zone -> leaf."""
+    """Flows to another zone: spine -> core of its plane -> spine of that plane in the destination zone -> leaf.
+    Returns those flows (rows of ``h``) and their choices: the spine's uplink column, the core's and the spine's
+    parallel cable down."""
     topo, t = h.topo, h.t
     C = topo.n_cables
     xz = np.flatnonzero(h.za != h.zb)
     if not xz.size:
-        return
+        return xz, xz, xz, xz
     s1, pl, bx = spine[xz], plane[xz], h.b[xz]
     W2 = t.spine_up.shape[1]
     full = t.spine_full[s1] & t.spine_dst_full[pl, bx]
@@ -225,5 +273,6 @@ def _over_the_core(h: Hops, paths, plane, spine) -> None:
     assert dead.size == 0, "core_reach promised a leaf downlink"
     paths[h.fl[xz], 4] = cand[np.arange(xz.size), j1] + C
     paths[h.fl[xz], 5] = h.down0[xz]
+    return xz, v, j2, j1
 
 

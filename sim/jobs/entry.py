@@ -7,7 +7,7 @@ progress=None)``, ``cluster`` the backend :class:`sim.fabric.topology.Topology`,
 from __future__ import annotations
 
 from sim.core.entry import ClusterResult, cluster_name
-from sim.jobs import job, scheduler, shared
+from sim.jobs import job
 
 
 def run_job(cluster, values: dict, progress=None) -> ClusterResult:
@@ -17,9 +17,11 @@ def run_job(cluster, values: dict, progress=None) -> ClusterResult:
 
 def run_jobs(cluster, values: dict, progress=None) -> ClusterResult:
     """The jobs of a jobs file sharing the fabric (:func:`sim.jobs.shared.run_shared`)."""
+    from sim.jobs import shared                 # imported by the command that runs it (one job's start-up)
     return ClusterResult(cluster_name(cluster), shared.run_shared(cluster, values, progress=progress))
 
 
 def run_schedule(cluster, values: dict, progress=None) -> ClusterResult:
     """A job queue over simulated time (:func:`sim.jobs.scheduler.run_schedule`)."""
+    from sim.jobs import scheduler              # imported by the command that runs it (one job's start-up)
     return ClusterResult(cluster_name(cluster), scheduler.run_schedule(cluster, values, progress=progress))

@@ -21,20 +21,29 @@ def ring_transfers(gpus_of_groups: np.ndarray, gpu_host: np.ndarray, nic_bandwid
         e = np.zeros(0, IDX)
         return e, e, np.zeros(0), e, e, 0
     gph = int(np.bincount(gpu_host).max())
-    host = gpu_host[gpus_of_groups]
-    plans, out = {}, []
-    for i in range(k):
-        g, h = gpus_of_groups[i], host[i]
-        key = ((g - g[0]).tobytes(), (h - h[0]).tobytes(), int(g[0]) % gph)
-        ref = plans.get(key)
-        if ref is None:
-            ph = plan_collective("allgather", g, gpu_host, nic_bandwidth=nic_bandwidth).phases[0]
-            plans[key] = ref = (int(g[0]), ph)
-        g0, ph = ref
-        off = int(g[0]) - g0
-        out.append((ph.src + off, ph.dst + off, ph.share, ph.channel, np.full(ph.src.size, i, IDX)))
-    cat = [np.concatenate([o[j] for o in out]) for j in range(5)]
-    return (*cat, n - 1)
+    g = np.asarray(gpus_of_groups, dtype=IDX)
+    host = gpu_host[g]
+    # A group's pattern: its GPUs and hosts relative to its first, and its first GPU's slot (one row per group);
+    # groups of one pattern share the plan of the first of them, shifted by the difference of their first GPUs.
+    pattern = np.concatenate([g - g[:, :1], host - host[:, :1], (g[:, :1] % gph)], axis=1)
+    _, first, which = np.unique(pattern, axis=0, return_index=True, return_inverse=True)
+    which = which.reshape(-1)
+    plans = [plan_collective("allgather", g[i], gpu_host, nic_bandwidth=nic_bandwidth).phases[0]
+             for i in first.tolist()]
+    size = np.array([ph.src.size for ph in plans], dtype=IDX)[which]
+    start = np.cumsum(size) - size                     # each group's transfers, in group order
+    total = int(size.sum())
+    src, dst, channel = np.empty(total, IDX), np.empty(total, IDX), np.empty(total, IDX)
+    share, group = np.empty(total), np.repeat(np.arange(k, dtype=IDX), size)
+    for u, (i, ph) in enumerate(zip(first.tolist(), plans)):
+        rows = np.flatnonzero(which == u)
+        at = (start[rows][:, None] + np.arange(ph.src.size)).ravel()
+        off = (g[rows, 0] - g[i, 0])[:, None]
+        src[at] = (np.asarray(ph.src, dtype=IDX) + off).ravel()
+        dst[at] = (np.asarray(ph.dst, dtype=IDX) + off).ravel()
+        share[at] = np.broadcast_to(np.asarray(ph.share, dtype=np.float64), (rows.size, ph.src.size)).ravel()
+        channel[at] = np.broadcast_to(np.asarray(ph.channel, dtype=IDX), (rows.size, ph.src.size)).ravel()
+    return src, dst, share, channel, group, n - 1
 
 
 def pp_transfers(gpus_of_groups: np.ndarray, interleaved: bool, gpu_host: np.ndarray | None = None,

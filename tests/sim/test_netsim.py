@@ -406,3 +406,25 @@ def test_the_hottest_links_are_the_first_k_of_the_full_sort():
         n, k = int(rng.integers(1, 60)), int(rng.integers(1, 15))
         util, n_on = np.round(rng.integers(0, 4, n) / 3, 9), rng.integers(0, 3, n)
         assert np.array_equal(top_links(util, n_on, k), np.lexsort((-n_on, -util))[:k])
+
+
+def test_keyed_classes_are_the_classes_of_equal_pair_and_code():
+    """keyed_classes: flows of equal (pair of their connection, code) are one class, numbered by the lowest flow,
+    whether its dense table or its sort finds them (few pairs and codes, or many), codes below and above ``dense``."""
+    from sim.core.flowset import keyed_classes
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        repeat, conns = int(rng.integers(1, 5)), int(rng.integers(1, 40))
+        n_pairs, dense = int(rng.integers(1, 8)) * int(rng.choice([1, 50])), int(rng.integers(1, 6))
+        total = dense + int(rng.integers(0, 5))
+        pair = rng.integers(0, n_pairs, conns)
+        code = rng.integers(0, total, conns * repeat)
+        rep, cls = keyed_classes(pair, repeat, code, n_pairs, dense, total)
+        key = [(int(pair[f // repeat]), int(code[f])) for f in range(code.size)]
+        first = {}
+        for f, k in enumerate(key):
+            first.setdefault(k, f)
+        lowest = [first[k] for k in key]
+        want_rep = sorted(set(lowest))
+        assert rep.tolist() == want_rep
+        assert cls.tolist() == [want_rep.index(x) for x in lowest]

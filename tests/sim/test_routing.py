@@ -403,3 +403,38 @@ def test_no_path_error_names_the_same_flows_with_gpus_per_connection():
     topo = topology_from_layout(layout)
     with pytest.raises(NoPathError, match=r"4 of 6 flows \(2 GPU pairs\) .* no active path.*GPU 16"):
         route(topo, [16, 16, 0], [0, 24, 17], None, "eecmp", repeat=2)
+
+
+@pytest.mark.parametrize("routing", ["ecmp", "eecmp", "pinned", "dmodk"])
+@pytest.mark.parametrize("failed", [False, True])
+def test_choice_codes_group_flows_exactly_as_their_paths(demo, routing, failed):
+    """route(..., choices=True): two flows of the same first and last link cross the same links exactly when their
+    choice codes are equal, so keyed_classes (no sort of the rows) gives identical_rows' classes, numbered alike:
+    flows within a leaf, a zone (4 parallel cables spine -> leaf: the code holds that choice too) and across zones,
+    4 QPs per connection, with failed cables (choices among the valid next hops) or none."""
+    from sim.core.flowset import keyed_classes
+    from sim.core.maxmin import identical_rows
+    from sim.fabric.flows import link_pairs
+    from sim.fabric.paths import path_lengths
+    topo = demo
+    if failed:
+        layout = copy.deepcopy(demo.layout)
+        layout.link_status[demo.link_cable[demo.leaf_up[5, 0, :3]]] = STATUS_FAILED
+        layout.link_status[demo.link_cable[demo.leaf_up[1, 2, :2]]] = STATUS_FAILED
+        topo = topology_from_layout(layout)
+    rng = np.random.default_rng(3)
+    g = rng.permutation(topo.n_gpus)
+    src, dst = np.repeat(g, 3), np.concatenate([np.roll(g, 1), np.roll(g, 17), np.roll(g, 40)])
+    keep = topo.gpu_host[src] != topo.gpu_host[dst]
+    src, dst, qps = src[keep], dst[keep], 4
+    qp = np.tile(np.arange(qps), src.size)
+    paths, code, dense, total = route(topo, src, dst, qp, routing, seed=5, padded=True, between_hosts=True,
+                                      repeat=qps, choices=True)
+    assert code.shape == (src.size * qps,) and (code >= 0).all() and (code < total).all()
+    ends = paths[::qps]
+    last = path_lengths(ends >= 0).astype(np.int64) - 1
+    pair, n_pairs = link_pairs(ends[:, 0], ends[np.arange(ends.shape[0]), last])
+    rep, cls = keyed_classes(pair, qps, code, n_pairs, dense, total)
+    rep0, cls0 = identical_rows(paths)
+    assert np.array_equal(rep, rep0) and np.array_equal(cls, cls0)
+    assert rep.size < paths.shape[0] and (code >= dense).any() and (code[code < dense] > 0).any()
