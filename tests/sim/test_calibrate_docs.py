@@ -25,6 +25,7 @@ def test_the_example_parses_with_its_log_whole():
     nccl = entries[3]
     # the log's Rank lines are as many as the host list's ranks (2 hosts x 8 slots), so the entry runs as given
     assert len(nccl.log.ranks) == 16 and nccl.values["hosts"].count("slots=8") == 2
+    assert nccl.log.gpu == "NVIDIA H100 80GB HBM3" and "h100-sxm-80gb" in nccl.log.gpu_slugs
     assert len(nccl.observations) == 11
 
 
