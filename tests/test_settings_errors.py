@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from twin import env
+from twin.redis_server import free_port
 
 ROOT = env.BASE_DIR
 
@@ -14,7 +15,9 @@ ROOT = env.BASE_DIR
 def run(args, tmp_path, **overrides):
     """Given the environment plus overrides, when the command runs, then return (exit code, stderr lines)."""
     child_env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DEBUG", "SECRET_KEY")}
-    child_env.update(TWIN_VAR_DIR=str(tmp_path / "var"), DATABASE_URL=f"sqlite:///{tmp_path / 'twin.sqlite3'}")
+    # the launcher serves on a free port (never the default 8000, which another twin may hold)
+    child_env.update(TWIN_VAR_DIR=str(tmp_path / "var"), DATABASE_URL=f"sqlite:///{tmp_path / 'twin.sqlite3'}",
+                     TWIN_PORT=str(free_port()))
     child_env.update(overrides)
     result = subprocess.run([sys.executable, *args], cwd=ROOT, env=child_env, capture_output=True, text=True,
                             timeout=90)
@@ -66,6 +69,13 @@ def test_launcher_reports_a_bad_setting_in_one_line_before_starting_anything(tmp
     code, lines = run(["-m", "twin.launcher", "--no-build"], tmp_path, **{name: value})
     assert code == 2
     assert_one_line_naming(code, lines, name)
+
+
+def test_launcher_reports_a_bad_embedded_redis_port_in_one_line(tmp_path):
+    # REDIS_URL unset: the launcher would start its embedded Redis on TWIN_EMBEDDED_REDIS_PORT
+    code, lines = run(["-m", "twin.launcher", "--no-build"], tmp_path, REDIS_URL="", TWIN_EMBEDDED_REDIS_PORT="70000")
+    assert code == 2
+    assert_one_line_naming(code, lines, "TWIN_EMBEDDED_REDIS_PORT")
 
 
 def test_launcher_refuses_a_port_that_is_taken(tmp_path):

@@ -13,8 +13,7 @@ from urllib.parse import urlparse
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("TWIN_VAR_DIR", BASE_DIR / "var"))
-EMBEDDED_REDIS_PORT = 6390
-DEFAULT_REDIS_URL = f"redis://127.0.0.1:{EMBEDDED_REDIS_PORT}/0"
+EMBEDDED_REDIS_PORT = 6390       # the embedded Redis's port unless TWIN_EMBEDDED_REDIS_PORT says another
 DEFAULT_DATABASE_URL = f"sqlite:///{VAR_DIR / 'twin.sqlite3'}"
 
 
@@ -149,8 +148,17 @@ def database() -> dict:
     return config
 
 
+def embedded_redis_port() -> int:
+    """The port of the embedded Redis the launcher starts when REDIS_URL is unset: TWIN_EMBEDDED_REDIS_PORT, else
+    :data:`EMBEDDED_REDIS_PORT` (a test gives it a free port, so that it never needs a fixed one)."""
+    port = env_int("TWIN_EMBEDDED_REDIS_PORT", EMBEDDED_REDIS_PORT, 1)
+    if port > 65535:
+        raise SettingError("TWIN_EMBEDDED_REDIS_PORT", f"{port} is not between 1 and 65535")
+    return port
+
+
 def redis_url() -> str:
-    url = os.environ.get("REDIS_URL") or DEFAULT_REDIS_URL
+    url = os.environ.get("REDIS_URL") or f"redis://127.0.0.1:{embedded_redis_port()}/0"
     parsed = urlparse(url)
     if parsed.scheme not in ("redis", "rediss", "unix"):
         raise SettingError("REDIS_URL", f"scheme {parsed.scheme or '(none)'!r} is not supported (use redis://host:port/db)")

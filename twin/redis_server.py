@@ -160,8 +160,10 @@ class EmbeddedRedis:
         self.stop()
 
 
-def ensure_redis(port: int = env.EMBEDDED_REDIS_PORT, host: str = HOST) -> tuple[str, EmbeddedRedis | None]:
-    """A Redis on host:port: reuse the one that answers there (handle None) or start one (handle to stop)."""
+def ensure_redis(port: int | None = None, host: str = HOST) -> tuple[str, EmbeddedRedis | None]:
+    """A Redis on host:port (None: :func:`twin.env.embedded_redis_port`): reuse the one that answers there (handle
+    None) or start one (handle to stop)."""
+    port = env.embedded_redis_port() if port is None else port
     state = _probe(port, host)
     if state == "redis":
         return url_for(port, host), None
@@ -174,7 +176,8 @@ def ensure_redis(port: int = env.EMBEDDED_REDIS_PORT, host: str = HOST) -> tuple
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m twin.redis_server", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--port", type=int, default=env.EMBEDDED_REDIS_PORT, help="0 picks a free port")
+    parser.add_argument("--port", type=int, default=None,
+                        help=f"0 picks a free port (default: TWIN_EMBEDDED_REDIS_PORT, else {env.EMBEDDED_REDIS_PORT})")
     parser.add_argument("--ready-file", help="write the Redis URL to this file once Redis answers PING")
     args = parser.parse_args(argv)
 
@@ -182,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda signum, frame: stop_requested.append(signum))
     try:
-        url, handle = ensure_redis(args.port or free_port())
+        url, handle = ensure_redis(None if args.port is None else args.port or free_port())
     except env.SettingError as e:
         print(f"twin: {e}", file=sys.stderr)
         return 2

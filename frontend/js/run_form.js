@@ -23,8 +23,9 @@ function inputHtml(f) {
   if (f.type === "bool") return `<input type="checkbox" name="${f.name}"${v ? " checked" : ""}>`;
   if (isList(f)) {
     return `<textarea name="${f.name}" rows="4" spellcheck="false" placeholder="one per line (# comments)">${
-      esc(v ?? "")}</textarea><input type="file" data-load-into="${f.name}" accept=".txt,.hosts,.toml,.json,text/plain,application/json"
-      title="load it from a file">`;
+      esc(v ?? "")}</textarea><input type="file" multiple data-load-into="${f.name}"
+      accept=".txt,.hosts,.toml,.json,.log,.out,text/plain,application/json"
+      title="load it from a file (several: one after the other)">`;
   }
   if (f.type === "int" || f.type === "float") {
     const bounds = `${f.min != null ? ` min="${f.min}"` : ""}${f.max != null ? ` max="${f.max}"` : ""}`;
@@ -155,19 +156,23 @@ export function paramFieldsHtml(fields, main) {
     </details>`;
 }
 
-/** A long text field's file input (data-load-into) reads the chosen file in the browser into the field (a host
- *  list, a measurements file), refused above the field's bound. */
+/** A long text field's file input (data-load-into) reads the chosen files in the browser into the field (a host
+ *  list, a measurements file, nccl-tests logs: several one after the other, as the server reads several pasted
+ *  logs), refused above the field's bound. */
 export function loadFilesInto(form, fields) {
   for (const input of form.querySelectorAll("input[data-load-into]")) {
     const f = fields.find((x) => x.name === input.dataset.loadInto);
     input.addEventListener("change", async () => {
-      const file = input.files[0];
-      if (!file) return;
-      if (file.size > f.max) {
-        showErrors(form, { [f.name]: `${file.name} is ${fmt.bytes(file.size)}, at most ${fmt.bytes(f.max)}` });
+      const files = [...input.files];
+      if (!files.length) return;
+      const size = files.reduce((n, file) => n + file.size, 0);
+      if (size > f.max) {
+        const what = files.length > 1 ? `${files.length} files are` : `${files[0].name} is`;
+        showErrors(form, { [f.name]: `${what} ${fmt.bytes(size)}, at most ${fmt.bytes(f.max)}` });
         return;
       }
-      form.elements[f.name].value = await file.text();
+      const texts = await Promise.all(files.map((file) => file.text()));
+      form.elements[f.name].value = texts.map((t) => (t.endsWith("\n") ? t : `${t}\n`)).join("");
       showErrors(form, {});
     });
   }

@@ -1,11 +1,15 @@
 """Command line of the calibration (contract), registered by :mod:`sim.cli`::
 
-    python -m sim calibrate --preset meta-roce-24k --measurements FILE [--fit gemm_efficiency,...]
+    python -m sim calibrate --preset meta-roce-24k (--measurements FILE | --log FILE [--log FILE ...])
+        [--hostfile FILE] [--column out-of-place|in-place] [--fit gemm_efficiency,...]
         [--holdout FRACTION | --folds K] [--seed N] [--json]
 
-``--measurements FILE`` is read into the ``measurements`` parameter of :data:`sim.calibrate.params.CALIBRATE`,
-``--fit``, ``--holdout``, ``--folds`` and ``--seed`` its parameters of those names; ``--preset``/``--spec``,
-``--json`` and ``--quiet`` are the command line's own. Refused
+``--measurements FILE`` is read into the ``measurements`` parameter of :data:`sim.calibrate.params.CALIBRATE` (a
+measurements file, or raw nccl-tests output: the parameter takes either); ``--log FILE`` (repeated) reads raw
+nccl-tests output, each file checked on its own (an error names the file and its line), then one after the other
+into ``measurements``; ``--hostfile`` into ``hosts``, ``--column``, ``--fit``, ``--holdout``, ``--folds`` and
+``--seed`` into their parameters; ``--preset``/``--spec``, ``--json`` and ``--quiet`` are the command line's own.
+Refused
 input (an unknown kind, a log that does not parse, a measured value <= 0, a parameter a kind refuses, a name that is
 not fittable) is reported by :func:`sim.cli.main`: one line naming ``entry[i].field``, exit status 2.
 """
@@ -15,7 +19,10 @@ import json
 
 from sim.calibrate.entry import run_calibrate
 from sim.calibrate.measurements import read_file
+from sim.calibrate.nccltests import HALVES, LogError, parse_logs
 from sim.calibrate.params import CALIBRATE
+from sim.core.errors import UsageError
+from sim.fabric.cli import read_list_file
 from sim.fabric.topology import load_topology
 
 COMMANDS = ("calibrate",)
@@ -30,8 +37,15 @@ def add_parsers(sub) -> None:
     where = c.add_mutually_exclusive_group()
     where.add_argument("--preset", default=None, help="cluster preset (default meta-roce-24k)")
     where.add_argument("--spec", default=None, metavar="FILE", help="cluster spec file (TOML, or JSON)")
-    c.add_argument("--measurements", "-m", required=True, metavar="FILE",
-                   help="the measurements file: TOML [[entry]] tables or JSON (docs/calibration.md)")
+    given = c.add_mutually_exclusive_group(required=True)
+    given.add_argument("--measurements", "-m", metavar="FILE",
+                       help="the measurements file: TOML [[entry]] tables or JSON, or raw nccl-tests output "
+                            "(docs/calibration.md)")
+    given.add_argument("--log", action="append", metavar="FILE",
+                       help="raw nccl-tests output (all_reduce_perf, all_gather_perf, ... as printed: one or several "
+                            "logs per file); repeat for more files")
+    c.add_argument("--hostfile", default=None, metavar="FILE", help=CALIBRATE.by_name["hosts"].help)
+    c.add_argument("--column", default=HALVES[0], choices=HALVES, help=CALIBRATE.by_name["column"].help)
     c.add_argument("--fit", default=None, metavar="NAME,NAME,...", help=CALIBRATE.by_name["fit"].help)
     split = c.add_mutually_exclusive_group()
     split.add_argument("--holdout", type=float, default=None, metavar="FRACTION",
@@ -42,8 +56,24 @@ def add_parsers(sub) -> None:
     c.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
 
 
+def read_logs(paths: list[str]) -> str:
+    """The raw nccl-tests output of ``--log`` files, one after the other; each file parsed on its own first, so
+    that a refusal names the file and its own line."""
+    texts = []
+    for path in paths:
+        text = read_file(path)
+        try:
+            parse_logs(text)
+        except LogError as e:
+            raise UsageError(f"--log {path}: {e}") from None
+        texts.append(text.rstrip("\n") + "\n")
+    return "".join(texts)
+
+
 def run(args, bar) -> int:
-    values = CALIBRATE.validate({"measurements": read_file(args.measurements), "fit": args.fit,
+    text = read_file(args.measurements) if args.measurements else read_logs(args.log)
+    hosts = read_list_file(args.hostfile) if args.hostfile else None
+    values = CALIBRATE.validate({"measurements": text, "hosts": hosts, "column": args.column, "fit": args.fit,
                                  "holdout": args.holdout, "folds": args.folds, "seed": args.seed})
     _, topo = load_topology(args.preset, args.spec, lambda message: bar(0.0, message))
     result = run_calibrate(topo, values, progress=bar)

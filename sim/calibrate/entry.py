@@ -5,12 +5,12 @@ progress=None)``, ``cluster`` the backend :class:`sim.fabric.topology.Topology`,
 from __future__ import annotations
 
 from sim.calibrate.fit import Calibration, calibrate
-from sim.calibrate.measurements import read_measurements
+from sim.calibrate.measurements import read_values
 from sim.calibrate.params import fit_names
 
 
 def run_calibrate(cluster, values: dict, progress=None) -> Calibration:
     """Every entry of ``values['measurements']`` predicted, ``values['fit']`` fitted, predicted again
     (:func:`sim.calibrate.fit.calibrate`)."""
-    return calibrate(cluster, read_measurements(values["measurements"]), fit_names(values["fit"]), progress=progress,
+    return calibrate(cluster, read_values(values), fit_names(values["fit"]), progress=progress,
                      holdout=values.get("holdout"), folds=values.get("folds"), seed=values.get("seed") or 0)

@@ -17,8 +17,10 @@ from sim.jobs.models import FRAGMENTATION
 from sim.jobs.step import ATTENTION_EFFICIENCY, GEMM_EFFICIENCY
 from sim.storage.stores import FUSE_THREADS, SERVER_CORES
 
-# What a measurement was taken under, or how finely the engine resolves it: given, never fitted.
-CONDITIONS = ("days", "resolution_ms", "timeline_step_s")
+# What a measurement was taken under, or how finely the engine resolves it: given, never fitted. The training-data
+# reads beside a checkpoint (data_loading_gbps) are the load the job put on the store, not a property of the twin: a
+# fit moving it would also push a failures entry's job (every host reading it) past what its store sustains.
+CONDITIONS = ("days", "resolution_ms", "timeline_step_s", "data_loading_gbps")
 # What a nullable parameter's null stands for, as one value (the start of its fit); a nullable parameter not listed
 # here has no single default (a store's or a GPU's own) and is not fittable. Every fitted factor of
 # sim.core.fitted is added (its null means the factor's value in effect, fitted or prior), with the factor's bounds

@@ -20,7 +20,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sim.calibrate.nccltests import HALVES, LogError, NcclLog, parse_log
+from sim.calibrate.nccltests import HALVES, LogError, NcclLog, is_log, parse_log, parse_logs
 from sim.core.errors import ParamError, SpecError, UsageError
 from sim.core.nesting import check_depth
 from sim.core.units import parse_sizes
@@ -89,6 +89,7 @@ class Entry:
     provenance: dict = field(default_factory=dict)   # where, hardware, note (as given)
     source: dict | None = None        # the file's [source] table
     origin: str | None = None         # the file's name, for messages
+    raw: bool = False                 # from a raw nccl-tests log (its errors name ``measurements`` and the line)
 
     @property
     def where(self) -> str:
@@ -123,18 +124,28 @@ def read_file(path: str) -> str:
         raise UsageError(f"measurements file {path}: is not UTF-8 text") from None
 
 
-def read_measurements(text: str) -> list[Entry]:
-    """The entries of a measurements file's ``text`` (TOML or JSON), each checked; ParamError naming
-    ``measurements`` (the file) or ``entry[i].field`` for the first entry refused."""
-    return parse_measurements(text).entries
+def read_measurements(text: str, hosts: str | None = None, column: str = HALVES[0]) -> list[Entry]:
+    """The entries of a measurements file's ``text`` (TOML or JSON, or raw nccl-tests output: :func:`raw_entries`
+    with ``hosts`` and ``column``), each checked; ParamError naming ``measurements`` (the file) or
+    ``entry[i].field`` for the first entry refused."""
+    return parse_measurements(text, hosts=hosts, column=column).entries
 
 
-def parse_measurements(text: str, *, require_provenance: bool = False, origin: str | None = None) -> Measurements:
+def read_values(values: dict) -> list[Entry]:
+    """The entries of the calibration's parameters (:data:`sim.calibrate.params.CALIBRATE`: ``measurements``, and
+    ``hosts`` and ``column`` for raw logs)."""
+    return read_measurements(values["measurements"], values.get("hosts"), values.get("column") or HALVES[0])
+
+
+def parse_measurements(text: str, *, require_provenance: bool = False, origin: str | None = None,
+                       hosts: str | None = None, column: str = HALVES[0]) -> Measurements:
     """The file's ``[source]`` and entries (:func:`read_measurements`). ``require_provenance`` (the public corpus):
     ``[source]`` with id, title, url and date, and every entry's cluster, where and hardware, are required.
-    ``origin``: the file's name, put before every error's field (``corpus/foo.toml: entry[3].cluster``)."""
+    ``origin``: the file's name, put before every error's field (``corpus/foo.toml: entry[3].cluster``).
+    ``hosts``/``column``: what raw nccl-tests output does not say (:func:`raw_entries`); refused with a file of
+    entries, which gives them per entry."""
     try:
-        return _parse(text, require_provenance, origin)
+        return _parse(text, require_provenance, origin, hosts, column)
     except ParamError as e:
         if origin is None:
             raise
@@ -148,12 +159,24 @@ def read_measurements_file(path, *, require_provenance: bool = False, origin: st
                               origin=str(path) if origin is None else origin)
 
 
-def _parse(text: str, require_provenance: bool, origin: str | None) -> Measurements:
+def _parse(text: str, require_provenance: bool, origin: str | None, hosts: str | None = None,
+           column: str = HALVES[0]) -> Measurements:
     if not isinstance(text, str) or not text.strip():
-        raise ParamError("measurements", "is empty: give [[entry]] tables (TOML) or a JSON list of entries")
+        raise ParamError("measurements", "is empty: give [[entry]] tables (TOML), a JSON list of entries or raw "
+                                         "nccl-tests output")
     if len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES:
         raise ParamError("measurements", f"must be at most {MAX_FILE_BYTES:,} bytes")
-    data = _decode(text)
+    try:
+        data = _decode(text)
+    except ParamError:
+        if not is_log(text) or require_provenance:
+            raise
+        return Measurements(raw_entries(text, hosts, column), None, origin)
+    if not data and is_log(text) and not require_provenance:        # only comments: a log with no rows
+        return Measurements(raw_entries(text, hosts, column), None, origin)
+    if hosts is not None:
+        raise ParamError("hosts", "is for raw nccl-tests output: a measurements file gives each nccl-tests entry's "
+                                  "hosts (or gpu_list) in the entry")
     source = None
     if isinstance(data, dict):
         unknown = sorted(set(data) - {"entry", "source"})
@@ -332,14 +355,57 @@ def _measured(value, where: str) -> float:
     return v
 
 
-def _nccl_entry(item: dict, i: int, name: str, params: dict) -> Entry:
-    where = f"entry[{i}]"
-    if "log" not in item:
-        raise ParamError(f"{where}.log", "give the output exactly as nccl-tests prints it")
+def raw_entries(text: str, hosts: str | None = None, column: str = HALVES[0]) -> list[Entry]:
+    """One ``nccl-tests`` entry per log of raw nccl-tests output ``text`` (one or several logs as the binaries
+    print them, :func:`sim.calibrate.nccltests.parse_logs`): its collective, type, sizes and ranks from the log,
+    its times from ``column``; what the log does not say is asked for by name: ``hosts`` (the cluster's hosts it
+    ran on, as mpirun takes them; given, every log runs on them, else each is placed by the collective's default
+    placement), which a log without Rank lines, ``nThread x nGpus`` above 1 or a pasted ``mpirun -np N`` line
+    needs. Errors name ``measurements`` and the line (``line 40: ...``), or ``hosts``."""
+    if column not in HALVES:
+        raise ParamError("column", f"must be one of {', '.join(HALVES)}")
     try:
-        log = parse_log(item["log"])
+        logs = parse_logs(text)
     except LogError as e:
-        raise ParamError(f"{where}.log", str(e)) from None
+        raise ParamError("measurements", str(e)) from None
+    entries = []
+    for k, log in enumerate(logs):
+        if not log.n_ranks and hosts is None:
+            raise ParamError("hosts", f"the log from line {log.first} does not say how many ranks ran (no Rank "
+                                      f"lines, nThread {log.n_threads or 1} x nGpus {log.n_gpus or 1}, no mpirun "
+                                      f"-np line): give the cluster's hosts it ran on")
+        if log.collective is None:
+            raise ParamError("measurements", f"line {log.first}: the log from this line does not name its binary: "
+                                             f"paste it with the command line that ran it (e.g. ./build/"
+                                             f"all_gather_perf -b 8M -e 1G -f 2 -g 8) or its '# Collective test "
+                                             f"starting' line")
+        item = {"kind": "nccl-tests", "column": column, **({"hosts": hosts} if hosts is not None else {})}
+        name = f"{log.binary} line {log.first}"
+        try:
+            e = _nccl_entry(item, k, name, {}, log)
+        except ParamError as err:
+            out = {}
+            for key, messages in err.errors.items():
+                what = key.split(".", 1)[1] if "." in key else key
+                field_name = "hosts" if what == "hosts" else "measurements"
+                out.setdefault(field_name, []).extend(
+                    f"the log from line {log.first}: {'' if what in ('log', 'hosts') else what + ': '}{m}"
+                    for m in messages)
+            raise ParamError(out) from None
+        e.raw = True
+        entries.append(e)
+    return entries
+
+
+def _nccl_entry(item: dict, i: int, name: str, params: dict, log: NcclLog | None = None) -> Entry:
+    where = f"entry[{i}]"
+    if log is None:
+        if "log" not in item:
+            raise ParamError(f"{where}.log", "give the output exactly as nccl-tests prints it")
+        try:
+            log = parse_log(item["log"])
+        except LogError as e:
+            raise ParamError(f"{where}.log", str(e)) from None
     column = item.get("column", HALVES[0])
     if column not in HALVES:
         raise ParamError(f"{where}.column", f"must be one of {', '.join(HALVES)}")
@@ -377,7 +443,7 @@ def _nccl_entry(item: dict, i: int, name: str, params: dict) -> Entry:
             raise ParamError(f"{where}.{listed[0]}", "must be the list's text (one host or GPU per line)")
         params[listed[0]] = text
     elif "gpus" not in params:
-        ranks = len(log.ranks) or (log.n_gpus * log.n_threads if log.n_gpus and log.n_threads else 0)
+        ranks = log.n_ranks
         if ranks < 2:
             raise ParamError(f"{where}.gpu_list", "the log lists fewer than 2 ranks: give the hosts or gpu_list it "
                                                   "ran on (or params.gpus)")
@@ -386,6 +452,20 @@ def _nccl_entry(item: dict, i: int, name: str, params: dict) -> Entry:
     values = _validate(COLLECTIVE, params, where)
     observations = [Observation("time", r.time[column], f"time {_size_text(r.size)}", r.size) for r in log.rows]
     return Entry(i, "nccl-tests", name, values, observations, log, column)
+
+
+def check_gpu(e: Entry, slug: str | None, cluster: str, gpu_name: str | None = None) -> None:
+    """An nccl-tests entry whose log names its GPU (the Rank lines' device name) must have run on the GPU of the
+    cluster it is predicted on (``slug``, the catalog's: ``topo.gpu_model``, or the inventory spec's
+    ``layout.gpu``); ParamError naming ``measurements`` and the Rank line (raw logs) or ``entry[i].log``."""
+    if e.log is None or e.log.gpu is None or slug is None or slug in e.log.gpu_slugs:
+        return
+    ran = (f"{e.log.gpu!r} ({', '.join(e.log.gpu_slugs)} in the catalog)" if e.log.gpu_slugs else
+           f"{e.log.gpu!r} (no GPU of the catalog, sim/presets/catalog.toml)")
+    raise ParamError("measurements" if e.raw else f"{e.where}.log",
+                     f"line {e.log.gpu_line}: the log ran on {ran} but {cluster}'s GPUs are {slug}"
+                     f"{f' ({gpu_name})' if gpu_name else ''}: give a log of that GPU, or calibrate a cluster of "
+                     f"its GPU")
 
 
 def _size_text(n: int) -> str:

@@ -37,11 +37,43 @@ from sim.core.units import MAX_SIZES
 from sim.fabric.collectives import CollectiveError, canonical
 
 MAX_LOG_ROWS = MAX_SIZES          # data rows one log may hold: the sizes one collective run may ask for
+MAX_LOGS = 64                     # logs one paste may hold
 GB = 1e9                          # nccl-tests' GB/s: 1e9 bytes per second
 HALVES = ("out-of-place", "in-place")
 _BINARY = re.compile(r"\b([a-z_]+)_perf(?:_mpi)?\b")
-_RANK = re.compile(r"^#\s*Rank\s+(\d+)\s+Group\s+(\d+)\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)")
+_RANK = re.compile(r"^#\s*Rank\s+(\d+)\s+Group\s+(\d+)\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)"
+                   r"(?:\s+\[[^\]]*\])?\s*(.*)$")
 _NGPUS = re.compile(r"^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)")
+_LAUNCH = re.compile(r"\b(?:mpirun|mpiexec|orterun)\b.*?\s(?:-np|-n|--np)\s+(\d+)\b")
+# A new log begins at one of these when the current one already has rows (nccl-tests prints them first).
+_STARTS = (re.compile(r"^#\s*nccl-tests version\b"), re.compile(r"^#\s*Collective test starting\b"), _NGPUS)
+# The footer nccl-tests prints once every size has run (writeResultFooter; "Collective test concluded" in newer
+# releases): a log without it was cut off.
+_FOOTER = re.compile(r"^#\s*(Avg bus bandwidth|Collective test concluded)\b")
+
+# The GPU a Rank line names (CUDA's device name, cudaDeviceProp.name: "NVIDIA H100 80GB HBM3") -> the catalog's GPU
+# slugs it may be (sim/presets/catalog.toml): the model, and the memory when the name states it. A name that
+# states no memory may be any of its model's parts; a part the catalog lacks (PCIe, NVL) maps to none.
+DEVICE_GPUS = {("a100", 40): ("a100-sxm-40gb",), ("a100", 80): ("a100-sxm-80gb",),
+               ("a100", None): ("a100-sxm-40gb", "a100-sxm-80gb"),
+               ("h100", 80): ("h100-sxm-80gb",), ("h100", 96): ("h100-sxm-96gb",),
+               ("h100", None): ("h100-sxm-80gb", "h100-sxm-96gb"),
+               ("h800", 80): ("h800-sxm-80gb",), ("h800", None): ("h800-sxm-80gb",),
+               ("h200", 141): ("h200-sxm-141gb",), ("h200", None): ("h200-sxm-141gb",)}
+_DEVICE = re.compile(r"\b([ABH]\d00)\b", re.I)
+_MEMORY = re.compile(r"(\d+)\s*GB\b", re.I)
+_NOT_SXM = re.compile(r"\b(PCIe|NVL)\b", re.I)
+
+
+def gpu_slugs(name: str) -> tuple[str, ...]:
+    """The catalog GPU slugs a CUDA device name may be (:data:`DEVICE_GPUS`); () for one the catalog lacks."""
+    if _NOT_SXM.search(name):
+        return ()
+    m = _DEVICE.search(name)
+    if m is None:
+        return ()
+    mem = _MEMORY.search(name)
+    return DEVICE_GPUS.get((m.group(1).lower(), int(mem.group(1)) if mem else None), ())
 
 
 class LogError(UsageError):
@@ -71,7 +103,10 @@ class Row:
 @dataclass
 class NcclLog:
     """A parsed log: the collective its binary names (None if the text does not say), the ranks its ``Rank`` lines
-    list (host name and device of each, in rank order), ``nGpus`` and ``nThread`` of its header, the data rows."""
+    list (host name and device of each, in rank order), ``nGpus`` and ``nThread`` of its header, the data rows;
+    ``binary`` (``all_reduce_perf``), ``gpu`` (the device name the Rank lines give, None without them) and its
+    catalog slugs (``gpu_slugs``), ``launched`` (the ranks a pasted ``mpirun -np N`` line starts), ``first`` and
+    ``last`` (its lines in the text it came from) and ``gpu_line`` (its first Rank line)."""
 
     collective: str | None
     rows: list[Row]
@@ -79,50 +114,151 @@ class NcclLog:
     n_gpus: int | None = None
     n_threads: int | None = None
     columns: tuple[str, ...] = ()
+    binary: str | None = None
+    gpu: str | None = None
+    gpu_slugs: tuple[str, ...] = ()
+    gpu_line: int | None = None
+    launched: int | None = None
+    first: int = 1
+    last: int = 1
+
+    @property
+    def n_ranks(self) -> int:
+        """The ranks the log ran: its Rank lines, else nThread x nGpus when above 1, else a pasted ``mpirun -np``
+        (0: the log does not say)."""
+        threads = (self.n_gpus or 0) * (self.n_threads or 0)
+        return len(self.ranks) or (threads if threads > 1 else 0) or (self.launched or 0)
+
+
+class _Open:
+    """The log being read."""
+
+    def __init__(self, first: int):
+        self.first = self.last = first
+        self.collective = self.binary = self.columns = self.gpu = self.gpu_line = self.launched = None
+        self.n_gpus = self.n_threads = None
+        self.ranks, self.rows, self.footer = [], [], None
+
+    def close(self) -> NcclLog:
+        if self.columns is None:
+            raise LogError(f"the log from line {self.first} has no column header (#  size  count  type  redop ...  "
+                           f"time  algbw  busbw ...): give the output exactly as nccl-tests prints it", self.first)
+        if not self.rows:
+            raise LogError(f"the log from line {self.first} has a column header but no data rows", self.first)
+        if self.footer is None:
+            raise LogError(f"truncated after line {self.last}: the log from line {self.first} ends without nccl-tests' "
+                           f"footer (# Avg bus bandwidth, # Collective test concluded): give the whole output",
+                           self.last)
+        return NcclLog(self.collective, self.rows, self.ranks, self.n_gpus, self.n_threads, self.columns,
+                       self.binary, self.gpu, gpu_slugs(self.gpu) if self.gpu else (), self.gpu_line, self.launched,
+                       self.first, self.last)
 
 
 def parse_log(text: str) -> NcclLog:
-    """The rows and header of nccl-tests output ``text``; :class:`LogError` naming the line when it does not parse
-    (no column header, a row whose fields do not match it, a size or time that is not a positive number, more than
-    :data:`MAX_LOG_ROWS` rows, a binary that is not one of the collectives the twin models)."""
+    """The one log of nccl-tests output ``text`` (:func:`parse_logs`); LogError when it holds several."""
+    logs = parse_logs(text)
+    if len(logs) > 1:
+        raise LogError(f"holds {len(logs)} logs (the second from line {logs[1].first}): give one log here, or paste "
+                       f"them whole as the measurements", logs[1].first)
+    return logs[0]
+
+
+def parse_logs(text: str) -> list[NcclLog]:
+    """The logs of nccl-tests output ``text``, one or several as the binaries print them one after the other (a
+    new log begins at a header line, ``# nccl-tests version``, ``# Collective test starting`` or ``# nThread``, or
+    at a command line naming a binary, once the log before has its rows); line numbers count from the text's
+    first line. :class:`LogError` naming the line when one does not parse (no column header, a row whose fields do
+    not match it, a size or time that is not a positive number, more than :data:`MAX_LOG_ROWS` rows, a binary that
+    is not one of the collectives the twin models, no footer: cut off)."""
     if not isinstance(text, str) or not text.strip():
         raise LogError("is empty: give the output exactly as nccl-tests prints it")
-    collective, columns, ranks, rows = None, None, [], []
-    n_gpus = n_threads = None
+    logs: list[NcclLog] = []
+    cur: _Open | None = None
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line:
             continue
-        if collective is None and (m := _BINARY.search(line)) and (line.startswith("#") or not rows):
-            try:
-                collective = canonical(m.group(1))
-            except CollectiveError:
-                raise LogError(f"{m.group(0)} is not a collective the twin models (all_gather, reduce_scatter, "
-                               f"all_reduce, alltoall, broadcast, reduce)", number) from None
-        if line.startswith("#"):
-            if m := _RANK.match(line):
-                ranks.append((m.group(4), int(m.group(5))))
-            elif m := _NGPUS.match(line):
-                n_threads, n_gpus = int(m.group(1)), int(m.group(2))
-            elif _is_header(line):
-                columns = _header(line, number)
-            continue
-        if columns is None:
-            if rows or _looks_like_row(line):
-                raise LogError("a data row before the column header (#  size  count  type ...)", number)
-            continue                    # a shell prompt, a command line, NCCL INFO lines: not nccl-tests' table
-        if not _looks_like_row(line):
-            continue                    # NCCL INFO/WARN lines interleaved with the table
-        rows.append(_row(line, number, columns))
-        if len(rows) > MAX_LOG_ROWS:
-            raise LogError(f"more than {MAX_LOG_ROWS} data rows (one run of the twin takes at most {MAX_LOG_ROWS} "
-                           f"sizes): split the log", number)
-    if columns is None:
-        raise LogError("has no column header (#  size  count  type  redop ...  time  algbw  busbw ...): give the "
-                       "output exactly as nccl-tests prints it")
-    if not rows:
-        raise LogError("has a column header but no data rows")
-    return NcclLog(collective, rows, ranks, n_gpus, n_threads, columns)
+        binary = _BINARY.search(line)
+        starts = any(p.match(line) for p in _STARTS) or (binary is not None and not line.startswith("#")
+                                                          and "NCCL" not in line.split())
+        if cur is not None and starts and (cur.rows or cur.footer is not None):
+            logs.append(cur.close())
+            if len(logs) >= MAX_LOGS:
+                raise LogError(f"more than {MAX_LOGS} logs in one text: split it", number)
+            cur = None
+        if cur is None:
+            cur = _Open(number)
+        _read(cur, line, number, binary)
+    if cur is None:
+        raise LogError("is empty: give the output exactly as nccl-tests prints it")
+    logs.append(cur.close())
+    return logs
+
+
+def _read(cur: _Open, line: int, number: int, binary) -> None:
+    """One non-empty line of the log being read."""
+    cur.last = number
+    if cur.binary is None and binary and (line.startswith("#") or not cur.rows):
+        name = binary.group(1)
+        if name == "sendrecv":
+            raise LogError("sendrecv_perf (point-to-point send/receive between neighbouring ranks) is not modelled "
+                           "by the twin's collective engine: give all_reduce_perf, all_gather_perf, "
+                           "reduce_scatter_perf, alltoall_perf, broadcast_perf or reduce_perf logs", number)
+        try:
+            cur.collective = canonical(name)
+        except CollectiveError:
+            raise LogError(f"{binary.group(0)} is not a collective the twin models (all_gather, reduce_scatter, "
+                           f"all_reduce, alltoall, broadcast, reduce)", number) from None
+        cur.binary = f"{name}_perf"
+    if not line.startswith("#") and (m := _LAUNCH.search(line)):
+        cur.launched = int(m.group(1))
+    if line.startswith("#"):
+        if _FOOTER.match(line):
+            cur.footer = number
+        elif m := _RANK.match(line):
+            _rank(cur, m, number)
+        elif m := _NGPUS.match(line):
+            cur.n_threads, cur.n_gpus = int(m.group(1)), int(m.group(2))
+        elif _is_header(line):
+            if cur.rows:
+                raise LogError(f"a second column header in the log from line {cur.first}, after its rows: a log "
+                               f"before it was cut off, or two logs were run together", number)
+            cur.columns = _header(line, number)
+        return
+    if cur.columns is None:
+        if _looks_like_row(line):
+            raise LogError("a data row before the column header (#  size  count  type ...)", number)
+        return                          # a shell prompt, a command line, NCCL INFO lines: not nccl-tests' table
+    if not _looks_like_row(line):
+        return                          # NCCL INFO/WARN lines interleaved with the table
+    if cur.footer is not None:
+        raise LogError(f"a data row after the footer of the log from line {cur.first}", number)
+    cur.rows.append(_row(line, number, cur.columns))
+    if len(cur.rows) > MAX_LOG_ROWS:
+        raise LogError(f"more than {MAX_LOG_ROWS} data rows (one run of the twin takes at most {MAX_LOG_ROWS} "
+                       f"sizes): split the log", number)
+
+
+def _rank(cur: _Open, m, number: int) -> None:
+    cur.ranks.append((m.group(4), int(m.group(5))))
+    name = " ".join(m.group(6).split())
+    if not name:
+        return
+    if cur.gpu is None:
+        cur.gpu, cur.gpu_line = name, number
+    elif name != cur.gpu:
+        raise LogError(f"rank {m.group(1)} runs on {name[:60]!r} but line {cur.gpu_line}'s rank on {cur.gpu[:60]!r}: "
+                       f"the twin models one GPU model per cluster", number)
+
+
+def is_log(text: str) -> bool:
+    """Whether ``text`` looks like raw nccl-tests output: a line of its header (``# nThread``, ``# Collective test
+    starting``) or its column header (``#  size  count  type ...  busbw``)."""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("#") and (_is_header(line) or any(p.match(line) for p in _STARTS)):
+            return True
+    return False
 
 
 def _is_header(line: str) -> bool:

@@ -1,7 +1,10 @@
-"""The calibration's parameters: the measurements file's text and the names to fit."""
+"""The calibration's parameters: the measurements (a file's text, or raw nccl-tests output), what raw logs do not
+say (``hosts``, ``column``) and the names to fit."""
 from __future__ import annotations
 
-from sim.calibrate.measurements import MAX_FILE_BYTES, read_measurements
+from sim.calibrate.measurements import MAX_FILE_BYTES, read_values
+from sim.calibrate.nccltests import HALVES
+from sim.fabric.params import MAX_LIST_BYTES
 from sim.core.errors import ParamError
 from sim.core.params import Param, ParamSet
 
@@ -24,15 +27,23 @@ def fit_names(text: str | None) -> list[str] | None:
 def _check(v: dict) -> None:
     """The measurements parse, every entry valid (errors name ``entry[i].field``), the fit names are a list, and
     at most one held-out scheme is asked for."""
-    read_measurements(v["measurements"])
+    read_values(v)
     fit_names(v["fit"])
     if v["holdout"] is not None and v["folds"] is not None:
         raise ParamError("folds", "give holdout (a fraction) or folds, not both")
 
 
 CALIBRATE = ParamSet("calibrate", (
-    Param("measurements", "text", None, "the measurements: TOML [[entry]] tables or JSON (docs/calibration.md)",
+    Param("measurements", "text", None, "the measurements: TOML [[entry]] tables or JSON, or raw nccl-tests output "
+                                        "(all_reduce_perf, all_gather_perf, reduce_scatter_perf, alltoall_perf... "
+                                        "logs, one or several, pasted whole) (docs/calibration.md)",
           max=MAX_FILE_BYTES, blank_is_null=False),
+    Param("hosts", "text", None, "raw nccl-tests output only: the cluster's hosts the logs ran on, one per line as "
+                                 "mpirun takes them ('host slots=8'), each log's ranks in their order; null: each log "
+                                 "placed by the collective's default placement (a log that does not say how many "
+                                 "ranks ran needs them)", max=MAX_LIST_BYTES, nullable=True),
+    Param("column", "choice", HALVES[0], "raw nccl-tests output only: the half of each row whose time is measured",
+          choices=HALVES),
     Param("fit", "text", None, "parameters to fit, comma-separated (e.g. gemm_efficiency,base_rtt_us); null: the "
                                "fittable parameters the measurements inform", max=2000, nullable=True),
     Param("holdout", "float", None, "held-out error: the share of the observations held out at random (fit on the "

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from sim.calibrate.measurements import KINDS, Entry
+from sim.calibrate.measurements import KINDS, Entry, check_gpu
 from sim.core import fitted
 from sim.core.errors import ParamError, UsageError
 from sim.core.progress import silent
@@ -104,6 +104,10 @@ class Predictor:
         if cluster is None and any(e.cluster is None for e in entries):
             missing = next(e for e in entries if e.cluster is None)
             raise UsageError(f"{label(missing)}: names no cluster and the fit was given none")
+        for e in entries:
+            if e.kind == "nccl-tests":
+                topo = self.topology(e)
+                check_gpu(e, topo.gpu_model.get("slug"), topo.layout.spec.name, topo.gpu_model.get("name"))
 
     def topology(self, e: Entry):
         """The cluster ``e`` runs on: its preset (loaded once), else the run's."""

@@ -69,3 +69,26 @@ def test_a_measurements_file_uploaded_is_fitted_drawn_and_saved_as_a_profile(adm
     page = admin.visit(f"/experiments/{run_id}/")
     page.wait_for_selector("#results #cal-scatter svg", state="attached")
     assert page.locator('#results #cal-parameters tr[data-param="gemm_efficiency"]').count() == 1
+
+
+def test_raw_nccl_tests_logs_uploaded_together_are_calibrated(admin, twin, tmp_path):
+    """Two raw logs chosen at once go into the measurements field one after the other; the hosts they ran on are
+    asked for by the form's own field (the engine's declaration); the run takes each log as its own collective."""
+    from tests.sim.nccl_logs import log
+    a, b = tmp_path / "ar.log", tmp_path / "ag.log"
+    a.write_text(log("all_reduce_perf"))
+    b.write_text(log("all_gather_perf", layout="noroot"))
+    page = admin.visit("/clusters/demo-256/calibration/")
+    form = page.locator("form#calibrate-form")
+    form.locator('input[data-load-into="measurements"]').set_input_files([str(a), str(b)])
+    page.wait_for_function("document.querySelector('#calibrate-form [name=measurements]').value"
+                           ".includes('all_gather_perf')")
+    form.locator('[name="hosts"]').fill("demo-256.z00.r000.h0 slots=8\ndemo-256.z00.r001.h0 slots=8\n")
+    form.locator('[name="fit"]').fill("base_rtt_us")
+    with page.expect_response(lambda r: r.url.endswith("/api/runs/") and r.request.method == "POST") as answer:
+        form.locator("[type=submit]").click()
+    assert answer.value.status == 201, answer.value.text()
+    run_id = answer.value.json()["id"]
+    page.wait_for_selector(f'#cal-detail[data-drawn="{run_id}"]', state="attached", timeout=RUN_SECONDS * 1000)
+    names = {e["name"] for e in twin.api(f"/api/runs/{run_id}/")["summary"]["entries"]}
+    assert names == {"all_reduce_perf line 1", f"all_gather_perf line {len(log('all_reduce_perf').splitlines()) + 1}"}

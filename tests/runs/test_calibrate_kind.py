@@ -10,6 +10,7 @@ from sim.jobs.entry import run_job
 from sim.jobs.params import JOB
 from sim.jobs.step import GEMM_EFFICIENCY
 from tests.runs.test_runs import finished
+from tests.sim.nccl_logs import log as raw_log
 from tests.sim.test_calibrate import JOBS, TRUE_GEMM
 from twin.inventory.adapter import layout_from_db
 from twin.runs.models import SimulationRun
@@ -106,3 +107,53 @@ def test_a_collective_entry_is_checked_on_the_run_s_cluster_unless_it_names_its_
     r = start(runner, {"measurements": here, "holdout": 0.3, "folds": 3})
     assert r.status_code == 400 and "folds" in r.json()["params"], r.json()
     assert SimulationRun.objects.count() == 1
+
+
+# ------------------------------------------------------------------------------------ raw nccl-tests output
+HOSTS = "demo-256.z00.r000.h0 slots=8\ndemo-256.z00.r001.h0 slots=8\n"
+SIZES = (1 << 20, 8 << 20, 64 << 20)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_calibrate_run_from_raw_nccl_tests_logs_pasted_whole(workers, runner, demo):
+    # given two logs pasted one after the other as nccl-tests printed them (the second an older layout)
+    text = raw_log("all_reduce_perf", SIZES) + raw_log("all_gather_perf", SIZES[:2], layout="noroot")
+    # when a calibrate run is started over REST with the measurements as given, on the hosts they ran on
+    r = start(runner, {"measurements": text, "hosts": HOSTS, "fit": "base_rtt_us", "folds": 2})
+    assert r.status_code == 201, r.json()
+    run = finished(runner, r.json()["id"], timeout=120)
+    # then each log is an entry of its own collective, one observation per row, predicted on the given hosts
+    assert run["status"] == "succeeded", run["error"]
+    entries = run["summary"]["entries"]
+    second = len(raw_log("all_reduce_perf", SIZES).splitlines()) + 1
+    assert [e["name"] for e in entries] == ["all_reduce_perf line 1"] * 3 + [f"all_gather_perf line {second}"] * 2
+    assert all(e["before"]["predicted"] > 0 for e in entries)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("text, hosts, field, words", [
+    ("\n".join(raw_log().splitlines()[:-4]) + "\n", None, "measurements", "line 28: truncated after line 28"),
+    (raw_log() + raw_log("sendrecv_perf"), None, "measurements", "line 34: sendrecv_perf"),
+    (raw_log(gpu="NVIDIA A100-SXM4-80GB"), None, "measurements",
+     "line 6: the log ran on 'NVIDIA A100-SXM4-80GB' (a100-sxm-80gb in the catalog) but demo-256's GPUs are "
+     "h100-sxm-80gb"),
+    (raw_log(layout="bare", rank_section=False).replace("mpirun -np 16 ", ""), None, "hosts",
+     "does not say how many ranks ran"),
+    ('[[entry]]\nkind = "job"\nstep_time_s = 1\n[entry.params]\nmodel = "llama3-8b"\ngpus = 16\n',
+     HOSTS, "hosts", "is for raw nccl-tests output"),
+])
+def test_bad_raw_logs_are_a_400_naming_the_field_and_the_line(runner, demo, text, hosts, field, words):
+    r = start(runner, {"measurements": text, **({"hosts": hosts} if hosts else {})})
+    assert r.status_code == 400, r.json()
+    assert field in r.json()["params"] and words in str(r.json()["params"][field]), r.json()
+    assert not SimulationRun.objects.exists()
+
+
+@pytest.mark.django_db
+def test_raw_logs_on_hosts_of_another_count_or_unknown_hosts_are_a_400_naming_hosts(runner, demo):
+    r = start(runner, {"measurements": raw_log(), "hosts": HOSTS.splitlines()[0]})
+    assert r.status_code == 400, r.json()
+    assert "the log from line 1: lists 8 ranks but the log's Rank lines 16" in str(r.json()["params"]["hosts"])
+    r = start(runner, {"measurements": raw_log(), "hosts": "node0001 slots=8\nnode0002 slots=8\n"})
+    assert r.status_code == 400 and "line 1" in str(r.json()["params"]["hosts"]), r.json()
+    assert not SimulationRun.objects.exists()

@@ -85,7 +85,8 @@ def test_older_layout_and_command_line():
     (SAMPLE.replace("   -1    43.46", "   -1"), "fields where the column header has"),
     (SAMPLE.replace("43.46", "0.00", 1), "must be above 0"),
     (SAMPLE.replace("43.46", "fast", 1), "is not a number"),
-    (SAMPLE.replace("all_reduce_perf", "sendrecv_perf"), "not a collective the twin models"),
+    (SAMPLE.replace("all_reduce_perf", "sendrecv_perf"), "line 2: sendrecv_perf .* not modelled"),
+    (SAMPLE.replace("all_reduce_perf", "gather_perf"), "line 2: gather_perf is not a collective the twin models"),
     ("\n".join(SAMPLE.splitlines()[:25]) + "\n", "no data rows"),
 ])
 def test_bad_logs_are_refused_naming_the_line(text, words):

@@ -50,8 +50,8 @@ def _in_measurements(errors: dict) -> ParamError:
 
 def entries_of(values: dict):
     """The validated measurements as :class:`sim.calibrate.measurements.Entry` objects."""
-    from sim.calibrate.measurements import read_measurements
-    return read_measurements(values[FIELD])
+    from sim.calibrate.measurements import read_values
+    return read_values(values)
 
 
 def _each_entry(values: dict, cluster, what: Callable, own_cluster: bool = True):
@@ -64,10 +64,31 @@ def _each_entry(values: dict, cluster, what: Callable, own_cluster: bool = True)
         if e.cluster is not None and not own_cluster:
             continue
         try:
-            out.append(what(kinds[RUN_KIND[e.kind]], e))
+            kind = kinds[RUN_KIND[e.kind]]
+            _ranks(kind, e, cluster)
+            out.append(what(kind, e))
         except ParamError as err:
+            if e.raw:                 # raw nccl-tests output: the log's first line, the hosts under their own field
+                raise ParamError({("hosts" if k in ("hosts", "gpu_list") else FIELD):
+                                  [f"the log from line {e.log.first}: {'' if k in ('hosts', 'gpu_list') else k + ': '}"
+                                   f"{m}" for m in v] for k, v in err.errors.items()}) from None
             raise _in_measurements({f"{e.where}.{k}": v for k, v in err.errors.items()}) from None
     return out
+
+
+def _ranks(kind, e, cluster) -> None:
+    """An nccl-tests entry's ``gpus`` when its ranks are a host or GPU list: the list read against the inventory
+    (the collective kind's check), which must give as many ranks as the log's Rank lines; on its own preset, the
+    log's ranks."""
+    if e.kind != "nccl-tests" or e.values.get("gpus") is not None:
+        return
+    if e.cluster is not None or kind.check is None:
+        e.values["gpus"] = max(e.log.n_ranks, 2)
+        return
+    kind.check(e.values, cluster)
+    listed = "hosts" if e.values.get("hosts") else "gpu_list"
+    if e.log.ranks and e.values["gpus"] != len(e.log.ranks):
+        raise ParamError(listed, f"lists {e.values['gpus']:,} ranks but the log's Rank lines {len(e.log.ranks):,}")
 
 
 def validate(values, cluster=None) -> dict:
@@ -83,6 +104,14 @@ def validate(values, cluster=None) -> dict:
     except ParamError as e:
         raise _in_measurements(e.errors) from None
     if cluster is not None:
+        from sim.calibrate.measurements import check_gpu
+        gpu = (cluster.spec or {}).get("layout", {}).get("gpu")
+        try:
+            for e in entries_of(out):
+                if e.kind == "nccl-tests" and e.cluster is None:
+                    check_gpu(e, gpu, cluster.name)
+        except ParamError as e:
+            raise _in_measurements(e.errors) from None
         _each_entry(out, cluster, lambda k, e: k.check(e.values, cluster) if k.check is not None else None,
                     own_cluster=False)
         limits.check_run(registry.get(KIND), out, cluster)
@@ -135,4 +164,4 @@ def describe(params: dict) -> str:
 register(Kind(KIND, "Calibration (measurements against the twin's predictions, and a fit of named parameters)",
               CALIBRATE, calibrate, view="calibration", form=False, validate=validate, cost=cost, estimate=estimate,
               drives=FIELD, throughputs=(limits.FLOWS_PER_SECOND, GPU_DAYS), headline_of=headline, describe=describe,
-              main=("measurements", "fit", "holdout", "folds")))
+              main=("measurements", "hosts", "fit", "holdout", "folds")))
