@@ -28,12 +28,8 @@ def test_a_measurements_file_uploaded_is_fitted_drawn_and_saved_as_a_profile(adm
     form.locator('input[data-load-into="measurements"]').set_input_files(str(path))
     page.wait_for_function("document.querySelector('#calibrate-form [name=measurements]').value.includes('j1')")
     form.locator('[name="fit"]').fill("gemm_efficiency")
-    with page.expect_response(lambda r: r.url.endswith("/api/runs/") and r.request.method == "POST") as answer:
-        form.locator("[type=submit]").click()
-    assert answer.value.status == 201, answer.value.text()
-    run_id = answer.value.json()["id"]
+    run_id = _submit_and_wait_drawn(page, form)
     # then the run ends succeeded on the same page, its progress bar at the end, and its result is drawn
-    page.wait_for_selector(f'#cal-detail[data-drawn="{run_id}"]', state="attached", timeout=RUN_SECONDS * 1000)
     row = page.locator(f'#cal-runs tr[data-run="{run_id}"]')
     assert row.locator(".progress").get_attribute("data-progress") == "100"
     assert "succeeded" in row.inner_text()
@@ -85,10 +81,16 @@ def test_raw_nccl_tests_logs_uploaded_together_are_calibrated(admin, twin, tmp_p
                            ".includes('all_gather_perf')")
     form.locator('[name="hosts"]').fill("demo-256.z00.r000.h0 slots=8\ndemo-256.z00.r001.h0 slots=8\n")
     form.locator('[name="fit"]').fill("base_rtt_us")
+    run_id = _submit_and_wait_drawn(page, form)
+    names = {e["name"] for e in twin.api(f"/api/runs/{run_id}/")["summary"]["entries"]}
+    assert names == {"all_reduce_perf line 1", f"all_gather_perf line {len(log('all_reduce_perf').splitlines()) + 1}"}
+
+
+def _submit_and_wait_drawn(page, form) -> int:
+    """Submit the calibration form, check the API took the run (201), and wait until the page draws its result."""
     with page.expect_response(lambda r: r.url.endswith("/api/runs/") and r.request.method == "POST") as answer:
         form.locator("[type=submit]").click()
     assert answer.value.status == 201, answer.value.text()
     run_id = answer.value.json()["id"]
     page.wait_for_selector(f'#cal-detail[data-drawn="{run_id}"]', state="attached", timeout=RUN_SECONDS * 1000)
-    names = {e["name"] for e in twin.api(f"/api/runs/{run_id}/")["summary"]["entries"]}
-    assert names == {"all_reduce_perf line 1", f"all_gather_perf line {len(log('all_reduce_perf').splitlines()) + 1}"}
+    return run_id
