@@ -67,6 +67,44 @@ def test_page_loads_clean_and_ready(visitor, twin, finished_runs, name):
     # then it is drawn (visit() waited for data-ready and found no problem) and has a heading
     assert page.locator("main h1").count() >= 1, f"{path} has no heading"
     assert visitor.twin_js("window.twin.ready") is True
+    assert_fits_the_width(page, path)
+
+
+# How much wider than the window the page is, and the widest elements that stick out past its right edge.
+OVERFLOW = """() => {
+  const width = window.innerWidth, doc = document.documentElement;
+  const out = [...document.querySelectorAll("body *")].map((e) => [e, e.getBoundingClientRect()])
+    .filter(([e, b]) => b.right > width + 0.5 && b.width > 0 && getComputedStyle(e).position !== "fixed"
+            && !e.closest(".scroll, .table-scroll, [data-scrolls]"))
+    .sort((a, b) => b[1].right - a[1].right).slice(0, 5)
+    .map(([e, b]) => `${e.tagName.toLowerCase()}${e.id ? "#" + e.id : ""}.${[...e.classList].join(".")} right ${Math.round(b.right)}`);
+  return { excess: doc.scrollWidth - width, out };
+}"""
+
+
+def assert_fits_the_width(page, path: str) -> None:
+    """The page scrolls only down, never sideways, in the test window (VIEWPORT: 1280 px); a wide table scrolls in
+    its own box."""
+    o = page.evaluate(OVERFLOW)
+    assert o["excess"] <= 0, f"{path} is {o['excess']} px wider than the window: {o['out']}"
+
+
+def nav_pages():
+    """Every page of the navigation (discovered, not listed), cluster-scoped ones on the 24k cluster."""
+    from django.urls import reverse
+
+    from twin.web.nav import nav_items
+    return {item.key: reverse(item.url_name, kwargs={"cluster": "meta-roce-24k"} if item.cluster_scoped else {})
+            for item in nav_items()}
+
+
+@pytest.mark.parametrize("name", nav_pages())
+def test_every_page_of_the_navigation_fits_the_window(visitor, twin, name):
+    # given a window of the smallest width the twin supports (1280 x 800); when a user opens each page in the header
+    path = nav_pages()[name]
+    page = visitor.visit(path)
+    # then nothing sticks out sideways
+    assert_fits_the_width(page, path)
 
 
 @pytest.mark.parametrize("cluster", ["meta-roce-24k", "demo-256"])
