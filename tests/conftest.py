@@ -81,12 +81,14 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_collection_modifyitems(config, items):
-    # A test marked slow (minutes) runs only when asked for (-m slow): the suite stays within its budget.
-    if "slow" not in (config.getoption("markexpr", "") or ""):
-        skip = pytest.mark.skip(reason="slow (minutes): run with -m slow")
-        for item in items:
-            if "slow" in item.keywords:
-                item.add_marker(skip)
+    # A test marked slow (minutes) or long (up to an hour) runs only when asked for (-m slow, -m long): the suite
+    # stays within its budget.
+    for mark, what in (("slow", "minutes"), ("long", "up to an hour")):
+        if mark not in (config.getoption("markexpr", "") or ""):
+            skip = pytest.mark.skip(reason=f"{mark} ({what}): run with -m {mark}")
+            for item in items:
+                if mark in item.keywords:
+                    item.add_marker(skip)
     if not config.pluginmanager.hasplugin("xdist"):
         return
     # The served packages first: each is minutes of one worker's time, which the other workers spend on the rest of

@@ -11,8 +11,8 @@ what that says:
                 folder with the test services, under ``-m slow`` (CI's "documented examples" step).
 ``sh twin``     commands against a running twin (``curl`` to 127.0.0.1:8000, ``$TOKEN``): run, as written, against
                 the end-to-end tests' twin (tests/e2e/test_doc_examples_twin.py), its address and a token put in.
-``sh long``     like ``sh``, but minutes long (a 600k-GPU preset, a full-size figure): checked by the parsers on
-                every run, run whole under ``-m slow`` with :data:`SMALL` (its presets made small).
+``sh long``     like ``sh``, but minutes to an hour long (a 600k-GPU preset, the validation's cross-validated
+                check, full-size figures): checked by the parsers on every run, run whole under ``-m long``.
 ``sh setup``    deployment steps that need a machine of their own (Docker, a remote Redis, a database server
                 to create); every command is checked by its parser, ``docker compose`` by ``docker-compose config``.
 ``toml KIND``   a file of KIND (:data:`TOML_KINDS`: a calibration measurements file, a jobs file, a fragment of a
@@ -24,8 +24,9 @@ what that says:
 
 A block without an info string is refused by the tests: each block must say which of these it is.
 
-Placeholders in commands are the ones a user reads in the docs; :data:`PLACEHOLDERS` gives what each stands for
-when the harness runs it (a scratch folder for ``DIR``, the jobs file of docs/jobs.md for ``FILE``...).
+A block runs in a scratch folder that looks like the checkout (its entries linked), holding the files the examples
+name (:data:`FILES`: ``jobs.toml`` is the jobs file of docs/jobs.md, ``measurements.toml`` the measurements of
+docs/calibration.md, ``my-cluster.toml`` a spec); ``DIR`` stands for a folder to write to.
 """
 from __future__ import annotations
 
@@ -42,8 +43,12 @@ SH_MODES = {"", "twin", "long", "setup"}
 TOML_KINDS = {"calibration": ("sim.calibrate.measurements", "parse_measurements"),
               "jobs": ("sim.jobs.scheduler", "parse_jobs"),
               "spec-fragment": ("tests.doc_examples", "parse_spec_fragment")}
-# the small preset a ``sh long`` block runs on under -m slow, for each large one it names
-SMALL = {"roadmap-600k": "demo-256", "roadmap-350k": "demo-256"}
+# a placeholder of the docs -> what the harness puts in its place
+PLACEHOLDERS = {"DIR": "out"}
+# the files the examples name, as the harness writes them into the scratch folder: name -> (the TOML kind of the
+# docs' example whose text it is, or a preset whose spec it is)
+FILES = {"jobs.toml": ("toml", "jobs"), "measurements.toml": ("toml", "calibration"),
+         "my-cluster.toml": ("preset", "demo-256")}
 FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```[ \t]*$", re.M | re.S)
 
 
