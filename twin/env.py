@@ -13,6 +13,15 @@ from urllib.parse import urlparse
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("TWIN_VAR_DIR", BASE_DIR / "var"))
+
+
+def project_version() -> str:
+    """The version pyproject.toml declares (the repository's one place for it)."""
+    import tomllib
+    try:
+        return tomllib.loads((BASE_DIR / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return "unknown"
 EMBEDDED_REDIS_PORT = 6390       # the embedded Redis's port unless TWIN_EMBEDDED_REDIS_PORT says another
 DEFAULT_DATABASE_URL = f"sqlite:///{VAR_DIR / 'twin.sqlite3'}"
 

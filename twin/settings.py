@@ -5,6 +5,8 @@ from pathlib import Path
 from twin import env
 
 BASE_DIR = env.BASE_DIR
+# The twin's version, as pyproject.toml declares it: what a download (CSV, JSON, PNG) says made it.
+TWIN_VERSION = env.project_version()
 SECRET_KEY = env.secret_key()
 # Off by default: with DEBUG on, anyone who reaches the port (any user of a shared machine reaches 127.0.0.1) gets
 # tracebacks with the settings in them. Errors are logged on the console either way.

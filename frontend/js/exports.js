@@ -2,13 +2,13 @@
 // that tables and charts register with (exportable(el)); it puts a small bar of download buttons above each one.
 //   - tables: every <table class="data"> of a page registers by itself (found when it enters the page, however the
 //     page drew it), except the inventory's lists (.inv-table: the API lists them whole) and tables marked
-//     data-export="no". The CSV's header is the table's header as shown (rowspan/colspan spread over the columns);
-//     the JSON is one object per row keyed by that header, numbers as numbers. A cell's data-value, when set, is
-//     its value in place of the text shown.
+//     data-export="no". Values, not display strings: see "tables" below.
 //   - charts: chart.js's line and bar charts register in lineChart/barChart; a page's own SVG or canvas drawing
 //     calls exportable(el) once (el: the svg, the canvas, or a box holding one). An SVG is drawn onto a canvas
 //     with its computed styles inlined (so the PNG looks as the page does); a canvas is copied as it is.
 // Nothing here names a page: a page gets the buttons by drawing a data table or registering its chart.
+
+import { DISPLAY } from "./fmt.js";
 
 const SVG_NS = "http://www.w3.org/2000/svg";
 const TABLES = "table.data:not(.inv-table):not([data-export=no])";
@@ -41,27 +41,73 @@ export function save(blob, name) {
 }
 
 // ------------------------------------------------------------------------------------------------------ tables
-const cellText = (c) => c.dataset.value ?? c.textContent.replace(/\s+/g, " ").trim();
+// A download carries values, not the text shown: numbers in the file unit of their quantity (the server's table,
+// sim/core/display.py: bytes, GBps, s, W...) with that unit in the column's name (`busbw_GBps`, `time_s`), moments
+// as ISO 8601 UTC, and who made it (the twin's version, the cluster, the run and its parameters, when it was made).
+// A cell's value is, in order: its data-value (in the unit its column's th names with data-quantity, else as it
+// is), the datetime of a <time> in it, the value of a <data> in it, else its text read back through the table
+// ("1.2 GB/s" -> 1.2 in GBps, "764 MiB" -> 801112064 bytes, "3 min" -> 180 s, "40 %" -> 40 pct).
 
-/** Rows of cells as text, a cell spanning several rows or columns repeated in each (the table as a grid). */
-function grid(rows) {
+/** Every label people read -> [quantity, its size in the quantity's file unit], from the server's table. */
+const LABELS = new Map(Object.entries(DISPLAY.quantities).flatMap(([name, q]) =>
+  q.ladder.map(([label, size]) => [label, [name, size]])));
+const NUMBER = /^[-+]?(\d{1,3}(,\d{3})+|\d+)?(\.\d+)?(e[+-]?\d+)?$/i;
+
+/** Text as a number when it is one ("1,024", "-3.5", "2e9"), else null. */
+const numberOf = (s) => (NUMBER.test(s) && /\d/.test(s) ? Number(s.replace(/,/g, "")) : null);
+
+/** A cell as {value, quantity}: quantity (a name of the table) when the value is in its file unit. */
+function cellValue(c, quantity) {
+  if (c.dataset.value !== undefined) {
+    const n = numberOf(c.dataset.value);
+    return { value: n ?? c.dataset.value, quantity: n == null ? null : quantity };
+  }
+  const time = c.querySelector("time[datetime]");
+  if (time) return { value: new Date(time.dateTime).toISOString().replace(/\.000Z$/, "Z"), quantity: "moment" };
+  const data = c.querySelector("data[value]");
+  if (data) return { value: numberOf(data.value) ?? data.value, quantity };
+  const text = c.textContent.replace(/\s+/g, " ").trim();
+  const n = numberOf(text);
+  if (n != null) return { value: n, quantity: null };
+  const m = text.match(/^([-+]?[\d,]*\.?\d+(?:e[+-]?\d+)?)\s*(\S+)$/i);
+  const unit = m && LABELS.get(m[2]);
+  if (unit && numberOf(m[1]) != null) return { value: +(numberOf(m[1]) * unit[1]).toPrecision(12), quantity: unit[0] };
+  return { value: text === "–" ? null : text, quantity: null };
+}
+
+/** Rows of cells (their {value, quantity}), a cell spanning several rows or columns repeated in each (the table
+ *  as a grid); `read(cell, column)` reads a cell. */
+function grid(rows, read) {
   const out = [];
   rows.forEach((tr, r) => {
     const line = (out[r] ??= []);
     let c = 0;
     for (const cell of tr.cells) {
       while (line[c] !== undefined) c += 1;
-      const text = cellText(cell), cs = Math.max(1, cell.colSpan), rs = Math.max(1, Math.min(cell.rowSpan || 1,
-                                                                                               rows.length - r));
-      for (let i = 0; i < rs; i++) for (let j = 0; j < cs; j++) (out[r + i] ??= [])[c + j] = text;
+      const v = read(cell, c), cs = Math.max(1, cell.colSpan), rs = Math.max(1, Math.min(cell.rowSpan || 1,
+                                                                                         rows.length - r));
+      for (let i = 0; i < rs; i++) for (let j = 0; j < cs; j++) (out[r + i] ??= [])[c + j] = v;
       c += cs;
     }
   });
-  return out.map((line) => Array.from(line, (v) => v ?? ""));
+  return out.map((line) => Array.from(line, (v) => v ?? { value: null, quantity: null }));
 }
 
-/** A table as {header: [column names], rows: [[text]]}: the header from <thead> (its rows joined per column), else
- *  the first row when it is all <th>; hidden rows and a lone row spanning the table ("none", "loading…") left out. */
+/** A column's name in a file: the header as shown, in snake case, its unit in parentheses dropped, the unit of its
+ *  values' quantity added ("busbw (GB/s)" of rates -> "busbw_GBps"; "finished" of moments -> "finished_utc"). */
+function columnName(header, quantity) {
+  const base = header.replace(/\(([^)]*)\)\s*$/, "").trim().toLowerCase().replace(/[^a-z0-9]+/g, "_")
+    .replace(/^_|_$/g, "") || "column";
+  if (quantity === "moment") return `${base}_utc`;
+  const unit = DISPLAY.quantities[quantity]?.unit
+    ?? header.match(/\(([^)]*)\)\s*$/)?.[1].replace(/%/g, "pct").replace(/\//g, "p").replace(/[^A-Za-z0-9]+/g, "_");
+  return unit && !base.endsWith(`_${unit.toLowerCase()}`) ? `${base}_${unit}` : base;
+}
+
+/** A table as {header (as shown), columns (names in files), quantities, rows: [[value]]}: the header from <thead>
+ *  (its rows joined per column), else the first row when it is all <th>; hidden rows and a lone row spanning the
+ *  table ("none", "loading…") left out. A column whose header ends in a unit people read ("time (ms)") and whose
+ *  cells are plain numbers is read in that unit. */
 export function tableData(table) {
   let head = table.tHead ? [...table.tHead.rows] : [];
   let body = [...table.tBodies].flatMap((b) => [...b.rows]);
@@ -69,36 +115,71 @@ export function tableData(table) {
   if (!head.length && body.length && [...body[0].cells].every((c) => c.tagName === "TH") && body[0].cells.length > 1) {
     head = [body.shift()];
   }
-  const hg = grid(head);
+  const hg = grid(head, (c) => ({ value: c.textContent.replace(/\s+/g, " ").trim(), quantity: c.dataset.quantity }));
   const width = Math.max(0, ...hg.map((l) => l.length));
   const header = Array.from({ length: width }, (_, c) =>
-    [...new Set(hg.map((l) => l[c]).filter(Boolean))].join(" ") || `column ${c + 1}`);
+    [...new Set(hg.map((l) => l[c]?.value).filter(Boolean))].join(" ") || `column ${c + 1}`);
+  const declared = Array.from({ length: width }, (_, c) => hg.map((l) => l[c]?.quantity).find(Boolean) ?? null);
   const shown = body.filter((tr) => !tr.hidden && !(tr.cells.length === 1 && tr.cells[0].colSpan > 1));
-  return { header, rows: grid(shown) };
+  const cells = grid(shown, (cell, c) => cellValue(cell, declared[c]));
+  const quantities = header.map((h, c) => {
+    const found = new Set(cells.map((r) => r[c]).filter((v) => v.value != null && v.value !== "").map((v) => v.quantity));
+    if (found.size === 1 && [...found][0]) return [...found][0];
+    const unit = LABELS.get(h.match(/\(([^)]*)\)\s*$/)?.[1]);
+    if (unit && found.size === 1 && found.has(null)) {             // plain numbers in a unit the header names
+      cells.forEach((r) => { if (typeof r[c].value === "number") r[c].value = +(r[c].value * unit[1]).toPrecision(12); });
+      return unit[0];
+    }
+    return null;
+  });
+  return { header, columns: header.map((h, c) => columnName(h, quantities[c])), quantities,
+           rows: cells.map((r) => r.map((v) => v.value)) };
+}
+
+/** Who made a download and of what: the twin's version, the page, the cluster, the run (its kind and parameters,
+ *  asked of the API) and when. */
+export async function metadata() {
+  const meta = { twin_version: document.body.dataset.version || null, page: document.title.split("·")[0].trim(),
+                 url: location.href, cluster: document.body.dataset.cluster || null,
+                 exported_utc: new Date().toISOString().replace(/\.\d+Z$/, "Z") };
+  const runId = document.querySelector("[data-run-id]")?.dataset.runId;
+  if (runId) {
+    meta.run_id = Number(runId);
+    try {
+      const run = await (await fetch(`/api/runs/${runId}/`, { headers: { Accept: "application/json" } })).json();
+      Object.assign(meta, { run_kind: run.kind, run_params: run.params });
+    } catch { /* the download goes on with what the page knows */ }
+  }
+  return meta;
 }
 
 /** A CSV field: quoted when it holds a separator, a quote or a line break; text that a spreadsheet would run as a
  *  formula (=, +, -, @ not starting a number) is prefixed with a quote mark. */
 function csvField(v) {
-  let s = String(v ?? "");
+  let s = v == null ? "" : typeof v === "object" ? JSON.stringify(v) : String(v);
   if (/^[=+\-@]/.test(s) && !/^[+-]?[\d.,]+(e[+-]?\d+)?$/i.test(s)) s = `'${s}`;
   return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
-export function toCsv({ header, rows }) {
-  const lines = header.length ? [header, ...rows] : rows;
+const CSV_LEFT_OUT = new Set(["page", "url"]);        // the file's name says them; the JSON's metadata has them
+
+/** The CSV of a table: one header line of column names (units in them), one line per row, and the metadata as
+ *  columns of their own on every row (so a file read alone, or many concatenated, still says what made each row);
+ *  pandas' read_csv reads it as it is. */
+export function toCsv({ columns, rows }, meta = {}) {
+  const extra = Object.entries(meta).filter(([k]) => !columns.includes(k) && !CSV_LEFT_OUT.has(k));
+  const lines = [[...columns, ...extra.map(([k]) => k)], ...rows.map((r) => [...r, ...extra.map(([, v]) => v)])];
   return lines.map((l) => l.map(csvField).join(",")).join("\r\n") + "\r\n";
 }
 
-/** A cell's text as JSON: a plain number ("1,024", "-3.5", "2e9") as a number, anything else as the text. */
-const jsonValue = (s) => (/^-?(\d{1,3}(,\d{3})+|\d+)?(\.\d+)?(e[+-]?\d+)?$/i.test(s) && /\d/.test(s)
-  ? Number(s.replace(/,/g, "")) : s);
-
-export function toJson({ header, rows }) {
-  const out = header.length
-    ? rows.map((r) => Object.fromEntries(header.map((h, i) => [h, jsonValue(r[i] ?? "")])))
-    : rows.map((r) => r.map(jsonValue));
-  return JSON.stringify(out, null, 1);
+/** The JSON of a table: {metadata, columns: [{name, header (as shown), unit}], rows: [{name: value}]}. */
+export function toJson({ header, columns, quantities, rows }, meta = {}) {
+  return JSON.stringify({
+    metadata: meta,
+    columns: columns.map((name, i) => ({ name, header: header[i],
+      unit: quantities[i] === "moment" ? "ISO 8601 UTC" : DISPLAY.quantities[quantities[i]]?.unit ?? null })),
+    rows: rows.map((r) => Object.fromEntries(columns.map((c, i) => [c, r[i] ?? null]))),
+  }, null, 1);
 }
 
 // ------------------------------------------------------------------------------------------------------ charts
@@ -180,10 +261,11 @@ function makeBar(table, name) {
   bar.dataset.kind = table ? "table" : "chart";
   bar.append(Object.assign(document.createElement("span"), { className: "muted", textContent: "download" }));
   if (table) {
-    bar.append(button(bar, "csv", "download this table as CSV", (el) =>
-      save(new Blob([toCsv(tableData(el))], { type: "text/csv" }), fileName(el, name, "csv"))),
-    button(bar, "json", "download this table as JSON", (el) =>
-      save(new Blob([toJson(tableData(el))], { type: "application/json" }), fileName(el, name, "json"))));
+    bar.append(button(bar, "csv", "download this table as CSV", async (el) =>
+      save(new Blob([toCsv(tableData(el), await metadata())], { type: "text/csv" }), fileName(el, name, "csv"))),
+    button(bar, "json", "download this table as JSON", async (el) =>
+      save(new Blob([toJson(tableData(el), await metadata())], { type: "application/json" }),
+           fileName(el, name, "json"))));
   } else {
     bar.append(button(bar, "png", "download this chart as PNG", async (el) =>
       save(await chartPng(el), fileName(el, name, "png"))));

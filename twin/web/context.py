@@ -1,10 +1,13 @@
 """Template context shared by every page: the navigation (twin/web/nav.py), the clusters to choose from and the
-current one, the live sockets' longest wait between tries (TWIN_LIVE_RETRY_MAX_MS, read by frontend/js/frames.js)."""
+current one, the live sockets' longest wait between tries (TWIN_LIVE_RETRY_MAX_MS, read by frontend/js/frames.js),
+the table of units and date formats (sim/core/display.py, read by frontend/js/fmt.js) and the twin's version (what a
+download says made it)."""
 from __future__ import annotations
 
 from django.conf import settings
 from django.urls import NoReverseMatch, reverse
 
+from sim.core import display
 from twin.inventory.models import Cluster
 from twin.web.nav import nav_items
 
@@ -49,4 +52,5 @@ def navigation(request) -> dict:
             href = None
         items.append({"key": item.key, "label": item.label, "href": href, "group": item.group})
     return {"nav_items": items, "cluster_names": names, "current_cluster": cluster,
-            "live_retry_max_ms": settings.TWIN_LIVE_RETRY_MAX_MS}
+            "live_retry_max_ms": settings.TWIN_LIVE_RETRY_MAX_MS, "display_table": display.table(),
+            "twin_version": settings.TWIN_VERSION}

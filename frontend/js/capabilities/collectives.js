@@ -13,11 +13,11 @@ import {
 } from "../run_results.js";
 
 function ncclTable(rows) {
-  const row = (r) => `<tr><td class="num">${sizeLabel(r.size)}</td><td class="num">${fmt.int(r.count)}</td>
+  const row = (r) => `<tr><td class="num" data-value="${r.size}">${sizeLabel(r.size)}</td><td class="num">${fmt.int(r.count)}</td>
     <td>${esc(r.type)}</td><td class="num">${r.time_us.toFixed(1)}</td><td class="num">${r.algbw_GBps.toFixed(2)}</td>
     <td class="num">${r.busbw_GBps.toFixed(2)}</td>
     <td class="num ${normClass(r.norm_busbw)}">${pct(r.norm_busbw)}</td></tr>`;
-  return `<table class="data compact nccl"><thead><tr><th class="num">size</th><th class="num">count</th><th>type</th>
+  return `<table class="data compact nccl"><thead><tr><th class="num" data-quantity="bytes">size</th><th class="num">count</th><th>type</th>
     <th class="num">time (us)</th><th class="num">algbw (GB/s)</th><th class="num">busbw (GB/s)</th>
     <th class="num">norm busbw</th></tr></thead><tbody>${fmt.rows(rows.map(row))}</tbody></table>`;
 }
