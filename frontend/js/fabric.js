@@ -111,7 +111,7 @@ function renderRun() {
       publishes. Start one from <a href="/experiments/">Experiments</a>.</span>${note}`;
     return;
   }
-  const when = r.timeMs ? new Date(r.timeMs).toTimeString().slice(0, 8) : "";   // (not Intl: ms per call)
+  const when = r.timeMs ? fmt.when(r.timeMs) : "";
   const runLink = `<a href="/experiments/${r.id}/">run #${r.id}</a> <span class="muted">${esc(r.kind)}</span>
     ${badge(r.status ?? "unknown")} <span class="muted">${when}</span>`;
   const u = state.utilRun;                    // the run whose link utilization is drawn (null: none yet)
@@ -524,10 +524,10 @@ function renderChanges(fresh) {
     return;
   }
   table.innerHTML = "<tbody>" + changes.map((c, k) => {
-    const when = new Date(c.at).toTimeString().slice(0, 8);
+    const when = fmt.when(c.at);
     const label = c.name.split("~").map((end) => m.short(end)).join(" ~ ");     // a link: both ends, short
     return `<tr class="${k < fresh ? "fresh" : ""}" data-model="${esc(c.model)}" data-id="${c.id}"
-      title="${esc(new Date(c.at).toString())}"><td><a href="/inventory/${esc(c.model)}/${c.id}/" class="mono">
+><td><a href="/inventory/${esc(c.model)}/${c.id}/" class="mono">
       ${esc(c.model)} ${esc(label)}</a></td><td>${badge(c.before ?? "–")} → ${badge(c.after ?? "–")}</td>
       <td class="muted">${when} ${esc(c.by ?? "system")}</td></tr>`;
   }).join("") + "</tbody>";

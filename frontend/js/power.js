@@ -129,7 +129,7 @@ function onFrame(frame, merged) {
   el.dataset.run = String(frame.runId);
   el.dataset.phase = row?.phase ?? "";
   const figures = row && row.phase === "done"
-    ? ` · peak <b data-peak="${row.cluster_peak_mw}">${num(row.cluster_peak_mw)} MW</b>, swing ${num(row.cluster_swing_mw)} MW,`
+    ? ` · peak <b data-peak="${row.cluster_peak_mw}">${fmt.MW(row.cluster_peak_mw)}</b>, swing ${fmt.MW(row.cluster_swing_mw)},`
       + ` ${num(row.energy_per_token_j, 3)} J/token, ${fmt.int(row.racks_over_budget)} racks over budget` : "";
   el.innerHTML = `<a href="/experiments/${frame.runId}/">run #${frame.runId}</a> · ${esc(frame.status ?? "running")}`
     + ` ${Math.round(frame.progress ?? 0)} %${figures}`;

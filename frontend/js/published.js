@@ -5,13 +5,13 @@ import { esc, fmt } from "./twin.js";
 
 const FORMAT = {
   fraction: (x) => fmt.pct(x, 1),
-  "TFLOP/s": (x) => `${Number(x).toFixed(0)} TFLOP/s`,
-  "TB/s": (x) => `${Number(x).toFixed(2)} TB/s`,
+  "TFLOP/s": (x) => fmt.quantity("flops", x),
+  "TB/s": (x) => fmt.GBps(Number(x) * 1e3),
   s: (x) => fmt.s(x),
-  h: (x) => `${Number(x).toFixed(1)} h`,
+  h: (x) => fmt.duration(Number(x) * 3600),
   count: (x) => fmt.int(x),
-  MW: (x) => `${Number(x).toFixed(1)} MW`,
-  W: (x) => `${Number(x).toFixed(0)} W`,
+  MW: (x) => fmt.MW(x),
+  W: (x) => fmt.W(x),
 };
 
 function value(unit, x) {

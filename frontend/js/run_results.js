@@ -20,10 +20,8 @@ export const PERCENT_Y = { scale: "linear", min: 0, max: 105, ticks: [0, 20, 40,
 export const NINETY = { y: 90, label: "90 %", dash: ":" };
 const SHARED_ROOFLINE = "#c8ccd4";
 
-const SHORT_TIME = new Intl.DateTimeFormat([], { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
-/** A time as a list shows it: "Nov 29, 17:05" (the full date and time in its title). */
-export const shortTime = (iso) => (iso
-  ? `<span title="${esc(fmt.time(iso))}">${esc(SHORT_TIME.format(new Date(iso)))}</span>` : "–");
+/** A time as a list shows it: the pages' one date format, how long ago on hover (fmt.when). */
+export const shortTime = (iso) => fmt.when(iso);
 export const statusBadge = (status) => `<span class="badge ${esc(status)}">${esc(status)}</span>`;
 /** "stalled" when the server says a running run's worker went silent (run.stalled, derived from its heartbeat). */
 export const stalledBadge = (run) => (run.stalled

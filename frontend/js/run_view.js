@@ -25,7 +25,7 @@ let run = null, runLive = null, childLive = null, finishing = null;
 
 const STALL_POLL_MS = 10000;
 const isSweep = () => run.view === "sweep";
-const duration = (a, b) => (a && b ? `${((new Date(b) - new Date(a)) / 1000).toFixed(1)} s` : "–");
+const duration = (a, b) => (a && b ? fmt.duration((new Date(b) - new Date(a)) / 1000) : "–");
 
 let shown = { progress: null, status: null };   // what the bar shows: never lowered while the run keeps its status
 

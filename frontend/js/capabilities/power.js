@@ -12,8 +12,8 @@ import { publishedHtml } from "../published.js";
 
 const DRAWN_POINTS = 3000;          // a waveform drawn on at most this many points (each bucket's low and high kept)
 const num = (x, d = 2) => (x == null ? "–" : Number(x).toFixed(d));
-const mw = (x) => `${num(x, x >= 100 ? 0 : 2)} MW`;
-const kw = (x) => `${num(x, 1)} kW`;
+const mw = fmt.MW;
+const kw = (x) => (x == null ? "–" : fmt.W(Number(x) * 1e3));
 
 /** A run's stored array (the runs API with arrays=base64: little-endian bytes) as a typed array, its shape beside. */
 export function decodeArray(a) {
@@ -176,7 +176,7 @@ export async function renderPower(el, s, { run, arrays = null } = {}) {
   const r = s.racks ?? {}, tl = s.timeline;
   el.innerHTML = `${headlineCards(run.headline ?? [], [
     [`${fmt.int(s.gpus)} GPUs`, `${esc(s.model)} tp ${s.layout?.tp} cp ${s.layout?.cp} pp ${s.layout?.pp} dp ${s.layout?.dp}`],
-    [`${num(s.job_mean_mw)} MW`, "the job's mean draw (its GPUs and hosts)"],
+    [mw(s.job_mean_mw), "the job's mean draw (its GPUs and hosts)"],
     [`${fmt.int(r.over_budget)} of ${fmt.int(r.count)}`, `racks over their ${kw(r.budget_kw)} budget`
       + (r.over_budget_uncapped != null ? ` (${fmt.int(r.over_budget_uncapped)} without the cap)` : "")]])}
     <p class="power-cap" data-cap="${s.cap_w}">${esc(capLine(s))}</p>
@@ -187,7 +187,7 @@ export async function renderPower(el, s, { run, arrays = null } = {}) {
         with the other stages'</span></h3><div class="power-stage-lines"></div></section>
     ${tl ? `<section class="panel"><h3>Over ${num(tl.days, 1)} days under failures <span class="muted">mean
       ${mw(tl.mean_mw)}, ${mw(tl.min_mw)} – ${mw(tl.peak_mw)}, largest jump ${mw(tl.jump_mw)}; ${fmt.int(tl.interruptions)}
-      interruptions, ${fmt.int(tl.checkpoints)} checkpoints, ${num(tl.energy_mwh, 0)} MWh</span></h3>
+      interruptions, ${fmt.int(tl.checkpoints)} checkpoints, ${fmt.MWh(tl.energy_mwh)}</span></h3>
       <div class="power-days"></div></section>` : ""}
     ${s.published?.length ? `<section class="panel"><h3>Published beside simulated</h3>${publishedHtml(s.published)}</section>` : ""}
     <div class="grid-2 results-grid">
@@ -224,7 +224,7 @@ export async function renderPowerSchedule(el, s, { run, arrays = null } = {}) {
   const jobs = [...(s.jobs ?? [])].sort((a, b) => b.draw_mw - a.draw_mw).slice(0, 20);
   el.innerHTML = `${headlineCards(run.headline ?? [], [
     [`${fmt.int(s.jobs_run)} jobs`, `placed by ${esc(s.policy)} over ${fmt.s(s.makespan_s)}`],
-    [mw(s.idle_mw), "the idle cluster"], [mw(s.mean_mw), "mean draw"], [`${num(s.energy_mwh, 0)} MWh`, "energy"]])}
+    [mw(s.idle_mw), "the idle cluster"], [mw(s.mean_mw), "mean draw"], [fmt.MWh(s.energy_mwh), "energy"]])}
     <section class="panel"><h3>Over the schedule <span class="muted">${fmt.s(s.grid_s)} bins; a job's start or end
       changes the draw at once (its step's mean: the step view has its milliseconds)</span></h3>
       <div class="power-schedule"></div></section>
