@@ -172,8 +172,13 @@ def script(example) -> str:
 
 
 def run_whole(example, tmp_path):
+    """Run a block in a scratch folder, on a database and a var/ of its own (a SQLite file there, migrated first
+    when the block uses manage.py: a new user's first steps), never the checkout's."""
     folder = scratch(tmp_path)
-    env = {**os.environ, "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}"}
+    env = {**os.environ, "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}", "TWIN_VAR_DIR": str(folder / "var"),
+           "DATABASE_URL": f"sqlite:///{folder / 'twin.sqlite3'}"}
+    if "manage.py" in example.text:
+        subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=folder, env=env, check=True)
     done = subprocess.run(["bash", "-c", script(example)], cwd=folder, capture_output=True, text=True, env=env)
     assert done.returncode == 0, f"{example.id}: exit {done.returncode}\n{done.stderr[-4000:]}"
 
