@@ -32,6 +32,7 @@ import math
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
+from sim.core import fitted
 from sim.core.errors import ParamError
 from sim.core.units import GBPS
 from sim.fabric.catalog import load_catalog
@@ -264,13 +265,18 @@ def _params(values: dict) -> dict:
     return {"model": values["model"], **{k: values[k] for k in FIELDS}}
 
 
-@lru_cache(maxsize=256)
 def default_layout(model: str, where: Where) -> Default:
     """The default of ``model`` (a :data:`sim.jobs.models.MODELS` name) on ``where``: the published recipe when it
-    fits, else the search; ParamError naming ``model`` when the model has none."""
+    fits, else the search; ParamError naming ``model`` when the model has none. Kept per model, cluster and the
+    fitted factors in effect (the steps it ranks by read them)."""
     if model not in MODELS:
         raise ParamError("model", f"{model!r} has no default layout: one of {', '.join(MODELS)} (a custom model "
                                   f"takes the layout given)")
+    return _default(model, where, tuple(sorted(fitted.values().items())))
+
+
+@lru_cache(maxsize=256)
+def _default(model: str, where: Where, factors: tuple) -> Default:
     return recipe(model, where) or search(model, where)
 
 
@@ -333,17 +339,19 @@ def layout_text(lay: dict) -> str:
 
 
 def with_nearest(error: ParamError, values: dict, where: Where) -> ParamError:
-    """``error`` with the layouts :func:`nearest` the refused ``values`` that fit the cluster added to the reason
-    of its first layout field (:data:`LAYOUT_FIELDS`); ``error`` itself when it refuses no layout field."""
+    """``error`` with the layouts :func:`nearest` the refused ``values`` that fit the cluster added to the (last)
+    reason of its first layout field (:data:`LAYOUT_FIELDS`), in the same sentence: the command line's one line per
+    reason; ``error`` itself when it refuses no layout field."""
     field = next((f for f in error.errors if f in LAYOUT_FIELDS), None)
     if field is None:
         return error
     found = nearest(values, where)
     given = _given(values)
     if found:
-        said = f"Nearest layouts that fit {where.text()}: " + "; ".join(layout_text(x) for x in found)
+        said = f"nearest layouts that fit {where.text()}: " + " or ".join(layout_text(x) for x in found)
     elif given is not None and min_gpus(model_of(given), where) > where.gpus:
         said = no_fit(model_of(given), where)
     else:
-        said = f"No layout of this job as given otherwise fits {where.text()}"
-    return ParamError({**error.errors, field: [*error.errors[field], said]})
+        said = f"no layout of this job as given otherwise fits {where.text()}"
+    *first, last = error.errors[field]
+    return ParamError({**error.errors, field: [*first, f"{last}; {said}"]})

@@ -105,7 +105,7 @@ def test_a_refused_layout_names_the_nearest_layouts_that_fit_this_cluster(preset
         assert p["gpus"] == lay["gpus"] and p["memory"]["total"] <= w.hbm_gb * 1e9
         assert round(p["memory"]["total"] / 1e9, 1) == lay["memory_gb"]
     said = " ".join(sum(with_nearest(e.value, values, w).errors.values(), []))
-    assert f"Nearest layouts that fit {w.name}" in said
+    assert f"nearest layouts that fit {w.name}" in said
     named = [int(n.replace(",", "")) for n in re.findall(r"\(([\d,]+) GPUs, [\d.]+ GB\)", said)]
     assert named == [lay["gpus"] for lay in found] and max(named) <= w.gpus
 
@@ -143,4 +143,4 @@ def test_the_command_line_runs_the_default_layout_and_names_nearest_layouts(caps
     assert "--default-layout sets --tp" in capsys.readouterr().err
     assert main(["job", "--preset", "demo-256", "--model", "llama3-70b", "--tp", "8", "-q"]) == 2
     err = capsys.readouterr().err
-    assert "Nearest layouts that fit demo-256" in err and "pp = 4 (32 GPUs)" in err
+    assert "nearest layouts that fit demo-256" in err and "pp = 4 (32 GPUs)" in err
