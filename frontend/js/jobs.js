@@ -362,7 +362,7 @@ function mountForm() {
 }
 
 // ------------------------------------------------------------------------------------------- default layout
-let asked = 0, editedSince = false;      // the last default asked for; a layout field edited since
+let defaultsAsked = 0, editedSince = false;     // the last default asked for; a layout field edited since
 
 const layoutLine = (d) => {
   const p = d.params;
@@ -376,7 +376,7 @@ const layoutLine = (d) => {
  *  with why. An answer that comes after the user edited a layout field, or chose another model, is dropped. */
 async function applyDefault() {
   const form = info.form, model = el.form.elements.model?.value;
-  const mine = ++asked;
+  const mine = ++defaultsAsked;
   editedSince = false;
   el.defaultBox.dataset.model = model ?? "";
   el.defaultBox.dataset.source = "asking";
@@ -387,7 +387,7 @@ async function applyDefault() {
   }
   try {
     const d = await api(`/api/runs/jobs/default/?cluster=${cluster.id}&model=${encodeURIComponent(model)}`);
-    if (mine !== asked || editedSince) return;
+    if (mine !== defaultsAsked || editedSince) return;
     for (const name of form.layout) {
       const input = el.form.elements[name];
       if (input) input.value = name === "dp" ? "" : String(d.shown[name]);
@@ -395,7 +395,7 @@ async function applyDefault() {
     el.defaultBox.innerHTML = `<p class="layout">${esc(layoutLine(d))}</p><p class="why">Why: ${esc(d.why)}</p>`;
     el.defaultBox.dataset.source = d.source;
   } catch (e) {
-    if (mine !== asked) return;
+    if (mine !== defaultsAsked) return;
     el.defaultBox.innerHTML = `<p class="bad">${esc(e instanceof ApiError ? errorText(e.body) : e.message)}</p>`;
     el.defaultBox.dataset.source = "none";
   }

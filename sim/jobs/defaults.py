@@ -210,13 +210,11 @@ def recipe(model: str, where: Where) -> Default | None:
     p = fits(values, where)
     if p is None:
         return None
-    layout = f"TP {run.tp}, CP {run.cp}, PP {run.pp}"
     if held:
-        why = (f"the published Llama 3 recipe (Table 4 [S3]: {run.gpus:,} GPUs, {layout}, DP {run.dp}, "
-               f"{run.batch_tokens >> 20}M-token batch) on {run.gpus:,} of the {where.gpus:,} GPUs")
+        why = f"Meta's published run (Table 4 [S3]: {run.case}) on {run.gpus:,} of the {where.gpus:,} GPUs"
     else:
-        why = (f"the published Llama 3 recipe ({layout} [S3]) scaled to {where.gpus:,} GPUs: DP {dp} of "
-               f"the published {run.dp}, {values['gpus']:,} GPUs")
+        why = (f"Meta's published layout (Table 4 [S3]: {run.case}) scaled to this cluster: DP {dp}, "
+               f"{values['gpus']:,} of the {where.gpus:,} GPUs")
     return Default(model, _params(values), why, "published", 1, step_estimate(p, where), p["memory"]["total"] / 1e9)
 
 
