@@ -20,6 +20,7 @@ from rest_framework.response import Response
 from sim.core.errors import ParamError
 from sim.debug import archive, dumpstate
 from sim.debug.dumpformat import DumpError
+from sim.jobs.models import MODELS
 from twin.api.permissions import InventoryPermission
 
 from twin.inventory.filtersets import IntegerFilter, NumberInFilter
@@ -432,7 +433,7 @@ class JobViewSet(viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT}, filters=False, parameters=[
         OpenApiParameter("cluster", int, required=True, description="cluster id"),
-        OpenApiParameter("model", str, required=True, description="a model preset (sim.jobs.models.MODELS)")])
+        OpenApiParameter("model", str, required=True, enum=list(MODELS), description="a model preset")])
     @action(detail=False, filter_backends=[], pagination_class=None)
     def default(self, request):
         """The default layout of a model on a cluster (:func:`sim.jobs.defaults.default_layout`: its published
