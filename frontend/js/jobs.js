@@ -387,7 +387,13 @@ async function applyDefault() {
   }
   try {
     const d = await api(`/api/runs/jobs/default/?cluster=${cluster.id}&model=${encodeURIComponent(model)}`);
-    if (mine !== defaultsAsked || editedSince) return;
+    if (mine !== defaultsAsked) return;
+    if (editedSince) {
+      el.defaultBox.innerHTML = `<p>${esc(model)}: your layout kept (edited while its default was asked: `
+        + `${esc(layoutLine(d))})</p>`;
+      el.defaultBox.dataset.source = "kept";
+      return;
+    }
     for (const name of form.layout) {
       const input = el.form.elements[name];
       if (input) input.value = name === "dp" ? "" : String(d.shown[name]);
