@@ -6,7 +6,10 @@
 // what-ifs (/api/runs/jobs/<id>/whatif/: the same job once per value of one parameter, placement, routing, qps, or
 // on other clusters, RoCE against the InfiniBand twin), side by side as the runs end; under the job, the nearest
 // published run's figures beside its own (published.js).
-// The form's fields come from the job kind's declaration (sim/jobs/params.py JOB, passed in #jobs-info).
+// The form's fields come from the job kind's declaration (sim/jobs/params.py JOB, passed in #jobs-info); its layout
+// from the chosen model's default on this cluster, asked of the server whenever the model changes
+// (/api/runs/jobs/default/, sim/jobs/defaults.py), shown with why beside the form. A refused layout's error names
+// the layouts nearest it that fit this cluster (the server's words, under the field it refuses).
 import { api, ApiError, coalesced, errorText, esc, fmt, live, markReady, timeFrame, toast, COLORS } from "./twin.js";
 import { fieldErrors, lockForm, pageData, paramFieldsHtml, parseValue, readFields, showErrors } from "./run_form.js";
 import { sectionRows } from "./frames.js";
@@ -27,6 +30,7 @@ const el = {
   whatif: document.getElementById("whatif"), whatifTable: document.getElementById("whatif-table"),
   pipeline: document.getElementById("job-pipeline"),
   published: document.getElementById("job-published"), publishedTable: document.getElementById("job-published-table"),
+  defaultBox: document.getElementById("job-default"),
 };
 const jobs = new Map();          // job id -> the API's row, live figures merged in
 const series = new Map();        // job id -> [{x: seconds since the page opened, y: tokens/s}] from live frames
@@ -357,11 +361,65 @@ function mountForm() {
   });
 }
 
+// ------------------------------------------------------------------------------------------- default layout
+let defaultsAsked = 0, editedSince = false;     // the last default asked for; a layout field edited since
+
+const layoutLine = (d) => {
+  const p = d.params;
+  return `${p.model}: ${fmt.int(p.gpus)} GPUs · tp ${p.tp} · cp ${p.cp} · pp ${p.pp} · dp ${fmt.int(p.dp)} · `
+    + `${p.schedule}${p.virtual_stages > 1 ? ` (${p.virtual_stages} chunks per stage)` : ""} · micro-batch `
+    + `${p.micro_batch} · seq ${fmt.int(p.seq)} · batch ${d.shown.batch_tokens} tokens · ${num(d.memory_gb, 1)} GB per GPU`;
+};
+
+/** The chosen model's default layout on this cluster, as the server chose it (its published recipe when that fits,
+ *  else the fastest layout that fits), written into the layout fields (dp left empty: it follows from gpus) and shown
+ *  with why. An answer that comes after the user edited a layout field, or chose another model, is dropped. */
+async function applyDefault() {
+  const form = info.form, model = el.form.elements.model?.value;
+  const mine = ++defaultsAsked;
+  editedSince = false;
+  el.defaultBox.dataset.model = model ?? "";
+  el.defaultBox.dataset.source = "asking";
+  if (!form.models.includes(model)) {
+    el.defaultBox.innerHTML = `<p>${esc(model)}: no default layout; give its shape and layout.</p>`;
+    el.defaultBox.dataset.source = "none";
+    return;
+  }
+  try {
+    const d = await api(`/api/runs/jobs/default/?cluster=${cluster.id}&model=${encodeURIComponent(model)}`);
+    if (mine !== defaultsAsked) return;
+    if (editedSince) {
+      el.defaultBox.innerHTML = `<p>${esc(model)}: your layout kept (edited while its default was asked: `
+        + `${esc(layoutLine(d))})</p>`;
+      el.defaultBox.dataset.source = "kept";
+      return;
+    }
+    for (const name of form.layout) {
+      const input = el.form.elements[name];
+      if (input) input.value = name === "dp" ? "" : String(d.shown[name]);
+    }
+    el.defaultBox.innerHTML = `<p class="layout">${esc(layoutLine(d))}</p><p class="why">Why: ${esc(d.why)}</p>`;
+    el.defaultBox.dataset.source = d.source;
+  } catch (e) {
+    if (mine !== defaultsAsked) return;
+    el.defaultBox.innerHTML = `<p class="bad">${esc(e instanceof ApiError ? errorText(e.body) : e.message)}</p>`;
+    el.defaultBox.dataset.source = "none";
+  }
+}
+
+function followModel() {
+  if (!info.form || !el.form.elements.model) { el.defaultBox.hidden = true; return; }
+  el.form.elements.model.addEventListener("change", applyDefault);
+  el.form.addEventListener("input", (ev) => { if (info.form.layout.includes(ev.target.name)) editedSince = true; });
+}
+
 // ------------------------------------------------------------------------------------------------------ start
 mountForm();
+followModel();
+if (info.form && el.form.elements.model) await applyDefault();
 live(`/ws/clusters/${encodeURIComponent(cluster.name)}/`, { query: { index: "0" }, onFrame });
 await load();
 const asked = Number(new URLSearchParams(location.search).get("job"));
 if (asked && jobs.has(asked)) select(asked);
 markReady();
-window.twin.jobs = { jobs, select, series };
+window.twin.jobs = { jobs, select, series, applyDefault };

@@ -365,13 +365,16 @@ def switch_tables(sw: dict, cab: dict) -> dict:
             "core_at": core_at, "leaf_up": leaf_up, "spine_up": spine_up}
 
 
+DEFAULT_PRESET = "meta-roce-24k"      # the cluster a command runs on when it names none
+
+
 def load_topology(preset: str | None = None, spec: str | None = None, say=lambda message: None,
                   catalog: str | None = None):
     """``(cluster spec, backend topology)`` of a preset or a spec file (no database; default ``meta-roce-24k``),
     checked against the built-in catalog or the catalog file ``catalog`` (:func:`sim.fabric.catalog.read_catalog`).
     ``say(message)`` gets one line saying what was built and how long it took."""
     t = time.perf_counter()
-    cluster = load_spec(spec or preset or "meta-roce-24k", read_catalog(catalog) if catalog else None)
+    cluster = load_spec(spec or preset or DEFAULT_PRESET, read_catalog(catalog) if catalog else None)
     topo = topology_from_layout(expand(cluster))
     say(f"cluster {cluster.name}: {topo.n_gpus:,} GPUs, {topo.n_links:,} directed links ({topo.kind}), "
         f"built in {time.perf_counter() - t:.2f} s")

@@ -2,23 +2,28 @@
 
     python -m sim job --preset meta-roce-24k --model llama3-405b --gpus 16384 --tp 8 --cp 1 --pp 16 --dp 128 \\
         --seq 8192 --batch-tokens 16M --placement topology --routing eecmp --qps 16 [--json]
+    python -m sim job --preset meta-roce-24k --model llama3-70b --default-layout [--json]
     python -m sim schedule --preset meta-roce-24k --jobs FILE --policy topology|first-fit|random [--json]
     python -m sim jobs --preset meta-roce-24k --jobs FILE [--routing ecmp --qps 16] [--json]
 
 Options come from :data:`sim.jobs.params.JOB`, :data:`sim.jobs.params.SCHEDULE` and :data:`sim.jobs.params.JOBS` (the
 declaration the REST API uses);
-``--preset``/``--spec``, ``--jobs FILE`` (read into the ``jobs`` parameter), ``--json``, ``--gpu-ids`` and
+``--preset``/``--spec``, ``--jobs FILE`` (read into the ``jobs`` parameter), ``--json``, ``--gpu-ids``,
+``--default-layout`` (the model's default layout on the cluster, :func:`sim.jobs.defaults.default_layout`) and
 ``--quiet`` are the command line's own. Refused input is reported by :func:`sim.cli.main` (one line per field,
-exit status 2).
+exit status 2); a refused job's layout also names the layouts nearest it that fit the cluster
+(:func:`sim.jobs.defaults.with_nearest`).
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from sim.core.errors import UsageError
+from sim.core.errors import ParamError, UsageError
 from sim.core.params import add_arguments, values_from_args
-from sim.fabric.topology import load_topology
+from sim.fabric.spec import load_spec
+from sim.fabric.topology import DEFAULT_PRESET, load_topology
+from sim.jobs import defaults
 from sim.jobs.entry import run_job, run_jobs, run_schedule
 from sim.jobs.params import JOB, JOBS, MAX_JOBS_TEXT, SCHEDULE
 
@@ -31,6 +36,9 @@ def add_parsers(sub) -> None:
                                    "on the fabric, pipeline bubble (docs/jobs.md).")
     _where(j)
     add_arguments(j, JOB)
+    j.add_argument("--default-layout", action="store_true",
+                   help=f"run the model's default layout on the cluster ({', '.join(defaults.FIELDS)}: its published "
+                        f"recipe, else the fastest that fits; docs/jobs.md); not with those options")
     j.add_argument("--json", action="store_true", help="print one JSON document instead of the tables")
     j.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     s = sub.add_parser("schedule", help="a job queue over simulated time under a placement policy",
@@ -79,8 +87,8 @@ def _where(p) -> None:
 
 def run(args, bar) -> int:
     if args.command == "job":
-        params = JOB.validate(values_from_args(args, JOB))
-    elif args.command == "jobs":
+        return run_one_job(args, bar)
+    if args.command == "jobs":
         params = JOBS.validate({**values_from_args(args, JOBS), "jobs": read_jobs_file(args.jobs_file)})
     else:
         values = values_from_args(args, SCHEDULE)
@@ -88,14 +96,40 @@ def run(args, bar) -> int:
             values["jobs"] = read_jobs_file(args.jobs_file)
         params = SCHEDULE.validate(values)
     _, topo = load_topology(args.preset, args.spec, lambda message: bar(0.0, message))
-    simulate, fmt = {"job": (run_job, format_job), "jobs": (run_jobs, format_jobs),
-                     "schedule": (run_schedule, format_schedule)}[args.command]
+    simulate, fmt = {"jobs": (run_jobs, format_jobs), "schedule": (run_schedule, format_schedule)}[args.command]
     run = simulate(topo, params, progress=bar)
     bar.close()
     if args.json:
         print(json.dumps(run.to_dict(gpus=args.gpu_ids) if args.command == "schedule" else run.to_dict()))
     else:
         print(fmt(run.result, run.cluster))
+    return 0
+
+
+def run_one_job(args, bar) -> int:
+    """``job``: the layout given, or with ``--default-layout`` the model's default on the cluster; a refusal names
+    the layouts nearest the job's that fit the cluster."""
+    values = values_from_args(args, JOB)
+    where = defaults.Where.of_spec(load_spec(args.spec or args.preset or DEFAULT_PRESET))
+    chosen = None
+    if args.default_layout:
+        given = [f"--{f.replace('_', '-')}" for f in defaults.FIELDS if f in values]
+        if given:
+            raise UsageError(f"--default-layout sets {', '.join(given)}: leave them out, or the flag")
+        chosen = defaults.default_layout(values.get("model") or JOB.by_name["model"].default, where)
+        values.update(chosen.params)
+    try:
+        params = JOB.validate(values)
+        _, topo = load_topology(args.preset, args.spec, lambda message: bar(0.0, message))
+        run = run_job(topo, params, progress=bar)
+    except ParamError as e:
+        raise defaults.with_nearest(e, values, where) from None
+    bar.close()
+    doc = run.to_dict()
+    if args.json:
+        print(json.dumps(doc if chosen is None else {**doc, "default_layout": chosen.to_dict()}))
+    else:
+        print(("" if chosen is None else f"# default layout: {chosen.why}\n") + format_job(run.result, run.cluster))
     return 0
 
 

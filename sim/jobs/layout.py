@@ -162,8 +162,10 @@ def fit_memory(model: ModelShape, v: dict, pp: int, m: int, hbm: float) -> dict 
 
 def _refuse_memory(v: dict, model: ModelShape, fit: dict | None, hbm: float, m: int) -> None:
     """The job does not fit a GPU's memory: refused on the field that fixes it, with the numbers. The layout's
-    ``pp`` when more pipeline stages (same tp, cp, dp: more GPUs) fit it, saying how many; else ``model`` (too
-    large for any pipeline the model's layers allow at this tp and dp). Not ``hbm_gb``: the GPU is what it is."""
+    ``pp`` when more pipeline stages fit it: on the same GPUs first (dp shrinking as pp grows), else with more
+    (same tp, cp, dp), saying how many; else ``model`` (too large for any pipeline the model's layers allow at this
+    tp and dp). Not ``hbm_gb``: the GPU is what it is. Which of these layouts fits a given cluster is
+    :func:`sim.jobs.defaults.with_nearest`'s to say."""
     tp, cp, pp, dp, vs = v["tp"], v["cp"], v["pp"], v["dp"], v["virtual_stages"]
     if fit is None:
         raise ParamError("pp", f"pp = {pp} with virtual_stages = {vs} leaves a chunk without a layer of the "
@@ -175,6 +177,15 @@ def _refuse_memory(v: dict, model: ModelShape, fit: dict | None, hbm: float, m: 
             f"activations {mm['activations'] / 1e9:.1f}, allocator {mm['allocator'] / 1e9:.1f}, framework and NCCL "
             f"{mm['framework'] / 1e9:.1f}), more than the GPU's {hbm / 1e9:g} GB")
     other = "recompute, " if v["recompute"] in ("none", "op") else ""
+    bigger = pp * 2
+    while model.layers >= bigger * vs and dp * pp % bigger == 0:     # the same GPUs first: dp shrinks as pp grows
+        same, per = dp * pp // bigger, v["seq"] * v["micro_batch"]
+        f = fit_memory(model, {**v, "dp": same}, bigger, v["batch_tokens"] // (per * same), hbm) \
+            if v["batch_tokens"] % (per * same) == 0 else None
+        if f is not None and f["fits"]:
+            raise ParamError("pp", f"{need}: pp = {bigger} with dp = {same} (the same {v['gpus']:,} GPUs) needs "
+                                   f"{f['memory']['total'] / 1e9:.1f} GB; or {other}more tp")
+        bigger *= 2
     bigger = pp * 2
     while model.layers >= bigger * vs:
         f = fit_memory(model, v, bigger, m, hbm)

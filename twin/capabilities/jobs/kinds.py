@@ -22,14 +22,15 @@ import numpy as np
 from sim.core.errors import ParamError
 from sim.fabric.catalog import load_catalog
 from sim.jobs.layout import resolve_job
-from sim.jobs.params import JOB_PARAMS
+from sim.jobs.params import JOB, JOB_PARAMS
 from sim.fabric.topology import topology_from_layout
 from twin.inventory import gpu_grid
-from twin.runs import job_actions, limits
+from twin.runs import job_actions, job_layouts, limits
 from twin.runs.kinds import gpu_states
 from twin.runs.models import Job
-from twin.runs.registry import Headline, Kind, register
+from twin.runs.registry import Headline, Kind, get, register
 
+JOB_KIND = "job"
 JOB_HEADLINE = (Headline("mfu", "MFU", "pct"), Headline("tokens_per_s", "tokens/s", "int"),
                 Headline("step_time", "step time (s)", "text"))
 JOBS_HEADLINE = (Headline("worst_slowdown", "worst slowdown (together / alone - 1)", "pct"),)
@@ -172,6 +173,22 @@ def check_job(values: dict, cluster) -> None:
         resolve_job({**values, "hbm_gb": float(load_catalog().models["gpu"][gpu]["memory_gb"])})
 
 
+def _validate_job(values, cluster) -> dict:
+    """JOB's validation; with the cluster, :func:`check_job` and the twin's limits, as every kind. A refusal of the
+    job's layout (its GPUs, parallel degrees, batch, memory) also names the layouts nearest it that fit the cluster
+    (:func:`twin.runs.job_layouts.refused`), never a layout for more GPUs than it has."""
+    try:
+        out = JOB.validate(values)
+        if cluster is not None:
+            check_job(out, cluster)
+            limits.check_run(get(JOB_KIND), out, cluster)
+    except ParamError as e:
+        if cluster is None or not isinstance(values, dict):
+            raise
+        raise job_layouts.refused(e, values, cluster) from None
+    return out
+
+
 def job_gpus(values: dict) -> int:
     """The job's GPUs: ``gpus``, else tp x cp x pp x dp (an absent dimension counts 1)."""
     n = values.get("gpus")
@@ -265,9 +282,10 @@ def register_kinds() -> bool:
     except ImportError:
         return False
     import importlib.util
-    register(Kind("job", "Training job (one step of a 4D-parallel job on the fabric)", JOB, job,
+    register(Kind(JOB_KIND, "Training job (one step of a 4D-parallel job on the fabric)", JOB, job,
                   headline=JOB_HEADLINE, best="mfu", arrays={"gpu_state": "uint8", "pipeline": "float64"}, view="job", form=False,
                   brief=("model", "gpus", "tp", "cp", "pp", "dp", "placement", "routing"), check=check_job,
+                  validate=_validate_job,
                   cost=_flows, estimate=_seconds(_flows), throughputs=(limits.FLOWS_PER_SECOND,),
                   on_create=_create_job, wants_run=True,
                   main=("model", "gpus", "tp", "cp", "pp", "dp", "seq", "batch_tokens", "placement", "routing", "qps")))

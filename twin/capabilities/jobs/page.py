@@ -2,7 +2,9 @@
 job's placement on the cluster, its step breakdown and throughput, and the form that submits a job or a what-if
 (the same job with another placement, routing or cluster side by side). The page is a shell: frontend/js/jobs.js
 reads the runs API (/api/runs/jobs/, /api/runs/) and the cluster's live stream; the form's fields come from the
-``job`` kind's parameter declaration (``sim.jobs.params.JOB`` through :func:`twin.runs.params.form_fields`).
+``job`` kind's parameter declaration (``sim.jobs.params.JOB`` through :func:`twin.runs.params.form_fields`), its
+layout from the chosen model's default on this cluster (``GET /api/runs/jobs/default/``, :mod:`sim.jobs.defaults`),
+shown with why beside the form.
 
 ``clusters/<name>/jobs/gpus.json`` is what runs where (:func:`twin.runs.job_actions.gpu_jobs`: running jobs only,
 what-ifs never): the GPU -> job index (base64 of the uint16 array, the live ``gpu_job`` section's layout), the jobs
@@ -15,6 +17,9 @@ from django.http import JsonResponse
 from django.shortcuts import render
 from django.urls import path
 
+from sim.jobs import defaults
+from sim.jobs.models import MODELS
+from twin.capabilities.jobs.kinds import JOB_KIND
 from twin.inventory.models import GPU, Cluster
 from twin.runs import job_actions, registry
 from twin.runs.params import form_fields
@@ -23,16 +28,17 @@ from twin.web.context import missing_cluster
 from twin.web.nav import NavItem, Page
 from twin.web.views.experiments import ADD_RUN, clusters_info
 
-JOB_KIND = "job"
-
 
 def job_form(cluster=None) -> dict | None:
-    """The job kind's fields, their defaults on ``cluster`` (None while no ``job`` kind is registered)."""
+    """The job kind's fields, their defaults on ``cluster`` (None while no ``job`` kind is registered), the fields a
+    model's default layout sets (``layout``, :data:`sim.jobs.defaults.FIELDS`) and the models that have one: the
+    page asks ``GET /api/runs/jobs/default/`` for it whenever the model changes."""
     kind = registry.kinds().get(JOB_KIND)
     if kind is None or kind.params is None:
         return None
     return {"kind": JOB_KIND, "fields": form_fields(kind.params, cluster), "main": list(kind.main),
-            "whatif": list(job_actions.WHATIF_AXES), "whatif_max": job_actions.WHATIF_MAX_VARIANTS}
+            "whatif": list(job_actions.WHATIF_AXES), "whatif_max": job_actions.WHATIF_MAX_VARIANTS,
+            "layout": list(defaults.FIELDS), "models": list(MODELS)}
 
 
 @readable

@@ -17,8 +17,10 @@ from rest_framework.exceptions import NotAuthenticated, PermissionDenied
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 
+from sim.core.errors import ParamError
 from sim.debug import archive, dumpstate
 from sim.debug.dumpformat import DumpError
+from sim.jobs.models import MODELS
 from twin.api.permissions import InventoryPermission
 
 from twin.inventory.filtersets import IntegerFilter, NumberInFilter
@@ -26,7 +28,7 @@ from twin.runs import actions, files, ownership, registry
 from twin.runs.api.serializers import (CalibrationSerializer, JobSerializer, OccupancySerializer,
                                       RunCreateSerializer, RunSerializer, ScenarioSerializer, ScheduleSerializer,
                                       WhatifSerializer)
-from twin.runs import job_actions
+from twin.runs import job_actions, job_layouts
 from twin.runs.choices import JobState, RunStatus
 from twin.runs.constants import SCHEDULE_TASK, START_RUNS, TREND_LIMIT
 from twin.runs.models import CalibrationProfile, Job, Scenario, SimulationRun
@@ -357,6 +359,21 @@ class JobFilter(IdFilters):
         fields = {"name": ["exact", "icontains"], "model": ["exact"], "cluster__name": ["exact"]}
 
 
+def _cluster_of(request):
+    """The cluster the query's ``cluster`` id names, or the 400 answer that says why there is none."""
+    from twin.inventory.models import Cluster
+    raw = request.query_params.get("cluster")
+    try:
+        cluster = Cluster.objects.filter(pk=int(raw)).first() if 0 <= int(raw) < 2**63 else None
+    except (TypeError, ValueError):
+        return None, Response({"cluster": ["required: a cluster id" if raw is None else f"not a cluster id: "
+                                                                                      f"{str(raw)[:32]!r}"]},
+                              status=status.HTTP_400_BAD_REQUEST)
+    if cluster is None:
+        return None, Response({"cluster": [f"no cluster {raw}"]}, status=status.HTTP_400_BAD_REQUEST)
+    return cluster, None
+
+
 class JobViewSet(viewsets.ReadOnlyModelViewSet):
     """Training jobs (written by ``job`` and ``jobs`` runs): list, filter by cluster and state, inspect; the rank ->
     GPU list of one; the job a GPU runs; a cluster's occupancy; release a running job (its owner or
@@ -409,17 +426,27 @@ class JobViewSet(viewsets.ReadOnlyModelViewSet):
     @action(detail=False, filter_backends=[], pagination_class=None)
     def occupancy(self, request):
         """What the cluster's jobs hold: running jobs (what-ifs and finished jobs never count) and their GPUs."""
-        from twin.inventory.models import Cluster
-        raw = request.query_params.get("cluster")
-        try:
-            cluster = Cluster.objects.filter(pk=int(raw)).first() if 0 <= int(raw) < 2**63 else None
-        except (TypeError, ValueError):
-            return Response({"cluster": ["required: a cluster id" if raw is None else f"not a cluster id: "
-                                                                                    f"{str(raw)[:32]!r}"]},
-                            status=status.HTTP_400_BAD_REQUEST)
-        if cluster is None:
-            return Response({"cluster": [f"no cluster {raw}"]}, status=status.HTTP_400_BAD_REQUEST)
+        cluster, refused = _cluster_of(request)
+        if refused is not None:
+            return refused
         return Response({"cluster": cluster.pk, **job_actions.occupancy(cluster)})
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT}, filters=False, parameters=[
+        OpenApiParameter("cluster", int, required=True, description="cluster id"),
+        OpenApiParameter("model", str, required=True, enum=list(MODELS), description="a model preset")])
+    @action(detail=False, filter_backends=[], pagination_class=None)
+    def default(self, request):
+        """The default layout of a model on a cluster (:func:`sim.jobs.defaults.default_layout`: its published
+        recipe when it fits, else the fastest layout that fits): ``{"cluster", "model", "params", "why", "source",
+        "layouts", "step_s", "memory_gb"}``; 400 naming ``cluster`` or ``model`` (one too large for the cluster
+        says so)."""
+        cluster, refused = _cluster_of(request)
+        if refused is not None:
+            return refused
+        try:
+            return Response(job_layouts.default_for(cluster, str(request.query_params.get("model", ""))[:64]))
+        except ParamError as e:
+            return Response(e.errors, status=status.HTTP_400_BAD_REQUEST)
 
     @extend_schema(request=None, responses={200: JobSerializer, 409: OpenApiTypes.OBJECT}, filters=False)
     @action(detail=True, methods=["post"], permission_classes=[StartsRuns, OwnerOrManager], filter_backends=[])
