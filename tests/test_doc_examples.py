@@ -21,7 +21,7 @@ from tests.doc_examples import (FILES, LANGUAGES, PLACEHOLDERS, ROOT, SH_MODES, 
 
 # programs a command may start, besides the project's own (python -m sim, manage.py, bench/, scripts/): what the
 # harness checks of them in the fast pass is that they are what the docs say (a shell built-in or a system tool)
-SYSTEM_PROGRAMS = {"echo", "tar", "createdb", "curl", "docker", "docker-compose", "cat", "ls", "mkdir", "cd"}
+SYSTEM_PROGRAMS = {"echo", "tar", "createdb", "dropdb", "curl", "docker", "docker-compose", "cat", "ls", "mkdir", "cd"}
 PYTHONS = {"python", "python3", ".venv/bin/python"}
 
 
