@@ -11,7 +11,7 @@ while it works (a build's is set once built; a delete's stays empty), so that no
 The estimates (the Clusters page's, and the time limit's check) divide the rows a run writes and deletes by the rows
 per second this twin's own cluster runs took (:func:`throughput`: the newest finished ones, their summaries), or,
 before it has any, by the settings ``TWIN_RUNS_BUILD_ROWS_PER_SECOND`` and ``TWIN_RUNS_DELETE_ROWS_PER_SECOND``
-(measured by bench/bench_limits.py).
+(measured by bench/bench_build.py).
 
 Who may: a build takes ``inventory.add_cluster``, a delete ``inventory.delete_cluster``, a rebuild both (and
 ``runs.add_simulationrun``, which starts any run); deleting or replacing a cluster that another user's runs depend on
@@ -124,7 +124,7 @@ def spec_of(values: dict) -> tuple[ClusterSpec, str | None]:
 # ------------------------------------------------------------------------------------------------ estimates
 def throughput() -> dict:
     """Rows written and deleted per second: summed over the newest MEASURED_RUNS succeeded cluster runs of this
-    twin that did each (their summaries' rows and seconds), else the settings (bench/bench_limits.py).
+    twin that did each (their summaries' rows and seconds), else the settings (bench/bench_build.py).
     ``{"write", "delete": rows/s, "write_runs", "delete_runs": how many runs measured them (0: the setting)}``."""
     out = {}
     for what, setting_name in (("write", BUILD_RATE), ("delete", DELETE_RATE)):
