@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import Permission, User
+from django.test import Client
 from rest_framework.test import APIClient
 
 from sim.fabric.layout import expand
@@ -119,6 +120,11 @@ def test_a_rebuild_replaces_the_cluster_from_its_stored_spec(runner, demo):
     # and a second build or delete of it while this one is queued is a conflict naming the run
     busy = runner.delete("/api/clusters/demo-256/")
     assert busy.status_code == 409 and f"#{r.json()['id']}" in busy.json()["detail"]
+    # and the run's page and the Clusters page show it (a run with no cluster yet)
+    page = Client().get(f"/experiments/{r.json()['id']}/")
+    assert page.status_code == 200 and b"cluster_build" in page.content
+    assert Client().get("/clusters/").status_code == 200
+    assert runner.get("/api/clusters/demo-256/").json()["active"]["id"] == r.json()["id"]
 
 
 @pytest.mark.django_db
