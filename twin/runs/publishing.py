@@ -52,11 +52,11 @@ def finished(run) -> None:
 
 
 def created(run) -> None:
-    """Say ``{"type": "run_created", "run": id, "cluster": id, "kind": ..., "parent": id or null}`` on the runs
-    stream and the run's cluster's (the runs list and the pages of that cluster list it again), however the run was
-    made (the API, a form, a schedule, a sweep)."""
+    """Say ``{"type": "run_created", "run": id, "cluster": id, "kind": ..., "parent": id or null, "schedule": id or
+    null}`` on the runs stream and the run's cluster's (the runs list, the Schedules page and the pages of that
+    cluster list it again), however the run was made (the API, a form, a schedule, a sweep)."""
     message = {"type": "run_created", "run": run.pk, "cluster": run.cluster_id, "kind": run.kind,
-               "parent": run.parent_id}
+               "parent": run.parent_id, "schedule": run.schedule_id}
     try:
         for stream in _streams(store.RUNS_STREAM, run.cluster_id):
             send_event(stream, message)

@@ -5,6 +5,7 @@ hand are beat's business (:mod:`twin.runs.beat`)."""
 from __future__ import annotations
 
 from celery.schedules import ParseException, crontab
+from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule
 
 from sim.core.errors import ParamError
@@ -77,3 +78,17 @@ def validated_interval(every, period: str) -> dict:
         raise ParamError("every", f"{every} {period} is {every * PERIOD_SECONDS[period]} s, at least {least} s "
                                   f"(TWIN_SCHEDULE_MIN_INTERVAL_SECONDS)")
     return {"every": every, "period": period}
+
+
+def next_run_at(task, now=None):
+    """When beat starts ``task`` (a PeriodicTask) next, as beat reckons it: its crontab's or interval's next time
+    after its last start (never started: after now); now when that is past (beat starts it on its next tick); None
+    while it is paused or when Celery cannot read it (beat skips such a row: :mod:`twin.runs.beat`)."""
+    if not task.enabled:
+        return None
+    now = now or timezone.now()
+    try:
+        remaining = task.schedule.remaining_estimate(task.last_run_at or now)
+    except Exception:  # noqa: BLE001 - a row Celery cannot read has no next start
+        return None
+    return max(now, now + remaining)
