@@ -4,6 +4,9 @@ firing at most once per TWIN_SCHEDULE_MIN_INTERVAL_SECONDS. Checked by :func:`tw
 hand are beat's business (:mod:`twin.runs.beat`)."""
 from __future__ import annotations
 
+from datetime import datetime
+from datetime import timezone as dt_timezone
+
 from celery.schedules import ParseException, crontab
 from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule
@@ -82,7 +85,7 @@ def validated_interval(every, period: str) -> dict:
 
 def next_run_at(task, now=None):
     """When beat starts ``task`` (a PeriodicTask) next, as beat reckons it: its crontab's or interval's next time
-    after its last start (never started: after now); now when that is past (beat starts it on its next tick); None
+    after its last start (never started: after now), to the second; now when that is past (beat starts it on its next tick); None
     while it is paused or when Celery cannot read it (beat skips such a row: :mod:`twin.runs.beat`)."""
     if not task.enabled:
         return None
@@ -91,4 +94,5 @@ def next_run_at(task, now=None):
         remaining = task.schedule.remaining_estimate(task.last_run_at or now)
     except Exception:  # noqa: BLE001 - a row Celery cannot read has no next start
         return None
-    return max(now, now + remaining)
+    at = datetime.fromtimestamp(round((now + remaining).timestamp()), tz=dt_timezone.utc)  # beat's whole seconds
+    return max(now, at)
