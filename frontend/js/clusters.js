@@ -2,18 +2,19 @@
 // rows a second), the clusters built (GET /api/clusters/), a spec upload (POST /api/clusters/check/ to preview,
 // POST /api/clusters/ to build) and the cluster runs (GET /api/runs/?kind=cluster_build&kind=cluster_delete).
 // Building, rebuilding and deleting are runs (twin/runs/clusters.py): the page follows the runs stream (a cluster
-// run created or deleted: the lists read again) and each active cluster run's own stream (its progress, counted
-// from the rows written and deleted, frame by frame; its final frame: the lists read again). Every (re)connection
-// of the runs stream reads the lists again over REST, so nothing missed during a gap stays stale.
-import { api, ApiError, coalesced, esc, fmt, live, markReady, timeFrame, toast } from "./twin.js";
+// run created or deleted: the lists read again) and each unfinished cluster run's own stream (run_live.js: its
+// progress, counted from the rows written and deleted, frame by frame; its end: the lists read again). Every
+// (re)connection of the runs stream reads the lists again over REST, so nothing missed during a gap stays stale.
+import { api, ApiError, coalesced, esc, fmt, live, markReady, toast } from "./twin.js";
 import { fieldErrors, pageData, showErrors } from "./run_form.js";
 import { progressBar, statusBadge } from "./run_results.js";
+import { liveRunRows } from "./run_live.js";
 
 const page = pageData("clusters-page");
 const KINDS = new Set(page.kinds);
-const ACTIVE = new Set(["queued", "running"]);
+const FINISHED = new Set(page.finished);
 const RUNS_SHOWN = 12;
-const state = { runs: [], followed: new Map() };     // run id -> its live stream's controller
+const state = { runs: [] };
 const form = document.getElementById("spec-form");
 
 const about = (s) => (s == null ? "–" : `~${fmt.duration(s)}`);
@@ -48,16 +49,16 @@ function builtRow(c) {
       ${c.delete_refusal ? `<span class="hint refusal">${esc(c.delete_refusal)}</span>` : ""}</td></tr>`;
 }
 
-function runRow(r) {
+/** A cluster run's cells (run_live.js keeps its progress bar and badge live, and draws the row again at its end). */
+function runCells(r) {
   const took = r.started_at && r.finished_at ? fmt.duration((Date.parse(r.finished_at) - Date.parse(r.started_at)) / 1000)
     : "";
-  const cancel = ACTIVE.has(r.status) && r.can_change ? `<button type="button" class="link" data-cancel="${r.id}">cancel</button>` : "";
-  return `<tr data-run="${r.id}" data-status="${esc(r.status)}">
-    <td><a href="/experiments/${r.id}/">#${r.id}</a></td><td>${esc(r.params_text)}</td>
-    <td class="status">${statusBadge(r.status)}</td>
-    <td class="progress-cell">${progressBar(r.progress)}<span class="percent">${Math.round(r.progress)} %</span></td>
+  const cancel = !FINISHED.has(r.status) && r.can_change
+    ? `<button type="button" class="link" data-cancel="${r.id}">cancel</button>` : "";
+  return `<td><a href="/experiments/${r.id}/">#${r.id}</a></td><td>${esc(r.params_text)}</td>
+    <td>${statusBadge(r.status)}</td><td class="progress-cell">${progressBar(r.progress)}</td>
     <td class="num">${took}</td><td>${esc(r.created_by ?? "–")}</td><td>${cancel}
-      ${r.error ? `<span class="bad" title="${esc(r.error)}">${esc(r.error)}</span>` : ""}</td></tr>`;
+      ${r.error ? `<span class="bad" title="${esc(r.error)}">${esc(r.error)}</span>` : ""}</td>`;
 }
 
 function throughputText(t) {
@@ -74,40 +75,14 @@ const load = coalesced(async () => {
   document.querySelector("#presets-table tbody").innerHTML = fmt.rows(presets.presets.map(presetRow));
   document.querySelector("#built-table tbody").innerHTML = built.length ? built.map(builtRow).join("")
     : fmt.noneRow(11, "no cluster is built yet: build a preset below");
-  document.querySelector("#cluster-runs tbody").innerHTML = state.runs.length ? state.runs.map(runRow).join("")
-    : fmt.noneRow(7, "no cluster has been built or deleted from here yet");
+  showRuns(state.runs, fmt.noneRow(7, "no cluster has been built or deleted yet"));
   document.getElementById("throughput").textContent = throughputText(presets.throughput);
-  for (const r of state.runs) if (ACTIVE.has(r.status)) follow(r.id);
 });
+// the cluster runs followed on their own streams (frame by frame); a run's end reads the lists again
+const showRuns = liveRunRows(document.querySelector("#cluster-runs tbody"), FINISHED, runCells,
+                             { onEnd: () => load().catch((e) => toast(`clusters: ${e.message}`)) });
 
 // ---------------------------------------------------------------------------------------------------- live
-/** Follow a cluster run's stream: its row's progress and status frame by frame; its end reads the lists again. */
-function follow(id) {
-  if (state.followed.has(id)) return;
-  const stream = live(`/ws/runs/${id}/`, {
-    quietMs: 5000,
-    onFrame(frame) {
-      if (frame.status == null) return;                // an older snapshot filling in sections only
-      timeFrame(() => {
-        const row = document.querySelector(`#cluster-runs tr[data-run="${id}"]`);
-        if (!row) return;
-        row.dataset.status = frame.status;
-        row.querySelector(".status").innerHTML = statusBadge(frame.status);
-        const bar = row.querySelector(".progress");
-        bar.dataset.progress = String(frame.progress);
-        bar.querySelector("span").style.width = `${frame.progress}%`;
-        row.querySelector(".percent").textContent = `${Math.round(frame.progress)} %`;
-      });
-      if (frame.final) {
-        stream.close();
-        state.followed.delete(id);
-        load().catch((e) => toast(`clusters: ${e.message}`));
-      }
-    },
-  });
-  state.followed.set(id, stream);
-}
-
 live("/ws/runs/", {
   onMeta() { load().catch((e) => toast(`clusters: ${e.message}`)); },     // every (re)connection: resync
   onEvent(msg) {
@@ -122,7 +97,6 @@ async function start(what, call) {
     const run = await call();
     toast(`${what}: run #${run.id} ${run.status}`, { kind: "info", ms: 3000 });
     await load();
-    follow(run.id);
     return run;
   } catch (e) {
     toast(`${what}: ${e.message}`);
@@ -185,7 +159,7 @@ form.addEventListener("submit", (ev) => {
   ev.preventDefault();
   submitSpec("/api/clusters/", (run) => {
     toast(`build: run #${run.id} ${run.status}`, { kind: "info", ms: 3000 });
-    load().then(() => follow(run.id)).catch((e) => toast(`clusters: ${e.message}`));
+    load().catch((e) => toast(`clusters: ${e.message}`));
   });
 });
 if (page.build_refusal) {

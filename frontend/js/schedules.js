@@ -6,11 +6,12 @@
 // edit, pause and delete are offered where a row's can_change says so, creation where the user may add.
 // Live: the runs stream says when a schedule started a run (run_created with its schedule): the lists are read again
 // (last start, next start, the new run); each run of a schedule still queued or running is followed on its own
-// stream (its badge's status and progress), and its end reads the lists again (its last result). Every (re)connection
+// stream (run_live.js: its badge's status and progress), and its end reads the lists again (its last result). Every (re)connection
 // of the runs stream reads them again, so nothing a dropped socket missed stays stale.
-import { api, ApiError, coalesced, errorText, esc, fmt, live, markReady, timeFrame, toast } from "./twin.js";
+import { api, ApiError, coalesced, errorText, esc, fmt, live, markReady, toast } from "./twin.js";
 import { fieldErrors, fieldHtml, pageData, paramFieldsHtml, readFields, showErrors } from "./run_form.js";
 import { lineChart } from "./chart.js";
+import { runStreams } from "./run_live.js";
 import { figureText, median, paramValue, shortTime } from "./run_results.js";
 
 const clusters = pageData("clusters-info");
@@ -58,12 +59,12 @@ function scenarioRow(s) {
     <td class="row-actions">${actions}</td></tr>`;
 }
 
-const ACTIVE = new Set(["queued", "running"]);
+const FINISHED = new Set(pageData("finished-statuses"));
 const runTitle = (status, progress) => (status === "running" ? `running, ${Math.round(progress)} %` : status);
 
 /** A schedule's last result: its newest finished run, its status and first headline figure. */
 function lastResult(t) {
-  const r = (state.recent.get(t.id) ?? []).find((x) => !ACTIVE.has(x.status));
+  const r = (state.recent.get(t.id) ?? []).find((x) => FINISHED.has(x.status));
   if (!r) return '<span class="muted">none yet</span>';
   const h = r.headline?.[0];
   return `<a href="/experiments/${r.id}/" class="badge ${esc(r.status)}">#${r.id} ${esc(r.status)}</a>${
@@ -114,35 +115,25 @@ const load = coalesced(async () => {
     state.recent.set(r.schedule.id, list);
   }
   drawLists();
-  for (const list of state.recent.values()) for (const r of list) if (ACTIVE.has(r.status)) follow(r.id);
+  streams.sync([...state.recent.values()].flat());
 });
 
 // ----------------------------------------------------------------------------------------------------- live
-const followed = new Map();                    // run id -> its stream, while it is queued or running
-
-/** Follow a scheduled run on its stream: its badges' status and progress frame by frame; its end reads the lists
- *  again (the schedule's last result) and the chosen scenario's history. */
-function follow(id) {
-  if (followed.has(id)) return;
-  const stream = live(`/ws/runs/${id}/`, {
-    quietMs: 5000,
-    onFrame(frame) {
-      if (frame.status == null) return;         // an older snapshot filling in sections only
-      timeFrame(() => {
-        for (const badge of document.querySelectorAll(`#schedules-table a[data-run="${id}"]`)) {
-          badge.className = `badge ${frame.status}`;
-          badge.title = runTitle(frame.status, frame.progress);
-        }
-      });
-      if (!frame.final) return;
-      stream.close();
-      followed.delete(id);
-      load().then(() => (state.chosen != null ? showTrend(state.chosen, document.getElementById("trend-metric").value)
-        : null)).catch((e) => toast(`schedules: ${e.message}`));
-    },
-  });
-  followed.set(id, stream);
-}
+/** The schedules' unfinished runs, each followed on its stream (run_live.js): its badges' status and progress frame
+ *  by frame; its end reads the lists again (the schedule's last result) and the chosen scenario's history. */
+const streams = runStreams(FINISHED, {
+  onFrame(id, frame) {
+    if (frame.status == null) return;            // an older snapshot filling in sections only
+    for (const badge of document.querySelectorAll(`#schedules-table a[data-run="${id}"]`)) {
+      badge.className = `badge ${frame.status}`;
+      badge.title = runTitle(frame.status, frame.progress);
+    }
+  },
+  onEnd() {
+    load().then(() => (state.chosen != null ? showTrend(state.chosen, document.getElementById("trend-metric").value)
+      : null)).catch((e) => toast(`schedules: ${e.message}`));
+  },
+});
 
 live("/ws/runs/", {
   onMeta() { load().catch((e) => toast(`schedules: ${e.message}`)); },    // every (re)connection: resync

@@ -29,12 +29,12 @@ def _followed(page, twin, action, kind: str) -> int:
         run = wait_for(lambda: next((r for r in twin.api(f"/api/runs/?kind={kind}")["results"]
                                      if r["id"] not in before), None), timeout=30, what=f"the {kind} run")["id"]
         row = page.locator(f'#cluster-runs tr[data-run="{run}"]')
-        row.wait_for()
-        assert row.get_attribute("data-status") == "queued" and "0 %" in row.locator(".percent").inner_text()
+        row.locator(".badge.queued").wait_for()
+        assert row.locator(".progress").get_attribute("data-progress") == "0"
         frames = _frames(page)
-    page.wait_for_selector(f'#cluster-runs tr[data-run="{run}"][data-status="succeeded"]', timeout=60_000)
+    page.wait_for_selector(f'#cluster-runs tr[data-run="{run}"] .badge.succeeded', timeout=60_000)
     assert _frames(page) > frames, "the run's end came by a live frame"
-    assert row.locator(".percent").inner_text() == "100 %"
+    assert row.locator(".progress").get_attribute("data-progress") == "100"
     assert twin.api(f"/api/runs/{run}/")["status"] == "succeeded"
     return run
 

@@ -160,7 +160,7 @@ def test_builds_need_their_permissions_and_a_signed_in_user(demo):
     anonymous = APIClient()
     assert anonymous.get("/api/clusters/").status_code == 200
     assert anonymous.post("/api/clusters/", {"preset": SMALL}, format="json").status_code in (401, 403)
-    assert "sign in" in anonymous.get("/api/clusters/demo-256/").json()["delete_refusal"]
+    assert "log in" in anonymous.get("/api/clusters/demo-256/").json()["delete_refusal"]
     # a user without the inventory's permissions is told which
     r = reader.post("/api/clusters/", {"preset": SMALL}, format="json")
     assert r.status_code == 403 and "'inventory.add_cluster'" in r.json()["detail"]

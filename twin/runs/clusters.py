@@ -47,6 +47,16 @@ PERMISSIONS = {BUILD: ("runs.add_simulationrun", "inventory.add_cluster"),
 REBUILD_PERMISSIONS = tuple(dict.fromkeys(PERMISSIONS[BUILD] + PERMISSIONS[DELETE]))
 
 
+def permission_refusal(user, perms) -> str:
+    """Why ``user`` may not start a cluster run that takes ``perms`` (:data:`PERMISSIONS`), "" when they may: the
+    API's 403 and the Clusters page's disabled buttons say the same."""
+    if user is None or not user.is_authenticated:
+        return "log in to build, rebuild or delete a cluster"
+    lacking = [p for p in perms if not user.has_perm(p)]
+    return f"this needs the permission{'s' if len(lacking) > 1 else ''} {', '.join(map(repr, lacking))}" \
+        if lacking else ""
+
+
 # ------------------------------------------------------------------------------------------------------ specs
 def spec_figures(spec: ClusterSpec) -> dict:
     """What a list of clusters shows of a spec: its size, GPUs, fabric and the rows its build writes."""

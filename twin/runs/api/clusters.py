@@ -122,13 +122,6 @@ class Conflict(APIException):
     default_detail = "another build or delete of this cluster is under way"
 
 
-def missing(user, perms) -> str:
-    """Which of ``perms`` ``user`` lacks, as a refusal ("" when none)."""
-    lacking = [p for p in perms if not user.has_perm(p)]
-    return f"this needs the permission{'s' if len(lacking) > 1 else ''} {', '.join(map(repr, lacking))}" \
-        if lacking else ""
-
-
 def checked(make):
     """``make()`` (the parameters of a cluster run), its refusals as the API's: 400 naming the field, 403 naming the
     runs that depend on the cluster, 409 when another build or delete of the name is under way."""
@@ -162,7 +155,7 @@ class ClusterViewSet(viewsets.ViewSet):
         return self.request.user if self.request.user.is_authenticated else None
 
     def _start(self, kind: str, make, perms) -> Response:
-        if why := missing(self.request.user, perms):
+        if why := clusters.permission_refusal(self.request.user, perms):
             raise PermissionDenied(why)
         run = actions.create_run(kind, checked(make), None, user=self._user(), validated=True)
         code = status.HTTP_202_ACCEPTED if kind == clusters.DELETE else status.HTTP_201_CREATED
@@ -170,8 +163,8 @@ class ClusterViewSet(viewsets.ViewSet):
 
     def _row(self, cluster: Cluster, rates: dict) -> dict:
         figures, active, user = clusters.cluster_figures(cluster), clusters.active_run(cluster.name), self.request.user
-        refusal = ("sign in to delete or rebuild it" if not user.is_authenticated else
-                   missing(user, clusters.REBUILD_PERMISSIONS) or ownership.cluster_refusal(user, cluster) or "")
+        refusal = (clusters.permission_refusal(user, clusters.REBUILD_PERMISSIONS)
+                   or ownership.cluster_refusal(user, cluster) or "")
         return {**figures, "id": cluster.pk, "name": cluster.name, "title": cluster.title,
                 "built_at": cluster.built_at, "status": cluster.status, "preset": clusters.preset_of(cluster.spec),
                 "runs": SimulationRun.objects.filter(cluster=cluster).exclude(kind__in=clusters.KINDS).count(),

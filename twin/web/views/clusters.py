@@ -10,6 +10,7 @@ from django.urls import path
 
 from sim.fabric.spec import SPEC_FORMATS
 from twin.runs import clusters
+from twin.runs.choices import FINISHED
 from twin.web.access import readable
 from twin.web.nav import NavItem, Page
 
@@ -19,17 +20,10 @@ def clusters_page(request):
     """Presets, clusters built, the spec upload, and the cluster runs under way."""
     user = request.user
     page = {"authenticated": user.is_authenticated, "kinds": list(clusters.KINDS), "formats": list(SPEC_FORMATS),
+            "finished": [str(s) for s in FINISHED],
             "max_spec_bytes": clusters.MAX_SPEC_BYTES,
-            "build_refusal": _missing(user, clusters.PERMISSIONS[clusters.BUILD])}
+            "build_refusal": clusters.permission_refusal(user, clusters.PERMISSIONS[clusters.BUILD])}
     return render(request, "web/clusters.html", {"nav": "clusters", "page": page})
-
-
-def _missing(user, perms) -> str:
-    """Why ``user`` may not build ("" when they may): not signed in, or the permissions they lack."""
-    if not user.is_authenticated:
-        return "log in to build a cluster"
-    lacking = [p for p in perms if not user.has_perm(p)]
-    return f"your account needs the permission {', '.join(lacking)}" if lacking else ""
 
 
 PAGE = Page(nav=NavItem("clusters", "Clusters", "clusters", order=12), urlpatterns=[
