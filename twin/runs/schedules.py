@@ -85,8 +85,8 @@ def validated_interval(every, period: str) -> dict:
 
 def next_run_at(task, now=None):
     """When beat starts ``task`` (a PeriodicTask) next, as beat reckons it: its crontab's or interval's next time
-    after its last start (never started: after now), to the second; now when that is past (beat starts it on its next tick); None
-    while it is paused or when Celery cannot read it (beat skips such a row: :mod:`twin.runs.beat`)."""
+    after its last start (never started: after now), to the second; now when that is past (beat starts it on its
+    next tick); None while it is paused or when Celery cannot read it (beat skips such a row: twin.runs.beat)."""
     if not task.enabled:
         return None
     now = now or timezone.now()

@@ -90,8 +90,8 @@ class SideReporter:
     would wait for the commit: ``reporter(fraction, message="", **sections)`` only keeps the share done (and raises
     :class:`RunCancelled` once a cancellation was seen), while a thread of its own, on its own connection, every
     PROGRESS_DB_INTERVAL, publishes it live, reads whether the run was cancelled (:mod:`twin.runs.cancelling`, then
-    its row), and writes its progress and heartbeat. On SQLite, which takes one writer at a time, the run's row keeps its progress and heartbeat until the
-    transaction ends (the live frames carry them meanwhile)."""
+    its row), and writes its progress and heartbeat. On SQLite, which takes one writer at a time, the run's row keeps
+    its progress and heartbeat until the transaction ends (the live frames carry them meanwhile)."""
 
     def __init__(self, run: SimulationRun):
         self.record, self.percent, self.sent = run, 0.0, -1.0
