@@ -4,9 +4,14 @@
 // and edit them. Every field of the forms comes from the server's declarations (twin/web/views/schedules.py: the
 // kinds' parameters, the scenario's and the schedule's serializer fields, the crontab and interval serializers);
 // edit, pause and delete are offered where a row's can_change says so, creation where the user may add.
-import { api, ApiError, errorText, esc, fmt, markReady, toast } from "./twin.js";
+// Live: the runs stream says when a schedule started a run (run_created with its schedule): the lists are read again
+// (last start, next start, the new run); each run of a schedule still queued or running is followed on its own
+// stream (run_live.js: its badge's status and progress), and its end reads the lists again (its last result). Every (re)connection
+// of the runs stream reads them again, so nothing a dropped socket missed stays stale.
+import { api, ApiError, coalesced, errorText, esc, fmt, live, markReady, toast } from "./twin.js";
 import { fieldErrors, fieldHtml, pageData, paramFieldsHtml, readFields, showErrors } from "./run_form.js";
 import { lineChart } from "./chart.js";
+import { runStreams } from "./run_live.js";
 import { figureText, median, paramValue, shortTime } from "./run_results.js";
 
 const clusters = pageData("clusters-info");
@@ -54,10 +59,23 @@ function scenarioRow(s) {
     <td class="row-actions">${actions}</td></tr>`;
 }
 
+const FINISHED = new Set(pageData("finished-statuses"));
+const runTitle = (status, progress) => (status === "running" ? `running, ${Math.round(progress)} %` : status);
+
+/** A schedule's last result: its newest finished run, its status and first headline figure. */
+function lastResult(t) {
+  const r = (state.recent.get(t.id) ?? []).find((x) => FINISHED.has(x.status));
+  if (!r) return '<span class="muted">none yet</span>';
+  const h = r.headline?.[0];
+  return `<a href="/experiments/${r.id}/" class="badge ${esc(r.status)}">#${r.id} ${esc(r.status)}</a>${
+    h && h.value != null ? ` <span class="last-figure">${esc(h.label)} <b>${esc(figureText(h.value, h.format))}</b></span>` : ""}`;
+}
+
 function scheduleRow(t) {
   const scenario = state.scenarios.find((s) => s.id === t.scenario);
   const runs = (state.recent.get(t.id) ?? []).map((r) =>
-    `<a href="/experiments/${r.id}/" class="badge ${esc(r.status)}" title="${esc(r.status)}">#${r.id}</a>`).join("");
+    `<a href="/experiments/${r.id}/" class="badge ${esc(r.status)}" data-run="${r.id}"
+        title="${esc(runTitle(r.status, r.progress))}">#${r.id}</a>`).join("");
   const actions = t.can_change ? `<button type="button" class="link" data-toggle-schedule="${t.id}">${
     t.enabled ? "pause" : "resume"}</button>
     <button type="button" class="link" data-edit-schedule="${t.id}">edit</button>
@@ -66,10 +84,12 @@ function scheduleRow(t) {
     <td>${esc(t.name)}</td>
     <td>${scenario ? `<a href="#scenario-${scenario.id}" data-trend="${scenario.id}">${esc(scenario.name)}</a>`
     : `#${t.scenario}`}</td>
-    <td class="nowrap">${esc(whenText(t))}</td>
+    <td class="nowrap">${esc(whenText(t))}<br><span class="muted next-run">next ${
+      t.next_run_at ? shortTime(t.next_run_at) : "–"}</span></td>
     <td><span class="badge ${t.enabled ? "active" : "queued"}">${t.enabled ? "active" : "paused"}</span></td>
-    <td>${shortTime(t.last_run_at)}</td><td class="num">${fmt.int(t.total_run_count)}</td>
-    <td class="recent-runs">${runs || '<span class="muted">none yet</span>'}</td><td>${owner(t)}</td>
+    <td class="last-run">${shortTime(t.last_run_at)}</td><td class="num starts">${fmt.int(t.total_run_count)}</td>
+    <td class="recent-runs">${runs || '<span class="muted">none yet</span>'}</td>
+    <td class="last-result">${lastResult(t)}</td><td>${owner(t)}</td>
     <td class="row-actions">${actions}</td></tr>`;
 }
 
@@ -78,11 +98,11 @@ function drawLists() {
   st.innerHTML = state.scenarios.map(scenarioRow).join("")
     || '<tr><td colspan="7" class="muted">no scenario yet: save one with the form</td></tr>';
   tt.innerHTML = state.schedules.map(scheduleRow).join("")
-    || '<tr><td colspan="9" class="muted">no schedule yet: make one with the form</td></tr>';
+    || '<tr><td colspan="10" class="muted">no schedule yet: make one with the form</td></tr>';
   fillScenarioChoice();
 }
 
-async function load() {
+const load = coalesced(async () => {
   const [scenarios, schedules, runs] = await Promise.all([
     api(`/api/runs/scenarios/?${LIST}&ordering=name`), api(`/api/runs/schedules/?${LIST}`),
     api("/api/runs/?schedule__isnull=false&ordering=-id&limit=500")]);
@@ -95,7 +115,35 @@ async function load() {
     state.recent.set(r.schedule.id, list);
   }
   drawLists();
-}
+  streams.sync([...state.recent.values()].flat());
+});
+
+// ----------------------------------------------------------------------------------------------------- live
+/** The schedules' unfinished runs, each followed on its stream (run_live.js): its badges' status and progress frame
+ *  by frame; its end reads the lists again (the schedule's last result) and the chosen scenario's history. */
+const streams = runStreams(FINISHED, {
+  onFrame(id, frame) {
+    if (frame.status == null) return;            // an older snapshot filling in sections only
+    for (const badge of document.querySelectorAll(`#schedules-table a[data-run="${id}"]`)) {
+      badge.className = `badge ${frame.status}`;
+      badge.title = runTitle(frame.status, frame.progress);
+    }
+  },
+  onEnd() {
+    load().then(() => (state.chosen != null ? showTrend(state.chosen, document.getElementById("trend-metric").value)
+      : null)).catch((e) => toast(`schedules: ${e.message}`));
+  },
+});
+
+live("/ws/runs/", {
+  onMeta() { load().catch((e) => toast(`schedules: ${e.message}`)); },    // every (re)connection: resync
+  onEvent(msg) {
+    if ((msg.type === "run_created" && msg.schedule != null)
+        || (msg.type === "run_deleted" && [...state.recent.values()].some((l) => l.some((r) => r.id === msg.run)))) {
+      load().catch((e) => toast(`schedules: ${e.message}`));
+    }
+  },
+});
 
 // --------------------------------------------------------------------------------------- a scenario's history
 const TICK_TIME = new Intl.DateTimeFormat([], { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });

@@ -327,6 +327,30 @@ def preset_names() -> list[str]:
     return sorted(p.stem for p in PRESETS_DIR.glob("*.toml") if p.stem != "catalog")
 
 
+SPEC_FORMATS = ("toml", "json")     # what a spec file is written in (a file's suffix: .json is JSON, else TOML)
+
+
+def read_spec_text(text: str, fmt: str, source: str | None = None) -> dict:
+    """A spec file's text as the table :func:`parse_spec` takes, read as ``fmt`` (``toml`` or ``json``) by the
+    standard library's parsers (no code runs): a text that does not parse, is not a table, or nests deeper than a
+    spec does is a :class:`SpecError` on ``spec`` naming ``source`` (the file; None: text given in a request, whose
+    errors then name the field, as ``check_depth`` does). The CLI's files and the browser's uploads are read here."""
+    if fmt not in SPEC_FORMATS:
+        raise SpecError("format", fmt, f"is not a spec format: {' or '.join(SPEC_FORMATS)}")
+    shown = source if source is not None else f"({fmt.upper()} text)"
+    try:
+        data = json.loads(text) if fmt == "json" else tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, ValueError) as e:
+        raise SpecError("spec", shown, f"cannot be parsed: {e}") from None
+    except RecursionError:
+        raise SpecError("spec", shown, f"cannot be parsed: nested too deeply (a spec needs at most "
+                                       f"{MAX_DEPTH} levels)") from None
+    if not isinstance(data, dict):
+        raise SpecError("spec", shown, "must be a table (an object) of name, layout, backend, frontend and storage")
+    check_depth(data, source)
+    return data
+
+
 def load_spec(preset_or_path: str, catalog: Catalog | None = None) -> ClusterSpec:
     """Load a preset by name (``meta-roce-24k``) or a spec file by path (TOML, or JSON with a .json suffix)."""
     path = Path(preset_or_path)
@@ -336,15 +360,7 @@ def load_spec(preset_or_path: str, catalog: Catalog | None = None) -> ClusterSpe
         raise SpecError("spec", preset_or_path,
                         f"is neither a preset ({', '.join(preset_names())}) nor a spec file")
     try:
-        if path.suffix == ".json":
-            data = json.loads(path.read_text())
-        else:
-            with open(path, "rb") as f:
-                data = tomllib.load(f)
-    except (tomllib.TOMLDecodeError, ValueError) as e:
-        raise SpecError("spec", str(path), f"cannot be parsed: {e}") from None
-    except RecursionError:
-        raise SpecError("spec", str(path), f"cannot be parsed: nested too deeply (a spec needs at most "
-                                           f"{MAX_DEPTH} levels)") from None
-    check_depth(data, str(path))
-    return parse_spec(data, catalog)
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise SpecError("spec", str(path), f"cannot be parsed: not UTF-8 text ({e.reason})") from None
+    return parse_spec(read_spec_text(text, "json" if path.suffix == ".json" else "toml", str(path)), catalog)

@@ -42,6 +42,7 @@ def test_a_run_created_and_deleted_through_the_api_is_announced_on_the_runs_stre
 
     meta, run_id, created, on_cluster, deleted = async_to_sync(scenario)()
     assert (meta["type"], meta["stream"], meta["seq"], meta["snapshot"]) == ("meta", "runs", 0, None)
-    assert created == {"type": "run_created", "run": run_id, "cluster": demo.id, "kind": "collective", "parent": None}
+    assert created == {"type": "run_created", "run": run_id, "cluster": demo.id, "kind": "collective", "parent": None,
+                       "schedule": None}
     assert on_cluster == created
     assert deleted == {"type": "run_deleted", "run": run_id}

@@ -2,8 +2,11 @@
 a partial PATCH that keeps the schedule's other fields and never touches another schedule's row, and a real beat
 that survives a row it cannot read. Given / when / then."""
 import json
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
 from sim.core.errors import ParamError
@@ -119,6 +122,27 @@ def test_a_partial_crontab_patch_keeps_the_other_fields_and_leaves_other_schedul
     r = runner.patch(f"/api/runs/schedules/{a['id']}/", {"crontab": {"hour": "25"}}, format="json")
     assert r.status_code == 400 and "hour" in r.json()["crontab"]
     assert runner.get(f"/api/runs/schedules/{a['id']}/").json()["crontab"]["hour"] == "3"
+
+
+@pytest.mark.django_db
+def test_a_schedule_says_when_beat_starts_it_next(runner, demo):
+    scenario = _scenario(runner, demo)
+    # a crontab at 03:30 every day: its next start is the next 03:30 (UTC) after its last start, or after now
+    nightly = runner.post("/api/runs/schedules/", {"name": "nightly", "scenario": scenario,
+                                                   "crontab": {"minute": "30", "hour": "3"}}, format="json").json()
+    now = timezone.now()
+    expected = now.replace(hour=3, minute=30, second=0, microsecond=0)
+    expected += timedelta(days=1) if expected <= now else timedelta(0)
+    assert parse_datetime(nightly["next_run_at"]) == expected
+    # an interval of 6 hours last started an hour ago: in 5 hours
+    every = runner.post("/api/runs/schedules/", {"name": "every6", "scenario": scenario,
+                                                 "interval": {"every": 6, "period": "hours"}}, format="json").json()
+    PeriodicTask.objects.filter(pk=every["id"]).update(last_run_at=now - timedelta(hours=1))
+    next_run = parse_datetime(runner.get(f"/api/runs/schedules/{every['id']}/").json()["next_run_at"])
+    assert abs((next_run - (now + timedelta(hours=5))).total_seconds()) < 5
+    # paused: none
+    paused = runner.patch(f"/api/runs/schedules/{every['id']}/", {"enabled": False}, format="json").json()
+    assert paused["next_run_at"] is None
 
 
 @pytest.mark.django_db(transaction=True)

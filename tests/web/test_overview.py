@@ -35,6 +35,20 @@ def test_overview_shows_health_bisection_and_running_runs(client, demo):
     assert f'data-run="{run.id}"' in page and "Simulations running: <span class=\"run-count\">1</span>" in page
 
 
+def test_the_cards_json_has_the_figures_and_runs_the_page_draws_again(client, demo):
+    # given a failed backend uplink and a queued run
+    uplink = m.Link.objects.filter(cluster=demo, fabric__role=0, tier=1).order_by("id").first()
+    m.Link.objects.filter(pk=uplink.pk).update(status="failed")
+    run = SimulationRun.objects.create(kind="collective", cluster=demo, params={})
+    # then the JSON the overview reads on events and reconnections counts it, as the page words the bisection
+    card = client.get("/overview/activity.json").json()["demo-256"]
+    figures = card["figures"]
+    assert figures["links_failed"] == 1 and figures["links"] == m.Link.objects.filter(cluster=demo).count()
+    assert figures["gpus_active"] == figures["gpus"] == 256 and card["not_active"]["links"] == 1
+    assert figures["bisection_text"] in client.get("/").content.decode()
+    assert [r["id"] for r in card["runs"]] == [run.id] and card["runs"][0]["status"] == "queued"
+
+
 def test_overview_without_clusters_says_how_to_build_one(client):
     assert "build_cluster" in client.get("/").content.decode()
 

@@ -70,9 +70,9 @@ def test_a_page_module_gets_its_routes_and_nav_entry(client, demo, jobs_module):
 
 
 def test_the_pages_of_the_twin_are_found_in_navigation_order():
-    assert [i.key for i in nav.nav_items()] == ["overview", "fabric", "gpus", "jobs", "storage", "reliability", "power",
-                                                  "experiments", "debug", "schedules", "calibration", "validation",
-                                                  "inventory"]
+    assert [i.key for i in nav.nav_items()] == ["overview", "clusters", "fabric", "gpus", "jobs", "storage",
+                                                  "reliability", "power", "experiments", "debug", "schedules",
+                                                  "calibration", "validation", "inventory"]
     for name in ("login", "logout", "healthz", "gpus-status", "experiments-compare", "inventory"):
         reverse(name, kwargs={"cluster": "x"} if name == "gpus-status" else None)
     assert not any(getattr(p, "name", None) == "jobs-test" for p in twin.web.urls.urlpatterns)

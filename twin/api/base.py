@@ -36,7 +36,8 @@ class BulkRouter(DefaultRouter):
                       name="{basename}-list", detail=False, initkwargs={"suffix": "List"})
 
     def register(self, prefix, viewset, basename=None):
-        ROUTE_BY_MODEL[viewset.queryset.model] = basename
+        if getattr(viewset, "route_of_model", True):  # False: not where its model's rows link to (/api/clusters/)
+            ROUTE_BY_MODEL[viewset.queryset.model] = basename
         accept_format_suffix(viewset)
         super().register(prefix, viewset, basename)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from rest_framework.exceptions import ValidationError
 
@@ -21,7 +22,7 @@ from twin.inventory import changelog
 from twin.inventory.builder import delete_cluster
 from twin.inventory.choices import ChangeAction, Status
 from twin.inventory.models import Cluster, ObjectChange
-from twin.inventory.signals import inventory_changed
+from twin.inventory.signals import cluster_delete_refusal, inventory_changed
 
 ID_BATCH = 10_000           # ids in one ``id__in`` (under SQLite's 32,766 bound variables)
 
@@ -145,11 +146,16 @@ def save_object(obj, fields=None, *, user=None) -> ObjectChange | None:
 
 def delete_items(model, objects, *, user=None) -> list[ObjectChange]:
     """Delete ``objects`` of ``model`` (all or nothing) and log each with its fields. A cluster goes with all its
-    hardware, one DELETE per table (builder.delete_cluster, which logs it); rows that other rows depend on refuse
+    hardware, one DELETE per table (builder.delete_cluster, which logs it), unless an app above refuses it to
+    ``user`` (``cluster_delete_refusal``: PermissionDenied, the API's 403); rows that other rows depend on refuse
     (ProtectedError: the API answers 409). Rows deleted along with an object by cascade are not logged one by one."""
     objects = list(objects)
     with transaction.atomic():
         if model is Cluster:
+            for c in objects:
+                for _, why in cluster_delete_refusal.send(sender=Cluster, cluster=c, user=user):
+                    if why:
+                        raise PermissionDenied(why)
             return [delete_cluster(c, user=user) for c in objects]
         names = _cluster_names(changelog.cluster_of(o) for o in objects)
         entries = [changelog.entry(ChangeAction.DELETE, model, o.pk, str(o), changelog.cluster_of(o), user,

@@ -102,11 +102,17 @@ def total_rows(layout: ClusterLayout) -> int:
                                    "switches", "ports", "links"))
 
 
-def delete_cluster(cluster: Cluster, user=None) -> ObjectChange:
+def cluster_rows(cluster: Cluster) -> int:
+    """Rows a delete of ``cluster`` removes from the hardware tables (for progress bars and estimates)."""
+    return sum(model.objects.filter(cluster_id=cluster.id).count() for model in CLUSTER_TABLES)
+
+
+def delete_cluster(cluster: Cluster, user=None, progress: Callable[[str, int], None] | None = None) -> ObjectChange:
     """Delete a cluster and everything in it with one DELETE per table (no per-object cascade), in one transaction
     with what the apps above keep of it (``cluster_deleting``: its runs, scenarios, their schedules, its jobs; the
     runs' stored files once it commits); log one entry for the cluster (its fields, the rows deleted and, under
-    ``with_it``, the counts the apps above deleted). Returns the entry."""
+    ``with_it``, the counts the apps above deleted). ``progress(table, rows)`` is called after each table's
+    DELETE (:func:`cluster_rows` gives the total up front). Returns the entry."""
     with transaction.atomic():
         before = changelog.snapshot(cluster)
         with_it: dict[str, int] = {}
@@ -118,7 +124,12 @@ def delete_cluster(cluster: Cluster, user=None) -> ObjectChange:
             outside = referenced_from_outside((*CLUSTER_TABLES, Cluster), cluster.id)
             if outside:
                 raise IntegrityError(f"cluster {cluster.name} cannot be deleted: {outside} names its rows")
-        rows = sum(delete_where(model, "cluster_id", cluster.id) for model in CLUSTER_TABLES)
+        rows = 0
+        for model in CLUSTER_TABLES:
+            n = delete_where(model, "cluster_id", cluster.id)
+            rows += n
+            if progress is not None:
+                progress(model._meta.verbose_name_plural, n)
         rows += delete_where(Cluster, "id", cluster.id)
         [change] = changelog.write([changelog.entry(ChangeAction.DELETE, Cluster, cluster.id, cluster.name, cluster.id,
                                                     user, before={**before, "rows": rows, "with_it": with_it},

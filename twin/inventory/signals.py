@@ -15,3 +15,8 @@ inventory_changed = Signal()
 # their schedules and its jobs; twin/runs/apps.py) and returns what it deleted, ``{"runs": n, ...}``, which the
 # delete logs and ``build_cluster --replace`` says. One transaction: all of it goes, or none.
 cluster_deleting = Signal()
+
+# Sent by :func:`twin.inventory.actions.delete_items` before a user deletes a cluster through the API, with ``cluster``
+# and ``user``: a receiver returns why that user may not, or None (twin/runs: other users' runs depend on it, and only
+# staff may then, :func:`twin.runs.ownership.cluster_refusal`). Any reason refuses the delete (the API's 403).
+cluster_delete_refusal = Signal()

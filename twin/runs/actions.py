@@ -26,7 +26,7 @@ from sim.core.errors import ParamError
 from sim.fabric.layout import STATUS_ACTIVE
 from twin.inventory import changelog
 from twin.inventory.choices import ChangeAction
-from twin.runs import calibration, job_actions, limits, publishing, registry, schedules
+from twin.runs import calibration, cancelling, job_actions, limits, publishing, registry, schedules
 from twin.runs.choices import ACTIVE, FINISHED, RunStatus
 from twin.runs.constants import EXECUTE_RUN_TASK, FINISH_SWEEP_TASK, PROGRESS_DB_INTERVAL, SCHEDULE_TASK, setting
 from twin.runs.sweep import combinations, merge_sweep
@@ -178,6 +178,8 @@ def cancel_run(run: SimulationRun) -> SimulationRun:
     revoked; a running one stops at its next progress report (the kind's progress callback raises). Finished
     runs are left as they are."""
     from twin.celery import app
+    if not run.finished:
+        cancelling.ask(run.pk)              # before the row: a run inside one transaction reads it there
     with transaction.atomic():
         run = SimulationRun.objects.select_for_update().get(pk=run.pk)
         if run.finished:
@@ -214,9 +216,11 @@ def delete_cluster_runs(cluster) -> dict[str, int]:
     """What the runs app keeps of ``cluster``, deleted with it (the ``cluster_deleting`` receiver, inside the
     cluster's delete transaction, docs/runs.md): its runs (active ones cancelled first, as :func:`delete_run` does;
     their arrays and children with them, their stored files once the deletion commits), its scenarios, the
-    schedules that start them, and its jobs. Returns the counts deleted."""
+    schedules that start them, and its jobs. The runs that built it stay, without it (``Kind.lifecycle``: their
+    parameters name it). Returns the counts deleted."""
     from django_celery_beat.models import PeriodicTask
     with transaction.atomic():
+        SimulationRun.objects.filter(cluster=cluster, kind__in=registry.lifecycle_kinds()).update(cluster=None)
         runs = SimulationRun.objects.filter(cluster=cluster)
         for run in runs.filter(status__in=ACTIVE, parent=None):
             cancel_run(run)                 # queued messages revoked once it commits; a running one stops

@@ -9,6 +9,13 @@ def _delete_with_cluster(sender, cluster, **kwargs) -> dict:
     return delete_cluster_runs(cluster)
 
 
+def _refuse_cluster_delete(sender, cluster, user, **kwargs) -> str | None:
+    """A user deleting a cluster that other users' runs depend on is refused unless staff (twin.inventory's
+    ``cluster_delete_refusal``, :func:`twin.runs.ownership.cluster_refusal`)."""
+    from twin.runs.ownership import cluster_refusal
+    return cluster_refusal(user, cluster)
+
+
 def _delete_run_files(sender, instance, **kwargs):
     """A deleted run's files (twin/runs/files.py) go once the deletion commits: by the API, a sweep's children,
     a cluster's runs, the admin."""
@@ -32,5 +39,6 @@ class RunsConfig(AppConfig):
         from twin.inventory import changelog
         from twin.runs.models import CalibrationProfile
         changelog.LOGGED_ABOVE.add(CalibrationProfile._meta.model_name)     # twin.runs.actions.save_calibration
-        from twin.inventory.signals import cluster_deleting
+        from twin.inventory.signals import cluster_delete_refusal, cluster_deleting
         cluster_deleting.connect(_delete_with_cluster, dispatch_uid="runs-delete-with-cluster")
+        cluster_delete_refusal.connect(_refuse_cluster_delete, dispatch_uid="runs-refuse-cluster-delete")

@@ -69,6 +69,14 @@ DEFAULTS = {
     # whole corpus of at least 150 observations within 2 minutes, is about 1.25 a second; rounded down):
     "TWIN_RUNS_VALIDATION_OBSERVATIONS_PER_SECOND": env_int("TWIN_RUNS_VALIDATION_OBSERVATIONS_PER_SECOND", 1,
                                                             minimum=1),
+    # Inventory rows a cluster's build writes a second, and a delete removes (twin.runs.clusters: the estimates of the
+    # Clusters page and the time limit's check, until this twin has measured its own cluster runs). bench/bench_build.py
+    # measured, for meta-roce-24k and meta-ib-24k, 53,700 to 74,100 written and 106,700 to 176,800 deleted on SQLite,
+    # 35,800 written and 333,000 deleted on PostgreSQL (2 shared cores); rounded down:
+    "TWIN_RUNS_BUILD_ROWS_PER_SECOND": env_int("TWIN_RUNS_BUILD_ROWS_PER_SECOND", 35_000, minimum=1),
+    "TWIN_RUNS_DELETE_ROWS_PER_SECOND": env_int("TWIN_RUNS_DELETE_ROWS_PER_SECOND", 100_000, minimum=1),
+    # A cluster run's rows (written plus deleted: a rebuild of roadmap-600k is 2 x 7.5 million):
+    "TWIN_RUNS_MAX_RUN_ROWS": env_int("TWIN_RUNS_MAX_RUN_ROWS", 20_000_000, minimum=1),
     # A failures run (twin.capabilities.failures.kinds): the job's wall-clock days, its timelines (seeds x checkpoint
     # intervals of a sweep), and the seeds one child of its fan-out simulates (a Monte Carlo of more fans out):
     "TWIN_FAILURES_MAX_DAYS": env_int("TWIN_FAILURES_MAX_DAYS", 365, minimum=1),

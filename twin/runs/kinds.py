@@ -23,6 +23,12 @@ class RunCancelled(Exception):
     """Raised by the progress callback when the run's cancellation was requested."""
 
 
+class RunRefused(Exception):
+    """Raised by a kind whose run may not go on, or by the action that would start one (a cluster's delete that
+    another user's runs depend on, :mod:`twin.runs.clusters`): its message is the run's error as it is, or the
+    API's 403."""
+
+
 def backend_cable_utilization(topo, directed: np.ndarray) -> np.ndarray:
     """Per backend cable (inventory ``Link`` rows of the backend fabric, by id) the larger utilization of its two
     directions; ``directed`` is per directed link of ``topo`` (``topo.link_cable`` maps them to layout links)."""

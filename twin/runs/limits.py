@@ -4,7 +4,7 @@ checked before a run is queued, and every refusal names its field (a 400) and it
 - seeds (the kind's own bound, which ``TWIN_RUNS_MAX_SEEDS`` may only lower), by :func:`check_run`;
 - a run's cost, which every kind declares (``Kind.cost``: named amounts of work, each in a unit of :data:`UNITS`:
   ``flows``, ``timelines``, ``arrivals``, ``scales``,
-  ``observations``), each amount against its unit's cap per run, by
+  ``observations``, ``rows``), each amount against its unit's cap per run, by
   :func:`check_run`, and summed over a sweep's children against its cap per sweep, by :func:`check_sweep_cost`;
 - a run's time: its kind's estimate of its longest task's seconds (``Kind.estimate``, from its cost over a
   throughput setting measured by bench/bench_limits.py) against ``TWIN_RUNS_SOFT_TIME_LIMIT`` (where the worker
@@ -34,7 +34,7 @@ class Unit:
     name: str
     what: str
     run_cap: str
-    sweep_cap: str
+    sweep_cap: str | None       # None: runs of its kinds are never swept
 
 
 UNITS = {u.name: u for u in (
@@ -45,6 +45,7 @@ UNITS = {u.name: u for u in (
     Unit("scales", "modelled job sizes", "TWIN_RUNS_MAX_RUN_SCALES", "TWIN_RUNS_MAX_SWEEP_SCALES"),
     Unit("observations", "validation observations predicted (each fold of a cross-validation again)",
          "TWIN_RUNS_MAX_RUN_OBSERVATIONS", "TWIN_RUNS_MAX_SWEEP_OBSERVATIONS"),
+    Unit("rows", "inventory rows written and deleted", "TWIN_RUNS_MAX_RUN_ROWS", None),
 )}
 TIME_LIMIT = "TWIN_RUNS_SOFT_TIME_LIMIT"     # the worker stops a run after this many seconds (twin.runs.tasks)
 FLOWS_PER_SECOND = "TWIN_RUNS_FLOWS_PER_SECOND"
@@ -125,7 +126,7 @@ def check_sweep_cost(kind, children: list[dict], cluster) -> None:
             total[unit] = total.get(unit, 0) + amount
     for unit, amount in total.items():
         u = UNITS[unit]
-        if amount > (cap := setting(u.sweep_cap)):
+        if u.sweep_cap is not None and amount > (cap := setting(u.sweep_cap)):
             raise ParamError("sweep", f"{amount:,} {u.what} over its {len(children)} runs, at most {cap:,} "
                                       f"({u.sweep_cap})")
 

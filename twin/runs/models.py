@@ -49,7 +49,10 @@ class SimulationRun(models.Model):
 
     kind = models.CharField(max_length=32, db_index=True, help_text="a registered run kind (twin.runs.registry)")
     params = models.JSONField(default=dict, blank=True)
-    cluster = models.ForeignKey("inventory.Cluster", on_delete=models.CASCADE, related_name="runs")
+    cluster = models.ForeignKey("inventory.Cluster", null=True, blank=True, on_delete=models.CASCADE,
+                                related_name="runs",
+                                help_text="the cluster it ran on; null only for a run that builds or deletes a "
+                                          "cluster (twin.runs.clusters): until its build succeeds, or once deleted")
     scenario = models.ForeignKey(Scenario, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children",
                                help_text="the sweep this run is one combination of")

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from django.conf import settings
 
+from twin.api.permissions import shown_name
+
 from twin.runs.models import CalibrationProfile, Job, Scenario, ScheduleOwner, SimulationRun
 
 MANAGE_ANY = {SimulationRun: "runs.manage_any_run", Scenario: "runs.manage_any_scenario",
@@ -76,3 +78,30 @@ def dumps_refusal(user, run) -> str | None:
         return ("dumps are for the run's owner and users with the permission 'runs.manage_any_run' "
                 "(TWIN_DUMPS_ACCESS is owner)")
     return None
+
+
+LISTED_RUNS = 10        # the runs a refusal to delete a cluster names (it counts the others)
+
+
+def cluster_refusal(user, cluster) -> str | None:
+    """Why ``user`` may not delete or replace ``cluster``: other users' runs depend on it (its runs that are not
+    ``user``'s nor the system's, cluster builds and deletes aside; named, the first LISTED_RUNS, with their owners).
+    None for staff (``is_staff`` or superusers) and for the system (None: a command). Read by the cluster runs'
+    API and their worker (:mod:`twin.runs.clusters`) and by ``DELETE /api/inventory/clusters/<id>/``."""
+    if user is None:
+        return None
+    if not user.is_authenticated:
+        return "sign in to delete or replace a cluster"
+    if user.is_staff or user.is_superuser:
+        return None
+    from twin.runs import registry
+    runs = (SimulationRun.objects.filter(cluster=cluster, parent=None).exclude(kind__in=registry.lifecycle_kinds())
+            .exclude(created_by=None).exclude(created_by=user).select_related("created_by").order_by("id"))
+    n = runs.count()
+    if not n:
+        return None
+    named = ", ".join(f"#{r.pk} {r.kind} ({shown_name(r.created_by.get_username(), user)})"
+                      for r in runs[:LISTED_RUNS])
+    more = f" and {n - LISTED_RUNS:,} more" if n > LISTED_RUNS else ""
+    return (f"{n:,} run{'s' if n > 1 else ''} of other users depend{'s' if n == 1 else ''} on {cluster.name}: "
+            f"{named}{more}; only staff may delete or replace it")

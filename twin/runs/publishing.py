@@ -52,25 +52,31 @@ def finished(run) -> None:
 
 
 def created(run) -> None:
-    """Say ``{"type": "run_created", "run": id, "cluster": id, "kind": ..., "parent": id or null}`` on the runs
-    stream and the run's cluster's (the runs list and the pages of that cluster list it again), however the run was
-    made (the API, a form, a schedule, a sweep)."""
+    """Say ``{"type": "run_created", "run": id, "cluster": id, "kind": ..., "parent": id or null, "schedule": id or
+    null}`` on the runs stream and the run's cluster's (the runs list, the Schedules page and the pages of that
+    cluster list it again), however the run was made (the API, a form, a schedule, a sweep)."""
     message = {"type": "run_created", "run": run.pk, "cluster": run.cluster_id, "kind": run.kind,
-               "parent": run.parent_id}
+               "parent": run.parent_id, "schedule": run.schedule_id}
     try:
-        for stream in (store.RUNS_STREAM, store.cluster_stream(run.cluster_id)):
+        for stream in _streams(store.RUNS_STREAM, run.cluster_id):
             send_event(stream, message)
     except Exception:  # noqa: BLE001
         log.exception("live: could not publish the creation of run %s", run.pk)
 
 
-def deleted(run_id: int, cluster_id: int) -> None:
+def _streams(first: str, cluster_id: int | None, *rest: str) -> list[str]:
+    """``first``, the cluster's stream when the run has a cluster (a cluster's build has none until it is built),
+    then ``rest``."""
+    return [first, *([store.cluster_stream(cluster_id)] if cluster_id else []), *rest]
+
+
+def deleted(run_id: int, cluster_id: int | None) -> None:
     """Say ``{"type": "run_deleted", "run": id}`` on the run's stream, its cluster's and the runs stream (the runs
     list drops the row)."""
     _publishers.pop(run_id, None)
     message = {"type": "run_deleted", "run": run_id}
     try:
-        for stream in (store.run_stream(run_id), store.cluster_stream(cluster_id), store.RUNS_STREAM):
+        for stream in _streams(store.run_stream(run_id), cluster_id, store.RUNS_STREAM):
             send_event(stream, message)
     except Exception:  # noqa: BLE001
         log.exception("live: could not publish the deletion of run %s", run_id)

@@ -76,6 +76,11 @@ class Kind:
       run's work over the workers, as a sweep's children do (``failures``: chunks of seeds, intervals); an empty
       list when the run computes in one process. Only a run without a parent fans out; ``merge(params, children)``
       then makes its summary from its children (dicts as :func:`twin.runs.kinds.merge_sweep` gets them).
+    - ``lifecycle``: the run builds, rebuilds or deletes a cluster (:mod:`twin.runs.clusters`) instead of reading one:
+      it names its cluster in its parameters (its ``cluster`` is null until a build succeeds, and once deleted), the
+      task reads no layout and runs it and its end in one transaction (a failure or a cancellation leaves the
+      inventory as it was), and only ``POST /api/clusters/`` starts one (which checks who may), never
+      ``POST /api/runs/``, a scenario or a sweep.
     """
 
     name: str
@@ -103,6 +108,7 @@ class Kind:
     published: dict | None = None
     fan_out: Callable[[dict], list[dict]] | None = None
     merge: Callable[[dict, list[dict]], dict] | None = None
+    lifecycle: bool = False
 
     def children_params(self, params: dict | None) -> list[dict]:
         """The parameters of the child runs a run of this kind with ``params`` (and no parent) fans out to: a
@@ -230,6 +236,7 @@ def _load() -> None:
     from twin.runs.constants import setting
     discovery.modules("kinds")
     importlib.import_module("twin.runs.sweep")
+    importlib.import_module("twin.runs.clusters")
     for module in setting("TWIN_RUN_KIND_MODULES"):
         importlib.import_module(module)
 
@@ -251,6 +258,11 @@ def get(name) -> Kind:
 def choices() -> list[tuple[str, str]]:
     """``(name, label)`` of every kind, for choice fields and filters (callable: read when used)."""
     return [(k.name, k.label) for k in kinds().values()]
+
+
+def lifecycle_kinds() -> list[str]:
+    """The kinds whose runs build, rebuild or delete a cluster (``Kind.lifecycle``)."""
+    return [k.name for k in kinds().values() if k.lifecycle]
 
 
 def client_info() -> dict[str, dict]:

@@ -4,7 +4,11 @@ firing at most once per TWIN_SCHEDULE_MIN_INTERVAL_SECONDS. Checked by :func:`tw
 hand are beat's business (:mod:`twin.runs.beat`)."""
 from __future__ import annotations
 
+from datetime import datetime
+from datetime import timezone as dt_timezone
+
 from celery.schedules import ParseException, crontab
+from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule
 
 from sim.core.errors import ParamError
@@ -77,3 +81,18 @@ def validated_interval(every, period: str) -> dict:
         raise ParamError("every", f"{every} {period} is {every * PERIOD_SECONDS[period]} s, at least {least} s "
                                   f"(TWIN_SCHEDULE_MIN_INTERVAL_SECONDS)")
     return {"every": every, "period": period}
+
+
+def next_run_at(task, now=None):
+    """When beat starts ``task`` (a PeriodicTask) next, as beat reckons it: its crontab's or interval's next time
+    after its last start (never started: after now), to the second; now when that is past (beat starts it on its
+    next tick); None while it is paused or when Celery cannot read it (beat skips such a row: twin.runs.beat)."""
+    if not task.enabled:
+        return None
+    now = now or timezone.now()
+    try:
+        remaining = task.schedule.remaining_estimate(task.last_run_at or now)
+    except Exception:  # noqa: BLE001 - a row Celery cannot read has no next start
+        return None
+    at = datetime.fromtimestamp(round((now + remaining).timestamp()), tz=dt_timezone.utc)  # beat's whole seconds
+    return max(now, at)

@@ -18,17 +18,17 @@ import time
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
-from django.db import close_old_connections, connection
+from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 from rest_framework.exceptions import ValidationError
 
 from sim.core.errors import ParamError
 
-from twin.runs import actions, publishing, registry
+from twin.runs import actions, cancelling, publishing, registry
 from twin.runs.calibration import KEY as CALIBRATION
 from twin.runs.choices import RunStatus
 from twin.runs.constants import HEARTBEAT_INTERVAL, PROGRESS_DB_INTERVAL, setting
-from twin.runs.kinds import RunCancelled
+from twin.runs.kinds import RunCancelled, RunRefused
 from twin.runs.models import SimulationRun
 
 log = logging.getLogger("twin.runs")
@@ -84,6 +84,85 @@ class Reporter:
         publishing.progress(self.run, self.percent, force=force, **sections)
 
 
+class SideReporter:
+    """The reporter of a run that works inside one database transaction (``Kind.lifecycle``: a cluster's build or
+    delete), where the progress a :class:`Reporter` writes would stay invisible until the end and its live frames
+    would wait for the commit: ``reporter(fraction, message="", **sections)`` only keeps the share done (and raises
+    :class:`RunCancelled` once a cancellation was seen), while a thread of its own, on its own connection, every
+    PROGRESS_DB_INTERVAL, publishes it live, reads whether the run was cancelled (:mod:`twin.runs.cancelling`, then
+    its row), and writes its progress and heartbeat. On SQLite, which takes one writer at a time, the run's row keeps
+    its progress and heartbeat until the transaction ends (the live frames carry them meanwhile)."""
+
+    def __init__(self, run: SimulationRun):
+        self.record, self.percent, self.sent = run, 0.0, -1.0
+        self.cancelled, self.stopping = threading.Event(), threading.Event()
+        self.thread = threading.Thread(target=self._loop, name=f"progress-{run.pk}", daemon=True)
+
+    def __call__(self, fraction=None, message="", *, force=False, **sections):
+        if fraction is not None:
+            self.percent = max(self.percent, min(100.0, 100.0 * float(fraction)))
+        if self.cancelled.is_set():
+            raise RunCancelled()
+
+    def start(self):
+        self.thread.start()
+
+    def stop(self):
+        """Stop the thread (before the work's transaction writes the run's end)."""
+        self.stopping.set()
+        if self.thread.is_alive():
+            self.thread.join(timeout=10)
+
+    def _loop(self):
+        writes = connection.vendor != "sqlite"
+        rows = SimulationRun.objects.filter(pk=self.record.pk)
+        try:
+            while not self.stopping.wait(PROGRESS_DB_INTERVAL):
+                try:
+                    if self.percent != self.sent:
+                        self.sent = self.percent
+                        publishing.progress(self.record, self.sent)
+                    if cancelling.asked(self.record.pk) or rows.filter(cancel_requested=True).exists():
+                        self.cancelled.set()
+                    if writes:
+                        rows.filter(status=RunStatus.RUNNING).update(progress=self.sent, heartbeat_at=timezone.now())
+                except Exception:  # noqa: BLE001 - the next beat tries again; the sweeper judges a silent run
+                    log.exception("run %s: progress not reported", self.record.pk)
+        finally:
+            connection.close()
+
+
+def run_in_one_transaction(run: SimulationRun, kind) -> None:
+    """Run a ``Kind.lifecycle`` kind (``run(None, params, reporter, run=run)``) and end its run in one transaction:
+    a failure, a refusal (:class:`RunRefused`, its message the run's error) or a cancellation rolls its work back.
+    Its ``run.cluster``, set by the kind (the cluster a build made), is saved with the run's end."""
+    reporter = SideReporter(run)
+    reporter.start()
+    try:
+        with transaction.atomic():
+            summary, arrays = kind.run(None, run.params, reporter, run=run)
+            reporter.stop()
+            SimulationRun.objects.filter(pk=run.pk).update(cluster=run.cluster)
+            actions.succeed_run(run, summary, arrays)
+        return
+    except RunCancelled:
+        outcome = None
+    except RunRefused as e:
+        outcome = str(e)
+    except SoftTimeLimitExceeded:
+        outcome = f"time limit: stopped after {setting('TWIN_RUNS_SOFT_TIME_LIMIT')} s"
+    except Exception as e:  # noqa: BLE001 - the error text goes on the run
+        log.exception("run %s failed", run.pk)
+        outcome = f"{type(e).__name__}: {e}"
+    finally:
+        reporter.stop()
+    run.cluster = None                         # nothing was kept
+    if outcome is None:
+        actions.cancelled_run(run)
+    else:
+        actions.fail_run(run, outcome)
+
+
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True,
              soft_time_limit=setting("TWIN_RUNS_SOFT_TIME_LIMIT"), time_limit=setting("TWIN_RUNS_TIME_LIMIT"))
 def execute_run(self, run_id: int):
@@ -102,6 +181,9 @@ def execute_run(self, run_id: int):
         return run_id
     if run.parent_id is None and (children := kind.children_params(run.params)):
         actions.fan_out(run, children)         # e.g. a failures Monte Carlo: chunks of seeds over the workers
+        return run_id
+    if kind.lifecycle:                         # a cluster's build or delete: the run writes the inventory itself
+        run_in_one_transaction(run, kind)
         return run_id
     heartbeat = Heartbeat(run.pk)
     heartbeat.start()

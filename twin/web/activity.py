@@ -1,10 +1,13 @@
-"""What runs on each cluster, for the overview: jobs and the GPUs they hold, the last checkpoint, recent failures
-(inventory items not active, failed runs). A constant number of grouped queries whatever the number of clusters;
-JSON-ready (the page embeds it and re-reads it as ``overview/activity.json`` when a run ends)."""
+"""What each cluster's card on the overview shows, as JSON: its figures (GPUs healthy, failed, drained; hosts,
+switches, links, links failed; bisection bandwidth under the current statuses), the simulations queued or running on
+it, and what runs there: jobs and the GPUs they hold, the last checkpoint, recent failures (inventory items not
+active, failed runs). A constant number of grouped queries whatever the number of clusters. The page embeds it and
+reads it again as ``overview/activity.json`` when its cluster's stream says the inventory changed, a run started,
+changed status or ended, or jobs moved, and after a reconnection (frontend/js/overview.js)."""
 from django.db.models import Count, Max, Sum
 
 from twin.runs import job_actions, registry
-from twin.runs.choices import RunStatus
+from twin.runs.choices import ACTIVE, RunStatus
 from twin.runs.models import SimulationRun
 from twin.runs.server_paths import scrub
 
@@ -51,15 +54,34 @@ def failed_runs() -> dict[int, list[dict]]:
     return out
 
 
+def active_runs_by_cluster() -> dict[int, list[dict]]:
+    """Queued and running simulations per cluster id, oldest first (one query)."""
+    runs: dict[int, list[dict]] = {}
+    for row in (SimulationRun.objects.filter(status__in=ACTIVE, cluster__isnull=False).order_by("created_at")
+                .values("id", "cluster_id", "kind", "status", "progress")):
+        runs.setdefault(row["cluster_id"], []).append(row)
+    return runs
+
+
+def figures(row: dict) -> dict:
+    """A card's figures from a :func:`twin.inventory.summary.cluster_overview` row: the counts by status, and the
+    bisection bandwidth with its text as the page prints it (``tbps``: one rule, the template's)."""
+    from twin.web.templatetags.humanize_twin import tbps
+    out = {k: row[k] for k in row if k.split("_")[0] in INVENTORY_KINDS}
+    return {**out, "bisection_gbps": row["bisection_gbps"], "bisection_text": tbps(row["bisection_gbps"])}
+
+
 def activity(clusters: list[dict]) -> dict[str, dict]:
-    """Per cluster name (``clusters``: :func:`twin.inventory.summary.cluster_overview`'s rows): ``jobs`` (running,
-    and the GPUs they hold), ``checkpoint`` (the last one, or None), ``not_active`` (per inventory kind, the items
-    not active) and ``failed_runs``."""
+    """Per cluster name (``clusters``: :func:`twin.inventory.summary.cluster_overview`'s rows): ``figures``, ``runs``
+    (queued and running: id, kind, status, progress), ``jobs`` (running, and the GPUs they hold), ``checkpoint``
+    (the last one, or None), ``not_active`` (per inventory kind, the items not active) and ``failed_runs``."""
     held, checkpoints, failed = held_by_running_jobs(), last_checkpoints(), failed_runs()
+    runs = active_runs_by_cluster()
     out = {}
     for row in clusters:
         cid = row["cluster"].id
         out[row["cluster"].name] = {
+            "figures": figures(row), "runs": runs.get(cid, []),
             "jobs": held.get(cid, {"jobs": 0, "gpus": 0}), "gpus": row["gpus"],
             "checkpoint": checkpoints.get(cid),
             "not_active": {k: row[k] - row[f"{k}_active"] for k in INVENTORY_KINDS},

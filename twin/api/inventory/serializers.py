@@ -22,12 +22,16 @@ TABLE = {"type": "object", "additionalProperties": True}
 TEXT = {"type": "string", "minLength": 1}
 
 
-@extend_schema_field({
+# A cluster spec's table as the API describes it (here, and /api/clusters/ builds: twin/runs/api/clusters.py).
+SPEC_SCHEMA = {
     "type": "object", "additionalProperties": False, "required": ["name", "layout", "backend", "frontend"],
     "properties": {"name": {**TEXT, "pattern": "^[A-Za-z0-9][A-Za-z0-9-]*$"}, "title": TEXT, "description": TEXT,
                    "layout": TABLE, "backend": TABLE, "frontend": TABLE, "storage": {"type": "array", "items": TABLE}},
     "description": "a cluster spec: a preset (sim/presets/*.toml) as JSON, given at creation only; its tables' own "
-                   "rules (catalog models, port counts: sim.fabric.spec.parse_spec) are checked by the server"})
+                   "rules (catalog models, port counts: sim.fabric.spec.parse_spec) are checked by the server"}
+
+
+@extend_schema_field(SPEC_SCHEMA)
 class SpecField(serializers.JSONField):
     """A cluster's spec: a JSON object (parsed and checked by :func:`sim.fabric.spec.parse_spec`)."""
 

@@ -23,7 +23,7 @@ from twin.runs import calibration, job_actions, ownership, registry
 from twin.runs.constants import START_RUNS
 from twin.runs.models import CalibrationProfile, Job, Scenario, SimulationRun
 from twin.runs.params import serializer_for, validate_params
-from twin.runs.schedules import CRONTAB_FIELDS, MAX_INTERVAL_SECONDS, PERIOD_SECONDS
+from twin.runs.schedules import CRONTAB_FIELDS, MAX_INTERVAL_SECONDS, PERIOD_SECONDS, next_run_at
 from twin.runs.server_paths import scrub
 
 
@@ -342,6 +342,8 @@ class ScheduleSerializer(serializers.Serializer):
     crontab = CrontabSerializer(required=False, allow_null=True)
     interval = IntervalSerializer(required=False, allow_null=True)
     last_run_at = serializers.DateTimeField(read_only=True, allow_null=True)  # null until it first runs
+    next_run_at = serializers.DateTimeField(read_only=True, allow_null=True,
+                                            help_text="when beat starts it next (null while paused)")
     total_run_count = serializers.IntegerField(read_only=True)
     created_by = UserNameField(help_text="the schedule's owner, whose runs it starts (null for anonymous readers)")
     can_change = serializers.BooleanField(read_only=True, help_text=CAN_CHANGE_HELP)
@@ -353,7 +355,8 @@ class ScheduleSerializer(serializers.Serializer):
             "enabled": task.enabled,
             "crontab": None if c is None else {f: getattr(c, f) for f in CRONTAB_FIELDS},
             "interval": None if i is None else {"every": i.every, "period": i.period},
-            "last_run_at": task.last_run_at, "total_run_count": task.total_run_count,
+            "last_run_at": task.last_run_at, "next_run_at": next_run_at(task),
+            "total_run_count": task.total_run_count,
             "created_by": self._owner_name(task), "can_change": ownership.may_change(self._user(), task),
         }
 

@@ -1,4 +1,6 @@
-"""Routes of the runs API, under /api/runs/, and the calibration profiles', /api/calibrations/."""
+"""Routes of the runs API, under /api/runs/, the calibration profiles', /api/calibrations/, and the clusters' builds
+and deletes, /api/clusters/."""
+from twin.runs.api.clusters import ClusterViewSet
 from twin.runs.api.views import CalibrationViewSet, JobViewSet, RunViewSet, ScenarioViewSet, ScheduleViewSet
 
 
@@ -7,4 +9,5 @@ def register(router):
     router.register("runs/jobs", JobViewSet, basename="job")
     router.register("runs/schedules", ScheduleViewSet, basename="schedule")
     router.register("calibrations", CalibrationViewSet, basename="calibration")
+    router.register("clusters", ClusterViewSet, basename="cluster-runs")
     router.register("runs", RunViewSet, basename="simulationrun")  # after the others: /runs/<id>/

@@ -75,11 +75,14 @@ def run_page(request, run_id: int):
     it ran and the schedule that started it (on the Schedules page)."""
     run = get_object_or_404(SimulationRun.objects.select_related("cluster", "scenario", "schedule").only(
         "id", "kind", "status", "progress", "parent_id", "created_by_id", "cluster__name", "scenario__name",
-        "schedule__name"), pk=run_id)
-    about_cluster(request, run.cluster.name)
+        "schedule__name", "params"), pk=run_id)
+    # a cluster's build or delete names its cluster in its parameters (no cluster before its build, or once deleted)
+    cluster = run.cluster.name if run.cluster_id else str((run.params or {}).get("name", ""))
+    if run.cluster_id:
+        about_cluster(request, cluster)
     return render(request, "web/experiments_run.html", experiments_context(
         request, run=run, published=getattr(registry.kinds().get(run.kind), "published", None),
-        page={"id": run.pk, "kind": run.kind, "cluster": run.cluster.name, "parent": run.parent_id,
+        page={"id": run.pk, "kind": run.kind, "cluster": cluster, "parent": run.parent_id,
               "can_cancel": request.user.has_perm(ADD_RUN) and ownership.may_change(request.user, run)}))
 
 

@@ -9,31 +9,20 @@ from django.urls import path
 
 from twin.inventory import build_status
 from twin.inventory.summary import cluster_overview
-from twin.runs.choices import ACTIVE
-from twin.runs.models import SimulationRun
 from twin.web.access import readable
 from twin.web.activity import activity
 from twin.web.nav import NavItem, Page
-
-
-def active_runs_by_cluster() -> dict[int, list[dict]]:
-    """Queued and running simulations per cluster id (one query)."""
-    runs: dict[int, list[dict]] = {}
-    for row in (SimulationRun.objects.filter(status__in=ACTIVE).order_by("created_at")
-                .values("id", "cluster_id", "kind", "status", "progress")):
-        runs.setdefault(row["cluster_id"], []).append(row)
-    return runs
 
 
 @readable
 def overview(request):
     """The clusters with their key figures and the simulations running on them."""
     clusters = cluster_overview()
-    runs = active_runs_by_cluster()
+    shown = activity(clusters)
     for row in clusters:
-        row["runs"] = runs.get(row["cluster"].id, [])
+        row["runs"] = shown[row["cluster"].name]["runs"]
     return render(request, "web/overview.html", {"clusters": clusters, "nav": "overview",
-                                                  "activity": activity(clusters), "building": build_status.current()})
+                                                  "activity": shown, "building": build_status.current()})
 
 
 @readable
@@ -44,7 +33,8 @@ def building_json(request):
 
 @readable
 def activity_json(request):
-    """What runs on each cluster (:func:`twin.web.activity.activity`), re-read by the page when a run ends."""
+    """Each card's figures, runs and what runs on its cluster (:func:`twin.web.activity.activity`): read again by the
+    page on its cluster streams' events and frames, and after a reconnection."""
     return JsonResponse(activity(cluster_overview()))
 
 

@@ -13,6 +13,7 @@ from django.urls import path
 from twin.runs import registry
 from twin.runs.api.serializers import (CrontabSerializer, IntervalSerializer, ScenarioSerializer,
                                       ScheduleSerializer)
+from twin.runs.choices import FINISHED
 from twin.runs.constants import TREND_LIMIT
 from twin.runs.params import serializer_form_fields
 from twin.web.access import readable
@@ -47,7 +48,7 @@ def schedules_page(request):
             "can_add_schedule": request.user.has_perm(ADD_SCHEDULE)}
     return render(request, "web/schedules.html", {
         "nav": "schedules", "clusters_info": clusters, "forms": forms(), "user_state": user,
-        "kind_info": registry.client_info(), "trend_limit": TREND_LIMIT})
+        "kind_info": registry.client_info(), "trend_limit": TREND_LIMIT, "finished": [str(s) for s in FINISHED]})
 
 
 from twin.web.nav import NavItem, Page  # noqa: E402 - the page's registration (twin/web/nav.py)
