@@ -2,7 +2,8 @@
 running twin: its address in place of http://127.0.0.1:8000, ``$TOKEN`` a token of its superuser, ``manage.py`` on
 its database. ``curl`` fails on an HTTP error (``--fail-with-body``), so an example that the twin refuses fails here.
 An example about a debug run's download (``run-<id>-...``) gets a debug run of this twin, downloaded as the docs say,
-first. The runs an example starts are waited for, and what it changed is put back after."""
+first. The runs an example starts are waited for, and what it changed is put back after (links it failed, clusters
+it built)."""
 import os
 import re
 import subprocess
@@ -11,6 +12,7 @@ import urllib.request
 import pytest
 
 from tests.doc_examples import of
+from tests.e2e.conftest import in_thread
 from tests.e2e.test_debug import JOB
 from tests.processes import database_url, wait_for
 
@@ -38,8 +40,9 @@ def wait_for_runs(twin):
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.id for e in EXAMPLES])
 def test_every_twin_example_runs_against_the_twin(twin, orm, example, tmp_path):
-    from twin.inventory.models import Link
+    from twin.inventory.models import Cluster, Link
     failed_before = set(Link.objects.filter(status="failed").values_list("pk", flat=True))
+    clusters_before = set(Cluster.objects.values_list("pk", flat=True))
     text = example.text.replace("http://127.0.0.1:8000", twin.url)
     if "<id>" in text:
         text = text.replace("<id>", str(download_debug_run(twin, tmp_path)))
@@ -57,3 +60,5 @@ def test_every_twin_example_runs_against_the_twin(twin, orm, example, tmp_path):
         wait_for_runs(twin)
     finally:
         Link.objects.exclude(pk__in=failed_before).filter(status="failed").update(status="active")
+        for cluster in Cluster.objects.exclude(pk__in=clusters_before):      # one the example built
+            in_thread(cluster.delete)
