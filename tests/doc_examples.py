@@ -48,7 +48,7 @@ PLACEHOLDERS = {"DIR": "out"}
 # the files the examples name, as the harness writes them into the scratch folder: name -> (the TOML kind of the
 # docs' example whose text it is, or a preset whose spec it is)
 FILES = {"jobs.toml": ("toml", "jobs"), "measurements.toml": ("toml", "calibration"),
-         "my-cluster.toml": ("preset", "demo-256")}
+         "my-cluster.toml": ("preset", "dgx-h100-superpod")}
 FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```[ \t]*$", re.M | re.S)
 
 
