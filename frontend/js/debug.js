@@ -243,7 +243,8 @@ async function showStartup(id) {
   const { rows, terms, variants, variant, series } = startupSeries(doc.summary);
   chart = lineChart(el, { label: "start-up time over ranks", height: 300, series,
     x: { scale: "log2", label: "ranks", format: (v) => fmt.int(v) },
-    y: { scale: "log", label: "seconds", format: (v) => secs(v) } });
+    y: { scale: "log", label: "start-up time", format: (v) => secs(v) } });
+  el.dataset.run = String(doc.id);                        // named in the chart's download (exports.js caption)
   $("startup-table").innerHTML = `<table class="data compact" id="startup-rows"><thead><tr><th class="num">ranks</th>
     ${terms.map((t) => `<th class="num">${esc(t)}</th>`).join("")}<th class="num">total</th><th>dominant</th>
     ${variants.map((v) => `<th class="num">with ${esc(v)}</th>`).join("")}</tr></thead><tbody>${rows.map((r) => `<tr>

@@ -3,12 +3,14 @@
 //   - tables: every <table class="data"> of a page registers by itself (found when it enters the page, however the
 //     page drew it), except the inventory's lists (.inv-table: the API lists them whole) and tables marked
 //     data-export="no". Values, not display strings: see "tables" below.
-//   - charts: chart.js's line and bar charts register in lineChart/barChart; a page's own SVG or canvas drawing
-//     calls exportable(el) once (el: the svg, the canvas, or a box holding one). An SVG is drawn onto a canvas
-//     with its computed styles inlined (so the PNG looks as the page does); a canvas is copied as it is.
+//   - charts: chart.js's line and bar charts register in lineChart/barChart (with their title, units and picture:
+//     the plot and its legend); a page's own SVG or canvas drawing calls exportable(el) once (el: the svg, the
+//     canvas, or a box holding one). An SVG is copied with its computed styles inlined (so it looks as the page
+//     does) and also downloads as SVG; a canvas is copied as it is. Every chart download carries a title band: the
+//     chart's title, the cluster and run it shows, its units and the date (caption()).
 // Nothing here names a page: a page gets the buttons by drawing a data table or registering its chart.
 
-import { DISPLAY } from "./fmt.js";
+import { DISPLAY, fmt } from "./fmt.js";
 
 const SVG_NS = "http://www.w3.org/2000/svg";
 const TABLES = "table.data:not(.inv-table):not([data-export=no])";
@@ -183,6 +185,8 @@ export function toJson({ header, columns, quantities, rows }, meta = {}) {
 }
 
 // ------------------------------------------------------------------------------------------------------ charts
+const meta = new WeakMap();                         // chart element -> {title, units, picture} (exportable's opts)
+
 /** The page's background colour, for the PNG (a chart is drawn on it, its text in light colours). */
 function background(el) {
   for (let e = el; e; e = e.parentElement) {
@@ -192,9 +196,99 @@ function background(el) {
   return "#ffffff";
 }
 
-/** A canvas as PNG on the page's background, at least at the size the page shows it (a canvas of one pixel per
- *  GPU is scaled up, its pixels kept sharp). */
-function canvasPng(src, bg) {
+/** What a chart's download says above it: its title (the chart's own, else the heading above it), then the cluster
+ *  and the run it shows (the nearest data-cluster / data-run around it: a run's panel, the page's body), its units
+ *  (the axes' titles) and the date it was taken (fmt.time). Returns {title, details: [text], at (ISO 8601)}. */
+export function caption(el) {
+  const m = meta.get(el) ?? {};
+  const heading = el.closest("section, .panel")?.querySelector("h2, h3")?.textContent.replace(/\s+/g, " ").trim();
+  const title = m.title || heading || document.title.split("·")[0].trim() || "chart";
+  const cluster = el.closest("[data-cluster]:not([data-cluster=''])")?.dataset.cluster;
+  const run = el.closest("[data-run]:not([data-run=''])")?.dataset.run;
+  const units = (typeof m.units === "function" ? m.units() : [m.units]).filter(Boolean);
+  const runs = run?.split(",").map((r) => `#${r.trim()}`) ?? [];
+  const runText = runs.length > 3 ? `${runs.length} runs, ${runs[0]} to ${runs.at(-1)}`
+    : runs.length ? `${runs.length > 1 ? "runs" : "run"} ${runs.join(", ")}` : "";
+  const at = new Date().toISOString();
+  return { title, at, details: [cluster && `cluster ${cluster}`, runText, ...units, fmt.time(at)].filter(Boolean) };
+}
+
+/** The caption's details in lines that fit `width` px in `font` (items joined by " · ", never split). */
+function captionLines(details, width, font) {
+  const ctx = document.createElement("canvas").getContext("2d");
+  ctx.font = font;
+  const lines = [];
+  for (const d of details) {
+    const line = lines.length ? `${lines.at(-1)} · ${d}` : d;
+    if (lines.length && ctx.measureText(line).width <= width) lines[lines.length - 1] = line;
+    else lines.push(d);
+  }
+  return lines;
+}
+
+const BAND = { pad: 10, title: 15, line: 16 };      // the title band: padding, title size, a detail line's height (px)
+const family = () => getComputedStyle(document.body).fontFamily || "sans-serif";
+const cssVar = (name, fallback) => getComputedStyle(document.documentElement).getPropertyValue(name).trim() || fallback;
+
+/** A chart's canvas `src` with the title band above it (`k`: canvas pixels per CSS pixel), on `bg`. */
+function withBand(src, cap, k, bg) {
+  const detailFont = `${12 * k}px ${family()}`, lines = captionLines(cap.details, src.width - 2 * BAND.pad * k, detailFont);
+  const bandH = Math.ceil((2 * BAND.pad + BAND.title + 6 + lines.length * BAND.line) * k);
+  const c = Object.assign(document.createElement("canvas"), { width: src.width, height: src.height + bandH });
+  const ctx = c.getContext("2d");
+  ctx.fillStyle = bg;
+  ctx.fillRect(0, 0, c.width, c.height);
+  ctx.textBaseline = "top";
+  ctx.fillStyle = cssVar("--text", "#000");
+  ctx.font = `600 ${BAND.title * k}px ${family()}`;
+  ctx.fillText(cap.title, BAND.pad * k, BAND.pad * k, src.width - 2 * BAND.pad * k);
+  ctx.fillStyle = cssVar("--muted", "#555");
+  ctx.font = detailFont;
+  lines.forEach((l, i) => ctx.fillText(l, BAND.pad * k, (BAND.pad + BAND.title + 6 + i * BAND.line) * k));
+  ctx.drawImage(src, 0, bandH);
+  return c;
+}
+
+let crcTable = null;
+/** CRC-32 of bytes (a PNG chunk's check). */
+function crc32(bytes) {
+  crcTable ??= Array.from({ length: 256 }, (_, n) => {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    return c >>> 0;
+  });
+  let c = 0xffffffff;
+  for (const b of bytes) c = crcTable[(c ^ b) & 255] ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+
+/** A PNG iTXt chunk (UTF-8 text, uncompressed) `keyword`: `text`. */
+function textChunk(keyword, text) {
+  const enc = new TextEncoder(), data = [...enc.encode(keyword), 0, 0, 0, 0, 0, ...enc.encode(text)];
+  const out = new Uint8Array(12 + data.length), dv = new DataView(out.buffer);
+  dv.setUint32(0, data.length);
+  out.set(enc.encode("iTXt"), 4);
+  out.set(data, 8);
+  dv.setUint32(8 + data.length, crc32(out.subarray(4, 8 + data.length)));
+  return out;
+}
+
+const PNG_HEADER = 33;                              // the signature (8 bytes) and the IHDR chunk (25)
+
+/** A canvas as PNG, the caption also written in it as text (Title, Description, Creation Time, Software: PNG's
+ *  keywords), for a program that reads the file. */
+async function toPng(c, cap) {
+  const blob = await new Promise((resolve, reject) => c.toBlob((b) => (b ? resolve(b) : reject(new Error("no PNG"))),
+                                                               "image/png"));
+  const bytes = new Uint8Array(await blob.arrayBuffer());
+  const text = [["Title", cap.title], ["Description", cap.details.join(" · ")],
+                ["Creation Time", cap.at], ["Software", "cluster twin"]].map(([k, v]) => textChunk(k, v));
+  return new Blob([bytes.subarray(0, PNG_HEADER), ...text, bytes.subarray(PNG_HEADER)], { type: "image/png" });
+}
+
+/** A canvas on the page's background, at least at the size the page shows it (a canvas of one pixel per GPU is
+ *  scaled up, its pixels kept sharp). */
+function canvasCopy(src, bg) {
   const box = src.getBoundingClientRect?.() ?? { width: 0, height: 0 };
   const k = Math.max(1, Math.floor(Math.min(box.width / (src.width || 1), box.height / (src.height || 1))));
   const c = Object.assign(document.createElement("canvas"), { width: src.width * k, height: src.height * k });
@@ -203,42 +297,76 @@ function canvasPng(src, bg) {
   ctx.fillRect(0, 0, c.width, c.height);
   ctx.imageSmoothingEnabled = false;
   ctx.drawImage(src, 0, 0, c.width, c.height);
-  return new Promise((resolve, reject) => c.toBlob((b) => (b ? resolve(b) : reject(new Error("no PNG"))), "image/png"));
+  return c;
 }
 
-/** An SVG as PNG (twice its CSS size): a copy with its computed styles inlined, drawn on a canvas. */
-async function svgPng(svg, bg) {
+/** An SVG chart as a standalone SVG document with the title band above it: a copy with its computed styles inlined
+ *  (so it looks as the page does), on the page's background. Returns {text, width, height}. */
+export function svgDocument(svg, cap, bg) {
   const { width, height } = svg.getBoundingClientRect();
   const copy = svg.cloneNode(true), from = [svg, ...svg.querySelectorAll("*")], to = [copy, ...copy.querySelectorAll("*")];
   from.forEach((e, i) => {
     const cs = getComputedStyle(e);
     to[i].setAttribute("style", SVG_STYLE.map((p) => `${p}:${cs.getPropertyValue(p)}`).join(";"));
   });
-  copy.setAttribute("xmlns", SVG_NS);
-  copy.setAttribute("width", width);
-  copy.setAttribute("height", height);
-  const url = URL.createObjectURL(new Blob([new XMLSerializer().serializeToString(copy)], { type: "image/svg+xml" }));
+  const lines = captionLines(cap.details, width - 2 * BAND.pad, `12px ${family()}`);
+  const bandH = Math.ceil(2 * BAND.pad + BAND.title + 6 + lines.length * BAND.line);
+  const out = document.createElementNS(SVG_NS, "svg"), H = height + bandH;
+  const el = (tag, attrs, text) => {
+    const e = document.createElementNS(SVG_NS, tag);
+    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+    if (text != null) e.textContent = text;
+    return e;
+  };
+  Object.entries({ xmlns: SVG_NS, width, height: H, viewBox: `0 0 ${width} ${H}` }).forEach(([k, v]) => out.setAttribute(k, v));
+  const font = `font-family:${family()};dominant-baseline:hanging`;
+  out.append(el("rect", { width, height: H, fill: bg }),
+             el("text", { x: BAND.pad, y: BAND.pad, style: `${font};font-size:${BAND.title}px;font-weight:600;fill:${cssVar("--text", "#000")}`, class: "export-title" }, cap.title),
+             ...lines.map((l, i) => el("text", { x: BAND.pad, y: BAND.pad + BAND.title + 6 + i * BAND.line, class: "export-detail",
+                                                 style: `${font};font-size:12px;fill:${cssVar("--muted", "#555")}` }, l)));
+  Object.entries({ x: 0, y: bandH, width, height }).forEach(([k, v]) => copy.setAttribute(k, v));
+  out.append(copy);
+  return { text: new XMLSerializer().serializeToString(out), width, height: H };
+}
+
+/** An SVG drawn on a canvas, twice its CSS size (its band included). */
+async function svgCanvas(doc) {
+  const url = URL.createObjectURL(new Blob([doc.text], { type: "image/svg+xml" }));
   try {
     const img = new Image();
     img.src = url;
     await img.decode();
-    const k = 2, c = Object.assign(document.createElement("canvas"), { width: Math.ceil(width * k),
-                                                                        height: Math.ceil(height * k) });
-    const ctx = c.getContext("2d");
-    ctx.scale(k, k);
-    ctx.drawImage(img, 0, 0, width, height);
-    return await canvasPng(c, bg);
+    const k = 2, c = Object.assign(document.createElement("canvas"), { width: Math.ceil(doc.width * k),
+                                                                        height: Math.ceil(doc.height * k) });
+    c.getContext("2d").drawImage(img, 0, 0, c.width, c.height);
+    return c;
   } finally {
     URL.revokeObjectURL(url);
   }
 }
 
-/** The PNG of a chart: its svg or canvas (the element itself or the first inside it). */
-export function chartPng(el) {
+/** The drawing a chart's download takes: its own picture (a chart that registered one: chart.js), else its svg or
+ *  canvas (the element itself or the first inside it). */
+function drawing(el) {
   const target = el.matches("svg, canvas") ? el : el.querySelector("svg, canvas");
-  if (!target) return Promise.reject(new Error("nothing drawn yet"));
-  const bg = background(el);
-  return target.tagName.toLowerCase() === "canvas" ? canvasPng(target, bg) : svgPng(target, bg);
+  if (!meta.get(el)?.picture && !target) throw new Error("nothing drawn yet");
+  return target;
+}
+
+/** The PNG of a chart, its title band above it (caption: title, cluster, run, units, date). */
+export async function chartPng(el) {
+  const target = drawing(el), bg = background(el), cap = caption(el), pic = meta.get(el)?.picture;
+  if (!pic && target.tagName.toLowerCase() === "svg") return toPng(await svgCanvas(svgDocument(target, cap, bg)), cap);
+  const c = pic ? pic() : canvasCopy(target, bg);
+  const k = Math.max(1, c.width / Math.max(1, el.getBoundingClientRect().width));
+  return toPng(withBand(c, cap, k, bg), cap);
+}
+
+/** The SVG file of an SVG chart, its title band above it. */
+export function chartSvg(el) {
+  const svg = el.matches("svg") ? el : el.querySelector("svg");
+  if (!svg) throw new Error("nothing drawn yet");
+  return new Blob([svgDocument(svg, caption(el), background(el)).text], { type: "image/svg+xml" });
 }
 
 // ------------------------------------------------------------------------------------------------ the buttons
@@ -253,8 +381,9 @@ function button(bar, format, title, run) {
   return b;
 }
 
-/** A new bar of buttons for a table or a chart; its buttons act on `bar.target`. */
-function makeBar(table, name) {
+/** A new bar of buttons for a table or a chart (`svg`: drawn as SVG, which it also downloads as); its buttons act on
+ *  `bar.target`. */
+function makeBar(table, name, svg) {
   const bar = Object.assign(document.createElement("div"), { className: "export-bar" });
   bar.setAttribute("role", "group");
   bar.setAttribute("aria-label", "download");
@@ -267,29 +396,37 @@ function makeBar(table, name) {
       save(new Blob([toJson(tableData(el), await metadata())], { type: "application/json" }),
            fileName(el, name, "json"))));
   } else {
-    bar.append(button(bar, "png", "download this chart as PNG", async (el) =>
-      save(await chartPng(el), fileName(el, name, "png"))));
+    bar.append(button(bar, "png", "download this chart as PNG (a title band says what, where and when)",
+                      async (el) => save(await chartPng(el), fileName(el, name, "png"))));
+    if (svg) {
+      bar.append(button(bar, "svg", "download this chart as SVG (a title band says what, where and when)",
+                        (el) => save(chartSvg(el), fileName(el, name, "svg"))));
+    }
   }
   return bar;
 }
 
 /**
  * Register `el` (a table, or a chart: an svg, a canvas, or a box holding one) for downloads: a bar of buttons above
- * it (CSV and JSON of a table, PNG of a chart), made once per element; a bar left above the same place by an
- * element the page has since replaced is taken over. opts: {name (the file's), kind ("table" | "chart", default
- * from the element)}. Returns the bar.
+ * it (CSV and JSON of a table; PNG of a chart, and SVG of an SVG chart, each with a title band), made once per
+ * element; a bar left above the same place by an element the page has since replaced is taken over. opts: {name
+ * (the file's), kind ("table" | "chart", default from the element), and for a chart: title (default: the heading
+ * above it), units (text, or a function giving a list: the axes' titles), picture (a function giving the canvas to
+ * download, e.g. the plot with its legend: chart.js)}. Returns the bar.
  */
-export function exportable(el, { name, kind } = {}) {
+export function exportable(el, { name, kind, title, units, picture } = {}) {
   if (!el?.parentNode) return null;
+  meta.set(el, { title, units, picture });
   const known = bars.get(el);
   if (known?.isConnected) return known;
   const table = (kind ?? (el.tagName === "TABLE" ? "table" : "chart")) === "table";
+  const svg = !table && !picture && (el.matches("svg") || (!el.matches("canvas") && !!el.querySelector(":scope > svg")));
   // above the table's scrolling box when it has one, so the bar stays in view
   const anchor = table && el.parentElement?.matches(".scroll, .table-scroll") ? el.parentElement : el;
   const before = anchor.previousElementSibling;
   const reuse = before?.classList.contains("export-bar") && before.dataset.kind === (table ? "table" : "chart")
-    && !before.target?.isConnected;
-  const bar = reuse ? before : makeBar(table, name);
+    && !before.target?.isConnected && !!before.querySelector("[data-export=svg]") === svg;
+  const bar = reuse ? before : makeBar(table, name, svg);
   bar.target = el;
   if (el.id) bar.dataset.exportFor = el.id; else delete bar.dataset.exportFor;
   if (!reuse && /grid|flex/.test(getComputedStyle(anchor.parentElement).display)) {

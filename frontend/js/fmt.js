@@ -68,6 +68,13 @@ function ago(t, now = Date.now()) {
 
 export const fmt = {
   int: (n) => (n == null ? "–" : INT_FORMAT.format(Number(n))),
+  /** A number whose unit is said beside it (an axis' title): about three significant digits (0.0123, 1.23, 123,
+   *  1,234); the charts' default tick and readout format. */
+  num(x) {
+    if (x == null || !Number.isFinite(Number(x))) return "–";
+    const v = Number(x);
+    return Math.abs(v) >= 1 || v === 0 ? sig(v) : String(Number(v.toPrecision(3)));
+  },
   pct: (x, digits = 0) => (x == null ? "–" : `${(100 * x).toFixed(digits)} %`),
   /** A rate in GB/s (10^9 bytes/s, as nccl-tests prints it). */
   GBps: (x) => quantity("rate", x),

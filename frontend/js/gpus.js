@@ -184,12 +184,13 @@ class LiveRuns {
 
   hasUtil() { return [...this.runs.values()].some((run) => run.util); }
 
-  /** The run's job colour, chosen the first time it is asked: the first not held by a running run. */
-  color(r) {
+  /** The run's job colour, chosen the first time it is asked: the first not held by a running run nor in `avoid`
+   *  (colours shown for something else, e.g. training jobs). */
+  color(r, avoid = new Set()) {
     const run = this.runs.get(r);
     if (run.color == null) {
       const used = new Set([...this.runs.values()].filter((x) => !x.final && x.color != null).map((x) => x.color));
-      run.color = JOB_COLORS.findIndex((_, k) => !used.has(k));
+      run.color = JOB_COLORS.findIndex((c, k) => !used.has(k) && !avoid.has(c));
       if (run.color < 0) run.color = r % JOB_COLORS.length;
     }
     return JOB_COLORS[run.color];
@@ -215,44 +216,71 @@ function healthCategories(statusNames) {
 /** The zone overview's share of a rack's GPUs counted in `counts` (a zones.json racks column; null without it). */
 const rackShare = (counts, gpus, k) => (counts ? counts[k] / Math.max(1, gpus[k]) : null);
 
-/** The legend's items of groups of GPUs (runs, jobs...): `groups` [[id, count]], the largest LEGEND_RUNS named (in
- *  id order, so items do not swap), the rest summed; the legend stays one line (the grid must not move under the
- *  pointer). `item(id, count)` words one; `more(n, gpus)` the rest. */
-function legendGroups(groups, item, more) {
+/** The legend's items of groups of GPUs (runs, jobs...): `groups` [[id, count]], the largest `named` (LEGEND_RUNS)
+ *  named (in id order, so items do not swap), the rest summed; the legend stays one line (the grid must not move
+ *  under the pointer). `item(id, count)` words one; `more(n, gpus)` the rest. */
+function legendGroups(groups, item, more, named = LEGEND_RUNS) {
   const sorted = [...groups].sort((a, b) => b[1] - a[1]);
-  let html = sorted.slice(0, LEGEND_RUNS).sort((a, b) => a[0] - b[0]).map(([id, c]) => item(id, c)).join("");
-  if (sorted.length > LEGEND_RUNS) {
-    const rest = sorted.slice(LEGEND_RUNS);
+  let html = sorted.slice(0, named).sort((a, b) => a[0] - b[0]).map(([id, c]) => item(id, c)).join("");
+  if (sorted.length > named) {
+    const rest = sorted.slice(named);
     html += more(rest.length, rest.reduce((m, [, c]) => m + c, 0));
   }
   return html;
 }
 
+/** What holds GPUs beyond a run in flight (a training job placed on them for days), from the modes that declare a
+ *  `holder` (registry.js): [{of (per GPU: 0, or 1 + its group), groups: [{id, color, label}], attr, plural}]. */
+const holdersOf = (ctx) => colourModes().filter((m) => m.holder).map((m) => m.holder(ctx)).filter(Boolean);
+
+// The default mode: a GPU held by a running training job in the job's colour first (a placed job holds its GPUs
+// between its runs: coloured by runs alone, it would look idle), else the run in flight on it, else idle.
 registerColourMode("job", {
-  label: "run", order: 10,
+  label: "jobs and runs", order: 10,
   colorize(ctx, colors) {
     const { grid: { n, gpuZone }, inv: { blocked }, live: liveRuns } = ctx, { runOf, unusable: liveUnusable } = liveRuns;
-    const perZone = new Float64Array(ctx.grid.dims.zones), byRun = new Map();
+    const perZone = new Float64Array(ctx.grid.dims.zones), byRun = new Map(), held = holdersOf(ctx);
+    const heldPx = held.map((h) => h.groups.map((g) => cssPixel(g.color)));
+    const heldCounts = held.map((h) => new Uint32Array(h.groups.length));
+    const avoid = new Set(held.flatMap((h) => h.groups.map((g) => g.color)));   // a run never takes a job's colour
     let idle = 0, unusable = 0, lastRun = 0, lastColor = 0, lastCount = null;
-    for (let i = 0; i < n; i++) {
-      const r = runOf[i];
+    gpus: for (let i = 0; i < n; i++) {
       if (blocked[i] | liveUnusable[i]) { colors[i] = PX.unusable; unusable += 1; continue; }
+      for (let k = 0; k < held.length; k++) {
+        const g = held[k].of[i];
+        if (g && g <= heldPx[k].length) {
+          colors[i] = heldPx[k][g - 1]; heldCounts[k][g - 1] += 1; perZone[gpuZone[i]] += 1;
+          continue gpus;
+        }
+      }
+      const r = runOf[i];
       if (r === 0) { colors[i] = PX.idle; idle += 1; continue; }
       if (r !== lastRun) {
-        lastRun = r; lastColor = cssPixel(liveRuns.color(r));
+        lastRun = r; lastColor = cssPixel(liveRuns.color(r, avoid));
         lastCount = byRun.get(r) ?? byRun.set(r, { n: 0 }).get(r);
       }
       colors[i] = lastColor; lastCount.n += 1; perZone[gpuZone[i]] += 1;
     }
-    return { byRun, idle, unusable, perZone };
+    return { byRun, idle, unusable, perZone, held, heldCounts };
   },
   zoneFigure: (ctx, v) => `${fmt.int(v)} in jobs`,
   overview: { label: "share of the rack's GPUs in the last run", value: (r, k) => rackShare(r.in_run, r.gpus, k) },
   legend(ctx, counts) {
+    // the holders' groups first (running jobs), then the runs, LEGEND_RUNS named in all
+    let html = "", named = 0;
+    counts.held.forEach((h, k) => {
+      const groups = h.groups.map((g, j) => [j, counts.heldCounts[k][j]]).filter(([, c]) => c > 0);
+      html += legendGroups(groups, (j, c) => legendItem(h.groups[j].color, h.groups[j].label, c,
+                                                        ` data-${h.attr}="${h.groups[j].id}"`),
+                           (m, gpus) => `<span class="item">${m} more ${h.plural} <b>${fmt.int(gpus)}</b></span>`,
+                           LEGEND_RUNS - named);
+      named = Math.min(LEGEND_RUNS, named + groups.length);
+    });
     const lr = ctx.live, byRun = [...counts.byRun].map(([r, c]) => [r, c.n]);
-    let html = legendGroups(byRun, (r, c) => legendItem(lr.color(r), lr.label(r), c, ` data-run="${r}"`),
-                            (k, gpus) => `<span class="item">${k} more runs <b>${fmt.int(gpus)}</b></span>`);
-    if (!byRun.length) html += `<span class="muted">no job on the cluster</span>`;
+    html += legendGroups(byRun, (r, c) => legendItem(lr.color(r), lr.label(r), c, ` data-run="${r}"`),
+                         (k, gpus) => `<span class="item">${k} more runs <b>${fmt.int(gpus)}</b></span>`,
+                         LEGEND_RUNS - named);
+    if (!html) html += `<span class="muted">no job or run on the cluster</span>`;
     return html + legendItem(COLORS.idle, "idle", counts.idle) + legendItem(COLORS.unusable, "unusable", counts.unusable);
   },
 });
@@ -664,6 +692,8 @@ async function start() {
     get mode() { return view.mode; },
     cellCenter: (i) => view.cellCenter(i),
     runOf: (i) => liveRuns.runOf[i],
+    colorOf: (i) => { const p = view.colors[i]; return `#${[p, p >>> 8, p >>> 16].map((b) => (b & 255).toString(16)
+      .padStart(2, "0")).join("")}`; },
     statusReads: 0,
   };
   for (const m of colourModes()) Object.assign(twin.gpuGrid, m.test?.(ctx) ?? {});   // the modes' own hooks

@@ -184,7 +184,8 @@ function renderDetail() {
   el.publishedTable.innerHTML = published;
   drawJobPipeline(job);
   const bars = breakdownBars(job.results);
-  if (bars.length) charts.push(barChart(el.breakdown, { bars, format: secs }));
+  el.detail.dataset.run = job.run?.id ?? "";               // named in a chart's download (exports.js caption)
+  if (bars.length) charts.push(barChart(el.breakdown, { bars, format: secs, label: "the step's parts", unit: "time (s)" }));
   else el.breakdown.innerHTML = `<p class="muted">${job.state === "failed" ? "failed" : "no step simulated yet"}</p>`;
   const pts = (job.results?.throughput ?? []).map((p) => ({ x: p.t ?? p.time_s, y: p.tokens_per_s }))
     .filter((p) => p.x != null && p.y != null);

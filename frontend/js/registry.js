@@ -14,6 +14,10 @@
 //                                           //   figures and `perZone` (one number per zone)
 //        zoneFigure(ctx, v, total) -> text, // a zone label's figure from perZone[z] and the zone's GPUs
 //        legend(ctx, counts) -> html,       // the legend's items
+//        holder?(ctx) -> {of, groups, attr, plural}, // GPUs held beyond a run in flight (a placed training job):
+//                                           //   of[i] 0 or 1 + its group in groups [{id, color, label}]; the
+//                                           //   default mode colours them first, its legend names them first
+//                                           //   (data-<attr>="<id>")
 //        hover?(ctx, i, active) -> html,    // rows (<tr>) of GPU i's tooltip, asked of every mode (active: shown)
 //        test?(ctx) -> {name: fn}}          // hooks added to twin.gpuGrid for the end-to-end tests
 //     ctx is gpus.js's page: {grid, inv, live, state, prefetched, page, redraw(), renderLegend(), legendItem(...)}.

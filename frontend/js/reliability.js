@@ -281,7 +281,7 @@ function renderLosses(s) {
     const bars = lossBars(by, lab);
     box.dataset.bars = String(bars.length);
     const axis = (maxH) => { const f = fmt.durationAxis(maxH * 3600); return (h) => f(h * 3600); };   // one unit
-    if (bars.length) charts.push(barChart(box, { bars, format: (h) => hours(h), tickFormat: axis }));
+    if (bars.length) charts.push(barChart(box, { bars, format: (h) => hours(h), tickFormat: axis, unit: "time lost" }));
     else box.innerHTML = '<p class="muted">no time lost yet</p>';
   }
 }
@@ -302,7 +302,7 @@ function renderSeeds(s) {
   for (const x of per) counts[Math.min(n - 1, Math.floor((x - lo) / width))] += 1;
   const bars = counts.map((c, i) => ({ label: `${fmt.pct(lo + i * width, 1)}–${fmt.pct(lo + (i + 1) * width, 1)}`,
                                        value: c }));
-  charts.push(barChart(box, { bars, format: (v) => fmt.int(v) }));
+  charts.push(barChart(box, { bars, format: (v) => fmt.int(v), label: "seeds by effective time", unit: "seeds" }));
   const d = s.distribution?.effective_ratio ?? {};
   el.seedsNote.textContent = `${per.length} seeds · mean ${fmt.pct(d.mean, 1)} · p5 ${fmt.pct(d.p5, 1)} · `
     + `p95 ${fmt.pct(d.p95, 1)}`;
@@ -318,7 +318,7 @@ function renderSweep(s) {
                                       lo: 100 * (p.effective_ratio.p5 ?? mean(p.effective_ratio)),
                                       hi: 100 * (p.effective_ratio.p95 ?? mean(p.effective_ratio)) }));
   const ys = pts.flatMap((p) => [p.lo, p.hi]), y0 = Math.min(...ys), y1 = Math.max(...ys);
-  const vline = (name, minutes, color, dash) => ({ name, color, dash, markers: false,
+  const vline = (name, minutes, color, dash) => ({ name, color, dash, markers: false, ref: true,
                                                    points: [{ x: minutes, y: y0 }, { x: minutes, y: y1 }] });
   charts.push(lineChart(el.relSweep, {
     label: "effective time against the checkpoint interval", height: 260,
@@ -327,7 +327,7 @@ function renderSweep(s) {
              vline(`Young/Daly √(2·C·MTBF) ${secs(sw.young_daly_s)}`, sw.young_daly_s / 60, "#f5a524", "--")],
     x: { scale: "log", label: "checkpoint interval (minutes)", name: "interval",
          format: (v) => `${+v.toPrecision(3)}` },
-    y: { scale: "linear", label: "effective training time (%)", format: (v) => `${v.toFixed(1)}` } }));
+    y: { scale: "linear", label: "effective training time (%)", format: fmt.num } }));
   el.relSweep.dataset.optimum = String(sw.best_interval_s);
   el.relSweep.dataset.youngDaly = String(sw.young_daly_s);
   el.sweepNote.textContent = `optimum ${secs(sw.best_interval_s)} simulated, ${secs(sw.young_daly_s)} by Young/Daly`

@@ -60,7 +60,9 @@ async function main() {
     const curves = runs.map((r, i) => ({ name: `#${r.id}`, summary: r.summary, color: PALETTE[i % PALETTE.length] }))
       .filter((c) => c.summary?.rows?.length);
     const others = runs.filter((r) => !r.summary?.rows?.length).map((r) => `#${r.id} (${r.kind}, ${r.status})`);
-    busbwChart(document.getElementById("compare-chart"), curves);
+    const chart = document.getElementById("compare-chart");
+    chart.dataset.run = curves.map((c) => c.name.slice(1)).join(",");   // named in its download (exports.js)
+    busbwChart(chart, curves);
     document.getElementById("compare-note").textContent = others.length
       ? `No busbw curve for ${others.join(", ")}: only finished collective and fabric-health runs have one.` : "";
   } catch (e) {

@@ -91,25 +91,12 @@ function busbwChartSpec(runs, { algbw = false, rooflineNames = true } = {}) {
   }
   return { label: "bus bandwidth against message size", series, refLines,
            x: { scale: "log2", label: "message size (bytes)", name: "size", format: sizeLabel },
-           y: { scale: "linear", min: 0, label: "GB/s", format: (v) => v.toFixed(v >= 10 || v === 0 ? 0 : 1),
-                tipFormat: (v) => `${v.toFixed(1)} GB/s` } };
+           y: { scale: "linear", min: 0, label: "bandwidth (GB/s)", format: fmt.num, tipFormat: fmt.GBps } };
 }
 
-/** The busbw chart with a linear / log y switch (small sizes and large clusters sit near 0 on a linear axis). */
+/** The busbw chart (chart.js offers the log y switch: small sizes and large clusters sit near 0 on a linear axis). */
 export function busbwChart(el, runs, options) {
-  const toggle = Object.assign(document.createElement("label"), { className: "chart-toggle" });
-  toggle.innerHTML = '<input type="checkbox"> log scale';
-  const box = document.createElement("div");
-  el.replaceChildren(toggle, box);
-  let chart = null;
-  const draw = (log) => {
-    const spec = busbwChartSpec(runs, options);
-    if (log) spec.y = { ...spec.y, scale: "log", min: undefined, format: (v) => String(+v.toPrecision(3)) };
-    chart?.destroy();                                     // its resize observer, before the new chart takes the box
-    chart = lineChart(box, spec);
-  };
-  toggle.querySelector("input").addEventListener("change", (ev) => draw(ev.target.checked));
-  draw(false);
+  return lineChart(el, busbwChartSpec(runs, options));
 }
 
 // --------------------------------------------------------------------------------------------------- sweeps
@@ -137,7 +124,8 @@ export function sweepTable(axes, rows, best, headline) {
 /** The bar chart of the ranking value (`key`, a share: its median) per combination, the best one highlighted. */
 export function sweepBars(el, axes, rows, best, key) {
   const names = Object.keys(axes);
-  barChart(el, { format: (v) => `${(100 * v).toFixed(0)} %`, max: 1, refLines: [{ value: 0.9, label: "90 %" }],
+  barChart(el, { format: (v) => fmt.pct(v), max: 1, refLines: [{ value: 0.9, label: "90 %" }], unit: "share (%)",
+                 label: `${key} by combination`,
                  highlight: rows.findIndex((r) => r.run === best?.run),
                  bars: rows.map((r) => ({ label: comboLabel(names, r), value: median(r[key]) ?? null,
                                           href: `/experiments/${r.run}/`, note: r.status })) });

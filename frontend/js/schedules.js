@@ -170,6 +170,7 @@ async function showTrend(id, metric = null) {
   const box = document.getElementById("trend-chart");
   box.dataset.points = String(points.length);
   box.dataset.scenario = String(id);
+  box.dataset.run = points.map((p) => p.run).join(",");     // named in the chart's download (exports.js caption)
   document.getElementById("trend-none").hidden = points.length > 0;
   document.getElementById("trend-count").textContent = `${fmt.int(points.length)} finished run${
     points.length === 1 ? "" : "s"}${points.length ? `, runs #${points[0].run}–#${points[points.length - 1].run}` : ""}`;

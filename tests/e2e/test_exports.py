@@ -55,7 +55,7 @@ def test_a_run_s_tables_and_charts_download_and_its_page_links_to_its_results(ad
     assert doc["metadata"]["run_id"] == run_id and doc["metadata"]["run_params"]["gpus"] == 64
     assert doc["rows"][0]["busbw_GBps"] == df["busbw_GBps"][0]
     # and a chart's PNG download is a PNG
-    page.wait_for_selector("#results .chart[data-exportable=chart] svg", state="attached")
+    page.wait_for_selector("#results .chart[data-exportable=chart] .uplot canvas", state="attached")
     chart_bar = page.locator("#results .export-bar[data-kind=chart]").first
     name, data = download(page, chart_bar.locator("[data-export=png]"))
     assert name.endswith(".png") and data[:8] == PNG_MAGIC and len(data) > 1000

@@ -55,7 +55,7 @@ def test_a_job_submitted_from_the_jobs_page_shows_its_live_state(admin, twin, or
     detail = page.locator("#job-detail")
     page.wait_for_function("document.getElementById('job-detail').dataset.phase === 'running'")
     page.wait_for_function("document.getElementById('job-placement').dataset.gpus === '64'")   # fetched once placed
-    assert detail.locator("#job-breakdown svg .bar").count() >= 5           # compute, tp, cp, pp, dp, bubble
+    assert int(detail.locator("#job-breakdown").get_attribute("data-bars")) >= 5   # compute, tp, cp, pp, dp, bubble
     assert int(page.locator("#job-throughput").get_attribute("data-points")) >= 1
     # and its pipeline schedule as simulated: one lane per stage (pp 2), every forward and backward drawn
     table = detail.locator("#job-pipeline canvas.pipeline-table")
@@ -77,7 +77,7 @@ def test_a_job_submitted_from_the_jobs_page_shows_its_live_state(admin, twin, or
     # and its run's page on Experiments draws the job's own result view (capabilities/jobs.js): the step's parts
     run_id = twin.api(f"/api/runs/jobs/{job_id}/")["run"]["id"]
     page = admin.visit(f"/experiments/{run_id}/")
-    page.wait_for_selector("#results .job-breakdown-chart svg", state="attached")
+    page.wait_for_selector("#results .job-breakdown-chart .uplot canvas", state="attached")
     assert page.locator(f"#results a[href$='/jobs/?job={job_id}']").count() == 1
     # and the profile it ran with, with the values it applied: the form left its defaults out for the profile's
     assert page.locator("#run-facts dt:has-text('calibration')").count() == 1

@@ -180,5 +180,5 @@ def test_every_kind_s_result_view_is_registered_in_the_browser(visitor, twin, fi
     page = visitor.visit(f"/experiments/{finished_runs[0]}/")
     assert page.evaluate(VIEWS_REGISTERED, views) == {v: True for v in views}
     # and the collective run's page drew its own view (the chart and the nccl-tests table), not the summary
-    assert page.locator("#results .busbw-chart svg").count() >= 1
+    assert page.locator("#results .busbw-chart .uplot canvas").count() >= 1
     assert page.locator("#results table.nccl tbody tr").count() >= 1

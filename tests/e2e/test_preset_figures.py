@@ -5,9 +5,9 @@ the kept run; meta-roce-24k shows Meta's published ranges beside its simulated f
 from tests.e2e.browser import screenshot
 from tests.processes import wait_for
 
-CHARTS = "#preset-figure-results .preset-panel .busbw-chart svg"
-# the panels whose busbw chart is drawn (an svg inside; its legend's swatches are svgs too)
-DRAWN = "() => [...document.querySelectorAll('#preset-figure-results .preset-panel')].filter((p) => p.querySelector('.busbw-chart svg')).map((p) => p.dataset.collective)"
+CHARTS = "#preset-figure-results .preset-panel .busbw-chart .uplot canvas"
+# the panels whose busbw chart is drawn (uPlot's canvas inside)
+DRAWN = "() => [...document.querySelectorAll('#preset-figure-results .preset-panel')].filter((p) => p.querySelector('.busbw-chart .uplot canvas')).map((p) => p.dataset.collective)"
 TRAFFIC = "#preset-figure-results table.preset-traffic tbody tr"
 
 

@@ -1,9 +1,14 @@
 """The Reliability page in a real browser: a Monte Carlo started from its form fans out on the worker, follows live
 and ends with its timeline (state bands, failures, lost work), its losses by cause and phase and its distribution
 over seeds drawn; the replay moves over the timeline, and the GPU page marks the failed parts at the replay's hour."""
+from xml.etree import ElementTree
+
 from tests.e2e.browser import screenshot
 from tests.e2e.conftest import RUN_SECONDS
+from tests.e2e.test_exports import download
 from tests.e2e.test_live import fill_form
+
+SVG = "{http://www.w3.org/2000/svg}"
 
 # A small job that fails often (Llama 3 8B on 64 GPUs of demo-256, three days, every rate x 40), over 12 seeds:
 # two child runs (TWIN_FAILURES_SEEDS_PER_CHILD is 10).
@@ -30,6 +35,13 @@ def test_a_failures_run_from_the_form_draws_its_timeline_and_replays_on_the_gpu_
     page.wait_for_selector("#rel-timeline svg", state="attached")
     assert int(tl.get_attribute("data-segments")) >= 3
     assert int(tl.get_attribute("data-marks")) == len(run["summary"]["replay"]["events"]) > 0
+    # and the timeline (an SVG) downloads as SVG with its title band: what it is, the cluster, the run
+    name, data = download(page, page.locator(".export-bar[data-export-for=rel-timeline] [data-export=svg]"))
+    texts = {}
+    for t in ElementTree.fromstring(data).iter(f"{SVG}text"):
+        texts[t.get("class")] = f"{texts.get(t.get('class'), '')} {t.text}".strip()
+    assert name.endswith(".svg") and texts["export-title"], texts
+    assert "cluster demo-256" in texts["export-detail"] and f"run #{run_id}" in texts["export-detail"], texts
     assert int(page.locator("#rel-causes").get_attribute("data-bars")) >= 1
     assert int(page.locator("#rel-phases").get_attribute("data-bars")) >= 3
     assert page.locator("#rel-seeds").get_attribute("data-seeds") == "12"

@@ -27,10 +27,12 @@ def test_a_finished_checkpoint_draws_its_timeline_and_replays_its_servers(visito
     # then it draws every server, the timeline of that run with the rated lines, and lists the run
     assert page.locator("#server-grid").get_attribute("data-cells") == str(servers["count"])
     page.wait_for_selector(f'#checkpoint-runs tr[data-run="{run["id"]}"].selected', state="attached")
-    page.wait_for_selector("#timeline svg", state="attached")
+    page.wait_for_selector("#timeline .uplot canvas", state="attached")
     assert int(page.locator("#timeline").get_attribute("data-series")) >= 2
     # (its GPU -> host copies reach 1.6 TB/s, 8 hosts' memory copies: the rated lines are on the chart's scale)
-    assert "rated sustained 2 TB/s" in page.locator("#timeline").inner_text()
+    assert "rated sustained 2 TB/s" in page.locator("#timeline .chart-desc").inner_text()
+    lo, hi = page.eval_on_selector("#timeline", "(el) => el.chart.yRange()")
+    assert lo <= 2.0 <= hi, (lo, hi)
     assert "blocked" in page.locator("#phase-bar").inner_text()
     # and the published figures beside the simulated ones (Tectonic's 7 TB/s peak, 2 TB/s sustained [S1, S3])
     page.wait_for_selector('#published table.published-table tr[data-key="tectonic-peak"]', state="attached")
@@ -44,7 +46,7 @@ def test_a_finished_checkpoint_draws_its_timeline_and_replays_its_servers(visito
     screenshot(page, "storage-demo-256-finished")
     # and the run's own page draws the same timeline, with its bottlenecks
     run_page = visitor.visit(f"/experiments/{run['id']}/")
-    run_page.wait_for_selector("#results .timeline svg", state="attached")
+    run_page.wait_for_selector("#results .timeline .uplot canvas", state="attached")
     assert "blocked" in run_page.locator("#results .phase-bar").inner_text()
     assert run_page.locator("#results table.data tbody tr").count() >= 2
     screenshot(run_page, "experiment-checkpoint")

@@ -24,11 +24,10 @@ function scatter(el, s) {
   const ends = log ? [lo / 1.2, hi * 1.2] : [0, hi * 1.05];
   const point = (r, when) => ({ x: r.measured, y: r[when].predicted });
   const axis = (label) => ({ scale: log ? "log" : "linear", label, format: num, ...(log ? {} : { min: 0 }) });
-  el.dataset.scale = log ? "log" : "linear";
   return lineChart(el, {
-    label: "predicted against measured", height: 340,
+    label: "predicted against measured", height: 340, logSwitch: false,
     x: { ...axis("measured"), name: "measured" }, y: { ...axis("predicted"), tipFormat: num },
-    series: [{ name: "1:1", color: ONE_TO_ONE, dash: "--", markers: false, points: ends.map((v) => ({ x: v, y: v })) },
+    series: [{ name: "1:1", color: ONE_TO_ONE, dash: "--", markers: false, ref: true, points: ends.map((v) => ({ x: v, y: v })) },
              { name: "before the fit", color: BEFORE, line: false, points: rows.map((r) => point(r, "before")) },
              { name: "after the fit", color: AFTER, line: false, points: rows.map((r) => point(r, "after")) }],
   });
@@ -39,7 +38,8 @@ function residuals(el, s) {
   const bars = Object.keys(s.before).flatMap((kind) => [
     { label: `${kind} · before`, value: 100 * s.before[kind].median_abs_error, color: BEFORE },
     { label: `${kind} · after`, value: 100 * s.after[kind].median_abs_error, color: AFTER }]);
-  return barChart(el, { bars, format: (v) => `${v.toFixed(v >= 10 ? 0 : 2)} %` });
+  return barChart(el, { bars, format: (v) => `${v.toFixed(v >= 10 ? 0 : 2)} %`, label: "median |error| by kind",
+                        unit: "median |error| (%)" });
 }
 
 function parametersHtml(s) {

@@ -89,7 +89,8 @@ export function renderCollective(el, s, { cluster, run }) {
   busbwChart(el.querySelector(".busbw-chart"), [{ name: "run", summary: s }], { algbw: true });
   if (s.per_seed?.length > 1) {
     barChart(el.querySelector(".seed-bars"),
-             { bars: seedBars(s.per_seed), format: (n) => (Number.isInteger(n) ? fmt.int(n) : "") });  // seed counts
+             { bars: seedBars(s.per_seed), format: (n) => (Number.isInteger(n) ? fmt.int(n) : ""),   // seed counts
+               label: "seeds per normalized busbw", unit: "seeds" });
   }
 }
 

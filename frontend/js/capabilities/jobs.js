@@ -26,7 +26,7 @@ export function renderJob(el, s, { cluster, run }) {
     barChart(el.querySelector(".job-breakdown-chart"), {
       bars: parts.map(([k, v], i) => ({ label: OWN_PARTS.includes(k) ? k : `exposed ${k}`, value: v,
                                          color: PALETTE[i % PALETTE.length] })),
-      format: (v) => `${Number(v).toFixed(3)} s` });
+      format: (v) => `${Number(v).toFixed(3)} s`, label: "the step's parts", unit: "time (s)" });
   }
   const box = el.querySelector(".job-pipeline-table");
   if (run?.status === "succeeded") {
@@ -130,13 +130,17 @@ registerColourMode("training", {
   prefetch: ({ canvas }) => api(canvas.dataset.jobsUrl)
     .catch((e) => { toast(`training jobs: ${e.message}`); return null; }),
   async attach(ctx) {
-    const tj = ctx.state.training = new TrainingJobs(ctx.grid, ctx.palette, () => {
-      if (ctx.mode === "training") ctx.renderLegend();
-    });
+    const tj = ctx.state.training = new TrainingJobs(ctx.grid, ctx.palette, () => ctx.renderLegend());
     const doc = await ctx.prefetched.training;
     if (doc) tj.setData(doc);
   },
   frame: (ctx, f) => ctx.state.training.apply(f),
+  // the default mode (gpus.js "job") colours the GPUs a running job holds in its colour before any run's
+  holder: (ctx) => {
+    const tj = ctx.state.training;
+    return tj && { of: tj.rowOf, attr: "job", plural: "jobs",
+                   groups: tj.rows.map((r) => ({ id: r.job, color: tj.color(r.job), label: tj.label(r.job) })) };
+  },
   colorize(ctx, colors) {
     const tj = ctx.state.training, { grid, inv: { blocked }, live: { unusable: liveUnusable } } = ctx;
     const { n, gpuZone } = grid, perZone = new Float64Array(grid.dims.zones);

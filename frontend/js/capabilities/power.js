@@ -62,12 +62,14 @@ export function stepChart(el, s, a) {
   return lineChart(el, {
     label: "power over one step", height: 280, series,
     x: { scale: "linear", label: "time in the step (ms)", name: "t", format: (v) => fmt.int(v) },
-    y: { scale: "linear", min: 0, label: "MW", format: (v) => String(+v.toPrecision(3)), tipFormat: mw },
+    y: { scale: "linear", min: 0, label: "power (MW)", format: fmt.num, tipFormat: mw },
     refLines: budgets.length ? [{ y: budgets[0].budget_mw, label: `building budget ${mw(budgets[0].budget_mw)}` }] : [],
   });
 }
 
-/** One GPU of each pipeline stage over the step (W against ms): the stages out of phase with each other. */
+/** One GPU of each pipeline stage over the step (W against ms), each stage in its own lane on one scale, so that
+ *  their phases read out of phase with each other (overlaid, 16 square waves are a blur); the compute,
+ *  communication and wait levels as lines in every lane. */
 export function stagesChart(el, s, a) {
   const e = a.step_edges_s, [P, T] = a.stage_w.shape;
   const series = Array.from({ length: P }, (_, k) => ({
@@ -75,9 +77,10 @@ export function stagesChart(el, s, a) {
     points: binnedPoints(e, a.stage_w, 1e3, k * T, T) }));
   const lv = s.gpu_levels_w ?? {};
   return lineChart(el, {
-    label: "a GPU of each stage over one step", height: 240, series,
+    label: "a GPU of each stage over one step", height: 240, series, lanes: true,
     x: { scale: "linear", label: "time in the step (ms)", name: "t", format: (v) => fmt.int(v) },
-    y: { scale: "linear", min: 0, label: "W", format: (v) => fmt.int(v), tipFormat: (v) => `${fmt.int(v)} W` },
+    y: { scale: "linear", min: 0, label: "stage, GPU power (W)", format: (v) => fmt.int(v),
+         tipFormat: (v) => `${fmt.int(v)} W` },
     refLines: [["compute", lv.compute_w], ["comm", lv.comm_w], ["wait", lv.wait_w]]
       .filter(([, w]) => w != null).map(([name, w]) => ({ y: w, label: `${name} ${fmt.int(w)} W`, dash: "--" })),
   });
@@ -89,8 +92,8 @@ export function daysChart(el, s, a) {
     label: "power over days", height: 240,
     series: [{ name: "cluster", color: PALETTE[0], markers: false,
                points: binnedPoints(a.timeline_edges_s, a.timeline_mw, 1 / 3600) }],
-    x: { scale: "linear", label: "hours", name: "t", format: (v) => num(v, v >= 10 ? 0 : 1) },
-    y: { scale: "linear", label: "MW", format: (v) => String(+v.toPrecision(3)), tipFormat: mw },
+    x: { scale: "linear", label: "time (hours)", name: "t", format: fmt.num },
+    y: { scale: "linear", label: "power (MW)", format: fmt.num, tipFormat: mw },
   });
 }
 
@@ -105,7 +108,7 @@ export function racksChart(el, s, a) {
              { name: "mean (heat)", color: PALETTE[0], dash: "--", markers: false,
                points: order.map((i, k) => ({ x: k + 1, y: a.rack_mean_kw[i] })) }],
     x: { scale: "linear", label: "racks, highest peak first", name: "rank", format: (v) => fmt.int(v) },
-    y: { scale: "linear", min: 0, label: "kW", format: (v) => String(+v.toPrecision(3)), tipFormat: kw },
+    y: { scale: "linear", min: 0, label: "rack power (kW)", format: fmt.num, tipFormat: kw },
     refLines: [{ y: r.budget_kw, label: `rack budget ${kw(r.budget_kw)}` },
                ...(r.cooling_kw !== r.budget_kw ? [{ y: r.cooling_kw, label: `cooling ${kw(r.cooling_kw)}`, dash: "--" }] : [])],
   });
@@ -120,13 +123,13 @@ export function sweepCharts(elStep, elEnergy, s) {
     label: "step time against power", height: 220,
     series: [{ name: "step (s) per cap", color: PALETTE[0],
                points: rows.map((r) => ({ x: r.job_mean_mw, y: r.step_s, label: label(r) })) }],
-    x: { scale: "linear", label: "the job's mean draw (MW)", name: "job MW", format: (v) => String(+v.toPrecision(3)) },
-    y: { scale: "linear", label: "step (s)", format: (v) => String(+v.toPrecision(3)), tipFormat: (v) => fmt.s(v) },
+    x: { scale: "linear", label: "the job's mean draw (MW)", name: "job MW", format: fmt.num },
+    y: { scale: "linear", label: "step (s)", format: fmt.num, tipFormat: (v) => fmt.s(v) },
   }), lineChart(elEnergy, {
     label: "energy per token against the cap", height: 220,
     series: [{ name: "J / token (GPUs and hosts)", color: PALETTE[2], points: rows.map((r) => ({ x: r.cap_w, y: r.energy_per_token_j })) }],
     x: { scale: "linear", label: "GPU cap (W)", name: "cap", format: (v) => fmt.int(v) },
-    y: { scale: "linear", label: "J / token", format: (v) => String(+v.toPrecision(3)), tipFormat: (v) => `${num(v, 3)} J` },
+    y: { scale: "linear", label: "energy (J / token)", format: fmt.num, tipFormat: (v) => `${num(v, 3)} J` },
   })];
 }
 
@@ -242,8 +245,8 @@ export async function renderPowerSchedule(el, s, { run, arrays = null } = {}) {
     lineChart(el.querySelector(".power-schedule"), {
       label: "power over the schedule", height: 240,
       series: [{ name: "cluster", color: PALETTE[0], markers: false, points: binnedPoints(a.schedule_edges_s, a.schedule_mw, 1 / 3600) }],
-      x: { scale: "linear", label: "hours", name: "t", format: (v) => num(v, v >= 10 ? 0 : 1) },
-      y: { scale: "linear", label: "MW", format: (v) => String(+v.toPrecision(3)), tipFormat: mw },
+      x: { scale: "linear", label: "time (hours)", name: "t", format: fmt.num },
+      y: { scale: "linear", label: "power (MW)", format: fmt.num, tipFormat: mw },
       refLines: [{ y: s.idle_mw, label: `idle ${mw(s.idle_mw)}`, dash: "--" }],
     });
   }

@@ -43,7 +43,7 @@ export function checkpointChart(el, s) {
   lineChart(el, {
     label: "aggregate rate over simulated time", height: 260, series,
     x: { scale: "linear", label: "simulated time (s)", name: "t", format: (v) => fmt.s(v) },
-    y: { scale: "linear", min: 0, label: "TB/s", format: (v) => v.toFixed(v >= 10 || v === 0 ? 0 : 1),
+    y: { scale: "linear", min: 0, label: "rate (TB/s)", format: fmt.num,
          tipFormat: (v) => `${v.toFixed(2)} TB/s` },
     refLines: onScale ? [{ y: rated.sustained / 1e12, label: `rated sustained ${fmt.TBps(rated.sustained)}` },
                          { y: rated.peak / 1e12, label: `rated peak ${fmt.TBps(rated.peak)}`, dash: "--" }] : [],
@@ -93,7 +93,7 @@ export function renderFanout(el, s, { run }) {
       label: "time against clients", height: 240,
       series: [{ name: "every client has read every file", points: s.sweep.map((r) => ({ x: r.clients, y: r.seconds })) }],
       x: { scale: "log2", label: "clients", name: "clients", format: (v) => fmt.int(v) },
-      y: { scale: "linear", min: 0, label: "s", format: (v) => String(+v.toPrecision(3)), tipFormat: (v) => fmt.s(v) },
+      y: { scale: "linear", min: 0, label: "time (s)", format: fmt.num, tipFormat: (v) => fmt.s(v) },
     });
   }
 }

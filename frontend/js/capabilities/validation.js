@@ -78,13 +78,13 @@ export function scatterChart(el, observations, { sources = new Map(), onPoint = 
   const lo = values.length ? Math.min(...values) / 1.5 : 0.1, hi = values.length ? Math.max(...values) * 1.5 : 10;
   const ends = [lo, hi];
   return lineChart(el, {
-    label, height: 420, hover: "point",
+    label, height: 420, hover: "point", logSwitch: false,
     x: { scale: "log", label: "measured", name: "measured", format: tick, min: lo, max: hi },
     y: { scale: "log", label: "predicted by the twin", format: tick, tipFormat: num, min: lo, max: hi },
     series: [
       { name: `±${100 * BAND} %`, color: BAND_COLOR, band: true, whiskers: false, line: false, markers: false,
-        hover: false, points: ends.map((v) => ({ x: v, y: v, lo: v * (1 - BAND), hi: v * (1 + BAND) })) },
-      { name: "y = x", color: LINE, dash: "--", markers: false, hover: false,
+        hover: false, ref: true, points: ends.map((v) => ({ x: v, y: v, lo: v * (1 - BAND), hi: v * (1 + BAND) })) },
+      { name: "y = x", color: LINE, dash: "--", markers: false, hover: false, ref: true,
         points: ends.map((v) => ({ x: v, y: v })) },
       ...kinds.map((k) => ({ name: k, color: color.get(k), line: false,
                              points: drawn.filter((o) => o.kind === k)
