@@ -101,6 +101,19 @@ function intoLanes(s, t) {
 /** uPlot's canvas pixels of value v on scale key. */
 const px = (u, v, key) => u.valToPos(v, key, true);
 const ratio = (u) => u.ctx.canvas.width / u.width;
+/** The row whose x is drawn nearest the pointer's `left` (CSS px in the plot): by pixels, not values (on a log
+ *  axis the nearest value is not the nearest point). */
+function nearestRow(u, left) {
+  const xs = u.data[0];
+  if (!xs.length || left == null || left < 0) return null;
+  let lo = 0, hi = xs.length - 1;
+  while (lo < hi) {                                 // the first row drawn at or right of the pointer
+    const mid = (lo + hi) >> 1;
+    if (u.valToPos(xs[mid], "x") < left) lo = mid + 1; else hi = mid;
+  }
+  return lo > 0 && left - u.valToPos(xs[lo - 1], "x") < u.valToPos(xs[lo], "x") - left ? lo - 1 : lo;
+}
+
 /** The rows of the x range drawn (all, or the zoomed window). */
 function rowsDrawn(u, v) {
   const [i0, i1] = u.series[0].idxs ?? [];
@@ -320,7 +333,9 @@ function options(s, v, width) {
     width, height: Math.max(s.height ?? 300, lanesH), padding: [12, right, 0, 0],
     legend: { show: false },
     scales: {
-      x: { time: false, ...(logX(s) ? { distr: 3, log: s.x.scale === "log2" ? 2 : 10 } : {}) },
+      // x: the data's extent (or the zoom's), not widened to whole powers of ten (uPlot's default on a log axis)
+      x: { time: false, ...(logX(s) ? { distr: 3, log: s.x.scale === "log2" ? 2 : 10 } : {}),
+           range: (u, lo, hi) => (lo < hi ? [lo, hi] : logX(s) ? [lo / 2, hi * 2] : [lo - 1, hi + 1]) },
       y: v.lane ? { range: [0, L] } : {
         ...(v.log ? { distr: 3, log: 10 } : {}),
         range: (u) => {
@@ -337,7 +352,8 @@ function options(s, v, width) {
                                                                    fill: alpha(colorOf(c.ser, c.i), 0.12) })),
     cursor: s.hover === "point"
       ? { x: false, y: false, points: { show: false }, drag: { x: true, y: false } }
-      : { y: false, drag: { x: true, y: false }, points: { size: 7 } },
+      : { y: false, drag: { x: true, y: false }, points: { size: 7 },
+          dataIdx: (u) => nearestRow(u, u.cursor.left) },
     hooks: {
       drawAxes: [(u) => { if (v.lane) drawLaneRules(u, v); drawRefLines(u, s, v); }],
       draw: [(u) => { drawWhiskers(u, v); drawRanges(u, s); if (!v.lane) drawCutMarks(u, v); }],
@@ -438,8 +454,8 @@ export function lineChart(el, s) {
   }
 
   function hoverX(uu) {
-    const r = uu.cursor.idx;
-    if (r == null || uu.cursor.left < 0) { tip.hidden = true; return; }
+    const r = nearestRow(uu, uu.cursor.left);
+    if (r == null) { tip.hidden = true; return; }
     tip.innerHTML = readoutHtml(s, v, r);
     const box = uu.over.getBoundingClientRect();
     placeTooltip(tip, box.left + uu.cursor.left, box.top + uu.cursor.top);
