@@ -197,14 +197,16 @@ function background(el) {
 }
 
 /** What a chart's download says above it: its title (the chart's own, else the heading above it), then the cluster
- *  and the run it shows (the nearest data-cluster / data-run around it: a run's panel, the page's body), its units
+ *  and the run it shows (the nearest data-cluster / data-run around it: a run's panel, the page's body; a run's
+ *  page's data-run-id), its units
  *  (the axes' titles) and the date it was taken (fmt.time). Returns {title, details: [text], at (ISO 8601)}. */
 export function caption(el) {
   const m = meta.get(el) ?? {};
   const heading = el.closest("section, .panel")?.querySelector("h2, h3")?.textContent.replace(/\s+/g, " ").trim();
   const title = m.title || heading || document.title.split("·")[0].trim() || "chart";
   const cluster = el.closest("[data-cluster]:not([data-cluster=''])")?.dataset.cluster;
-  const run = el.closest("[data-run]:not([data-run=''])")?.dataset.run;
+  const run = el.closest("[data-run]:not([data-run=''])")?.dataset.run
+    ?? document.querySelector("[data-run-id]")?.dataset.runId;      // a run's page
   const units = (typeof m.units === "function" ? m.units() : [m.units]).filter(Boolean);
   const runs = run?.split(",").map((r) => `#${r.trim()}`) ?? [];
   const runText = runs.length > 3 ? `${runs.length} runs, ${runs[0]} to ${runs.at(-1)}`

@@ -80,9 +80,9 @@ export function stagesChart(el, s, a) {
     label: "a GPU of each stage over one step", height: 240, series, lanes: true,
     x: { scale: "linear", label: "time in the step (ms)", name: "t", format: (v) => fmt.int(v) },
     y: { scale: "linear", min: 0, label: "stage, GPU power (W)", format: (v) => fmt.int(v),
-         tipFormat: (v) => `${fmt.int(v)} W` },
+         tipFormat: fmt.W },
     refLines: [["compute", lv.compute_w], ["comm", lv.comm_w], ["wait", lv.wait_w]]
-      .filter(([, w]) => w != null).map(([name, w]) => ({ y: w, label: `${name} ${fmt.int(w)} W`, dash: "--" })),
+      .filter(([, w]) => w != null).map(([name, w]) => ({ y: w, label: `${name} ${fmt.W(w)}`, dash: "--" })),
   });
 }
 
