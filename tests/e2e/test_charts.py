@@ -9,25 +9,12 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from PIL import Image
 
-from tests.e2e.conftest import Visitor
+from tests.e2e.conftest import VIEWPORT
 from tests.e2e.test_debug import JOB
 from tests.e2e.test_exports import download
 
-VIEWPORT = {"width": 1280, "height": 800}
 # a power run of Llama 3 8B on 128 GPUs of demo-256 with 16 pipeline stages: 16 per-stage waveforms
 STAGES = {"model": "llama3-8b", "gpus": 128, "tp": 8, "pp": 16, "dp": 1, "batch_tokens": "1M"}
-
-
-@pytest.fixture
-def user(browser, twin, admin_state):
-    """The superuser at 1280 x 800."""
-    v = Visitor(browser, twin.url, storage_state=admin_state)
-    v.page.set_viewport_size(VIEWPORT)
-    yield v
-    try:
-        v.probe.assert_clean()
-    finally:
-        v.close()
 
 
 @pytest.fixture(scope="module")
@@ -54,12 +41,12 @@ DRAW = """async (series) => {
 }"""
 
 
-def test_a_spike_does_not_flatten_the_rest_of_the_axis(user, twin):
+def test_a_spike_does_not_flatten_the_rest_of_the_axis(admin, twin):
     # given a waveform of 200 points between 10 and 20, and one spike a hundred times higher
     wave = [{"x": i, "y": 15 + 5 * ((i % 20) / 10 - 1)} for i in range(200)]
     spike = 100 * max(p["y"] for p in wave)
     wave[120]["y"] = spike
-    page = user.visit("/experiments/")
+    page = admin.visit("/experiments/")
     # when it is drawn
     page.evaluate(DRAW, [{"name": "rate", "points": wave}])
     el = "#probe-chart"
@@ -76,11 +63,11 @@ def test_a_spike_does_not_flatten_the_rest_of_the_axis(user, twin):
     assert hi >= spike and page.get_attribute(el, "data-cut") == "0"
 
 
-def test_more_than_eight_series_show_eight_and_the_rest_behind_a_toggle(user, twin):
+def test_more_than_eight_series_show_eight_and_the_rest_behind_a_toggle(admin, twin):
     # given a finished power run with 16 pipeline stages (one waveform each)
     run = twin.wait_run(twin.api("/api/runs/", {"kind": "power", "cluster": "demo-256", "params": STAGES})["id"])
     # when the Power page shows it
-    page = user.visit(f"/clusters/demo-256/power/?run={run['id']}")
+    page = admin.visit(f"/clusters/demo-256/power/?run={run['id']}")
     page.wait_for_selector('#power-result[data-drawn="1"]', state="attached")
     el = "#power-result .power-stage-lines"
     # then 8 stages are drawn, each in its own lane, and the legend lists 8 with a toggle for the other 8
@@ -107,9 +94,9 @@ def test_more_than_eight_series_show_eight_and_the_rest_behind_a_toggle(user, tw
     assert len(drawn) == 8 and "stage 0" in drawn and "stage 8" not in drawn
 
 
-def test_a_log_scale_switch_where_values_span_decades_and_a_hover_readout(user, twin, collective):
+def test_a_log_scale_switch_where_values_span_decades_and_a_hover_readout(admin, twin, collective):
     # given a collective run whose bus bandwidth spans decades; when its page is open
-    page = user.visit(f"/experiments/{collective['id']}/")
+    page = admin.visit(f"/experiments/{collective['id']}/")
     el = "#results .busbw-chart"
     page.wait_for_selector(f"{el} canvas", state="attached")
     rows = collective["summary"]["rows"]
@@ -138,9 +125,9 @@ def test_a_log_scale_switch_where_values_span_decades_and_a_hover_readout(user, 
     assert abs(shown - last["busbw_GBps"]) <= 0.5 + 0.001 * last["busbw_GBps"], (shown, last)
 
 
-def test_a_png_download_carries_a_title_band(user, twin, collective):
+def test_a_png_download_carries_a_title_band(admin, twin, collective):
     # given the collective run's page
-    page = user.visit(f"/experiments/{collective['id']}/")
+    page = admin.visit(f"/experiments/{collective['id']}/")
     el = "#results .busbw-chart"
     page.wait_for_selector(f"{el} canvas", state="attached")
     plot_h = chart(page, el, "el.chart.u.ctx.canvas.height")
@@ -163,7 +150,7 @@ def test_a_png_download_carries_a_title_band(user, twin, collective):
     assert sum(p != background for p in band) > 100
 
 
-def test_the_gpu_pages_default_colour_shows_a_running_job(user, twin):
+def test_the_gpu_pages_default_colour_shows_a_running_job(admin, twin):
     # given a training job placed on demo-256 whose step run has finished: it holds its GPUs, no run in flight
     run = twin.wait_run(twin.api("/api/runs/", {"kind": "job", "cluster": "demo-256", "params": JOB})["id"])
     jobs = twin.api("/api/runs/jobs/?cluster__name=demo-256&ordering=-id&limit=20")["results"]
@@ -171,17 +158,17 @@ def test_the_gpu_pages_default_colour_shows_a_running_job(user, twin):
     gpus = twin.api(f"/api/runs/jobs/{job['id']}/gpus/")["gpus"]
     assert job["holds_gpus"] and len(gpus) == JOB["gpus"]
     # when the GPU page is opened with no colour asked
-    page = user.visit("/clusters/demo-256/gpus/")
+    page = admin.visit("/clusters/demo-256/gpus/")
     grid = "window.twin.gpuGrid"
     # then the default mode colours the job's GPUs in the job's colour, which its legend names first
-    assert user.twin_js(f"{grid}.mode") == "job"
+    assert admin.twin_js(f"{grid}.mode") == "job"
     page.wait_for_selector(f'#gpu-legend [data-job="{job["id"]}"]', state="attached")
     first = page.locator("#gpu-legend .item").first
     assert first.get_attribute("data-job") == str(job["id"])
     swatch = first.locator(".swatch").evaluate("(e) => getComputedStyle(e).backgroundColor")
     for g in (gpus[0], gpus[-1]):
-        assert user.twin_js(f"{grid}.runOf({g})") == 0                     # no run: by runs alone, idle
-        color = user.twin_js(f"{grid}.colorOf({g})")
+        assert admin.twin_js(f"{grid}.runOf({g})") == 0                     # no run: by runs alone, idle
+        color = admin.twin_js(f"{grid}.colorOf({g})")
         assert swatch == "rgb({}, {}, {})".format(*(int(color[i:i + 2], 16) for i in (1, 3, 5))), (swatch, color)
     idle = page.locator("#gpu-legend .item", has_text="idle").locator(".swatch").evaluate(
         "(e) => getComputedStyle(e).backgroundColor")
