@@ -185,7 +185,7 @@ class LiveRuns {
   hasUtil() { return [...this.runs.values()].some((run) => run.util); }
 
   /** The run's job colour, chosen the first time it is asked: the first not held by a running run nor in `avoid`
-   *  (colours shown for something else, e.g. training jobs). */
+   *  (colours shown for something else: what holds GPUs, see holdersOf). */
   color(r, avoid = new Set()) {
     const run = this.runs.get(r);
     if (run.color == null) {
@@ -229,12 +229,13 @@ function legendGroups(groups, item, more, named = LEGEND_RUNS) {
   return html;
 }
 
-/** What holds GPUs beyond a run in flight (a training job placed on them for days), from the modes that declare a
- *  `holder` (registry.js): [{of (per GPU: 0, or 1 + its group), groups: [{id, color, label}], attr, plural}]. */
+/** What holds GPUs beyond a run in flight (a job placed on them for days, between its runs), from the modes that
+ *  declare a `holder` (registry.js): [{of (per GPU: 0, or 1 + its group), groups: [{id, color, label}], attr,
+ *  plural}]. */
 const holdersOf = (ctx) => colourModes().filter((m) => m.holder).map((m) => m.holder(ctx)).filter(Boolean);
 
-// The default mode: a GPU held by a running training job in the job's colour first (a placed job holds its GPUs
-// between its runs: coloured by runs alone, it would look idle), else the run in flight on it, else idle.
+// The default mode: a GPU held by a running job (a mode's `holder`) in the job's colour first (a placed job holds its
+// GPUs between its runs: coloured by runs alone, it would look idle), else the run in flight on it, else idle.
 registerColourMode("job", {
   label: "jobs and runs", order: 10,
   colorize(ctx, colors) {
