@@ -55,11 +55,14 @@ export function barChart(el, spec) {
                 y: { ori: 0, dir: 1, range: [range.lo, range.hi] } },
       axes: [
         { scale: "x", side: 3, size: labelW, gap: 6, stroke: th.text, font: labelFont, grid: { show: false },
-          ticks: { show: false }, splits: () => bars.map((_, i) => i), values: (uu, splits) => splits.map((i) => labels[i] ?? "") },
+          ticks: { show: false }, splits: () => bars.map((_, i) => i),
+          values: (uu, splits) => splits.map((i) => labels[i] ?? "") },
         axis(tick, { scale: "y", side: 2, label: spec.unit, space: 70 }),
       ],
       series: [{}, { label: spec.label ?? "value", width: 0, fill: PALETTE[0], points: { show: false },
-                     paths: uPlot.paths.bars({ size: [0.72, 18], disp: { fill: { unit: 3, values: () => colors } } }) }],
+                     // a colour per bar (uPlot's disp.fill, unit 3: one value per bar)
+                     paths: uPlot.paths.bars({ size: [0.72, 18], disp: { fill: { unit: 3, values: () => colors } } }),
+                   }],
       cursor: { x: false, y: false, drag: { x: false, y: false }, points: { show: false } },
       hooks: { draw: [drawValues], setCursor: [hover] },
     };
@@ -68,8 +71,9 @@ export function barChart(el, spec) {
     u.root.setAttribute("aria-label", spec.label ?? "");
     u.root.addEventListener("click", (ev) => { const b = bars[rowAt(ev)]; if (b?.href) location.href = b.href; });
     u.root.addEventListener("mousemove", (ev) => { u.root.style.cursor = bars[rowAt(ev)]?.href ? "pointer" : ""; });
-    tools.replaceChildren(...(range.cut || state.full ? [toolSwitch("full", "full range", state.full, (on) => {
-      state.full = on; build(); }, "a bar far past the others is cut at the edge (its value written) so the rest stays readable")] : []));
+    const full = toolSwitch("full", "full range", state.full, (on) => { state.full = on; build(); },
+                            "a bar far past the others is cut at the edge, its value written: the rest stays readable");
+    tools.replaceChildren(...(range.cut || state.full ? [full] : []));
     tools.hidden = !tools.childElementCount;
   }
 

@@ -39,6 +39,14 @@ export function alpha(color, a) {
   return `rgba(${r},${g},${b},${a})`;
 }
 
+/** [min, max] of `values` (numbers; [Infinity, -Infinity] when none): a loop, as a waveform's thousands of values
+ *  are too many for Math.min(...values). */
+export function extent(values) {
+  let lo = Infinity, hi = -Infinity;
+  for (const v of values) { if (v < lo) lo = v; if (v > hi) hi = v; }
+  return [lo, hi];
+}
+
 /** The width, in CSS pixels, of the longest of `labels` in the axis font. */
 export function textWidth(labels, font = theme().font) {
   const ctx = (textWidth.ctx ??= document.createElement("canvas").getContext("2d"));
@@ -60,8 +68,8 @@ export function axis(format, opts = {}) {
   };
 }
 
-/** Ticks at `ticks` (the page's own: job sizes, dates) within the scale, thinned so that labels (about `charW` px a
- *  character) do not touch: a uPlot axis `splits` function. */
+/** Ticks at `ticks` (the page's own: job sizes, dates) within the scale, thinned so that their labels (`format`) do
+ *  not touch: a uPlot axis `splits` function (`vertical`: a value axis, 16 px a label). */
 export function fixedSplits(ticks, format, vertical = false) {
   return (u, axisIdx, min, max) => {
     const key = u.axes[axisIdx].scale, out = [];
@@ -83,8 +91,7 @@ export function robustRange(values, { log = false, min = null, max = null, also 
   const vs = (log ? values.filter((v) => v > 0) : values).slice().sort((a, b) => a - b);
   const refs = also.filter((v) => Number.isFinite(v) && (!log || v > 0));
   if (!vs.length && !refs.length) return { lo: log ? 1 : 0, hi: log ? 10 : 1, cut: false };
-  const all = [...vs, ...refs];
-  const dmin = Math.min(...all), dmax = Math.max(...all);
+  const [dmin, dmax] = extent([...vs, ...refs]);
   let lo = min != null && (!log || min > 0) ? min : log ? dmin / 1.5 : dmin >= 0 ? 0 : dmin;
   let hi = max != null ? max : log ? dmax * 1.5 : dmax === lo ? lo + 1 : lo + (dmax - lo) * HEADROOM;
   let cut = false;
@@ -97,7 +104,10 @@ export function robustRange(values, { log = false, min = null, max = null, also 
     }
     if (min == null && !log && dmin < 0) {
       const qLo = at(1 - ROBUST_Q), ceil = hi;
-      if (qLo < ceil && ceil - dmin > ROBUST_SPAN * (ceil - qLo)) { lo = ceil - ROBUST_ROOM * (ceil - qLo); cut = true; }
+      if (qLo < ceil && ceil - dmin > ROBUST_SPAN * (ceil - qLo)) {
+        lo = ceil - ROBUST_ROOM * (ceil - qLo);
+        cut = true;
+      }
     }
   }
   if (!(hi > lo)) hi = log ? lo * 10 : lo + 1;

@@ -6,16 +6,16 @@
 //   - axes with the page's tick format (its fmt function) and its axis titles (they name the unit);
 //   - a robust value range: one spike does not flatten the rest (chart-base.js robustRange); the points cut off are
 //     marked at the edge, and a "full range" switch shows everything;
-//   - a "log scale" switch where the values span two decades or more (or the page asked for a log axis);
+//   - a "log scale" switch where the values span LOG_DECADES or more (or the page asked for a log axis);
 //   - at most MAX_SERIES series drawn at once (reference series, `ref`, aside): the rest are listed behind a
 //     "+N more" toggle, and "next" pages through them; showing one more hides the one shown longest ago;
 //   - the legend below the plot, never over it (it wraps), each item showing or hiding its series;
 //   - a hover readout of every drawn series at the nearest x (or of the nearest point, hover "point"), their true
 //     values (lanes and cut ranges only move where a value is drawn); drag to zoom into x, double-click for all;
 //   - a PNG download with a title band (exports.js): the spec's label, the cluster, the run, the axes' titles, the
-//     date.
-import { CLAIM_COLOR, DASH, PALETTE, REF_COLOR, alpha, axis, chartFrame, fitWidth, fixedSplits, picture, placeTooltip,
-         robustRange, textWidth, theme, toolSwitch, tooltip, uPlot, widthOf } from "./chart-base.js";
+//     date (written in the file's text too).
+import { CLAIM_COLOR, DASH, PALETTE, REF_COLOR, alpha, axis, chartFrame, extent, fitWidth, fixedSplits, picture,
+         placeTooltip, robustRange, textWidth, theme, toolSwitch, tooltip, uPlot, widthOf } from "./chart-base.js";
 import { exportable } from "./exports.js";
 import { esc, fmt } from "./twin.js";
 
@@ -50,13 +50,13 @@ function powersOfTwo(lo, hi) {
 // ------------------------------------------------------------------------------------------------ the table
 /**
  * uPlot's aligned table for the drawn series: column 0 the x values (each series' own, moved by `spread`), then per
- * drawn series its y column and, with a band, its lo and hi columns. On a log y axis values <= 0 are left out; in
- * lanes each series' values are moved into its lane. Returns {data, cols: [{i, ser, y, lo?, hi?}] (column numbers),
- * origX (per row the x before the spread), byX (per drawn series: x -> its point), laneOf(v, k)}.
+ * drawn series its y column and, with a band, its lo and hi columns. On a log y axis values <= 0 are left out.
+ * Returns {data, cols: [{i, ser, y, lo?, hi?}] (column numbers), origX (per row the x before the spread), byX (per
+ * drawn series: x -> its point), moved (per drawn series: its x -> the x drawn)}.
  */
 function table(s, drawn, { log, width }) {
   const xsAll = drawn.flatMap(({ ser }) => ser.points.filter(finite).map((p) => p.x));
-  const x0 = Math.min(...xsAll), x1 = Math.max(...xsAll), plotW = Math.max(100, width - 100);
+  const [x0, x1] = extent(xsAll), plotW = Math.max(100, width - 100);
   const shift = (k) => {
     const dpx = s.spread ? (k - (drawn.length - 1) / 2) * s.spread : 0;
     if (!dpx || !(x1 > x0)) return (x) => x;
@@ -89,9 +89,9 @@ function table(s, drawn, { log, width }) {
  *  (lo..hi: the spec's y.min or 0, to the largest value or reference line) so that amplitudes compare. Rewrites the
  *  table's y columns in place; returns the value -> lane position function (its .lo and .hi: the lanes' scale). */
 function intoLanes(s, t) {
-  const vals = t.cols.flatMap((c) => t.data[c.y].filter((v) => v != null));
-  const refs = (s.refLines ?? []).map((r) => r.y);
-  const lo = s.y.min ?? Math.min(0, ...vals), hi = Math.max(lo + 1e-9, ...vals, ...refs), L = t.cols.length;
+  const [vmin, vmax] = extent([...t.cols.flatMap((c) => t.data[c.y].filter((v) => v != null)),
+                                ...(s.refLines ?? []).map((r) => r.y)]);
+  const lo = s.y.min ?? Math.min(0, vmin), hi = Math.max(lo + 1e-9, vmax), L = t.cols.length;
   const lane = (v, k) => L - 1 - k + (1 - LANE_FILL) / 2 + LANE_FILL * (v - lo) / (hi - lo);
   t.cols.forEach((c, k) => { t.data[c.y] = t.data[c.y].map((v) => (v == null ? null : lane(v, k))); });
   return Object.assign(lane, { lo, hi });
@@ -321,14 +321,15 @@ function options(s, v, width) {
   }
   const xAxis = axis(xfmt, { scale: "x", side: 2, label: s.x.label, space: 60 });
   if (s.x.ticks) xAxis.splits = fixedSplits(s.x.ticks, xfmt);
-  else if (s.x.scale === "log2") xAxis.splits = (u, ai, lo, hi) => fixedSplits(powersOfTwo(lo, hi), xfmt)(u, ai, lo, hi);
-  const yAxis = v.lane
-    ? axis((j) => v.t.cols[L - 1 - Math.floor(j)]?.ser.name ?? "", { scale: "y", side: 3,
-                                                                  label: `${s.y.label}: ${yfmt(v.lane.lo)}–${yfmt(v.lane.hi)} a lane`,
-                                                                  splits: () => v.t.cols.map((_, j) => j + 0.5),
-                                                                  grid: { show: false } })
+  else if (s.x.scale === "log2") {
+    xAxis.splits = (u, ai, lo, hi) => fixedSplits(powersOfTwo(lo, hi), xfmt)(u, ai, lo, hi);
+  }
+  const yAxis = v.lane     // in lanes: a tick per lane, named by its series; the title gives the lanes' scale
+    ? axis((j) => v.t.cols[L - 1 - Math.floor(j)]?.ser.name ?? "", {
+      scale: "y", side: 3, label: `${s.y.label}: ${yfmt(v.lane.lo)}–${yfmt(v.lane.hi)} a lane`,
+      splits: () => v.t.cols.map((_, j) => j + 0.5), grid: { show: false } })
     : axis(yfmt, { scale: "y", side: 3, label: s.y.label,
-                                                     ...(s.y.ticks ? { splits: fixedSplits(s.y.ticks, yfmt, true) } : {}) });
+                   ...(s.y.ticks ? { splits: fixedSplits(s.y.ticks, yfmt, true) } : {}) });
   return {
     width, height: Math.max(s.height ?? 300, lanesH), padding: [12, right, 0, 0],
     legend: { show: false },
@@ -417,8 +418,8 @@ export function lineChart(el, s) {
   const counted = s.series.map((ser, i) => i).filter((i) => !s.series[i].ref);
   const positive = s.series.flatMap((ser) => ser.points.filter(finite).flatMap((p) => [p.y, p.lo, p.hi]))
     .filter((y) => y != null && Number.isFinite(y));
-  const decades = positive.length && Math.min(...positive) > 0 ? Math.log10(Math.max(...positive) / Math.min(...positive))
-    : 0;                                              // the switch is offered from LOG_DECADES up
+  const [ymin, ymax] = extent(positive);
+  const decades = ymin > 0 && ymax > ymin ? Math.log10(ymax / ymin) : 0;   // the switch is offered from LOG_DECADES
   const state = { shown: firstShown(s), log: s.y.scale === "log", full: false, open: false, note: "" };
   const canLog = !s.lanes && s.logSwitch !== false && (s.y.scale === "log" || decades >= LOG_DECADES);
   const tip = tooltip();
@@ -473,10 +474,9 @@ export function lineChart(el, s) {
     if (canLog) items.push(toolSwitch("log", "log scale", v.log, (on) => { state.log = on; build(); },
                                       "the values span decades: a log axis shows the small ones"));
     if (v.cut || state.full) {
-      const n = cutCount(uu);
-      items.push(toolSwitch("full", `full range${v.cut ? ` (${fmt.int(n)} point${n === 1 ? "" : "s"} off the axis)` : ""}`,
-                            state.full, (on) => { state.full = on; build(); },
-                            "the axis leaves a few extreme points out (marked ▲ at its edge) so the rest stays readable"));
+      const n = cutCount(uu), off = v.cut ? ` (${fmt.int(n)} point${n === 1 ? "" : "s"} off the axis)` : "";
+      items.push(toolSwitch("full", `full range${off}`, state.full, (on) => { state.full = on; build(); },
+                            "a few extreme points are left off the axis (▲ at its edge): the rest stays readable"));
     }
     tools.replaceChildren(...items);
     tools.hidden = !items.length;

@@ -197,9 +197,9 @@ function background(el) {
 }
 
 /** What a chart's download says above it: its title (the chart's own, else the heading above it), then the cluster
- *  and the run it shows (the nearest data-cluster / data-run around it: a run's panel, the page's body; a run's
- *  page's data-run-id), its units
- *  (the axes' titles) and the date it was taken (fmt.time). Returns {title, details: [text], at (ISO 8601)}. */
+ *  and the run it shows (the nearest data-cluster / data-run around it: a run's panel, the page's body; else a run
+ *  page's data-run-id), its units (the axes' titles) and the date it was taken (fmt.time). Returns {title,
+ *  details: [text], at (ISO 8601)}. */
 export function caption(el) {
   const m = meta.get(el) ?? {};
   const heading = el.closest("section, .panel")?.querySelector("h2, h3")?.textContent.replace(/\s+/g, " ").trim();
@@ -228,14 +228,18 @@ function captionLines(details, width, font) {
   return lines;
 }
 
-const BAND = { pad: 10, title: 15, line: 16 };      // the title band: padding, title size, a detail line's height (px)
+// The title band (CSS px): its padding, the title's size, each detail line's height; detailY(i): line i's top.
+const BAND = { pad: 10, title: 15, line: 16, detail: 12 };
+const detailY = (i) => BAND.pad + BAND.title + 6 + i * BAND.line;
+const bandHeight = (lines) => detailY(lines.length) + BAND.pad;
 const family = () => getComputedStyle(document.body).fontFamily || "sans-serif";
 const cssVar = (name, fallback) => getComputedStyle(document.documentElement).getPropertyValue(name).trim() || fallback;
 
 /** A chart's canvas `src` with the title band above it (`k`: canvas pixels per CSS pixel), on `bg`. */
 function withBand(src, cap, k, bg) {
-  const detailFont = `${12 * k}px ${family()}`, lines = captionLines(cap.details, src.width - 2 * BAND.pad * k, detailFont);
-  const bandH = Math.ceil((2 * BAND.pad + BAND.title + 6 + lines.length * BAND.line) * k);
+  const detailFont = `${BAND.detail * k}px ${family()}`;
+  const lines = captionLines(cap.details, src.width - 2 * BAND.pad * k, detailFont);
+  const bandH = Math.ceil(bandHeight(lines) * k);
   const c = Object.assign(document.createElement("canvas"), { width: src.width, height: src.height + bandH });
   const ctx = c.getContext("2d");
   ctx.fillStyle = bg;
@@ -246,7 +250,7 @@ function withBand(src, cap, k, bg) {
   ctx.fillText(cap.title, BAND.pad * k, BAND.pad * k, src.width - 2 * BAND.pad * k);
   ctx.fillStyle = cssVar("--muted", "#555");
   ctx.font = detailFont;
-  lines.forEach((l, i) => ctx.fillText(l, BAND.pad * k, (BAND.pad + BAND.title + 6 + i * BAND.line) * k));
+  lines.forEach((l, i) => ctx.fillText(l, BAND.pad * k, detailY(i) * k));
   ctx.drawImage(src, 0, bandH);
   return c;
 }
@@ -311,21 +315,23 @@ export function svgDocument(svg, cap, bg) {
     const cs = getComputedStyle(e);
     to[i].setAttribute("style", SVG_STYLE.map((p) => `${p}:${cs.getPropertyValue(p)}`).join(";"));
   });
-  const lines = captionLines(cap.details, width - 2 * BAND.pad, `12px ${family()}`);
-  const bandH = Math.ceil(2 * BAND.pad + BAND.title + 6 + lines.length * BAND.line);
-  const out = document.createElementNS(SVG_NS, "svg"), H = height + bandH;
+  const lines = captionLines(cap.details, width - 2 * BAND.pad, `${BAND.detail}px ${family()}`);
+  const bandH = Math.ceil(bandHeight(lines)), H = height + bandH;
   const el = (tag, attrs, text) => {
     const e = document.createElementNS(SVG_NS, tag);
     for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
     if (text != null) e.textContent = text;
     return e;
   };
-  Object.entries({ xmlns: SVG_NS, width, height: H, viewBox: `0 0 ${width} ${H}` }).forEach(([k, v]) => out.setAttribute(k, v));
   const font = `font-family:${family()};dominant-baseline:hanging`;
+  const out = el("svg", { xmlns: SVG_NS, width, height: H, viewBox: `0 0 ${width} ${H}` });
   out.append(el("rect", { width, height: H, fill: bg }),
-             el("text", { x: BAND.pad, y: BAND.pad, style: `${font};font-size:${BAND.title}px;font-weight:600;fill:${cssVar("--text", "#000")}`, class: "export-title" }, cap.title),
-             ...lines.map((l, i) => el("text", { x: BAND.pad, y: BAND.pad + BAND.title + 6 + i * BAND.line, class: "export-detail",
-                                                 style: `${font};font-size:12px;fill:${cssVar("--muted", "#555")}` }, l)));
+             el("text", { x: BAND.pad, y: BAND.pad, class: "export-title",
+                          style: `${font};font-size:${BAND.title}px;font-weight:600;fill:${cssVar("--text", "#000")}` },
+                cap.title),
+             ...lines.map((l, i) => el("text", { x: BAND.pad, y: detailY(i), class: "export-detail",
+                                                 style: `${font};font-size:${BAND.detail}px;`
+                                                   + `fill:${cssVar("--muted", "#555")}` }, l)));
   Object.entries({ x: 0, y: bandH, width, height }).forEach(([k, v]) => copy.setAttribute(k, v));
   out.append(copy);
   return { text: new XMLSerializer().serializeToString(out), width, height: H };
@@ -422,7 +428,8 @@ export function exportable(el, { name, kind, title, units, picture } = {}) {
   const known = bars.get(el);
   if (known?.isConnected) return known;
   const table = (kind ?? (el.tagName === "TABLE" ? "table" : "chart")) === "table";
-  const svg = !table && !picture && (el.matches("svg") || (!el.matches("canvas") && !!el.querySelector(":scope > svg")));
+  const svg = !table && !picture
+    && (el.matches("svg") || (!el.matches("canvas") && !!el.querySelector(":scope > svg")));
   // above the table's scrolling box when it has one, so the bar stays in view
   const anchor = table && el.parentElement?.matches(".scroll, .table-scroll") ? el.parentElement : el;
   const before = anchor.previousElementSibling;
