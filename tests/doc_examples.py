@@ -9,7 +9,7 @@ what that says:
                 by its own program's parser (``python -m sim``, ``manage.py``, a ``bench/`` script, ``scripts/``,
                 ``curl``, ``tar``...) on every run of the suite; the block runs whole, as written, in a scratch
                 folder with the test services, under ``-m slow`` (CI's "documented examples" step).
-``sh twin``     commands against a running twin (``curl`` to 127.0.0.1:8000, ``$TOKEN``): run, as written, against
+``sh twin``     commands against a running twin (``curl`` to :data:`DOCS_TWIN_URL`, ``$TOKEN``): run, as written, against
                 the end-to-end tests' twin (tests/e2e/test_doc_examples_twin.py), its address and a token put in.
 ``sh long``     like ``sh``, but minutes to an hour long (a 600k-GPU preset, the validation's cross-validated
                 check, full-size figures): checked by the parsers on every run, run whole under ``-m long``.
@@ -43,6 +43,10 @@ SH_MODES = {"", "twin", "long", "setup"}
 TOML_KINDS = {"calibration": ("sim.calibrate.measurements", "parse_measurements"),
               "jobs": ("sim.jobs.scheduler", "parse_jobs"),
               "spec-fragment": ("tests.doc_examples", "parse_spec_fragment")}
+# the address the docs show a twin at (scripts/run's default); the harness puts the test twin's in its place. The
+# one line of the tests that names it (tests/test_no_fixed_ports.py lets this declaration alone through: no test
+# binds it)
+DOCS_TWIN_URL = "http://127.0.0.1:8000"
 # a placeholder of the docs -> what the harness puts in its place
 PLACEHOLDERS = {"DIR": "out"}
 # the files the examples name, as the harness writes them into the scratch folder: name -> (the TOML kind of the

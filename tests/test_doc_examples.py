@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from sim.fabric.spec import PRESETS_DIR
-from tests.doc_examples import (FILES, LANGUAGES, PLACEHOLDERS, ROOT, SH_MODES, TOML_KINDS, commands, examples, of,
+from tests.doc_examples import (DOCS_TWIN_URL, FILES, LANGUAGES, PLACEHOLDERS, ROOT, SH_MODES, TOML_KINDS, commands, examples, of,
                                 program)
 
 # programs a command may start, besides the project's own (python -m sim, manage.py, bench/, scripts/): what the
@@ -79,7 +79,7 @@ def check_url(args: list[str]) -> None:
     import django
     django.setup()
     for a in args:
-        if a.startswith("http://127.0.0.1:8000/"):
+        if a.startswith(DOCS_TWIN_URL + "/"):
             path = urlsplit(a).path
             try:
                 resolve(path)

@@ -1,5 +1,5 @@
 """The ``sh twin`` examples of README.md and docs/ (tests/doc_examples.py), run as written against this package's
-running twin: its address in place of http://127.0.0.1:8000, ``$TOKEN`` a token of its superuser, ``manage.py`` on
+running twin: its address in place of the docs' (DOCS_TWIN_URL), ``$TOKEN`` a token of its superuser, ``manage.py`` on
 its database. ``curl`` fails on an HTTP error (``--fail-with-body``), so an example that the twin refuses fails here.
 An example about a debug run's download (``run-<id>-...``) gets a debug run of this twin, downloaded as the docs say,
 first. The runs an example starts are waited for, and what it changed is put back after (links it failed, clusters
@@ -11,7 +11,7 @@ import urllib.request
 
 import pytest
 
-from tests.doc_examples import of
+from tests.doc_examples import DOCS_TWIN_URL, of
 from tests.e2e.conftest import in_thread
 from tests.e2e.test_debug import JOB
 from tests.processes import database_url, wait_for
@@ -43,7 +43,7 @@ def test_every_twin_example_runs_against_the_twin(twin, orm, example, tmp_path):
     from twin.inventory.models import Cluster, Link
     failed_before = set(Link.objects.filter(status="failed").values_list("pk", flat=True))
     clusters_before = set(Cluster.objects.values_list("pk", flat=True))
-    text = example.text.replace("http://127.0.0.1:8000", twin.url)
+    text = example.text.replace(DOCS_TWIN_URL, twin.url)
     if "<id>" in text:
         text = text.replace("<id>", str(download_debug_run(twin, tmp_path)))
     if "-m torch." in text and subprocess.run(["python", "-c", "import torch"], capture_output=True).returncode:

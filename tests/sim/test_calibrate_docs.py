@@ -1,21 +1,18 @@
 """docs/calibration.md's example measurements file, read from the Markdown as written (the one ```toml block of the
 file): it parses, and the documented command runs on it, so the page and the code cannot drift apart."""
 import json
-import re
-from pathlib import Path
 
 import pytest
 
 from sim.calibrate.measurements import parse_measurements
 from sim.cli import main
-
-DOC = Path(__file__).resolve().parents[2] / "docs" / "calibration.md"
+from tests.doc_examples import of
 
 
 def example() -> str:
-    """The example measurements file: the one TOML block of docs/calibration.md."""
-    blocks = re.findall(r"^```toml\n(.*?)^```", DOC.read_text(encoding="utf-8"), re.S | re.M)
-    assert len(blocks) == 1, "docs/calibration.md should hold exactly one ```toml block: its example"
+    """The example measurements file: the one ``toml calibration`` block of docs/calibration.md."""
+    blocks = [e.text for e in of("toml", "calibration") if e.path == "docs/calibration.md"]
+    assert len(blocks) == 1, "docs/calibration.md should hold exactly one ```toml calibration block: its example"
     return blocks[0]
 
 
