@@ -23,7 +23,7 @@ const RECENT = 5;                              // runs linked per schedule row
 const LIST = "limit=500";
 
 const kindOf = new Map(forms.kinds.map((k) => [k.name, k]));
-const state = { scenarios: [], schedules: [], recent: new Map(), chosen: null, editing: { scenario: null, schedule: null } };
+const state = { scenarios: [], schedules: [], recent: new Map(), chosen: null, chosenSchedule: null, editing: { scenario: null, schedule: null } };
 const scenarioForm = document.getElementById("scenario-form");
 const scheduleForm = document.getElementById("schedule-form");
 let trendChart = null;
@@ -80,7 +80,8 @@ function scheduleRow(t) {
     t.enabled ? "pause" : "resume"}</button>
     <button type="button" class="link" data-edit-schedule="${t.id}">edit</button>
     <button type="button" class="link" data-delete-schedule="${t.id}">delete</button>` : "";
-  return `<tr id="schedule-${t.id}" data-schedule="${t.id}" data-enabled="${t.enabled}">
+  return `<tr id="schedule-${t.id}" data-schedule="${t.id}" data-enabled="${t.enabled}"${
+    state.chosenSchedule === t.id ? ' class="chosen"' : ""}>
     <td>${esc(t.name)}</td>
     <td>${scenario ? `<a href="#scenario-${scenario.id}" data-trend="${scenario.id}">${esc(scenario.name)}</a>`
     : `#${t.scenario}`}</td>
@@ -401,6 +402,7 @@ async function followHash() {
   row?.scrollIntoView({ block: "center" });
   if (m[1] === "scenario") await showTrend(Number(m[2]));
   else {
+    state.chosenSchedule = Number(m[2]);                  // kept when the live lists draw the rows again
     document.querySelectorAll("#schedules-table tr.chosen").forEach((tr) => tr.classList.remove("chosen"));
     row?.classList.add("chosen");
   }
