@@ -2,7 +2,7 @@
 running twin: its address in place of the docs' (DOCS_TWIN_URL), ``$TOKEN`` a token of its superuser, ``manage.py`` on
 its database. ``curl`` fails on an HTTP error (``--fail-with-body``), so an example that the twin refuses fails here.
 An example about a debug run's download (``run-<id>-...``) gets a debug run of this twin, downloaded as the docs say,
-first. The runs an example starts are waited for, and what it changed is put back after (links it failed, clusters
+first. The runs an example starts are cancelled once it is taken, and what it changed is put back after (links it failed, clusters
 it built)."""
 import os
 import re
@@ -31,11 +31,15 @@ def download_debug_run(twin, folder) -> int:
     return run["id"]
 
 
-def wait_for_runs(twin):
+def end_runs(twin):
+    """The runs an example started, cancelled (the example was taken; what they compute is other tests' concern),
+    and waited for, so that the next test finds the worker free."""
     from twin.runs.choices import ACTIVE
     from twin.runs.models import SimulationRun
-    wait_for(lambda: not SimulationRun.objects.filter(status__in=ACTIVE).exists(), timeout=300, interval=0.5,
-             what="the runs the example started to finish")
+    for run_id in SimulationRun.objects.filter(status__in=ACTIVE).values_list("pk", flat=True):
+        twin.api(f"/api/runs/{run_id}/cancel/", {})
+    wait_for(lambda: not SimulationRun.objects.filter(status__in=ACTIVE).exists(), timeout=120, interval=0.25,
+             what="the runs the example started to end")
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.id for e in EXAMPLES])
@@ -57,7 +61,7 @@ def test_every_twin_example_runs_against_the_twin(twin, orm, example, tmp_path):
         done = subprocess.run(["bash", "-c", "set -euo pipefail\n" + CURL + text], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, f"{example.id}: exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
-        wait_for_runs(twin)
+        end_runs(twin)
     finally:
         Link.objects.exclude(pk__in=failed_before).filter(status="failed").update(status="active")
         for cluster in Cluster.objects.exclude(pk__in=clusters_before):      # one the example built
