@@ -26,8 +26,10 @@ def test_the_example_parses_with_its_log_whole():
     assert len(nccl.observations) == 11
 
 
+@pytest.mark.slow
 def test_the_example_runs_with_the_fit_of_the_round_trip(tmp_path, capsys):
-    """The documented command with ``--fit base_rtt_us`` (seconds): every entry predicted on meta-roce-24k."""
+    """README's command with ``--fit base_rtt_us`` (seconds): every entry predicted on meta-roce-24k. Run with the
+    documented examples (-m slow, a step of CI), which run the same command as README writes it."""
     f = tmp_path / "example.toml"
     f.write_text(example())
     assert main(["calibrate", "--preset", "meta-roce-24k", "--measurements", str(f), "--fit", "base_rtt_us",
@@ -38,7 +40,7 @@ def test_the_example_runs_with_the_fit_of_the_round_trip(tmp_path, capsys):
     assert all(r["before"]["predicted"] > 0 for r in d["entries"])
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_the_example_runs_as_written(tmp_path, capsys):
     """The documented command exactly (the default fit: every parameter the entries inform; minutes)."""
     f = tmp_path / "example.toml"
