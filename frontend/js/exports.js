@@ -95,6 +95,9 @@ function grid(rows, read) {
   return out.map((line) => Array.from(line, (v) => v ?? { value: null, quantity: null }));
 }
 
+/** The unit a header names at its end, in parentheses ("time (us)" -> "us"), or undefined. */
+const headerUnit = (header) => header.match(/\(([^)]*)\)\s*$/)?.[1];
+
 /** A column's name in a file: the header as shown, in snake case, its unit in parentheses dropped, the unit of its
  *  values' quantity added ("busbw (GB/s)" of rates -> "busbw_GBps"; "finished" of moments -> "finished_utc"). */
 function columnName(header, quantity) {
@@ -102,7 +105,7 @@ function columnName(header, quantity) {
     .replace(/^_|_$/g, "") || "column";
   if (quantity === "moment") return `${base}_utc`;
   const unit = DISPLAY.quantities[quantity]?.unit
-    ?? header.match(/\(([^)]*)\)\s*$/)?.[1].replace(/%/g, "pct").replace(/\//g, "p").replace(/[^A-Za-z0-9]+/g, "_");
+    ?? headerUnit(header)?.replace(/%/g, "pct").replace(/\//g, "p").replace(/[^A-Za-z0-9]+/g, "_");
   return unit && !base.endsWith(`_${unit.toLowerCase()}`) ? `${base}_${unit}` : base;
 }
 
@@ -127,7 +130,7 @@ export function tableData(table) {
   const quantities = header.map((h, c) => {
     const found = new Set(cells.map((r) => r[c]).filter((v) => v.value != null && v.value !== "").map((v) => v.quantity));
     if (found.size === 1 && [...found][0]) return [...found][0];
-    const unit = LABELS.get(h.match(/\(([^)]*)\)\s*$/)?.[1]);
+    const unit = LABELS.get(headerUnit(h));
     if (unit && found.size === 1 && found.has(null)) {             // plain numbers in a unit the header names
       cells.forEach((r) => { if (typeof r[c].value === "number") r[c].value = +(r[c].value * unit[1]).toPrecision(12); });
       return unit[0];
